@@ -1,0 +1,627 @@
+//! The six level formats of the thesis (§3.1): dense, range, compressed, singleton, offset
+//! and hashed. Each is a self-contained description: properties, capabilities, level
+//! functions as IR, and a packer that builds its arrays from sorted entries.
+
+use std::sync::Arc;
+
+use super::{
+    Capabilities, Level, LevelFormat, LevelSite, LevelStorage, PackInput, PackOutput, Pair,
+    Properties, Segment,
+};
+use crate::ir::{ArrayKind, BinOp, Expr, Intrinsic, ParamKind};
+
+const NO_CAPABILITIES: Capabilities = Capabilities {
+    coord_value_iter: false,
+    coord_pos_iter: false,
+    locate: false,
+    insert: false,
+    append: false,
+};
+
+fn property_suffix(ordered: bool, unique: bool) -> String {
+    let mut s = String::new();
+    if !ordered {
+        s.push_str("(!o)");
+    }
+    if !unique {
+        s.push_str("(!u)");
+    }
+    s
+}
+
+/// Split the entries of every segment by this level's coordinate: one child group per
+/// distinct coordinate, in entry order (entries are sorted, so equal coordinates are
+/// adjacent within a segment).
+fn group_by_coord(
+    input: &PackInput<'_>,
+    mut child_pos: impl FnMut(&Segment, i64) -> usize,
+) -> Vec<Segment> {
+    let mut children = Vec::with_capacity(input.segments.len());
+    for seg in input.segments {
+        let mut lo = seg.lo;
+        while lo < seg.hi {
+            let c = input.coords[lo];
+            let mut hi = lo + 1;
+            while hi < seg.hi && input.coords[hi] == c {
+                hi += 1;
+            }
+            children.push(Segment {
+                parent: child_pos(seg, c),
+                lo,
+                hi,
+            });
+            lo = hi;
+        }
+    }
+    children
+}
+
+fn check_in_range(input: &PackInput<'_>, seg: &Segment) -> Result<(), String> {
+    for e in seg.lo..seg.hi {
+        let c = input.coords[e];
+        if c < 0 || c as usize >= input.size.max(1) && !(input.size == 0 && c == 0) {
+            return Err(format!(
+                "level {}: coordinate {c} is outside the level's dimension of size {}",
+                input.level, input.size
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Dense level: stores only its size and encodes every coordinate in `[0, N)`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Dense {
+    /// Configurable: siblings in increasing order (always true as stored).
+    pub ordered: bool,
+    /// Configurable: no duplicate siblings.
+    pub unique: bool,
+}
+
+impl Dense {
+    /// The default dense level (ordered, unique).
+    pub fn level() -> Level {
+        Arc::new(Dense {
+            ordered: true,
+            unique: true,
+        })
+    }
+}
+
+impl LevelFormat for Dense {
+    fn name(&self) -> &'static str {
+        "dense"
+    }
+    fn spelling(&self) -> String {
+        format!("d{}", property_suffix(self.ordered, self.unique))
+    }
+    fn properties(&self) -> Properties {
+        Properties {
+            full: true,
+            ordered: self.ordered,
+            unique: self.unique,
+            branchless: false,
+            compact: true,
+        }
+    }
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            coord_value_iter: true,
+            locate: true,
+            insert: true,
+            ..NO_CAPABILITIES
+        }
+    }
+    fn arrays(&self) -> &'static [ArrayKind] {
+        &[]
+    }
+    fn coord_iter(&self, site: &LevelSite) -> Option<Pair> {
+        Some((Expr::Int(0), site.param(ParamKind::Size)))
+    }
+    fn coord_access(&self, site: &LevelSite, parent_pos: &Expr, coord: &Expr) -> Option<Pair> {
+        Some((
+            Expr::add(
+                Expr::mul(parent_pos.clone(), site.param(ParamKind::Size)),
+                coord.clone(),
+            ),
+            Expr::Bool(true),
+        ))
+    }
+    fn locate(&self, site: &LevelSite, parent_pos: &Expr, coord: &Expr) -> Option<Pair> {
+        self.coord_access(site, parent_pos, coord)
+    }
+    fn pack(&self, input: &PackInput<'_>) -> Result<PackOutput, String> {
+        for seg in input.segments {
+            check_in_range(input, seg)?;
+        }
+        let size = input.size;
+        let children = group_by_coord(input, |seg, c| seg.parent * size + c as usize);
+        Ok(PackOutput {
+            storage: LevelStorage {
+                arrays: vec![],
+                params: vec![(ParamKind::Size, size as i64)],
+            },
+            positions: input.parent_positions * size,
+            children,
+        })
+    }
+}
+
+/// Compressed level: `pos` segment bounds and `idx` coordinates.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Compressed {
+    /// Configurable: siblings in increasing order.
+    pub ordered: bool,
+    /// Configurable: no duplicate siblings (false for the top level of COO).
+    pub unique: bool,
+}
+
+impl Compressed {
+    /// A compressed level with the given properties.
+    pub fn level(ordered: bool, unique: bool) -> Level {
+        Arc::new(Compressed { ordered, unique })
+    }
+}
+
+impl LevelFormat for Compressed {
+    fn name(&self) -> &'static str {
+        "compressed"
+    }
+    fn spelling(&self) -> String {
+        // TACO spells a non-unique compressed level `u`.
+        if self.unique {
+            format!("s{}", property_suffix(self.ordered, true))
+        } else {
+            format!("u{}", property_suffix(self.ordered, true))
+        }
+    }
+    fn properties(&self) -> Properties {
+        Properties {
+            full: false,
+            ordered: self.ordered,
+            unique: self.unique,
+            branchless: false,
+            compact: true,
+        }
+    }
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            coord_pos_iter: true,
+            append: true,
+            ..NO_CAPABILITIES
+        }
+    }
+    fn arrays(&self) -> &'static [ArrayKind] {
+        &[ArrayKind::Pos, ArrayKind::Idx]
+    }
+    fn pos_iter(&self, site: &LevelSite, parent_pos: &Expr) -> Option<Pair> {
+        let pos = site.array(ArrayKind::Pos);
+        Some((
+            Expr::load(pos.clone(), parent_pos.clone()),
+            Expr::load(pos, Expr::add(parent_pos.clone(), Expr::Int(1))),
+        ))
+    }
+    fn pos_access(&self, site: &LevelSite, pos: &Expr) -> Option<Pair> {
+        Some((
+            Expr::load(site.array(ArrayKind::Idx), pos.clone()),
+            Expr::Bool(true),
+        ))
+    }
+    fn pack(&self, input: &PackInput<'_>) -> Result<PackOutput, String> {
+        let children = if self.unique {
+            let mut next = 0usize;
+            group_by_coord(input, |_, _| {
+                next += 1;
+                next - 1
+            })
+        } else {
+            input
+                .segments
+                .iter()
+                .flat_map(|s| s.lo..s.hi)
+                .enumerate()
+                .map(|(p, e)| Segment {
+                    parent: p,
+                    lo: e,
+                    hi: e + 1,
+                })
+                .collect()
+        };
+        let mut pos = vec![0i64; input.parent_positions + 1];
+        let mut idx = Vec::with_capacity(children.len());
+        let mut segments = input.segments.iter().peekable();
+        for child in &children {
+            while segments.peek().is_some_and(|s| s.hi <= child.lo) {
+                segments.next();
+            }
+            let parent = segments.peek().expect("child lies in a segment").parent;
+            pos[parent + 1] += 1;
+            idx.push(input.coords[child.lo]);
+        }
+        for seg in input.segments {
+            check_in_range(input, seg)?;
+        }
+        for p in 0..input.parent_positions {
+            pos[p + 1] += pos[p];
+        }
+        Ok(PackOutput {
+            positions: children.len(),
+            storage: LevelStorage {
+                arrays: vec![(ArrayKind::Pos, pos), (ArrayKind::Idx, idx)],
+                params: vec![(ParamKind::Size, input.size as i64)],
+            },
+            children,
+        })
+    }
+}
+
+/// Singleton level: one child per parent position, at the same position.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Singleton {
+    /// Configurable: siblings in increasing order.
+    pub ordered: bool,
+    /// Configurable: no duplicates (false for inner COO levels above the last).
+    pub unique: bool,
+}
+
+impl Singleton {
+    /// A singleton level with the given properties.
+    pub fn level(ordered: bool, unique: bool) -> Level {
+        Arc::new(Singleton { ordered, unique })
+    }
+}
+
+impl LevelFormat for Singleton {
+    fn name(&self) -> &'static str {
+        "singleton"
+    }
+    fn spelling(&self) -> String {
+        if self.unique {
+            format!("q{}", property_suffix(self.ordered, true))
+        } else {
+            format!("c{}", property_suffix(self.ordered, true))
+        }
+    }
+    fn properties(&self) -> Properties {
+        Properties {
+            full: false,
+            ordered: self.ordered,
+            unique: self.unique,
+            branchless: true,
+            compact: true,
+        }
+    }
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            coord_pos_iter: true,
+            append: true,
+            ..NO_CAPABILITIES
+        }
+    }
+    fn arrays(&self) -> &'static [ArrayKind] {
+        &[ArrayKind::Idx]
+    }
+    fn pos_iter(&self, _site: &LevelSite, parent_pos: &Expr) -> Option<Pair> {
+        Some((
+            parent_pos.clone(),
+            Expr::add(parent_pos.clone(), Expr::Int(1)),
+        ))
+    }
+    fn pos_access(&self, site: &LevelSite, pos: &Expr) -> Option<Pair> {
+        Some((
+            Expr::load(site.array(ArrayKind::Idx), pos.clone()),
+            Expr::Bool(true),
+        ))
+    }
+    fn pack(&self, input: &PackInput<'_>) -> Result<PackOutput, String> {
+        // Positions without an entry (ELL padding) keep coordinate 0, a valid coordinate
+        // whose value slot stays zero, so kernels may read padding unconditionally.
+        let mut idx = vec![0i64; input.parent_positions];
+        let mut children = Vec::with_capacity(input.segments.len());
+        for seg in input.segments {
+            check_in_range(input, seg)?;
+            if seg.hi - seg.lo > 1 {
+                return Err(format!(
+                    "level {} is singleton, so each parent position holds one coordinate, but parent \
+                     position {} holds {}; make the parent level non-unique (e.g. COO `uq`)",
+                    input.level,
+                    seg.parent,
+                    seg.hi - seg.lo
+                ));
+            }
+            idx[seg.parent] = input.coords[seg.lo];
+            children.push(*seg);
+        }
+        Ok(PackOutput {
+            positions: input.parent_positions,
+            storage: LevelStorage {
+                arrays: vec![(ArrayKind::Idx, idx)],
+                params: vec![(ParamKind::Size, input.size as i64)],
+            },
+            children,
+        })
+    }
+}
+
+/// Range level (DIA rows): the rows `[max(0, -offset[d]), min(N, M - offset[d]))` of the
+/// parent diagonal `d`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Range;
+
+impl Range {
+    /// The range level.
+    pub fn level() -> Level {
+        Arc::new(Range)
+    }
+}
+
+fn diagonal_offset(site: &LevelSite, ancestor: usize) -> Expr {
+    Expr::load(
+        site.array(ArrayKind::Offset),
+        site.ancestors[ancestor].clone(),
+    )
+}
+
+impl LevelFormat for Range {
+    fn name(&self) -> &'static str {
+        "range"
+    }
+    fn spelling(&self) -> String {
+        "r".into()
+    }
+    fn properties(&self) -> Properties {
+        Properties {
+            full: false,
+            ordered: true,
+            unique: true,
+            branchless: false,
+            compact: false,
+        }
+    }
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            coord_value_iter: true,
+            ..NO_CAPABILITIES
+        }
+    }
+    fn arrays(&self) -> &'static [ArrayKind] {
+        &[ArrayKind::Offset]
+    }
+    fn params(&self) -> &'static [ParamKind] {
+        &[ParamKind::Size, ParamKind::Width]
+    }
+    fn coord_iter(&self, site: &LevelSite) -> Option<Pair> {
+        let offset = diagonal_offset(site, site.level - 2);
+        Some((
+            Expr::max(Expr::Int(0), Expr::Neg(Box::new(offset.clone()))),
+            Expr::min(
+                site.param(ParamKind::Size),
+                Expr::sub(site.param(ParamKind::Width), offset),
+            ),
+        ))
+    }
+    fn coord_access(&self, site: &LevelSite, parent_pos: &Expr, coord: &Expr) -> Option<Pair> {
+        Dense::level().coord_access(site, parent_pos, coord)
+    }
+    fn pack(&self, input: &PackInput<'_>) -> Result<PackOutput, String> {
+        for seg in input.segments {
+            check_in_range(input, seg)?;
+        }
+        let size = input.size;
+        let children = group_by_coord(input, |seg, c| seg.parent * size + c as usize);
+        Ok(PackOutput {
+            storage: LevelStorage {
+                arrays: vec![(ArrayKind::Offset, input.diagonal_offsets.to_vec())],
+                params: vec![
+                    (ParamKind::Size, size as i64),
+                    (ParamKind::Width, input.next_size as i64),
+                ],
+            },
+            positions: input.parent_positions * size,
+            children,
+        })
+    }
+}
+
+/// Offset level (DIA columns): the single coordinate `i + offset[d]`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Offset;
+
+impl Offset {
+    /// The offset level.
+    pub fn level() -> Level {
+        Arc::new(Offset)
+    }
+}
+
+impl LevelFormat for Offset {
+    fn name(&self) -> &'static str {
+        "offset"
+    }
+    fn spelling(&self) -> String {
+        "o".into()
+    }
+    fn properties(&self) -> Properties {
+        Properties {
+            full: false,
+            ordered: true,
+            unique: true,
+            branchless: true,
+            compact: false,
+        }
+    }
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            coord_pos_iter: true,
+            ..NO_CAPABILITIES
+        }
+    }
+    fn arrays(&self) -> &'static [ArrayKind] {
+        &[ArrayKind::Offset]
+    }
+    fn pos_iter(&self, _site: &LevelSite, parent_pos: &Expr) -> Option<Pair> {
+        Some((
+            parent_pos.clone(),
+            Expr::add(parent_pos.clone(), Expr::Int(1)),
+        ))
+    }
+    fn pos_access(&self, site: &LevelSite, _pos: &Expr) -> Option<Pair> {
+        let row = site.ancestors[site.level - 2].clone();
+        Some((
+            Expr::add(row, diagonal_offset(site, site.level - 3)),
+            Expr::Bool(true),
+        ))
+    }
+    fn pack(&self, input: &PackInput<'_>) -> Result<PackOutput, String> {
+        // The diagonal coordinate is defined as the index of `j - i`, so every stored column
+        // equals `i + offset[d]` by construction; only the one-child rule needs checking.
+        for seg in input.segments {
+            check_in_range(input, seg)?;
+            if seg.hi - seg.lo > 1 {
+                return Err(format!(
+                    "level {}: an offset level holds one coordinate per parent",
+                    input.level
+                ));
+            }
+        }
+        Ok(PackOutput {
+            storage: LevelStorage {
+                arrays: vec![(ArrayKind::Offset, input.diagonal_offsets.to_vec())],
+                params: vec![(ParamKind::Size, input.size as i64)],
+            },
+            positions: input.parent_positions,
+            children: input.segments.to_vec(),
+        })
+    }
+}
+
+/// Hashed level: per parent, a block of `W` buckets holding coordinates (`-1` = empty),
+/// hash `i mod W`, linear probing that wraps inside the block.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Hashed {
+    /// Configurable: no duplicate siblings.
+    pub unique: bool,
+}
+
+impl Hashed {
+    /// The default hashed level (unique, unordered).
+    pub fn level() -> Level {
+        Arc::new(Hashed { unique: true })
+    }
+}
+
+impl LevelFormat for Hashed {
+    fn name(&self) -> &'static str {
+        "hashed"
+    }
+    fn spelling(&self) -> String {
+        format!("h{}", property_suffix(true, self.unique))
+    }
+    fn properties(&self) -> Properties {
+        Properties {
+            full: false,
+            ordered: false,
+            unique: self.unique,
+            branchless: false,
+            compact: false,
+        }
+    }
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            coord_pos_iter: true,
+            locate: true,
+            insert: true,
+            ..NO_CAPABILITIES
+        }
+    }
+    fn arrays(&self) -> &'static [ArrayKind] {
+        &[ArrayKind::Idx]
+    }
+    fn params(&self) -> &'static [ParamKind] {
+        &[ParamKind::Size, ParamKind::Width]
+    }
+    fn pos_iter(&self, site: &LevelSite, parent_pos: &Expr) -> Option<Pair> {
+        let width = site.param(ParamKind::Width);
+        Some((
+            Expr::mul(parent_pos.clone(), width.clone()),
+            Expr::mul(Expr::add(parent_pos.clone(), Expr::Int(1)), width),
+        ))
+    }
+    fn pos_access(&self, site: &LevelSite, pos: &Expr) -> Option<Pair> {
+        let coord = Expr::load(site.array(ArrayKind::Idx), pos.clone());
+        Some((coord.clone(), Expr::bin(BinOp::Ne, coord, Expr::Int(-1))))
+    }
+    fn locate(&self, site: &LevelSite, parent_pos: &Expr, coord: &Expr) -> Option<Pair> {
+        let pos = Expr::Call(
+            Intrinsic::HashLocate,
+            site.array(ArrayKind::Idx),
+            vec![
+                site.param(ParamKind::Width),
+                parent_pos.clone(),
+                coord.clone(),
+            ],
+        );
+        // `found` is stated in terms of the located position, which lowering binds to a
+        // variable before evaluating it: `idx[p] == i`.
+        let found = Expr::eq(
+            Expr::load(site.array(ArrayKind::Idx), Expr::var(LOCATED)),
+            coord.clone(),
+        );
+        Some((pos, found))
+    }
+    fn pack(&self, input: &PackInput<'_>) -> Result<PackOutput, String> {
+        let mut groups = Vec::new();
+        let mut max_children = 0usize;
+        for seg in input.segments {
+            check_in_range(input, seg)?;
+            let start = groups.len();
+            groups.extend(group_by_coord(
+                &PackInput {
+                    segments: std::slice::from_ref(seg),
+                    ..*input
+                },
+                |s, _| s.parent,
+            ));
+            max_children = max_children.max(groups.len() - start);
+        }
+        let width = hash_width(max_children, input.size);
+        let mut idx = vec![-1i64; input.parent_positions * width];
+        let mut children = Vec::with_capacity(groups.len());
+        for g in groups {
+            let coord = input.coords[g.lo];
+            let base = g.parent * width;
+            let mut slot = (coord as usize) % width;
+            while idx[base + slot] != -1 {
+                slot = (slot + 1) % width;
+            }
+            idx[base + slot] = coord;
+            children.push(Segment {
+                parent: base + slot,
+                lo: g.lo,
+                hi: g.hi,
+            });
+        }
+        children.sort_by_key(|c| c.parent);
+        Ok(PackOutput {
+            storage: LevelStorage {
+                arrays: vec![(ArrayKind::Idx, idx)],
+                params: vec![
+                    (ParamKind::Size, input.size as i64),
+                    (ParamKind::Width, width as i64),
+                ],
+            },
+            positions: input.parent_positions * width,
+            children,
+        })
+    }
+}
+
+/// Name of the variable that holds a located position while `found` is evaluated.
+pub const LOCATED: &str = "__located";
+
+/// Bucket count per parent: room for every child at a load factor of at most 2/3, never
+/// more than the dimension (where `i mod W` is already collision-free).
+fn hash_width(max_children: usize, size: usize) -> usize {
+    let wanted = (max_children * 3 / 2 + 1).next_power_of_two();
+    wanted.min(size.max(1)).max(max_children).max(1)
+}

@@ -1,0 +1,419 @@
+//! Storage formats: level formats and their composition into tensor formats.
+//!
+//! A tensor's storage is a *coordinate hierarchy* with one level per stored dimension
+//! (Chou, "Unified Sparse Formats", ch. 3). Each level is stored by a [`LevelFormat`]
+//! that declares its [`Properties`] and [`Capabilities`] and provides its *level
+//! functions* (`coord_iter`, `pos_iter`, `locate`, ...) as IR expressions. Code generation
+//! and the runtime interpreter read only these, so a new level format is one type that
+//! implements [`LevelFormat`]; nothing else changes.
+//!
+//! A [`Format`] is a sequence of levels, each bound to a [`LevelCoord`] that says which
+//! coordinate of the logical tensor the level stores: a mode (plain formats and any mode
+//! ordering), a block index or offset (BCSR), the ELL slot, or the DIA diagonal.
+
+mod levels;
+mod parse;
+
+use std::fmt;
+use std::sync::Arc;
+
+pub use levels::{Compressed, Dense, Hashed, Offset, Range, Singleton};
+pub use parse::FormatError;
+
+use crate::ir::{ArrayKind, Expr, ParamKind};
+
+/// Invariants a level guarantees (Table 3.2 of the thesis).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Properties {
+    /// Every sibling set holds all coordinates of the dimension.
+    pub full: bool,
+    /// Siblings are in increasing order.
+    pub ordered: bool,
+    /// No sibling set holds a coordinate twice.
+    pub unique: bool,
+    /// No coordinate has a sibling and every parent has a child.
+    pub branchless: bool,
+    /// No position between two coordinates is left unused.
+    pub compact: bool,
+}
+
+/// Level functions a level provides (Tables 3.1 and 3.3 of the thesis).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Capabilities {
+    /// `coord_iter` + `coord_access`.
+    pub coord_value_iter: bool,
+    /// `pos_iter` + `pos_access`.
+    pub coord_pos_iter: bool,
+    /// `locate`: O(1) random access to a child coordinate.
+    pub locate: bool,
+    /// `insert_coord` + `init_insert` + `finalize_insert` + `nonzeros`.
+    pub insert: bool,
+    /// `append_coord` + `append_edges` + `init_append` + `finalize_append`.
+    pub append: bool,
+}
+
+/// Where a level sits and what its ancestors' coordinates and positions are, as IR.
+///
+/// Level functions are pure functions of this context; they return IR expressions.
+#[derive(Clone, Debug)]
+pub struct LevelSite {
+    /// Tensor (kernel parameter) name.
+    pub tensor: String,
+    /// 1-based level number.
+    pub level: usize,
+    /// Coordinates of levels `1..level` (the ancestors), outermost first.
+    pub ancestors: Vec<Expr>,
+}
+
+impl LevelSite {
+    /// The array `kind` of this level.
+    pub fn array(&self, kind: ArrayKind) -> crate::ir::ArrayRef {
+        crate::ir::ArrayRef {
+            tensor: self.tensor.clone(),
+            level: Some(self.level),
+            kind,
+        }
+    }
+    /// The parameter `kind` of this level.
+    pub fn param(&self, kind: ParamKind) -> Expr {
+        Expr::Param(crate::ir::ParamRef {
+            tensor: self.tensor.clone(),
+            level: self.level,
+            kind,
+        })
+    }
+}
+
+/// A `(value, found)` or `(begin, end)` pair returned by a level function.
+pub type Pair = (Expr, Expr);
+
+/// Storage produced by [`LevelFormat::pack`] for one level.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct LevelStorage {
+    /// Arrays, by kind (only those in [`LevelFormat::arrays`]).
+    pub arrays: Vec<(ArrayKind, Vec<i64>)>,
+    /// Scalar parameters (size, width).
+    pub params: Vec<(ParamKind, i64)>,
+}
+
+impl LevelStorage {
+    /// The array of `kind`, if the level has one.
+    pub fn array(&self, kind: ArrayKind) -> Option<&[i64]> {
+        self.arrays
+            .iter()
+            .find(|(k, _)| *k == kind)
+            .map(|(_, a)| a.as_slice())
+    }
+    /// The parameter of `kind` (0 when the level has none).
+    pub fn param(&self, kind: ParamKind) -> i64 {
+        self.params
+            .iter()
+            .find(|(k, _)| *k == kind)
+            .map(|(_, v)| *v)
+            .unwrap_or(0)
+    }
+}
+
+/// One group of entries that share a parent position, handed from level to level while
+/// packing. `entries` indexes the sorted storage-coordinate list.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Segment {
+    /// Position in the parent level.
+    pub parent: usize,
+    /// First entry (inclusive).
+    pub lo: usize,
+    /// Last entry (exclusive).
+    pub hi: usize,
+}
+
+/// Input of [`LevelFormat::pack`]: the entries under each parent, sorted lexicographically by
+/// storage coordinates, and this level's coordinate of each entry.
+pub struct PackInput<'a> {
+    /// 1-based level number (for messages).
+    pub level: usize,
+    /// Dimension size `N_k` of this level.
+    pub size: usize,
+    /// Number of positions of the parent level (`p_{k-1}_max`).
+    pub parent_positions: usize,
+    /// Non-empty groups of entries, by parent position, in increasing parent order.
+    pub segments: &'a [Segment],
+    /// This level's coordinate for every entry.
+    pub coords: &'a [i64],
+    /// The DIA diagonal offsets, when the format has a diagonal level.
+    pub diagonal_offsets: &'a [i64],
+    /// The size of the dimension stored by the next level (range needs `M`).
+    pub next_size: usize,
+}
+
+/// Output of [`LevelFormat::pack`].
+pub struct PackOutput {
+    /// The level's arrays and parameters.
+    pub storage: LevelStorage,
+    /// Number of positions of this level (`p_k_max`).
+    pub positions: usize,
+    /// Groups of entries under each child position, for the next level.
+    pub children: Vec<Segment>,
+}
+
+/// A level format: how one level of a coordinate hierarchy is stored.
+///
+/// The level functions return IR; `None` means the level lacks that capability (and
+/// [`LevelFormat::capabilities`] says so). They are the single description of the level's
+/// behaviour: the code generator inlines them and [`crate::ir::interp`] evaluates them
+/// when reading storage back.
+pub trait LevelFormat: fmt::Debug + Send + Sync {
+    /// Lower-case name (`"compressed"`).
+    fn name(&self) -> &'static str;
+    /// Letter in the format-string syntax, with property suffixes (see [`Format::parse`]).
+    fn spelling(&self) -> String;
+    /// Properties of this instance.
+    fn properties(&self) -> Properties;
+    /// Capabilities of this level format.
+    fn capabilities(&self) -> Capabilities;
+    /// Arrays the level stores.
+    fn arrays(&self) -> &'static [ArrayKind];
+    /// Scalar parameters the level stores.
+    fn params(&self) -> &'static [ParamKind] {
+        &[ParamKind::Size]
+    }
+    /// `coord_iter(i1..i_{k-1}) -> <begin, end>`.
+    fn coord_iter(&self, _site: &LevelSite) -> Option<Pair> {
+        None
+    }
+    /// `coord_access(p_{k-1}, i1..i_k) -> <p_k, found>`.
+    fn coord_access(&self, _site: &LevelSite, _parent_pos: &Expr, _coord: &Expr) -> Option<Pair> {
+        None
+    }
+    /// `pos_iter(p_{k-1}) -> <begin, end>`.
+    fn pos_iter(&self, _site: &LevelSite, _parent_pos: &Expr) -> Option<Pair> {
+        None
+    }
+    /// `pos_access(p_k, i1..i_{k-1}) -> <i_k, found>`.
+    fn pos_access(&self, _site: &LevelSite, _pos: &Expr) -> Option<Pair> {
+        None
+    }
+    /// `locate(p_{k-1}, i1..i_k) -> <p_k, found>`.
+    fn locate(&self, _site: &LevelSite, _parent_pos: &Expr, _coord: &Expr) -> Option<Pair> {
+        None
+    }
+    /// Build this level's storage from sorted, deduplicated entries.
+    fn pack(&self, input: &PackInput<'_>) -> Result<PackOutput, String>;
+}
+
+/// A shared, immutable level format instance.
+pub type Level = Arc<dyn LevelFormat>;
+
+/// Which coordinate of the logical tensor a storage level holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum LevelCoord {
+    /// Mode `m` of the tensor, unchanged.
+    Mode(usize),
+    /// `i / block` for mode `m` (outer block index).
+    BlockOuter { mode: usize, block: usize },
+    /// `i % block` for mode `m` (offset inside the block).
+    BlockInner { mode: usize, block: usize },
+    /// ELL slot: the rank of the entry among the entries of its row (mode 0).
+    EllSlot,
+    /// DIA diagonal: the index of `j - i` in the sorted list of occupied diagonals.
+    Diagonal,
+}
+
+/// One storage level: a level format and the coordinate it stores.
+#[derive(Clone, Debug)]
+pub struct LevelSpec {
+    /// How the level is stored.
+    pub format: Level,
+    /// What it stores.
+    pub coord: LevelCoord,
+}
+
+/// A tensor format: levels in storage order.
+#[derive(Clone, Debug)]
+pub struct Format {
+    levels: Vec<LevelSpec>,
+    order: usize,
+}
+
+impl Format {
+    /// A format over `order` modes from explicit levels. Checks that every mode is stored
+    /// and that structured coordinates are used consistently.
+    pub fn new(order: usize, levels: Vec<LevelSpec>) -> Result<Format, FormatError> {
+        let format = Format { levels, order };
+        format.validate()?;
+        Ok(format)
+    }
+
+    /// Plain format: one level per mode, stored in `mode_order` order.
+    pub fn with_mode_order(
+        levels: Vec<Level>,
+        mode_order: &[usize],
+    ) -> Result<Format, FormatError> {
+        if levels.len() != mode_order.len() {
+            return Err(FormatError::new(format!(
+                "{} levels but a mode ordering of {} modes",
+                levels.len(),
+                mode_order.len()
+            )));
+        }
+        let specs = levels
+            .into_iter()
+            .zip(mode_order)
+            .map(|(format, &m)| LevelSpec {
+                format,
+                coord: LevelCoord::Mode(m),
+            })
+            .collect();
+        Format::new(mode_order.len(), specs)
+    }
+
+    /// All-dense format of the given order (row-major).
+    pub fn dense(order: usize) -> Format {
+        let levels = (0..order).map(|_| Dense::level()).collect();
+        Format::with_mode_order(levels, &(0..order).collect::<Vec<_>>()).expect("dense is valid")
+    }
+
+    /// Parse a format string (see the crate documentation for the syntax).
+    pub fn parse(text: &str, order: usize) -> Result<Format, FormatError> {
+        parse::parse_format(text, order)
+    }
+
+    /// Number of logical modes.
+    pub fn order(&self) -> usize {
+        self.order
+    }
+
+    /// Storage levels, outermost first.
+    pub fn levels(&self) -> &[LevelSpec] {
+        &self.levels
+    }
+
+    /// True when every level stores a mode directly (no blocks, slots or diagonals).
+    pub fn is_plain(&self) -> bool {
+        self.levels
+            .iter()
+            .all(|l| matches!(l.coord, LevelCoord::Mode(_)))
+    }
+
+    /// For plain formats, the mode stored by each level.
+    pub fn mode_order(&self) -> Option<Vec<usize>> {
+        self.levels
+            .iter()
+            .map(|l| match l.coord {
+                LevelCoord::Mode(m) => Some(m),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// True when all levels are dense (values are a plain row-major array in mode order).
+    pub fn is_all_dense(&self) -> bool {
+        self.levels.iter().all(|l| l.format.name() == "dense")
+    }
+
+    fn validate(&self) -> Result<(), FormatError> {
+        let mut stored = vec![0u8; self.order];
+        let mut outer_blocks = vec![None; self.order];
+        let mut inner_blocks = vec![None; self.order];
+        for (k, spec) in self.levels.iter().enumerate() {
+            let level = k + 1;
+            match spec.coord {
+                LevelCoord::Mode(m)
+                | LevelCoord::BlockInner { mode: m, .. }
+                | LevelCoord::BlockOuter { mode: m, .. }
+                    if m >= self.order =>
+                {
+                    return Err(FormatError::new(format!(
+                        "level {level} stores mode {m}, but the tensor has only {} modes",
+                        self.order
+                    )))
+                }
+                LevelCoord::Mode(m) => stored[m] += 2,
+                LevelCoord::BlockOuter { mode, block } => {
+                    stored[mode] += 1;
+                    outer_blocks[mode] = Some(block);
+                }
+                LevelCoord::BlockInner { mode, block } => {
+                    stored[mode] += 1;
+                    if outer_blocks[mode].is_none() {
+                        return Err(FormatError::new(format!(
+                            "level {level} stores the inner block of mode {mode} before its outer block"
+                        )));
+                    }
+                    inner_blocks[mode] = Some(block);
+                }
+                LevelCoord::EllSlot | LevelCoord::Diagonal => {
+                    if self.order != 2 {
+                        return Err(FormatError::new(
+                            "ELL and DIA formats are defined for matrices only",
+                        ));
+                    }
+                }
+            }
+            if spec.coord == LevelCoord::Diagonal && k != 0 {
+                return Err(FormatError::new(
+                    "the DIA diagonal level must be the first level",
+                ));
+            }
+        }
+        for (m, &count) in stored.iter().enumerate() {
+            if count != 2 {
+                return Err(FormatError::new(format!(
+                    "mode {m} is stored {} times; every mode must be stored exactly once",
+                    count as f64 / 2.0
+                )));
+            }
+            if outer_blocks[m] != inner_blocks[m] {
+                return Err(FormatError::new(format!(
+                    "mode {m} is split into blocks of {:?} and {:?}; the outer and inner block sizes must agree",
+                    outer_blocks[m], inner_blocks[m]
+                )));
+            }
+        }
+        let is_dia_part = |spec: &LevelSpec| {
+            spec.coord == LevelCoord::Diagonal || matches!(spec.format.name(), "range" | "offset")
+        };
+        if self.levels.iter().any(is_dia_part) {
+            let shape: Vec<(&str, LevelCoord)> = self
+                .levels
+                .iter()
+                .map(|l| (l.format.name(), l.coord))
+                .collect();
+            let expected = [
+                ("dense", LevelCoord::Diagonal),
+                ("range", LevelCoord::Mode(0)),
+                ("offset", LevelCoord::Mode(1)),
+            ];
+            if shape != expected {
+                return Err(FormatError::new(
+                    "range and offset levels and the diagonal coordinate only form DIA: \
+                     dense diagonal level, range row level, offset column level",
+                ));
+            }
+        }
+        if let Some(spec) = self.levels.first() {
+            if spec.format.name() == "singleton" {
+                return Err(FormatError::new(
+                    "a singleton level cannot be the first level: it needs a parent",
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The format-string spelling that [`Format::parse`] reads back to this format.
+    pub fn spelling(&self) -> String {
+        parse::spell(self)
+    }
+}
+
+impl fmt::Display for Format {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.spelling())
+    }
+}
+
+impl PartialEq for Format {
+    fn eq(&self, other: &Format) -> bool {
+        self.order == other.order && self.spelling() == other.spelling()
+    }
+}

@@ -1,0 +1,329 @@
+//! The format-string syntax.
+//!
+//! A format string is either a sequence of level letters with an optional mode ordering,
+//! compatible with TACO's command line, or a named format:
+//!
+//! | spelling | meaning |
+//! |---|---|
+//! | `d` | dense level |
+//! | `s` | compressed level |
+//! | `u` | compressed level, non-unique (COO top level) |
+//! | `q` | singleton level |
+//! | `c` | singleton level, non-unique (inner COO levels) |
+//! | `h` | hashed level |
+//! | `(!o)`, `(!u)` after a letter | mark the level unordered / non-unique |
+//! | `:2,0,1` after the letters | mode ordering: level `k` stores mode `order[k]` |
+//! | `dense`, `csr`, `csc`, `coo`, `dcsr`, `dcsc`, `csf`, `sv`, `hash` | named formats (any order where it makes sense; `csf` and `coo` accept a mode ordering) |
+//! | `bcsr:RxC` | blocked CSR with `R x C` dense blocks |
+//! | `ell` | ELLPACK (slot, row, column) |
+//! | `dia` | diagonal (diagonal, row range, column offset) |
+
+use std::fmt;
+
+use super::{
+    Compressed, Dense, Format, Hashed, Level, LevelCoord, LevelSpec, Offset, Range, Singleton,
+};
+
+/// A format string or level composition that does not describe a valid format.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FormatError {
+    message: String,
+}
+
+impl FormatError {
+    pub(crate) fn new(message: impl Into<String>) -> FormatError {
+        FormatError {
+            message: message.into(),
+        }
+    }
+}
+
+impl fmt::Display for FormatError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for FormatError {}
+
+pub(super) fn parse_format(text: &str, order: usize) -> Result<Format, FormatError> {
+    let text = text.trim();
+    let wrap = |e: FormatError| FormatError::new(format!("format `{text}`: {}", e.message));
+    parse_inner(text, order).map_err(wrap)
+}
+
+fn parse_inner(text: &str, order: usize) -> Result<Format, FormatError> {
+    let (head, ordering) = match text.split_once(':') {
+        Some((h, o)) => (h, Some(o)),
+        None => (text, None),
+    };
+    let lower = head.to_ascii_lowercase();
+    let identity: Vec<usize> = (0..order).collect();
+    let mode_order = |default: &[usize]| -> Result<Vec<usize>, FormatError> {
+        match ordering {
+            Some(o) if !lower.starts_with("bcsr") => parse_mode_order(o, order),
+            _ => Ok(default.to_vec()),
+        }
+    };
+    let require_order = |n: usize| {
+        if order == n {
+            Ok(())
+        } else {
+            Err(FormatError::new(format!(
+                "`{lower}` is a format for order-{n} tensors, but this tensor has order {order}"
+            )))
+        }
+    };
+    let repeat = |first: Level, rest: fn() -> Level, last: Option<Level>| -> Vec<Level> {
+        let mut levels: Vec<Level> = Vec::with_capacity(order);
+        if order > 0 {
+            levels.push(first);
+        }
+        for k in 1..order {
+            match (&last, k + 1 == order) {
+                (Some(l), true) => levels.push(l.clone()),
+                _ => levels.push(rest()),
+            }
+        }
+        levels
+    };
+    match lower.as_str() {
+        "dense" => Format::with_mode_order(
+            repeat(Dense::level(), Dense::level, None),
+            &mode_order(&identity)?,
+        ),
+        "csr" => {
+            require_order(2)?;
+            Format::with_mode_order(
+                vec![Dense::level(), Compressed::level(true, true)],
+                &mode_order(&[0, 1])?,
+            )
+        }
+        "csc" => {
+            require_order(2)?;
+            Format::with_mode_order(
+                vec![Dense::level(), Compressed::level(true, true)],
+                &mode_order(&[1, 0])?,
+            )
+        }
+        "dcsr" => {
+            require_order(2)?;
+            Format::with_mode_order(csf_levels(2), &mode_order(&[0, 1])?)
+        }
+        "dcsc" => {
+            require_order(2)?;
+            Format::with_mode_order(csf_levels(2), &mode_order(&[1, 0])?)
+        }
+        "csf" => Format::with_mode_order(csf_levels(order), &mode_order(&identity)?),
+        "coo" => {
+            let levels = repeat(
+                Compressed::level(true, false),
+                || Singleton::level(true, false),
+                Some(Singleton::level(true, true)),
+            );
+            let levels = if order == 1 {
+                vec![Compressed::level(true, true)]
+            } else {
+                levels
+            };
+            Format::with_mode_order(levels, &mode_order(&identity)?)
+        }
+        "sv" | "sparsevec" => {
+            require_order(1)?;
+            Format::with_mode_order(vec![Compressed::level(true, true)], &[0])
+        }
+        "hash" | "hashmap" => Format::with_mode_order(
+            repeat(Hashed::level(), Hashed::level, None),
+            &mode_order(&identity)?,
+        ),
+        "ell" => {
+            require_order(2)?;
+            Format::new(
+                2,
+                vec![
+                    spec(Dense::level(), LevelCoord::EllSlot),
+                    spec(Dense::level(), LevelCoord::Mode(0)),
+                    spec(Singleton::level(true, true), LevelCoord::Mode(1)),
+                ],
+            )
+        }
+        "dia" => {
+            require_order(2)?;
+            Format::new(
+                2,
+                vec![
+                    spec(Dense::level(), LevelCoord::Diagonal),
+                    spec(Range::level(), LevelCoord::Mode(0)),
+                    spec(Offset::level(), LevelCoord::Mode(1)),
+                ],
+            )
+        }
+        "bcsr" => {
+            require_order(2)?;
+            let blocks = ordering
+                .ok_or_else(|| FormatError::new("`bcsr` needs block sizes, e.g. `bcsr:4x4`"))?;
+            let (r, c) = parse_blocks(blocks)?;
+            Format::new(
+                2,
+                vec![
+                    spec(Dense::level(), LevelCoord::BlockOuter { mode: 0, block: r }),
+                    spec(
+                        Compressed::level(true, true),
+                        LevelCoord::BlockOuter { mode: 1, block: c },
+                    ),
+                    spec(Dense::level(), LevelCoord::BlockInner { mode: 0, block: r }),
+                    spec(Dense::level(), LevelCoord::BlockInner { mode: 1, block: c }),
+                ],
+            )
+        }
+        _ => {
+            let levels = parse_letters(head)?;
+            if levels.len() != order {
+                return Err(FormatError::new(format!(
+                    "{} level letters for a tensor of order {order}; give one letter per mode",
+                    levels.len()
+                )));
+            }
+            Format::with_mode_order(levels, &mode_order(&identity)?)
+        }
+    }
+}
+
+fn spec(format: Level, coord: LevelCoord) -> LevelSpec {
+    LevelSpec { format, coord }
+}
+
+fn csf_levels(order: usize) -> Vec<Level> {
+    (0..order).map(|_| Compressed::level(true, true)).collect()
+}
+
+fn parse_mode_order(text: &str, order: usize) -> Result<Vec<usize>, FormatError> {
+    let modes = text
+        .split(',')
+        .map(|t| {
+            t.trim().parse::<usize>().map_err(|_| {
+                FormatError::new(format!(
+                    "mode ordering `{text}`: `{t}` is not a mode number"
+                ))
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut seen = vec![false; order];
+    for &m in &modes {
+        if m >= order || std::mem::replace(&mut seen[m], true) {
+            return Err(FormatError::new(format!(
+                "mode ordering `{text}` must be a permutation of 0..{order}"
+            )));
+        }
+    }
+    if modes.len() != order {
+        return Err(FormatError::new(format!(
+            "mode ordering `{text}` names {} modes; the tensor has {order}",
+            modes.len()
+        )));
+    }
+    Ok(modes)
+}
+
+fn parse_blocks(text: &str) -> Result<(usize, usize), FormatError> {
+    let bad = || {
+        FormatError::new(format!(
+            "block sizes `{text}` must look like `4x4` (positive integers)"
+        ))
+    };
+    let (r, c) = text.split_once(['x', 'X', ',']).ok_or_else(bad)?;
+    let r: usize = r.trim().parse().map_err(|_| bad())?;
+    let c: usize = c.trim().parse().map_err(|_| bad())?;
+    if r == 0 || c == 0 {
+        return Err(bad());
+    }
+    Ok((r, c))
+}
+
+fn parse_letters(text: &str) -> Result<Vec<Level>, FormatError> {
+    let mut levels = Vec::new();
+    let mut chars = text.chars().peekable();
+    while let Some(letter) = chars.next() {
+        let (mut ordered, mut unique) = (true, !matches!(letter, 'u' | 'c'));
+        if chars.peek() == Some(&'(') {
+            chars.next();
+            let mut flags = String::new();
+            for c in chars.by_ref() {
+                if c == ')' {
+                    break;
+                }
+                flags.push(c);
+            }
+            for flag in flags.split(',').map(str::trim).filter(|f| !f.is_empty()) {
+                match flag {
+                    "!o" => ordered = false,
+                    "!u" => unique = false,
+                    "o" => ordered = true,
+                    "u" => unique = true,
+                    other => {
+                        return Err(FormatError::new(format!(
+                            "unknown level property `{other}` after `{letter}`; use `!o` (unordered) or `!u` (non-unique)"
+                        )))
+                    }
+                }
+            }
+        }
+        let level: Level = match letter {
+            'd' => std::sync::Arc::new(Dense { ordered, unique }),
+            's' | 'u' => Compressed::level(ordered, unique),
+            'q' | 'c' => Singleton::level(ordered, unique),
+            'h' => std::sync::Arc::new(Hashed { unique }),
+            'r' | 'o' => {
+                return Err(FormatError::new(
+                    "range (`r`) and offset (`o`) levels only occur in DIA; write `dia`",
+                ))
+            }
+            other => {
+                return Err(FormatError::new(format!(
+                    "unknown level letter `{other}`; expected d (dense), s (compressed), u (compressed, \
+                     non-unique), q (singleton), c (singleton, non-unique), h (hashed), or a named format \
+                     (dense, csr, csc, coo, dcsr, dcsc, csf, sv, hash, ell, dia, bcsr:RxC)"
+                )))
+            }
+        };
+        levels.push(level);
+    }
+    if levels.is_empty() && !text.is_empty() {
+        return Err(FormatError::new("no level letters"));
+    }
+    Ok(levels)
+}
+
+pub(super) fn spell(format: &Format) -> String {
+    if let Some(order) = format.mode_order() {
+        let letters: String = format
+            .levels()
+            .iter()
+            .map(|l| l.format.spelling())
+            .collect();
+        if order.iter().enumerate().all(|(k, &m)| k == m) {
+            letters
+        } else {
+            let modes: Vec<String> = order.iter().map(usize::to_string).collect();
+            format!("{letters}:{}", modes.join(","))
+        }
+    } else {
+        match format.levels()[0].coord {
+            LevelCoord::EllSlot => "ell".into(),
+            LevelCoord::Diagonal => "dia".into(),
+            _ => {
+                let block = |m: usize| {
+                    format
+                        .levels()
+                        .iter()
+                        .find_map(|l| match l.coord {
+                            LevelCoord::BlockInner { mode, block } if mode == m => Some(block),
+                            _ => None,
+                        })
+                        .unwrap_or(1)
+                };
+                format!("bcsr:{}x{}", block(0), block(1))
+            }
+        }
+    }
+}

@@ -1,0 +1,16 @@
+//! sparsec: a sparse tensor algebra compiler.
+//!
+//! The crate is a pipeline; each module is one stage and data flows one way:
+//!
+//! ```text
+//! notation -> lower (iteration order, merge lattices, level functions) -> ir
+//!          -> codegen (C) -> jit (compile, cache, load) -> kernel (run on tensors)
+//! ```
+//!
+//! Storage is described by [`format`] (level formats with properties and capabilities)
+//! and held by [`tensor`]; [`io`] reads and writes MatrixMarket and FROSTT files.
+
+pub mod format;
+pub mod io;
+pub mod ir;
+pub mod tensor;

@@ -1,0 +1,150 @@
+//! Coordinate lists: the interchange form between files, generators and formats.
+
+use super::TensorError;
+
+/// A coordinate list: `values[e]` sits at `coords[e*order .. (e+1)*order]`.
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct Coo {
+    /// Dimension sizes.
+    pub dims: Vec<usize>,
+    /// Flattened coordinates, `order` per entry.
+    pub coords: Vec<i64>,
+    /// One value per entry.
+    pub values: Vec<f64>,
+}
+
+impl Coo {
+    /// A coordinate list, checked for consistent lengths and in-range coordinates.
+    pub fn new(dims: Vec<usize>, coords: Vec<i64>, values: Vec<f64>) -> Result<Coo, TensorError> {
+        let coo = Coo {
+            dims,
+            coords,
+            values,
+        };
+        coo.validate()?;
+        Ok(coo)
+    }
+
+    /// Number of modes.
+    pub fn order(&self) -> usize {
+        self.dims.len()
+    }
+
+    /// Number of entries (stored components, duplicates counted).
+    pub fn len(&self) -> usize {
+        self.values.len()
+    }
+
+    /// True when there are no entries.
+    pub fn is_empty(&self) -> bool {
+        self.values.is_empty()
+    }
+
+    /// Coordinates of entry `e`.
+    pub fn coord(&self, e: usize) -> &[i64] {
+        let n = self.order();
+        &self.coords[e * n..(e + 1) * n]
+    }
+
+    /// Check lengths and ranges.
+    pub fn validate(&self) -> Result<(), TensorError> {
+        let n = self.order();
+        if self.coords.len() != self.values.len() * n {
+            return Err(TensorError::Malformed(format!(
+                "{} coordinates for {} entries of an order-{n} tensor",
+                self.coords.len(),
+                self.values.len()
+            )));
+        }
+        for e in 0..self.len() {
+            for (mode, (&c, &size)) in self.coord(e).iter().zip(&self.dims).enumerate() {
+                if c < 0 || c as u64 >= size as u64 {
+                    return Err(TensorError::OutOfRange {
+                        entry: e,
+                        mode,
+                        coord: c,
+                        size,
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Sort entries lexicographically and sum duplicates (explicit zeros stay).
+    pub fn sort_and_sum(&mut self) {
+        let n = self.order();
+        let perm = self.sorted_permutation(&(0..n).collect::<Vec<_>>());
+        let mut coords = Vec::with_capacity(self.coords.len());
+        let mut values: Vec<f64> = Vec::with_capacity(self.values.len());
+        for e in perm {
+            let c = self.coord(e);
+            let last = values.len();
+            if last > 0 && &coords[(last - 1) * n..last * n] == c {
+                values[last - 1] += self.values[e];
+            } else {
+                coords.extend_from_slice(c);
+                values.push(self.values[e]);
+            }
+        }
+        self.coords = coords;
+        self.values = values;
+    }
+
+    /// Entry indices sorted by the given modes (stable for ties).
+    pub fn sorted_permutation(&self, modes: &[usize]) -> Vec<usize> {
+        let n = self.order();
+        let mut perm: Vec<usize> = (0..self.len()).collect();
+        let already_sorted = perm.windows(2).all(|w| {
+            let (a, b) = (&self.coords[w[0] * n..], &self.coords[w[1] * n..]);
+            modes.iter().map(|&m| a[m]).le(modes.iter().map(|&m| b[m]))
+        });
+        if !already_sorted {
+            perm.sort_by(|&x, &y| {
+                let (a, b) = (&self.coords[x * n..], &self.coords[y * n..]);
+                modes.iter().map(|&m| a[m]).cmp(modes.iter().map(|&m| b[m]))
+            });
+        }
+        perm
+    }
+
+    /// Largest scaled difference between two sorted, summed lists (absent = zero).
+    pub fn max_difference(&self, other: &Coo) -> f64 {
+        let n = self.order();
+        let (mut a, mut b) = (0, 0);
+        let mut worst = 0.0f64;
+        let scaled = |x: f64, y: f64| {
+            let d = (x - y).abs();
+            if d.is_nan() {
+                f64::INFINITY
+            } else {
+                d / x.abs().max(y.abs()).max(1.0)
+            }
+        };
+        while a < self.len() || b < other.len() {
+            let ord = match (a < self.len(), b < other.len()) {
+                (true, true) => {
+                    self.coords[a * n..(a + 1) * n].cmp(&other.coords[b * n..(b + 1) * n])
+                }
+                (true, false) => std::cmp::Ordering::Less,
+                _ => std::cmp::Ordering::Greater,
+            };
+            match ord {
+                std::cmp::Ordering::Less => {
+                    worst = worst.max(scaled(self.values[a], 0.0));
+                    a += 1;
+                }
+                std::cmp::Ordering::Greater => {
+                    worst = worst.max(scaled(0.0, other.values[b]));
+                    b += 1;
+                }
+                std::cmp::Ordering::Equal => {
+                    worst = worst.max(scaled(self.values[a], other.values[b]));
+                    a += 1;
+                    b += 1;
+                }
+            }
+        }
+        worst
+    }
+}

@@ -1,0 +1,353 @@
+//! Tensor storage: a [`Format`], the arrays of each level and the values.
+//!
+//! Tensors are built from coordinate lists ([`Coo`]), which may be unsorted and hold
+//! duplicates (summed) and explicit zeros (kept as stored entries). Reading back walks the
+//! coordinate hierarchy through the level functions of each level format
+//! ([`crate::ir::interp`]), so storage and generated code can never disagree about layout.
+
+mod coo;
+mod pack;
+
+use std::fmt;
+
+pub use coo::Coo;
+
+use crate::format::{Format, LevelCoord, LevelSite, LevelStorage};
+use crate::ir::interp::Env;
+use crate::ir::{Expr, ParamKind};
+
+/// Scalar type of component values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub enum ValueType {
+    /// `double`.
+    #[default]
+    F64,
+    /// `float`.
+    F32,
+}
+
+impl ValueType {
+    /// The C spelling.
+    pub fn c_name(self) -> &'static str {
+        match self {
+            ValueType::F64 => "double",
+            ValueType::F32 => "float",
+        }
+    }
+}
+
+/// Component values, indexed by the positions of the last level.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Values {
+    F64(Vec<f64>),
+    F32(Vec<f32>),
+}
+
+impl Values {
+    /// Zero-filled values of the given type.
+    pub fn zeros(ty: ValueType, len: usize) -> Values {
+        match ty {
+            ValueType::F64 => Values::F64(vec![0.0; len]),
+            ValueType::F32 => Values::F32(vec![0.0; len]),
+        }
+    }
+    /// Number of stored values.
+    pub fn len(&self) -> usize {
+        match self {
+            Values::F64(v) => v.len(),
+            Values::F32(v) => v.len(),
+        }
+    }
+    /// True when no values are stored.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// Value at position `p`, widened to `f64`.
+    pub fn get(&self, p: usize) -> f64 {
+        match self {
+            Values::F64(v) => v[p],
+            Values::F32(v) => v[p] as f64,
+        }
+    }
+    /// Store `x` (narrowed to the value type) at position `p`.
+    pub fn set(&mut self, p: usize, x: f64) {
+        match self {
+            Values::F64(v) => v[p] = x,
+            Values::F32(v) => v[p] = x as f32,
+        }
+    }
+    /// The value type.
+    pub fn value_type(&self) -> ValueType {
+        match self {
+            Values::F64(_) => ValueType::F64,
+            Values::F32(_) => ValueType::F32,
+        }
+    }
+}
+
+/// Why a tensor could not be built or converted.
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum TensorError {
+    /// The format's order differs from the tensor's.
+    #[error("format `{format}` has order {format_order}, but the tensor has order {tensor_order}")]
+    OrderMismatch {
+        format: String,
+        format_order: usize,
+        tensor_order: usize,
+    },
+    /// A coordinate lies outside the tensor's dimensions.
+    #[error(
+        "entry {entry}: coordinate {coord} of mode {mode} is outside the dimension of size {size}"
+    )]
+    OutOfRange {
+        entry: usize,
+        mode: usize,
+        coord: i64,
+        size: usize,
+    },
+    /// The format cannot represent this tensor (a level's precondition failed).
+    #[error("format `{format}` cannot hold this tensor: {reason}")]
+    Unrepresentable { format: String, reason: String },
+    /// Coordinate and value arrays disagree in length.
+    #[error("{0}")]
+    Malformed(String),
+}
+
+/// A tensor stored in some format.
+#[derive(Clone, PartialEq)]
+pub struct Tensor {
+    dims: Vec<usize>,
+    format: Format,
+    levels: Vec<LevelStorage>,
+    values: Values,
+}
+
+impl fmt::Debug for Tensor {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Tensor")
+            .field("dims", &self.dims)
+            .field("format", &self.format.spelling())
+            .field("levels", &self.levels)
+            .field("values", &self.values)
+            .finish()
+    }
+}
+
+impl Tensor {
+    /// Build a tensor in `format` from a coordinate list (sorted or not; duplicates are
+    /// summed, explicit zeros kept).
+    ///
+    /// ```
+    /// use sparsec::{format::Format, tensor::{Coo, Tensor, ValueType}};
+    /// let coo = Coo::new(vec![2, 3], vec![1, 2, 0, 0, 1, 2], vec![1.0, 2.0, 3.0]).unwrap();
+    /// let csr = Tensor::from_coo(&coo, &Format::parse("csr", 2).unwrap(), ValueType::F64).unwrap();
+    /// assert_eq!(csr.to_coo().values, vec![2.0, 4.0]); // (0,0) and the summed (1,2)
+    /// ```
+    pub fn from_coo(
+        coo: &Coo,
+        format: &Format,
+        value_type: ValueType,
+    ) -> Result<Tensor, TensorError> {
+        if format.order() != coo.order() {
+            return Err(TensorError::OrderMismatch {
+                format: format.spelling(),
+                format_order: format.order(),
+                tensor_order: coo.order(),
+            });
+        }
+        pack::pack(coo, format, value_type)
+    }
+
+    /// A dense tensor of the given dimensions filled with zeros.
+    pub fn zeros(dims: &[usize], value_type: ValueType) -> Tensor {
+        let format = Format::dense(dims.len());
+        let levels = dims
+            .iter()
+            .map(|&n| LevelStorage {
+                arrays: vec![],
+                params: vec![(ParamKind::Size, n as i64)],
+            })
+            .collect();
+        Tensor {
+            dims: dims.to_vec(),
+            format,
+            levels,
+            values: Values::zeros(value_type, dims.iter().product()),
+        }
+    }
+
+    /// Assemble a tensor from parts (used by kernels that produce storage directly).
+    pub fn from_parts(
+        dims: Vec<usize>,
+        format: Format,
+        levels: Vec<LevelStorage>,
+        values: Values,
+    ) -> Tensor {
+        Tensor {
+            dims,
+            format,
+            levels,
+            values,
+        }
+    }
+
+    /// Dimension sizes, one per mode.
+    pub fn dims(&self) -> &[usize] {
+        &self.dims
+    }
+    /// Number of modes.
+    pub fn order(&self) -> usize {
+        self.dims.len()
+    }
+    /// The storage format.
+    pub fn format(&self) -> &Format {
+        &self.format
+    }
+    /// Arrays and parameters of each level, outermost first.
+    pub fn levels(&self) -> &[LevelStorage] {
+        &self.levels
+    }
+    /// The value array.
+    pub fn values(&self) -> &Values {
+        &self.values
+    }
+    /// Mutable values (same structure, new numbers).
+    pub fn values_mut(&mut self) -> &mut Values {
+        &mut self.values
+    }
+    /// The value type.
+    pub fn value_type(&self) -> ValueType {
+        self.values.value_type()
+    }
+
+    /// Every stored component, walking the hierarchy with the level functions. Padding
+    /// slots of non-compact formats (ELL, DIA, BCSR, dense) come out as stored zeros;
+    /// slots outside the dimensions (partial BCSR blocks) are skipped.
+    pub fn for_each_stored(&self, mut visit: impl FnMut(&[i64], f64)) {
+        let levels = self.format.levels();
+        let mut storage_coords = Vec::with_capacity(levels.len());
+        let mut logical = vec![0i64; self.order()];
+        self.walk(0, 0, &mut storage_coords, &mut logical, &mut visit);
+    }
+
+    fn walk(
+        &self,
+        k: usize,
+        parent_pos: i64,
+        storage_coords: &mut Vec<i64>,
+        logical: &mut Vec<i64>,
+        visit: &mut dyn FnMut(&[i64], f64),
+    ) {
+        let specs = self.format.levels();
+        if k == specs.len() {
+            if logical
+                .iter()
+                .zip(&self.dims)
+                .all(|(&c, &n)| (c as usize) < n)
+            {
+                visit(logical, self.values.get(parent_pos as usize));
+            }
+            return;
+        }
+        let spec = &specs[k];
+        let site = LevelSite {
+            tensor: String::new(),
+            level: k + 1,
+            ancestors: storage_coords.iter().map(|&c| Expr::Int(c)).collect(),
+        };
+        let level = &spec.format;
+        let parent = Expr::Int(parent_pos);
+        let mut descend = |coord: i64,
+                           pos: i64,
+                           this: &Tensor,
+                           storage_coords: &mut Vec<i64>,
+                           logical: &mut Vec<i64>| {
+            let saved = logical.clone();
+            apply_coord(spec.coord, coord, logical);
+            storage_coords.push(coord);
+            this.walk(k + 1, pos, storage_coords, logical, visit);
+            storage_coords.pop();
+            *logical = saved;
+        };
+        let no_vars: [(&str, i64); 0] = [];
+        let env = Env {
+            levels: &self.levels,
+            vars: &no_vars,
+        };
+        if let Some((begin, end)) = level.coord_iter(&site) {
+            let (begin, end) = (env.eval(&begin), env.eval(&end));
+            for i in begin..end {
+                let (pos, found) = level
+                    .coord_access(&site, &parent, &Expr::Int(i))
+                    .expect("coordinate value iteration has coord_access");
+                if env.eval(&found) != 0 {
+                    descend(i, env.eval(&pos), self, storage_coords, logical);
+                }
+            }
+        } else {
+            let (begin, end) = level
+                .pos_iter(&site, &parent)
+                .expect("every level iterates by value or by position");
+            let (begin, end) = (env.eval(&begin), env.eval(&end));
+            for p in begin..end {
+                let (coord, found) = level
+                    .pos_access(&site, &Expr::Int(p))
+                    .expect("position iteration has pos_access");
+                if env.eval(&found) != 0 {
+                    descend(env.eval(&coord), p, self, storage_coords, logical);
+                }
+            }
+        }
+    }
+
+    /// The stored components as a sorted coordinate list with duplicates summed.
+    pub fn to_coo(&self) -> Coo {
+        let mut coords = Vec::new();
+        let mut values = Vec::new();
+        self.for_each_stored(|c, v| {
+            coords.extend_from_slice(c);
+            values.push(v);
+        });
+        let mut coo = Coo {
+            dims: self.dims.clone(),
+            coords,
+            values,
+        };
+        coo.sort_and_sum();
+        coo
+    }
+
+    /// The same tensor in another format.
+    pub fn convert(&self, format: &Format) -> Result<Tensor, TensorError> {
+        Tensor::from_coo(&self.to_coo(), format, self.value_type())
+    }
+
+    /// Number of stored values (including padding of non-compact formats).
+    pub fn stored_values(&self) -> usize {
+        self.values.len()
+    }
+
+    /// True when both tensors have the same shape and every component agrees within
+    /// `tolerance` (relative to the larger magnitude, absolute below 1). Formats may differ;
+    /// an absent component equals zero.
+    pub fn approx_eq(&self, other: &Tensor, tolerance: f64) -> bool {
+        self.max_difference(other).is_some_and(|d| d <= tolerance)
+    }
+
+    /// Largest scaled difference between components, `None` if the shapes differ.
+    pub fn max_difference(&self, other: &Tensor) -> Option<f64> {
+        if self.dims != other.dims {
+            return None;
+        }
+        Some(self.to_coo().max_difference(&other.to_coo()))
+    }
+}
+
+fn apply_coord(coord: LevelCoord, value: i64, logical: &mut [i64]) {
+    match coord {
+        LevelCoord::Mode(m) => logical[m] = value,
+        LevelCoord::BlockOuter { mode, block } => logical[mode] += value * block as i64,
+        LevelCoord::BlockInner { mode, .. } => logical[mode] += value,
+        LevelCoord::EllSlot | LevelCoord::Diagonal => {}
+    }
+}

@@ -1,0 +1,147 @@
+//! Building storage: map logical coordinates to storage coordinates (blocks, ELL slots,
+//! diagonals), sort by storage order, then let each level pack itself.
+
+use super::{Coo, Tensor, TensorError, ValueType, Values};
+use crate::format::{Format, LevelCoord, PackInput, Segment};
+
+pub(super) fn pack(
+    coo: &Coo,
+    format: &Format,
+    value_type: ValueType,
+) -> Result<Tensor, TensorError> {
+    coo.validate()?;
+    let mut coo = coo.clone();
+    coo.sort_and_sum();
+    let nnz = coo.len();
+    let specs = format.levels();
+    let unrepresentable = |reason: String| TensorError::Unrepresentable {
+        format: format.spelling(),
+        reason,
+    };
+
+    let diagonal_offsets = diagonal_offsets(&coo, format);
+    let ell_slots = ell_slots(&coo, format);
+    let level_coords: Vec<Vec<i64>> = specs
+        .iter()
+        .map(|spec| {
+            (0..nnz)
+                .map(|e| {
+                    let c = coo.coord(e);
+                    match spec.coord {
+                        LevelCoord::Mode(m) => c[m],
+                        LevelCoord::BlockOuter { mode, block } => c[mode] / block as i64,
+                        LevelCoord::BlockInner { mode, block } => c[mode] % block as i64,
+                        LevelCoord::EllSlot => ell_slots[e],
+                        LevelCoord::Diagonal => diagonal_offsets
+                            .binary_search(&(c[1] - c[0]))
+                            .expect("every diagonal is listed")
+                            as i64,
+                    }
+                })
+                .collect()
+        })
+        .collect();
+    let level_sizes: Vec<usize> = specs
+        .iter()
+        .map(|spec| match spec.coord {
+            LevelCoord::Mode(m) => coo.dims[m],
+            LevelCoord::BlockOuter { mode, block } => coo.dims[mode].div_ceil(block),
+            LevelCoord::BlockInner { block, .. } => block,
+            LevelCoord::EllSlot => ell_slots.iter().map(|&s| s as usize + 1).max().unwrap_or(0),
+            LevelCoord::Diagonal => diagonal_offsets.len(),
+        })
+        .collect();
+
+    // Sort entries by storage coordinates, outermost level first.
+    let mut perm: Vec<usize> = (0..nnz).collect();
+    let in_order = perm.windows(2).all(|w| {
+        level_coords
+            .iter()
+            .map(|c| c[w[0]])
+            .le(level_coords.iter().map(|c| c[w[1]]))
+    });
+    if !in_order {
+        perm.sort_by(|&a, &b| {
+            level_coords
+                .iter()
+                .map(|c| c[a])
+                .cmp(level_coords.iter().map(|c| c[b]))
+        });
+    }
+    let sorted_coords: Vec<Vec<i64>> = level_coords
+        .iter()
+        .map(|c| perm.iter().map(|&e| c[e]).collect())
+        .collect();
+
+    let mut segments = if nnz > 0 || specs.is_empty() {
+        vec![Segment {
+            parent: 0,
+            lo: 0,
+            hi: nnz,
+        }]
+    } else {
+        vec![]
+    };
+    let mut positions = 1usize;
+    let mut levels = Vec::with_capacity(specs.len());
+    for (k, spec) in specs.iter().enumerate() {
+        let input = PackInput {
+            level: k + 1,
+            size: level_sizes[k],
+            parent_positions: positions,
+            segments: &segments,
+            coords: &sorted_coords[k],
+            diagonal_offsets: &diagonal_offsets,
+            next_size: level_sizes.get(k + 1).copied().unwrap_or(0),
+        };
+        let out = spec.format.pack(&input).map_err(unrepresentable)?;
+        levels.push(out.storage);
+        positions = out.positions;
+        segments = out.children;
+    }
+    let mut values = Values::zeros(value_type, positions);
+    for seg in &segments {
+        let sum: f64 = (seg.lo..seg.hi).map(|e| coo.values[perm[e]]).sum();
+        values.set(seg.parent, sum);
+    }
+    Ok(Tensor {
+        dims: coo.dims.clone(),
+        format: format.clone(),
+        levels,
+        values,
+    })
+}
+
+/// Sorted distinct `j - i` over the entries, when the format has a diagonal level.
+fn diagonal_offsets(coo: &Coo, format: &Format) -> Vec<i64> {
+    if !format
+        .levels()
+        .iter()
+        .any(|l| l.coord == LevelCoord::Diagonal)
+    {
+        return vec![];
+    }
+    let mut offsets: Vec<i64> = (0..coo.len())
+        .map(|e| coo.coord(e)[1] - coo.coord(e)[0])
+        .collect();
+    offsets.sort_unstable();
+    offsets.dedup();
+    offsets
+}
+
+/// Rank of each entry among the entries of its row (entries are sorted by row).
+fn ell_slots(coo: &Coo, format: &Format) -> Vec<i64> {
+    if !format
+        .levels()
+        .iter()
+        .any(|l| l.coord == LevelCoord::EllSlot)
+    {
+        return vec![];
+    }
+    let mut slots = Vec::with_capacity(coo.len());
+    for e in 0..coo.len() {
+        let same_row = e > 0 && coo.coord(e - 1)[0] == coo.coord(e)[0];
+        slots.push(if same_row { slots[e - 1] + 1 } else { 0 });
+    }
+    slots
+}
