@@ -13,4 +13,5 @@
 pub mod format;
 pub mod io;
 pub mod ir;
+pub mod notation;
 pub mod tensor;
