@@ -1,1 +1,227 @@
-//! File formats.
+//! File formats: MatrixMarket (`.mtx`), FROSTT (`.tns`) and sparsec's own binary layout
+//! (`.spt`), which stores a [`Tensor`] in any format exactly.
+//!
+//! Text readers work on the raw bytes of the file (no per-line allocation) and split large
+//! bodies into chunks parsed in parallel. Every error is an [`IoError`] that names the file
+//! and, for content errors, the 1-based line number; no input makes a reader panic.
+//!
+//! ```no_run
+//! use sparsec::io;
+//! let m = io::read_matrix_market("bcsstk13.mtx")?;          // symmetric files are expanded
+//! println!("{:?} {} stored, {} expanded", m.coo.dims, m.header.stored_entries, m.coo.len());
+//! let t = io::read_tns("fao_trade.tns", None)?;               // dims = max index per mode
+//! io::write_tns("/tmp/copy.tns", &t)?;
+//! # Ok::<(), sparsec::io::IoError>(())
+//! ```
+
+mod binary;
+mod mtx;
+mod scan;
+mod tns;
+
+use std::borrow::Cow;
+use std::path::{Path, PathBuf};
+
+pub use binary::{decode_spt, encode_spt, read_spt, write_spt, SPT_MAGIC, SPT_VERSION};
+pub use mtx::{
+    parse_matrix_market, read_matrix_market, write_matrix_market, write_matrix_market_tensor,
+    MatrixMarket, MtxField, MtxHeader, MtxLayout, MtxSymmetry, MtxWriteOptions,
+};
+pub use tns::{parse_tns, read_tns, write_tns};
+
+use crate::format::Format;
+use crate::tensor::{Coo, Tensor, TensorError, ValueType};
+
+/// Why a file could not be read or written. Every variant names the file; content errors
+/// also give the 1-based line number.
+#[derive(Debug, thiserror::Error, miette::Diagnostic)]
+pub enum IoError {
+    /// The operating system refused to read or write the file.
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The underlying error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The content of a text file is malformed at `line`.
+    #[error("{}:{line}: {message}", path.display())]
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// 1-based line number.
+        line: usize,
+        /// What is wrong.
+        message: String,
+    },
+    /// The file as a whole is unusable (binary corruption, unknown extension, a tensor the
+    /// format cannot hold, ...).
+    #[error("{}: {message}", path.display())]
+    Invalid {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+impl IoError {
+    /// The file the error is about.
+    pub fn path(&self) -> &Path {
+        match self {
+            IoError::Io { path, .. }
+            | IoError::Parse { path, .. }
+            | IoError::Invalid { path, .. } => path,
+        }
+    }
+
+    /// The 1-based line number, for content errors of text files.
+    pub fn line(&self) -> Option<usize> {
+        match self {
+            IoError::Parse { line, .. } => Some(*line),
+            _ => None,
+        }
+    }
+
+    pub(crate) fn io(path: &Path, source: std::io::Error) -> IoError {
+        IoError::Io {
+            path: path.to_path_buf(),
+            source,
+        }
+    }
+
+    pub(crate) fn parse(path: &Path, line: usize, message: impl Into<String>) -> IoError {
+        IoError::Parse {
+            path: path.to_path_buf(),
+            line,
+            message: message.into(),
+        }
+    }
+
+    pub(crate) fn invalid(path: &Path, message: impl Into<String>) -> IoError {
+        IoError::Invalid {
+            path: path.to_path_buf(),
+            message: message.into(),
+        }
+    }
+}
+
+/// The file kinds sparsec reads and writes, chosen by extension.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FileKind {
+    /// `.mtx`: MatrixMarket.
+    MatrixMarket,
+    /// `.tns`: FROSTT coordinate text.
+    Frostt,
+    /// `.spt`: sparsec binary tensor.
+    Binary,
+}
+
+impl FileKind {
+    /// The kind of `path`, from its extension (case-insensitive).
+    pub fn from_path(path: &Path) -> Result<FileKind, IoError> {
+        let ext = path
+            .extension()
+            .and_then(|e| e.to_str())
+            .map(str::to_ascii_lowercase);
+        match ext.as_deref() {
+            Some("mtx") => Ok(FileKind::MatrixMarket),
+            Some("tns") => Ok(FileKind::Frostt),
+            Some("spt") => Ok(FileKind::Binary),
+            Some(other) => Err(IoError::invalid(
+                path,
+                format!("unknown extension `.{other}`; expected .mtx (MatrixMarket), .tns (FROSTT) or .spt (sparsec binary)"),
+            )),
+            None => Err(IoError::invalid(
+                path,
+                "no file extension; expected .mtx (MatrixMarket), .tns (FROSTT) or .spt (sparsec binary)",
+            )),
+        }
+    }
+}
+
+/// The content of a file read by [`read_any`].
+#[derive(Clone, Debug)]
+pub enum TensorFile {
+    /// A MatrixMarket file: entries (symmetry expanded) and header.
+    MatrixMarket(MatrixMarket),
+    /// A FROSTT file: its entries.
+    Frostt(Coo),
+    /// A binary tensor, in the format it was stored in.
+    Binary(Tensor),
+}
+
+impl TensorFile {
+    /// Dimension sizes.
+    pub fn dims(&self) -> &[usize] {
+        match self {
+            TensorFile::MatrixMarket(m) => &m.coo.dims,
+            TensorFile::Frostt(c) => &c.dims,
+            TensorFile::Binary(t) => t.dims(),
+        }
+    }
+
+    /// The entries as a coordinate list (a binary tensor's stored components, sorted).
+    pub fn coo(&self) -> Cow<'_, Coo> {
+        match self {
+            TensorFile::MatrixMarket(m) => Cow::Borrowed(&m.coo),
+            TensorFile::Frostt(c) => Cow::Borrowed(c),
+            TensorFile::Binary(t) => Cow::Owned(t.to_coo()),
+        }
+    }
+
+    /// The entries as an owned coordinate list.
+    pub fn into_coo(self) -> Coo {
+        match self {
+            TensorFile::MatrixMarket(m) => m.coo,
+            TensorFile::Frostt(c) => c,
+            TensorFile::Binary(t) => t.to_coo(),
+        }
+    }
+
+    /// The tensor in `format` (a binary tensor already in `format` is returned as is).
+    pub fn into_tensor(
+        self,
+        format: &Format,
+        value_type: ValueType,
+    ) -> Result<Tensor, TensorError> {
+        match self {
+            TensorFile::Binary(t) if t.format() == format && t.value_type() == value_type => Ok(t),
+            TensorFile::Binary(t) => Tensor::from_coo(&t.to_coo(), format, value_type),
+            other => Tensor::from_coo(&other.into_coo(), format, value_type),
+        }
+    }
+}
+
+/// Read a `.mtx`, `.tns` or `.spt` file, chosen by extension.
+pub fn read_any(path: impl AsRef<Path>) -> Result<TensorFile, IoError> {
+    let path = path.as_ref();
+    match FileKind::from_path(path)? {
+        FileKind::MatrixMarket => read_matrix_market(path).map(TensorFile::MatrixMarket),
+        FileKind::Frostt => read_tns(path, None).map(TensorFile::Frostt),
+        FileKind::Binary => read_spt(path).map(TensorFile::Binary),
+    }
+}
+
+/// Write `tensor` to a `.mtx` (order 1 or 2, coordinate real general), `.tns` or `.spt`
+/// file, chosen by extension. Text files receive the tensor's stored components, so the
+/// padding of ELL, DIA, BCSR and dense formats is written as explicit zeros.
+pub fn write_any(path: impl AsRef<Path>, tensor: &Tensor) -> Result<(), IoError> {
+    let path = path.as_ref();
+    match FileKind::from_path(path)? {
+        FileKind::MatrixMarket => {
+            write_matrix_market_tensor(path, tensor, &MtxWriteOptions::default())
+        }
+        FileKind::Frostt => write_tns(path, &tensor.to_coo()),
+        FileKind::Binary => write_spt(path, tensor),
+    }
+}
+
+pub(crate) fn read_bytes(path: &Path) -> Result<Vec<u8>, IoError> {
+    std::fs::read(path).map_err(|e| IoError::io(path, e))
+}
+
+pub(crate) fn write_bytes(path: &Path, bytes: &[u8]) -> Result<(), IoError> {
+    std::fs::write(path, bytes).map_err(|e| IoError::io(path, e))
+}

@@ -1,0 +1,729 @@
+//! MatrixMarket (`.mtx`) reading and writing.
+//!
+//! Reading supports the `coordinate` and `array` (column-major) layouts, the `real`
+//! (`double`), `integer` and `pattern` fields (pattern values are 1.0), and the `general`,
+//! `symmetric`, `skew-symmetric` and `hermitian` symmetries. Symmetric files are expanded:
+//! every stored entry off the diagonal is mirrored (negated for skew-symmetric). For real
+//! data a hermitian matrix is a symmetric one. `complex` files are rejected. Explicit zeros
+//! are kept as entries.
+
+use std::fmt;
+use std::path::Path;
+
+use super::scan::{
+    concat, count_fields, field_text, for_each_line, is_blank_line, parallelism, parse_f64,
+    parse_int_value, parse_u64, run_pieces, skip_blanks, split_lines, TextOut,
+};
+use super::{read_bytes, IoError};
+use crate::tensor::{Coo, Tensor};
+
+/// How entries are laid out in the file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum MtxLayout {
+    /// `coordinate`: one `row column [value]` line per stored entry.
+    #[default]
+    Coordinate,
+    /// `array`: every value, column by column.
+    Array,
+}
+
+/// The value field of the file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MtxField {
+    /// `real` (or `double`).
+    Real,
+    /// `integer`.
+    Integer,
+    /// `pattern`: no values; every entry is 1.0.
+    Pattern,
+}
+
+/// The symmetry of the file; all but `general` store one triangle.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MtxSymmetry {
+    /// Every entry is stored.
+    General,
+    /// `a(i,j) = a(j,i)`; one triangle stored.
+    Symmetric,
+    /// `a(i,j) = -a(j,i)`; the strict lower triangle stored.
+    SkewSymmetric,
+    /// `a(i,j) = conj(a(j,i))`; for real values the same as symmetric.
+    Hermitian,
+}
+
+impl MtxLayout {
+    /// The header word.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MtxLayout::Coordinate => "coordinate",
+            MtxLayout::Array => "array",
+        }
+    }
+}
+
+impl MtxField {
+    /// The header word.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MtxField::Real => "real",
+            MtxField::Integer => "integer",
+            MtxField::Pattern => "pattern",
+        }
+    }
+}
+
+impl MtxSymmetry {
+    /// The header word.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MtxSymmetry::General => "general",
+            MtxSymmetry::Symmetric => "symmetric",
+            MtxSymmetry::SkewSymmetric => "skew-symmetric",
+            MtxSymmetry::Hermitian => "hermitian",
+        }
+    }
+}
+
+impl fmt::Display for MtxLayout {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+impl fmt::Display for MtxField {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+impl fmt::Display for MtxSymmetry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What the header, comments and size line of a MatrixMarket file say.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MtxHeader {
+    /// `coordinate` or `array`.
+    pub layout: MtxLayout,
+    /// The value field.
+    pub field: MtxField,
+    /// The symmetry.
+    pub symmetry: MtxSymmetry,
+    /// Number of rows.
+    pub rows: usize,
+    /// Number of columns.
+    pub cols: usize,
+    /// Entries stored in the file (before symmetric expansion).
+    pub stored_entries: usize,
+    /// Comment lines between the header and the size line, without the leading `%`.
+    pub comments: Vec<String>,
+}
+
+/// A MatrixMarket file: its entries (symmetry expanded, in file order, each mirror right
+/// after its entry) and its header.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MatrixMarket {
+    /// The entries, 0-based, with dims `[rows, cols]`.
+    pub coo: Coo,
+    /// Header information.
+    pub header: MtxHeader,
+}
+
+/// Options for [`write_matrix_market`].
+#[derive(Clone, Debug, Default)]
+pub struct MtxWriteOptions {
+    /// `coordinate` (default) or `array` (dense, column-major, duplicates summed).
+    pub layout: MtxLayout,
+    /// Comment lines written after the header (a `%` is prepended to each).
+    pub comments: Vec<String>,
+}
+
+/// Read a MatrixMarket file.
+pub fn read_matrix_market(path: impl AsRef<Path>) -> Result<MatrixMarket, IoError> {
+    let path = path.as_ref();
+    let bytes = read_bytes(path)?;
+    parse_matrix_market(path, &bytes)
+}
+
+/// Parse the bytes of a MatrixMarket file; `path` only names it in errors.
+pub fn parse_matrix_market(path: impl AsRef<Path>, bytes: &[u8]) -> Result<MatrixMarket, IoError> {
+    let path = path.as_ref();
+    let mut lines = LineReader {
+        bytes,
+        pos: 0,
+        line: 0,
+    };
+    let banner = lines.next().ok_or_else(|| {
+        IoError::parse(
+            path,
+            1,
+            "empty file; expected a `%%MatrixMarket matrix coordinate|array FIELD SYMMETRY` header",
+        )
+    })?;
+    let (layout, field, symmetry) = parse_banner(path, banner)?;
+
+    let mut comments = Vec::new();
+    let size_line = loop {
+        let Some(line) = lines.next() else {
+            return Err(IoError::parse(
+                path,
+                lines.line.max(1),
+                "missing size line: the file ends before `ROWS COLS ENTRIES`",
+            ));
+        };
+        let start = skip_blanks(line, 0);
+        if start < line.len() && line[start] == b'%' {
+            let text = &line[start + 1..];
+            let text = text.strip_suffix(b"\r").unwrap_or(text);
+            comments.push(String::from_utf8_lossy(text).into_owned());
+        } else if !is_blank_line(line) {
+            break line;
+        }
+    };
+    let size_line_no = lines.line;
+    let size =
+        parse_size_line(size_line, layout).map_err(|m| IoError::parse(path, size_line_no, m))?;
+    let (rows, cols) = (size[0], size[1]);
+    if symmetry != MtxSymmetry::General && rows != cols {
+        return Err(IoError::parse(
+            path,
+            size_line_no,
+            format!("a {symmetry} matrix must be square, but the size line says {rows} x {cols}"),
+        ));
+    }
+    let (rows, cols) = match (usize::try_from(rows), usize::try_from(cols)) {
+        (Ok(r), Ok(c)) if r < i64::MAX as usize && c < i64::MAX as usize => (r, c),
+        _ => {
+            return Err(IoError::parse(
+                path,
+                size_line_no,
+                format!("dimensions {rows} x {cols} are too large"),
+            ))
+        }
+    };
+    let body = &bytes[lines.pos..];
+    let ctx = Body {
+        path,
+        body,
+        first_line: size_line_no + 1,
+        size_line: size_line_no,
+        rows: rows as u64,
+        cols: cols as u64,
+        field,
+        symmetry,
+    };
+    let (coo, stored_entries) = match layout {
+        MtxLayout::Coordinate => {
+            let declared = usize::try_from(size[2]).unwrap_or(usize::MAX);
+            let (coords, values) = ctx.coordinate(declared)?;
+            (coo_of(rows, cols, coords, values), declared)
+        }
+        MtxLayout::Array => {
+            let (coords, values, stored) = ctx.array()?;
+            (coo_of(rows, cols, coords, values), stored)
+        }
+    };
+    Ok(MatrixMarket {
+        coo,
+        header: MtxHeader {
+            layout,
+            field,
+            symmetry,
+            rows,
+            cols,
+            stored_entries,
+            comments,
+        },
+    })
+}
+
+fn coo_of(rows: usize, cols: usize, coords: Vec<i64>, values: Vec<f64>) -> Coo {
+    Coo {
+        dims: vec![rows, cols],
+        coords,
+        values,
+    }
+}
+
+/// Sequential line reader for the header part.
+struct LineReader<'a> {
+    bytes: &'a [u8],
+    pos: usize,
+    line: usize,
+}
+
+impl<'a> LineReader<'a> {
+    fn next(&mut self) -> Option<&'a [u8]> {
+        if self.pos >= self.bytes.len() {
+            return None;
+        }
+        let rest = &self.bytes[self.pos..];
+        let end = memchr::memchr(b'\n', rest).unwrap_or(rest.len());
+        self.pos += (end + 1).min(rest.len());
+        self.line += 1;
+        Some(&rest[..end])
+    }
+}
+
+fn parse_banner(path: &Path, line: &[u8]) -> Result<(MtxLayout, MtxField, MtxSymmetry), IoError> {
+    let err = |m: String| IoError::parse(path, 1, m);
+    let text = String::from_utf8_lossy(line);
+    let text = text.trim_start_matches('\u{feff}');
+    let words: Vec<String> = text
+        .split_whitespace()
+        .map(str::to_ascii_lowercase)
+        .collect();
+    if words.first().map(String::as_str) != Some("%%matrixmarket") {
+        return Err(err(format!(
+            "missing header: the first line must be `%%MatrixMarket matrix coordinate|array FIELD SYMMETRY`, found `{}`",
+            shorten(text)
+        )));
+    }
+    if words.len() != 5 {
+        return Err(err(format!(
+            "the header has {} words; expected `%%MatrixMarket matrix coordinate|array FIELD SYMMETRY`",
+            words.len()
+        )));
+    }
+    if words[1] != "matrix" {
+        return Err(err(format!(
+            "unknown object `{}`; only `matrix` is supported",
+            words[1]
+        )));
+    }
+    let layout = match words[2].as_str() {
+        "coordinate" => MtxLayout::Coordinate,
+        "array" => MtxLayout::Array,
+        other => {
+            return Err(err(format!(
+                "unknown format `{other}`; expected `coordinate` or `array`"
+            )))
+        }
+    };
+    let field = match words[3].as_str() {
+        "real" | "double" => MtxField::Real,
+        "integer" => MtxField::Integer,
+        "pattern" => MtxField::Pattern,
+        "complex" => return Err(err("complex values are not supported".into())),
+        other => {
+            return Err(err(format!(
+            "unknown field `{other}`; expected `real`, `double`, `integer`, `pattern` or `complex`"
+        )))
+        }
+    };
+    let symmetry = match words[4].as_str() {
+        "general" => MtxSymmetry::General,
+        "symmetric" => MtxSymmetry::Symmetric,
+        "skew-symmetric" => MtxSymmetry::SkewSymmetric,
+        "hermitian" => MtxSymmetry::Hermitian,
+        other => {
+            return Err(err(format!(
+                "unknown symmetry `{other}`; expected `general`, `symmetric`, `skew-symmetric` or `hermitian`"
+            )))
+        }
+    };
+    if field == MtxField::Pattern && layout == MtxLayout::Array {
+        return Err(err(
+            "`pattern` is not allowed with the `array` format".into()
+        ));
+    }
+    if field == MtxField::Pattern && symmetry == MtxSymmetry::SkewSymmetric {
+        return Err(err("a `pattern` matrix cannot be `skew-symmetric`".into()));
+    }
+    Ok((layout, field, symmetry))
+}
+
+fn shorten(text: &str) -> String {
+    let t = text.trim();
+    if t.chars().count() > 60 {
+        format!("{}...", t.chars().take(60).collect::<String>())
+    } else {
+        t.to_string()
+    }
+}
+
+fn parse_size_line(line: &[u8], layout: MtxLayout) -> Result<Vec<u64>, String> {
+    let (want, shape) = match layout {
+        MtxLayout::Coordinate => (3, "ROWS COLS ENTRIES"),
+        MtxLayout::Array => (2, "ROWS COLS"),
+    };
+    let found = count_fields(line);
+    if found != want {
+        return Err(format!(
+            "the size line must be `{shape}` ({want} numbers), found {found} fields"
+        ));
+    }
+    let mut out = Vec::with_capacity(want);
+    let mut i = skip_blanks(line, 0);
+    for _ in 0..want {
+        let (v, j) = parse_u64(line, i).ok_or_else(|| {
+            format!(
+                "the size line must be `{shape}`, but `{}` is not a non-negative integer",
+                field_text(line, i)
+            )
+        })?;
+        out.push(v);
+        i = skip_blanks(line, j);
+    }
+    Ok(out)
+}
+
+/// The entry lines of a file and what is needed to parse them.
+struct Body<'a> {
+    path: &'a Path,
+    body: &'a [u8],
+    first_line: usize,
+    size_line: usize,
+    rows: u64,
+    cols: u64,
+    field: MtxField,
+    symmetry: MtxSymmetry,
+}
+
+/// Result of parsing one piece of a coordinate body.
+struct Piece {
+    coords: Vec<i64>,
+    values: Vec<f64>,
+    entries: usize,
+    lines: usize,
+}
+
+impl Body<'_> {
+    fn columns_message(&self, line: &[u8]) -> String {
+        let (n, what) = match self.field {
+            MtxField::Pattern => (2, "row, column"),
+            _ => (3, "row, column, value"),
+        };
+        format!("expected {n} fields ({what}), found {}", count_fields(line))
+    }
+
+    fn value(&self, line: &[u8], i: usize) -> Result<(f64, usize), String> {
+        if self.field == MtxField::Pattern {
+            return Ok((1.0, i));
+        }
+        let j = skip_blanks(line, i);
+        if j == line.len() {
+            return Err(self.columns_message(line));
+        }
+        match self.field {
+            MtxField::Pattern => Ok((1.0, i)),
+            MtxField::Real => parse_f64(line, j)
+                .ok_or_else(|| format!("value `{}` is not a number", field_text(line, j))),
+            MtxField::Integer => parse_int_value(line, j).ok_or_else(|| {
+                format!(
+                    "value `{}` is not an integer (the header says `integer`)",
+                    field_text(line, j)
+                )
+            }),
+        }
+    }
+
+    fn index(&self, line: &[u8], i: usize, what: &str, size: u64) -> Result<(u64, usize), String> {
+        let i = skip_blanks(line, i);
+        if i == line.len() {
+            return Err(self.columns_message(line));
+        }
+        let (v, j) = parse_u64(line, i).ok_or_else(|| {
+            format!(
+                "{what} index `{}` is not a positive integer",
+                field_text(line, i)
+            )
+        })?;
+        if v == 0 || v > size {
+            return Err(format!(
+                "{what} index {v} is out of range 1..={size} (MatrixMarket indices are 1-based)"
+            ));
+        }
+        Ok((v - 1, j))
+    }
+
+    /// Parse one piece of a coordinate body.
+    fn coordinate_piece(&self, piece: &[u8], expected: usize) -> Result<Piece, (usize, String)> {
+        let mirrored = self.symmetry != MtxSymmetry::General;
+        let cap = expected.min(piece.len() / 4 + 1) * if mirrored { 2 } else { 1 };
+        let mut coords = Vec::with_capacity(cap * 2);
+        let mut values = Vec::with_capacity(cap);
+        let mut entries = 0usize;
+        let negate = self.symmetry == MtxSymmetry::SkewSymmetric;
+        let lines = for_each_line(piece, |line| {
+            let i = skip_blanks(line, 0);
+            if i == line.len() || line[i] == b'%' {
+                return Ok(());
+            }
+            let (r, i) = self.index(line, i, "row", self.rows)?;
+            let (c, i) = self.index(line, i, "column", self.cols)?;
+            let (v, i) = self.value(line, i)?;
+            if skip_blanks(line, i) != line.len() {
+                return Err(self.columns_message(line));
+            }
+            let (r, c) = (r as i64, c as i64);
+            coords.extend_from_slice(&[r, c]);
+            values.push(v);
+            if mirrored && r != c {
+                coords.extend_from_slice(&[c, r]);
+                values.push(if negate { -v } else { v });
+            }
+            entries += 1;
+            Ok(())
+        })?;
+        Ok(Piece {
+            coords,
+            values,
+            entries,
+            lines,
+        })
+    }
+
+    fn coordinate(&self, declared: usize) -> Result<(Vec<i64>, Vec<f64>), IoError> {
+        let pieces = split_lines(self.body, parallelism(self.body.len()));
+        let share = |p: &[u8]| {
+            ((declared as u128 * p.len() as u128) / self.body.len().max(1) as u128) as usize + 16
+        };
+        let results = run_pieces(&pieces, |p| self.coordinate_piece(p, share(p)));
+        let mut lines_before = 0usize;
+        let mut parts = Vec::with_capacity(results.len());
+        for r in results {
+            match r {
+                Ok(piece) => {
+                    lines_before += piece.lines;
+                    parts.push(piece);
+                }
+                Err((line, message)) => {
+                    return Err(IoError::parse(
+                        self.path,
+                        self.first_line + lines_before + line - 1,
+                        message,
+                    ))
+                }
+            }
+        }
+        let total: usize = parts.iter().map(|p| p.entries).sum();
+        if total > declared {
+            return Err(self.too_many(&pieces, &parts, declared));
+        }
+        if total < declared {
+            return Err(IoError::parse(
+                self.path,
+                (self.first_line + lines_before).saturating_sub(1).max(self.size_line),
+                format!(
+                    "the size line (line {}) declares {declared} entries, but the file ends after {total} (truncated?)",
+                    self.size_line
+                ),
+            ));
+        }
+        let (coords, values): (Vec<_>, Vec<_>) =
+            parts.into_iter().map(|p| (p.coords, p.values)).unzip();
+        Ok((concat(coords), concat(values)))
+    }
+
+    #[cold]
+    fn too_many(&self, pieces: &[&[u8]], parts: &[Piece], declared: usize) -> IoError {
+        let mut seen = 0usize;
+        let mut lines_before = 0usize;
+        for (piece, part) in pieces.iter().zip(parts) {
+            if seen + part.entries > declared {
+                let mut line_no = 0;
+                let mut count = seen;
+                let _ = for_each_line(piece, |line| {
+                    line_no += 1;
+                    let i = skip_blanks(line, 0);
+                    if i < line.len() && line[i] != b'%' {
+                        count += 1;
+                        if count > declared {
+                            return Err(String::new());
+                        }
+                    }
+                    Ok(())
+                });
+                return IoError::parse(
+                    self.path,
+                    self.first_line + lines_before + line_no - 1,
+                    format!(
+                        "more entries than the {declared} declared on the size line (line {})",
+                        self.size_line
+                    ),
+                );
+            }
+            seen += part.entries;
+            lines_before += part.lines;
+        }
+        IoError::parse(self.path, self.size_line, "more entries than declared")
+    }
+
+    /// Parse an array body: values column by column (one triangle when symmetric).
+    fn array(&self) -> Result<(Vec<i64>, Vec<f64>, usize), IoError> {
+        let n = self.rows as u128;
+        let expected: u128 = match self.symmetry {
+            MtxSymmetry::General => n * self.cols as u128,
+            MtxSymmetry::Symmetric | MtxSymmetry::Hermitian => n * (n + 1) / 2,
+            MtxSymmetry::SkewSymmetric => n * n.saturating_sub(1) / 2,
+        };
+        let mirrored = self.symmetry != MtxSymmetry::General;
+        let negate = self.symmetry == MtxSymmetry::SkewSymmetric;
+        let cap =
+            (expected.min(self.body.len() as u128 / 2 + 1) as usize) * if mirrored { 2 } else { 1 };
+        let mut coords = Vec::with_capacity(cap * 2);
+        let mut values = Vec::with_capacity(cap);
+        let (rows, skew) = (self.rows, negate as u64);
+        let (mut i, mut j) = (skew, 0u64);
+        let mut count: u128 = 0;
+        let result = for_each_line(self.body, |line| {
+            let start = skip_blanks(line, 0);
+            if start == line.len() || line[start] == b'%' {
+                return Ok(());
+            }
+            if count == expected {
+                return Err(format!(
+                    "more values than the {expected} a {} x {} {} array holds (size line {})",
+                    self.rows, self.cols, self.symmetry, self.size_line
+                ));
+            }
+            let fields = count_fields(line);
+            if fields != 1 {
+                return Err(format!(
+                    "expected 1 field (one value per line in the array format), found {fields}"
+                ));
+            }
+            let (v, _) = self.value(line, start)?;
+            coords.extend_from_slice(&[i as i64, j as i64]);
+            values.push(v);
+            if mirrored && i != j {
+                coords.extend_from_slice(&[j as i64, i as i64]);
+                values.push(if negate { -v } else { v });
+            }
+            count += 1;
+            i += 1;
+            if i >= rows {
+                j += 1;
+                i = if mirrored { j + skew } else { 0 };
+            }
+            Ok(())
+        });
+        let lines = match result {
+            Ok(lines) => lines,
+            Err((line, message)) => {
+                return Err(IoError::parse(
+                    self.path,
+                    self.first_line + line - 1,
+                    message,
+                ))
+            }
+        };
+        if count < expected {
+            return Err(IoError::parse(
+                self.path,
+                (self.first_line + lines).saturating_sub(1).max(self.size_line),
+                format!(
+                    "a {} x {} {} array holds {expected} values, but the file ends after {count} (truncated?)",
+                    self.rows, self.cols, self.symmetry
+                ),
+            ));
+        }
+        Ok((coords, values, count as usize))
+    }
+}
+
+/// Write a matrix (order 2) or vector (order 1, written as one column) as MatrixMarket
+/// `real general`, in the layout the options ask for.
+pub fn write_matrix_market(
+    path: impl AsRef<Path>,
+    coo: &Coo,
+    options: &MtxWriteOptions,
+) -> Result<(), IoError> {
+    let path = path.as_ref();
+    let (rows, cols) = match coo.dims[..] {
+        [n] => (n, 1),
+        [r, c] => (r, c),
+        _ => {
+            return Err(IoError::invalid(
+                path,
+                format!(
+                    "MatrixMarket holds matrices and vectors, but this tensor has order {}; write a .tns file instead",
+                    coo.order()
+                ),
+            ))
+        }
+    };
+    coo.validate().map_err(|e| {
+        IoError::invalid(
+            path,
+            format!("cannot write an invalid coordinate list: {e}"),
+        )
+    })?;
+    let order = coo.order();
+    let at = |e: usize| -> (i64, i64) {
+        let c = &coo.coords[e * order..(e + 1) * order];
+        (c[0], if order == 2 { c[1] } else { 0 })
+    };
+    let dense = match options.layout {
+        MtxLayout::Coordinate => None,
+        MtxLayout::Array => {
+            let len = rows
+                .checked_mul(cols)
+                .filter(|&n| n <= 1 << 31)
+                .ok_or_else(|| {
+                    IoError::invalid(
+                        path,
+                        format!(
+                            "a {rows} x {cols} matrix is too large for the dense `array` layout"
+                        ),
+                    )
+                })?;
+            let mut dense = vec![0.0f64; len];
+            for e in 0..coo.len() {
+                let (i, j) = at(e);
+                dense[j as usize * rows + i as usize] += coo.values[e];
+            }
+            Some(dense)
+        }
+    };
+    let mut out = TextOut::create(path)?;
+    out.bytes(b"%%MatrixMarket matrix ");
+    out.bytes(options.layout.as_str().as_bytes());
+    out.bytes(b" real general");
+    out.newline()?;
+    for comment in &options.comments {
+        for line in comment.lines() {
+            out.bytes(b"%");
+            out.bytes(line.as_bytes());
+            out.newline()?;
+        }
+    }
+    out.int(rows as i64);
+    out.bytes(b" ");
+    out.int(cols as i64);
+    match dense {
+        None => {
+            out.bytes(b" ");
+            out.int(coo.len() as i64);
+            out.newline()?;
+            for e in 0..coo.len() {
+                let (i, j) = at(e);
+                out.int(i + 1);
+                out.bytes(b" ");
+                out.int(j + 1);
+                out.bytes(b" ");
+                out.float(coo.values[e]);
+                out.newline()?;
+            }
+        }
+        Some(dense) => {
+            out.newline()?;
+            for v in dense {
+                out.float(v);
+                out.newline()?;
+            }
+        }
+    }
+    out.finish()
+}
+
+/// Write a tensor of order 1 or 2 as MatrixMarket (its stored components: the padding of
+/// ELL, DIA, BCSR and dense formats becomes explicit zeros in the coordinate layout).
+pub fn write_matrix_market_tensor(
+    path: impl AsRef<Path>,
+    tensor: &Tensor,
+    options: &MtxWriteOptions,
+) -> Result<(), IoError> {
+    write_matrix_market(path, &tensor.to_coo(), options)
+}
