@@ -1,0 +1,395 @@
+//! The C99 backend.
+//!
+//! A kernel is one function `int sparsec_kernel(void **arrays, const int64_t *params,
+//! sparsec_buffer *out)`. Every array and scalar the body reads is unpacked into a named
+//! local at the top (`A2_pos`, `A1_size`, `i_size`), in the order given by
+//! [`CKernel::bindings`], which the runtime follows when it passes storage. Index arrays are
+//! `int64_t`; values are `double` or `float` per tensor.
+
+use std::collections::BTreeSet;
+use std::fmt::Write;
+
+use crate::ir::{ArrayKind, ArrayRef, BinOp, Expr, Intrinsic, ParamRef, Stmt, Type};
+use crate::lower::{Lowered, OutputMode};
+use crate::tensor::ValueType;
+
+/// What the runtime must pass for each kernel argument slot.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Binding {
+    /// `arrays[n]`: a level array or a value array of an operand.
+    Array(ArrayRef),
+    /// `params[n]`: a level parameter of an operand.
+    Param(ParamRef),
+    /// `params[n]`: the extent of an index variable.
+    VarSize(usize),
+}
+
+/// Generated C source and its argument layout.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CKernel {
+    /// Complete translation unit.
+    pub source: String,
+    /// Array arguments, in `arrays[]` order.
+    pub arrays: Vec<ArrayRef>,
+    /// Scalar arguments, in `params[]` order.
+    pub params: Vec<Binding>,
+    /// Start of the kernel function in `source` (after the prelude).
+    pub body_offset: usize,
+}
+
+/// Name of the exported kernel function.
+pub const ENTRY: &str = "sparsec_kernel";
+/// Name of the exported function that frees an output buffer.
+pub const FREE_BUFFER: &str = "sparsec_buffer_free";
+
+const PRELUDE: &str = r#"#include <stdint.h>
+#include <stdlib.h>
+#include <math.h>
+
+typedef struct {
+  int64_t *coords;
+  double *vals;
+  int64_t len;
+  int64_t cap;
+} sparsec_buffer;
+
+static int sparsec_grow(sparsec_buffer *b, int64_t order) {
+  int64_t cap = b->cap < 1024 ? 1024 : 2 * b->cap;
+  int64_t *coords = (int64_t *)realloc(b->coords, (size_t)(cap * (order > 0 ? order : 1)) * sizeof(int64_t));
+  if (!coords) return 0;
+  b->coords = coords;
+  double *vals = (double *)realloc(b->vals, (size_t)cap * sizeof(double));
+  if (!vals) return 0;
+  b->vals = vals;
+  b->cap = cap;
+  return 1;
+}
+
+void sparsec_buffer_free(sparsec_buffer *b) {
+  free(b->coords);
+  free(b->vals);
+  b->coords = 0;
+  b->vals = 0;
+}
+
+static inline int64_t sparsec_min(int64_t a, int64_t b) { return a < b ? a : b; }
+static inline int64_t sparsec_max(int64_t a, int64_t b) { return a > b ? a : b; }
+
+/* Linear probing inside the parent's block of `width` buckets (hashed levels). */
+static inline int64_t sparsec_hash_locate(const int64_t *idx, int64_t width, int64_t parent, int64_t coord) {
+  int64_t base = parent * width;
+  int64_t start = base + coord % width;
+  int64_t p = start;
+  while (idx[p] != coord && idx[p] != -1) {
+    p = base + (p - base + 1) % width;
+    if (p == start) break;
+  }
+  return p;
+}
+
+"#;
+
+/// Print a lowered kernel. `value_types[n]` is the value type of operand `n`.
+pub fn emit(lowered: &Lowered, value_types: &[ValueType]) -> CKernel {
+    let mut used = Used::default();
+    for s in &lowered.body {
+        used.stmt(s);
+    }
+    let arrays: Vec<ArrayRef> = used.arrays.into_iter().collect();
+    let mut params: Vec<Binding> = used.params.into_iter().map(Binding::Param).collect();
+    params.extend((0..lowered.var_names.len()).map(Binding::VarSize));
+
+    let mut out = String::from(PRELUDE);
+    let body_offset = out.len();
+    let order = match lowered.output {
+        OutputMode::Emit => lowered.operands[0].format.order(),
+        OutputMode::Dense { .. } => 0,
+    };
+    let _ = writeln!(out, "int {ENTRY}(void **arrays, const int64_t *params, sparsec_buffer *out) {{");
+    let _ = writeln!(out, "  (void)arrays; (void)params; (void)out;");
+    for (n, a) in arrays.iter().enumerate() {
+        let name = array_name(a);
+        let writable = a.tensor == lowered.operands[0].name && a.kind == ArrayKind::Vals;
+        let ty = match a.kind {
+            ArrayKind::Vals => {
+                let operand = lowered.operands.iter().position(|o| o.name == a.tensor).expect("operand");
+                value_types[operand].c_name()
+            }
+            _ => "int64_t",
+        };
+        let constness = if writable { "" } else { "const " };
+        let _ = writeln!(out, "  {constness}{ty} *restrict {name} = ({constness}{ty} *)arrays[{n}];");
+    }
+    for (n, p) in params.iter().enumerate() {
+        let name = match p {
+            Binding::Param(p) => param_name(p),
+            Binding::VarSize(v) => format!("{}_size", lowered.var_names[*v]),
+            Binding::Array(_) => unreachable!(),
+        };
+        let _ = writeln!(out, "  const int64_t {name} = params[{n}];");
+    }
+    let mut printer = Printer {
+        out: &mut out,
+        indent: 1,
+        emit_order: order,
+    };
+    for s in &lowered.body {
+        printer.stmt(s);
+    }
+    out.push_str("  return 0;\n}\n");
+    CKernel {
+        source: out,
+        arrays,
+        params,
+        body_offset,
+    }
+}
+
+fn array_name(a: &ArrayRef) -> String {
+    match a.level {
+        Some(l) => format!("{}{}_{}", a.tensor, l, a.kind.suffix()),
+        None => format!("{}_{}", a.tensor, a.kind.suffix()),
+    }
+}
+
+fn param_name(p: &ParamRef) -> String {
+    format!("{}{}_{}", p.tensor, p.level, p.kind.suffix())
+}
+
+#[derive(Default)]
+struct Used {
+    arrays: BTreeSet<ArrayRef>,
+    params: BTreeSet<ParamRef>,
+}
+
+impl Used {
+    fn expr(&mut self, e: &Expr) {
+        match e {
+            Expr::Param(p) => {
+                self.params.insert(p.clone());
+            }
+            Expr::Load(a, i) => {
+                self.arrays.insert(a.clone());
+                self.expr(i);
+            }
+            Expr::Neg(a) | Expr::Not(a) => self.expr(a),
+            Expr::Bin(_, a, b) => {
+                self.expr(a);
+                self.expr(b);
+            }
+            Expr::Select(c, a, b) => {
+                self.expr(c);
+                self.expr(a);
+                self.expr(b);
+            }
+            Expr::Call(_, a, args) => {
+                self.arrays.insert(a.clone());
+                args.iter().for_each(|x| self.expr(x));
+            }
+            Expr::Int(_) | Expr::Float(_) | Expr::Bool(_) | Expr::Var(_) => {}
+        }
+    }
+    fn stmt(&mut self, s: &Stmt) {
+        match s {
+            Stmt::Decl(_, _, e) | Stmt::Assign(_, e) => self.expr(e),
+            Stmt::Store { array, index, value, .. } => {
+                self.arrays.insert(array.clone());
+                self.expr(index);
+                self.expr(value);
+            }
+            Stmt::For { start, end, body, .. } => {
+                self.expr(start);
+                self.expr(end);
+                body.iter().for_each(|x| self.stmt(x));
+            }
+            Stmt::While(c, body) => {
+                self.expr(c);
+                body.iter().for_each(|x| self.stmt(x));
+            }
+            Stmt::If(c, a, b) => {
+                self.expr(c);
+                a.iter().chain(b).for_each(|x| self.stmt(x));
+            }
+            Stmt::Emit { coords, value } => {
+                coords.iter().for_each(|x| self.expr(x));
+                self.expr(value);
+            }
+            Stmt::Block(b) => b.iter().for_each(|x| self.stmt(x)),
+            Stmt::Comment(_) => {}
+        }
+    }
+}
+
+struct Printer<'a> {
+    out: &'a mut String,
+    indent: usize,
+    emit_order: usize,
+}
+
+impl Printer<'_> {
+    fn line(&mut self, text: &str) {
+        for _ in 0..self.indent {
+            self.out.push_str("  ");
+        }
+        self.out.push_str(text);
+        self.out.push('\n');
+    }
+
+    fn block(&mut self, head: &str, body: &[Stmt]) {
+        self.line(&format!("{head} {{"));
+        self.indent += 1;
+        body.iter().for_each(|s| self.stmt(s));
+        self.indent -= 1;
+    }
+
+    fn stmt(&mut self, s: &Stmt) {
+        match s {
+            Stmt::Decl(name, ty, e) => {
+                let ty = match ty {
+                    Type::Index => "int64_t",
+                    Type::Bool => "int",
+                    Type::Value(v) => v.c_name(),
+                };
+                self.line(&format!("{ty} {name} = {};", expr(e)));
+            }
+            Stmt::Assign(name, e) => match e {
+                Expr::Bin(BinOp::Add, a, b) if matches!(&**a, Expr::Var(n) if n == name) => match &**b {
+                    Expr::Int(1) => self.line(&format!("{name}++;")),
+                    b => self.line(&format!("{name} += {};", expr(b))),
+                },
+                _ => self.line(&format!("{name} = {};", expr(e))),
+            },
+            Stmt::Store {
+                array,
+                index,
+                value,
+                accumulate,
+            } => {
+                let op = if *accumulate { "+=" } else { "=" };
+                self.line(&format!("{}[{}] {op} {};", array_name(array), expr(index), expr(value)));
+            }
+            Stmt::For { var, start, end, body } => {
+                self.block(
+                    &format!("for (int64_t {var} = {}; {var} < {}; {var}++)", expr(start), expr(end)),
+                    body,
+                );
+                self.line("}");
+            }
+            Stmt::While(c, body) => {
+                self.block(&format!("while ({})", expr(c)), body);
+                self.line("}");
+            }
+            Stmt::If(c, then, otherwise) => {
+                self.block(&format!("if ({})", expr(c)), then);
+                let mut rest = otherwise.as_slice();
+                loop {
+                    if rest.is_empty() {
+                        self.line("}");
+                        break;
+                    }
+                    if let Some(Stmt::If(c, then, otherwise)) = single_if(rest) {
+                        self.block(&format!("}} else if ({})", expr(c)), then);
+                        rest = otherwise;
+                    } else {
+                        self.block("} else", rest);
+                        self.line("}");
+                        break;
+                    }
+                }
+            }
+            Stmt::Emit { coords, value } => {
+                let n = self.emit_order;
+                self.line(&format!("if (out->len == out->cap && !sparsec_grow(out, {n})) return -1;"));
+                for (k, c) in coords.iter().enumerate() {
+                    self.line(&format!("out->coords[out->len * {n} + {k}] = {};", expr(c)));
+                }
+                self.line(&format!("out->vals[out->len++] = {};", expr(value)));
+            }
+            Stmt::Block(b) => {
+                if b.is_empty() {
+                    return;
+                }
+                self.line("{");
+                self.indent += 1;
+                b.iter().for_each(|s| self.stmt(s));
+                self.indent -= 1;
+                self.line("}");
+            }
+            Stmt::Comment(c) => self.line(&format!("/* {c} */")),
+        }
+    }
+}
+
+/// The lone `if` of an `else` branch (through empty nesting), printed as `else if`.
+fn single_if(stmts: &[Stmt]) -> Option<&Stmt> {
+    match stmts {
+        [s @ Stmt::If(..)] => Some(s),
+        [Stmt::Block(inner)] => single_if(inner),
+        _ => None,
+    }
+}
+
+/// Print an expression, fully parenthesised where precedence could be misread.
+pub fn expr(e: &Expr) -> String {
+    match e {
+        Expr::Int(v) => v.to_string(),
+        Expr::Float(v) => {
+            if v.is_finite() {
+                let s = format!("{v:?}");
+                if s.contains(['.', 'e', 'E']) {
+                    s
+                } else {
+                    format!("{s}.0")
+                }
+            } else if v.is_nan() {
+                "NAN".into()
+            } else if *v > 0.0 {
+                "INFINITY".into()
+            } else {
+                "(-INFINITY)".into()
+            }
+        }
+        Expr::Bool(b) => (*b as i32).to_string(),
+        Expr::Var(n) => n.clone(),
+        Expr::Param(p) => param_name(p),
+        Expr::Load(a, i) => format!("{}[{}]", array_name(a), expr(i)),
+        Expr::Neg(a) => format!("-{}", atom(a)),
+        Expr::Not(a) => format!("!{}", atom(a)),
+        Expr::Bin(BinOp::Min, a, b) => format!("sparsec_min({}, {})", expr(a), expr(b)),
+        Expr::Bin(BinOp::Max, a, b) => format!("sparsec_max({}, {})", expr(a), expr(b)),
+        Expr::Bin(op, a, b) => {
+            let sym = match op {
+                BinOp::Add => "+",
+                BinOp::Sub => "-",
+                BinOp::Mul => "*",
+                BinOp::Div => "/",
+                BinOp::Rem => "%",
+                BinOp::Lt => "<",
+                BinOp::Le => "<=",
+                BinOp::Gt => ">",
+                BinOp::Ge => ">=",
+                BinOp::Eq => "==",
+                BinOp::Ne => "!=",
+                BinOp::And => "&&",
+                BinOp::Or => "||",
+                BinOp::Min | BinOp::Max => unreachable!(),
+            };
+            format!("{} {sym} {}", atom(a), atom(b))
+        }
+        Expr::Select(c, a, b) => format!("({} ? {} : {})", expr(c), expr(a), expr(b)),
+        Expr::Call(Intrinsic::HashLocate, array, args) => {
+            let args: Vec<String> = args.iter().map(expr).collect();
+            format!("sparsec_hash_locate({}, {})", array_name(array), args.join(", "))
+        }
+    }
+}
+
+fn atom(e: &Expr) -> String {
+    match e {
+        Expr::Bin(op, ..) if !matches!(op, BinOp::Min | BinOp::Max) => format!("({})", expr(e)),
+        Expr::Neg(_) => format!("({})", expr(e)),
+        Expr::Float(v) if *v < 0.0 => format!("({})", expr(e)),
+        Expr::Int(v) if *v < 0 => format!("({v})"),
+        _ => expr(e),
+    }
+}

@@ -1,0 +1,3 @@
+//! Backends: print lowered IR as source code for a native compiler.
+
+pub mod c;

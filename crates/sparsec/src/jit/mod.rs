@@ -1,0 +1,233 @@
+//! Compile, cache and load generated C.
+//!
+//! Compiled kernels live in a content-addressed cache: the key is a BLAKE3 hash of the
+//! source, the compiler's identity (its `--version` output) and the flags. Entries are
+//! written to a temporary file and renamed into place, so concurrent processes never see a
+//! partial library; each entry carries a checksum file, and an entry whose bytes do not
+//! match (truncated, corrupted) is rebuilt. Libraries are opened with `RTLD_NODELETE` and
+//! kept for the life of the process, because unloading a library whose OpenMP threads are
+//! still parked in libgomp crashes.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Instant;
+
+/// Why a kernel could not be compiled or loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum JitError {
+    /// The C compiler could not be started.
+    #[error("cannot run the C compiler `{compiler}`: {reason} (install gcc, or set SPARSEC_CC to a C compiler)")]
+    MissingCompiler { compiler: String, reason: String },
+    /// The C compiler rejected the generated code.
+    #[error("the C compiler `{compiler}` failed on the generated kernel ({source_path}):\n{stderr}")]
+    CompileFailed {
+        compiler: String,
+        source_path: String,
+        stderr: String,
+    },
+    /// The kernel cache could not be written.
+    #[error("kernel cache at {path}: {reason}")]
+    Cache { path: String, reason: String },
+    /// The compiled library could not be loaded.
+    #[error("cannot load compiled kernel {path}: {reason}")]
+    Load { path: String, reason: String },
+}
+
+/// Compiler and flags used for kernels.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Toolchain {
+    /// The compiler command (`SPARSEC_CC`, default `gcc`).
+    pub compiler: String,
+    /// Flags (`-O3 -march=native -fPIC -shared -fopenmp` by default).
+    pub flags: Vec<String>,
+    /// Cache directory (`SPARSEC_CACHE_DIR`, default `$XDG_CACHE_HOME/sparsec` or
+    /// `~/.cache/sparsec`).
+    pub cache_dir: PathBuf,
+}
+
+impl Default for Toolchain {
+    fn default() -> Toolchain {
+        let compiler = std::env::var("SPARSEC_CC").unwrap_or_else(|_| "gcc".into());
+        let flags = ["-O3", "-march=native", "-fPIC", "-shared", "-fopenmp", "-std=gnu99", "-lm"]
+            .map(String::from)
+            .to_vec();
+        let cache_dir = std::env::var_os("SPARSEC_CACHE_DIR")
+            .map(PathBuf::from)
+            .or_else(|| std::env::var_os("XDG_CACHE_HOME").map(|d| PathBuf::from(d).join("sparsec")))
+            .or_else(|| std::env::var_os("HOME").map(|d| PathBuf::from(d).join(".cache/sparsec")))
+            .unwrap_or_else(|| std::env::temp_dir().join("sparsec-cache"));
+        Toolchain {
+            compiler,
+            flags,
+            cache_dir,
+        }
+    }
+}
+
+/// A loaded kernel library; never unloaded.
+pub struct Library {
+    lib: libloading::Library,
+    /// Where it was loaded from.
+    pub path: PathBuf,
+    /// True when this call compiled it (false: found in a cache).
+    pub compiled: bool,
+}
+
+impl Library {
+    /// Look up an exported function.
+    ///
+    /// # Safety
+    /// `T` must match the C signature of `name`.
+    pub unsafe fn symbol<T: Copy>(&self, name: &str) -> Result<T, JitError> {
+        let sym: libloading::Symbol<T> = self.lib.get(name.as_bytes()).map_err(|e| JitError::Load {
+            path: self.path.display().to_string(),
+            reason: e.to_string(),
+        })?;
+        Ok(*sym)
+    }
+}
+
+fn loaded() -> &'static Mutex<HashMap<String, Arc<Library>>> {
+    static LOADED: OnceLock<Mutex<HashMap<String, Arc<Library>>>> = OnceLock::new();
+    LOADED.get_or_init(Default::default)
+}
+
+fn compiler_identity(compiler: &str) -> Result<String, JitError> {
+    static IDENTITIES: OnceLock<Mutex<HashMap<String, String>>> = OnceLock::new();
+    let map = IDENTITIES.get_or_init(Default::default);
+    if let Some(id) = map.lock().expect("identity cache").get(compiler) {
+        return Ok(id.clone());
+    }
+    let output = Command::new(compiler)
+        .arg("--version")
+        .output()
+        .map_err(|e| JitError::MissingCompiler {
+            compiler: compiler.into(),
+            reason: e.to_string(),
+        })?;
+    if !output.status.success() {
+        return Err(JitError::MissingCompiler {
+            compiler: compiler.into(),
+            reason: format!("`{compiler} --version` exited with {}", output.status),
+        });
+    }
+    let id = String::from_utf8_lossy(&output.stdout).into_owned();
+    map.lock().expect("identity cache").insert(compiler.into(), id.clone());
+    Ok(id)
+}
+
+/// Cache key of a source under a toolchain.
+pub fn cache_key(source: &str, toolchain: &Toolchain) -> Result<String, JitError> {
+    let mut hasher = blake3::Hasher::new();
+    hasher.update(source.as_bytes());
+    hasher.update(b"\0");
+    hasher.update(compiler_identity(&toolchain.compiler)?.as_bytes());
+    for f in &toolchain.flags {
+        hasher.update(b"\0");
+        hasher.update(f.as_bytes());
+    }
+    Ok(hasher.finalize().to_hex()[..32].to_string())
+}
+
+/// Compile (or find in the cache) and load `source`.
+pub fn load(source: &str, toolchain: &Toolchain) -> Result<Arc<Library>, JitError> {
+    let key = cache_key(source, toolchain)?;
+    if let Some(lib) = loaded().lock().expect("library table").get(&key) {
+        return Ok(lib.clone());
+    }
+    let cache_err = |path: &Path, e: std::io::Error| JitError::Cache {
+        path: path.display().to_string(),
+        reason: e.to_string(),
+    };
+    let dir = &toolchain.cache_dir;
+    std::fs::create_dir_all(dir).map_err(|e| cache_err(dir, e))?;
+    let so = dir.join(format!("{key}.so"));
+    let sum = dir.join(format!("{key}.sum"));
+    let mut compiled = false;
+    if !entry_is_valid(&so, &sum) {
+        compile(source, toolchain, dir, &key, &so, &sum)?;
+        compiled = true;
+    }
+    let lib = open(&so).or_else(|_| {
+        // A valid checksum but an unloadable file: rebuild once.
+        compile(source, toolchain, dir, &key, &so, &sum)?;
+        compiled = true;
+        open(&so)
+    })?;
+    let lib = Arc::new(Library {
+        lib,
+        path: so,
+        compiled,
+    });
+    loaded().lock().expect("library table").insert(key, lib.clone());
+    Ok(lib)
+}
+
+fn entry_is_valid(so: &Path, sum: &Path) -> bool {
+    match (std::fs::read(so), std::fs::read_to_string(sum)) {
+        (Ok(bytes), Ok(expected)) => blake3::hash(&bytes).to_hex().as_str() == expected.trim(),
+        _ => false,
+    }
+}
+
+fn unique_suffix() -> String {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    format!("{}.{}.{}", std::process::id(), COUNTER.fetch_add(1, Ordering::Relaxed), nanos)
+}
+
+fn compile(source: &str, toolchain: &Toolchain, dir: &Path, key: &str, so: &Path, sum: &Path) -> Result<(), JitError> {
+    let cache_err = |path: &Path, e: std::io::Error| JitError::Cache {
+        path: path.display().to_string(),
+        reason: e.to_string(),
+    };
+    let suffix = unique_suffix();
+    let c_path = dir.join(format!("{key}.{suffix}.c"));
+    let tmp_so = dir.join(format!("{key}.{suffix}.so.tmp"));
+    std::fs::write(&c_path, source).map_err(|e| cache_err(&c_path, e))?;
+    let started = Instant::now();
+    let output = Command::new(&toolchain.compiler)
+        .args(&toolchain.flags)
+        .arg("-o")
+        .arg(&tmp_so)
+        .arg(&c_path)
+        .output()
+        .map_err(|e| JitError::MissingCompiler {
+            compiler: toolchain.compiler.clone(),
+            reason: e.to_string(),
+        })?;
+    let _ = started;
+    if !output.status.success() {
+        let _ = std::fs::remove_file(&tmp_so);
+        return Err(JitError::CompileFailed {
+            compiler: toolchain.compiler.clone(),
+            source_path: c_path.display().to_string(),
+            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+        });
+    }
+    let _ = std::fs::remove_file(&c_path);
+    let bytes = std::fs::read(&tmp_so).map_err(|e| cache_err(&tmp_so, e))?;
+    let tmp_sum = dir.join(format!("{key}.{suffix}.sum.tmp"));
+    std::fs::write(&tmp_sum, blake3::hash(&bytes).to_hex().as_str()).map_err(|e| cache_err(&tmp_sum, e))?;
+    // Library first, checksum last: a reader that sees the checksum sees a complete library.
+    std::fs::rename(&tmp_so, so).map_err(|e| cache_err(so, e))?;
+    std::fs::rename(&tmp_sum, sum).map_err(|e| cache_err(sum, e))?;
+    Ok(())
+}
+
+fn open(path: &Path) -> Result<libloading::Library, JitError> {
+    use libloading::os::unix::{Library as UnixLibrary, RTLD_LOCAL, RTLD_NOW};
+    const RTLD_NODELETE: std::os::raw::c_int = 0x1000;
+    // SAFETY: the library is generated by us; its initialisers are those of a plain C file.
+    let lib = unsafe { UnixLibrary::open(Some(path), RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE) };
+    lib.map(libloading::Library::from).map_err(|e| JitError::Load {
+        path: path.display().to_string(),
+        reason: e.to_string(),
+    })
+}

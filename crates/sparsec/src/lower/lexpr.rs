@@ -1,0 +1,150 @@
+//! The expression form used during lowering: accesses become *occurrences* (one per use
+//! of a tensor, each with its own iterators), reductions that distribute over the whole
+//! right-hand side are dropped in favour of accumulating loops, and the rest stay as
+//! explicit sums that lowering computes into scalar temporaries.
+
+use crate::notation::ast::Op;
+use crate::notation::cin::{CExpr, VarId};
+
+/// Right-hand side during lowering.
+#[derive(Clone, Debug, PartialEq)]
+pub enum LExpr {
+    /// Value of occurrence `n` at its current position.
+    Access(usize),
+    Literal(f64),
+    Neg(Box<LExpr>),
+    Binary(Op, Box<LExpr>, Box<LExpr>),
+    /// A reduction that cannot be hoisted to the output (it sits under `+`, `-` or a
+    /// denominator): lowered into a scalar temporary. The second field lists the sums
+    /// nested in linear position inside it, which accumulate into the same temporary.
+    Sum(VarId, Vec<VarId>, Box<LExpr>),
+    /// A scalar temporary that already holds a reduced subexpression.
+    Temp(String),
+    /// Structurally zero (an operand that has no entry in the current case).
+    Zero,
+}
+
+impl LExpr {
+    /// Convert from concrete index notation. `occurrence` numbers accesses left to right.
+    /// Sums whose path to the root passes only through `*`, unary minus, numerators and
+    /// other such sums are *hoistable*: they become plain loops accumulating into the
+    /// destination and vanish from the expression.
+    pub fn from_cin(expr: &CExpr, hoistable_position: bool, occurrence: &mut usize, hoisted: &mut Vec<VarId>) -> LExpr {
+        match expr {
+            CExpr::Access(_) => {
+                *occurrence += 1;
+                LExpr::Access(*occurrence - 1)
+            }
+            CExpr::Literal(v) => LExpr::Literal(*v),
+            CExpr::Neg(a) => LExpr::Neg(Box::new(LExpr::from_cin(a, hoistable_position, occurrence, hoisted))),
+            CExpr::Binary(op, a, b) => {
+                let (left_linear, right_linear) = match op {
+                    Op::Mul => (hoistable_position, hoistable_position),
+                    Op::Div => (hoistable_position, false),
+                    Op::Add | Op::Sub => (false, false),
+                };
+                LExpr::Binary(
+                    *op,
+                    Box::new(LExpr::from_cin(a, left_linear, occurrence, hoisted)),
+                    Box::new(LExpr::from_cin(b, right_linear, occurrence, hoisted)),
+                )
+            }
+            CExpr::Sum(v, body) => {
+                if hoistable_position {
+                    hoisted.push(*v);
+                    LExpr::from_cin(body, true, occurrence, hoisted)
+                } else {
+                    // Inside a temporary, sums in linear position accumulate into it.
+                    let mut inner = Vec::new();
+                    let body = LExpr::from_cin(body, true, occurrence, &mut inner);
+                    LExpr::Sum(*v, inner, Box::new(body))
+                }
+            }
+        }
+    }
+
+    /// Replace every occurrence in `absent` by `Zero` and fold the zeros away.
+    pub fn without(&self, absent: &dyn Fn(usize) -> bool) -> LExpr {
+        match self {
+            LExpr::Access(o) if absent(*o) => LExpr::Zero,
+            LExpr::Neg(a) => match a.without(absent) {
+                LExpr::Zero => LExpr::Zero,
+                a => LExpr::Neg(Box::new(a)),
+            },
+            LExpr::Binary(op, a, b) => {
+                let (a, b) = (a.without(absent), b.without(absent));
+                match (op, &a, &b) {
+                    (Op::Mul, LExpr::Zero, _) | (Op::Mul, _, LExpr::Zero) => LExpr::Zero,
+                    (Op::Div, LExpr::Zero, _) => LExpr::Zero,
+                    // A missing denominator is a real zero: keep IEEE semantics (x/0).
+                    (Op::Div, _, LExpr::Zero) => LExpr::Binary(Op::Div, Box::new(a), Box::new(LExpr::Literal(0.0))),
+                    (Op::Add, LExpr::Zero, _) => b,
+                    (Op::Add | Op::Sub, _, LExpr::Zero) => a,
+                    (Op::Sub, LExpr::Zero, _) => LExpr::Neg(Box::new(b)),
+                    _ => LExpr::Binary(*op, Box::new(a), Box::new(b)),
+                }
+            }
+            LExpr::Sum(v, inner, a) => match a.without(absent) {
+                LExpr::Zero => LExpr::Zero,
+                a => LExpr::Sum(*v, inner.clone(), Box::new(a)),
+            },
+            other => other.clone(),
+        }
+    }
+
+    /// Find a non-hoisted sum over `var`.
+    pub fn find_sum(&self, var: VarId) -> Option<&LExpr> {
+        match self {
+            LExpr::Sum(v, _, _) if *v == var => Some(self),
+            LExpr::Sum(_, _, a) | LExpr::Neg(a) => a.find_sum(var),
+            LExpr::Binary(_, a, b) => a.find_sum(var).or_else(|| b.find_sum(var)),
+            _ => None,
+        }
+    }
+
+    /// Replace the sum over `var` by a temporary.
+    pub fn replace_sum(&self, var: VarId, temp: &str) -> LExpr {
+        match self {
+            LExpr::Sum(v, _, _) if *v == var => LExpr::Temp(temp.to_string()),
+            LExpr::Sum(v, inner, a) => LExpr::Sum(*v, inner.clone(), Box::new(a.replace_sum(var, temp))),
+            LExpr::Neg(a) => LExpr::Neg(Box::new(a.replace_sum(var, temp))),
+            LExpr::Binary(op, a, b) => {
+                LExpr::Binary(*op, Box::new(a.replace_sum(var, temp)), Box::new(b.replace_sum(var, temp)))
+            }
+            other => other.clone(),
+        }
+    }
+}
+
+/// Variables summed inside a non-hoisted sum, itself included.
+pub fn summed_vars(sum: &LExpr, out: &mut Vec<VarId>) {
+    match sum {
+        LExpr::Sum(v, inner, body) => {
+            out.push(*v);
+            out.extend_from_slice(inner);
+            summed_vars(body, out);
+        }
+        LExpr::Neg(a) => summed_vars(a, out),
+        LExpr::Binary(_, a, b) => {
+            summed_vars(a, out);
+            summed_vars(b, out);
+        }
+        _ => {}
+    }
+}
+
+/// Every non-hoisted sum node, outermost first.
+pub fn sums(expr: &LExpr, out: &mut Vec<LExpr>) {
+    match expr {
+        LExpr::Sum(_, _, body) => {
+            out.push(expr.clone());
+            sums(body, out);
+        }
+        LExpr::Neg(a) => sums(a, out),
+        LExpr::Binary(_, a, b) => {
+            sums(a, out);
+            sums(b, out);
+        }
+        _ => {}
+    }
+}

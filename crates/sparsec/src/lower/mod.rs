@@ -1,0 +1,892 @@
+//! Lowering: concrete index notation plus formats to imperative IR.
+//!
+//! The pass follows Chou's code-generation algorithm (§4.5, Fig 4-5) over the loop order
+//! chosen by [`order`]: for each index variable it builds the merge lattice
+//! ([`lattice`]), decides per operand level whether to iterate it or `locate` into it
+//! (from the level's capabilities and properties only), emits the loops and cases, and
+//! recurses into each case with the operands that are absent from it removed. Level
+//! functions come from the level formats, so no level kind is named here.
+//!
+//! Outputs: an all-dense output is written in place (`=` or `+=` when reductions scatter);
+//! any other output format is produced as a stream of `(coordinates, value)` emits that
+//! the runtime assembles into the requested format (sorting only when the stream is not
+//! already in order).
+
+mod lattice;
+mod lexpr;
+mod order;
+
+use std::collections::BTreeSet;
+
+use lattice::Point;
+use lexpr::LExpr;
+
+use crate::format::{Format, Level, LevelCoord, LevelSite};
+use crate::ir::{ArrayKind, ArrayRef, BinOp, Expr, Stmt, Type};
+use crate::notation::ast::Op;
+use crate::notation::cin::{CExpr, Statement, TensorId, VarId};
+use crate::tensor::ValueType;
+
+/// A tensor as the kernel sees it: one per distinct (tensor, layout) pair.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Operand {
+    /// C-level name (`A`, or `A_1` for a reordered copy).
+    pub name: String,
+    /// The statement's tensor.
+    pub tensor: TensorId,
+    /// The layout the kernel reads; differs from the tensor's when reordered.
+    pub format: Format,
+}
+
+/// How the kernel delivers its result.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OutputMode {
+    /// Writes the dense output's values in place; `accumulate` when stores are `+=`.
+    Dense { accumulate: bool },
+    /// Emits coordinates and values for the runtime to assemble.
+    Emit,
+}
+
+/// Result of lowering one statement.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Lowered {
+    /// The kernel body.
+    pub body: Vec<Stmt>,
+    /// Operands read or written, output first.
+    pub operands: Vec<Operand>,
+    /// C names of the index variables, by `VarId`; `<name>_size` holds each one's extent.
+    pub var_names: Vec<String>,
+    /// The loop order chosen.
+    pub loop_order: Vec<VarId>,
+    /// How the result is produced.
+    pub output: OutputMode,
+}
+
+/// A statement that lowering cannot compile, with the reason.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("cannot compile this statement: {0}")]
+pub struct LowerError(pub String);
+
+/// One use of a tensor on the right-hand side.
+struct Occurrence {
+    operand: usize,
+    levels: Vec<Level>,
+    level_vars: Vec<VarId>,
+}
+
+/// Per-path state: which levels of each occurrence are resolved, at which positions.
+#[derive(Clone)]
+struct Scope {
+    positions: Vec<Vec<Expr>>,
+    segment_ends: Vec<Vec<Option<Expr>>>,
+}
+
+impl Scope {
+    fn resolved(&self, o: usize) -> usize {
+        self.positions[o].len()
+    }
+    fn with(&self, o: usize, pos: Expr, segment_end: Option<Expr>) -> Scope {
+        let mut s = self.clone();
+        s.positions[o].push(pos);
+        s.segment_ends[o].push(segment_end);
+        s
+    }
+}
+
+enum Dest {
+    Output,
+    Temp { name: String, touched: Option<String> },
+}
+
+struct Lowerer<'a> {
+    stmt: &'a Statement,
+    operands: Vec<Operand>,
+    occurrences: Vec<Occurrence>,
+    var_names: Vec<String>,
+    order: Vec<VarId>,
+    temps: usize,
+    dense_output: bool,
+    store_accumulates: bool,
+}
+
+/// Lower a checked statement.
+pub fn lower(stmt: &Statement) -> Result<Lowered, LowerError> {
+    for t in &stmt.tensors {
+        if !t.format.is_plain() {
+            return Err(LowerError(format!(
+                "tensor `{}` has the structured format `{}`; kernels over blocked, ELL and DIA \
+                 formats are not supported yet (convert it to a plain format such as csr)",
+                t.name,
+                t.format.spelling()
+            )));
+        }
+    }
+    let mut count = 0;
+    let mut hoisted = Vec::new();
+    let rhs = LExpr::from_cin(&stmt.rhs, true, &mut count, &mut hoisted);
+    let mut accesses = Vec::new();
+    collect_accesses(&stmt.rhs, &mut accesses);
+
+    let level_vars: Vec<Vec<VarId>> = accesses
+        .iter()
+        .map(|(t, indices)| {
+            let order = stmt.tensors[*t].format.mode_order().expect("plain format");
+            order.iter().map(|&m| indices[m]).collect()
+        })
+        .collect();
+    let free: BTreeSet<VarId> = stmt.lhs.iter().copied().collect();
+    let sum_edges = reduction_edges(&rhs, &free, &hoisted);
+    let priority = var_priority(stmt, &accesses);
+    let loop_order = order::choose(stmt.vars.len(), &level_vars, &sum_edges, &priority);
+
+    let output = &stmt.tensors[0];
+    let mut operands = vec![Operand {
+        name: c_name(&output.name),
+        tensor: 0,
+        format: output.format.clone(),
+    }];
+    let mut occurrences = Vec::new();
+    for (o, (t, _)) in accesses.iter().enumerate() {
+        let tensor = &stmt.tensors[*t];
+        let format = if loop_order.reordered.contains(&o) {
+            reordered_format(&tensor.format, &level_vars[o], &loop_order.order, &accesses[o].1)?
+        } else {
+            tensor.format.clone()
+        };
+        let operand = match operands.iter().position(|op| op.tensor == *t && op.format == format && *t != 0) {
+            Some(i) => i,
+            None => {
+                let name = if operands.iter().any(|op| op.tensor == *t) || (*t != 0 && format != tensor.format) {
+                    format!("{}_{}", c_name(&tensor.name), o)
+                } else {
+                    c_name(&tensor.name)
+                };
+                operands.push(Operand {
+                    name,
+                    tensor: *t,
+                    format: format.clone(),
+                });
+                operands.len() - 1
+            }
+        };
+        let mode_order = format.mode_order().expect("plain format");
+        occurrences.push(Occurrence {
+            operand,
+            levels: format.levels().iter().map(|l| l.format.clone()).collect(),
+            level_vars: mode_order.iter().map(|&m| accesses[o].1[m]).collect(),
+        });
+    }
+    let dense_output = output.format.is_all_dense();
+    let position = |v: VarId| loop_order.order.iter().position(|&u| u == v).unwrap_or(usize::MAX);
+    let last_free = stmt.lhs.iter().map(|&v| position(v)).max();
+    let scatters = loop_order
+        .order
+        .iter()
+        .any(|v| !free.contains(v) && last_free.is_some_and(|l| position(*v) < l));
+    let mut lowerer = Lowerer {
+        stmt,
+        operands,
+        occurrences,
+        var_names: stmt.vars.iter().map(|v| c_name(&v.name)).collect(),
+        order: loop_order.order.clone(),
+        temps: 0,
+        dense_output,
+        store_accumulates: stmt.accumulate || scatters,
+    };
+    let scope = Scope {
+        positions: vec![Vec::new(); count],
+        segment_ends: vec![Vec::new(); count],
+    };
+    let order = lowerer.order.clone();
+    let body = lowerer.lower(&order, &rhs, &Dest::Output, &scope)?;
+    Ok(Lowered {
+        body: crate::ir::simplify_stmts(body),
+        output: if dense_output {
+            OutputMode::Dense {
+                accumulate: lowerer.store_accumulates,
+            }
+        } else {
+            OutputMode::Emit
+        },
+        operands: lowerer.operands,
+        var_names: lowerer.var_names,
+        loop_order: loop_order.order,
+    })
+}
+
+fn collect_accesses(expr: &CExpr, out: &mut Vec<(TensorId, Vec<VarId>)>) {
+    match expr {
+        CExpr::Access(a) => out.push((a.tensor, a.indices.clone())),
+        CExpr::Literal(_) => {}
+        CExpr::Neg(a) | CExpr::Sum(_, a) => collect_accesses(a, out),
+        CExpr::Binary(_, a, b) => {
+            collect_accesses(a, out);
+            collect_accesses(b, out);
+        }
+    }
+}
+
+/// Every free or hoisted variable encloses each non-hoisted sum, and a sum encloses the
+/// variables it sums.
+fn reduction_edges(rhs: &LExpr, free: &BTreeSet<VarId>, hoisted: &[VarId]) -> Vec<(VarId, VarId)> {
+    let mut sums = Vec::new();
+    lexpr::sums(rhs, &mut sums);
+    let mut edges = Vec::new();
+    for (n, sum) in sums.iter().enumerate() {
+        let LExpr::Sum(v, _, _) = sum else { unreachable!() };
+        let mut inside = Vec::new();
+        lexpr::summed_vars(sum, &mut inside);
+        for &u in free.iter().chain(hoisted) {
+            edges.push((u, *v));
+        }
+        // Enclosing non-hoisted sums come earlier in `sums` and contain this one.
+        for outer in &sums[..n] {
+            let mut outer_inside = Vec::new();
+            lexpr::summed_vars(outer, &mut outer_inside);
+            if let (LExpr::Sum(w, _, _), true) = (outer, outer_inside.contains(v)) {
+                edges.push((*w, *v));
+            }
+        }
+        edges.extend(inside.iter().filter(|&&w| w != *v).map(|&w| (*v, w)));
+    }
+    edges
+}
+
+fn var_priority(stmt: &Statement, accesses: &[(TensorId, Vec<VarId>)]) -> Vec<usize> {
+    let mut priority = vec![usize::MAX; stmt.vars.len()];
+    let out_order = stmt.tensors[0].format.mode_order().unwrap_or_else(|| (0..stmt.lhs.len()).collect());
+    let mut rank = 0;
+    for &m in &out_order {
+        priority[stmt.lhs[m]] = rank;
+        rank += 1;
+    }
+    for (_, indices) in accesses {
+        for &v in indices {
+            if priority[v] == usize::MAX {
+                priority[v] = rank;
+                rank += 1;
+            }
+        }
+    }
+    for p in priority.iter_mut().filter(|p| **p == usize::MAX) {
+        *p = rank;
+        rank += 1;
+    }
+    priority
+}
+
+fn reordered_format(format: &Format, _level_vars: &[VarId], order: &[VarId], indices: &[VarId]) -> Result<Format, LowerError> {
+    let position = |v: VarId| order.iter().position(|&u| u == v).unwrap_or(usize::MAX);
+    let mut modes: Vec<usize> = (0..indices.len()).collect();
+    modes.sort_by_key(|&m| position(indices[m]));
+    let levels = format.levels().iter().map(|l| l.format.clone()).collect();
+    Format::with_mode_order(levels, &modes).map_err(|e| LowerError(e.to_string()))
+}
+
+/// C identifiers for user names: C keywords and names that could clash with generated
+/// ones get a trailing underscore.
+fn c_name(name: &str) -> String {
+    const RESERVED: &[&str] = &[
+        "auto", "break", "case", "char", "const", "continue", "default", "do", "double", "else", "enum", "extern",
+        "float", "for", "goto", "if", "inline", "int", "long", "register", "restrict", "return", "short", "signed",
+        "sizeof", "static", "struct", "switch", "typedef", "union", "unsigned", "void", "volatile", "while", "bool",
+        "out", "args", "params", "main",
+    ];
+    if RESERVED.contains(&name) || name.starts_with("sparsec") {
+        format!("{name}_")
+    } else {
+        name.to_string()
+    }
+}
+
+/// How one variable's loop treats each iterator.
+enum Strategy {
+    /// Loop over the iterated levels' coordinates (one level: a for loop; several: a
+    /// two-finger merge per lattice point); locate into the others.
+    Coiterate { iterated: Vec<usize>, located: Vec<usize> },
+    /// Loop over the whole dimension; cursors advance through ordered sparse levels and
+    /// the rest are located.
+    Dense { cursors: Vec<usize>, located: Vec<usize> },
+}
+
+impl Lowerer<'_> {
+    fn fresh(&mut self, stem: &str) -> String {
+        self.temps += 1;
+        format!("{stem}{}", self.temps - 1)
+    }
+
+    fn var(&self, v: VarId) -> Expr {
+        Expr::var(self.var_names[v].clone())
+    }
+
+    fn size(&self, v: VarId) -> Expr {
+        Expr::var(format!("{}_size", self.var_names[v]))
+    }
+
+    fn is_free(&self, v: VarId) -> bool {
+        self.stmt.lhs.contains(&v)
+    }
+
+    fn lower(&mut self, remaining: &[VarId], expr: &LExpr, dest: &Dest, scope: &Scope) -> Result<Vec<Stmt>, LowerError> {
+        let Some((&v, rest)) = remaining.split_first() else {
+            return Ok(self.store(expr, dest, scope));
+        };
+        if let Some(sum) = expr.find_sum(v).cloned() {
+            let LExpr::Sum(_, _, body) = &sum else { unreachable!() };
+            let mut inside = Vec::new();
+            lexpr::summed_vars(&sum, &mut inside);
+            let sub: Vec<VarId> = remaining.iter().copied().filter(|u| inside.contains(u)).collect();
+            let others: Vec<VarId> = remaining.iter().copied().filter(|u| !inside.contains(u)).collect();
+            let temp = self.fresh("t");
+            let mut stmts = vec![Stmt::Decl(temp.clone(), Type::Value(ValueType::F64), Expr::Float(0.0))];
+            let into = Dest::Temp {
+                name: temp.clone(),
+                touched: None,
+            };
+            stmts.extend(self.lower(&sub, body, &into, scope)?);
+            stmts.extend(self.lower(&others, &expr.replace_sum(v, &temp), dest, scope)?);
+            return Ok(stmts);
+        }
+        if matches!(dest, Dest::Output) && remaining.iter().all(|&u| !self.is_free(u)) {
+            let temp = self.fresh("t");
+            let touched = (!self.dense_output).then(|| format!("{temp}_touched"));
+            let mut stmts = vec![Stmt::Decl(temp.clone(), Type::Value(ValueType::F64), Expr::Float(0.0))];
+            if let Some(flag) = &touched {
+                stmts.push(Stmt::Decl(flag.clone(), Type::Bool, Expr::Bool(false)));
+            }
+            let into = Dest::Temp {
+                name: temp.clone(),
+                touched: touched.clone(),
+            };
+            stmts.extend(self.lower(remaining, expr, &into, scope)?);
+            let store = self.store(&LExpr::Temp(temp), dest, scope);
+            match touched {
+                Some(flag) => stmts.push(Stmt::If(Expr::var(flag), store, vec![])),
+                None => stmts.extend(store),
+            }
+            return Ok(stmts);
+        }
+        let indexes = |o: usize| {
+            let occ = &self.occurrences[o];
+            let k = scope.resolved(o);
+            k < occ.level_vars.len() && occ.level_vars[k] == v
+        };
+        match lattice::build(expr, &indexes) {
+            None => {
+                let body = self.lower(rest, expr, dest, scope)?;
+                Ok(vec![Stmt::For {
+                    var: self.var_names[v].clone(),
+                    start: Expr::Int(0),
+                    end: self.size(v),
+                    body,
+                }])
+            }
+            Some(points) => self.merge(v, rest, expr, dest, scope, &points),
+        }
+    }
+
+    /// The value of the expression at the current positions, stored to the destination.
+    fn store(&self, expr: &LExpr, dest: &Dest, scope: &Scope) -> Vec<Stmt> {
+        let value = self.value(expr, scope);
+        match dest {
+            Dest::Temp { name, touched } => {
+                let mut s = vec![Stmt::Assign(name.clone(), Expr::add(Expr::var(name.clone()), value))];
+                if let Some(flag) = touched {
+                    s.push(Stmt::Assign(flag.clone(), Expr::Bool(true)));
+                }
+                s
+            }
+            Dest::Output if self.dense_output => {
+                let out = &self.operands[0];
+                let mut pos = Expr::Int(0);
+                for (k, spec) in out.format.levels().iter().enumerate() {
+                    let LevelCoord::Mode(m) = spec.coord else { unreachable!("plain format") };
+                    let site = self.site(0, None, k);
+                    let coord = self.var(self.stmt.lhs[m]);
+                    pos = spec.format.locate(&site, &pos, &coord).expect("dense levels locate").0;
+                }
+                vec![Stmt::Store {
+                    array: ArrayRef {
+                        tensor: out.name.clone(),
+                        level: None,
+                        kind: ArrayKind::Vals,
+                    },
+                    index: pos,
+                    value,
+                    accumulate: self.store_accumulates,
+                }]
+            }
+            Dest::Output => vec![Stmt::Emit {
+                coords: self.stmt.lhs.iter().map(|&v| self.var(v)).collect(),
+                value,
+            }],
+        }
+    }
+
+    fn value(&self, expr: &LExpr, scope: &Scope) -> Expr {
+        match expr {
+            LExpr::Access(o) => {
+                let occ = &self.occurrences[*o];
+                let pos = scope.positions[*o].last().cloned().unwrap_or(Expr::Int(0));
+                debug_assert_eq!(scope.resolved(*o), occ.levels.len());
+                Expr::load(
+                    ArrayRef {
+                        tensor: self.operands[occ.operand].name.clone(),
+                        level: None,
+                        kind: ArrayKind::Vals,
+                    },
+                    pos,
+                )
+            }
+            LExpr::Literal(v) => Expr::Float(*v),
+            LExpr::Neg(a) => Expr::Neg(Box::new(self.value(a, scope))),
+            LExpr::Binary(op, a, b) => {
+                let op = match op {
+                    Op::Add => BinOp::Add,
+                    Op::Sub => BinOp::Sub,
+                    Op::Mul => BinOp::Mul,
+                    Op::Div => BinOp::Div,
+                };
+                Expr::bin(op, self.value(a, scope), self.value(b, scope))
+            }
+            LExpr::Temp(t) => Expr::var(t.clone()),
+            LExpr::Zero => Expr::Float(0.0),
+            LExpr::Sum(..) => unreachable!("every sum is lowered before its variable's loop ends"),
+        }
+    }
+
+    /// Level site of occurrence `o` (or the output when `o` is None and `operand` is 0) at
+    /// level `k`.
+    fn site(&self, operand: usize, occurrence: Option<usize>, k: usize) -> LevelSite {
+        let ancestors = match occurrence {
+            Some(o) => self.occurrences[o].level_vars[..k].iter().map(|&v| self.var(v)).collect(),
+            None => {
+                let out = &self.operands[0];
+                out.format.levels()[..k]
+                    .iter()
+                    .map(|l| match l.coord {
+                        LevelCoord::Mode(m) => self.var(self.stmt.lhs[m]),
+                        _ => unreachable!("plain format"),
+                    })
+                    .collect()
+            }
+        };
+        LevelSite {
+            tensor: self.operands[operand].name.clone(),
+            level: k + 1,
+            ancestors,
+        }
+    }
+
+    fn occ_site(&self, o: usize, scope: &Scope) -> LevelSite {
+        self.site(self.occurrences[o].operand, Some(o), scope.resolved(o))
+    }
+
+    fn level(&self, o: usize, scope: &Scope) -> &Level {
+        &self.occurrences[o].levels[scope.resolved(o)]
+    }
+
+    fn parent_pos(&self, o: usize, scope: &Scope) -> Expr {
+        scope.positions[o].last().cloned().unwrap_or(Expr::Int(0))
+    }
+
+    fn stem(&self, o: usize, scope: &Scope) -> String {
+        let occ = &self.occurrences[o];
+        format!("{}{}", self.operands[occ.operand].name, scope.resolved(o) + 1)
+    }
+
+    /// `(begin, end)` of a position iterator, chaining through a non-unique parent.
+    fn pos_range(&self, o: usize, scope: &Scope) -> Result<(Expr, Expr), LowerError> {
+        let site = self.occ_site(o, scope);
+        let level = self.level(o, scope);
+        let parent = self.parent_pos(o, scope);
+        let (begin, end) = level.pos_iter(&site, &parent).expect("position iteration");
+        match scope.segment_ends[o].last().cloned().flatten() {
+            Some(seg_end) => {
+                let last = Expr::sub(seg_end, Expr::Int(1));
+                Ok((begin, level.pos_iter(&site, &last).expect("position iteration").1))
+            }
+            None => Ok((begin, end)),
+        }
+    }
+
+    fn check_locatable(&self, o: usize, scope: &Scope) -> Result<(), LowerError> {
+        if scope.segment_ends[o].last().cloned().flatten().is_some() {
+            return Err(LowerError(format!(
+                "level {} of `{}` would be located under a non-unique parent level; store the \
+                 operand with a unique parent (e.g. csr instead of coo for this expression)",
+                scope.resolved(o) + 1,
+                self.operands[self.occurrences[o].operand].name
+            )));
+        }
+        Ok(())
+    }
+
+    fn strategy(&self, points: &[Point], scope: &Scope) -> Result<Strategy, LowerError> {
+        let caps = |o: usize| self.level(o, scope).capabilities();
+        let props = |o: usize| self.level(o, scope).properties();
+        let all: BTreeSet<usize> = points.iter().flat_map(|p| p.iterators.iter().copied()).collect();
+        let top_universe = points.iter().any(|p| p.universe);
+        let strategy = if points.len() == 1 {
+            let p = &points[0];
+            let iterated: Vec<usize> = p.iterators.iter().copied().filter(|&o| !caps(o).locate).collect();
+            let locatable: Vec<usize> = p.iterators.iter().copied().filter(|&o| caps(o).locate).collect();
+            if !iterated.is_empty() {
+                Strategy::Coiterate {
+                    iterated,
+                    located: locatable,
+                }
+            } else if p.universe || locatable.iter().any(|&o| props(o).full) {
+                Strategy::Dense {
+                    cursors: vec![],
+                    located: locatable,
+                }
+            } else {
+                Strategy::Coiterate {
+                    iterated: vec![locatable[0]],
+                    located: locatable[1..].to_vec(),
+                }
+            }
+        } else if top_universe || all.iter().any(|&o| props(o).full || !props(o).ordered) {
+            let (located, cursors) = all.iter().partition(|&&o| props(o).full || caps(o).locate);
+            Strategy::Dense { cursors, located }
+        } else {
+            Strategy::Coiterate {
+                iterated: all.into_iter().collect(),
+                located: vec![],
+            }
+        };
+        let (merged, located) = match &strategy {
+            Strategy::Coiterate { iterated, located } if iterated.len() > 1 => (iterated.clone(), located),
+            Strategy::Coiterate { located, .. } => (vec![], located),
+            Strategy::Dense { cursors, located } => (cursors.clone(), located),
+        };
+        for &o in &merged {
+            if !props(o).ordered {
+                return Err(LowerError(format!(
+                    "level {} of `{}` is unordered and cannot be merged with other operands \
+                     without locate; store it ordered",
+                    scope.resolved(o) + 1,
+                    self.operands[self.occurrences[o].operand].name
+                )));
+            }
+        }
+        for &o in located {
+            self.check_locatable(o, scope)?;
+        }
+        Ok(strategy)
+    }
+
+    fn merge(&mut self, v: VarId, rest: &[VarId], expr: &LExpr, dest: &Dest, scope: &Scope, points: &[Point]) -> Result<Vec<Stmt>, LowerError> {
+        match self.strategy(points, scope)? {
+            Strategy::Coiterate { iterated, located } if iterated.len() == 1 => {
+                self.single_loop(v, rest, expr, dest, scope, iterated[0], &located)
+            }
+            Strategy::Coiterate { iterated, located } => self.two_finger(v, rest, expr, dest, scope, points, &iterated, &located),
+            Strategy::Dense { cursors, located } => self.dense_loop(v, rest, expr, dest, scope, points, &cursors, &located),
+        }
+    }
+
+    /// Declarations of `p`, `found` for located iterators, and the scope with them.
+    fn locate_all(&self, located: &[usize], v: VarId, scope: &Scope) -> (Vec<Stmt>, Vec<(usize, Expr)>, Scope) {
+        let mut stmts = Vec::new();
+        let mut found = Vec::new();
+        let mut inner = scope.clone();
+        for &o in located {
+            let site = self.occ_site(o, scope);
+            let name = format!("p{}", self.stem(o, scope));
+            let (pos, f) = self
+                .level(o, scope)
+                .locate(&site, &self.parent_pos(o, scope), &self.var(v))
+                .expect("locatable level");
+            stmts.push(Stmt::Decl(name.clone(), Type::Index, pos));
+            let f = substitute_located(&f, &name);
+            if f != Expr::Bool(true) {
+                let flag = format!("{}_found", self.stem(o, scope));
+                stmts.push(Stmt::Decl(flag.clone(), Type::Bool, f));
+                found.push((o, Expr::var(flag)));
+            } else {
+                found.push((o, Expr::Bool(true)));
+            }
+            inner = inner.with(o, Expr::var(name), None);
+        }
+        (stmts, found, inner)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn single_loop(&mut self, v: VarId, rest: &[VarId], expr: &LExpr, dest: &Dest, scope: &Scope, o: usize, located: &[usize]) -> Result<Vec<Stmt>, LowerError> {
+        let level = self.level(o, scope).clone();
+        let site = self.occ_site(o, scope);
+        let stem = self.stem(o, scope);
+        let pname = format!("p{stem}");
+        let vname = self.var_names[v].clone();
+        if let Some((begin, end)) = level.coord_iter(&site) {
+            let (pos, found) = level
+                .coord_access(&site, &self.parent_pos(o, scope), &self.var(v))
+                .expect("coordinate access");
+            let inner = scope.with(o, Expr::var(pname.clone()), None);
+            let (mut body, flags, inner) = self.locate_all(located, v, &inner);
+            body.insert(0, Stmt::Decl(pname, Type::Index, pos));
+            let cond = conjunction(flags.into_iter().map(|f| f.1).chain([found]));
+            let inner_body = self.lower(rest, expr, dest, &inner)?;
+            body.push(Stmt::If(cond, inner_body, vec![]));
+            return Ok(vec![Stmt::For {
+                var: vname,
+                start: begin,
+                end,
+                body,
+            }]);
+        }
+        let (begin, end) = self.pos_range(o, scope)?;
+        let (coord, found) = level.pos_access(&site, &Expr::var(pname.clone())).expect("position access");
+        let unique = level.properties().unique;
+        let seg = (!unique).then(|| format!("{stem}_segend"));
+        let inner = scope.with(o, Expr::var(pname.clone()), seg.clone().map(Expr::var));
+        let (locates, flags, inner) = self.locate_all(located, v, &inner);
+        let mut body = vec![Stmt::Decl(vname, Type::Index, coord.clone())];
+        if let Some(seg) = &seg {
+            body.extend(segment_scan(seg, &pname, &format!("{stem}_end"), &level, &site, &self.var(v)));
+        }
+        body.extend(locates);
+        let cond = conjunction(flags.into_iter().map(|f| f.1).chain([found]));
+        body.push(Stmt::If(cond, self.lower(rest, expr, dest, &inner)?, vec![]));
+        match seg {
+            None => Ok(vec![Stmt::For {
+                var: pname,
+                start: begin,
+                end,
+                body,
+            }]),
+            Some(seg) => {
+                body.push(Stmt::Assign(pname.clone(), Expr::var(seg)));
+                Ok(vec![
+                    Stmt::Decl(pname.clone(), Type::Index, begin),
+                    Stmt::Decl(format!("{stem}_end"), Type::Index, end),
+                    Stmt::While(Expr::lt(Expr::var(pname), Expr::var(format!("{stem}_end"))), body),
+                ])
+            }
+        }
+    }
+
+    /// Declare the cursor state of an ordered iterator: position (or coordinate counter
+    /// for value-iterated levels) and end.
+    fn cursor_init(&self, o: usize, scope: &Scope) -> Result<Vec<Stmt>, LowerError> {
+        let stem = self.stem(o, scope);
+        let level = self.level(o, scope);
+        let site = self.occ_site(o, scope);
+        let (begin, end) = match level.coord_iter(&site) {
+            Some(range) => range,
+            None => self.pos_range(o, scope)?,
+        };
+        Ok(vec![
+            Stmt::Decl(format!("q{stem}"), Type::Index, begin),
+            Stmt::Decl(format!("{stem}_end"), Type::Index, end),
+        ])
+    }
+
+    /// The coordinate under a cursor and the position it stands for.
+    fn cursor_coord(&self, o: usize, scope: &Scope) -> (Expr, Expr) {
+        let stem = self.stem(o, scope);
+        let level = self.level(o, scope);
+        let site = self.occ_site(o, scope);
+        let q = Expr::var(format!("q{stem}"));
+        if level.coord_iter(&site).is_some() {
+            let pos = level
+                .coord_access(&site, &self.parent_pos(o, scope), &q)
+                .expect("coordinate access")
+                .0;
+            (q, pos)
+        } else {
+            (level.pos_access(&site, &q).expect("position access").0, q)
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn two_finger(&mut self, v: VarId, rest: &[VarId], expr: &LExpr, dest: &Dest, scope: &Scope, points: &[Point], iterated: &[usize], located: &[usize]) -> Result<Vec<Stmt>, LowerError> {
+        let mut stmts = Vec::new();
+        for &o in iterated {
+            stmts.extend(self.cursor_init(o, scope)?);
+        }
+        let vname = self.var_names[v].clone();
+        for point in points {
+            let merged: Vec<usize> = iterated.iter().copied().filter(|o| point.iterators.contains(o)).collect();
+            if merged.is_empty() {
+                continue;
+            }
+            let alive = conjunction(merged.iter().map(|&o| {
+                let stem = self.stem(o, scope);
+                Expr::lt(Expr::var(format!("q{stem}")), Expr::var(format!("{stem}_end")))
+            }));
+            let mut body = Vec::new();
+            let mut inner = scope.clone();
+            let mut coords = Vec::new();
+            let mut advance = Vec::new();
+            for &o in &merged {
+                let stem = self.stem(o, scope);
+                let level = self.level(o, scope).clone();
+                let site = self.occ_site(o, scope);
+                let (coord, pos) = self.cursor_coord(o, scope);
+                let cname = format!("i{stem}");
+                body.push(Stmt::Decl(cname.clone(), Type::Index, coord));
+                let pname = format!("p{stem}");
+                body.push(Stmt::Decl(pname.clone(), Type::Index, pos));
+                let q = format!("q{stem}");
+                let next = if !level.properties().unique && level.coord_iter(&site).is_none() {
+                    let seg = format!("{stem}_segend");
+                    body.extend(segment_scan(&seg, &q, &format!("{stem}_end"), &level, &site, &Expr::var(cname.clone())));
+                    inner = inner.with(o, Expr::var(pname), Some(Expr::var(seg.clone())));
+                    Expr::var(seg)
+                } else {
+                    inner = inner.with(o, Expr::var(pname), None);
+                    Expr::add(Expr::var(q.clone()), Expr::Int(1))
+                };
+                advance.push(Stmt::If(
+                    Expr::eq(Expr::var(cname.clone()), Expr::var(vname.clone())),
+                    vec![Stmt::Assign(q, next)],
+                    vec![],
+                ));
+                coords.push((o, Expr::var(cname)));
+            }
+            let minimum = coords
+                .iter()
+                .map(|c| c.1.clone())
+                .reduce(Expr::min)
+                .expect("at least one merged iterator");
+            body.push(Stmt::Decl(vname.clone(), Type::Index, minimum));
+            let (locates, flags, inner) = self.locate_all(located, v, &inner);
+            body.extend(locates);
+            let cases = points.iter().filter(|q| q.within(point)).map(|case| {
+                let cond = conjunction(
+                    coords
+                        .iter()
+                        .filter(|(o, _)| case.iterators.contains(o))
+                        .map(|(_, c)| Expr::eq(c.clone(), Expr::var(vname.clone())))
+                        .chain(flags.iter().filter(|(o, _)| case.iterators.contains(o)).map(|f| f.1.clone())),
+                );
+                (cond, case.clone())
+            });
+            let cases: Vec<(Expr, Point)> = cases.collect();
+            body.push(self.case_chain(&cases, rest, expr, dest, &inner, v, scope)?);
+            body.extend(advance);
+            stmts.push(Stmt::While(alive, body));
+        }
+        Ok(stmts)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn dense_loop(&mut self, v: VarId, rest: &[VarId], expr: &LExpr, dest: &Dest, scope: &Scope, points: &[Point], cursors: &[usize], located: &[usize]) -> Result<Vec<Stmt>, LowerError> {
+        let mut stmts = Vec::new();
+        for &o in cursors {
+            if !self.level(o, scope).properties().unique {
+                return Err(LowerError(format!(
+                    "level {} of `{}` is non-unique and must be merged densely here; store it with unique levels",
+                    scope.resolved(o) + 1,
+                    self.operands[self.occurrences[o].operand].name
+                )));
+            }
+            stmts.extend(self.cursor_init(o, scope)?);
+        }
+        let vname = self.var_names[v].clone();
+        let mut body = Vec::new();
+        let mut matched = Vec::new();
+        let mut inner = scope.clone();
+        let mut advance = Vec::new();
+        for &o in cursors {
+            let stem = self.stem(o, scope);
+            let (coord, pos) = self.cursor_coord(o, scope);
+            let q = format!("q{stem}");
+            let flag = format!("{stem}_match");
+            body.push(Stmt::Decl(
+                flag.clone(),
+                Type::Bool,
+                Expr::and(
+                    Expr::lt(Expr::var(q.clone()), Expr::var(format!("{stem}_end"))),
+                    Expr::eq(coord, self.var(v)),
+                ),
+            ));
+            let pname = format!("p{stem}");
+            body.push(Stmt::Decl(pname.clone(), Type::Index, pos));
+            inner = inner.with(o, Expr::var(pname), None);
+            advance.push(Stmt::If(
+                Expr::var(flag.clone()),
+                vec![Stmt::Assign(q.clone(), Expr::add(Expr::var(q), Expr::Int(1)))],
+                vec![],
+            ));
+            matched.push((o, Expr::var(flag)));
+        }
+        let (locates, flags, inner) = self.locate_all(located, v, &inner);
+        body.extend(locates);
+        let conditions: Vec<(usize, Expr)> = matched.into_iter().chain(flags).collect();
+        let cases: Vec<(Expr, Point)> = points
+            .iter()
+            .map(|case| {
+                let cond = conjunction(
+                    conditions
+                        .iter()
+                        .filter(|(o, _)| case.iterators.contains(o))
+                        .map(|c| c.1.clone()),
+                );
+                (cond, case.clone())
+            })
+            .collect();
+        body.push(self.case_chain(&cases, rest, expr, dest, &inner, v, scope)?);
+        body.extend(advance);
+        stmts.push(Stmt::For {
+            var: vname,
+            start: Expr::Int(0),
+            end: self.size(v),
+            body,
+        });
+        Ok(stmts)
+    }
+
+    /// `if (case 1) {...} else if (case 2) {...}`: each case recurses with the operands
+    /// absent from it removed from the expression.
+    #[allow(clippy::too_many_arguments)]
+    fn case_chain(&mut self, cases: &[(Expr, Point)], rest: &[VarId], expr: &LExpr, dest: &Dest, inner: &Scope, v: VarId, outer: &Scope) -> Result<Stmt, LowerError> {
+        let mut chain: Vec<Stmt> = Vec::new();
+        for (cond, case) in cases.iter().rev() {
+            let indexes_v = |o: usize| {
+                let occ = &self.occurrences[o];
+                let k = outer.resolved(o);
+                k < occ.level_vars.len() && occ.level_vars[k] == v
+            };
+            let case_expr = expr.without(&|o| indexes_v(o) && !case.iterators.contains(&o));
+            let body = if case_expr == LExpr::Zero {
+                vec![]
+            } else {
+                self.lower(rest, &case_expr, dest, inner)?
+            };
+            chain = vec![Stmt::If(cond.clone(), body, chain)];
+        }
+        Ok(Stmt::Block(chain))
+    }
+}
+
+/// `found` of a hashed locate refers to the located position by a placeholder name.
+fn substitute_located(expr: &Expr, name: &str) -> Expr {
+    match expr {
+        Expr::Var(v) if v == crate::format::LOCATED => Expr::var(name),
+        Expr::Load(a, i) => Expr::load(a.clone(), substitute_located(i, name)),
+        Expr::Bin(op, a, b) => Expr::bin(*op, substitute_located(a, name), substitute_located(b, name)),
+        Expr::Neg(a) => Expr::Neg(Box::new(substitute_located(a, name))),
+        Expr::Not(a) => Expr::Not(Box::new(substitute_located(a, name))),
+        other => other.clone(),
+    }
+}
+
+fn conjunction(terms: impl IntoIterator<Item = Expr>) -> Expr {
+    terms.into_iter().fold(Expr::Bool(true), Expr::and)
+}
+
+/// Advance `seg` past the duplicates of `coord` that start at `pos` (Chou §4.4).
+fn segment_scan(seg: &str, pos: &str, end: &str, level: &Level, site: &LevelSite, coord: &Expr) -> Vec<Stmt> {
+    let next = level.pos_access(site, &Expr::var(seg)).expect("position access").0;
+    vec![
+        Stmt::Decl(seg.into(), Type::Index, Expr::add(Expr::var(pos), Expr::Int(1))),
+        Stmt::While(
+            Expr::and(Expr::lt(Expr::var(seg), Expr::var(end)), Expr::eq(next, coord.clone())),
+            vec![Stmt::Assign(seg.into(), Expr::add(Expr::var(seg), Expr::Int(1)))],
+        ),
+    ]
+}

@@ -1,0 +1,67 @@
+//! Choosing the loop order (the iteration graph of TACO, Chou §4.1).
+//!
+//! Constraints: each operand's storage levels must be visited outer to inner (a level's
+//! positions hang below its parent's), and a non-hoisted reduction's variable must be
+//! nested inside every variable its temporary depends on and outside the variables it
+//! sums. When operands' level orders conflict (`B(i,j) + C(j,i)` with both CSR), the
+//! conflicting operands are marked for conversion to a compatible mode ordering rather than
+//! rejected. Among valid orders, output variables come first in the output's order, then
+//! reduction variables in order of appearance.
+
+use std::collections::BTreeSet;
+
+use crate::notation::cin::VarId;
+
+/// The chosen order and the occurrences whose storage must be reordered to follow it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LoopOrder {
+    pub order: Vec<VarId>,
+    pub reordered: Vec<usize>,
+}
+
+/// `level_vars[o]` lists the variables of occurrence `o` in storage order;
+/// `sum_edges` are mandatory `(outer, inner)` pairs; `priority` ranks variables.
+pub fn choose(num_vars: usize, level_vars: &[Vec<VarId>], sum_edges: &[(VarId, VarId)], priority: &[usize]) -> LoopOrder {
+    let mut dropped: BTreeSet<usize> = BTreeSet::new();
+    // Drop the constraints of later occurrences first: the first operands keep their
+    // layout, later ones get reordered copies.
+    let mut candidates = (0..level_vars.len()).rev();
+    loop {
+        let mut edges: Vec<(VarId, VarId)> = sum_edges.to_vec();
+        for (o, vars) in level_vars.iter().enumerate() {
+            if !dropped.contains(&o) {
+                edges.extend(vars.windows(2).map(|w| (w[0], w[1])));
+            }
+        }
+        if let Some(order) = topological(num_vars, &edges, priority) {
+            return LoopOrder {
+                order,
+                reordered: dropped.into_iter().collect(),
+            };
+        }
+        let next = candidates.next().expect("reduction constraints alone are acyclic");
+        dropped.insert(next);
+    }
+}
+
+fn topological(n: usize, edges: &[(VarId, VarId)], priority: &[usize]) -> Option<Vec<VarId>> {
+    let mut indegree = vec![0usize; n];
+    for &(_, b) in edges {
+        indegree[b] += 1;
+    }
+    let mut order = Vec::with_capacity(n);
+    let mut done = vec![false; n];
+    for _ in 0..n {
+        let next = (0..n)
+            .filter(|&v| !done[v] && indegree[v] == 0)
+            .min_by_key(|&v| priority[v])?;
+        done[next] = true;
+        order.push(next);
+        for &(a, b) in edges {
+            if a == next {
+                indegree[b] -= 1;
+            }
+        }
+    }
+    Some(order)
+}
