@@ -14,4 +14,5 @@ pub mod format;
 pub mod io;
 pub mod ir;
 pub mod notation;
+pub mod reference;
 pub mod tensor;

@@ -9,3 +9,10 @@
 
 pub mod ast;
 pub mod cin;
+pub mod bind;
+pub mod error;
+pub mod parse;
+
+pub use bind::{bind, TensorDecl};
+pub use error::{NotationError, NotationErrorKind};
+pub use parse::parse;

@@ -1,0 +1,431 @@
+//! Lexer and recursive-descent parser for index notation.
+//!
+//! ```text
+//! assignment := access ('=' | '+=') expr
+//! expr       := term   (('+' | '-') term)*
+//! term       := unary  (('*' | '/') unary)*
+//! unary      := '-' unary | primary
+//! primary    := NUMBER | access | '(' expr ')'
+//! access     := IDENT '(' [IDENT (',' IDENT)*] ')' | IDENT
+//! ```
+
+use super::ast::{Access, Assignment, Expr, ExprKind, Op, Span};
+use super::error::{NotationError, NotationErrorKind, END};
+
+#[derive(Clone, Debug, PartialEq)]
+enum Tok {
+    Ident(String),
+    Number(f64),
+    LParen,
+    RParen,
+    Comma,
+    Plus,
+    Minus,
+    Star,
+    Slash,
+    Assign,
+    PlusAssign,
+    Eof,
+}
+
+impl Tok {
+    fn describe(&self, text: &str) -> String {
+        match self {
+            Tok::Ident(name) => format!("name `{name}`"),
+            Tok::Number(_) => format!("number `{text}`"),
+            Tok::Eof => END.into(),
+            _ => format!("`{text}`"),
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+struct Token {
+    tok: Tok,
+    span: Span,
+}
+
+fn span(start: usize, end: usize) -> Span {
+    Span { start, end }
+}
+
+fn lex(text: &str) -> Result<Vec<Token>, NotationError> {
+    let bytes = text.as_bytes();
+    let mut tokens = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        let b = bytes[i];
+        let start = i;
+        let single = |tok: Tok| Token {
+            tok,
+            span: span(start, start + 1),
+        };
+        match b {
+            b' ' | b'\t' | b'\n' | b'\r' => i += 1,
+            b'(' => {
+                tokens.push(single(Tok::LParen));
+                i += 1;
+            }
+            b')' => {
+                tokens.push(single(Tok::RParen));
+                i += 1;
+            }
+            b',' => {
+                tokens.push(single(Tok::Comma));
+                i += 1;
+            }
+            b'-' => {
+                tokens.push(single(Tok::Minus));
+                i += 1;
+            }
+            b'*' => {
+                tokens.push(single(Tok::Star));
+                i += 1;
+            }
+            b'/' => {
+                tokens.push(single(Tok::Slash));
+                i += 1;
+            }
+            b'=' => {
+                tokens.push(single(Tok::Assign));
+                i += 1;
+            }
+            b'+' => {
+                if bytes.get(i + 1) == Some(&b'=') {
+                    tokens.push(Token {
+                        tok: Tok::PlusAssign,
+                        span: span(i, i + 2),
+                    });
+                    i += 2;
+                } else {
+                    tokens.push(single(Tok::Plus));
+                    i += 1;
+                }
+            }
+            b'A'..=b'Z' | b'a'..=b'z' | b'_' => {
+                while i < bytes.len() && (bytes[i].is_ascii_alphanumeric() || bytes[i] == b'_') {
+                    i += 1;
+                }
+                tokens.push(Token {
+                    tok: Tok::Ident(text[start..i].to_string()),
+                    span: span(start, i),
+                });
+            }
+            b'0'..=b'9' | b'.' => {
+                i = lex_number(text, start)?;
+                let value = text[start..i].parse::<f64>().map_err(|_| {
+                    NotationError::new(
+                        NotationErrorKind::InvalidNumber {
+                            text: text[start..i].to_string(),
+                        },
+                        text,
+                        span(start, i),
+                    )
+                })?;
+                tokens.push(Token {
+                    tok: Tok::Number(value),
+                    span: span(start, i),
+                });
+            }
+            _ => {
+                let ch = text[i..].chars().next().expect("in bounds");
+                return Err(NotationError::new(
+                    NotationErrorKind::UnexpectedCharacter { ch },
+                    text,
+                    span(i, i + ch.len_utf8()),
+                ));
+            }
+        }
+    }
+    tokens.push(Token {
+        tok: Tok::Eof,
+        span: span(text.len(), text.len()),
+    });
+    Ok(tokens)
+}
+
+/// The end of the number starting at `start`: digits, an optional fraction and an
+/// optional exponent. A lone `.` is an unexpected character; an exponent without digits
+/// is a malformed number.
+fn lex_number(text: &str, start: usize) -> Result<usize, NotationError> {
+    let bytes = text.as_bytes();
+    let digits = |mut i: usize| {
+        while i < bytes.len() && bytes[i].is_ascii_digit() {
+            i += 1;
+        }
+        i
+    };
+    let mut i = digits(start);
+    let mut mantissa_digits = i - start;
+    if i < bytes.len() && bytes[i] == b'.' {
+        let after = digits(i + 1);
+        mantissa_digits += after - (i + 1);
+        i = after;
+    }
+    if mantissa_digits == 0 {
+        return Err(NotationError::new(
+            NotationErrorKind::UnexpectedCharacter { ch: '.' },
+            text,
+            span(start, start + 1),
+        ));
+    }
+    if i < bytes.len() && matches!(bytes[i], b'e' | b'E') {
+        let mut j = i + 1;
+        if j < bytes.len() && matches!(bytes[j], b'+' | b'-') {
+            j += 1;
+        }
+        let end = digits(j);
+        if end == j {
+            // Include a trailing identifier part in the reported text (`2ex`).
+            let mut bad_end = j;
+            while bad_end < bytes.len()
+                && (bytes[bad_end].is_ascii_alphanumeric() || bytes[bad_end] == b'_')
+            {
+                bad_end += 1;
+            }
+            return Err(NotationError::new(
+                NotationErrorKind::InvalidNumber {
+                    text: text[start..bad_end].to_string(),
+                },
+                text,
+                span(start, bad_end),
+            ));
+        }
+        i = end;
+    }
+    Ok(i)
+}
+
+struct Parser<'a> {
+    text: &'a str,
+    tokens: Vec<Token>,
+    pos: usize,
+}
+
+impl<'a> Parser<'a> {
+    fn peek(&self) -> &Token {
+        &self.tokens[self.pos]
+    }
+
+    fn bump(&mut self) -> Token {
+        let t = self.tokens[self.pos].clone();
+        if t.tok != Tok::Eof {
+            self.pos += 1;
+        }
+        t
+    }
+
+    fn error(&self, kind: NotationErrorKind, at: Span) -> NotationError {
+        NotationError::new(kind, self.text, at)
+    }
+
+    fn unexpected(&self, expected: &str) -> NotationError {
+        let t = self.peek();
+        let found = t.tok.describe(&self.text[t.span.start..t.span.end]);
+        // At the end there is nothing to underline: point at the last token instead.
+        let at = match (&t.tok, self.pos) {
+            (Tok::Eof, p) if p > 0 => self.tokens[p - 1].span,
+            _ => t.span,
+        };
+        self.error(
+            NotationErrorKind::UnexpectedToken {
+                found,
+                expected: expected.to_string(),
+            },
+            at,
+        )
+    }
+
+    fn assignment(&mut self) -> Result<Assignment, NotationError> {
+        if self.peek().tok == Tok::Eof {
+            return Err(self.error(
+                NotationErrorKind::EmptyExpression {
+                    what: "the expression".into(),
+                },
+                span(0, self.text.len()),
+            ));
+        }
+        let lhs = match &self.peek().tok {
+            Tok::Ident(_) => self.access()?,
+            _ => return Err(self.unexpected("the output tensor (such as `y(i)`)")),
+        };
+        let accumulate = match self.peek().tok {
+            Tok::Assign => false,
+            Tok::PlusAssign => true,
+            _ => return Err(self.unexpected("`=` or `+=`")),
+        };
+        let assign = self.bump();
+        if self.peek().tok == Tok::Eof {
+            return Err(self.error(
+                NotationErrorKind::EmptyExpression {
+                    what: "the right-hand side".into(),
+                },
+                assign.span,
+            ));
+        }
+        let rhs = self.expr()?;
+        if self.peek().tok != Tok::Eof {
+            let expected = if self.peek().tok == Tok::RParen {
+                "an operator or the end of the expression (this `)` has no matching `(`)"
+            } else {
+                "an operator or the end of the expression"
+            };
+            return Err(self.unexpected(expected));
+        }
+        Ok(Assignment {
+            lhs,
+            accumulate,
+            rhs,
+            source: self.text.to_string(),
+        })
+    }
+
+    fn expr(&mut self) -> Result<Expr, NotationError> {
+        let mut left = self.term()?;
+        loop {
+            let op = match self.peek().tok {
+                Tok::Plus => Op::Add,
+                Tok::Minus => Op::Sub,
+                _ => return Ok(left),
+            };
+            self.bump();
+            let right = self.term()?;
+            left = binary(op, left, right);
+        }
+    }
+
+    fn term(&mut self) -> Result<Expr, NotationError> {
+        let mut left = self.unary()?;
+        loop {
+            let op = match self.peek().tok {
+                Tok::Star => Op::Mul,
+                Tok::Slash => Op::Div,
+                _ => return Ok(left),
+            };
+            self.bump();
+            let right = self.unary()?;
+            left = binary(op, left, right);
+        }
+    }
+
+    fn unary(&mut self) -> Result<Expr, NotationError> {
+        if self.peek().tok == Tok::Minus {
+            let minus = self.bump();
+            let operand = self.unary()?;
+            let s = span(minus.span.start, operand.span.end);
+            return Ok(Expr {
+                kind: ExprKind::Neg(Box::new(operand)),
+                span: s,
+            });
+        }
+        self.primary()
+    }
+
+    fn primary(&mut self) -> Result<Expr, NotationError> {
+        match self.peek().tok {
+            Tok::Number(value) => {
+                let t = self.bump();
+                Ok(Expr {
+                    kind: ExprKind::Literal(value),
+                    span: t.span,
+                })
+            }
+            Tok::Ident(_) => {
+                let access = self.access()?;
+                let s = access.span;
+                Ok(Expr {
+                    kind: ExprKind::Access(access),
+                    span: s,
+                })
+            }
+            Tok::LParen => {
+                let open = self.bump();
+                let mut inner = self.expr()?;
+                match self.peek().tok {
+                    Tok::RParen => {
+                        let close = self.bump();
+                        inner.span = span(open.span.start, close.span.end);
+                        Ok(inner)
+                    }
+                    Tok::Eof => {
+                        Err(self.error(NotationErrorKind::UnterminatedParenthesis, open.span))
+                    }
+                    _ => Err(self.unexpected("`)` or an operator")),
+                }
+            }
+            _ => Err(self.unexpected("an expression (a tensor, a number or `(`)")),
+        }
+    }
+
+    fn access(&mut self) -> Result<Access, NotationError> {
+        let name_tok = self.bump();
+        let Tok::Ident(tensor) = name_tok.tok else {
+            unreachable!("access starts at an identifier")
+        };
+        let mut access = Access {
+            tensor,
+            tensor_span: name_tok.span,
+            indices: vec![],
+            index_spans: vec![],
+            span: name_tok.span,
+        };
+        if self.peek().tok != Tok::LParen {
+            return Ok(access);
+        }
+        let open = self.bump();
+        let unterminated =
+            |p: &Self| p.error(NotationErrorKind::UnterminatedParenthesis, open.span);
+        if self.peek().tok == Tok::RParen {
+            access.span.end = self.bump().span.end;
+            return Ok(access);
+        }
+        loop {
+            match self.peek().tok.clone() {
+                Tok::Ident(index) => {
+                    let t = self.bump();
+                    access.indices.push(index);
+                    access.index_spans.push(t.span);
+                }
+                Tok::Eof => return Err(unterminated(self)),
+                _ => return Err(self.unexpected("an index variable")),
+            }
+            match self.peek().tok {
+                Tok::Comma => {
+                    self.bump();
+                }
+                Tok::RParen => {
+                    access.span.end = self.bump().span.end;
+                    return Ok(access);
+                }
+                Tok::Eof => return Err(unterminated(self)),
+                _ => return Err(self.unexpected("`,` or `)`")),
+            }
+        }
+    }
+}
+
+fn binary(op: Op, left: Expr, right: Expr) -> Expr {
+    let s = span(left.span.start, right.span.end);
+    Expr {
+        kind: ExprKind::Binary(op, Box::new(left), Box::new(right)),
+        span: s,
+    }
+}
+
+/// Parse an assignment such as `y(i) = A(i,j) * x(j)` or `a += 2 * b`.
+///
+/// ```
+/// use sparsec::notation::{parse, ast::ExprKind};
+/// let a = parse("y(i) = A(i,j) * x(j)").unwrap();
+/// assert_eq!(a.lhs.indices, vec!["i"]);
+/// assert!(matches!(a.rhs.kind, ExprKind::Binary(..)));
+/// ```
+pub fn parse(text: &str) -> Result<Assignment, NotationError> {
+    let tokens = lex(text)?;
+    Parser {
+        text,
+        tokens,
+        pos: 0,
+    }
+    .assignment()
+}
