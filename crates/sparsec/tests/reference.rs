@@ -1,0 +1,228 @@
+//! The dense reference evaluator on small, hand-computed cases.
+
+use sparsec::format::Format;
+use sparsec::notation::{bind, cin::Statement, parse, TensorDecl};
+use sparsec::reference::evaluate;
+use sparsec::tensor::{Coo, Tensor, ValueType, Values};
+
+/// A tensor in `format` from a row-major dense array (zeros are not stored).
+fn tensor(dims: &[usize], data: &[f64], format: &str) -> Tensor {
+    assert_eq!(dims.iter().product::<usize>(), data.len());
+    let mut coords = vec![];
+    let mut values = vec![];
+    for (flat, &x) in data.iter().enumerate() {
+        if x == 0.0 {
+            continue;
+        }
+        let mut rest = flat;
+        let mut c = vec![0i64; dims.len()];
+        for m in (0..dims.len()).rev() {
+            c[m] = (rest % dims[m]) as i64;
+            rest /= dims[m];
+        }
+        coords.extend(c);
+        values.push(x);
+    }
+    let coo = Coo::new(dims.to_vec(), coords, values).unwrap();
+    let format = Format::parse(format, dims.len()).unwrap();
+    Tensor::from_coo(&coo, &format, ValueType::F64).unwrap()
+}
+
+fn dense(dims: &[usize], data: &[f64]) -> Tensor {
+    tensor(dims, data, "dense")
+}
+
+/// Bind `text` with the given inputs' dims (output inferred) and evaluate.
+fn run(text: &str, inputs: &[(&str, &Tensor)], init: Option<&Tensor>) -> (Statement, Tensor) {
+    let a = parse(text).unwrap();
+    let mut decls = vec![TensorDecl::new(a.lhs.tensor.clone())];
+    if let Some(init) = init {
+        decls[0].dims = Some(init.dims().to_vec());
+    }
+    for (name, t) in inputs {
+        decls.push(
+            TensorDecl::new(*name)
+                .with_dims(t.dims())
+                .with_format(t.format().clone()),
+        );
+    }
+    let stmt = bind(&a, &decls, &[]).unwrap();
+    let names: Vec<&str> = stmt.tensors[1..].iter().map(|t| t.name.as_str()).collect();
+    let given: Vec<&str> = inputs.iter().map(|(n, _)| *n).collect();
+    assert_eq!(names, given, "inputs in order of first appearance");
+    let ts: Vec<&Tensor> = inputs.iter().map(|(_, t)| *t).collect();
+    let out = evaluate(&stmt, &ts, init);
+    (stmt, out)
+}
+
+fn values(t: &Tensor) -> Vec<f64> {
+    assert!(t.format().is_all_dense());
+    assert_eq!(t.format(), &Format::dense(t.order()));
+    match t.values() {
+        Values::F64(v) => v.clone(),
+        Values::F32(_) => panic!("reference output must be f64"),
+    }
+}
+
+#[test]
+fn spmv() {
+    #[rustfmt::skip]
+    let a = tensor(&[3, 4], &[
+        1.0, 0.0, 2.0, 0.0,
+        0.0, 0.0, 0.0, 0.0,
+        0.0, 3.0, 0.0, 4.0,
+    ], "csr");
+    let x = dense(&[4], &[1.0, 2.0, 3.0, 4.0]);
+    let (_, y) = run("y(i) = A(i,j) * x(j)", &[("A", &a), ("x", &x)], None);
+    assert_eq!(y.dims(), &[3]);
+    assert_eq!(values(&y), vec![7.0, 0.0, 22.0]);
+}
+
+#[test]
+fn matrix_product_in_other_formats() {
+    let a = tensor(&[2, 3], &[1.0, 2.0, 0.0, 0.0, -1.0, 3.0], "dcsr");
+    let b = tensor(&[3, 2], &[1.0, 0.0, 2.0, 1.0, 0.0, 4.0], "csc");
+    let (_, c) = run("C(i,j) = A(i,k) * B(k,j)", &[("A", &a), ("B", &b)], None);
+    assert_eq!(c.dims(), &[2, 2]);
+    // [1 2 0; 0 -1 3] * [1 0; 2 1; 0 4] = [5 2; -2 11]
+    assert_eq!(values(&c), vec![5.0, 2.0, -2.0, 11.0]);
+    // Transposed access: C = A * A^T.
+    let (_, c) = run("C(i,j) = A(i,k) * A(j,k)", &[("A", &a)], None);
+    assert_eq!(values(&c), vec![5.0, -2.0, -2.0, 10.0]);
+}
+
+#[test]
+fn reduction_is_placed_around_its_term_only() {
+    let b = dense(&[2, 3], &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
+    let c = dense(&[2], &[10.0, 20.0]);
+    // y(i) = (sum_j B(i,j)) + c(i): c is added once, not once per j.
+    let (_, y) = run("y(i) = B(i,j) + c(i)", &[("B", &b), ("c", &c)], None);
+    assert_eq!(values(&y), vec![16.0, 35.0]);
+    // y(i) = c(i) * sum_j B(i,j) is the same as sum_j c(i) * B(i,j).
+    let (_, y) = run("y(i) = c(i) * B(i,j)", &[("c", &c), ("B", &b)], None);
+    assert_eq!(values(&y), vec![60.0, 300.0]);
+    // The sum wraps only B: y(i) = 1 - sum_j B(i,j).
+    let (_, y) = run("y(i) = 1 - B(i,j)", &[("B", &b)], None);
+    assert_eq!(values(&y), vec![1.0 - 6.0, 1.0 - 15.0]);
+    let (_, y) = run("y(i) = -(2 * c(i)) + 1", &[("c", &c)], None);
+    assert_eq!(values(&y), vec![-19.0, -39.0]);
+}
+
+#[test]
+fn division_is_zero_where_the_numerator_is_zero() {
+    let a = tensor(&[5], &[0.0, 2.0, 0.0, 3.0, -1.0], "sv");
+    let b = dense(&[5], &[0.0, 4.0, 5.0, 0.0, 0.0]);
+    let (_, y) = run("y(i) = a(i) / b(i)", &[("a", &a), ("b", &b)], None);
+    let y = values(&y);
+    assert_eq!(y[0], 0.0, "0 / 0 is 0, not NaN");
+    assert_eq!(y[1], 0.5);
+    assert_eq!(y[2], 0.0);
+    assert_eq!(y[3], f64::INFINITY);
+    assert_eq!(y[4], f64::NEG_INFINITY);
+    // The numerator as a whole decides: (a - a) / b is 0 everywhere.
+    let (_, y) = run("y(i) = (a(i) - a(i)) / b(i)", &[("a", &a), ("b", &b)], None);
+    assert_eq!(values(&y), vec![0.0; 5]);
+    // A literal numerator is nonzero everywhere.
+    let (_, y) = run("y(i) = 1 / b(i)", &[("b", &b)], None);
+    assert_eq!(values(&y)[1], 0.25);
+    assert_eq!(values(&y)[0], f64::INFINITY);
+}
+
+#[test]
+fn accumulate_adds_to_the_initial_output() {
+    let x = dense(&[3], &[1.0, 0.0, 2.0]);
+    let init = tensor(&[3], &[10.0, 20.0, 0.0], "sv");
+    let (stmt, y) = run("y(i) += 2 * x(i)", &[("x", &x)], Some(&init));
+    assert!(stmt.accumulate);
+    assert_eq!(values(&y), vec![12.0, 20.0, 4.0]);
+    // Without an initial output, += starts from zeros.
+    let y = evaluate(&stmt, &[&x], None);
+    assert_eq!(values(&y), vec![2.0, 0.0, 4.0]);
+    // `=` ignores the initial contents.
+    let (stmt, _) = run("y(i) = 2 * x(i)", &[("x", &x)], Some(&init));
+    assert_eq!(
+        values(&evaluate(&stmt, &[&x], Some(&init))),
+        vec![2.0, 0.0, 4.0]
+    );
+}
+
+#[test]
+fn scalar_output() {
+    let b = tensor(&[4], &[1.0, 0.0, 3.0, 2.0], "sv");
+    let c = dense(&[4], &[2.0, 5.0, 1.0, -1.0]);
+    let (_, a) = run("a = B(i) * C(i)", &[("B", &b), ("C", &c)], None);
+    assert_eq!(a.dims(), &[] as &[usize]);
+    assert_eq!(values(&a), vec![3.0]);
+    assert_eq!(a.to_coo().values, vec![3.0]);
+    // Scalar inputs.
+    let s = dense(&[], &[1.5]);
+    let (_, y) = run("y(i) = alpha * C(i)", &[("alpha", &s), ("C", &c)], None);
+    assert_eq!(values(&y), vec![3.0, 7.5, 1.5, -1.5]);
+    // Sum of all entries of a matrix.
+    let m = dense(&[2, 2], &[1.0, 2.0, 3.0, 4.0]);
+    let (stmt, a) = run("a = M(i,j)", &[("M", &m)], None);
+    assert_eq!(stmt.lhs.len(), 0);
+    assert_eq!(values(&a), vec![10.0]);
+}
+
+#[test]
+fn broadcast_over_a_left_hand_side_variable() {
+    let b = dense(&[2], &[1.0, 2.0]);
+    let stmt = bind(
+        &parse("A(i,j) = b(i)").unwrap(),
+        &[
+            TensorDecl::new("A").with_dims(&[2, 3]),
+            TensorDecl::new("b").with_dims(&[2]),
+        ],
+        &[],
+    )
+    .unwrap();
+    let a = evaluate(&stmt, &[&b], None);
+    assert_eq!(a.dims(), &[2, 3]);
+    assert_eq!(values(&a), vec![1.0, 1.0, 1.0, 2.0, 2.0, 2.0]);
+    let stmt = bind(
+        &parse("A(j,i) = b(i)").unwrap(),
+        &[TensorDecl::new("A"), TensorDecl::new("b").with_dims(&[2])],
+        &[("j".into(), 3)],
+    )
+    .unwrap();
+    let a = evaluate(&stmt, &[&b], None);
+    assert_eq!(a.dims(), &[3, 2]);
+    assert_eq!(values(&a), vec![1.0, 2.0, 1.0, 2.0, 1.0, 2.0]);
+}
+
+#[test]
+fn inputs_with_padding_duplicates_and_f32() {
+    // Duplicates are summed; ELL padding reads as zeros; f32 values are widened.
+    let coo = Coo::new(
+        vec![2, 3],
+        vec![0, 1, 1, 2, 0, 1, 1, 0],
+        vec![1.0, 2.0, 0.5, 4.0],
+    )
+    .unwrap();
+    let ell = Tensor::from_coo(&coo, &Format::parse("ell", 2).unwrap(), ValueType::F32).unwrap();
+    let x = dense(&[3], &[1.0, 10.0, 100.0]);
+    let (_, y) = run("y(i) = A(i,j) * x(j)", &[("A", &ell), ("x", &x)], None);
+    assert_eq!(values(&y), vec![15.0, 204.0]);
+}
+
+#[test]
+fn million_point_iteration_space() {
+    // 100 x 100 x 100 matrix product: 1e6 points of (i, j, k).
+    let n = 100;
+    let a: Vec<f64> = (0..n * n).map(|x| (x % 7) as f64 - 3.0).collect();
+    let b: Vec<f64> = (0..n * n).map(|x| (x % 5) as f64).collect();
+    let ta = tensor(&[n, n], &a, "csr");
+    let tb = dense(&[n, n], &b);
+    let start = std::time::Instant::now();
+    let (_, c) = run("C(i,j) = A(i,k) * B(k,j)", &[("A", &ta), ("B", &tb)], None);
+    let elapsed = start.elapsed();
+    let c = values(&c);
+    for i in [0, 17, 99] {
+        for j in [0, 42, 99] {
+            let want: f64 = (0..n).map(|k| a[i * n + k] * b[k * n + j]).sum();
+            assert_eq!(c[i * n + j], want);
+        }
+    }
+    assert!(elapsed.as_secs_f64() < 5.0, "took {elapsed:?}");
+}
