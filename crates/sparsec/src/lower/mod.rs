@@ -777,13 +777,6 @@ impl Lowerer<'_> {
     fn dense_loop(&mut self, v: VarId, rest: &[VarId], expr: &LExpr, dest: &Dest, scope: &Scope, points: &[Point], cursors: &[usize], located: &[usize]) -> Result<Vec<Stmt>, LowerError> {
         let mut stmts = Vec::new();
         for &o in cursors {
-            if !self.level(o, scope).properties().unique {
-                return Err(LowerError(format!(
-                    "level {} of `{}` is non-unique and must be merged densely here; store it with unique levels",
-                    scope.resolved(o) + 1,
-                    self.operands[self.occurrences[o].operand].name
-                )));
-            }
             stmts.extend(self.cursor_init(o, scope)?);
         }
         let vname = self.var_names[v].clone();
@@ -806,12 +799,18 @@ impl Lowerer<'_> {
             ));
             let pname = format!("p{stem}");
             body.push(Stmt::Decl(pname.clone(), Type::Index, pos));
-            inner = inner.with(o, Expr::var(pname), None);
-            advance.push(Stmt::If(
-                Expr::var(flag.clone()),
-                vec![Stmt::Assign(q.clone(), Expr::add(Expr::var(q), Expr::Int(1)))],
-                vec![],
-            ));
+            let level = self.level(o, scope).clone();
+            let site = self.occ_site(o, scope);
+            let next = if !level.properties().unique && level.coord_iter(&site).is_none() {
+                let seg = format!("{stem}_segend");
+                body.extend(segment_scan(&seg, &q, &format!("{stem}_end"), &level, &site, &self.var(v)));
+                inner = inner.with(o, Expr::var(pname), Some(Expr::var(seg.clone())));
+                Expr::var(seg)
+            } else {
+                inner = inner.with(o, Expr::var(pname), None);
+                Expr::add(Expr::var(q.clone()), Expr::Int(1))
+            };
+            advance.push(Stmt::If(Expr::var(flag.clone()), vec![Stmt::Assign(q, next)], vec![]));
             matched.push((o, Expr::var(flag)));
         }
         let (locates, flags, inner) = self.locate_all(located, v, &inner);

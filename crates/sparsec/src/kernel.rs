@@ -1,0 +1,318 @@
+//! Running generated kernels on tensors: the public execution API.
+//!
+//! ```no_run
+//! use sparsec::format::Format;
+//! use sparsec::kernel::Kernel;
+//! use sparsec::notation::TensorDecl;
+//! use sparsec::tensor::{Coo, Tensor, ValueType};
+//!
+//! let csr = Format::parse("csr", 2).unwrap();
+//! let decls = [
+//!     TensorDecl::new("y"),
+//!     TensorDecl::new("A").with_dims(&[3, 3]).with_format(csr.clone()),
+//!     TensorDecl::new("x").with_dims(&[3]),
+//! ];
+//! let kernel = Kernel::compile("y(i) = A(i,j) * x(j)", &decls, &[]).unwrap();
+//! let a = Coo::new(vec![3, 3], vec![0, 0, 1, 2, 2, 1], vec![1.0, 2.0, 3.0]).unwrap();
+//! let a = Tensor::from_coo(&a, &csr, ValueType::F64).unwrap();
+//! let x = Tensor::from_coo(&Coo::new(vec![3], vec![0, 1, 2], vec![1.0, 1.0, 1.0]).unwrap(),
+//!                          &Format::dense(1), ValueType::F64).unwrap();
+//! let y = kernel.run(&[&a, &x]).unwrap();
+//! println!("{:?}", y.to_coo());
+//! ```
+
+use std::borrow::Cow;
+use std::ffi::c_void;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::codegen::c::{self, Binding, CKernel};
+use crate::format::LevelStorage;
+use crate::ir::{ArrayKind, ParamKind};
+use crate::jit::{self, Library, Toolchain};
+use crate::lower::{self, Lowered, OutputMode};
+use crate::notation::cin::Statement;
+use crate::notation::{self, TensorDecl};
+use crate::tensor::{Coo, Tensor, ValueType, Values};
+use crate::Error;
+
+#[repr(C)]
+struct Buffer {
+    coords: *mut i64,
+    vals: *mut f64,
+    len: i64,
+    cap: i64,
+}
+
+type KernelFn = unsafe extern "C" fn(*mut *mut c_void, *const i64, *mut Buffer) -> i32;
+type FreeFn = unsafe extern "C" fn(*mut Buffer);
+
+/// Time spent in each phase of one run.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Timings {
+    /// Reordering inputs whose layout conflicts with the loop order, preparing the output.
+    pub prepare: Duration,
+    /// The generated kernel.
+    pub compute: Duration,
+    /// Assembling a sparse output from the kernel's emitted entries.
+    pub assemble: Duration,
+}
+
+/// A compiled statement, ready to run on tensors of the declared shapes and formats.
+pub struct Kernel {
+    statement: Statement,
+    lowered: Lowered,
+    generated: CKernel,
+    value_type: ValueType,
+    library: Arc<Library>,
+    entry: KernelFn,
+    free: FreeFn,
+}
+
+impl Kernel {
+    /// Parse, check, lower and compile `expr` with every tensor in `f64`.
+    pub fn compile(expr: &str, decls: &[TensorDecl], var_sizes: &[(String, usize)]) -> Result<Kernel, Error> {
+        let assignment = notation::parse(expr)?;
+        let statement = notation::bind(&assignment, decls, var_sizes)?;
+        Kernel::from_statement(statement, ValueType::F64, &Toolchain::default())
+    }
+
+    /// Lower and compile a checked statement.
+    pub fn from_statement(statement: Statement, value_type: ValueType, toolchain: &Toolchain) -> Result<Kernel, Error> {
+        let lowered = lower::lower(&statement)?;
+        let value_types = vec![value_type; lowered.operands.len()];
+        let generated = c::emit(&lowered, &value_types);
+        let library = jit::load(&generated.source, toolchain)?;
+        // SAFETY: the signatures match the C prelude and entry point printed by `codegen::c`.
+        let entry = unsafe { library.symbol::<KernelFn>(c::ENTRY)? };
+        let free = unsafe { library.symbol::<FreeFn>(c::FREE_BUFFER)? };
+        Ok(Kernel {
+            statement,
+            lowered,
+            generated,
+            value_type,
+            library,
+            entry,
+            free,
+        })
+    }
+
+    /// The checked statement.
+    pub fn statement(&self) -> &Statement {
+        &self.statement
+    }
+
+    /// The generated C translation unit.
+    pub fn source(&self) -> &str {
+        &self.generated.source
+    }
+
+    /// Only the kernel function, without the runtime prelude.
+    pub fn kernel_source(&self) -> &str {
+        &self.generated.source[self.generated.body_offset..]
+    }
+
+    /// The loop order, as variable names.
+    pub fn loop_order(&self) -> Vec<&str> {
+        self.lowered
+            .loop_order
+            .iter()
+            .map(|&v| self.statement.vars[v].name.as_str())
+            .collect()
+    }
+
+    /// True when this kernel was compiled now rather than found in the cache.
+    pub fn was_compiled(&self) -> bool {
+        self.library.compiled
+    }
+
+    /// Run on `inputs` (the statement's tensors after the output, in order).
+    pub fn run(&self, inputs: &[&Tensor]) -> Result<Tensor, Error> {
+        self.run_timed(inputs, None).map(|(t, _)| t)
+    }
+
+    /// Run, adding into `initial` for `+=` statements, and report phase times.
+    pub fn run_timed(&self, inputs: &[&Tensor], initial: Option<&Tensor>) -> Result<(Tensor, Timings), Error> {
+        let started = Instant::now();
+        let stmt = &self.statement;
+        if inputs.len() + 1 != stmt.tensors.len() {
+            return Err(Error::Input(format!(
+                "the statement reads {} tensors but {} were given",
+                stmt.tensors.len() - 1,
+                inputs.len()
+            )));
+        }
+        for (decl, t) in stmt.tensors[1..].iter().zip(inputs) {
+            if decl.dims != t.dims() {
+                return Err(Error::Input(format!(
+                    "tensor `{}` was declared with dimensions {:?} but has {:?}",
+                    decl.name,
+                    decl.dims,
+                    t.dims()
+                )));
+            }
+        }
+        let out_decl = &stmt.tensors[0];
+        if let Some(init) = initial {
+            if init.dims() != out_decl.dims.as_slice() {
+                return Err(Error::Input(format!(
+                    "initial value of `{}` has dimensions {:?}, expected {:?}",
+                    out_decl.name,
+                    init.dims(),
+                    out_decl.dims
+                )));
+            }
+        }
+        // Inputs in the layout and value type the kernel reads.
+        let mut operands: Vec<Cow<'_, Tensor>> = Vec::with_capacity(self.lowered.operands.len());
+        let dense_output = matches!(self.lowered.output, OutputMode::Dense { .. });
+        let output = if dense_output {
+            let mut out = Tensor::zeros(&out_decl.dims, self.value_type);
+            let out = if out_decl.format == out.format().clone() {
+                out
+            } else {
+                let levels = out_decl
+                    .format
+                    .levels()
+                    .iter()
+                    .map(|l| match l.coord {
+                        crate::format::LevelCoord::Mode(m) => LevelStorage {
+                            arrays: vec![],
+                            params: vec![(ParamKind::Size, out_decl.dims[m] as i64)],
+                        },
+                        _ => unreachable!("dense outputs are plain"),
+                    })
+                    .collect();
+                out = Tensor::from_parts(out_decl.dims.clone(), out_decl.format.clone(), levels, out.values().clone());
+                out
+            };
+            match (stmt.accumulate, initial) {
+                (true, Some(init)) => init.convert(&out_decl.format).map(|mut t| {
+                    cast_values(&mut t, self.value_type);
+                    t
+                })?,
+                _ => out,
+            }
+        } else {
+            Tensor::zeros(&[], self.value_type)
+        };
+        operands.push(Cow::Owned(output));
+        for op in &self.lowered.operands[1..] {
+            let source = inputs[op.tensor - 1];
+            let mut t = if source.format() == &op.format {
+                Cow::Borrowed(source)
+            } else {
+                Cow::Owned(source.convert(&op.format)?)
+            };
+            if t.value_type() != self.value_type {
+                cast_values(t.to_mut(), self.value_type);
+            }
+            operands.push(t);
+        }
+        let find = |name: &str| {
+            self.lowered
+                .operands
+                .iter()
+                .position(|o| o.name == name)
+                .expect("bindings name operands")
+        };
+        let mut arrays: Vec<*mut c_void> = Vec::with_capacity(self.generated.arrays.len());
+        for a in &self.generated.arrays {
+            let t = &operands[find(&a.tensor)];
+            let ptr = match (a.level, a.kind) {
+                (None, ArrayKind::Vals) => match t.values() {
+                    Values::F64(v) => v.as_ptr() as *mut c_void,
+                    Values::F32(v) => v.as_ptr() as *mut c_void,
+                },
+                (Some(l), kind) => t.levels()[l - 1].array(kind).expect("level array").as_ptr() as *mut c_void,
+                (None, _) => unreachable!("only values have no level"),
+            };
+            arrays.push(ptr);
+        }
+        let params: Vec<i64> = self
+            .generated
+            .params
+            .iter()
+            .map(|b| match b {
+                Binding::Param(p) => operands[find(&p.tensor)].levels()[p.level - 1].param(p.kind),
+                Binding::VarSize(v) => stmt.vars[*v].size as i64,
+                Binding::Array(_) => unreachable!(),
+            })
+            .collect();
+        let mut buffer = Buffer {
+            coords: std::ptr::null_mut(),
+            vals: std::ptr::null_mut(),
+            len: 0,
+            cap: 0,
+        };
+        let prepared = Instant::now();
+        // SAFETY: every pointer addresses storage of the operand named by the binding and
+        // stays alive (owned by `operands`) for the call; the output's values are written
+        // through the only mutable pointer, whose tensor is not aliased elsewhere.
+        let status = unsafe { (self.entry)(arrays.as_mut_ptr(), params.as_ptr(), &mut buffer) };
+        let computed = Instant::now();
+        if status != 0 {
+            unsafe { (self.free)(&mut buffer) };
+            return Err(Error::Input("the kernel ran out of memory while producing its output".into()));
+        }
+        let result = if dense_output {
+            let out = operands.swap_remove(0).into_owned();
+            if out_decl.format.is_all_dense() && out.format() == &out_decl.format {
+                out
+            } else {
+                out.convert(&out_decl.format)?
+            }
+        } else {
+            let order = out_decl.dims.len();
+            let len = buffer.len as usize;
+            // SAFETY: the kernel wrote `len` entries of `order` coordinates and one value.
+            let (coords, values) = unsafe {
+                (
+                    if len * order == 0 {
+                        Vec::new()
+                    } else {
+                        std::slice::from_raw_parts(buffer.coords, len * order).to_vec()
+                    },
+                    if len == 0 {
+                        Vec::new()
+                    } else {
+                        std::slice::from_raw_parts(buffer.vals, len).to_vec()
+                    },
+                )
+            };
+            unsafe { (self.free)(&mut buffer) };
+            let mut coo = Coo {
+                dims: out_decl.dims.clone(),
+                coords,
+                values,
+            };
+            if let (true, Some(init)) = (stmt.accumulate, initial) {
+                let init = init.to_coo();
+                coo.coords.extend_from_slice(&init.coords);
+                coo.values.extend_from_slice(&init.values);
+            }
+            Tensor::from_coo(&coo, &out_decl.format, self.value_type)?
+        };
+        let finished = Instant::now();
+        Ok((
+            result,
+            Timings {
+                prepare: prepared - started,
+                compute: computed - prepared,
+                assemble: finished - computed,
+            },
+        ))
+    }
+}
+
+fn cast_values(t: &mut Tensor, ty: ValueType) {
+    if t.value_type() == ty {
+        return;
+    }
+    let n = t.values().len();
+    let mut values = Values::zeros(ty, n);
+    for p in 0..n {
+        values.set(p, t.values().get(p));
+    }
+    *t.values_mut() = values;
+}

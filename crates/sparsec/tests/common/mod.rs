@@ -1,0 +1,108 @@
+//! Shared helpers for differential kernel tests: random tensors and comparison of a
+//! compiled kernel against the independent dense reference evaluator.
+#![allow(dead_code)]
+
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use sparsec::format::Format;
+use sparsec::kernel::Kernel;
+use sparsec::notation::{self, TensorDecl};
+use sparsec::reference;
+use sparsec::tensor::{Coo, Tensor, ValueType};
+
+/// A random tensor: each point present with probability `density` (values in [-2, 2],
+/// about one in eight of them an explicit zero), plus a few duplicates, unsorted.
+pub fn random_coo(rng: &mut StdRng, dims: &[usize], density: f64) -> Coo {
+    let total: usize = dims.iter().product();
+    let mut coords = Vec::new();
+    let mut values = Vec::new();
+    let push = |point: usize, coords: &mut Vec<i64>, values: &mut Vec<f64>, rng: &mut StdRng| {
+        let mut rest = point;
+        let mut c = vec![0i64; dims.len()];
+        for m in (0..dims.len()).rev() {
+            c[m] = (rest % dims[m]) as i64;
+            rest /= dims[m];
+        }
+        coords.extend(c);
+        values.push(if rng.gen_bool(0.125) { 0.0 } else { rng.gen_range(-2.0..2.0) });
+    };
+    if total > 0 {
+        if density >= 1.0 {
+            for p in 0..total {
+                push(p, &mut coords, &mut values, rng);
+            }
+        } else {
+            let n = ((total as f64) * density).round() as usize;
+            for _ in 0..n {
+                let p = rng.gen_range(0..total);
+                push(p, &mut coords, &mut values, rng);
+            }
+        }
+    }
+    // Shuffle to make the input unsorted.
+    let n = values.len();
+    let order = dims.len();
+    for e in (1..n).rev() {
+        let f = rng.gen_range(0..=e);
+        values.swap(e, f);
+        for m in 0..order {
+            coords.swap(e * order + m, f * order + m);
+        }
+    }
+    Coo::new(dims.to_vec(), coords, values).unwrap()
+}
+
+pub fn rng(seed: u64) -> StdRng {
+    StdRng::seed_from_u64(seed)
+}
+
+/// Compile `expr` with the given formats (`(name, format string)`; unnamed tensors are
+/// dense), run it on `inputs` and compare with the reference. Returns the kernel output.
+pub fn check(expr: &str, formats: &[(&str, &str)], inputs: &[(&str, Coo)]) -> Tensor {
+    check_with(expr, formats, inputs, &[])
+}
+
+pub fn check_with(expr: &str, formats: &[(&str, &str)], inputs: &[(&str, Coo)], sizes: &[(&str, usize)]) -> Tensor {
+    let assignment = notation::parse(expr).unwrap();
+    let format_of = |name: &str, order: usize| {
+        formats
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, f)| Format::parse(f, order).unwrap())
+    };
+    let mut decls = vec![TensorDecl {
+        name: assignment.lhs.tensor.clone(),
+        dims: None,
+        format: format_of(&assignment.lhs.tensor, assignment.lhs.indices.len()),
+    }];
+    for (name, coo) in inputs {
+        decls.push(TensorDecl {
+            name: name.to_string(),
+            dims: Some(coo.dims.clone()),
+            format: format_of(name, coo.order()),
+        });
+    }
+    let sizes: Vec<(String, usize)> = sizes.iter().map(|(n, s)| (n.to_string(), *s)).collect();
+    let stmt = notation::bind(&assignment, &decls, &sizes).unwrap_or_else(|e| panic!("{expr}: {e}"));
+    let tensors: Vec<Tensor> = stmt.tensors[1..]
+        .iter()
+        .map(|t| {
+            let coo = &inputs.iter().find(|(n, _)| *n == t.name).unwrap().1;
+            Tensor::from_coo(coo, &t.format, ValueType::F64).unwrap()
+        })
+        .collect();
+    let refs: Vec<&Tensor> = tensors.iter().collect();
+    let kernel = Kernel::from_statement(stmt.clone(), ValueType::F64, &Default::default())
+        .unwrap_or_else(|e| panic!("{expr} with {formats:?}: {e}"));
+    let got = kernel.run(&refs).unwrap_or_else(|e| panic!("{expr}: {e}"));
+    let expected = reference::evaluate(&stmt, &refs, None);
+    let diff = got.max_difference(&expected).expect("same shape");
+    assert!(
+        diff <= 1e-9,
+        "{expr} with {formats:?}: kernel differs from reference by {diff}\nloop order {:?}\n{}",
+        kernel.loop_order(),
+        kernel.kernel_source()
+    );
+    assert_eq!(got.format(), &stmt.tensors[0].format);
+    got
+}
