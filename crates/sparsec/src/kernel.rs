@@ -71,14 +71,22 @@ pub struct Kernel {
 
 impl Kernel {
     /// Parse, check, lower and compile `expr` with every tensor in `f64`.
-    pub fn compile(expr: &str, decls: &[TensorDecl], var_sizes: &[(String, usize)]) -> Result<Kernel, Error> {
+    pub fn compile(
+        expr: &str,
+        decls: &[TensorDecl],
+        var_sizes: &[(String, usize)],
+    ) -> Result<Kernel, Error> {
         let assignment = notation::parse(expr)?;
         let statement = notation::bind(&assignment, decls, var_sizes)?;
         Kernel::from_statement(statement, ValueType::F64, &Toolchain::default())
     }
 
     /// Lower and compile a checked statement.
-    pub fn from_statement(statement: Statement, value_type: ValueType, toolchain: &Toolchain) -> Result<Kernel, Error> {
+    pub fn from_statement(
+        statement: Statement,
+        value_type: ValueType,
+        toolchain: &Toolchain,
+    ) -> Result<Kernel, Error> {
         let lowered = lower::lower(&statement)?;
         let value_types = vec![value_type; lowered.operands.len()];
         let generated = c::emit(&lowered, &value_types);
@@ -132,7 +140,11 @@ impl Kernel {
     }
 
     /// Run, adding into `initial` for `+=` statements, and report phase times.
-    pub fn run_timed(&self, inputs: &[&Tensor], initial: Option<&Tensor>) -> Result<(Tensor, Timings), Error> {
+    pub fn run_timed(
+        &self,
+        inputs: &[&Tensor],
+        initial: Option<&Tensor>,
+    ) -> Result<(Tensor, Timings), Error> {
         let started = Instant::now();
         let stmt = &self.statement;
         if inputs.len() + 1 != stmt.tensors.len() {
@@ -183,7 +195,12 @@ impl Kernel {
                         _ => unreachable!("dense outputs are plain"),
                     })
                     .collect();
-                out = Tensor::from_parts(out_decl.dims.clone(), out_decl.format.clone(), levels, out.values().clone());
+                out = Tensor::from_parts(
+                    out_decl.dims.clone(),
+                    out_decl.format.clone(),
+                    levels,
+                    out.values().clone(),
+                );
                 out
             };
             match (stmt.accumulate, initial) {
@@ -224,7 +241,9 @@ impl Kernel {
                     Values::F64(v) => v.as_ptr() as *mut c_void,
                     Values::F32(v) => v.as_ptr() as *mut c_void,
                 },
-                (Some(l), kind) => t.levels()[l - 1].array(kind).expect("level array").as_ptr() as *mut c_void,
+                (Some(l), kind) => {
+                    t.levels()[l - 1].array(kind).expect("level array").as_ptr() as *mut c_void
+                }
                 (None, _) => unreachable!("only values have no level"),
             };
             arrays.push(ptr);
@@ -253,7 +272,9 @@ impl Kernel {
         let computed = Instant::now();
         if status != 0 {
             unsafe { (self.free)(&mut buffer) };
-            return Err(Error::Input("the kernel ran out of memory while producing its output".into()));
+            return Err(Error::Input(
+                "the kernel ran out of memory while producing its output".into(),
+            ));
         }
         let result = if dense_output {
             let out = operands.swap_remove(0).into_owned();

@@ -8,27 +8,47 @@ fn spmv_csr() {
     let mut r = rng(1);
     let a = random_coo(&mut r, &[30, 20], 0.1);
     let x = random_coo(&mut r, &[20], 1.0);
-    check("y(i) = A(i,j) * x(j)", &[("A", "csr")], &[("A", a), ("x", x)]);
+    check(
+        "y(i) = A(i,j) * x(j)",
+        &[("A", "csr")],
+        &[("A", a), ("x", x)],
+    );
 }
 
 fn fmt_cases() -> Vec<&'static str> {
-    vec!["dd", "csr", "csc", "uq", "dcsr", "dcsc", "dh", "hh", "ds:1,0", "ss:1,0"]
+    vec![
+        "dd", "csr", "csc", "uq", "dcsr", "dcsc", "dh", "hh", "ds:1,0", "ss:1,0",
+    ]
 }
 
 #[test]
 fn spmv_every_matrix_format() {
     let mut r = rng(2);
     for f in fmt_cases() {
-        for (m, n, d) in [(30, 20, 0.1), (1, 1, 1.0), (1, 40, 0.3), (40, 1, 0.3), (5, 5, 0.0)] {
+        for (m, n, d) in [
+            (30, 20, 0.1),
+            (1, 1, 1.0),
+            (1, 40, 0.3),
+            (40, 1, 0.3),
+            (5, 5, 0.0),
+        ] {
             let a = random_coo(&mut r, &[m, n], d);
             let x = random_coo(&mut r, &[n], 1.0);
             check("y(i) = A(i,j) * x(j)", &[("A", f)], &[("A", a), ("x", x)]);
             let a = random_coo(&mut r, &[m, n], d);
             let x = random_coo(&mut r, &[n], 0.4);
-            check("y(i) = A(i,j) * x(j)", &[("A", f), ("x", "s")], &[("A", a), ("x", x)]);
+            check(
+                "y(i) = A(i,j) * x(j)",
+                &[("A", f), ("x", "s")],
+                &[("A", a), ("x", x)],
+            );
             let a = random_coo(&mut r, &[m, n], d);
             let x = random_coo(&mut r, &[n], 0.4);
-            check("y(i) = A(i,j) * x(j)", &[("A", f), ("x", "s"), ("y", "s")], &[("A", a), ("x", x)]);
+            check(
+                "y(i) = A(i,j) * x(j)",
+                &[("A", f), ("x", "s"), ("y", "s")],
+                &[("A", a), ("x", x)],
+            );
         }
     }
 }
@@ -41,9 +61,21 @@ fn add_every_pair_of_formats() {
             let b = random_coo(&mut r, &[12, 9], 0.2);
             let c = random_coo(&mut r, &[12, 9], 0.2);
             for out in ["dd", "csr", "dcsr"] {
-                check("A(i,j) = B(i,j) + C(i,j)", &[("B", f), ("C", g), ("A", out)], &[("B", b.clone()), ("C", c.clone())]);
-                check("A(i,j) = B(i,j) - C(i,j)", &[("B", f), ("C", g), ("A", out)], &[("B", b.clone()), ("C", c.clone())]);
-                check("A(i,j) = B(i,j) * C(i,j)", &[("B", f), ("C", g), ("A", out)], &[("B", b.clone()), ("C", c.clone())]);
+                check(
+                    "A(i,j) = B(i,j) + C(i,j)",
+                    &[("B", f), ("C", g), ("A", out)],
+                    &[("B", b.clone()), ("C", c.clone())],
+                );
+                check(
+                    "A(i,j) = B(i,j) - C(i,j)",
+                    &[("B", f), ("C", g), ("A", out)],
+                    &[("B", b.clone()), ("C", c.clone())],
+                );
+                check(
+                    "A(i,j) = B(i,j) * C(i,j)",
+                    &[("B", f), ("C", g), ("A", out)],
+                    &[("B", b.clone()), ("C", c.clone())],
+                );
             }
         }
     }
@@ -61,28 +93,90 @@ fn linear_algebra_kernels() {
     let d1 = random_coo(&mut r, &[25, 5], 1.0);
     let d2 = random_coo(&mut r, &[5, 18], 1.0);
     // Residual, SpMV transposed, SpMM, SDDMM.
-    check("y(i) = b(i) - A(i,j) * x(j)", &[("A", "csr")], &[("A", a.clone()), ("b", bv.clone()), ("x", x.clone())]);
+    check(
+        "y(i) = b(i) - A(i,j) * x(j)",
+        &[("A", "csr")],
+        &[("A", a.clone()), ("b", bv.clone()), ("x", x.clone())],
+    );
     let xt = random_coo(&mut r, &[25], 1.0);
-    check("y(j) = A(i,j) * x(i)", &[("A", "csr")], &[("A", a.clone()), ("x", xt)]);
-    check("C(i,k) = A(i,j) * B(j,k)", &[("A", "csr")], &[("A", a.clone()), ("B", dense_b)]);
-    check("C(i,j) = A(i,j) * D(i,k) * E(k,j)", &[("A", "csr"), ("C", "csr")], &[("A", a.clone()), ("D", d1), ("E", d2)]);
+    check(
+        "y(j) = A(i,j) * x(i)",
+        &[("A", "csr")],
+        &[("A", a.clone()), ("x", xt)],
+    );
+    check(
+        "C(i,k) = A(i,j) * B(j,k)",
+        &[("A", "csr")],
+        &[("A", a.clone()), ("B", dense_b)],
+    );
+    check(
+        "C(i,j) = A(i,j) * D(i,k) * E(k,j)",
+        &[("A", "csr"), ("C", "csr")],
+        &[("A", a.clone()), ("D", d1), ("E", d2)],
+    );
     // SpGEMM into CSR, DCSR and dense; A^T A; A*B*C.
     for out in ["csr", "dcsr", "dd"] {
-        check("C(i,k) = A(i,j) * B(j,k)", &[("A", "csr"), ("B", "csr"), ("C", out)], &[("A", a.clone()), ("B", b.clone())]);
+        check(
+            "C(i,k) = A(i,j) * B(j,k)",
+            &[("A", "csr"), ("B", "csr"), ("C", out)],
+            &[("A", a.clone()), ("B", b.clone())],
+        );
     }
-    check("C(i,j) = A(k,i) * A(k,j)", &[("A", "csr"), ("C", "csr")], &[("A", a.clone())]);
-    check("D(i,l) = A(i,j) * B(j,k) * C(k,l)", &[("A", "csr"), ("B", "csr"), ("C", "csr"), ("D", "csr")], &[("A", a.clone()), ("B", b.clone()), ("C", c)]);
+    check(
+        "C(i,j) = A(k,i) * A(k,j)",
+        &[("A", "csr"), ("C", "csr")],
+        &[("A", a.clone())],
+    );
+    check(
+        "D(i,l) = A(i,j) * B(j,k) * C(k,l)",
+        &[("A", "csr"), ("B", "csr"), ("C", "csr"), ("D", "csr")],
+        &[("A", a.clone()), ("B", b.clone()), ("C", c)],
+    );
     // Transposes between layouts.
-    check("B(j,i) = A(i,j)", &[("A", "csr"), ("B", "csr")], &[("A", a.clone())]);
-    check("B(i,j) = A(i,j)", &[("A", "csr"), ("B", "csc")], &[("A", a.clone())]);
+    check(
+        "B(j,i) = A(i,j)",
+        &[("A", "csr"), ("B", "csr")],
+        &[("A", a.clone())],
+    );
+    check(
+        "B(i,j) = A(i,j)",
+        &[("A", "csr"), ("B", "csc")],
+        &[("A", a.clone())],
+    );
     // Inner product into a scalar, scaled sums, broadcast.
     let a2 = random_coo(&mut r, &[25, 18], 0.2);
-    check("s = A(i,j) * B(i,j)", &[("A", "csr"), ("B", "dcsr")], &[("A", a.clone()), ("B", a2.clone())]);
-    check("B(i,j) = 2 * A(i,j) + -C(i,j) / 4", &[("A", "csr"), ("C", "csr"), ("B", "csr")], &[("A", a.clone()), ("C", a2.clone())]);
-    check("y(i) = A(i,j) + b(i)", &[("A", "csr")], &[("A", a.clone()), ("b", bv.clone())]);
-    check("B(i,j) = b(i)", &[("B", "dd")], &[("b", bv)]);
-    check("y(i) = A(i,j) * x(j) + A(i,k) * x(k)", &[("A", "dcsr"), ("x", "s")], &[("A", a.clone()), ("x", random_coo(&mut r, &[18], 0.5))]);
-    check("B(i,j) = A(i,j) + A(j,i)", &[("A", "csr"), ("B", "csr")], &[("A", random_coo(&mut r, &[15, 15], 0.2))]);
+    check(
+        "s = A(i,j) * B(i,j)",
+        &[("A", "csr"), ("B", "dcsr")],
+        &[("A", a.clone()), ("B", a2.clone())],
+    );
+    check(
+        "B(i,j) = 2 * A(i,j) + -C(i,j) / 4",
+        &[("A", "csr"), ("C", "csr"), ("B", "csr")],
+        &[("A", a.clone()), ("C", a2.clone())],
+    );
+    check(
+        "y(i) = A(i,j) + b(i)",
+        &[("A", "csr")],
+        &[("A", a.clone()), ("b", bv.clone())],
+    );
+    check_with(
+        "B(i,j) = b(i)",
+        &[("B", "dd")],
+        &[("b", bv.clone())],
+        &[("j", 4)],
+    );
+    check_with("B(i,j) = b(i)", &[("B", "csr")], &[("b", bv)], &[("j", 3)]);
+    check(
+        "y(i) = A(i,j) * x(j) + A(i,k) * x(k)",
+        &[("A", "dcsr"), ("x", "s")],
+        &[("A", a.clone()), ("x", random_coo(&mut r, &[18], 0.5))],
+    );
+    check(
+        "B(i,j) = A(i,j) + A(j,i)",
+        &[("A", "csr"), ("B", "csr")],
+        &[("A", random_coo(&mut r, &[15, 15], 0.2))],
+    );
 }
 
 #[test]
@@ -94,23 +188,65 @@ fn tensor_kernels() {
     let c2 = random_coo(&mut r, &[7, 4], 1.0);
     let d2 = random_coo(&mut r, &[6, 4], 1.0);
     for f in ["sss", "dss", "ucq", "sss:2,0,1", "ddd", "hhh"] {
-        check("A(i,j) = B(i,j,k) * c(k)", &[("B", f), ("A", "csr")], &[("B", b3.clone()), ("c", c.clone())]);
-        check("A(i,j,l) = B(i,j,k) * C(l,k)", &[("B", f), ("A", "sss")], &[("B", b3.clone()), ("C", m.clone())]);
-        check("A(i,j,l) = B(i,j,k) * C(l,k)", &[("B", f)], &[("B", b3.clone()), ("C", m.clone())]);
-        check("A(i,j) = B(i,k,l) * C(k,j) * D(l,j)", &[("B", f)], &[("B", b3.clone()), ("C", c2.clone()), ("D", d2.clone())]);
-        check("s = B(i,j,k) * C(i,j,k)", &[("B", f), ("C", "sss")], &[("B", b3.clone()), ("C", random_coo(&mut r, &[8, 7, 6], 0.1))]);
+        check(
+            "A(i,j) = B(i,j,k) * c(k)",
+            &[("B", f), ("A", "csr")],
+            &[("B", b3.clone()), ("c", c.clone())],
+        );
+        check(
+            "A(i,j,l) = B(i,j,k) * C(l,k)",
+            &[("B", f), ("A", "sss")],
+            &[("B", b3.clone()), ("C", m.clone())],
+        );
+        check(
+            "A(i,j,l) = B(i,j,k) * C(l,k)",
+            &[("B", f)],
+            &[("B", b3.clone()), ("C", m.clone())],
+        );
+        check(
+            "A(i,j) = B(i,k,l) * C(k,j) * D(l,j)",
+            &[("B", f)],
+            &[("B", b3.clone()), ("C", c2.clone()), ("D", d2.clone())],
+        );
+        check(
+            "s = B(i,j,k) * C(i,j,k)",
+            &[("B", f), ("C", "sss")],
+            &[
+                ("B", b3.clone()),
+                ("C", random_coo(&mut r, &[8, 7, 6], 0.1)),
+            ],
+        );
     }
     let c3 = random_coo(&mut r, &[8, 7, 6], 0.1);
-    check("A(i,j,k) = B(i,j,k) + C(i,j,k)", &[("B", "sss"), ("C", "sss:2,1,0"), ("A", "sss")], &[("B", b3.clone()), ("C", c3)]);
+    check(
+        "A(i,j,k) = B(i,j,k) + C(i,j,k)",
+        &[("B", "sss"), ("C", "sss:2,1,0"), ("A", "sss")],
+        &[("B", b3.clone()), ("C", c3)],
+    );
     // MTTKRP of order 4 and 5.
     let b4 = random_coo(&mut r, &[5, 4, 6, 3], 0.1);
     let b5 = random_coo(&mut r, &[4, 3, 5, 3, 4], 0.05);
     let f = |r: &mut rand::rngs::StdRng, n| random_coo(r, &[n, 3], 1.0);
-    check("A(i,j) = B(i,k,l,m) * C(k,j) * D(l,j) * E(m,j)", &[("B", "ssss")], &[("B", b4), ("C", f(&mut r, 4)), ("D", f(&mut r, 6)), ("E", f(&mut r, 3))]);
+    check(
+        "A(i,j) = B(i,k,l,m) * C(k,j) * D(l,j) * E(m,j)",
+        &[("B", "ssss")],
+        &[
+            ("B", b4),
+            ("C", f(&mut r, 4)),
+            ("D", f(&mut r, 6)),
+            ("E", f(&mut r, 3)),
+        ],
+    );
     check(
         "A(i,j) = B(i,k,l,m,n) * C(k,j) * D(l,j) * E(m,j) * F(n,j)",
         &[("B", "sssss")],
-        &[("B", b5), ("C", f(&mut r, 3)), ("D", f(&mut r, 5)), ("E", f(&mut r, 3)), ("F", f(&mut r, 4))],
+        &[
+            ("B", b5),
+            ("C", f(&mut r, 3)),
+            ("D", f(&mut r, 5)),
+            ("E", f(&mut r, 3)),
+            ("F", f(&mut r, 4)),
+        ],
     );
     // All-sparse order-7 expression.
     let dims = [3, 2, 3, 2, 3, 2, 2];

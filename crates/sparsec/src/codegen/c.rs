@@ -105,20 +105,30 @@ pub fn emit(lowered: &Lowered, value_types: &[ValueType]) -> CKernel {
         OutputMode::Emit => lowered.operands[0].format.order(),
         OutputMode::Dense { .. } => 0,
     };
-    let _ = writeln!(out, "int {ENTRY}(void **arrays, const int64_t *params, sparsec_buffer *out) {{");
+    let _ = writeln!(
+        out,
+        "int {ENTRY}(void **arrays, const int64_t *params, sparsec_buffer *out) {{"
+    );
     let _ = writeln!(out, "  (void)arrays; (void)params; (void)out;");
     for (n, a) in arrays.iter().enumerate() {
         let name = array_name(a);
         let writable = a.tensor == lowered.operands[0].name && a.kind == ArrayKind::Vals;
         let ty = match a.kind {
             ArrayKind::Vals => {
-                let operand = lowered.operands.iter().position(|o| o.name == a.tensor).expect("operand");
+                let operand = lowered
+                    .operands
+                    .iter()
+                    .position(|o| o.name == a.tensor)
+                    .expect("operand");
                 value_types[operand].c_name()
             }
             _ => "int64_t",
         };
         let constness = if writable { "" } else { "const " };
-        let _ = writeln!(out, "  {constness}{ty} *restrict {name} = ({constness}{ty} *)arrays[{n}];");
+        let _ = writeln!(
+            out,
+            "  {constness}{ty} *restrict {name} = ({constness}{ty} *)arrays[{n}];"
+        );
     }
     for (n, p) in params.iter().enumerate() {
         let name = match p {
@@ -192,12 +202,19 @@ impl Used {
     fn stmt(&mut self, s: &Stmt) {
         match s {
             Stmt::Decl(_, _, e) | Stmt::Assign(_, e) => self.expr(e),
-            Stmt::Store { array, index, value, .. } => {
+            Stmt::Store {
+                array,
+                index,
+                value,
+                ..
+            } => {
                 self.arrays.insert(array.clone());
                 self.expr(index);
                 self.expr(value);
             }
-            Stmt::For { start, end, body, .. } => {
+            Stmt::For {
+                start, end, body, ..
+            } => {
                 self.expr(start);
                 self.expr(end);
                 body.iter().for_each(|x| self.stmt(x));
@@ -253,10 +270,12 @@ impl Printer<'_> {
                 self.line(&format!("{ty} {name} = {};", expr(e)));
             }
             Stmt::Assign(name, e) => match e {
-                Expr::Bin(BinOp::Add, a, b) if matches!(&**a, Expr::Var(n) if n == name) => match &**b {
-                    Expr::Int(1) => self.line(&format!("{name}++;")),
-                    b => self.line(&format!("{name} += {};", expr(b))),
-                },
+                Expr::Bin(BinOp::Add, a, b) if matches!(&**a, Expr::Var(n) if n == name) => {
+                    match &**b {
+                        Expr::Int(1) => self.line(&format!("{name}++;")),
+                        b => self.line(&format!("{name} += {};", expr(b))),
+                    }
+                }
                 _ => self.line(&format!("{name} = {};", expr(e))),
             },
             Stmt::Store {
@@ -266,11 +285,25 @@ impl Printer<'_> {
                 accumulate,
             } => {
                 let op = if *accumulate { "+=" } else { "=" };
-                self.line(&format!("{}[{}] {op} {};", array_name(array), expr(index), expr(value)));
+                self.line(&format!(
+                    "{}[{}] {op} {};",
+                    array_name(array),
+                    expr(index),
+                    expr(value)
+                ));
             }
-            Stmt::For { var, start, end, body } => {
+            Stmt::For {
+                var,
+                start,
+                end,
+                body,
+            } => {
                 self.block(
-                    &format!("for (int64_t {var} = {}; {var} < {}; {var}++)", expr(start), expr(end)),
+                    &format!(
+                        "for (int64_t {var} = {}; {var} < {}; {var}++)",
+                        expr(start),
+                        expr(end)
+                    ),
                     body,
                 );
                 self.line("}");
@@ -299,7 +332,9 @@ impl Printer<'_> {
             }
             Stmt::Emit { coords, value } => {
                 let n = self.emit_order;
-                self.line(&format!("if (out->len == out->cap && !sparsec_grow(out, {n})) return -1;"));
+                self.line(&format!(
+                    "if (out->len == out->cap && !sparsec_grow(out, {n})) return -1;"
+                ));
                 for (k, c) in coords.iter().enumerate() {
                     self.line(&format!("out->coords[out->len * {n} + {k}] = {};", expr(c)));
                 }
@@ -379,7 +414,11 @@ pub fn expr(e: &Expr) -> String {
         Expr::Select(c, a, b) => format!("({} ? {} : {})", expr(c), expr(a), expr(b)),
         Expr::Call(Intrinsic::HashLocate, array, args) => {
             let args: Vec<String> = args.iter().map(expr).collect();
-            format!("sparsec_hash_locate({}, {})", array_name(array), args.join(", "))
+            format!(
+                "sparsec_hash_locate({}, {})",
+                array_name(array),
+                args.join(", ")
+            )
         }
     }
 }

@@ -29,14 +29,24 @@ impl LExpr {
     /// Sums whose path to the root passes only through `*`, unary minus, numerators and
     /// other such sums are *hoistable*: they become plain loops accumulating into the
     /// destination and vanish from the expression.
-    pub fn from_cin(expr: &CExpr, hoistable_position: bool, occurrence: &mut usize, hoisted: &mut Vec<VarId>) -> LExpr {
+    pub fn from_cin(
+        expr: &CExpr,
+        hoistable_position: bool,
+        occurrence: &mut usize,
+        hoisted: &mut Vec<VarId>,
+    ) -> LExpr {
         match expr {
             CExpr::Access(_) => {
                 *occurrence += 1;
                 LExpr::Access(*occurrence - 1)
             }
             CExpr::Literal(v) => LExpr::Literal(*v),
-            CExpr::Neg(a) => LExpr::Neg(Box::new(LExpr::from_cin(a, hoistable_position, occurrence, hoisted))),
+            CExpr::Neg(a) => LExpr::Neg(Box::new(LExpr::from_cin(
+                a,
+                hoistable_position,
+                occurrence,
+                hoisted,
+            ))),
             CExpr::Binary(op, a, b) => {
                 let (left_linear, right_linear) = match op {
                     Op::Mul => (hoistable_position, hoistable_position),
@@ -77,7 +87,9 @@ impl LExpr {
                     (Op::Mul, LExpr::Zero, _) | (Op::Mul, _, LExpr::Zero) => LExpr::Zero,
                     (Op::Div, LExpr::Zero, _) => LExpr::Zero,
                     // A missing denominator is a real zero: keep IEEE semantics (x/0).
-                    (Op::Div, _, LExpr::Zero) => LExpr::Binary(Op::Div, Box::new(a), Box::new(LExpr::Literal(0.0))),
+                    (Op::Div, _, LExpr::Zero) => {
+                        LExpr::Binary(Op::Div, Box::new(a), Box::new(LExpr::Literal(0.0)))
+                    }
                     (Op::Add, LExpr::Zero, _) => b,
                     (Op::Add | Op::Sub, _, LExpr::Zero) => a,
                     (Op::Sub, LExpr::Zero, _) => LExpr::Neg(Box::new(b)),
@@ -106,11 +118,15 @@ impl LExpr {
     pub fn replace_sum(&self, var: VarId, temp: &str) -> LExpr {
         match self {
             LExpr::Sum(v, _, _) if *v == var => LExpr::Temp(temp.to_string()),
-            LExpr::Sum(v, inner, a) => LExpr::Sum(*v, inner.clone(), Box::new(a.replace_sum(var, temp))),
-            LExpr::Neg(a) => LExpr::Neg(Box::new(a.replace_sum(var, temp))),
-            LExpr::Binary(op, a, b) => {
-                LExpr::Binary(*op, Box::new(a.replace_sum(var, temp)), Box::new(b.replace_sum(var, temp)))
+            LExpr::Sum(v, inner, a) => {
+                LExpr::Sum(*v, inner.clone(), Box::new(a.replace_sum(var, temp)))
             }
+            LExpr::Neg(a) => LExpr::Neg(Box::new(a.replace_sum(var, temp))),
+            LExpr::Binary(op, a, b) => LExpr::Binary(
+                *op,
+                Box::new(a.replace_sum(var, temp)),
+                Box::new(b.replace_sum(var, temp)),
+            ),
             other => other.clone(),
         }
     }

@@ -95,7 +95,10 @@ impl Scope {
 
 enum Dest {
     Output,
-    Temp { name: String, touched: Option<String> },
+    Temp {
+        name: String,
+        touched: Option<String>,
+    },
 }
 
 struct Lowerer<'a> {
@@ -149,14 +152,24 @@ pub fn lower(stmt: &Statement) -> Result<Lowered, LowerError> {
     for (o, (t, _)) in accesses.iter().enumerate() {
         let tensor = &stmt.tensors[*t];
         let format = if loop_order.reordered.contains(&o) {
-            reordered_format(&tensor.format, &level_vars[o], &loop_order.order, &accesses[o].1)?
+            reordered_format(
+                &tensor.format,
+                &level_vars[o],
+                &loop_order.order,
+                &accesses[o].1,
+            )?
         } else {
             tensor.format.clone()
         };
-        let operand = match operands.iter().position(|op| op.tensor == *t && op.format == format && *t != 0) {
+        let operand = match operands
+            .iter()
+            .position(|op| op.tensor == *t && op.format == format && *t != 0)
+        {
             Some(i) => i,
             None => {
-                let name = if operands.iter().any(|op| op.tensor == *t) || (*t != 0 && format != tensor.format) {
+                let name = if operands.iter().any(|op| op.tensor == *t)
+                    || (*t != 0 && format != tensor.format)
+                {
                     format!("{}_{}", c_name(&tensor.name), o)
                 } else {
                     c_name(&tensor.name)
@@ -177,7 +190,13 @@ pub fn lower(stmt: &Statement) -> Result<Lowered, LowerError> {
         });
     }
     let dense_output = output.format.is_all_dense();
-    let position = |v: VarId| loop_order.order.iter().position(|&u| u == v).unwrap_or(usize::MAX);
+    let position = |v: VarId| {
+        loop_order
+            .order
+            .iter()
+            .position(|&u| u == v)
+            .unwrap_or(usize::MAX)
+    };
     let last_free = stmt.lhs.iter().map(|&v| position(v)).max();
     let scatters = loop_order
         .order
@@ -233,7 +252,9 @@ fn reduction_edges(rhs: &LExpr, free: &BTreeSet<VarId>, hoisted: &[VarId]) -> Ve
     lexpr::sums(rhs, &mut sums);
     let mut edges = Vec::new();
     for (n, sum) in sums.iter().enumerate() {
-        let LExpr::Sum(v, _, _) = sum else { unreachable!() };
+        let LExpr::Sum(v, _, _) = sum else {
+            unreachable!()
+        };
         let mut inside = Vec::new();
         lexpr::summed_vars(sum, &mut inside);
         for &u in free.iter().chain(hoisted) {
@@ -254,7 +275,10 @@ fn reduction_edges(rhs: &LExpr, free: &BTreeSet<VarId>, hoisted: &[VarId]) -> Ve
 
 fn var_priority(stmt: &Statement, accesses: &[(TensorId, Vec<VarId>)]) -> Vec<usize> {
     let mut priority = vec![usize::MAX; stmt.vars.len()];
-    let out_order = stmt.tensors[0].format.mode_order().unwrap_or_else(|| (0..stmt.lhs.len()).collect());
+    let out_order = stmt.tensors[0]
+        .format
+        .mode_order()
+        .unwrap_or_else(|| (0..stmt.lhs.len()).collect());
     let mut rank = 0;
     for &m in &out_order {
         priority[stmt.lhs[m]] = rank;
@@ -275,7 +299,12 @@ fn var_priority(stmt: &Statement, accesses: &[(TensorId, Vec<VarId>)]) -> Vec<us
     priority
 }
 
-fn reordered_format(format: &Format, _level_vars: &[VarId], order: &[VarId], indices: &[VarId]) -> Result<Format, LowerError> {
+fn reordered_format(
+    format: &Format,
+    _level_vars: &[VarId],
+    order: &[VarId],
+    indices: &[VarId],
+) -> Result<Format, LowerError> {
     let position = |v: VarId| order.iter().position(|&u| u == v).unwrap_or(usize::MAX);
     let mut modes: Vec<usize> = (0..indices.len()).collect();
     modes.sort_by_key(|&m| position(indices[m]));
@@ -287,10 +316,10 @@ fn reordered_format(format: &Format, _level_vars: &[VarId], order: &[VarId], ind
 /// ones get a trailing underscore.
 fn c_name(name: &str) -> String {
     const RESERVED: &[&str] = &[
-        "auto", "break", "case", "char", "const", "continue", "default", "do", "double", "else", "enum", "extern",
-        "float", "for", "goto", "if", "inline", "int", "long", "register", "restrict", "return", "short", "signed",
-        "sizeof", "static", "struct", "switch", "typedef", "union", "unsigned", "void", "volatile", "while", "bool",
-        "out", "args", "params", "main",
+        "auto", "break", "case", "char", "const", "continue", "default", "do", "double", "else",
+        "enum", "extern", "float", "for", "goto", "if", "inline", "int", "long", "register",
+        "restrict", "return", "short", "signed", "sizeof", "static", "struct", "switch", "typedef",
+        "union", "unsigned", "void", "volatile", "while", "bool", "out", "args", "params", "main",
     ];
     if RESERVED.contains(&name) || name.starts_with("sparsec") {
         format!("{name}_")
@@ -303,10 +332,16 @@ fn c_name(name: &str) -> String {
 enum Strategy {
     /// Loop over the iterated levels' coordinates (one level: a for loop; several: a
     /// two-finger merge per lattice point); locate into the others.
-    Coiterate { iterated: Vec<usize>, located: Vec<usize> },
+    Coiterate {
+        iterated: Vec<usize>,
+        located: Vec<usize>,
+    },
     /// Loop over the whole dimension; cursors advance through ordered sparse levels and
     /// the rest are located.
-    Dense { cursors: Vec<usize>, located: Vec<usize> },
+    Dense {
+        cursors: Vec<usize>,
+        located: Vec<usize>,
+    },
 }
 
 impl Lowerer<'_> {
@@ -327,18 +362,38 @@ impl Lowerer<'_> {
         self.stmt.lhs.contains(&v)
     }
 
-    fn lower(&mut self, remaining: &[VarId], expr: &LExpr, dest: &Dest, scope: &Scope) -> Result<Vec<Stmt>, LowerError> {
+    fn lower(
+        &mut self,
+        remaining: &[VarId],
+        expr: &LExpr,
+        dest: &Dest,
+        scope: &Scope,
+    ) -> Result<Vec<Stmt>, LowerError> {
         let Some((&v, rest)) = remaining.split_first() else {
             return Ok(self.store(expr, dest, scope));
         };
         if let Some(sum) = expr.find_sum(v).cloned() {
-            let LExpr::Sum(_, _, body) = &sum else { unreachable!() };
+            let LExpr::Sum(_, _, body) = &sum else {
+                unreachable!()
+            };
             let mut inside = Vec::new();
             lexpr::summed_vars(&sum, &mut inside);
-            let sub: Vec<VarId> = remaining.iter().copied().filter(|u| inside.contains(u)).collect();
-            let others: Vec<VarId> = remaining.iter().copied().filter(|u| !inside.contains(u)).collect();
+            let sub: Vec<VarId> = remaining
+                .iter()
+                .copied()
+                .filter(|u| inside.contains(u))
+                .collect();
+            let others: Vec<VarId> = remaining
+                .iter()
+                .copied()
+                .filter(|u| !inside.contains(u))
+                .collect();
             let temp = self.fresh("t");
-            let mut stmts = vec![Stmt::Decl(temp.clone(), Type::Value(ValueType::F64), Expr::Float(0.0))];
+            let mut stmts = vec![Stmt::Decl(
+                temp.clone(),
+                Type::Value(ValueType::F64),
+                Expr::Float(0.0),
+            )];
             let into = Dest::Temp {
                 name: temp.clone(),
                 touched: None,
@@ -350,7 +405,11 @@ impl Lowerer<'_> {
         if matches!(dest, Dest::Output) && remaining.iter().all(|&u| !self.is_free(u)) {
             let temp = self.fresh("t");
             let touched = (!self.dense_output).then(|| format!("{temp}_touched"));
-            let mut stmts = vec![Stmt::Decl(temp.clone(), Type::Value(ValueType::F64), Expr::Float(0.0))];
+            let mut stmts = vec![Stmt::Decl(
+                temp.clone(),
+                Type::Value(ValueType::F64),
+                Expr::Float(0.0),
+            )];
             if let Some(flag) = &touched {
                 stmts.push(Stmt::Decl(flag.clone(), Type::Bool, Expr::Bool(false)));
             }
@@ -390,7 +449,10 @@ impl Lowerer<'_> {
         let value = self.value(expr, scope);
         match dest {
             Dest::Temp { name, touched } => {
-                let mut s = vec![Stmt::Assign(name.clone(), Expr::add(Expr::var(name.clone()), value))];
+                let mut s = vec![Stmt::Assign(
+                    name.clone(),
+                    Expr::add(Expr::var(name.clone()), value),
+                )];
                 if let Some(flag) = touched {
                     s.push(Stmt::Assign(flag.clone(), Expr::Bool(true)));
                 }
@@ -400,10 +462,16 @@ impl Lowerer<'_> {
                 let out = &self.operands[0];
                 let mut pos = Expr::Int(0);
                 for (k, spec) in out.format.levels().iter().enumerate() {
-                    let LevelCoord::Mode(m) = spec.coord else { unreachable!("plain format") };
+                    let LevelCoord::Mode(m) = spec.coord else {
+                        unreachable!("plain format")
+                    };
                     let site = self.site(0, None, k);
                     let coord = self.var(self.stmt.lhs[m]);
-                    pos = spec.format.locate(&site, &pos, &coord).expect("dense levels locate").0;
+                    pos = spec
+                        .format
+                        .locate(&site, &pos, &coord)
+                        .expect("dense levels locate")
+                        .0;
                 }
                 vec![Stmt::Store {
                     array: ArrayRef {
@@ -459,7 +527,10 @@ impl Lowerer<'_> {
     /// level `k`.
     fn site(&self, operand: usize, occurrence: Option<usize>, k: usize) -> LevelSite {
         let ancestors = match occurrence {
-            Some(o) => self.occurrences[o].level_vars[..k].iter().map(|&v| self.var(v)).collect(),
+            Some(o) => self.occurrences[o].level_vars[..k]
+                .iter()
+                .map(|&v| self.var(v))
+                .collect(),
             None => {
                 let out = &self.operands[0];
                 out.format.levels()[..k]
@@ -490,9 +561,22 @@ impl Lowerer<'_> {
         scope.positions[o].last().cloned().unwrap_or(Expr::Int(0))
     }
 
+    /// Name stem of occurrence `o`'s current level: `A2`, or `A_o1_2` when operand `A`
+    /// is read by several occurrences (each has its own iterators).
     fn stem(&self, o: usize, scope: &Scope) -> String {
-        let occ = &self.occurrences[o];
-        format!("{}{}", self.operands[occ.operand].name, scope.resolved(o) + 1)
+        let operand = self.occurrences[o].operand;
+        let name = &self.operands[operand].name;
+        let shared = self
+            .occurrences
+            .iter()
+            .filter(|x| x.operand == operand)
+            .count()
+            > 1;
+        if shared {
+            format!("{name}_o{o}_{}", scope.resolved(o) + 1)
+        } else {
+            format!("{name}{}", scope.resolved(o) + 1)
+        }
     }
 
     /// `(begin, end)` of a position iterator, chaining through a non-unique parent.
@@ -504,7 +588,10 @@ impl Lowerer<'_> {
         match scope.segment_ends[o].last().cloned().flatten() {
             Some(seg_end) => {
                 let last = Expr::sub(seg_end, Expr::Int(1));
-                Ok((begin, level.pos_iter(&site, &last).expect("position iteration").1))
+                Ok((
+                    begin,
+                    level.pos_iter(&site, &last).expect("position iteration").1,
+                ))
             }
             None => Ok((begin, end)),
         }
@@ -525,12 +612,25 @@ impl Lowerer<'_> {
     fn strategy(&self, points: &[Point], scope: &Scope) -> Result<Strategy, LowerError> {
         let caps = |o: usize| self.level(o, scope).capabilities();
         let props = |o: usize| self.level(o, scope).properties();
-        let all: BTreeSet<usize> = points.iter().flat_map(|p| p.iterators.iter().copied()).collect();
+        let all: BTreeSet<usize> = points
+            .iter()
+            .flat_map(|p| p.iterators.iter().copied())
+            .collect();
         let top_universe = points.iter().any(|p| p.universe);
         let strategy = if points.len() == 1 {
             let p = &points[0];
-            let iterated: Vec<usize> = p.iterators.iter().copied().filter(|&o| !caps(o).locate).collect();
-            let locatable: Vec<usize> = p.iterators.iter().copied().filter(|&o| caps(o).locate).collect();
+            let iterated: Vec<usize> = p
+                .iterators
+                .iter()
+                .copied()
+                .filter(|&o| !caps(o).locate)
+                .collect();
+            let locatable: Vec<usize> = p
+                .iterators
+                .iter()
+                .copied()
+                .filter(|&o| caps(o).locate)
+                .collect();
             if !iterated.is_empty() {
                 Strategy::Coiterate {
                     iterated,
@@ -557,7 +657,9 @@ impl Lowerer<'_> {
             }
         };
         let (merged, located) = match &strategy {
-            Strategy::Coiterate { iterated, located } if iterated.len() > 1 => (iterated.clone(), located),
+            Strategy::Coiterate { iterated, located } if iterated.len() > 1 => {
+                (iterated.clone(), located)
+            }
             Strategy::Coiterate { located, .. } => (vec![], located),
             Strategy::Dense { cursors, located } => (cursors.clone(), located),
         };
@@ -577,18 +679,35 @@ impl Lowerer<'_> {
         Ok(strategy)
     }
 
-    fn merge(&mut self, v: VarId, rest: &[VarId], expr: &LExpr, dest: &Dest, scope: &Scope, points: &[Point]) -> Result<Vec<Stmt>, LowerError> {
+    fn merge(
+        &mut self,
+        v: VarId,
+        rest: &[VarId],
+        expr: &LExpr,
+        dest: &Dest,
+        scope: &Scope,
+        points: &[Point],
+    ) -> Result<Vec<Stmt>, LowerError> {
         match self.strategy(points, scope)? {
             Strategy::Coiterate { iterated, located } if iterated.len() == 1 => {
                 self.single_loop(v, rest, expr, dest, scope, iterated[0], &located)
             }
-            Strategy::Coiterate { iterated, located } => self.two_finger(v, rest, expr, dest, scope, points, &iterated, &located),
-            Strategy::Dense { cursors, located } => self.dense_loop(v, rest, expr, dest, scope, points, &cursors, &located),
+            Strategy::Coiterate { iterated, located } => {
+                self.two_finger(v, rest, expr, dest, scope, points, &iterated, &located)
+            }
+            Strategy::Dense { cursors, located } => {
+                self.dense_loop(v, rest, expr, dest, scope, points, &cursors, &located)
+            }
         }
     }
 
     /// Declarations of `p`, `found` for located iterators, and the scope with them.
-    fn locate_all(&self, located: &[usize], v: VarId, scope: &Scope) -> (Vec<Stmt>, Vec<(usize, Expr)>, Scope) {
+    fn locate_all(
+        &self,
+        located: &[usize],
+        v: VarId,
+        scope: &Scope,
+    ) -> (Vec<Stmt>, Vec<(usize, Expr)>, Scope) {
         let mut stmts = Vec::new();
         let mut found = Vec::new();
         let mut inner = scope.clone();
@@ -614,7 +733,16 @@ impl Lowerer<'_> {
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn single_loop(&mut self, v: VarId, rest: &[VarId], expr: &LExpr, dest: &Dest, scope: &Scope, o: usize, located: &[usize]) -> Result<Vec<Stmt>, LowerError> {
+    fn single_loop(
+        &mut self,
+        v: VarId,
+        rest: &[VarId],
+        expr: &LExpr,
+        dest: &Dest,
+        scope: &Scope,
+        o: usize,
+        located: &[usize],
+    ) -> Result<Vec<Stmt>, LowerError> {
         let level = self.level(o, scope).clone();
         let site = self.occ_site(o, scope);
         let stem = self.stem(o, scope);
@@ -638,18 +766,31 @@ impl Lowerer<'_> {
             }]);
         }
         let (begin, end) = self.pos_range(o, scope)?;
-        let (coord, found) = level.pos_access(&site, &Expr::var(pname.clone())).expect("position access");
+        let (coord, found) = level
+            .pos_access(&site, &Expr::var(pname.clone()))
+            .expect("position access");
         let unique = level.properties().unique;
         let seg = (!unique).then(|| format!("{stem}_segend"));
         let inner = scope.with(o, Expr::var(pname.clone()), seg.clone().map(Expr::var));
         let (locates, flags, inner) = self.locate_all(located, v, &inner);
         let mut body = vec![Stmt::Decl(vname, Type::Index, coord.clone())];
         if let Some(seg) = &seg {
-            body.extend(segment_scan(seg, &pname, &format!("{stem}_end"), &level, &site, &self.var(v)));
+            body.extend(segment_scan(
+                seg,
+                &pname,
+                &format!("{stem}_end"),
+                &level,
+                &site,
+                &self.var(v),
+            ));
         }
         body.extend(locates);
         let cond = conjunction(flags.into_iter().map(|f| f.1).chain([found]));
-        body.push(Stmt::If(cond, self.lower(rest, expr, dest, &inner)?, vec![]));
+        body.push(Stmt::If(
+            cond,
+            self.lower(rest, expr, dest, &inner)?,
+            vec![],
+        ));
         match seg {
             None => Ok(vec![Stmt::For {
                 var: pname,
@@ -662,7 +803,10 @@ impl Lowerer<'_> {
                 Ok(vec![
                     Stmt::Decl(pname.clone(), Type::Index, begin),
                     Stmt::Decl(format!("{stem}_end"), Type::Index, end),
-                    Stmt::While(Expr::lt(Expr::var(pname), Expr::var(format!("{stem}_end"))), body),
+                    Stmt::While(
+                        Expr::lt(Expr::var(pname), Expr::var(format!("{stem}_end"))),
+                        body,
+                    ),
                 ])
             }
         }
@@ -702,20 +846,37 @@ impl Lowerer<'_> {
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn two_finger(&mut self, v: VarId, rest: &[VarId], expr: &LExpr, dest: &Dest, scope: &Scope, points: &[Point], iterated: &[usize], located: &[usize]) -> Result<Vec<Stmt>, LowerError> {
+    fn two_finger(
+        &mut self,
+        v: VarId,
+        rest: &[VarId],
+        expr: &LExpr,
+        dest: &Dest,
+        scope: &Scope,
+        points: &[Point],
+        iterated: &[usize],
+        located: &[usize],
+    ) -> Result<Vec<Stmt>, LowerError> {
         let mut stmts = Vec::new();
         for &o in iterated {
             stmts.extend(self.cursor_init(o, scope)?);
         }
         let vname = self.var_names[v].clone();
         for point in points {
-            let merged: Vec<usize> = iterated.iter().copied().filter(|o| point.iterators.contains(o)).collect();
+            let merged: Vec<usize> = iterated
+                .iter()
+                .copied()
+                .filter(|o| point.iterators.contains(o))
+                .collect();
             if merged.is_empty() {
                 continue;
             }
             let alive = conjunction(merged.iter().map(|&o| {
                 let stem = self.stem(o, scope);
-                Expr::lt(Expr::var(format!("q{stem}")), Expr::var(format!("{stem}_end")))
+                Expr::lt(
+                    Expr::var(format!("q{stem}")),
+                    Expr::var(format!("{stem}_end")),
+                )
             }));
             let mut body = Vec::new();
             let mut inner = scope.clone();
@@ -733,7 +894,14 @@ impl Lowerer<'_> {
                 let q = format!("q{stem}");
                 let next = if !level.properties().unique && level.coord_iter(&site).is_none() {
                     let seg = format!("{stem}_segend");
-                    body.extend(segment_scan(&seg, &q, &format!("{stem}_end"), &level, &site, &Expr::var(cname.clone())));
+                    body.extend(segment_scan(
+                        &seg,
+                        &q,
+                        &format!("{stem}_end"),
+                        &level,
+                        &site,
+                        &Expr::var(cname.clone()),
+                    ));
                     inner = inner.with(o, Expr::var(pname), Some(Expr::var(seg.clone())));
                     Expr::var(seg)
                 } else {
@@ -761,7 +929,12 @@ impl Lowerer<'_> {
                         .iter()
                         .filter(|(o, _)| case.iterators.contains(o))
                         .map(|(_, c)| Expr::eq(c.clone(), Expr::var(vname.clone())))
-                        .chain(flags.iter().filter(|(o, _)| case.iterators.contains(o)).map(|f| f.1.clone())),
+                        .chain(
+                            flags
+                                .iter()
+                                .filter(|(o, _)| case.iterators.contains(o))
+                                .map(|f| f.1.clone()),
+                        ),
                 );
                 (cond, case.clone())
             });
@@ -774,7 +947,17 @@ impl Lowerer<'_> {
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn dense_loop(&mut self, v: VarId, rest: &[VarId], expr: &LExpr, dest: &Dest, scope: &Scope, points: &[Point], cursors: &[usize], located: &[usize]) -> Result<Vec<Stmt>, LowerError> {
+    fn dense_loop(
+        &mut self,
+        v: VarId,
+        rest: &[VarId],
+        expr: &LExpr,
+        dest: &Dest,
+        scope: &Scope,
+        points: &[Point],
+        cursors: &[usize],
+        located: &[usize],
+    ) -> Result<Vec<Stmt>, LowerError> {
         let mut stmts = Vec::new();
         for &o in cursors {
             stmts.extend(self.cursor_init(o, scope)?);
@@ -803,14 +986,25 @@ impl Lowerer<'_> {
             let site = self.occ_site(o, scope);
             let next = if !level.properties().unique && level.coord_iter(&site).is_none() {
                 let seg = format!("{stem}_segend");
-                body.extend(segment_scan(&seg, &q, &format!("{stem}_end"), &level, &site, &self.var(v)));
+                body.extend(segment_scan(
+                    &seg,
+                    &q,
+                    &format!("{stem}_end"),
+                    &level,
+                    &site,
+                    &self.var(v),
+                ));
                 inner = inner.with(o, Expr::var(pname), Some(Expr::var(seg.clone())));
                 Expr::var(seg)
             } else {
                 inner = inner.with(o, Expr::var(pname), None);
                 Expr::add(Expr::var(q.clone()), Expr::Int(1))
             };
-            advance.push(Stmt::If(Expr::var(flag.clone()), vec![Stmt::Assign(q, next)], vec![]));
+            advance.push(Stmt::If(
+                Expr::var(flag.clone()),
+                vec![Stmt::Assign(q, next)],
+                vec![],
+            ));
             matched.push((o, Expr::var(flag)));
         }
         let (locates, flags, inner) = self.locate_all(located, v, &inner);
@@ -842,7 +1036,16 @@ impl Lowerer<'_> {
     /// `if (case 1) {...} else if (case 2) {...}`: each case recurses with the operands
     /// absent from it removed from the expression.
     #[allow(clippy::too_many_arguments)]
-    fn case_chain(&mut self, cases: &[(Expr, Point)], rest: &[VarId], expr: &LExpr, dest: &Dest, inner: &Scope, v: VarId, outer: &Scope) -> Result<Stmt, LowerError> {
+    fn case_chain(
+        &mut self,
+        cases: &[(Expr, Point)],
+        rest: &[VarId],
+        expr: &LExpr,
+        dest: &Dest,
+        inner: &Scope,
+        v: VarId,
+        outer: &Scope,
+    ) -> Result<Stmt, LowerError> {
         let mut chain: Vec<Stmt> = Vec::new();
         for (cond, case) in cases.iter().rev() {
             let indexes_v = |o: usize| {
@@ -867,7 +1070,11 @@ fn substitute_located(expr: &Expr, name: &str) -> Expr {
     match expr {
         Expr::Var(v) if v == crate::format::LOCATED => Expr::var(name),
         Expr::Load(a, i) => Expr::load(a.clone(), substitute_located(i, name)),
-        Expr::Bin(op, a, b) => Expr::bin(*op, substitute_located(a, name), substitute_located(b, name)),
+        Expr::Bin(op, a, b) => Expr::bin(
+            *op,
+            substitute_located(a, name),
+            substitute_located(b, name),
+        ),
         Expr::Neg(a) => Expr::Neg(Box::new(substitute_located(a, name))),
         Expr::Not(a) => Expr::Not(Box::new(substitute_located(a, name))),
         other => other.clone(),
@@ -879,13 +1086,33 @@ fn conjunction(terms: impl IntoIterator<Item = Expr>) -> Expr {
 }
 
 /// Advance `seg` past the duplicates of `coord` that start at `pos` (Chou §4.4).
-fn segment_scan(seg: &str, pos: &str, end: &str, level: &Level, site: &LevelSite, coord: &Expr) -> Vec<Stmt> {
-    let next = level.pos_access(site, &Expr::var(seg)).expect("position access").0;
+fn segment_scan(
+    seg: &str,
+    pos: &str,
+    end: &str,
+    level: &Level,
+    site: &LevelSite,
+    coord: &Expr,
+) -> Vec<Stmt> {
+    let next = level
+        .pos_access(site, &Expr::var(seg))
+        .expect("position access")
+        .0;
     vec![
-        Stmt::Decl(seg.into(), Type::Index, Expr::add(Expr::var(pos), Expr::Int(1))),
+        Stmt::Decl(
+            seg.into(),
+            Type::Index,
+            Expr::add(Expr::var(pos), Expr::Int(1)),
+        ),
         Stmt::While(
-            Expr::and(Expr::lt(Expr::var(seg), Expr::var(end)), Expr::eq(next, coord.clone())),
-            vec![Stmt::Assign(seg.into(), Expr::add(Expr::var(seg), Expr::Int(1)))],
+            Expr::and(
+                Expr::lt(Expr::var(seg), Expr::var(end)),
+                Expr::eq(next, coord.clone()),
+            ),
+            vec![Stmt::Assign(
+                seg.into(),
+                Expr::add(Expr::var(seg), Expr::Int(1)),
+            )],
         ),
     ]
 }

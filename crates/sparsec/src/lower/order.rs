@@ -21,7 +21,12 @@ pub struct LoopOrder {
 
 /// `level_vars[o]` lists the variables of occurrence `o` in storage order;
 /// `sum_edges` are mandatory `(outer, inner)` pairs; `priority` ranks variables.
-pub fn choose(num_vars: usize, level_vars: &[Vec<VarId>], sum_edges: &[(VarId, VarId)], priority: &[usize]) -> LoopOrder {
+pub fn choose(
+    num_vars: usize,
+    level_vars: &[Vec<VarId>],
+    sum_edges: &[(VarId, VarId)],
+    priority: &[usize],
+) -> LoopOrder {
     let mut dropped: BTreeSet<usize> = BTreeSet::new();
     // Drop the constraints of later occurrences first: the first operands keep their
     // layout, later ones get reordered copies.
@@ -39,7 +44,9 @@ pub fn choose(num_vars: usize, level_vars: &[Vec<VarId>], sum_edges: &[(VarId, V
                 reordered: dropped.into_iter().collect(),
             };
         }
-        let next = candidates.next().expect("reduction constraints alone are acyclic");
+        let next = candidates
+            .next()
+            .expect("reduction constraints alone are acyclic");
         dropped.insert(next);
     }
 }

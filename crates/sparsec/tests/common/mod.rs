@@ -24,7 +24,11 @@ pub fn random_coo(rng: &mut StdRng, dims: &[usize], density: f64) -> Coo {
             rest /= dims[m];
         }
         coords.extend(c);
-        values.push(if rng.gen_bool(0.125) { 0.0 } else { rng.gen_range(-2.0..2.0) });
+        values.push(if rng.gen_bool(0.125) {
+            0.0
+        } else {
+            rng.gen_range(-2.0..2.0)
+        });
     };
     if total > 0 {
         if density >= 1.0 {
@@ -62,7 +66,12 @@ pub fn check(expr: &str, formats: &[(&str, &str)], inputs: &[(&str, Coo)]) -> Te
     check_with(expr, formats, inputs, &[])
 }
 
-pub fn check_with(expr: &str, formats: &[(&str, &str)], inputs: &[(&str, Coo)], sizes: &[(&str, usize)]) -> Tensor {
+pub fn check_with(
+    expr: &str,
+    formats: &[(&str, &str)],
+    inputs: &[(&str, Coo)],
+    sizes: &[(&str, usize)],
+) -> Tensor {
     let assignment = notation::parse(expr).unwrap();
     let format_of = |name: &str, order: usize| {
         formats
@@ -83,7 +92,8 @@ pub fn check_with(expr: &str, formats: &[(&str, &str)], inputs: &[(&str, Coo)], 
         });
     }
     let sizes: Vec<(String, usize)> = sizes.iter().map(|(n, s)| (n.to_string(), *s)).collect();
-    let stmt = notation::bind(&assignment, &decls, &sizes).unwrap_or_else(|e| panic!("{expr}: {e}"));
+    let stmt =
+        notation::bind(&assignment, &decls, &sizes).unwrap_or_else(|e| panic!("{expr}: {e}"));
     let tensors: Vec<Tensor> = stmt.tensors[1..]
         .iter()
         .map(|t| {
