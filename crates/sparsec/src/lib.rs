@@ -10,9 +10,16 @@
 //! Storage is described by [`format`] (level formats with properties and capabilities)
 //! and held by [`tensor`]; [`io`] reads and writes MatrixMarket and FROSTT files.
 
+pub mod codegen;
+mod error;
 pub mod format;
 pub mod io;
 pub mod ir;
+pub mod jit;
+pub mod kernel;
+pub mod lower;
 pub mod notation;
 pub mod reference;
 pub mod tensor;
+
+pub use error::Error;

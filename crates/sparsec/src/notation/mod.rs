@@ -8,8 +8,8 @@
 //! Errors carry the offending span for `miette` diagnostics.
 
 pub mod ast;
-pub mod cin;
 pub mod bind;
+pub mod cin;
 pub mod error;
 pub mod parse;
 
