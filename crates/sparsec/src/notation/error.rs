@@ -62,6 +62,12 @@ pub enum NotationErrorKind {
 /// the offending part underlined.
 #[derive(Debug)]
 pub struct NotationError {
+    // Boxed: errors travel through every `Result` of the parser and binder.
+    inner: Box<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
     kind: NotationErrorKind,
     span: Span,
     source_code: NamedSource<String>,
@@ -220,40 +226,42 @@ impl NotationError {
             ),
         };
         NotationError {
-            kind,
-            span,
-            source_code: NamedSource::new("expression", source.to_string()),
-            message,
-            label,
-            help,
+            inner: Box::new(Inner {
+                kind,
+                span,
+                source_code: NamedSource::new("expression", source.to_string()),
+                message,
+                label,
+                help,
+            }),
         }
     }
 
     /// The kind of error, with its details.
     pub fn kind(&self) -> &NotationErrorKind {
-        &self.kind
+        &self.inner.kind
     }
     /// The byte span of the expression the error points at.
     pub fn span(&self) -> Span {
-        self.span
+        self.inner.span
     }
     /// The text of the label at the span.
     pub fn label(&self) -> &str {
-        &self.label
+        &self.inner.label
     }
     /// The help text, if any.
     pub fn help_text(&self) -> Option<&str> {
-        self.help.as_deref()
+        self.inner.help.as_deref()
     }
     /// The main message (same as `to_string()`).
     pub fn message(&self) -> &str {
-        &self.message
+        &self.inner.message
     }
 }
 
 impl fmt::Display for NotationError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.message)
+        f.write_str(&self.inner.message)
     }
 }
 
@@ -264,17 +272,18 @@ impl Diagnostic for NotationError {
         Some(Box::new("sparsec::notation"))
     }
     fn help<'a>(&'a self) -> Option<Box<dyn fmt::Display + 'a>> {
-        self.help
+        self.inner
+            .help
             .as_ref()
             .map(|h| Box::new(h) as Box<dyn fmt::Display>)
     }
     fn source_code(&self) -> Option<&dyn SourceCode> {
-        Some(&self.source_code)
+        Some(&self.inner.source_code)
     }
     fn labels(&self) -> Option<Box<dyn Iterator<Item = LabeledSpan> + '_>> {
         Some(Box::new(std::iter::once(LabeledSpan::new_with_span(
-            Some(self.label.clone()),
-            self.span,
+            Some(self.inner.label.clone()),
+            self.inner.span,
         ))))
     }
 }
