@@ -13,6 +13,7 @@
 pub mod codegen;
 mod error;
 pub mod format;
+pub mod generate;
 pub mod io;
 pub mod ir;
 pub mod jit;

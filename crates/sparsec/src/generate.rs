@@ -1,0 +1,389 @@
+//! Seeded random tensor generators for tests and benchmarks.
+//!
+//! Every generator returns a [`Coo`] with distinct coordinates, sorted lexicographically
+//! (row-major), and nonzero values drawn uniformly from `[-1, -0.1] ∪ [0.1, 1]` (no
+//! accidental zeros, no values small enough to hide cancellation). The same arguments and
+//! seed give the same tensor on every platform.
+//!
+//! Sparse generators never build a dense mask: they draw coordinates and deduplicate, so
+//! a 1M x 1M matrix with 10M nonzeros costs about as much memory as its coordinate list.
+//!
+//! ```
+//! use sparsec::generate;
+//! let a = generate::uniform(&[1000, 1000], 0.01, 42);
+//! assert_eq!(a.len(), 10_000);
+//! let b = generate::skewed_rows(100, 100, 1.0, 1.05, 7); // row i: about 1.05^i nonzeros
+//! assert!(b.len() > 0);
+//! ```
+
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+
+use crate::tensor::Coo;
+
+fn rng(seed: u64) -> StdRng {
+    StdRng::seed_from_u64(seed)
+}
+
+/// A random value in `[-1, -0.1] ∪ [0.1, 1]`.
+fn value(rng: &mut StdRng) -> f64 {
+    let magnitude = rng.gen_range(0.1..=1.0);
+    if rng.gen::<bool>() {
+        magnitude
+    } else {
+        -magnitude
+    }
+}
+
+/// `k` distinct integers of `0..n`, sorted. Exact count (`k` is capped at `n`).
+///
+/// Dense selections (`k` at least a quarter of `n`) scan `0..n` once (Knuth's selection
+/// sampling); sparse ones draw `k` values, sort, deduplicate and draw again for the few
+/// duplicates, so memory stays proportional to `k`.
+fn sample_distinct(rng: &mut StdRng, n: u64, k: u64) -> Vec<u64> {
+    let k = k.min(n);
+    if k == 0 {
+        return Vec::new();
+    }
+    if k.saturating_mul(4) >= n {
+        let mut out = Vec::with_capacity(k as usize);
+        let mut needed = k;
+        for i in 0..n {
+            let remaining = n - i;
+            if rng.gen_range(0..remaining) < needed {
+                out.push(i);
+                needed -= 1;
+                if needed == 0 {
+                    break;
+                }
+            }
+        }
+        return out;
+    }
+    let mut out: Vec<u64> = Vec::with_capacity(k as usize);
+    while (out.len() as u64) < k {
+        let missing = k - out.len() as u64;
+        out.extend((0..missing).map(|_| rng.gen_range(0..n)));
+        out.sort_unstable();
+        out.dedup();
+    }
+    out
+}
+
+/// Total number of points of a tensor of `dims`, if it fits in `u64`.
+fn total_points(dims: &[usize]) -> Option<u64> {
+    dims.iter()
+        .try_fold(1u64, |acc, &d| acc.checked_mul(d as u64))
+}
+
+/// Decode sorted row-major linear indices into a coordinate list with random values.
+fn from_linear(dims: &[usize], linear: &[u64], rng: &mut StdRng) -> Coo {
+    let order = dims.len();
+    let mut coords = vec![0i64; linear.len() * order];
+    for (e, &p) in linear.iter().enumerate() {
+        let mut rest = p;
+        for m in (0..order).rev() {
+            let d = dims[m] as u64;
+            coords[e * order + m] = (rest % d) as i64;
+            rest /= d;
+        }
+    }
+    let values = (0..linear.len()).map(|_| value(rng)).collect();
+    Coo {
+        dims: dims.to_vec(),
+        coords,
+        values,
+    }
+}
+
+/// A uniformly random sparse tensor: `round(density * points)` distinct coordinates, each
+/// point equally likely. `density` is clamped to `[0, 1]`.
+///
+/// Cost is `O(nnz log nnz)` time and `O(nnz)` memory for sparse densities, independent of
+/// the number of points (for densities of a quarter and above, one pass over the points).
+pub fn uniform(dims: &[usize], density: f64, seed: u64) -> Coo {
+    let mut rng = rng(seed);
+    let density = if density.is_nan() {
+        0.0
+    } else {
+        density.clamp(0.0, 1.0)
+    };
+    match total_points(dims) {
+        Some(total) => {
+            let nnz = ((total as f64) * density).round() as u64;
+            let linear = sample_distinct(&mut rng, total, nnz.min(total));
+            from_linear(dims, &linear, &mut rng)
+        }
+        None => {
+            // More points than u64 holds: the density is necessarily tiny relative to the
+            // space, so draw coordinates per mode and deduplicate.
+            let total: f64 = dims.iter().map(|&d| d as f64).product();
+            let nnz = (total * density).round() as usize;
+            let order = dims.len();
+            let mut entries: Vec<Vec<i64>> = (0..nnz)
+                .map(|_| dims.iter().map(|&d| rng.gen_range(0..d) as i64).collect())
+                .collect();
+            entries.sort_unstable();
+            entries.dedup();
+            let mut coords = Vec::with_capacity(entries.len() * order);
+            for e in &entries {
+                coords.extend_from_slice(e);
+            }
+            let values = (0..entries.len()).map(|_| value(&mut rng)).collect();
+            Coo {
+                dims: dims.to_vec(),
+                coords,
+                values,
+            }
+        }
+    }
+}
+
+/// Every point of `dims`, with random values.
+///
+/// # Panics
+/// If the number of points does not fit in memory addressing (`usize`).
+pub fn dense(dims: &[usize], seed: u64) -> Coo {
+    let mut rng = rng(seed);
+    let total = total_points(dims).expect("dense tensor too large") as usize;
+    let order = dims.len();
+    let mut coords = Vec::with_capacity(total * order);
+    let mut c = vec![0i64; order];
+    for _ in 0..total {
+        coords.extend_from_slice(&c);
+        for m in (0..order).rev() {
+            c[m] += 1;
+            if (c[m] as usize) < dims[m] {
+                break;
+            }
+            c[m] = 0;
+        }
+    }
+    let values = (0..total).map(|_| value(&mut rng)).collect();
+    Coo {
+        dims: dims.to_vec(),
+        coords,
+        values,
+    }
+}
+
+/// A banded matrix: every `(i, j)` with `|i - j| <= bandwidth` (inside the matrix) is
+/// stored, with random values. `bandwidth` 0 is the diagonal.
+pub fn banded(dims: [usize; 2], bandwidth: usize, seed: u64) -> Coo {
+    let mut rng = rng(seed);
+    let [rows, cols] = dims;
+    let mut coords = Vec::new();
+    let mut values = Vec::new();
+    for i in 0..rows {
+        let lo = i.saturating_sub(bandwidth);
+        let hi = i.saturating_add(bandwidth).saturating_add(1).min(cols);
+        for j in lo..hi {
+            coords.push(i as i64);
+            coords.push(j as i64);
+            values.push(value(&mut rng));
+        }
+    }
+    Coo {
+        dims: dims.to_vec(),
+        coords,
+        values,
+    }
+}
+
+/// Rows with given nonzero counts (capped at the number of columns), columns uniformly
+/// random and distinct within a row.
+fn rows_with_counts(dims: [usize; 2], counts: &[u64], rng: &mut StdRng) -> Coo {
+    let [_, cols] = dims;
+    let total: u64 = counts.iter().map(|&c| c.min(cols as u64)).sum();
+    let mut coords = Vec::with_capacity(total as usize * 2);
+    for (i, &count) in counts.iter().enumerate() {
+        for j in sample_distinct(rng, cols as u64, count) {
+            coords.push(i as i64);
+            coords.push(j as i64);
+        }
+    }
+    let values = (0..coords.len() / 2).map(|_| value(rng)).collect();
+    Coo {
+        dims: dims.to_vec(),
+        coords,
+        values,
+    }
+}
+
+/// A matrix whose rows' nonzero counts follow a power law (Zipf): the row of rank `r`
+/// (1-based; ranks are assigned to rows in random order) gets a share of `nnz` proportional
+/// to `r^-exponent`, rounded randomly and capped at the number of columns. Columns are
+/// uniform. The total is about `nnz` (less when the cap cuts the heaviest rows).
+///
+/// `exponent` 0 gives equal rows; 1 is a classic Zipf distribution (row degrees with a
+/// power-law tail of exponent 2); larger values concentrate the nonzeros in fewer rows.
+pub fn power_law(dims: [usize; 2], nnz: usize, exponent: f64, seed: u64) -> Coo {
+    let mut rng = rng(seed);
+    let [rows, _] = dims;
+    if rows == 0 {
+        return Coo {
+            dims: dims.to_vec(),
+            ..Coo::default()
+        };
+    }
+    let weights: Vec<f64> = (1..=rows).map(|r| (r as f64).powf(-exponent)).collect();
+    let sum: f64 = weights.iter().sum();
+    // Random assignment of ranks to rows (Fisher-Yates).
+    let mut rank_of_row: Vec<usize> = (0..rows).collect();
+    for i in (1..rows).rev() {
+        let j = rng.gen_range(0..=i);
+        rank_of_row.swap(i, j);
+    }
+    let counts: Vec<u64> = rank_of_row
+        .iter()
+        .map(|&r| {
+            let expected = nnz as f64 * weights[r] / sum;
+            let whole = expected.floor();
+            let extra = rng.gen_bool((expected - whole).clamp(0.0, 1.0));
+            whole as u64 + extra as u64
+        })
+        .collect();
+    rows_with_counts(dims, &counts, &mut rng)
+}
+
+/// The skewed matrices of sparse-iteration-space scheduling experiments: row `i` has
+/// `round(k * c^i)` nonzeros, capped at `cols`, in uniformly random columns. With `c > 1`
+/// the last rows are far heavier than the first, which defeats static row partitioning.
+pub fn skewed_rows(rows: usize, cols: usize, k: f64, c: f64, seed: u64) -> Coo {
+    let mut rng = rng(seed);
+    let counts: Vec<u64> = (0..rows)
+        .map(|i| {
+            let n = k * c.powf(i as f64);
+            if n.is_nan() || n <= 0.0 {
+                0
+            } else {
+                n.round().min(cols as f64) as u64
+            }
+        })
+        .collect();
+    rows_with_counts([rows, cols], &counts, &mut rng)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check_valid(coo: &Coo) {
+        coo.validate().unwrap();
+        let n = coo.order();
+        for e in 1..coo.len() {
+            assert!(
+                coo.coord(e - 1) < coo.coord(e),
+                "entries sorted and distinct at {e}"
+            );
+        }
+        assert!(coo.values.iter().all(|v| v.abs() >= 0.1 && v.abs() <= 1.0));
+        assert_eq!(coo.coords.len(), coo.len() * n);
+    }
+
+    #[test]
+    fn uniform_shape_count_and_determinism() {
+        let a = uniform(&[300, 200], 0.05, 1);
+        check_valid(&a);
+        assert_eq!(a.dims, vec![300, 200]);
+        assert_eq!(a.len(), 3000);
+        assert_eq!(a, uniform(&[300, 200], 0.05, 1));
+        assert_ne!(a, uniform(&[300, 200], 0.05, 2));
+        // Dense-ish densities take the scanning path.
+        let b = uniform(&[40, 50], 0.6, 3);
+        check_valid(&b);
+        assert_eq!(b.len(), 1200);
+        let full = uniform(&[7, 9], 1.0, 3);
+        assert_eq!(full.len(), 63);
+        assert!(uniform(&[10, 10], 0.0, 3).is_empty());
+    }
+
+    #[test]
+    fn uniform_higher_order_and_vectors() {
+        let t = uniform(&[20, 30, 40], 0.01, 5);
+        check_valid(&t);
+        assert_eq!(t.len(), 240);
+        let v = uniform(&[1000], 0.1, 5);
+        check_valid(&v);
+        assert_eq!(v.len(), 100);
+    }
+
+    #[test]
+    fn uniform_large_is_fast_and_light() {
+        // 1M x 1M with 1M nonzeros (the 10M case of benchmarks works the same way).
+        let started = std::time::Instant::now();
+        let a = uniform(&[1_000_000, 1_000_000], 1e-6, 9);
+        assert_eq!(a.len(), 1_000_000);
+        assert!(a.coords.iter().all(|&c| (0..1_000_000).contains(&c)));
+        assert!(started.elapsed().as_secs() < 20);
+    }
+
+    #[test]
+    fn uniform_beyond_u64_points() {
+        let dims = [1usize << 40, 1 << 40];
+        let a = uniform(&dims, 1e-21, 4);
+        check_valid(&a);
+        assert_eq!(a.len(), 1209); // round(2^80 * 1e-21)
+    }
+
+    #[test]
+    fn dense_covers_every_point() {
+        let d = dense(&[3, 4, 2], 1);
+        check_valid(&d);
+        assert_eq!(d.len(), 24);
+        assert_eq!(d.coord(23), &[2, 3, 1]);
+        assert_eq!(d, dense(&[3, 4, 2], 1));
+        assert_eq!(dense(&[], 1).len(), 1);
+    }
+
+    #[test]
+    fn banded_stays_in_band() {
+        let b = banded([10, 8], 2, 1);
+        check_valid(&b);
+        for e in 0..b.len() {
+            let c = b.coord(e);
+            assert!((c[0] - c[1]).abs() <= 2);
+        }
+        // Rows 0..6 hold 3,4,5,5,5,5 entries; rows 6..10 are clipped by 8 columns.
+        assert_eq!(b.len(), 3 + 4 + 5 + 5 + 5 + 5 + 4 + 3 + 2 + 1);
+        assert_eq!(banded([5, 5], 0, 1).len(), 5);
+        assert_eq!(b, banded([10, 8], 2, 1));
+    }
+
+    #[test]
+    fn power_law_is_skewed_and_near_target() {
+        let p = power_law([2000, 2000], 20_000, 1.0, 11);
+        check_valid(&p);
+        let n = p.len() as f64;
+        assert!((n - 20_000.0).abs() < 1000.0, "nnz {n}");
+        let mut per_row = vec![0usize; 2000];
+        for e in 0..p.len() {
+            per_row[p.coord(e)[0] as usize] += 1;
+        }
+        per_row.sort_unstable();
+        let max = *per_row.last().unwrap();
+        let median = per_row[1000];
+        assert!(max > 50 * median.max(1), "max {max} median {median}");
+        assert_eq!(p, power_law([2000, 2000], 20_000, 1.0, 11));
+        let flat = power_law([100, 100], 1000, 0.0, 1);
+        assert_eq!(flat.len(), 1000);
+    }
+
+    #[test]
+    fn skewed_rows_follow_geometric_counts() {
+        let s = skewed_rows(60, 500, 2.0, 1.1, 3);
+        check_valid(&s);
+        let mut per_row = vec![0usize; 60];
+        for e in 0..s.len() {
+            per_row[s.coord(e)[0] as usize] += 1;
+        }
+        for (i, &count) in per_row.iter().enumerate() {
+            let expected = (2.0 * 1.1f64.powi(i as i32)).round().min(500.0) as usize;
+            assert_eq!(count, expected, "row {i}");
+        }
+        let capped = skewed_rows(30, 50, 1.0, 2.0, 3);
+        check_valid(&capped);
+        assert_eq!(capped.coords.chunks(2).filter(|c| c[0] == 29).count(), 50);
+        assert_eq!(s, skewed_rows(60, 500, 2.0, 1.1, 3));
+    }
+}
