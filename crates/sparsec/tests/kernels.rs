@@ -258,3 +258,64 @@ fn tensor_kernels() {
         &[("X", x), ("Y", y)],
     );
 }
+
+#[test]
+fn structured_formats_in_linear_position() {
+    let mut r = rng(6);
+    for f in ["ell", "dia"] {
+        for (m, n, d) in [
+            (30, 20, 0.1),
+            (1, 1, 1.0),
+            (1, 40, 0.3),
+            (40, 1, 0.3),
+            (5, 5, 0.0),
+            (9, 12, 0.2),
+        ] {
+            let a = random_coo(&mut r, &[m, n], d);
+            let x = random_coo(&mut r, &[n], 1.0);
+            check(
+                "y(i) = A(i,j) * x(j)",
+                &[("A", f)],
+                &[("A", a.clone()), ("x", x)],
+            );
+            let xs = random_coo(&mut r, &[n], 0.3);
+            check(
+                "y(i) = A(i,j) * x(j)",
+                &[("A", f), ("x", "s"), ("y", "s")],
+                &[("A", a.clone()), ("x", xs)],
+            );
+            let b = random_coo(&mut r, &[n, 3], 1.0);
+            check(
+                "C(i,k) = A(i,j) * B(j,k)",
+                &[("A", f)],
+                &[("A", a.clone()), ("B", b)],
+            );
+            let xt = random_coo(&mut r, &[m], 1.0);
+            check(
+                "y(j) = -2 * A(i,j) * x(i)",
+                &[("A", f)],
+                &[("A", a), ("x", xt)],
+            );
+        }
+    }
+}
+
+#[test]
+fn structured_formats_outside_linear_position_are_refused() {
+    let a = sparsec::format::Format::parse("ell", 2).unwrap();
+    let decls = [
+        sparsec::notation::TensorDecl::new("C"),
+        sparsec::notation::TensorDecl::new("A")
+            .with_dims(&[3, 3])
+            .with_format(a),
+        sparsec::notation::TensorDecl::new("B").with_dims(&[3, 3]),
+    ];
+    let err = sparsec::kernel::Kernel::compile("C(i,j) = A(i,j) + B(i,j)", &decls, &[])
+        .err()
+        .unwrap();
+    assert!(
+        err.to_string()
+            .contains("factor of the whole right-hand side"),
+        "{err}"
+    );
+}

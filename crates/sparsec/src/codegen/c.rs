@@ -97,7 +97,7 @@ pub fn emit(lowered: &Lowered, value_types: &[ValueType]) -> CKernel {
     }
     let arrays: Vec<ArrayRef> = used.arrays.into_iter().collect();
     let mut params: Vec<Binding> = used.params.into_iter().map(Binding::Param).collect();
-    params.extend((0..lowered.var_names.len()).map(Binding::VarSize));
+    params.extend((0..lowered.statement_vars).map(Binding::VarSize));
 
     let mut out = String::from(PRELUDE);
     let body_offset = out.len();

@@ -2,6 +2,7 @@
 //! and hashed. Each is a self-contained description: properties, capabilities, level
 //! functions as IR, and a packer that builds its arrays from sorted entries.
 
+use std::ops::{Add, Mul, Sub};
 use std::sync::Arc;
 
 use super::{
@@ -208,38 +209,32 @@ impl LevelFormat for Compressed {
         ))
     }
     fn pack(&self, input: &PackInput<'_>) -> Result<PackOutput, String> {
-        let children = if self.unique {
-            let mut next = 0usize;
-            group_by_coord(input, |_, _| {
-                next += 1;
-                next - 1
-            })
-        } else {
-            input
-                .segments
-                .iter()
-                .flat_map(|s| s.lo..s.hi)
-                .enumerate()
-                .map(|(p, e)| Segment {
-                    parent: p,
-                    lo: e,
-                    hi: e + 1,
-                })
-                .collect()
-        };
+        // Segments arrive in increasing parent order (their entry ranges need not be, below
+        // a hashed level), and positions are laid out in that order.
         let mut pos = vec![0i64; input.parent_positions + 1];
-        let mut idx = Vec::with_capacity(children.len());
-        let mut segments = input.segments.iter().peekable();
-        for child in &children {
-            while segments.peek().is_some_and(|s| s.hi <= child.lo) {
-                segments.next();
-            }
-            let parent = segments.peek().expect("child lies in a segment").parent;
-            pos[parent + 1] += 1;
-            idx.push(input.coords[child.lo]);
-        }
+        let mut idx = Vec::new();
+        let mut children = Vec::with_capacity(input.segments.len());
         for seg in input.segments {
             check_in_range(input, seg)?;
+            let start = children.len();
+            if self.unique {
+                let single = PackInput {
+                    segments: std::slice::from_ref(seg),
+                    ..*input
+                };
+                children.extend(group_by_coord(&single, |_, _| 0));
+            } else {
+                children.extend((seg.lo..seg.hi).map(|e| Segment {
+                    parent: 0,
+                    lo: e,
+                    hi: e + 1,
+                }));
+            }
+            for (p, child) in children.iter_mut().enumerate().skip(start) {
+                child.parent = p;
+                idx.push(input.coords[child.lo]);
+            }
+            pos[seg.parent + 1] += (children.len() - start) as i64;
         }
         for p in 0..input.parent_positions {
             pos[p + 1] += pos[p];

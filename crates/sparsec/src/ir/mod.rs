@@ -146,15 +146,6 @@ impl Expr {
     pub fn bin(op: BinOp, a: Expr, b: Expr) -> Expr {
         Expr::Bin(op, Box::new(a), Box::new(b))
     }
-    pub fn add(a: Expr, b: Expr) -> Expr {
-        Expr::bin(BinOp::Add, a, b)
-    }
-    pub fn sub(a: Expr, b: Expr) -> Expr {
-        Expr::bin(BinOp::Sub, a, b)
-    }
-    pub fn mul(a: Expr, b: Expr) -> Expr {
-        Expr::bin(BinOp::Mul, a, b)
-    }
     pub fn lt(a: Expr, b: Expr) -> Expr {
         Expr::bin(BinOp::Lt, a, b)
     }
@@ -203,4 +194,25 @@ pub enum Stmt {
     Block(Vec<Stmt>),
     /// Raw backend code for runtime helpers that have no IR form (workspace sorting).
     Comment(String),
+}
+
+impl std::ops::Add for Expr {
+    type Output = Expr;
+    fn add(self, other: Expr) -> Expr {
+        Expr::bin(BinOp::Add, self, other)
+    }
+}
+
+impl std::ops::Sub for Expr {
+    type Output = Expr;
+    fn sub(self, other: Expr) -> Expr {
+        Expr::bin(BinOp::Sub, self, other)
+    }
+}
+
+impl std::ops::Mul for Expr {
+    type Output = Expr;
+    fn mul(self, other: Expr) -> Expr {
+        Expr::bin(BinOp::Mul, self, other)
+    }
 }

@@ -25,26 +25,28 @@ pub enum LExpr {
 }
 
 impl LExpr {
-    /// Convert from concrete index notation. `occurrence` numbers accesses left to right.
+    /// Convert from concrete index notation. Accesses are numbered left to right;
+    /// `linear[n]` records whether access `n` sits in linear position (a factor of the
+    /// whole right-hand side), where a sum over an extra storage coordinate may be hoisted.
     /// Sums whose path to the root passes only through `*`, unary minus, numerators and
     /// other such sums are *hoistable*: they become plain loops accumulating into the
     /// destination and vanish from the expression.
     pub fn from_cin(
         expr: &CExpr,
         hoistable_position: bool,
-        occurrence: &mut usize,
+        linear: &mut Vec<bool>,
         hoisted: &mut Vec<VarId>,
     ) -> LExpr {
         match expr {
             CExpr::Access(_) => {
-                *occurrence += 1;
-                LExpr::Access(*occurrence - 1)
+                linear.push(hoistable_position);
+                LExpr::Access(linear.len() - 1)
             }
             CExpr::Literal(v) => LExpr::Literal(*v),
             CExpr::Neg(a) => LExpr::Neg(Box::new(LExpr::from_cin(
                 a,
                 hoistable_position,
-                occurrence,
+                linear,
                 hoisted,
             ))),
             CExpr::Binary(op, a, b) => {
@@ -55,18 +57,18 @@ impl LExpr {
                 };
                 LExpr::Binary(
                     *op,
-                    Box::new(LExpr::from_cin(a, left_linear, occurrence, hoisted)),
-                    Box::new(LExpr::from_cin(b, right_linear, occurrence, hoisted)),
+                    Box::new(LExpr::from_cin(a, left_linear, linear, hoisted)),
+                    Box::new(LExpr::from_cin(b, right_linear, linear, hoisted)),
                 )
             }
             CExpr::Sum(v, body) => {
                 if hoistable_position {
                     hoisted.push(*v);
-                    LExpr::from_cin(body, true, occurrence, hoisted)
+                    LExpr::from_cin(body, true, linear, hoisted)
                 } else {
                     // Inside a temporary, sums in linear position accumulate into it.
                     let mut inner = Vec::new();
-                    let body = LExpr::from_cin(body, true, occurrence, &mut inner);
+                    let body = LExpr::from_cin(body, true, linear, &mut inner);
                     LExpr::Sum(*v, inner, Box::new(body))
                 }
             }

@@ -17,6 +17,7 @@ mod lexpr;
 mod order;
 
 use std::collections::BTreeSet;
+use std::ops::{Add, Sub};
 
 use lattice::Point;
 use lexpr::LExpr;
@@ -54,8 +55,11 @@ pub struct Lowered {
     pub body: Vec<Stmt>,
     /// Operands read or written, output first.
     pub operands: Vec<Operand>,
-    /// C names of the index variables, by `VarId`; `<name>_size` holds each one's extent.
+    /// C names of the index variables, by `VarId`: the statement's first (`<name>_size`
+    /// holds each one's extent), then variables added for structured levels.
     pub var_names: Vec<String>,
+    /// Number of the statement's own variables (those with a `<name>_size` parameter).
+    pub statement_vars: usize,
     /// The loop order chosen.
     pub loop_order: Vec<VarId>,
     /// How the result is produced.
@@ -106,6 +110,8 @@ struct Lowerer<'a> {
     operands: Vec<Operand>,
     occurrences: Vec<Occurrence>,
     var_names: Vec<String>,
+    /// Extents of the variables added for structured levels (after the statement's).
+    extra_sizes: Vec<Expr>,
     order: Vec<VarId>,
     temps: usize,
     dense_output: bool,
@@ -114,33 +120,65 @@ struct Lowerer<'a> {
 
 /// Lower a checked statement.
 pub fn lower(stmt: &Statement) -> Result<Lowered, LowerError> {
-    for t in &stmt.tensors {
-        if !t.format.is_plain() {
-            return Err(LowerError(format!(
-                "tensor `{}` has the structured format `{}`; kernels over blocked, ELL and DIA \
-                 formats are not supported yet (convert it to a plain format such as csr)",
-                t.name,
-                t.format.spelling()
-            )));
-        }
-    }
-    let mut count = 0;
+    let mut linear = Vec::new();
     let mut hoisted = Vec::new();
-    let rhs = LExpr::from_cin(&stmt.rhs, true, &mut count, &mut hoisted);
+    let rhs = LExpr::from_cin(&stmt.rhs, true, &mut linear, &mut hoisted);
+    let count = linear.len();
     let mut accesses = Vec::new();
     collect_accesses(&stmt.rhs, &mut accesses);
 
-    let level_vars: Vec<Vec<VarId>> = accesses
+    // Storage levels that hold no mode (the ELL slot, the DIA diagonal) get a fresh
+    // variable each, summed over: A(i,j) is the sum of A'(s,i,j) over the slots s.
+    let mut var_names: Vec<String> = stmt.vars.iter().map(|v| c_name(&v.name)).collect();
+    let mut extra_sizes = Vec::new();
+    let mut level_vars: Vec<Vec<VarId>> = Vec::with_capacity(count);
+    for (o, (t, indices)) in accesses.iter().enumerate() {
+        let tensor = &stmt.tensors[*t];
+        let mut vars = Vec::new();
+        for (k, spec) in tensor.format.levels().iter().enumerate() {
+            match spec.coord {
+                LevelCoord::Mode(m) => vars.push(indices[m]),
+                LevelCoord::EllSlot | LevelCoord::Diagonal => {
+                    if !linear[o] {
+                        return Err(LowerError(format!(
+                            "`{}` is stored as `{}`, whose extra slot/diagonal level is summed over; \
+                             that is only valid where `{}` is a factor of the whole right-hand side \
+                             (not under `+`, `-` or a denominator); convert it to csr for this statement",
+                            tensor.name,
+                            tensor.format.spelling(),
+                            tensor.name
+                        )));
+                    }
+                    hoisted.push(var_names.len());
+                    vars.push(var_names.len());
+                    var_names.push(format!("{}_o{o}_slot", c_name(&tensor.name)));
+                    extra_sizes.push(Expr::Param(crate::ir::ParamRef {
+                        tensor: c_name(&tensor.name),
+                        level: k + 1,
+                        kind: crate::ir::ParamKind::Size,
+                    }));
+                }
+                LevelCoord::BlockOuter { .. } | LevelCoord::BlockInner { .. } => {
+                    return Err(LowerError(format!(
+                        "tensor `{}` is blocked (`{}`); kernels over blocked formats are not supported yet \
+                         (convert it to csr)",
+                        tensor.name,
+                        tensor.format.spelling()
+                    )))
+                }
+            }
+        }
+        level_vars.push(vars);
+    }
+    let fixed: Vec<bool> = accesses
         .iter()
-        .map(|(t, indices)| {
-            let order = stmt.tensors[*t].format.mode_order().expect("plain format");
-            order.iter().map(|&m| indices[m]).collect()
-        })
+        .map(|(t, _)| !stmt.tensors[*t].format.is_plain())
         .collect();
     let free: BTreeSet<VarId> = stmt.lhs.iter().copied().collect();
     let sum_edges = reduction_edges(&rhs, &free, &hoisted);
-    let priority = var_priority(stmt, &accesses);
-    let loop_order = order::choose(stmt.vars.len(), &level_vars, &sum_edges, &priority);
+    let mut priority = var_priority(stmt, &accesses);
+    priority.extend((0..extra_sizes.len()).map(|n| stmt.vars.len() + n));
+    let loop_order = order::choose(var_names.len(), &level_vars, &fixed, &sum_edges, &priority);
 
     let output = &stmt.tensors[0];
     let mut operands = vec![Operand {
@@ -182,11 +220,18 @@ pub fn lower(stmt: &Statement) -> Result<Lowered, LowerError> {
                 operands.len() - 1
             }
         };
-        let mode_order = format.mode_order().expect("plain format");
+        let vars = if loop_order.reordered.contains(&o) {
+            let mode_order = format
+                .mode_order()
+                .expect("only plain formats are reordered");
+            mode_order.iter().map(|&m| accesses[o].1[m]).collect()
+        } else {
+            level_vars[o].clone()
+        };
         occurrences.push(Occurrence {
             operand,
             levels: format.levels().iter().map(|l| l.format.clone()).collect(),
-            level_vars: mode_order.iter().map(|&m| accesses[o].1[m]).collect(),
+            level_vars: vars,
         });
     }
     let dense_output = output.format.is_all_dense();
@@ -206,7 +251,8 @@ pub fn lower(stmt: &Statement) -> Result<Lowered, LowerError> {
         stmt,
         operands,
         occurrences,
-        var_names: stmt.vars.iter().map(|v| c_name(&v.name)).collect(),
+        var_names,
+        extra_sizes,
         order: loop_order.order.clone(),
         temps: 0,
         dense_output,
@@ -228,6 +274,7 @@ pub fn lower(stmt: &Statement) -> Result<Lowered, LowerError> {
             OutputMode::Emit
         },
         operands: lowerer.operands,
+        statement_vars: stmt.vars.len(),
         var_names: lowerer.var_names,
         loop_order: loop_order.order,
     })
@@ -355,7 +402,10 @@ impl Lowerer<'_> {
     }
 
     fn size(&self, v: VarId) -> Expr {
-        Expr::var(format!("{}_size", self.var_names[v]))
+        match v.checked_sub(self.stmt.vars.len()) {
+            Some(extra) => self.extra_sizes[extra].clone(),
+            None => Expr::var(format!("{}_size", self.var_names[v])),
+        }
     }
 
     fn is_free(&self, v: VarId) -> bool {

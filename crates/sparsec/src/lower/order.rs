@@ -19,18 +19,20 @@ pub struct LoopOrder {
     pub reordered: Vec<usize>,
 }
 
-/// `level_vars[o]` lists the variables of occurrence `o` in storage order;
+/// `level_vars[o]` lists the variables of occurrence `o` in storage order (`fixed[o]`:
+/// its layout cannot be reordered);
 /// `sum_edges` are mandatory `(outer, inner)` pairs; `priority` ranks variables.
 pub fn choose(
     num_vars: usize,
     level_vars: &[Vec<VarId>],
+    fixed: &[bool],
     sum_edges: &[(VarId, VarId)],
     priority: &[usize],
 ) -> LoopOrder {
     let mut dropped: BTreeSet<usize> = BTreeSet::new();
     // Drop the constraints of later occurrences first: the first operands keep their
     // layout, later ones get reordered copies.
-    let mut candidates = (0..level_vars.len()).rev();
+    let mut candidates = (0..level_vars.len()).rev().filter(|&o| !fixed[o]);
     loop {
         let mut edges: Vec<(VarId, VarId)> = sum_edges.to_vec();
         for (o, vars) in level_vars.iter().enumerate() {
@@ -44,9 +46,16 @@ pub fn choose(
                 reordered: dropped.into_iter().collect(),
             };
         }
-        let next = candidates
-            .next()
-            .expect("reduction constraints alone are acyclic");
+        let Some(next) = candidates.next() else {
+            // Only fixed layouts remain constrained; keep the best effort (cannot happen
+            // for the structured formats, whose extra variables are fresh).
+            let order = topological(num_vars, sum_edges, priority)
+                .expect("reduction constraints are acyclic");
+            return LoopOrder {
+                order,
+                reordered: dropped.into_iter().collect(),
+            };
+        };
         dropped.insert(next);
     }
 }
