@@ -1,0 +1,116 @@
+//! `sparsec emit`: print the C code generated for an expression.
+
+use miette::{Report, Result, WrapErr};
+use sparsec::codegen::c;
+use sparsec::format::LevelCoord;
+use sparsec::lower::{self, OutputMode};
+use sparsec::tensor::ValueType;
+
+use crate::spec::{Problem, SpecArgs, FORMAT_HELP};
+
+const EMIT_HELP: &str = "\
+EXAMPLES:
+  # The whole C translation unit of CSR SpMV:
+  sparsec emit \"y(i) = A(i,j) * x(j)\" -f A:ds
+
+  # Only the kernel function of SpGEMM with a CSR output:
+  sparsec emit \"C(i,j) = A(i,k) * B(k,j)\" -f A:csr -f B:csr -f C:csr --compute
+
+  # How a sparse output is assembled:
+  sparsec emit \"C(i,j) = A(i,j) + B(i,j)\" -f A:csr -f B:csr -f C:csr --assembly
+
+Index-variable sizes are read at run time, so the code does not depend on them: sizes
+come from -d VAR:SIZE or -i files when given, and any size otherwise.
+";
+
+/// Print the C code generated for a tensor index notation statement.
+#[derive(clap::Args, Debug, Clone)]
+#[command(after_help = format!("{EMIT_HELP}\n{FORMAT_HELP}"))]
+pub struct EmitArgs {
+    /// The statement in index notation, e.g. "y(i) = A(i,j) * x(j)".
+    #[arg(value_name = "EXPR")]
+    pub expr: String,
+    #[command(flatten)]
+    pub spec: SpecArgs,
+    /// Print how the output is assembled (its levels) and the runtime prelude.
+    #[arg(long, conflicts_with = "compute")]
+    pub assembly: bool,
+    /// Print only the kernel function (which computes and emits the output).
+    #[arg(long)]
+    pub compute: bool,
+}
+
+/// Placeholder size of index variables that nothing sizes (the code reads sizes at run
+/// time, so any value gives the same code).
+const PLACEHOLDER_SIZE: usize = 1000;
+
+/// Run the `emit` subcommand.
+pub fn emit(args: &EmitArgs) -> Result<()> {
+    let problem = Problem::new(&args.expr, &args.spec, &[])?;
+    let statement = problem.bind_with_default_size(PLACEHOLDER_SIZE)?;
+    let lowered = lower::lower(&statement)
+        .map_err(|e| Report::new(sparsec::Error::from(e)))
+        .wrap_err("cannot compile the statement")?;
+    let value_types = vec![ValueType::F64; lowered.operands.len()];
+    let generated = c::emit(&lowered, &value_types);
+    let (prelude, kernel) = generated.source.split_at(generated.body_offset);
+    if args.compute {
+        print!("{kernel}");
+    } else if args.assembly {
+        let out = &statement.tensors[0];
+        println!("/* Assembly of `{}` (format {}).", out.name, out.format);
+        println!(" *");
+        println!(" * Levels of the output, outermost first:");
+        for (k, level) in out.format.levels().iter().enumerate() {
+            let what = match level.coord {
+                LevelCoord::Mode(m) => format!("mode {m}"),
+                LevelCoord::BlockOuter { mode, block } => format!("mode {mode} / {block}"),
+                LevelCoord::BlockInner { mode, block } => format!("mode {mode} % {block}"),
+                LevelCoord::EllSlot => "ELL slot".to_string(),
+                LevelCoord::Diagonal => "diagonal".to_string(),
+            };
+            println!(
+                " *   level {}: {} ({}) over {what}",
+                k + 1,
+                level.format.name(),
+                level.format.spelling()
+            );
+        }
+        println!(" *");
+        match lowered.output {
+            OutputMode::Dense { accumulate } => {
+                println!(" * The output is dense: the kernel stores each value in place");
+                println!(
+                    " * ({}), so there is no separate assembly phase.",
+                    if accumulate {
+                        "accumulating with +="
+                    } else {
+                        "one store per component"
+                    }
+                );
+            }
+            OutputMode::Emit => {
+                println!(" * The output is sparse. Kernels compute and assemble in one function:");
+                println!(
+                    " * `{}` appends every result entry (its coordinates and value)",
+                    c::ENTRY
+                );
+                println!(" * to a growable buffer (the struct in the prelude below, released by");
+                println!(
+                    " * `{}`). The runtime then sorts the entries, sums duplicates",
+                    c::FREE_BUFFER
+                );
+                println!(
+                    " * and packs them into the levels above (sparsec::tensor::Tensor::from_coo);"
+                );
+                println!(" * `sparsec run --time` reports that step as `assembly`.");
+            }
+        }
+        println!(" */");
+        println!();
+        print!("{prelude}");
+    } else {
+        print!("{}", generated.source);
+    }
+    Ok(())
+}

@@ -1,0 +1,372 @@
+//! Options shared by `run` and `emit`: tensor formats (`-f`), input files (`-i`), generated
+//! inputs (`-g`) and index-variable sizes (`-d`), and turning them plus an expression into a
+//! checked statement.
+
+use std::path::PathBuf;
+
+use miette::{miette, Report, Result, WrapErr};
+use sparsec::format::Format;
+use sparsec::io::{self, TensorFile};
+use sparsec::notation::ast::{Assignment, Expr, ExprKind};
+use sparsec::notation::cin::Statement;
+use sparsec::notation::{self, TensorDecl};
+use sparsec::tensor::Coo;
+
+/// Help text on format strings, shared by both subcommands' `--help`.
+pub const FORMAT_HELP: &str = "\
+FORMATS (-f NAME:FORMAT), one letter per level, outermost first (TACO letters):
+  d  dense              s  compressed (sparse)      u  compressed, non-unique (COO top)
+  q  singleton          c  singleton, non-unique    h  hashed
+  A mode ordering may follow a colon: `ds:1,0` is CSC, `sss:2,0,1` a permuted CSF.
+  Named formats: dense, csr, csc, coo, dcsr, dcsc, csf, sv, hash, ell, dia, bcsr:RxC.
+  Tensors without -f are dense.";
+
+/// `-f`, `-i`, `-g`, `-d`: how the tensors of an expression are stored, where they come from
+/// and how large the index variables are.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct SpecArgs {
+    /// Storage format of a tensor, e.g. `-f A:ds` (CSR), `-f B:csc`, `-f T:sss`.
+    #[arg(short = 'f', long = "format", value_name = "NAME:FORMAT")]
+    pub formats: Vec<String>,
+    /// Read a tensor from a file (.mtx MatrixMarket, .tns FROSTT, .spt sparsec binary).
+    #[arg(short = 'i', long = "input", value_name = "NAME:FILE")]
+    pub inputs: Vec<String>,
+    /// Size of an index variable, e.g. `-d i:1000`; dimensions follow from the variables.
+    #[arg(short = 'd', long = "dim", value_name = "VAR:SIZE")]
+    pub dims: Vec<String>,
+}
+
+/// A `-g` generator kind.
+#[derive(Clone, Debug, PartialEq)]
+pub enum GenKind {
+    /// Every component stored.
+    Dense,
+    /// Uniformly random with this density.
+    Uniform(f64),
+    /// Banded matrix with this half-bandwidth.
+    Banded(usize),
+    /// Power-law rows with this mean number of nonzeros per row.
+    PowerLaw(f64),
+    /// Row `i` holds about `k * c^i` nonzeros.
+    Skewed(f64, f64),
+}
+
+impl GenKind {
+    /// Parse `dense`, `uniform[:DENSITY]`, `banded[:BW]`, `powerlaw[:NNZ_PER_ROW]`,
+    /// `skewed[:K,C]`.
+    pub fn parse(text: &str) -> Result<GenKind> {
+        let (kind, arg) = match text.split_once(':') {
+            Some((k, a)) => (k.trim(), Some(a.trim())),
+            None => (text.trim(), None),
+        };
+        let number = |what: &str, default: f64| -> Result<f64> {
+            match arg {
+                None | Some("") => Ok(default),
+                Some(a) => a
+                    .parse::<f64>()
+                    .ok()
+                    .filter(|x| x.is_finite() && *x >= 0.0)
+                    .ok_or_else(|| {
+                        miette!("generator `{text}`: {what} `{a}` is not a non-negative number")
+                    }),
+            }
+        };
+        match kind.to_ascii_lowercase().as_str() {
+            "dense" => match arg {
+                None => Ok(GenKind::Dense),
+                Some(_) => Err(miette!("generator `dense` takes no parameter")),
+            },
+            "uniform" | "random" => {
+                let d = number("density", 0.01)?;
+                if d > 1.0 {
+                    return Err(miette!(
+                        "generator `{text}`: density {d} is above 1 (use e.g. uniform:0.05)"
+                    ));
+                }
+                Ok(GenKind::Uniform(d))
+            }
+            "banded" | "band" => {
+                let bw = number("bandwidth", 1.0)?;
+                if bw.fract() != 0.0 {
+                    return Err(miette!("generator `{text}`: bandwidth must be an integer"));
+                }
+                Ok(GenKind::Banded(bw as usize))
+            }
+            "powerlaw" | "power-law" | "power_law" => {
+                Ok(GenKind::PowerLaw(number("nonzeros per row", 8.0)?))
+            }
+            "skewed" => {
+                let (k, c) = match arg {
+                    None | Some("") => (1.0, 1.01),
+                    Some(a) => {
+                        let parts: Vec<&str> = a.split(',').map(str::trim).collect();
+                        let parse = |s: &str| s.parse::<f64>().ok().filter(|x| x.is_finite());
+                        match parts[..] {
+                            [k, c] => match (parse(k), parse(c)) {
+                                (Some(k), Some(c)) if k >= 0.0 && c > 0.0 => (k, c),
+                                _ => {
+                                    return Err(miette!(
+                                        "generator `{text}`: expected skewed:K,C with K >= 0 and C > 0"
+                                    ))
+                                }
+                            },
+                            _ => {
+                                return Err(miette!(
+                                    "generator `{text}`: expected skewed:K,C (row i gets about K*C^i nonzeros)"
+                                ))
+                            }
+                        }
+                    }
+                };
+                Ok(GenKind::Skewed(k, c))
+            }
+            other => Err(miette!(
+                help = "kinds: dense, uniform[:DENSITY], banded[:BW], powerlaw[:NNZ_PER_ROW], skewed[:K,C]",
+                "unknown generator kind `{other}`"
+            )),
+        }
+    }
+
+    /// Whether this kind only makes matrices.
+    pub fn matrix_only(&self) -> bool {
+        matches!(
+            self,
+            GenKind::Banded(_) | GenKind::PowerLaw(_) | GenKind::Skewed(..)
+        )
+    }
+
+    /// Generate a tensor of `dims`.
+    pub fn generate(&self, dims: &[usize], seed: u64) -> Coo {
+        use sparsec::generate;
+        let matrix = || [dims[0], dims[1]];
+        match *self {
+            GenKind::Dense => generate::dense(dims, seed),
+            GenKind::Uniform(d) => generate::uniform(dims, d, seed),
+            GenKind::Banded(bw) => generate::banded(matrix(), bw, seed),
+            GenKind::PowerLaw(per_row) => {
+                let nnz = (per_row * dims[0] as f64).round() as usize;
+                generate::power_law(matrix(), nnz, 1.0, seed)
+            }
+            GenKind::Skewed(k, c) => generate::skewed_rows(dims[0], dims[1], k, c, seed),
+        }
+    }
+}
+
+/// Split `NAME:VALUE` at the first colon.
+pub fn split_pair<'a>(flag: &str, text: &'a str, what: &str) -> Result<(&'a str, &'a str)> {
+    match text.split_once(':') {
+        Some((name, value)) if !name.trim().is_empty() && !value.trim().is_empty() => {
+            Ok((name.trim(), value.trim()))
+        }
+        _ => Err(miette!(
+            "{flag} `{text}`: expected NAME:{what}, e.g. {flag} {}",
+            match flag {
+                "-f" => "A:ds",
+                "-i" => "A:matrix.mtx",
+                "-g" => "A:uniform:0.01",
+                "-o" => "y:out.mtx",
+                _ => "i:1000",
+            }
+        )),
+    }
+}
+
+/// Where an input's data comes from.
+pub enum Source {
+    /// Read from a file.
+    File(PathBuf, TensorFile),
+    /// Generated after binding (its dimensions come from the index variables).
+    Generated(GenKind),
+}
+
+/// An expression with its tensors' declarations and sources.
+pub struct Problem {
+    /// The parsed expression.
+    pub assignment: Assignment,
+    /// Tensors with their number of indices, output first, then in order of appearance.
+    pub tensors: Vec<(String, usize)>,
+    /// Declarations passed to `bind`.
+    pub decls: Vec<TensorDecl>,
+    /// Sizes from `-d`.
+    pub var_sizes: Vec<(String, usize)>,
+    /// Per tensor (same order as `tensors`), where its data comes from, if given.
+    pub sources: Vec<Option<Source>>,
+}
+
+fn collect_accesses(e: &Expr, out: &mut Vec<(String, usize)>) {
+    match &e.kind {
+        ExprKind::Access(a) => {
+            if !out.iter().any(|(n, _)| n == &a.tensor) {
+                out.push((a.tensor.clone(), a.indices.len()));
+            }
+        }
+        ExprKind::Literal(_) => {}
+        ExprKind::Neg(x) => collect_accesses(x, out),
+        ExprKind::Binary(_, l, r) => {
+            collect_accesses(l, out);
+            collect_accesses(r, out);
+        }
+    }
+}
+
+impl Problem {
+    /// Parse `expr` and apply `-f`, `-i`, `-d` and (for `run`) `-g`.
+    pub fn new(expr: &str, args: &SpecArgs, generators: &[String]) -> Result<Problem> {
+        let assignment = notation::parse(expr).map_err(Report::new)?;
+        let mut tensors = vec![(assignment.lhs.tensor.clone(), assignment.lhs.indices.len())];
+        collect_accesses(&assignment.rhs, &mut tensors);
+        let mut problem = Problem {
+            decls: tensors.iter().map(|(n, _)| TensorDecl::new(n)).collect(),
+            sources: tensors.iter().map(|_| None).collect(),
+            assignment,
+            tensors,
+            var_sizes: Vec::new(),
+        };
+        for text in &args.formats {
+            let (name, spelling) = split_pair("-f", text, "FORMAT")?;
+            let k = problem.tensor_index("-f", text, name)?;
+            let order = problem.tensors[k].1;
+            let format = Format::parse(spelling, order).map_err(|e| {
+                miette!(
+                    help = "`--help` lists the format letters and named formats",
+                    "-f {text}: {e} (tensor `{name}` has order {order})"
+                )
+            })?;
+            problem.decls[k].format = Some(format);
+        }
+        for text in &args.dims {
+            let (var, size) = split_pair("-d", text, "SIZE")?;
+            let size: usize = size
+                .parse()
+                .map_err(|_| miette!("-d {text}: size `{size}` is not a non-negative integer"))?;
+            problem.var_sizes.retain(|(v, _)| v != var);
+            problem.var_sizes.push((var.to_string(), size));
+        }
+        for text in &args.inputs {
+            let (name, file) = split_pair("-i", text, "FILE")?;
+            let k = problem.tensor_index("-i", text, name)?;
+            let path = PathBuf::from(file);
+            let data = io::read_any(&path)
+                .map_err(|e| miette!("cannot read input `{name}` (-i {text}): {e}"))?;
+            let data = fit_order(data, problem.tensors[k].1);
+            problem.decls[k].dims = Some(data.dims().to_vec());
+            problem.sources[k] = Some(Source::File(path, data));
+        }
+        for text in generators {
+            let (name, kind) = split_pair("-g", text, "KIND")?;
+            let k = problem.tensor_index("-g", text, name)?;
+            if problem.sources[k].is_some() {
+                return Err(miette!(
+                    "-g {text}: tensor `{name}` is already read from a file with -i"
+                ));
+            }
+            let kind = GenKind::parse(kind).wrap_err_with(|| format!("-g {text}"))?;
+            if kind.matrix_only() && problem.tensors[k].1 != 2 {
+                return Err(miette!(
+                    "-g {text}: this generator makes matrices, but `{name}` has order {}; use dense or uniform",
+                    problem.tensors[k].1
+                ));
+            }
+            problem.sources[k] = Some(Source::Generated(kind));
+        }
+        Ok(problem)
+    }
+
+    fn tensor_index(&self, flag: &str, text: &str, name: &str) -> Result<usize> {
+        self.tensors
+            .iter()
+            .position(|(n, _)| n == name)
+            .ok_or_else(|| {
+                let names: Vec<String> =
+                    self.tensors.iter().map(|(n, _)| format!("`{n}`")).collect();
+                miette!(
+                    help = format!("the expression uses {}", names.join(", ")),
+                    "{flag} {text}: unknown tensor `{name}`: it does not occur in `{}`",
+                    self.assignment.source
+                )
+            })
+    }
+
+    /// Check the expression against the declarations: a concrete statement with all sizes.
+    pub fn bind(&self) -> Result<Statement> {
+        notation::bind(&self.assignment, &self.decls, &self.var_sizes).map_err(Report::new)
+    }
+
+    /// Bind, giving every index variable without a known size the placeholder `size`
+    /// (for emitting code, whose loops read sizes at run time).
+    pub fn bind_with_default_size(&self, size: usize) -> Result<Statement> {
+        let mut known: Vec<String> = self.var_sizes.iter().map(|(v, _)| v.clone()).collect();
+        let mut visit = |a: &sparsec::notation::ast::Access| {
+            if self
+                .decls
+                .iter()
+                .any(|d| d.name == a.tensor && d.dims.is_some())
+            {
+                known.extend(a.indices.iter().cloned());
+            }
+        };
+        visit(&self.assignment.lhs);
+        fn walk(e: &Expr, f: &mut dyn FnMut(&sparsec::notation::ast::Access)) {
+            match &e.kind {
+                ExprKind::Access(a) => f(a),
+                ExprKind::Literal(_) => {}
+                ExprKind::Neg(x) => walk(x, f),
+                ExprKind::Binary(_, l, r) => {
+                    walk(l, f);
+                    walk(r, f);
+                }
+            }
+        }
+        walk(&self.assignment.rhs, &mut visit);
+        let mut all_vars: Vec<String> = self.assignment.lhs.indices.clone();
+        fn vars(e: &Expr, out: &mut Vec<String>) {
+            match &e.kind {
+                ExprKind::Access(a) => out.extend(a.indices.iter().cloned()),
+                ExprKind::Literal(_) => {}
+                ExprKind::Neg(x) => vars(x, out),
+                ExprKind::Binary(_, l, r) => {
+                    vars(l, out);
+                    vars(r, out);
+                }
+            }
+        }
+        vars(&self.assignment.rhs, &mut all_vars);
+        let mut sizes = self.var_sizes.clone();
+        for v in all_vars {
+            if !known.contains(&v) {
+                known.push(v.clone());
+                sizes.push((v, size));
+            }
+        }
+        notation::bind(&self.assignment, &self.decls, &sizes).map_err(Report::new)
+    }
+}
+
+/// A MatrixMarket `n x 1` or `1 x n` file read for a vector becomes an order-1 tensor.
+fn fit_order(data: TensorFile, order: usize) -> TensorFile {
+    let dims = data.dims().to_vec();
+    if order == 1 && dims.len() == 2 && (dims[0] == 1 || dims[1] == 1) {
+        let keep = if dims[1] == 1 { 0 } else { 1 };
+        let coo = data.into_coo();
+        let coords = coo.coords.chunks(2).map(|c| c[keep]).collect();
+        return TensorFile::Frostt(Coo {
+            dims: vec![dims[keep]],
+            coords,
+            values: coo.values,
+        });
+    }
+    data
+}
+
+/// Parse a count for `--time`.
+pub fn positive(text: &str) -> std::result::Result<usize, String> {
+    match text.parse::<usize>() {
+        Ok(n) if n > 0 => Ok(n),
+        _ => Err(format!("`{text}` is not a positive integer")),
+    }
+}
+
+/// Format a duration in milliseconds.
+pub fn ms(d: std::time::Duration) -> String {
+    format!("{:.3} ms", d.as_secs_f64() * 1e3)
+}
