@@ -85,12 +85,14 @@ pub fn run(args: &RunArgs) -> Result<()> {
                     "-o {text}: `{name}` is not the output of the statement; the output is `{out_name}`"
                 ));
             }
-            io::FileKind::from_path(Path::new(file)).map_err(Report::new)?;
             Some(file.to_string())
         }
         None => None,
     };
     let statement = problem.bind()?;
+    if let Some(file) = &output_file {
+        check_output_kind(Path::new(file), statement.tensors[0].dims.len())?;
+    }
     for (k, (name, _)) in problem.tensors.iter().enumerate().skip(1) {
         if problem.sources[k].is_none() {
             return Err(miette!(
@@ -214,6 +216,27 @@ pub fn run(args: &RunArgs) -> Result<()> {
         None => print_summary(&out_name, &result),
     }
     Ok(())
+}
+
+/// Reject an output file kind that cannot hold a tensor of `order`, before any work.
+fn check_output_kind(path: &Path, order: usize) -> Result<()> {
+    let kind = io::FileKind::from_path(path).map_err(Report::new)?;
+    let problem = match kind {
+        io::FileKind::MatrixMarket if order > 2 => {
+            Some("MatrixMarket holds only vectors and matrices; use .tns or .spt")
+        }
+        io::FileKind::MatrixMarket | io::FileKind::Frostt if order == 0 => {
+            Some("the output is a scalar; use .spt")
+        }
+        _ => None,
+    };
+    match problem {
+        Some(why) => Err(miette!(
+            "-o {}: cannot write an order-{order} tensor there: {why}",
+            path.display()
+        )),
+        None => Ok(()),
+    }
 }
 
 fn write_output(path: &Path, result: &Tensor) -> Result<()> {

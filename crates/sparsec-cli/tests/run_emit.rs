@@ -1,0 +1,422 @@
+//! End-to-end tests of `sparsec run` and `sparsec emit`, running the built binary.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use sparsec::format::Format;
+use sparsec::generate;
+use sparsec::io;
+use sparsec::notation::{self, TensorDecl};
+use sparsec::reference;
+use sparsec::tensor::{Coo, Tensor, ValueType};
+
+fn sparsec(args: &[&str]) -> Output {
+    let cache = std::env::temp_dir().join("sparsec-cli-test-cache");
+    Command::new(env!("CARGO_BIN_EXE_sparsec"))
+        .args(args)
+        .env(
+            "SPARSEC_CACHE_DIR",
+            std::env::var_os("SPARSEC_CACHE_DIR").unwrap_or(cache.into()),
+        )
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("the sparsec binary runs")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+#[track_caller]
+fn ok(args: &[&str]) -> String {
+    let o = sparsec(args);
+    assert!(
+        o.status.success(),
+        "sparsec {args:?} failed\nstdout:\n{}\nstderr:\n{}",
+        stdout(&o),
+        stderr(&o)
+    );
+    stdout(&o)
+}
+
+/// Run, expect failure with a readable message containing `expected`.
+#[track_caller]
+fn fails(args: &[&str], expected: &str) -> String {
+    let o = sparsec(args);
+    let err = stderr(&o);
+    assert!(!o.status.success(), "sparsec {args:?} should fail");
+    assert!(
+        !err.contains("panicked"),
+        "sparsec {args:?} panicked:\n{err}"
+    );
+    assert!(
+        err.contains(expected),
+        "sparsec {args:?}: expected `{expected}` in stderr:\n{err}"
+    );
+    err
+}
+
+fn shared_matrix(name: &str) -> Option<PathBuf> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/data/matrices")
+        .join(name);
+    if path.exists() {
+        Some(path)
+    } else {
+        println!("skipping: shared data file {} is absent", path.display());
+        None
+    }
+}
+
+#[test]
+fn spmv_on_shared_matrix_with_check_and_timing() {
+    let Some(path) = shared_matrix("bcsstk13.mtx") else {
+        return;
+    };
+    let input = format!("A:{}", path.display());
+    let out = ok(&[
+        "run",
+        "y(i) = A(i,j) * x(j)",
+        "-f",
+        "A:ds",
+        "-i",
+        &input,
+        "-g",
+        "x:dense",
+        "--time",
+        "3",
+        "--check",
+    ]);
+    assert!(out.contains("A: 2003x2003 ds, 83883 stored"), "{out}");
+    assert!(out.contains("check: ok"), "{out}");
+    for phase in ["compute", "assembly", "compile"] {
+        assert!(out.contains(phase), "{phase} missing:\n{out}");
+    }
+    assert!(out.contains("median"), "{out}");
+    assert!(out.contains("y: 2003 d"), "{out}");
+}
+
+#[test]
+fn pattern_matrix_spgemm_with_check() {
+    let Some(path) = shared_matrix("karate.mtx") else {
+        return;
+    };
+    let a = format!("A:{}", path.display());
+    let b = format!("B:{}", path.display());
+    let out = ok(&[
+        "run",
+        "C(i,j) = A(i,k) * B(k,j)",
+        "-f",
+        "A:csr",
+        "-f",
+        "B:csr",
+        "-f",
+        "C:csr",
+        "-i",
+        &a,
+        "-i",
+        &b,
+        "--check",
+    ]);
+    assert!(out.contains("check: ok"), "{out}");
+    // Pattern entries read as 1.0: the diagonal of A*A holds the degrees (vertex 1: 16).
+    assert!(out.contains("C(0,0) = 16"), "{out}");
+}
+
+#[test]
+fn generated_inputs_with_sizes() {
+    let out = ok(&[
+        "run",
+        "y(i) = A(i,j) * x(j)",
+        "-f",
+        "A:csr",
+        "-g",
+        "A:uniform:0.05",
+        "-g",
+        "x:dense",
+        "-d",
+        "i:200",
+        "-d",
+        "j:300",
+        "--check",
+    ]);
+    assert!(out.contains("A: 200x300 ds, 3000 stored"), "{out}");
+    assert!(out.contains("check: ok"), "{out}");
+
+    // Matrix generators, and sizes inferred through shared variables (k from A).
+    for (a, b) in [
+        ("A:banded:2", "B:powerlaw:4"),
+        ("A:skewed:1,1.05", "B:uniform"),
+    ] {
+        let out = ok(&[
+            "run",
+            "C(i,j) = A(i,k) * B(k,j)",
+            "-f",
+            "A:csr",
+            "-f",
+            "B:csr",
+            "-f",
+            "C:csr",
+            "-g",
+            a,
+            "-g",
+            b,
+            "-d",
+            "i:80",
+            "-d",
+            "k:80",
+            "-d",
+            "j:60",
+            "--check",
+            "--seed",
+            "7",
+        ]);
+        assert!(out.contains("check: ok"), "{a} {b}: {out}");
+        assert!(out.contains("C: 80x60 ds"), "{a} {b}: {out}");
+    }
+}
+
+/// The reference result of `expr` on `inputs` (all f64, given formats).
+fn reference_result(expr: &str, inputs: &[(&str, Coo, &str)]) -> Tensor {
+    let assignment = notation::parse(expr).unwrap();
+    let mut decls = vec![TensorDecl::new(assignment.lhs.tensor.clone())];
+    let mut tensors = Vec::new();
+    for (name, coo, format) in inputs {
+        let format = Format::parse(format, coo.order()).unwrap();
+        decls.push(
+            TensorDecl::new(*name)
+                .with_dims(&coo.dims)
+                .with_format(format.clone()),
+        );
+        tensors.push(Tensor::from_coo(coo, &format, ValueType::F64).unwrap());
+    }
+    let stmt = notation::bind(&assignment, &decls, &[]).unwrap();
+    let refs: Vec<&Tensor> = tensors.iter().collect();
+    reference::evaluate(&stmt, &refs, None)
+}
+
+#[test]
+fn output_files_read_back_match_the_reference() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = generate::uniform(&[40, 30], 0.1, 1);
+    let b = generate::uniform(&[30, 50], 0.1, 2);
+    let x = generate::dense(&[30], 3);
+    let a_path = dir.path().join("a.mtx");
+    let b_path = dir.path().join("b.tns");
+    let x_path = dir.path().join("x.mtx");
+    io::write_matrix_market(&a_path, &a, &io::MtxWriteOptions::default()).unwrap();
+    io::write_tns(&b_path, &b).unwrap();
+    io::write_matrix_market(&x_path, &x, &io::MtxWriteOptions::default()).unwrap();
+    let a_arg = format!("A:{}", a_path.display());
+    let b_arg = format!("B:{}", b_path.display());
+    let x_arg = format!("x:{}", x_path.display());
+
+    // Sparse output to MatrixMarket coordinate.
+    let c_path = dir.path().join("c.mtx");
+    let c_arg = format!("C:{}", c_path.display());
+    ok(&[
+        "run",
+        "C(i,j) = A(i,k) * B(k,j)",
+        "-f",
+        "A:csr",
+        "-f",
+        "B:dcsr",
+        "-f",
+        "C:csr",
+        "-i",
+        &a_arg,
+        "-i",
+        &b_arg,
+        "-o",
+        &c_arg,
+    ]);
+    let read = io::read_any(&c_path).unwrap().into_coo();
+    let got = Tensor::from_coo(&read, &Format::parse("csr", 2).unwrap(), ValueType::F64).unwrap();
+    let expected = reference_result(
+        "C(i,j) = A(i,k) * B(k,j)",
+        &[("A", a.clone(), "csr"), ("B", b.clone(), "dcsr")],
+    );
+    let diff = got.max_difference(&expected).expect("same dims");
+    assert!(diff <= 1e-12, "difference {diff}");
+
+    // Dense vector output to MatrixMarket array (an n x 1 matrix), and to FROSTT.
+    for file in ["y.mtx", "y.tns"] {
+        let y_path = dir.path().join(file);
+        let y_arg = format!("y:{}", y_path.display());
+        ok(&[
+            "run",
+            "y(i) = A(i,j) * x(j)",
+            "-f",
+            "A:csr",
+            "-i",
+            &a_arg,
+            "-i",
+            &x_arg,
+            "-o",
+            &y_arg,
+        ]);
+        let mut read = io::read_any(&y_path).unwrap().into_coo();
+        if read.order() == 2 {
+            assert_eq!(read.dims, vec![40, 1]);
+            read = Coo {
+                dims: vec![40],
+                coords: read.coords.chunks(2).map(|c| c[0]).collect(),
+                values: read.values,
+            };
+        }
+        let got = Tensor::from_coo(&read, &Format::dense(1), ValueType::F64).unwrap();
+        let expected = reference_result(
+            "y(i) = A(i,j) * x(j)",
+            &[("A", a.clone(), "csr"), ("x", x.clone(), "d")],
+        );
+        let diff = got.max_difference(&expected).expect("same dims");
+        assert!(diff <= 1e-12, "{file}: difference {diff}");
+    }
+
+    // An order-3 output cannot go to MatrixMarket: refused before any work.
+    let t_path = dir.path().join("t.mtx");
+    let t_arg = format!("T:{}", t_path.display());
+    fails(
+        &[
+            "run",
+            "T(i,j,k) = B(i,j) * B(j,k)",
+            "-g",
+            "B:dense",
+            "-d",
+            "i:3",
+            "-d",
+            "j:3",
+            "-d",
+            "k:3",
+            "-o",
+            &t_arg,
+        ],
+        "MatrixMarket",
+    );
+}
+
+#[test]
+fn emit_prints_the_kernel() {
+    let whole = ok(&["emit", "y(i) = A(i,j) * x(j)", "-f", "A:ds"]);
+    assert!(whole.contains("#include"), "{whole}");
+    assert!(whole.contains("sparsec_kernel"), "{whole}");
+
+    let compute = ok(&[
+        "emit",
+        "C(i,j) = A(i,k) * B(k,j)",
+        "-f",
+        "A:csr",
+        "-f",
+        "B:csr",
+        "-f",
+        "C:csr",
+        "--compute",
+    ]);
+    assert!(compute.contains("int sparsec_kernel("), "{compute}");
+    assert!(!compute.contains("#include"), "{compute}");
+
+    let assembly = ok(&[
+        "emit",
+        "C(i,j) = A(i,j) + B(i,j)",
+        "-f",
+        "A:csr",
+        "-f",
+        "B:csr",
+        "-f",
+        "C:csr",
+        "--assembly",
+    ]);
+    assert!(assembly.contains("compressed"), "{assembly}");
+    assert!(assembly.contains("#include"), "{assembly}");
+
+    // Sizes from -d give the same code as the placeholder.
+    let sized = ok(&[
+        "emit",
+        "y(i) = A(i,j) * x(j)",
+        "-f",
+        "A:ds",
+        "-d",
+        "i:5",
+        "-d",
+        "j:7",
+    ]);
+    assert_eq!(sized, whole);
+}
+
+#[test]
+fn help_explains_usage() {
+    let run = ok(&["run", "--help"]);
+    assert!(run.contains("EXAMPLES"), "{run}");
+    assert!(run.contains("uniform"), "{run}");
+    assert!(run.contains("compressed"), "{run}");
+    let emit = ok(&["emit", "--help"]);
+    assert!(emit.contains("--compute"), "{emit}");
+    assert!(emit.contains("EXAMPLES"), "{emit}");
+}
+
+#[test]
+fn errors_are_reported_without_panics() {
+    let spmv = "y(i) = A(i,j) * x(j)";
+    let sizes = ["-d", "i:4", "-d", "j:4"];
+    let with_sizes = |extra: &[&'static str]| -> Vec<&'static str> {
+        let mut v = vec!["run", "y(i) = A(i,j) * x(j)"];
+        v.extend_from_slice(extra);
+        v.extend_from_slice(&sizes);
+        v
+    };
+    // Unknown tensor in -f.
+    let err = fails(
+        &with_sizes(&["-f", "B:ds", "-g", "A:dense", "-g", "x:dense"]),
+        "unknown tensor `B`",
+    );
+    assert!(err.contains("`A`"), "lists the tensors: {err}");
+    // Malformed format string.
+    fails(
+        &with_sizes(&["-f", "A:dz", "-g", "A:dense", "-g", "x:dense"]),
+        "format `dz`",
+    );
+    fails(
+        &with_sizes(&["-f", "A:dss", "-g", "A:dense", "-g", "x:dense"]),
+        "-f A:dss",
+    );
+    // Nonexistent input file.
+    let missing = std::env::temp_dir().join("sparsec-no-such-file-4711.mtx");
+    let arg = format!("A:{}", missing.display());
+    fails(
+        &["run", spmv, "-i", &arg, "-g", "x:dense"],
+        "cannot read input `A`",
+    );
+    // Parse error in the expression, shown with the expression.
+    let err = fails(
+        &["run", "y(i) = A(i,j) * ", "-g", "A:dense"],
+        "expected an expression",
+    );
+    assert!(err.contains("y(i) = A(i,j) *"), "{err}");
+    fails(&["emit", "y(i) = A(i,j) ** x(j)"], "y(i) = A(i,j) ** x(j)");
+    // Missing input, unknown size, bad generator, unknown extension.
+    fails(&with_sizes(&["-g", "A:dense"]), "missing input");
+    fails(
+        &["run", spmv, "-g", "A:dense", "-g", "x:dense", "-d", "i:3"],
+        "size of index variable `j`",
+    );
+    fails(
+        &with_sizes(&["-g", "A:zipf", "-g", "x:dense"]),
+        "unknown generator",
+    );
+    fails(
+        &with_sizes(&["-g", "A:dense", "-g", "x:banded"]),
+        "makes matrices",
+    );
+    fails(
+        &with_sizes(&["-g", "A:dense", "-g", "x:dense", "-o", "y:out.csv"]),
+        "unknown extension",
+    );
+    fails(
+        &with_sizes(&["-g", "A:dense", "-g", "x:dense", "-o", "z:out.mtx"]),
+        "not the output",
+    );
+}
