@@ -72,6 +72,11 @@ void sparsec_buffer_free(sparsec_buffer *b) {
   b->vals = 0;
 }
 
+static int sparsec_compare_index(const void *a, const void *b) {
+  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+  return (x > y) - (x < y);
+}
+
 static inline int64_t sparsec_min(int64_t a, int64_t b) { return a < b ? a : b; }
 static inline int64_t sparsec_max(int64_t a, int64_t b) { return a > b ? a : b; }
 
@@ -138,6 +143,29 @@ pub fn emit(lowered: &Lowered, value_types: &[ValueType]) -> CKernel {
         };
         let _ = writeln!(out, "  const int64_t {name} = params[{n}];");
     }
+    for w in &lowered.workspaces {
+        let n = expr(&w.size);
+        let _ = writeln!(
+            out,
+            "  double *{0}_vals = (double *)calloc((size_t)({n}) + 1, sizeof(double));",
+            w.name
+        );
+        let _ = writeln!(
+            out,
+            "  char *{0}_seen = (char *)calloc((size_t)({n}) + 1, 1);",
+            w.name
+        );
+        let _ = writeln!(
+            out,
+            "  int64_t *{0}_list = (int64_t *)malloc(((size_t)({n}) + 1) * sizeof(int64_t));",
+            w.name
+        );
+        let _ = writeln!(
+            out,
+            "  if (!{0}_vals || !{0}_seen || !{0}_list) return -1;",
+            w.name
+        );
+    }
     let mut printer = Printer {
         out: &mut out,
         indent: 1,
@@ -145,6 +173,13 @@ pub fn emit(lowered: &Lowered, value_types: &[ValueType]) -> CKernel {
     };
     for s in &lowered.body {
         printer.stmt(s);
+    }
+    for w in &lowered.workspaces {
+        let _ = writeln!(
+            out,
+            "  free({0}_vals); free({0}_seen); free({0}_list);",
+            w.name
+        );
     }
     out.push_str("  return 0;\n}\n");
     CKernel {
@@ -156,6 +191,9 @@ pub fn emit(lowered: &Lowered, value_types: &[ValueType]) -> CKernel {
 }
 
 fn array_name(a: &ArrayRef) -> String {
+    if a.kind == ArrayKind::Local {
+        return a.tensor.clone();
+    }
     match a.level {
         Some(l) => format!("{}{}_{}", a.tensor, l, a.kind.suffix()),
         None => format!("{}_{}", a.tensor, a.kind.suffix()),
@@ -179,7 +217,9 @@ impl Used {
                 self.params.insert(p.clone());
             }
             Expr::Load(a, i) => {
-                self.arrays.insert(a.clone());
+                if a.kind != ArrayKind::Local {
+                    self.arrays.insert(a.clone());
+                }
                 self.expr(i);
             }
             Expr::Neg(a) | Expr::Not(a) => self.expr(a),
@@ -208,7 +248,9 @@ impl Used {
                 value,
                 ..
             } => {
-                self.arrays.insert(array.clone());
+                if array.kind != ArrayKind::Local {
+                    self.arrays.insert(array.clone());
+                }
                 self.expr(index);
                 self.expr(value);
             }
@@ -232,7 +274,7 @@ impl Used {
                 self.expr(value);
             }
             Stmt::Block(b) => b.iter().for_each(|x| self.stmt(x)),
-            Stmt::Comment(_) => {}
+            Stmt::Sort { len, .. } => self.expr(len),
         }
     }
 }
@@ -340,17 +382,21 @@ impl Printer<'_> {
                 }
                 self.line(&format!("out->vals[out->len++] = {};", expr(value)));
             }
+            Stmt::Block(b) if !b.iter().any(|s| matches!(s, Stmt::Decl(..))) => {
+                b.iter().for_each(|s| self.stmt(s));
+            }
             Stmt::Block(b) => {
-                if b.is_empty() {
-                    return;
-                }
                 self.line("{");
                 self.indent += 1;
                 b.iter().for_each(|s| self.stmt(s));
                 self.indent -= 1;
                 self.line("}");
             }
-            Stmt::Comment(c) => self.line(&format!("/* {c} */")),
+            Stmt::Sort { array, len } => self.line(&format!(
+                "qsort({}, (size_t)({}), sizeof(int64_t), sparsec_compare_index);",
+                array_name(array),
+                expr(len)
+            )),
         }
     }
 }

@@ -41,6 +41,8 @@ fn array_tag(kind: ArrayKind) -> u8 {
         ArrayKind::Idx => 2,
         ArrayKind::Offset => 3,
         ArrayKind::Vals => 4,
+        // Kernel scratch arrays never belong to stored tensors.
+        ArrayKind::Local => 5,
     }
 }
 

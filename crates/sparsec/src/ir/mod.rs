@@ -37,6 +37,8 @@ pub enum ArrayKind {
     Offset,
     /// Component values, indexed by the last level's positions.
     Vals,
+    /// A kernel-local scratch array (a workspace); `tensor` holds its full name.
+    Local,
 }
 
 impl ArrayKind {
@@ -47,6 +49,7 @@ impl ArrayKind {
             ArrayKind::Idx => "idx",
             ArrayKind::Offset => "offset",
             ArrayKind::Vals => "vals",
+            ArrayKind::Local => "",
         }
     }
 }
@@ -192,8 +195,8 @@ pub enum Stmt {
     Emit { coords: Vec<Expr>, value: Expr },
     /// A nested scope.
     Block(Vec<Stmt>),
-    /// Raw backend code for runtime helpers that have no IR form (workspace sorting).
-    Comment(String),
+    /// Sort the first `len` entries of an index array in increasing order.
+    Sort { array: ArrayRef, len: Expr },
 }
 
 impl std::ops::Add for Expr {
@@ -214,5 +217,16 @@ impl std::ops::Mul for Expr {
     type Output = Expr;
     fn mul(self, other: Expr) -> Expr {
         Expr::bin(BinOp::Mul, self, other)
+    }
+}
+
+impl ArrayRef {
+    /// A kernel-local scratch array.
+    pub fn local(name: impl Into<String>) -> ArrayRef {
+        ArrayRef {
+            tensor: name.into(),
+            level: None,
+            kind: ArrayKind::Local,
+        }
     }
 }

@@ -102,6 +102,9 @@ fn simplify_stmt(stmt: Stmt) -> Option<Stmt> {
             value: simplify(&value),
         },
         Stmt::Block(b) => Stmt::Block(simplify_stmts(b)),
-        other => other,
+        Stmt::Sort { array, len } => Stmt::Sort {
+            array,
+            len: simplify(&len),
+        },
     })
 }

@@ -48,6 +48,16 @@ pub enum OutputMode {
     Emit,
 }
 
+/// A dense scratch row that gathers scattered contributions to the output's last
+/// variable before they are emitted in order (Gustavson's SpGEMM workspace). The backend
+/// allocates `<name>_vals` (zeroed values), `<name>_seen` (flags) and `<name>_list`
+/// (touched coordinates), each of `size` entries.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Workspace {
+    pub name: String,
+    pub size: Expr,
+}
+
 /// Result of lowering one statement.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Lowered {
@@ -64,6 +74,8 @@ pub struct Lowered {
     pub loop_order: Vec<VarId>,
     /// How the result is produced.
     pub output: OutputMode,
+    /// Scratch arrays the kernel allocates.
+    pub workspaces: Vec<Workspace>,
 }
 
 /// A statement that lowering cannot compile, with the reason.
@@ -99,6 +111,11 @@ impl Scope {
 
 enum Dest {
     Output,
+    /// Accumulate into workspace `name` at the coordinate of variable `var`.
+    Workspace {
+        name: String,
+        var: VarId,
+    },
     Temp {
         name: String,
         touched: Option<String>,
@@ -113,6 +130,7 @@ struct Lowerer<'a> {
     /// Extents of the variables added for structured levels (after the statement's).
     extra_sizes: Vec<Expr>,
     order: Vec<VarId>,
+    workspaces: Vec<Workspace>,
     temps: usize,
     dense_output: bool,
     store_accumulates: bool,
@@ -254,6 +272,7 @@ pub fn lower(stmt: &Statement) -> Result<Lowered, LowerError> {
         var_names,
         extra_sizes,
         order: loop_order.order.clone(),
+        workspaces: Vec::new(),
         temps: 0,
         dense_output,
         store_accumulates: stmt.accumulate || scatters,
@@ -273,6 +292,7 @@ pub fn lower(stmt: &Statement) -> Result<Lowered, LowerError> {
         } else {
             OutputMode::Emit
         },
+        workspaces: lowerer.workspaces,
         operands: lowerer.operands,
         statement_vars: stmt.vars.len(),
         var_names: lowerer.var_names,
@@ -475,6 +495,18 @@ impl Lowerer<'_> {
             }
             return Ok(stmts);
         }
+        let free_rest: Vec<VarId> = remaining
+            .iter()
+            .copied()
+            .filter(|&u| self.is_free(u))
+            .collect();
+        if matches!(dest, Dest::Output)
+            && !self.dense_output
+            && free_rest.len() == 1
+            && !self.is_free(v)
+        {
+            return self.through_workspace(free_rest[0], remaining, expr, scope);
+        }
         let indexes = |o: usize| {
             let occ = &self.occurrences[o];
             let k = scope.resolved(o);
@@ -494,6 +526,67 @@ impl Lowerer<'_> {
         }
     }
 
+    /// Reductions outside the output's last variable `w` scatter into it: gather them in a
+    /// dense workspace row, then emit the touched coordinates in increasing order so the
+    /// output needs no sort.
+    fn through_workspace(
+        &mut self,
+        w: VarId,
+        remaining: &[VarId],
+        expr: &LExpr,
+        scope: &Scope,
+    ) -> Result<Vec<Stmt>, LowerError> {
+        let name = format!("w{}", self.workspaces.len());
+        self.workspaces.push(Workspace {
+            name: name.clone(),
+            size: self.size(w),
+        });
+        let count = format!("{name}_count");
+        let list = ArrayRef::local(format!("{name}_list"));
+        let vals = ArrayRef::local(format!("{name}_vals"));
+        let seen = ArrayRef::local(format!("{name}_seen"));
+        let mut stmts = vec![Stmt::Decl(count.clone(), Type::Index, Expr::Int(0))];
+        let into = Dest::Workspace {
+            name: name.clone(),
+            var: w,
+        };
+        stmts.extend(self.lower(remaining, expr, &into, scope)?);
+        stmts.push(Stmt::Sort {
+            array: list.clone(),
+            len: Expr::var(count.clone()),
+        });
+        let p = format!("{name}_p");
+        stmts.push(Stmt::For {
+            var: p.clone(),
+            start: Expr::Int(0),
+            end: Expr::var(count),
+            body: vec![
+                Stmt::Decl(
+                    self.var_names[w].clone(),
+                    Type::Index,
+                    Expr::load(list, Expr::var(p)),
+                ),
+                Stmt::Emit {
+                    coords: self.stmt.lhs.iter().map(|&v| self.var(v)).collect(),
+                    value: Expr::load(vals.clone(), self.var(w)),
+                },
+                Stmt::Store {
+                    array: vals,
+                    index: self.var(w),
+                    value: Expr::Float(0.0),
+                    accumulate: false,
+                },
+                Stmt::Store {
+                    array: seen,
+                    index: self.var(w),
+                    value: Expr::Int(0),
+                    accumulate: false,
+                },
+            ],
+        });
+        Ok(stmts)
+    }
+
     /// The value of the expression at the current positions, stored to the destination.
     fn store(&self, expr: &LExpr, dest: &Dest, scope: &Scope) -> Vec<Stmt> {
         let value = self.value(expr, scope);
@@ -507,6 +600,38 @@ impl Lowerer<'_> {
                     s.push(Stmt::Assign(flag.clone(), Expr::Bool(true)));
                 }
                 s
+            }
+            Dest::Workspace { name, var } => {
+                let at = self.var(*var);
+                let count = format!("{name}_count");
+                let seen = ArrayRef::local(format!("{name}_seen"));
+                vec![
+                    Stmt::If(
+                        Expr::Not(Box::new(Expr::load(seen.clone(), at.clone()))),
+                        vec![
+                            Stmt::Store {
+                                array: seen,
+                                index: at.clone(),
+                                value: Expr::Int(1),
+                                accumulate: false,
+                            },
+                            Stmt::Store {
+                                array: ArrayRef::local(format!("{name}_list")),
+                                index: Expr::var(count.clone()),
+                                value: at.clone(),
+                                accumulate: false,
+                            },
+                            Stmt::Assign(count.clone(), Expr::var(count) + Expr::Int(1)),
+                        ],
+                        vec![],
+                    ),
+                    Stmt::Store {
+                        array: ArrayRef::local(format!("{name}_vals")),
+                        index: at,
+                        value,
+                        accumulate: true,
+                    },
+                ]
             }
             Dest::Output if self.dense_output => {
                 let out = &self.operands[0];
