@@ -1,1 +1,41 @@
-fn main() {}
+//! The `sparsec` command line: a thin dispatcher over one module per subcommand.
+
+mod convert;
+mod formats;
+mod info;
+
+use clap::{Parser, Subcommand};
+
+/// sparsec: a sparse tensor algebra compiler.
+#[derive(Parser)]
+#[command(
+    name = "sparsec",
+    version,
+    about = "sparsec: a sparse tensor algebra compiler",
+    long_about = "sparsec: a sparse tensor algebra compiler.\n\n\
+                  Reads MatrixMarket (.mtx), FROSTT (.tns) and sparsec binary (.spt) tensor \
+                  files, stores tensors in any per-level format, and compiles index-notation \
+                  kernels over them. Run `sparsec help SUBCOMMAND` for the options of each \
+                  subcommand.",
+    after_long_help = formats::FORMAT_HELP
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Print the shape and sparsity statistics of a tensor file.
+    Info(info::InfoArgs),
+    /// Convert a tensor file to another file type and/or storage format.
+    Convert(convert::ConvertArgs),
+}
+
+fn main() -> miette::Result<()> {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Info(args) => info::run(&args),
+        Command::Convert(args) => convert::run(&args),
+    }
+}

@@ -37,13 +37,12 @@ use crate::tensor::{Coo, Tensor, TensorError, ValueType};
 #[derive(Debug, thiserror::Error, miette::Diagnostic)]
 pub enum IoError {
     /// The operating system refused to read or write the file.
-    #[error("{}: {source}", path.display())]
+    #[error("{}: {error}", path.display())]
     Io {
         /// The file.
         path: PathBuf,
-        /// The underlying error.
-        #[source]
-        source: std::io::Error,
+        /// The underlying error (shown in the message, so not chained as a source).
+        error: std::io::Error,
     },
     /// The content of a text file is malformed at `line`.
     #[error("{}:{line}: {message}", path.display())]
@@ -84,10 +83,10 @@ impl IoError {
         }
     }
 
-    pub(crate) fn io(path: &Path, source: std::io::Error) -> IoError {
+    pub(crate) fn io(path: &Path, error: std::io::Error) -> IoError {
         IoError::Io {
             path: path.to_path_buf(),
-            source,
+            error,
         }
     }
 

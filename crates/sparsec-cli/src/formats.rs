@@ -1,0 +1,31 @@
+//! Help text shared by subcommands that take a storage format or a tensor file.
+
+/// What `--format` accepts, with examples.
+pub const FORMAT_HELP: &str = "\
+FILE TYPES (chosen by extension)
+  .mtx   MatrixMarket: coordinate or array; real, integer or pattern; general, symmetric,
+         skew-symmetric or hermitian (symmetric files are expanded on reading). Order <= 2.
+  .tns   FROSTT text: one `i1 ... iN value` line per entry, 1-based, any order; `#` comments.
+  .spt   sparsec binary: a tensor stored exactly in its format (checksummed).
+
+FORMAT STRINGS (--format)
+  Named formats:
+    dense          every level dense (row-major)
+    csr, csc       compressed sparse rows / columns (matrices)
+    dcsr, dcsc     doubly compressed rows / columns (matrices)
+    coo            coordinate list, any order; coo:1,0 sorts by column first
+    csf            compressed sparse fibers, any order; csf:2,0,1 stores mode 2 first
+    sv             sparse vector (order 1)
+    hash           every level hashed
+    ell            ELLPACK: slot, row, column (matrices)
+    dia            diagonals: diagonal, row range, column offset (matrices)
+    bcsr:RxC       blocked CSR with R x C dense blocks, e.g. bcsr:4x4
+  Level letters, one per mode, outermost first:
+    d dense   s compressed   u compressed, non-unique   q singleton
+    c singleton, non-unique   h hashed
+    `(!o)` / `(!u)` after a letter marks the level unordered / non-unique.
+    `:M,M,...` after the letters is the mode ordering (level k stores mode M_k).
+  Examples:
+    ds = csr    ds:1,0 = csc    ss = dcsr    uq = coo (matrix)    dh = hashed columns
+    sss:2,0,1   a CSF of an order-3 tensor storing mode 2, then 0, then 1
+    ucq         a COO of an order-3 tensor";

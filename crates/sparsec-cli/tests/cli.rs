@@ -1,0 +1,270 @@
+//! The built `sparsec` binary: info, convert, help texts and error reporting.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use sparsec::format::Format;
+use sparsec::io;
+use sparsec::tensor::{Coo, Tensor, ValueType};
+
+fn sparsec(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_sparsec"))
+        .args(args)
+        .output()
+        .expect("run sparsec")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// Run and require success; returns stdout.
+fn ok(args: &[&str]) -> String {
+    let out = sparsec(args);
+    assert!(
+        out.status.success(),
+        "sparsec {args:?} failed:\n{}{}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+    text(&out.stdout)
+}
+
+/// Run and require a clean failure (non-zero exit, no panic); returns stderr.
+fn fails(args: &[&str]) -> String {
+    let out = sparsec(args);
+    let stderr = text(&out.stderr);
+    assert!(!out.status.success(), "sparsec {args:?} should fail");
+    assert_ne!(
+        out.status.code(),
+        Some(101),
+        "sparsec {args:?} panicked: {stderr}"
+    );
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    stderr
+}
+
+fn write(dir: &Path, name: &str, content: &str) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, content).unwrap();
+    path
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+const SYMMETRIC: &str = "%%MatrixMarket matrix coordinate real symmetric\n\
+                         % a comment\n\
+                         4 4 4\n\
+                         1 1 2.5\n\
+                         3 1 -1\n\
+                         4 2 7\n\
+                         4 4 0\n";
+
+#[test]
+fn help_explains_subcommands_options_and_formats() {
+    let top = ok(&["--help"]);
+    for needle in ["info", "convert", "FORMAT STRINGS", "bcsr:RxC", ".spt"] {
+        assert!(top.contains(needle), "--help lacks {needle}:\n{top}");
+    }
+    let convert = ok(&["convert", "--help"]);
+    for needle in [
+        "--format",
+        "--value-type",
+        "--array",
+        "--dims",
+        "bcsr:4x4",
+        "sss:2,0,1",
+        "ds:1,0",
+        "EXAMPLES",
+    ] {
+        assert!(convert.contains(needle), "convert --help lacks {needle}");
+    }
+    let info = ok(&["info", "--help"]);
+    assert!(info.contains("bandwidth") && info.contains("EXAMPLES"));
+    assert!(info.contains("--repeat"), "long help documents --repeat");
+    let short = ok(&["info", "-h"]);
+    assert!(!short.contains("--repeat"), "short help hides --repeat");
+}
+
+#[test]
+fn info_reports_matrix_statistics() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(dir.path(), "sym.mtx", SYMMETRIC);
+    let out = ok(&["info", s(&path)]);
+    for needle in [
+        "shape:            4 x 4",
+        "symmetry:         symmetric",
+        "field:            real",
+        "stored entries:   4",
+        "entries:          6 (after symmetric expansion)",
+        "explicit zeros:   1",
+        "entries per row:  min 1, mean 1.50, max 2",
+        "empty rows:       0",
+        "bandwidth:        2",
+        "diagonals:        3",
+    ] {
+        assert!(out.contains(needle), "info lacks `{needle}`:\n{out}");
+    }
+}
+
+#[test]
+fn info_reports_per_mode_statistics_for_tensors() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(dir.path(), "t.tns", "1 1 1 1.0\n2 1 3 2.0\n2 2 3 0\n");
+    let out = ok(&["info", s(&path)]);
+    assert!(out.contains("shape:            2 x 2 x 3"), "{out}");
+    assert!(out.contains("per mode:"), "{out}");
+    // mode 2: size 3, index 2 unused, slices hold 1 and 2 entries.
+    let mode2 = out
+        .lines()
+        .find(|l| l.trim_start().starts_with("2 "))
+        .unwrap();
+    let fields: Vec<&str> = mode2.split_whitespace().collect();
+    assert_eq!(fields, ["2", "3", "1", "0", "1.00", "2"], "{out}");
+}
+
+#[test]
+fn info_repeat_reports_a_median_read_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(dir.path(), "sym.mtx", SYMMETRIC);
+    let out = ok(&["info", "--repeat", "3", s(&path)]);
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("read_median_seconds: "))
+        .unwrap();
+    let secs: f64 = line["read_median_seconds: ".len()..].parse().unwrap();
+    assert!(secs > 0.0 && secs < 1.0);
+}
+
+#[test]
+fn info_on_shared_data_when_present() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data");
+    if !dir.is_dir() {
+        eprintln!("SKIPPED: shared data directory {} is absent", dir.display());
+        return;
+    }
+    let out = ok(&["info", s(&dir.join("matrices/494_bus.mtx"))]);
+    assert!(out.contains("stored entries:   1080"), "{out}");
+    assert!(out.contains("entries:          1666"), "{out}");
+    let out = ok(&["info", s(&dir.join("tensors/kg_jf17k_4ary.tns"))]);
+    assert!(out.contains("order:            5"), "{out}");
+}
+
+#[test]
+fn convert_through_every_format_and_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = write(dir.path(), "sym.mtx", SYMMETRIC);
+    let expected = {
+        let mut c = io::read_matrix_market(&input).unwrap().coo;
+        c.sort_and_sum();
+        c
+    };
+    for format in [
+        "csr", "csc", "coo", "dcsr", "dcsc", "csf", "ell", "dia", "bcsr:4x4", "bcsr:2x3", "ds:1,0",
+        "dh", "dense", "uq",
+    ] {
+        let spt = dir.path().join("a.spt");
+        let out = ok(&["convert", s(&input), s(&spt), "--format", format]);
+        assert!(out.contains("wrote"), "{out}");
+        let t = io::read_spt(&spt).unwrap();
+        assert_eq!(
+            t.format(),
+            &Format::parse(format, 2).unwrap(),
+            "{format}: .spt keeps the format"
+        );
+        assert_eq!(t.to_coo().max_difference(&expected), 0.0, "{format}");
+        // Back to text without a format: the stored components.
+        for ext in ["mtx", "tns"] {
+            let back = dir.path().join(format!("back.{ext}"));
+            ok(&["convert", s(&spt), s(&back)]);
+            let coo = match io::read_any(&back).unwrap() {
+                io::TensorFile::MatrixMarket(m) => m.coo,
+                io::TensorFile::Frostt(c) => c,
+                other => panic!("{other:?}"),
+            };
+            let mut coo = coo;
+            coo.sort_and_sum();
+            assert_eq!(coo.max_difference(&expected), 0.0, "{format} -> .{ext}");
+        }
+        // .spt input without --format keeps its format.
+        let again = dir.path().join("again.spt");
+        ok(&["convert", s(&spt), s(&again)]);
+        assert!(io::read_spt(&again).unwrap() == t, "{format}");
+    }
+    // f32 values and the dense array layout.
+    let spt = dir.path().join("f32.spt");
+    ok(&["convert", s(&input), s(&spt), "--value-type", "f32"]);
+    assert_eq!(io::read_spt(&spt).unwrap().value_type(), ValueType::F32);
+    let dense = dir.path().join("dense.mtx");
+    ok(&["convert", s(&input), s(&dense), "--array"]);
+    let m = io::read_matrix_market(&dense).unwrap();
+    assert_eq!(m.coo.len(), 16);
+}
+
+#[test]
+fn convert_tensors_with_mode_orderings_and_dims() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = write(dir.path(), "t.tns", "1 2 3 1.5\n2 1 1 -2\n2 2 3 4\n");
+    for format in ["sss:2,0,1", "csf", "coo", "csf:1,0,2", "ucq", "sss"] {
+        let spt = dir.path().join("t.spt");
+        ok(&["convert", s(&input), s(&spt), "-f", format]);
+        let t = io::read_spt(&spt).unwrap();
+        let coo = io::read_tns(&input, None).unwrap();
+        let reference =
+            Tensor::from_coo(&coo, &Format::parse("csf", 3).unwrap(), ValueType::F64).unwrap();
+        assert!(t.approx_eq(&reference, 0.0), "{format}");
+    }
+    let out = dir.path().join("big.tns");
+    ok(&["convert", s(&input), s(&out), "--dims", "4,5,6"]);
+    let spt = dir.path().join("big.spt");
+    ok(&["convert", s(&out), s(&spt), "--dims", "4,5,6"]);
+    assert_eq!(io::read_spt(&spt).unwrap().dims(), [4, 5, 6]);
+    let coo = Coo::new(vec![2, 2, 3], vec![0, 1, 2], vec![1.0]).unwrap();
+    assert_eq!(coo.order(), 3);
+}
+
+#[test]
+fn bad_input_fails_with_a_readable_message() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = write(
+        dir.path(),
+        "bad.mtx",
+        "%%MatrixMarket matrix coordinate real general\n3 3 2\n1 1 1\n2 x 2\n",
+    );
+    for args in [
+        vec!["info", s(&bad)],
+        vec!["convert", s(&bad), "/tmp/never.spt"],
+    ] {
+        let err = fails(&args);
+        assert!(err.contains("bad.mtx:4:"), "{err}");
+        assert!(err.contains("column index `x`"), "{err}");
+    }
+    let good = write(dir.path(), "good.mtx", SYMMETRIC);
+    let err = fails(&["convert", s(&good), "/tmp/x.spt", "--format", "bcsr:0x4"]);
+    assert!(
+        err.contains("bcsr:0x4") && err.contains("block sizes"),
+        "{err}"
+    );
+    let err = fails(&["convert", s(&good), "/tmp/x.spt", "--format", "csf:0,0"]);
+    assert!(err.contains("permutation"), "{err}");
+    let err = fails(&["convert", s(&good), "/tmp/x.csv"]);
+    assert!(err.contains("x.csv") && err.contains(".csv"), "{err}");
+    let err = fails(&["info", "/nonexistent/missing.tns"]);
+    assert!(err.contains("missing.tns"), "{err}");
+    let tns = write(dir.path(), "t.tns", "1 1 1 1.0\n");
+    let err = fails(&["convert", s(&tns), s(&dir.path().join("t.mtx"))]);
+    assert!(err.contains("order 3"), "{err}");
+    let err = fails(&[
+        "convert",
+        s(&good),
+        s(&dir.path().join("x.spt")),
+        "--dims",
+        "4,4",
+    ]);
+    assert!(err.contains("--dims"), "{err}");
+    let spt = write(dir.path(), "junk.spt", "not a tensor");
+    let err = fails(&["info", s(&spt)]);
+    assert!(err.contains("junk.spt") && err.contains("magic"), "{err}");
+}
