@@ -319,3 +319,42 @@ fn structured_formats_outside_linear_position_are_refused() {
         "{err}"
     );
 }
+
+#[test]
+fn blocked_formats() {
+    let mut r = rng(7);
+    for f in ["bcsr:2x2", "bcsr:3x2", "bcsr:1x4", "bcsr:4x4"] {
+        for (m, n, d) in [
+            (30, 20, 0.1),
+            (1, 1, 1.0),
+            (7, 9, 0.3),
+            (5, 5, 0.0),
+            (9, 12, 0.2),
+        ] {
+            let a = random_coo(&mut r, &[m, n], d);
+            let x = random_coo(&mut r, &[n], 1.0);
+            check(
+                "y(i) = A(i,j) * x(j)",
+                &[("A", f)],
+                &[("A", a.clone()), ("x", x.clone())],
+            );
+            check(
+                "y(i) = A(i,j) * x(j)",
+                &[("A", f), ("y", "s")],
+                &[("A", a.clone()), ("x", x)],
+            );
+            let b = random_coo(&mut r, &[n, 3], 1.0);
+            check(
+                "C(i,k) = A(i,j) * B(j,k)",
+                &[("A", f)],
+                &[("A", a.clone()), ("B", b)],
+            );
+            let c = random_coo(&mut r, &[m, n], 1.0);
+            check(
+                "C(i,j) = A(i,j) * B(i,j)",
+                &[("A", f), ("C", "csr")],
+                &[("A", a), ("B", c)],
+            );
+        }
+    }
+}

@@ -129,6 +129,8 @@ struct Lowerer<'a> {
     var_names: Vec<String>,
     /// Extents of the variables added for structured levels (after the statement's).
     extra_sizes: Vec<Expr>,
+    /// For a blocked variable: its outer and inner variables and the block size.
+    derived: Vec<Option<(VarId, VarId, usize)>>,
     order: Vec<VarId>,
     workspaces: Vec<Workspace>,
     temps: usize,
@@ -149,6 +151,7 @@ pub fn lower(stmt: &Statement) -> Result<Lowered, LowerError> {
     // variable each, summed over: A(i,j) is the sum of A'(s,i,j) over the slots s.
     let mut var_names: Vec<String> = stmt.vars.iter().map(|v| c_name(&v.name)).collect();
     let mut extra_sizes = Vec::new();
+    let mut derived: Vec<Option<(VarId, VarId, usize)>> = vec![None; stmt.vars.len()];
     let mut level_vars: Vec<Vec<VarId>> = Vec::with_capacity(count);
     for (o, (t, indices)) in accesses.iter().enumerate() {
         let tensor = &stmt.tensors[*t];
@@ -170,19 +173,45 @@ pub fn lower(stmt: &Statement) -> Result<Lowered, LowerError> {
                     hoisted.push(var_names.len());
                     vars.push(var_names.len());
                     var_names.push(format!("{}_o{o}_slot", c_name(&tensor.name)));
+                    derived.push(None);
                     extra_sizes.push(Expr::Param(crate::ir::ParamRef {
                         tensor: c_name(&tensor.name),
                         level: k + 1,
                         kind: crate::ir::ParamKind::Size,
                     }));
                 }
-                LevelCoord::BlockOuter { .. } | LevelCoord::BlockInner { .. } => {
-                    return Err(LowerError(format!(
-                        "tensor `{}` is blocked (`{}`); kernels over blocked formats are not supported yet \
-                         (convert it to csr)",
-                        tensor.name,
-                        tensor.format.spelling()
-                    )))
+                LevelCoord::BlockOuter { mode, block } | LevelCoord::BlockInner { mode, block } => {
+                    // A blocked mode's variable is split into fresh outer and inner
+                    // variables; the original is derived from them (`i = io*b + ii`) and
+                    // every other operand reaches it by `locate`.
+                    let original = indices[mode];
+                    let inner = matches!(spec.coord, LevelCoord::BlockInner { .. });
+                    let (outer_var, inner_var) = match derived[original] {
+                        Some((o_var, i_var, b)) if b == block => (o_var, i_var),
+                        Some(_) => {
+                            return Err(LowerError(format!(
+                                "index variable `{}` is blocked with two different block sizes",
+                                stmt.vars[original].name
+                            )))
+                        }
+                        None => {
+                            let base = var_names.len();
+                            for suffix in ["blk", "in"] {
+                                var_names.push(format!(
+                                    "{}_{suffix}",
+                                    c_name(&stmt.vars[original].name)
+                                ));
+                            }
+                            extra_sizes
+                                .push(Expr::Int(stmt.vars[original].size.div_ceil(block) as i64));
+                            extra_sizes.push(Expr::Int(block as i64));
+                            derived.resize(var_names.len(), None);
+                            derived[original] = Some((base, base + 1, block));
+                            hoisted.extend([base, base + 1]);
+                            (base, base + 1)
+                        }
+                    };
+                    vars.push(if inner { inner_var } else { outer_var });
                 }
             }
         }
@@ -193,7 +222,12 @@ pub fn lower(stmt: &Statement) -> Result<Lowered, LowerError> {
         .map(|(t, _)| !stmt.tensors[*t].format.is_plain())
         .collect();
     let free: BTreeSet<VarId> = stmt.lhs.iter().copied().collect();
-    let sum_edges = reduction_edges(&rhs, &free, &hoisted);
+    let mut sum_edges = reduction_edges(&rhs, &free, &hoisted);
+    for (v, split) in derived.iter().enumerate() {
+        if let Some((outer, inner, _)) = split {
+            sum_edges.extend([(*outer, v), (*inner, v)]);
+        }
+    }
     let mut priority = var_priority(stmt, &accesses);
     priority.extend((0..extra_sizes.len()).map(|n| stmt.vars.len() + n));
     let loop_order = order::choose(var_names.len(), &level_vars, &fixed, &sum_edges, &priority);
@@ -271,6 +305,7 @@ pub fn lower(stmt: &Statement) -> Result<Lowered, LowerError> {
         occurrences,
         var_names,
         extra_sizes,
+        derived,
         order: loop_order.order.clone(),
         workspaces: Vec::new(),
         temps: 0,
@@ -512,6 +547,9 @@ impl Lowerer<'_> {
             let k = scope.resolved(o);
             k < occ.level_vars.len() && occ.level_vars[k] == v
         };
+        if let Some((outer, inner, block)) = self.derived[v] {
+            return self.derived_var(v, outer, inner, block, rest, expr, dest, scope);
+        }
         match lattice::build(expr, &indexes) {
             None => {
                 let body = self.lower(rest, expr, dest, scope)?;
@@ -524,6 +562,59 @@ impl Lowerer<'_> {
             }
             Some(points) => self.merge(v, rest, expr, dest, scope, &points),
         }
+    }
+
+    /// A blocked variable: compute it from its parts, skip the padding of partial blocks,
+    /// and locate every other operand that reads it.
+    #[allow(clippy::too_many_arguments)]
+    fn derived_var(
+        &mut self,
+        v: VarId,
+        outer: VarId,
+        inner: VarId,
+        block: usize,
+        rest: &[VarId],
+        expr: &LExpr,
+        dest: &Dest,
+        scope: &Scope,
+    ) -> Result<Vec<Stmt>, LowerError> {
+        let indexes = |o: usize| {
+            let occ = &self.occurrences[o];
+            let k = scope.resolved(o);
+            k < occ.level_vars.len() && occ.level_vars[k] == v
+        };
+        let value = self.var(outer) * Expr::Int(block as i64) + self.var(inner);
+        let mut body = Vec::new();
+        let mut inner_scope = scope.clone();
+        if let Some(points) = lattice::build(expr, &indexes) {
+            let located: Vec<usize> = points[0].iterators.iter().copied().collect();
+            let refused = points.len() > 1
+                || located
+                    .iter()
+                    .any(|&o| !self.level(o, scope).capabilities().locate);
+            if refused {
+                return Err(LowerError(format!(
+                    "index variable `{}` is blocked in one operand, so every other operand must \
+                     reach it by locate in a product (store them dense or hashed in that mode)",
+                    self.stmt.vars[v].name
+                )));
+            }
+            let (locates, flags, scope_after) = self.locate_all(&located, v, scope);
+            body.extend(locates);
+            inner_scope = scope_after;
+            let cond = conjunction(flags.into_iter().map(|f| f.1));
+            body.push(Stmt::If(
+                cond,
+                self.lower(rest, expr, dest, &inner_scope)?,
+                vec![],
+            ));
+        } else {
+            body.extend(self.lower(rest, expr, dest, &inner_scope)?);
+        }
+        Ok(vec![
+            Stmt::Decl(self.var_names[v].clone(), Type::Index, value),
+            Stmt::If(Expr::lt(self.var(v), self.size(v)), body, vec![]),
+        ])
     }
 
     /// Reductions outside the output's last variable `w` scatter into it: gather them in a
