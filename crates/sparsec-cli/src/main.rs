@@ -1,8 +1,11 @@
 //! The `sparsec` command line: a thin dispatcher over one module per subcommand.
 
 mod convert;
+mod emit;
 mod formats;
 mod info;
+mod run;
+mod spec;
 
 use clap::{Parser, Subcommand};
 
@@ -30,6 +33,10 @@ enum Command {
     Info(info::InfoArgs),
     /// Convert a tensor file to another file type and/or storage format.
     Convert(convert::ConvertArgs),
+    /// Compile and run a tensor index notation statement.
+    Run(run::RunArgs),
+    /// Print the C code generated for a tensor index notation statement.
+    Emit(emit::EmitArgs),
 }
 
 fn main() -> miette::Result<()> {
@@ -37,5 +44,7 @@ fn main() -> miette::Result<()> {
     match cli.command {
         Command::Info(args) => info::run(&args),
         Command::Convert(args) => convert::run(&args),
+        Command::Run(args) => run::run(&args),
+        Command::Emit(args) => emit::emit(&args),
     }
 }
