@@ -55,12 +55,12 @@ pub fn emit(args: &EmitArgs) -> Result<()> {
     let generated = c::emit(&lowered, &value_types);
     let (prelude, kernel) = generated.source.split_at(generated.body_offset);
     if args.compute {
-        print!("{kernel}");
+        crate::out!("{kernel}");
     } else if args.assembly {
         let out = &statement.tensors[0];
-        println!("/* Assembly of `{}` (format {}).", out.name, out.format);
-        println!(" *");
-        println!(" * Levels of the output, outermost first:");
+        crate::outln!("/* Assembly of `{}` (format {}).", out.name, out.format);
+        crate::outln!(" *");
+        crate::outln!(" * Levels of the output, outermost first:");
         for (k, level) in out.format.levels().iter().enumerate() {
             let what = match level.coord {
                 LevelCoord::Mode(m) => format!("mode {m}"),
@@ -69,18 +69,18 @@ pub fn emit(args: &EmitArgs) -> Result<()> {
                 LevelCoord::EllSlot => "ELL slot".to_string(),
                 LevelCoord::Diagonal => "diagonal".to_string(),
             };
-            println!(
+            crate::outln!(
                 " *   level {}: {} ({}) over {what}",
                 k + 1,
                 level.format.name(),
                 level.format.spelling()
             );
         }
-        println!(" *");
+        crate::outln!(" *");
         match lowered.output {
             OutputMode::Dense { accumulate } => {
-                println!(" * The output is dense: the kernel stores each value in place");
-                println!(
+                crate::outln!(" * The output is dense: the kernel stores each value in place");
+                crate::outln!(
                     " * ({}), so there is no separate assembly phase.",
                     if accumulate {
                         "accumulating with +="
@@ -90,27 +90,31 @@ pub fn emit(args: &EmitArgs) -> Result<()> {
                 );
             }
             OutputMode::Emit => {
-                println!(" * The output is sparse. Kernels compute and assemble in one function:");
-                println!(
+                crate::outln!(
+                    " * The output is sparse. Kernels compute and assemble in one function:"
+                );
+                crate::outln!(
                     " * `{}` appends every result entry (its coordinates and value)",
                     c::ENTRY
                 );
-                println!(" * to a growable buffer (the struct in the prelude below, released by");
-                println!(
+                crate::outln!(
+                    " * to a growable buffer (the struct in the prelude below, released by"
+                );
+                crate::outln!(
                     " * `{}`). The runtime then sorts the entries, sums duplicates",
                     c::FREE_BUFFER
                 );
-                println!(
+                crate::outln!(
                     " * and packs them into the levels above (sparsec::tensor::Tensor::from_coo);"
                 );
-                println!(" * `sparsec run --time` reports that step as `assembly`.");
+                crate::outln!(" * `sparsec run --time` reports that step as `assembly`.");
             }
         }
-        println!(" */");
-        println!();
-        print!("{prelude}");
+        crate::outln!(" */");
+        crate::outln!();
+        crate::out!("{prelude}");
     } else {
-        print!("{}", generated.source);
+        crate::out!("{}", generated.source);
     }
     Ok(())
 }

@@ -144,7 +144,7 @@ pub fn run(args: &RunArgs) -> Result<()> {
         inputs.push(load(k)?.expect("checked above"));
     }
     for (decl, t) in statement.tensors[1..].iter().zip(&inputs) {
-        println!(
+        crate::outln!(
             "{}: {} {}, {} stored",
             decl.name,
             dims_text(&decl.dims),
@@ -158,7 +158,7 @@ pub fn run(args: &RunArgs) -> Result<()> {
         .map_err(Report::new)
         .wrap_err("cannot compile the statement")?;
     let compile_time = started.elapsed();
-    println!(
+    crate::outln!(
         "kernel: {} in {} (loop order {})",
         if kernel.was_compiled() {
             "compiled"
@@ -183,11 +183,11 @@ pub fn run(args: &RunArgs) -> Result<()> {
             timings.push(run_once()?.1);
         }
         let runs = if n == 1 { "run" } else { "runs" };
-        println!("timing: {n} {runs} after 1 warm-up");
+        crate::outln!("timing: {n} {runs} after 1 warm-up");
         report_phase("prepare", timings.iter().map(|t| t.prepare).collect());
         report_phase("compute", timings.iter().map(|t| t.compute).collect());
         report_phase("assembly", timings.iter().map(|t| t.assemble).collect());
-        println!("  compile   {}", spec::ms(compile_time));
+        crate::outln!("  compile   {}", spec::ms(compile_time));
     }
 
     if args.check {
@@ -200,13 +200,13 @@ pub fn run(args: &RunArgs) -> Result<()> {
                 "check FAILED: max difference from the reference is {diff:.3e} (tolerance {TOLERANCE:e})"
             ));
         }
-        println!("check: ok, max difference from the reference {diff:.3e}");
+        crate::outln!("check: ok, max difference from the reference {diff:.3e}");
     }
 
     match output_file {
         Some(file) => {
             write_output(Path::new(&file), &result)?;
-            println!(
+            crate::outln!(
                 "{out_name}: {} {}, {} stored, written to {file}",
                 dims_text(result.dims()),
                 result.format(),
@@ -269,7 +269,7 @@ fn report_phase(name: &str, mut times: Vec<Duration>) {
     } else {
         (times[n / 2 - 1] + times[n / 2]) / 2
     };
-    println!(
+    crate::outln!(
         "  {name:<9} median {}, min {}, max {}",
         spec::ms(median),
         spec::ms(times[0]),
@@ -292,7 +292,7 @@ fn dims_text(dims: &[usize]) -> String {
 fn print_summary(name: &str, result: &Tensor) {
     const SHOWN: usize = 8;
     let coo = result.to_coo();
-    println!(
+    crate::outln!(
         "{name}: {} {}, {} stored",
         dims_text(result.dims()),
         result.format(),
@@ -300,13 +300,13 @@ fn print_summary(name: &str, result: &Tensor) {
     );
     let nonzero: Vec<usize> = (0..coo.len()).filter(|&e| coo.values[e] != 0.0).collect();
     if nonzero.len() != coo.len() {
-        println!("  {} nonzero", nonzero.len());
+        crate::outln!("  {} nonzero", nonzero.len());
     }
     for &e in nonzero.iter().take(SHOWN) {
         let c: Vec<String> = coo.coord(e).iter().map(|x| x.to_string()).collect();
-        println!("  {name}({}) = {}", c.join(","), coo.values[e]);
+        crate::outln!("  {name}({}) = {}", c.join(","), coo.values[e]);
     }
     if nonzero.len() > SHOWN {
-        println!("  ... {} more", nonzero.len() - SHOWN);
+        crate::outln!("  ... {} more", nonzero.len() - SHOWN);
     }
 }

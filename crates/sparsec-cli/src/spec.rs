@@ -370,3 +370,41 @@ pub fn positive(text: &str) -> std::result::Result<usize, String> {
 pub fn ms(d: std::time::Duration) -> String {
     format!("{:.3} ms", d.as_secs_f64() * 1e3)
 }
+
+/// Write to standard output; a closed pipe (`sparsec emit ... | head`) ends the process
+/// quietly instead of panicking like `println!`.
+pub fn write_out(text: std::fmt::Arguments<'_>, newline: bool) {
+    use std::io::Write;
+    let mut stdout = std::io::stdout().lock();
+    let written = stdout.write_fmt(text).and_then(|()| {
+        if newline {
+            stdout.write_all(b"\n")
+        } else {
+            Ok(())
+        }
+    });
+    if let Err(e) = written {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            std::process::exit(0);
+        }
+    }
+}
+
+/// `println!` that tolerates a closed pipe.
+#[macro_export]
+macro_rules! outln {
+    () => {
+        $crate::spec::write_out(format_args!(""), true)
+    };
+    ($($arg:tt)*) => {
+        $crate::spec::write_out(format_args!($($arg)*), true)
+    };
+}
+
+/// `print!` that tolerates a closed pipe.
+#[macro_export]
+macro_rules! out {
+    ($($arg:tt)*) => {
+        $crate::spec::write_out(format_args!($($arg)*), false)
+    };
+}
