@@ -60,23 +60,22 @@ fn add_every_pair_of_formats() {
         for g in fmt_cases() {
             let b = random_coo(&mut r, &[12, 9], 0.2);
             let c = random_coo(&mut r, &[12, 9], 0.2);
-            for out in [["dd", "csr", "dcsr"][(b.len() + c.len()) % 3]] {
-                check(
-                    "A(i,j) = B(i,j) + C(i,j)",
-                    &[("B", f), ("C", g), ("A", out)],
-                    &[("B", b.clone()), ("C", c.clone())],
-                );
-                check(
-                    "A(i,j) = B(i,j) - C(i,j)",
-                    &[("B", f), ("C", g), ("A", out)],
-                    &[("B", b.clone()), ("C", c.clone())],
-                );
-                check(
-                    "A(i,j) = B(i,j) * C(i,j)",
-                    &[("B", f), ("C", g), ("A", out)],
-                    &[("B", b.clone()), ("C", c.clone())],
-                );
-            }
+            let out = ["dd", "csr", "dcsr"][(b.len() + c.len()) % 3];
+            check(
+                "A(i,j) = B(i,j) + C(i,j)",
+                &[("B", f), ("C", g), ("A", out)],
+                &[("B", b.clone()), ("C", c.clone())],
+            );
+            check(
+                "A(i,j) = B(i,j) - C(i,j)",
+                &[("B", f), ("C", g), ("A", out)],
+                &[("B", b.clone()), ("C", c.clone())],
+            );
+            check(
+                "A(i,j) = B(i,j) * C(i,j)",
+                &[("B", f), ("C", g), ("A", out)],
+                &[("B", b.clone()), ("C", c.clone())],
+            );
         }
     }
 }
