@@ -437,6 +437,45 @@ impl Body<'_> {
         Ok((v - 1, j))
     }
 
+    /// The entry on a line that starts (after blanks) at `i`, or `None` when anything is
+    /// wrong with it (then [`Body::entry_error`] says what).
+    #[inline(always)]
+    fn entry(&self, line: &[u8], i: usize) -> Option<(u64, u64, f64)> {
+        let (r, i) = parse_u64(line, i)?;
+        let (c, i) = parse_u64(line, skip_blanks(line, i))?;
+        let (v, i) = match self.field {
+            MtxField::Pattern => (1.0, i),
+            MtxField::Real => parse_f64(line, skip_blanks(line, i))?,
+            MtxField::Integer => parse_int_value(line, skip_blanks(line, i))?,
+        };
+        let ok = skip_blanks(line, i) == line.len()
+            && r.wrapping_sub(1) < self.rows
+            && c.wrapping_sub(1) < self.cols;
+        if ok {
+            Some((r - 1, c - 1, v))
+        } else {
+            None
+        }
+    }
+
+    /// What is wrong with an entry line that [`Body::entry`] rejected.
+    #[cold]
+    #[inline(never)]
+    fn entry_error(&self, line: &[u8], i: usize) -> String {
+        let check = || -> Result<(), String> {
+            let (_, i) = self.index(line, i, "row", self.rows)?;
+            let (_, i) = self.index(line, i, "column", self.cols)?;
+            let (_, i) = self.value(line, i)?;
+            if skip_blanks(line, i) != line.len() {
+                return Err(self.columns_message(line));
+            }
+            Ok(())
+        };
+        check()
+            .err()
+            .unwrap_or_else(|| format!("malformed entry `{}`", String::from_utf8_lossy(line)))
+    }
+
     /// Parse one piece of a coordinate body.
     fn coordinate_piece(&self, piece: &[u8], expected: usize) -> Result<Piece, (usize, String)> {
         let mirrored = self.symmetry != MtxSymmetry::General;
@@ -450,12 +489,9 @@ impl Body<'_> {
             if i == line.len() || line[i] == b'%' {
                 return Ok(());
             }
-            let (r, i) = self.index(line, i, "row", self.rows)?;
-            let (c, i) = self.index(line, i, "column", self.cols)?;
-            let (v, i) = self.value(line, i)?;
-            if skip_blanks(line, i) != line.len() {
-                return Err(self.columns_message(line));
-            }
+            let Some((r, c, v)) = self.entry(line, i) else {
+                return Err(self.entry_error(line, i));
+            };
             let (r, c) = (r as i64, c as i64);
             coords.extend_from_slice(&[r, c]);
             values.push(v);

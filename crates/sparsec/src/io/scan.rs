@@ -71,13 +71,24 @@ pub(crate) fn parse_u64(line: &[u8], i: usize) -> Option<(u64, usize)> {
         if d > 9 {
             break;
         }
-        v = v.checked_mul(10)?.checked_add(d as u64)?;
+        v = v.wrapping_mul(10).wrapping_add(d as u64);
         j += 1;
     }
     if j == i || (j < line.len() && !is_blank(line[j])) {
         return None;
     }
+    if j - i > 19 {
+        // Up to 19 digits cannot overflow; longer numbers are checked the slow way.
+        return parse_u64_checked(&line[i..j]).map(|v| (v, j));
+    }
     Some((v, j))
+}
+
+#[cold]
+fn parse_u64_checked(digits: &[u8]) -> Option<u64> {
+    digits.iter().try_fold(0u64, |v, &d| {
+        v.checked_mul(10)?.checked_add((d - b'0') as u64)
+    })
 }
 
 /// A signed decimal integer (as `f64`) starting at `i`.
