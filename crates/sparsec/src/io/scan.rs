@@ -198,15 +198,13 @@ pub(crate) fn run_pieces<T: Send>(pieces: &[&[u8]], f: impl Fn(&[u8]) -> T + Syn
     })
 }
 
-/// Concatenate per-piece vectors, moving the first instead of copying when alone.
-pub(crate) fn concat<T: Copy>(mut parts: Vec<Vec<T>>) -> Vec<T> {
-    if parts.len() == 1 {
-        return parts.pop().unwrap_or_default();
-    }
-    let total = parts.iter().map(Vec::len).sum();
-    let mut out = Vec::with_capacity(total);
-    for p in &parts {
-        out.extend_from_slice(p);
+/// Concatenate per-piece vectors, growing the first one (a large reallocation remaps
+/// pages instead of copying them).
+pub(crate) fn concat<T: Copy>(parts: Vec<Vec<T>>) -> Vec<T> {
+    let mut parts = parts.into_iter();
+    let mut out = parts.next().unwrap_or_default();
+    for p in parts {
+        out.extend_from_slice(&p);
     }
     out
 }
