@@ -141,12 +141,12 @@ fn compare(what: &str, got: &Tensor, expected: &Expected) {
     for (k, &(e, scale)) in expected {
         let g = seen.get(k).copied().unwrap_or(0.0);
         let err = (g - e).abs() / (1.0 + scale);
-        if !(err <= worst.0) {
+        if err > worst.0 || err.is_nan() {
             worst = (err, k.clone());
         }
     }
     for (k, &g) in &seen {
-        if !expected.contains_key(k) && !(g.abs() <= worst.0) {
+        if !expected.contains_key(k) && (g.abs() > worst.0 || g.is_nan()) {
             worst = (g.abs(), k.clone());
         }
     }

@@ -45,7 +45,9 @@ pub fn build(expr: &LExpr, indexes: &dyn Fn(usize) -> bool) -> Option<Vec<Point>
         LExpr::Binary(Op::Div, a, b) => match (build(a, indexes), build(b, indexes)) {
             // The denominator is needed wherever the numerator has entries, present or not.
             (Some(x), Some(y)) => Some(conjunction(&x, &disjunction(&y, &[universe()]))),
-            (x, _) => x,
+            // An invariant numerator still needs the denominator at every coordinate.
+            (None, Some(y)) => Some(disjunction(&y, &[universe()])),
+            (x, None) => x,
         },
         LExpr::Binary(Op::Add | Op::Sub, a, b) => match (build(a, indexes), build(b, indexes)) {
             (None, None) => None,

@@ -114,11 +114,14 @@ impl Coo {
         let (mut a, mut b) = (0, 0);
         let mut worst = 0.0f64;
         let scaled = |x: f64, y: f64| {
-            let d = (x - y).abs();
-            if d.is_nan() {
-                f64::INFINITY
+            if x == y {
+                return 0.0; // also equal infinities
+            }
+            let r = (x - y).abs() / x.abs().max(y.abs()).max(1.0);
+            if r.is_nan() {
+                f64::INFINITY // a NaN or an infinity on one side only
             } else {
-                d / x.abs().max(y.abs()).max(1.0)
+                r
             }
         };
         while a < self.len() || b < other.len() {
