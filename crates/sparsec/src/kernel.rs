@@ -27,8 +27,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::codegen::c::{self, Binding, CKernel};
-use crate::format::LevelStorage;
-use crate::ir::{ArrayKind, ParamKind};
+use crate::ir::ArrayKind;
 use crate::jit::{self, Library, Toolchain};
 use crate::lower::{self, Lowered, OutputMode};
 use crate::notation::cin::Statement;
@@ -178,41 +177,17 @@ impl Kernel {
         // Inputs in the layout and value type the kernel reads.
         let mut operands: Vec<Cow<'_, Tensor>> = Vec::with_capacity(self.lowered.operands.len());
         let dense_output = matches!(self.lowered.output, OutputMode::Dense { .. });
-        let output = if dense_output {
-            let mut out = Tensor::zeros(&out_decl.dims, self.value_type);
-            let out = if out_decl.format == out.format().clone() {
-                out
-            } else {
-                let levels = out_decl
-                    .format
-                    .levels()
-                    .iter()
-                    .map(|l| match l.coord {
-                        crate::format::LevelCoord::Mode(m) => LevelStorage {
-                            arrays: vec![],
-                            params: vec![(ParamKind::Size, out_decl.dims[m] as i64)],
-                        },
-                        _ => unreachable!("dense outputs are plain"),
-                    })
-                    .collect();
-                out = Tensor::from_parts(
-                    out_decl.dims.clone(),
-                    out_decl.format.clone(),
-                    levels,
-                    out.values().clone(),
-                );
-                out
-            };
-            match (stmt.accumulate, initial) {
-                (true, Some(init)) => init.convert(&out_decl.format).map(|mut t| {
-                    cast_values(&mut t, self.value_type);
-                    t
-                })?,
-                _ => out,
-            }
-        } else {
-            Tensor::zeros(&[], self.value_type)
+        let mut output = match (dense_output, stmt.accumulate, initial) {
+            (true, true, Some(init)) => init.convert(&out_decl.format)?,
+            (true, _, _) => Tensor::from_coo(
+                &Coo::empty(out_decl.dims.clone()),
+                &out_decl.format,
+                self.value_type,
+            )?,
+            // Sparse results are assembled from the emitted entries after the call.
+            (false, _, _) => Tensor::zeros(&[], self.value_type),
         };
+        cast_values(&mut output, self.value_type);
         operands.push(Cow::Owned(output));
         for op in &self.lowered.operands[1..] {
             let source = inputs[op.tensor - 1];
@@ -277,12 +252,7 @@ impl Kernel {
             ));
         }
         let result = if dense_output {
-            let out = operands.swap_remove(0).into_owned();
-            if out_decl.format.is_all_dense() && out.format() == &out_decl.format {
-                out
-            } else {
-                out.convert(&out_decl.format)?
-            }
+            operands.swap_remove(0).into_owned()
         } else {
             let order = out_decl.dims.len();
             let len = buffer.len as usize;

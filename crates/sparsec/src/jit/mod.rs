@@ -12,7 +12,6 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::{Arc, Mutex, OnceLock};
-use std::time::Instant;
 
 /// Why a kernel could not be compiled or loaded.
 #[derive(Debug, thiserror::Error)]
@@ -221,7 +220,6 @@ fn compile(
     let c_path = dir.join(format!("{key}.{suffix}.c"));
     let tmp_so = dir.join(format!("{key}.{suffix}.so.tmp"));
     std::fs::write(&c_path, source).map_err(|e| cache_err(&c_path, e))?;
-    let started = Instant::now();
     let output = Command::new(&toolchain.compiler)
         .args(&toolchain.flags)
         .arg("-o")
@@ -232,7 +230,6 @@ fn compile(
             compiler: toolchain.compiler.clone(),
             reason: e.to_string(),
         })?;
-    let _ = started;
     if !output.status.success() {
         let _ = std::fs::remove_file(&tmp_so);
         return Err(JitError::CompileFailed {

@@ -242,24 +242,17 @@ pub fn lower(stmt: &Statement) -> Result<Lowered, LowerError> {
     for (o, (t, _)) in accesses.iter().enumerate() {
         let tensor = &stmt.tensors[*t];
         let format = if loop_order.reordered.contains(&o) {
-            reordered_format(
-                &tensor.format,
-                &level_vars[o],
-                &loop_order.order,
-                &accesses[o].1,
-            )?
+            reordered_format(&tensor.format, &loop_order.order, &accesses[o].1)?
         } else {
             tensor.format.clone()
         };
         let operand = match operands
             .iter()
-            .position(|op| op.tensor == *t && op.format == format && *t != 0)
+            .position(|op| op.tensor == *t && op.format == format)
         {
             Some(i) => i,
             None => {
-                let name = if operands.iter().any(|op| op.tensor == *t)
-                    || (*t != 0 && format != tensor.format)
-                {
+                let name = if operands.iter().any(|op| op.tensor == *t) || format != tensor.format {
                     format!("{}_{}", c_name(&tensor.name), o)
                 } else {
                     c_name(&tensor.name)
@@ -403,7 +396,6 @@ fn var_priority(stmt: &Statement, accesses: &[(TensorId, Vec<VarId>)]) -> Vec<us
 
 fn reordered_format(
     format: &Format,
-    _level_vars: &[VarId],
     order: &[VarId],
     indices: &[VarId],
 ) -> Result<Format, LowerError> {
@@ -465,6 +457,12 @@ impl Lowerer<'_> {
 
     fn is_free(&self, v: VarId) -> bool {
         self.stmt.lhs.contains(&v)
+    }
+
+    /// True when the next unresolved level of occurrence `o` stores variable `v`.
+    fn indexes(&self, o: usize, v: VarId, scope: &Scope) -> bool {
+        let occ = &self.occurrences[o];
+        occ.level_vars.get(scope.resolved(o)) == Some(&v)
     }
 
     fn lower(
@@ -542,11 +540,7 @@ impl Lowerer<'_> {
         {
             return self.through_workspace(free_rest[0], remaining, expr, scope);
         }
-        let indexes = |o: usize| {
-            let occ = &self.occurrences[o];
-            let k = scope.resolved(o);
-            k < occ.level_vars.len() && occ.level_vars[k] == v
-        };
+        let indexes = |o: usize| self.indexes(o, v, scope);
         if let Some((outer, inner, block)) = self.derived[v] {
             return self.derived_var(v, outer, inner, block, rest, expr, dest, scope);
         }
@@ -578,11 +572,7 @@ impl Lowerer<'_> {
         dest: &Dest,
         scope: &Scope,
     ) -> Result<Vec<Stmt>, LowerError> {
-        let indexes = |o: usize| {
-            let occ = &self.occurrences[o];
-            let k = scope.resolved(o);
-            k < occ.level_vars.len() && occ.level_vars[k] == v
-        };
+        let indexes = |o: usize| self.indexes(o, v, scope);
         let value = self.var(outer) * Expr::Int(block as i64) + self.var(inner);
         let mut body = Vec::new();
         let mut inner_scope = scope.clone();
@@ -846,7 +836,7 @@ impl Lowerer<'_> {
     }
 
     /// `(begin, end)` of a position iterator, chaining through a non-unique parent.
-    fn pos_range(&self, o: usize, scope: &Scope) -> Result<(Expr, Expr), LowerError> {
+    fn pos_range(&self, o: usize, scope: &Scope) -> (Expr, Expr) {
         let site = self.occ_site(o, scope);
         let level = self.level(o, scope);
         let parent = self.parent_pos(o, scope);
@@ -854,12 +844,12 @@ impl Lowerer<'_> {
         match scope.segment_ends[o].last().cloned().flatten() {
             Some(seg_end) => {
                 let last = Expr::sub(seg_end, Expr::Int(1));
-                Ok((
+                (
                     begin,
                     level.pos_iter(&site, &last).expect("position iteration").1,
-                ))
+                )
             }
-            None => Ok((begin, end)),
+            None => (begin, end),
         }
     }
 
@@ -1031,7 +1021,7 @@ impl Lowerer<'_> {
                 body,
             }]);
         }
-        let (begin, end) = self.pos_range(o, scope)?;
+        let (begin, end) = self.pos_range(o, scope);
         let (coord, found) = level
             .pos_access(&site, &Expr::var(pname.clone()))
             .expect("position access");
@@ -1086,7 +1076,7 @@ impl Lowerer<'_> {
         let site = self.occ_site(o, scope);
         let (begin, end) = match level.coord_iter(&site) {
             Some(range) => range,
-            None => self.pos_range(o, scope)?,
+            None => self.pos_range(o, scope),
         };
         Ok(vec![
             Stmt::Decl(format!("q{stem}"), Type::Index, begin),
@@ -1109,6 +1099,45 @@ impl Lowerer<'_> {
         } else {
             (level.pos_access(&site, &q).expect("position access").0, q)
         }
+    }
+
+    /// Declare the position under cursor `o`, and for a non-unique level the end of the
+    /// run of duplicates of `coord` after it; extend `inner` with them and return the
+    /// statement that advances the cursor past the run when `matched`.
+    #[allow(clippy::too_many_arguments)]
+    fn cursor_position(
+        &self,
+        o: usize,
+        scope: &Scope,
+        pos: Expr,
+        coord: &Expr,
+        matched: Expr,
+        body: &mut Vec<Stmt>,
+        inner: &mut Scope,
+    ) -> Stmt {
+        let stem = self.stem(o, scope);
+        let level = self.level(o, scope);
+        let site = self.occ_site(o, scope);
+        let pname = format!("p{stem}");
+        let q = format!("q{stem}");
+        body.push(Stmt::Decl(pname.clone(), Type::Index, pos));
+        let next = if !level.properties().unique && level.coord_iter(&site).is_none() {
+            let seg = format!("{stem}_segend");
+            body.extend(segment_scan(
+                &seg,
+                &q,
+                &format!("{stem}_end"),
+                level,
+                &site,
+                coord,
+            ));
+            *inner = inner.with(o, Expr::var(pname), Some(Expr::var(seg.clone())));
+            Expr::var(seg)
+        } else {
+            *inner = inner.with(o, Expr::var(pname), None);
+            Expr::var(q.clone()) + Expr::Int(1)
+        };
+        Stmt::If(matched, vec![Stmt::Assign(q, next)], vec![])
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -1150,34 +1179,18 @@ impl Lowerer<'_> {
             let mut advance = Vec::new();
             for &o in &merged {
                 let stem = self.stem(o, scope);
-                let level = self.level(o, scope).clone();
-                let site = self.occ_site(o, scope);
                 let (coord, pos) = self.cursor_coord(o, scope);
                 let cname = format!("i{stem}");
                 body.push(Stmt::Decl(cname.clone(), Type::Index, coord));
-                let pname = format!("p{stem}");
-                body.push(Stmt::Decl(pname.clone(), Type::Index, pos));
-                let q = format!("q{stem}");
-                let next = if !level.properties().unique && level.coord_iter(&site).is_none() {
-                    let seg = format!("{stem}_segend");
-                    body.extend(segment_scan(
-                        &seg,
-                        &q,
-                        &format!("{stem}_end"),
-                        &level,
-                        &site,
-                        &Expr::var(cname.clone()),
-                    ));
-                    inner = inner.with(o, Expr::var(pname), Some(Expr::var(seg.clone())));
-                    Expr::var(seg)
-                } else {
-                    inner = inner.with(o, Expr::var(pname), None);
-                    Expr::add(Expr::var(q.clone()), Expr::Int(1))
-                };
-                advance.push(Stmt::If(
-                    Expr::eq(Expr::var(cname.clone()), Expr::var(vname.clone())),
-                    vec![Stmt::Assign(q, next)],
-                    vec![],
+                let matched = Expr::eq(Expr::var(cname.clone()), Expr::var(vname.clone()));
+                advance.push(self.cursor_position(
+                    o,
+                    scope,
+                    pos,
+                    &Expr::var(cname.clone()),
+                    matched,
+                    &mut body,
+                    &mut inner,
                 ));
                 coords.push((o, Expr::var(cname)));
             }
@@ -1246,30 +1259,14 @@ impl Lowerer<'_> {
                     Expr::eq(coord, self.var(v)),
                 ),
             ));
-            let pname = format!("p{stem}");
-            body.push(Stmt::Decl(pname.clone(), Type::Index, pos));
-            let level = self.level(o, scope).clone();
-            let site = self.occ_site(o, scope);
-            let next = if !level.properties().unique && level.coord_iter(&site).is_none() {
-                let seg = format!("{stem}_segend");
-                body.extend(segment_scan(
-                    &seg,
-                    &q,
-                    &format!("{stem}_end"),
-                    &level,
-                    &site,
-                    &self.var(v),
-                ));
-                inner = inner.with(o, Expr::var(pname), Some(Expr::var(seg.clone())));
-                Expr::var(seg)
-            } else {
-                inner = inner.with(o, Expr::var(pname), None);
-                Expr::add(Expr::var(q.clone()), Expr::Int(1))
-            };
-            advance.push(Stmt::If(
+            advance.push(self.cursor_position(
+                o,
+                scope,
+                pos,
+                &self.var(v),
                 Expr::var(flag.clone()),
-                vec![Stmt::Assign(q, next)],
-                vec![],
+                &mut body,
+                &mut inner,
             ));
             matched.push((o, Expr::var(flag)));
         }
@@ -1314,12 +1311,8 @@ impl Lowerer<'_> {
     ) -> Result<Stmt, LowerError> {
         let mut chain: Vec<Stmt> = Vec::new();
         for (cond, case) in cases.iter().rev() {
-            let indexes_v = |o: usize| {
-                let occ = &self.occurrences[o];
-                let k = outer.resolved(o);
-                k < occ.level_vars.len() && occ.level_vars[k] == v
-            };
-            let case_expr = expr.without(&|o| indexes_v(o) && !case.iterators.contains(&o));
+            let case_expr =
+                expr.without(&|o| self.indexes(o, v, outer) && !case.iterators.contains(&o));
             let body = if case_expr == LExpr::Zero {
                 vec![]
             } else {

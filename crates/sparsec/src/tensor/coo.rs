@@ -25,6 +25,15 @@ impl Coo {
         Ok(coo)
     }
 
+    /// A coordinate list with no entries.
+    pub fn empty(dims: Vec<usize>) -> Coo {
+        Coo {
+            dims,
+            coords: Vec::new(),
+            values: Vec::new(),
+        }
+    }
+
     /// Number of modes.
     pub fn order(&self) -> usize {
         self.dims.len()

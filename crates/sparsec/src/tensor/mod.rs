@@ -262,12 +262,16 @@ impl Tensor {
                            this: &Tensor,
                            storage_coords: &mut Vec<i64>,
                            logical: &mut Vec<i64>| {
-            let saved = logical.clone();
+            // Each level changes at most one logical coordinate: save and restore just it.
+            let touched = mode_of(spec.coord);
+            let saved = touched.map(|m| logical[m]);
             apply_coord(spec.coord, coord, logical);
             storage_coords.push(coord);
             this.walk(k + 1, pos, storage_coords, logical, visit);
             storage_coords.pop();
-            *logical = saved;
+            if let (Some(m), Some(old)) = (touched, saved) {
+                logical[m] = old;
+            }
         };
         let no_vars: [(&str, i64); 0] = [];
         let env = Env {
@@ -340,6 +344,15 @@ impl Tensor {
             return None;
         }
         Some(self.to_coo().max_difference(&other.to_coo()))
+    }
+}
+
+fn mode_of(coord: LevelCoord) -> Option<usize> {
+    match coord {
+        LevelCoord::Mode(m)
+        | LevelCoord::BlockOuter { mode: m, .. }
+        | LevelCoord::BlockInner { mode: m, .. } => Some(m),
+        LevelCoord::EllSlot | LevelCoord::Diagonal => None,
     }
 }
 
