@@ -357,3 +357,41 @@ fn blocked_formats() {
         }
     }
 }
+
+#[test]
+fn reductions_under_additions() {
+    let mut r = rng(8);
+    // A row of `A` with no entries: the sum over `j` vanishes and `b(i)` is added once.
+    let a = random_coo(&mut r, &[12, 9], 0.1);
+    let b = random_coo(&mut r, &[12], 1.0);
+    check(
+        "y(i) = A(i,j) + b(i)",
+        &[("A", "dcsr")],
+        &[("A", a.clone()), ("b", b.clone())],
+    );
+    check(
+        "y(i) = A(i,j) - b(i)",
+        &[("A", "dcsr"), ("y", "s")],
+        &[("A", a), ("b", b)],
+    );
+    // Sums nested in a temporary: `l` is hoisted into the sum over `k` and must enclose
+    // the sum over `i` inside it.
+    let dims = |d: &[usize]| d.to_vec();
+    let e =
+        sparsec::tensor::Coo::new(dims(&[4]), vec![0, 1, 2, 3], vec![2.0, -1.0, 0.5, 4.0]).unwrap();
+    check(
+        "Y(j) = A(i,k,l) - B(l,j,i,k) - C(k,j,l) / E(k) + 1",
+        &[
+            ("A", "sss"),
+            ("B", "uccq:1,2,3,0"),
+            ("C", "sss"),
+            ("Y", "s"),
+        ],
+        &[
+            ("A", random_coo(&mut r, &[2, 4, 5], 0.2)),
+            ("B", random_coo(&mut r, &[5, 3, 2, 4], 0.2)),
+            ("C", random_coo(&mut r, &[4, 3, 5], 0.2)),
+            ("E", e),
+        ],
+    );
+}

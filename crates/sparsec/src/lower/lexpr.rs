@@ -134,7 +134,8 @@ impl LExpr {
     }
 }
 
-/// Variables summed inside a non-hoisted sum, itself included.
+/// Variables bound by the non-hoisted sums in `expr` (a sum's own variable and the
+/// sums nested in linear position inside it).
 pub fn summed_vars(sum: &LExpr, out: &mut Vec<VarId>) {
     match sum {
         LExpr::Sum(v, inner, body) => {

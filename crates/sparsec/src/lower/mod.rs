@@ -355,12 +355,13 @@ fn reduction_edges(rhs: &LExpr, free: &BTreeSet<VarId>, hoisted: &[VarId]) -> Ve
         for &u in free.iter().chain(hoisted) {
             edges.push((u, *v));
         }
-        // Enclosing non-hoisted sums come earlier in `sums` and contain this one.
+        // Enclosing non-hoisted sums come earlier in `sums` and contain this one; their
+        // own variable and the sums hoisted into their temporary loop around it.
         for outer in &sums[..n] {
             let mut outer_inside = Vec::new();
             lexpr::summed_vars(outer, &mut outer_inside);
-            if let (LExpr::Sum(w, _, _), true) = (outer, outer_inside.contains(v)) {
-                edges.push((*w, *v));
+            if let (LExpr::Sum(w, outer_hoisted, _), true) = (outer, outer_inside.contains(v)) {
+                edges.extend(std::iter::once(w).chain(outer_hoisted).map(|&u| (u, *v)));
             }
         }
         edges.extend(inside.iter().filter(|&&w| w != *v).map(|&w| (*v, w)));
@@ -1313,10 +1314,21 @@ impl Lowerer<'_> {
         for (cond, case) in cases.iter().rev() {
             let case_expr =
                 expr.without(&|o| self.indexes(o, v, outer) && !case.iterators.contains(&o));
+            // Sums whose operands are all absent in this case vanish with them; looping
+            // over their variables would multiply what is left.
+            let mut before = Vec::new();
+            lexpr::summed_vars(expr, &mut before);
+            let mut after = Vec::new();
+            lexpr::summed_vars(&case_expr, &mut after);
+            let live: Vec<VarId> = rest
+                .iter()
+                .copied()
+                .filter(|u| !before.contains(u) || after.contains(u))
+                .collect();
             let body = if case_expr == LExpr::Zero {
                 vec![]
             } else {
-                self.lower(rest, &case_expr, dest, inner)?
+                self.lower(&live, &case_expr, dest, inner)?
             };
             chain = vec![Stmt::If(cond.clone(), body, chain)];
         }
