@@ -1,0 +1,984 @@
+#!/usr/bin/env python3
+"""Benchmark sparsec's scheduled (parallel) CPU kernels against Intel MKL and SciPy.
+
+In one run, at 1 and 2 threads: SpMV, SpMM, MTTKRP and SDDMM with the CPU schedules of
+the scheduling paper (/work/shared/spec/scheduling.md section 6) driven through the
+`sparsec run` CLI, MKL's inspector-executor sparse BLAS through `sparse_dot_mkl`, and
+scipy/numpy (single-threaded, reported once per kernel and input), on identical data.
+Prints a table of medians, sparsec/MKL and sparsec/SciPy ratios with geometric means,
+SpMV bandwidth next to a STREAM-style copy bandwidth, and writes a CSV.
+
+    python3 bench/schedules_vs_mkl.py                          # full run
+    python3 bench/schedules_vs_mkl.py --quick --runs 3 \\
+        --matrices bcsstk13,cage10 --generated none           # a quick check
+
+See bench/README.md ("Scheduled kernels vs MKL and SciPy") for what is measured.
+"""
+import argparse
+import csv
+import dataclasses
+import math
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from typing import Callable, Dict, List, Optional, Tuple
+
+# numpy's own BLAS stays single-threaded (SciPy is the single-threaded reference); MKL's
+# thread count is set per measurement with mkl_set_num_threads, sparsec's per process.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+# MKL's OpenMP threads (libiomp5, in this process) spin this long (ms) after each MKL
+# call; the script waits it out before starting sparsec, whose threads would otherwise
+# share the cores with them.
+os.environ.setdefault("KMP_BLOCKTIME", "200")
+MKL_SPIN_S = (int(os.environ["KMP_BLOCKTIME"]) / 1e3 if os.environ["KMP_BLOCKTIME"].isdigit()
+              else 1.0) + 0.05
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DATA = "/work/shared/data"
+REEXEC_MARK = "SPARSEC_BENCH_MKL_REEXEC"
+RANK = 32  # dense columns: SpMM's k, SDDMM's k, MTTKRP's j
+
+
+def pip_install(packages: List[str]) -> None:
+    """Install packages into the user site (into the environment inside a virtualenv);
+    failures are reported, not fatal."""
+    in_venv = sys.prefix != sys.base_prefix
+    cmd = [sys.executable, "-m", "pip", "install", "-q", *([] if in_venv else ["--user"]),
+           *packages]
+    print("$", " ".join(cmd), file=sys.stderr, flush=True)
+    if subprocess.call(cmd) != 0:
+        print(f"warning: pip install {' '.join(packages)} failed", file=sys.stderr)
+    import site
+    import importlib
+
+    user_site = site.getusersitepackages()
+    if user_site not in sys.path:
+        sys.path.append(user_site)
+    importlib.invalidate_caches()
+
+
+def have_module(name: str) -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec(name) is not None
+
+
+def have_distribution(name: str) -> bool:
+    from importlib import metadata
+
+    try:
+        metadata.distribution(name)
+        return True
+    except metadata.PackageNotFoundError:
+        return False
+
+
+def ensure_packages() -> None:
+    missing = [pkg for mod, pkg in (("numpy", "numpy"), ("scipy", "scipy"),
+                                    ("sparse_dot_mkl", "sparse-dot-mkl"))
+               if not have_module(mod)]
+    if not have_distribution("mkl"):  # the MKL runtime: shared libraries, no module
+        missing.append("mkl")
+    if missing:
+        pip_install(missing)
+
+
+ensure_packages()
+import numpy as np  # noqa: E402
+import scipy.io  # noqa: E402
+import scipy.sparse as sp  # noqa: E402
+
+
+# --------------------------------------------------------------------------------------
+# MKL set-up
+
+
+def find_mkl_rt() -> Optional[str]:
+    """Path of libmkl_rt.so.N shipped by the pip `mkl` package (it installs the libraries
+    into PREFIX/lib, e.g. ~/.local/lib for a user install, which is on no loader path)."""
+    from importlib import metadata
+
+    try:
+        files = metadata.distribution("mkl").files or []
+    except metadata.PackageNotFoundError:
+        return None
+    for f in files:
+        if re.fullmatch(r"libmkl_rt\.so(\.\d+)*", os.path.basename(str(f))):
+            path = os.path.realpath(str(f.locate()))
+            if os.path.exists(path):
+                return path
+    return None
+
+
+def load_mkl():
+    """Import sparse_dot_mkl with MKL's runtime found. Returns (module, how it was found)
+    or (None, why not).
+
+    sparse_dot_mkl loads libmkl_rt with ctypes by name, which the pip `mkl` package's
+    location does not satisfy; it honours $MKL_RT (a full path), which is set here. If
+    libmkl_rt then still cannot resolve its own dependencies, the script re-executes itself
+    with the library folder on LD_LIBRARY_PATH (read by the loader only at start-up)."""
+    lib = find_mkl_rt()
+    if lib and not os.environ.get("MKL_RT"):
+        os.environ["MKL_RT"] = lib
+    try:
+        import sparse_dot_mkl
+    except (ImportError, OSError) as e:
+        if lib and not os.environ.get(REEXEC_MARK):
+            libdir = os.path.dirname(lib)
+            old = os.environ.get("LD_LIBRARY_PATH", "")
+            env = dict(os.environ, **{REEXEC_MARK: "1",
+                                      "LD_LIBRARY_PATH": libdir + (":" + old if old else "")})
+            print(f"MKL: import failed ({first_line(str(e))}); re-running with "
+                  f"LD_LIBRARY_PATH={libdir}", file=sys.stderr, flush=True)
+            os.execve(sys.executable, [sys.executable, *sys.argv], env)
+        return None, f"NOT MEASURED: sparse_dot_mkl cannot load MKL: {first_line(str(e))}"
+    # Smoke test: one small product against scipy, and the thread control.
+    try:
+        a = sp.random(200, 150, density=0.05, format="csr", random_state=1, dtype=np.float64)
+        x = np.linspace(-1.0, 1.0, 150)
+        if not np.allclose(sparse_dot_mkl.dot_product_mkl(a, x), a @ x):
+            return None, "NOT MEASURED: sparse_dot_mkl smoke test: wrong SpMV result"
+        sparse_dot_mkl.mkl_set_num_threads(1)
+        version = sparse_dot_mkl.mkl_get_version_string()
+    except Exception as e:  # noqa: BLE001 - any failure disables the peer, with the reason
+        return None, f"NOT MEASURED: sparse_dot_mkl smoke test failed: {first_line(str(e))}"
+    how = (f"LD_LIBRARY_PATH={os.environ.get('LD_LIBRARY_PATH')} (re-executed)"
+           if os.environ.get(REEXEC_MARK) else f"MKL_RT={os.environ.get('MKL_RT')}")
+    return sparse_dot_mkl, f"{first_line(version)}, loaded with {how}"
+
+
+class MklExecutor:
+    """MKL's inspector-executor API used as designed, on the handle type and library that
+    sparse_dot_mkl loaded: the handle is created once, with a hint of the expected number
+    of calls and mkl_sparse_optimize (the inspector, untimed), and the output is
+    preallocated, so a timed call is mkl_sparse_d_mv / mkl_sparse_d_mm alone (the
+    executor). dot_product_mkl instead checks its arguments, creates and destroys a handle
+    and allocates the output on every call (about 0.1 ms; see the overhead line).
+
+    Own ctypes prototypes (CFUNCTYPE on the same library) leave sparse_dot_mkl's
+    function objects untouched."""
+
+    NON_TRANSPOSE = 10  # SPARSE_OPERATION_NON_TRANSPOSE
+    ROW_MAJOR = 101  # SPARSE_LAYOUT_ROW_MAJOR
+
+    def __init__(self, mkl, a: sp.csr_matrix, dense_in: np.ndarray, expected_calls: int):
+        import ctypes as c
+
+        iface = mkl._mkl_interface
+        lib, mkl_int = iface._cfunctions._libmkl, iface.MKL.MKL_INT
+        h_t, d_t, ptr = iface.sparse_matrix_t, iface.matrix_descr, c.c_void_p
+
+        def fn(name, *argtypes):
+            return c.CFUNCTYPE(c.c_int, *argtypes)((name, lib))
+
+        self.iface, self.a, self.b = iface, a, np.ascontiguousarray(dense_in)
+        self.descr = d_t()  # general matrix
+        self.handle, _, _ = iface._create_mkl_sparse(a)
+        n = c.c_int(self.NON_TRANSPOSE)
+        if self.b.ndim == 1:
+            self.out = np.zeros(a.shape[0])
+            hint = fn("mkl_sparse_set_mv_hint", h_t, c.c_int, d_t, mkl_int)
+            status = hint(self.handle, n, self.descr, mkl_int(expected_calls))
+            mv = fn("mkl_sparse_d_mv", c.c_int, c.c_double, h_t, d_t, ptr, c.c_double, ptr)
+            args = (n, 1.0, self.handle, self.descr, self.b.ctypes.data, 0.0,
+                    self.out.ctypes.data)
+            self.call = lambda: mv(*args)
+        else:
+            cols = self.b.shape[1]
+            self.out = np.zeros((a.shape[0], cols))
+            hint = fn("mkl_sparse_set_mm_hint", h_t, c.c_int, d_t, c.c_int, mkl_int, mkl_int)
+            status = hint(self.handle, n, self.descr, self.ROW_MAJOR, mkl_int(cols),
+                          mkl_int(expected_calls))
+            mm = fn("mkl_sparse_d_mm", c.c_int, c.c_double, h_t, d_t, c.c_int, ptr, mkl_int,
+                    mkl_int, c.c_double, ptr, mkl_int)
+            args = (n, 1.0, self.handle, self.descr, self.ROW_MAJOR, self.b.ctypes.data,
+                    mkl_int(cols), mkl_int(cols), 0.0, self.out.ctypes.data, mkl_int(cols))
+            self.call = lambda: mm(*args)
+        optimize = fn("mkl_sparse_optimize", h_t)
+        # Hints and optimization may be declined (status 6, not supported): still valid.
+        self.optimized = status == 0 and optimize(self.handle) == 0
+
+    def __call__(self) -> np.ndarray:
+        status = self.call()
+        if status != 0:
+            raise RuntimeError(f"MKL sparse status {status}")
+        return self.out
+
+    def close(self) -> None:
+        if self.handle is not None:
+            self.iface._destroy_mkl_handle(self.handle)
+            self.handle = None
+
+
+def set_mkl_threads(mkl, threads: int) -> Optional[str]:
+    """Set MKL's thread count in this process; returns a problem or None."""
+    mkl.mkl_set_num_threads(threads)
+    got = mkl.mkl_get_max_threads()
+    return None if got == threads else f"mkl_get_max_threads() = {got} after setting {threads}"
+
+
+# --------------------------------------------------------------------------------------
+# Generated inputs (written once as MatrixMarket / FROSTT files, read back by both sides)
+
+
+def random_values(rng, n: int) -> np.ndarray:
+    """Values in [-1, -0.1] U [0.1, 1], like sparsec's generators."""
+    magnitude = rng.uniform(0.1, 1.0, n)
+    return np.where(rng.random(n) < 0.5, magnitude, -magnitude)
+
+
+def distinct_sorted(rng, total: int, k: int) -> np.ndarray:
+    """k distinct sorted integers of range(total) (draw, deduplicate, redraw the rest)."""
+    out = np.empty(0, dtype=np.int64)
+    while len(out) < k:
+        out = np.unique(np.concatenate([out, rng.integers(0, total, k - len(out))]))
+    return out
+
+
+def rows_with_counts(rng, counts: np.ndarray, cols: int) -> Tuple[np.ndarray, np.ndarray]:
+    """(row, col) of a matrix whose row r holds min(counts[r], cols) distinct, uniformly
+    random columns, sorted row-major."""
+    counts = np.minimum(np.asarray(counts, dtype=np.int64), cols)
+    rows = len(counts)
+    heavy = np.flatnonzero(counts * 4 > cols)  # sample these without replacement
+    parts = [r * cols + np.sort(rng.choice(cols, counts[r], replace=False)) for r in heavy]
+    light = counts.copy()
+    light[heavy] = 0
+    linear = np.empty(0, dtype=np.int64)
+    need = light
+    while need.any():
+        r = np.repeat(np.arange(rows, dtype=np.int64), need)
+        linear = np.unique(np.concatenate([linear, r * cols + rng.integers(0, cols, len(r))]))
+        need = light - np.bincount(linear // cols, minlength=rows)
+    linear = np.sort(np.concatenate([linear, *parts]))
+    return linear // cols, linear % cols
+
+
+def gen_uniform(rng, rows: int, cols: int, nnz: int):
+    linear = distinct_sorted(rng, rows * cols, nnz)
+    return linear // cols, linear % cols
+
+
+def gen_powerlaw(rng, rows: int, cols: int, per_row: float, exponent: float = 1.0):
+    """sparsec's `powerlaw:PER_ROW` (generate::power_law): the row of (random) rank r gets
+    a share of rows*PER_ROW proportional to r^-exponent, rounded randomly."""
+    w = np.arange(1, rows + 1, dtype=np.float64) ** -exponent
+    expected = rows * per_row * w[rng.permutation(rows)] / w.sum()
+    whole = np.floor(expected)
+    counts = whole.astype(np.int64) + (rng.random(rows) < expected - whole)
+    return rows_with_counts(rng, counts, cols)
+
+
+def skew_parameters(rows: int, nnz: int, growth: float = 5.0) -> Tuple[float, float]:
+    """K, C of sparsec's `skewed:K,C` (row i holds round(K*C^i) nonzeros) with
+    C^rows = e^growth (the last row is ~150x the first) and about nnz nonzeros in all."""
+    c = math.exp(growth / rows)
+    k = nnz * (c - 1.0) / (c ** rows - 1.0)
+    return k, c
+
+
+def gen_skewed(rng, rows: int, cols: int, k: float, c: float):
+    counts = np.rint(k * c ** np.arange(rows, dtype=np.float64)).astype(np.int64)
+    return rows_with_counts(rng, counts, cols)
+
+
+def write_matrix(path: str, rows: int, cols: int, coords, rng) -> None:
+    r, c = coords
+    m = sp.coo_matrix((random_values(rng, len(r)), (r, c)), shape=(rows, cols))
+    tmp = path + ".tmp.mtx"
+    scipy.io.mmwrite(tmp, m, symmetry="general")
+    os.replace(tmp, path)
+
+
+def write_tensor(path: str, coords: np.ndarray, rng) -> None:
+    vals = random_values(rng, len(coords))
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:  # FROSTT: 1-based coordinates, then the value
+        np.savetxt(f, np.column_stack([coords + 1, vals]),
+                   fmt=["%d"] * coords.shape[1] + ["%.17g"])
+    os.replace(tmp, path)
+
+
+def short(n: float) -> str:
+    for div, suffix in ((1_000_000, "M"), (1_000, "k")):
+        if n >= div and n % div == 0:
+            return f"{int(n // div)}{suffix}"
+    return str(int(n))
+
+
+@dataclasses.dataclass
+class Input:
+    name: str
+    path: str
+    order: int  # 2 (matrix) or 3 (tensor)
+    note: str = ""
+
+
+def generated_inputs(dir_: str, which: List[str], quick: bool, seed: int) -> List[Input]:
+    """Build (or reuse from the cache dir) the generated inputs named in `which`."""
+    s = 10 if quick else 1
+    n, nnz = 1_000_000 // s, 10_000_000 // s
+    sk_rows = 100_000 // s
+    sk_k, sk_c = skew_parameters(sk_rows, nnz)
+    t_dim, t_nnz = 1000, 2_000_000 // s
+    specs = {
+        # name: (file stem, order, generator of coords, dims, note)
+        "uniform": (f"uniform_{short(n)}x{short(n)}_{short(nnz)}", 2,
+                    lambda rng: gen_uniform(rng, n, n, nnz), (n, n), "uniform random"),
+        "powerlaw": (f"powerlaw_{short(n)}x{short(n)}_10perrow", 2,
+                     lambda rng: gen_powerlaw(rng, n, n, 10.0), (n, n),
+                     "sparsec powerlaw:10 (Zipf rows)"),
+        "skewed": (f"skewed_{short(sk_rows)}x{short(sk_rows)}_{short(nnz)}", 2,
+                   lambda rng: gen_skewed(rng, sk_rows, sk_rows, sk_k, sk_c),
+                   (sk_rows, sk_rows), f"sparsec skewed:{sk_k:.4g},{sk_c:.8g}"),
+        "tensor": (f"uniform3_{t_dim}x{t_dim}x{t_dim}_{short(t_nnz)}", 3,
+                   lambda rng: distinct_sorted(rng, t_dim ** 3, t_nnz), (t_dim,) * 3,
+                   "uniform random order-3"),
+    }
+    out = []
+    unknown = set(which) - set(specs)
+    if unknown:
+        sys.exit(f"--generated: unknown {', '.join(sorted(unknown))}")
+    for i, key in enumerate(specs):  # seed + i: each input's data is fixed by its name
+        if key not in which:
+            continue
+        stem, order, gen, dims, note = specs[key]
+        path = os.path.join(dir_, stem + (".mtx" if order == 2 else ".tns"))
+        if not os.path.exists(path):
+            t0 = time.perf_counter()
+            rng = np.random.default_rng(seed + i)
+            if order == 2:
+                write_matrix(path, *dims, gen(rng), rng)
+            else:
+                write_tensor(path, np.column_stack(np.unravel_index(gen(rng), dims)), rng)
+            log(f"generated {path} in {time.perf_counter() - t0:.1f} s")
+        out.append(Input(stem, path, order, note))
+    return out
+
+
+def shared_inputs(names: str, folder: str, ext: str, order: int) -> List[Input]:
+    """Files of a shared data folder (`all`, `none` or a comma list of stems); tensors of
+    another order than `order` are skipped."""
+    if names == "none" or not os.path.isdir(folder):
+        return []
+    stems = sorted(f[: -len(ext)] for f in os.listdir(folder) if f.endswith(ext))
+    if names != "all":
+        wanted = names.split(",")
+        unknown = [w for w in wanted if w not in stems]
+        if unknown:
+            sys.exit(f"unknown inputs in {folder}: {', '.join(unknown)}")
+        stems = [s for s in stems if s in wanted]
+    out = []
+    for stem in stems:
+        path = os.path.join(folder, stem + ext)
+        if order == 3 and tns_order(path) != 3:
+            continue
+        out.append(Input(stem, path, order))
+    return out
+
+
+def tns_order(path: str) -> int:
+    with open(path) as f:
+        for line in f:
+            if line.strip() and not line.lstrip().startswith("#"):
+                return len(line.split()) - 1
+    return 0
+
+
+# --------------------------------------------------------------------------------------
+# Loading inputs on the Python side (from the very files sparsec reads)
+
+
+def load_matrix(path: str) -> sp.csr_matrix:
+    a = sp.csr_matrix(scipy.io.mmread(path), dtype=np.float64)
+    a.sum_duplicates()
+    if a.nnz < 2 ** 31 and a.shape[0] < 2 ** 31 and a.shape[1] < 2 ** 31:
+        a.indices = a.indices.astype(np.int32)  # MKL's LP64 interface; no copy per call
+        a.indptr = a.indptr.astype(np.int32)
+    return a
+
+
+def load_tensor(path: str):
+    raw = np.loadtxt(path, ndmin=2)
+    coords = raw[:, :-1].astype(np.int64) - 1
+    dims = tuple(int(d) for d in coords.max(axis=0) + 1)
+    linear, inverse = np.unique(np.ravel_multi_index(coords.T, dims), return_inverse=True)
+    vals = np.bincount(inverse.ravel(), weights=raw[:, -1])  # duplicates summed
+    return np.column_stack(np.unravel_index(linear, dims)), vals, dims
+
+
+def dense(*dims) -> np.ndarray:
+    p = np.arange(int(np.prod(dims)), dtype=np.int64)
+    return (((7 * p) % 11).astype(np.float64) / 11.0 - 0.5).reshape(dims)
+
+
+# --------------------------------------------------------------------------------------
+# Kernels: the sparsec statement and schedules, and the Python peers
+
+
+@dataclasses.dataclass
+class Variant:
+    label: str
+    formats: List[str]  # -f NAME:FORMAT
+    schedule: Optional[str]  # -s text; None = sparsec's default schedule
+
+
+@dataclasses.dataclass
+class Kernel:
+    name: str
+    expr: str
+    order: int  # order of the sparse input
+    sparse: str  # name of the sparse input tensor in expr
+    generate: List[str]  # -g NAME:KIND
+    dims: List[str]  # -d VAR:SIZE
+    variants: List[Variant]
+    prepare: Callable  # loaded input -> state for the peers
+    scipy: Callable  # state -> () -> result
+    mkl_operand: Optional[str]  # MKL computes state["a"] @ state[mkl_operand]; None: no MKL
+    mkl_note: str = ""
+    peer_note: str = ""
+
+
+def spmv_state(a):
+    return {"a": a, "x": dense(a.shape[1])}
+
+
+def spmm_state(a):
+    return {"a": a, "b": dense(a.shape[1], RANK)}
+
+
+def sddmm_state(b):
+    # B's row of every stored entry, and D transposed to rows (both outside the timing).
+    rows = np.repeat(np.arange(b.shape[0], dtype=np.int64), np.diff(b.indptr))
+    return {"b": b, "rows": rows, "c": dense(b.shape[0], RANK),
+            "dt": np.ascontiguousarray(dense(RANK, b.shape[1]).T)}
+
+
+SDDMM_BLOCK = 4096  # entries per block: the gathered rows stay in cache (3x faster)
+
+
+def sddmm_numpy(s):
+    """Sampled dense-dense product over B's pattern: for each stored (i, j),
+    B(i,j) * dot(C[i,:], D[:,j]), as C[rows] . Dt[cols] row-wise dot products, in blocks."""
+    b, rows, c, dt = s["b"], s["rows"], s["c"], s["dt"]
+
+    def run():
+        out = np.empty(b.nnz)
+        for lo in range(0, b.nnz, SDDMM_BLOCK):
+            hi = lo + SDDMM_BLOCK
+            out[lo:hi] = np.einsum("ij,ij->i", np.take(c, rows[lo:hi], axis=0),
+                                   np.take(dt, b.indices[lo:hi], axis=0))
+        return out * b.data
+    return run
+
+
+def mttkrp_state(t):
+    coords, vals, dims = t
+    nnz = len(vals)
+    # Sparse (I x nnz) indicator reducing per-nonzero rows into rows of A.
+    s = sp.csr_matrix((np.ones(nnz), (coords[:, 0], np.arange(nnz))), shape=(dims[0], nnz))
+    return {"s": s, "vals": vals[:, None], "k": coords[:, 1], "l": coords[:, 2],
+            "c": dense(dims[1], RANK), "d": dense(dims[2], RANK)}
+
+
+def mttkrp_numpy(s):
+    return lambda: s["s"] @ (s["vals"] * s["c"][s["k"]] * s["d"][s["l"]])
+
+
+SPMV_A1 = "split(i,i0,i1,32),order(i0,i1,j),parallelize(i0,CPUThread,NoRaces)"
+SPMV_BALANCED = "fuse(i,j,f),pos(f,p,A(i,j)),split(p,p0,p1,2048),parallelize(p0,CPUThread,Atomics)"
+SPMM_A3 = ("split(i,i0,i1,8),pos(j,jpos,A(i,j)),split(jpos,jpos0,jpos1,8),"
+           "order(i0,i1,jpos0,k,jpos1),parallelize(i0,CPUThread,NoRaces),"
+           "parallelize(k,CPUVector,IgnoreRaces)")
+SPMM_A12 = "pos(j,jpos,A(i,j)),split(jpos,jpos0,jpos1,8),order(i,jpos0,k,jpos1)"
+MTTKRP_A5 = ("order(i,k,l,j),precompute(B(i,k,l)*D(l,j),j,j,w),split(i,i1,i2,32),"
+             "parallelize(i1,CPUThread,NoRaces)")
+SDDMM_ROWS = "split(i,i0,i1,32),parallelize(i0,CPUThread,NoRaces)"
+
+
+def variants(formats: List[str], schedules: Dict[str, Optional[str]], prefix: str = ""):
+    return [Variant(prefix + label, formats, text) for label, text in schedules.items()]
+
+
+KERNELS = [
+    Kernel("spmv", "y(i) = A(i,j) * x(j)", 2, "A", ["x:dense"], [],
+           variants(["A:csr"], {"default": None, "A.1": SPMV_A1, "balanced": SPMV_BALANCED}),
+           spmv_state, lambda s: (lambda: s["a"] @ s["x"]), "x",
+           peer_note="scipy: A @ x (CSR); MKL: mkl_sparse_d_mv"),
+    Kernel("spmm", "C(i,k) = A(i,j) * B(j,k)", 2, "A", ["B:dense"], [f"k:{RANK}"],
+           variants(["A:csr"], {"default": None, "A.3": SPMM_A3, "A.12": SPMM_A12}),
+           spmm_state, lambda s: (lambda: s["a"] @ s["b"]), "b",
+           peer_note=f"scipy: A @ B (CSR x row-major dense, {RANK} columns); "
+                     "MKL: mkl_sparse_d_mm, row-major"),
+    Kernel("mttkrp", "A(i,j) = B(i,k,l) * C(k,j) * D(l,j)", 3, "B", ["C:dense", "D:dense"],
+           [f"j:{RANK}"],
+           variants(["B:dss"], {"default": None, "A.5": MTTKRP_A5}, "dss ")
+           + variants(["B:sss"], {"default": None, "A.5": MTTKRP_A5}, "sss "),
+           mttkrp_state, mttkrp_numpy, None,
+           mkl_note="MKL has no MTTKRP (sparse_dot_mkl offers sparse x dense products only)",
+           peer_note="scipy/numpy: per-nonzero rows vals*C[k]*D[l] reduced by a sparse "
+                     "I x nnz indicator (S @ W), as in kernels_vs_scipy.py"),
+    Kernel("sddmm", "A(i,j) = B(i,j) * C(i,k) * D(k,j)", 2, "B", ["C:dense", "D:dense"],
+           [f"k:{RANK}"],
+           variants(["A:csr", "B:csr"], {"default": None, "rows": SDDMM_ROWS}),
+           sddmm_state, sddmm_numpy, None,
+           mkl_note="MKL has no SDDMM (not in sparse_dot_mkl; MKL's sparse BLAS has none)",
+           peer_note="numpy: B.data * einsum('ij,ij->i', C[rows], Dt[cols]) over B's pattern, "
+                     f"in blocks of {SDDMM_BLOCK} entries (Dt = D transposed, made outside "
+                     "the timing)"),
+]
+
+
+# --------------------------------------------------------------------------------------
+# Measurement
+
+
+def log(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def first_line(text: str) -> str:
+    """The first message of an error text on one line. A diagnostic that miette rendered
+    (`Error:   x message` continued on lines starting with a box bar, then a chain of
+    causes under arrows) is joined back: `Error: message: cause: ...`."""
+    lines = text.splitlines()
+    start = next((n for n, line in enumerate(lines) if line.strip()), None)
+    if start is None:
+        return "(no message)"
+    parts = [lines[start]]
+    for line in lines[start + 1:]:
+        bar = re.match(r"^\s*\u2502\s?(.*)$", line)  # "│ message continued"
+        cause = re.match(r"^\s*[\u2570\u251c]\u2500\u25b6\s*(.*)$", line)  # "╰─▶ cause"
+        if cause:
+            parts.append(": " + cause.group(1))
+        elif bar and bar.group(1).strip():
+            parts.append(bar.group(1))
+        elif len(parts) > 1 and re.match(r"^\s{4,}\S", line) and "\u2502" not in line:
+            parts.append(line)  # an indented continuation of a cause
+        else:
+            break
+    text = " ".join(p.strip() for p in parts).replace(" : ", ": ").replace("\u00d7", "")
+    return re.sub(r"\s+", " ", text).strip()
+
+
+def time_ms(fn, runs: int) -> Tuple[float, float]:
+    """(median, min) in ms of `runs` calls after one warm-up call."""
+    fn()
+    times = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times) * 1e3, min(times) * 1e3
+
+
+UNITS_MS = {"ns": 1e-6, "us": 1e-3, "µs": 1e-3, "μs": 1e-3, "ms": 1.0, "s": 1e3}
+
+
+def parse_phase(output: str, phase: str, stat: str = "median") -> Optional[float]:
+    """A statistic of a phase of `sparsec run --time` in ms, from a line such as
+    `  compute   median 0.077 ms, min 0.055 ms, max 0.080 ms`."""
+    m = re.search(rf"^\s*{phase}\b[^\n]*?\b{stat}\b[\s:=]*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)"
+                  r"\s*(ns|us|µs|μs|ms|s)\b", output, re.MULTILINE | re.IGNORECASE)
+    return float(m.group(1)) * UNITS_MS[m.group(2).lower()] if m else None
+
+
+def parse_stored(output: str, tensor: str) -> Optional[int]:
+    """Stored entries of an input from a line such as `A: 2003x2003 ds, 83883 stored`."""
+    m = re.search(rf"^{re.escape(tensor)}: .*?(\d+) stored", output, re.MULTILINE)
+    return int(m.group(1)) if m else None
+
+
+@dataclasses.dataclass
+class Row:
+    kernel: str
+    input: str
+    nnz: int
+    threads: int
+    tool: str  # sparsec, mkl-dot, mkl-ie, scipy
+    variant: str  # sparsec: schedule label; mkl-ie: optimized or not
+    status: str = "ok"
+    median_ms: float = float("nan")  # sparsec: compute + assembly
+    min_ms: float = float("nan")  # fastest run (sparsec: the two phases' minima added)
+    compute_ms: float = float("nan")
+    assembly_ms: float = float("nan")
+    gbps: float = float("nan")  # SpMV only
+    copy_fraction: float = float("nan")  # gbps / STREAM copy at the same threads
+    ratio_mkl: float = float("nan")  # sparsec / the faster MKL row, same threads
+    ratio_scipy: float = float("nan")  # sparsec / SciPy (single-threaded)
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok" and math.isfinite(self.median_ms)
+
+
+def run_sparsec(args, kernel: Kernel, variant: Variant, inp: Input, threads: int,
+                nnz: int, warnings: List[str]) -> Row:
+    row = Row(kernel.name, inp.name, nnz, threads, "sparsec", variant.label)
+    cmd = [args.sparsec, "run", kernel.expr]
+    for f in variant.formats:
+        cmd += ["-f", f]
+    cmd += ["-i", f"{kernel.sparse}:{inp.path}"]
+    for g in kernel.generate:
+        cmd += ["-g", g]
+    for d in kernel.dims:
+        cmd += ["-d", d]
+    cmd += ["--time", str(args.runs), "--threads", str(threads)]
+    if variant.schedule is not None:
+        cmd += ["-s", variant.schedule]
+    env = dict(os.environ, OMP_NUM_THREADS=str(threads))
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=args.timeout)
+    except subprocess.TimeoutExpired:
+        row.status = f"timeout: over {args.timeout} s"
+        return row
+    if p.returncode != 0:
+        row.status = "unsupported: " + first_line(p.stderr or p.stdout)
+        return row
+    compute = parse_phase(p.stdout, "compute")
+    if compute is None:
+        row.status = "failed: no compute median in the output of --time"
+        return row
+    assembly = parse_phase(p.stdout, "assembl(?:y|e)") or 0.0
+    row.compute_ms, row.assembly_ms, row.median_ms = compute, assembly, compute + assembly
+    row.min_ms = ((parse_phase(p.stdout, "compute", "min") or math.nan)
+                  + (parse_phase(p.stdout, "assembl(?:y|e)", "min") or 0.0))
+    stored = parse_stored(p.stdout, kernel.sparse)
+    if stored is not None and stored != nnz:
+        warnings.append(f"{kernel.name}/{inp.name}: sparsec stores {stored} entries of "
+                        f"{kernel.sparse}, Python {nnz}")
+    return row
+
+
+def run_peer(kernel: Kernel, inp: Input, nnz: int, threads: int, tool: str, fn,
+             runs: int) -> Row:
+    row = Row(kernel.name, inp.name, nnz, threads, tool, "")
+    try:
+        row.median_ms, row.min_ms = time_ms(fn, runs)
+    except Exception as e:  # noqa: BLE001 - record and go on
+        row.status = f"failed: {type(e).__name__}: {first_line(str(e))}"
+    return row
+
+
+def spmv_bytes(a: sp.csr_matrix) -> int:
+    """Bytes SpMV moves with int64 indices and f64 values: the entries' values and
+    column indices, row pointers and y, and x once."""
+    rows, cols = a.shape
+    return a.nnz * (8 + 8) + rows * 8 * 2 + cols * 8
+
+
+def stream_copy(dir_: str, threads: List[int]) -> Tuple[Dict[int, float], str]:
+    """Best STREAM-style copy GB/s per thread count, from bench/stream_copy.c."""
+    src = os.path.join(ROOT, "bench", "stream_copy.c")
+    exe = os.path.join(dir_, "stream_copy")
+    compiler = shutil.which("gcc") or shutil.which("cc")
+    if compiler is None:
+        return {}, "no C compiler"
+    p = subprocess.run([compiler, "-O3", "-march=native", "-fopenmp", src, "-o", exe],
+                       capture_output=True, text=True)
+    if p.returncode != 0:
+        return {}, "stream_copy.c did not compile: " + first_line(p.stderr)
+    out = {}
+    for t in threads:
+        p = subprocess.run([exe], capture_output=True, text=True,
+                           env=dict(os.environ, OMP_NUM_THREADS=str(t)))
+        m = re.search(r"best_copy_gbps\s+([0-9.]+)", p.stdout)
+        if m:
+            out[t] = float(m.group(1))
+    return out, ""
+
+
+def measure_input(args, inp: Input, kernels: List[Kernel], mkl, stream: Dict[int, float],
+                  warnings: List[str]) -> List[Row]:
+    t0 = time.perf_counter()
+    data = load_matrix(inp.path) if inp.order == 2 else load_tensor(inp.path)
+    nnz = data.nnz if inp.order == 2 else len(data[1])
+    log(f"== {inp.name}: nnz {nnz} (loaded in {time.perf_counter() - t0:.1f} s)")
+    rows: List[Row] = []
+    for kernel in (k for k in kernels if k.order == inp.order):
+        state = kernel.prepare(data)
+        kernel_rows = []
+        for threads in args.threads:
+            for variant in kernel.variants:
+                kernel_rows.append(run_sparsec(args, kernel, variant, inp, threads, nnz,
+                                               warnings))
+            if mkl is not None and kernel.mkl_operand is not None:
+                kernel_rows += mkl_rows(kernel, inp, nnz, threads, state, mkl, args.runs,
+                                        warnings)
+        kernel_rows.append(run_peer(kernel, inp, nnz, 1, "scipy", kernel.scipy(state),
+                                    args.runs))
+        add_ratios(kernel_rows)
+        if kernel.name == "spmv":
+            add_bandwidth(kernel_rows, spmv_bytes(data), stream)
+        for r in kernel_rows:
+            shown = f"{r.median_ms:.3f} ms" if r.ok else r.status
+            log(f"  {r.kernel:6} t={r.threads} {r.tool:7} {r.variant:12} {shown}")
+        rows += kernel_rows
+        del state
+    return rows
+
+
+def mkl_rows(kernel: Kernel, inp: Input, nnz: int, threads: int, state, mkl, runs: int,
+             warnings: List[str]) -> List[Row]:
+    """MKL at `threads`: dot_product_mkl per call ("mkl-dot") and the inspector-executor
+    with the inspection done once ("mkl-ie", made after setting the thread count, since
+    mkl_sparse_optimize may partition the work for it). Both results are checked against
+    scipy's."""
+    problem = set_mkl_threads(mkl, threads)
+    if problem:
+        warnings.append(f"MKL threads: {problem}")
+    a, b = state["a"], state[kernel.mkl_operand]
+    expected = a @ b
+    rows = []
+    executor = None
+    try:
+        rows.append(run_peer(kernel, inp, nnz, threads, "mkl-dot",
+                             lambda: mkl.dot_product_mkl(a, b), runs))
+        if rows[-1].ok and not np.allclose(mkl.dot_product_mkl(a, b), expected):
+            rows[-1].status = "failed: result differs from scipy's"
+        try:
+            executor = MklExecutor(mkl, a, b, runs + 1)
+        except Exception as e:  # noqa: BLE001 - record and go on
+            rows.append(Row(kernel.name, inp.name, nnz, threads, "mkl-ie", "",
+                            status=f"failed: {type(e).__name__}: {first_line(str(e))}"))
+            return rows
+        rows.append(run_peer(kernel, inp, nnz, threads, "mkl-ie", executor, runs))
+        rows[-1].variant = "optimized" if executor.optimized else "not optimized"
+        if rows[-1].ok and not np.allclose(executor.out, expected):
+            rows[-1].status = "failed: result differs from scipy's"
+        return rows
+    finally:
+        if executor is not None:
+            executor.close()
+        time.sleep(MKL_SPIN_S)  # let MKL's threads go to sleep before sparsec runs
+
+
+def add_ratios(rows: List[Row]) -> None:
+    """sparsec / MKL at the same thread count (the faster of MKL's two rows), sparsec /
+    SciPy (single-threaded)."""
+    mkl: Dict[int, float] = {}
+    for r in rows:
+        if r.tool.startswith("mkl") and r.ok:
+            mkl[r.threads] = min(r.median_ms, mkl.get(r.threads, math.inf))
+    scipy_ms = next((r.median_ms for r in rows if r.tool == "scipy" and r.ok), float("nan"))
+    for r in rows:
+        if r.tool == "sparsec" and r.ok:
+            r.ratio_mkl = r.median_ms / mkl.get(r.threads, float("nan"))
+            r.ratio_scipy = r.median_ms / scipy_ms
+
+
+def add_bandwidth(rows: List[Row], nbytes: int, stream: Dict[int, float]) -> None:
+    for r in rows:
+        if r.ok and r.median_ms > 0:
+            r.gbps = nbytes / (r.median_ms * 1e-3) / 1e9
+            r.copy_fraction = r.gbps / stream.get(r.threads, float("nan"))
+
+
+# --------------------------------------------------------------------------------------
+# Report
+
+
+def fmt(x: float, digits: int = 3) -> str:
+    return f"{x:.{digits}f}" if math.isfinite(x) else "-"
+
+
+def print_table(headers: List[str], table: List[List[str]], right: set) -> None:
+    widths = [max(len(h), *(len(row[i]) for row in table)) if table else len(h)
+              for i, h in enumerate(headers)]
+
+    def line(cells):
+        return "| " + " | ".join(c.rjust(w) if i in right else c.ljust(w)
+                                 for i, (c, w) in enumerate(zip(cells, widths))) + " |"
+
+    print(line(headers))
+    print("|" + "|".join(("-" * (w + 1) + ":") if i in right else "-" * (w + 2)
+                         for i, w in enumerate(widths)) + "|")
+    for row in table:
+        print(line(row))
+
+
+def call_overheads(mkl, runs: int = 200) -> str:
+    """Median time of a call on a 1 x 1 matrix: the fixed cost of each peer call from
+    Python (argument checks, MKL handle creation, output allocation), which dominates
+    small inputs; sparsec's times are taken inside the process, around the kernel."""
+    a = sp.csr_matrix(np.ones((1, 1)))
+    x = np.ones(1)
+    calls = {"scipy": lambda: a @ x}
+    executor = None
+    if mkl is not None:
+        mkl.mkl_set_num_threads(1)
+        calls["mkl-dot"] = lambda: mkl.dot_product_mkl(a, x)
+        calls["mkl-ie"] = executor = MklExecutor(mkl, a, x, runs + 1)
+    out = ", ".join(f"{name} {time_ms(fn, runs)[0] * 1e3:.1f} us" for name, fn in calls.items())
+    if executor is not None:
+        executor.close()
+    return out
+
+
+def report(rows: List[Row], kernels: List[Kernel], args, mkl_note: str, overheads: str,
+           stream: Dict[int, float], stream_problem: str, load: Tuple[float, float],
+           inputs: List[Input], warnings: List[str]) -> None:
+    print(f"\nmedian of {args.runs} runs after one warm-up; times in ms; sparsec time = "
+          "compute + assembly medians of `sparsec run --time`; ratios = sparsec / peer "
+          "(below 1: sparsec faster); SciPy is single-threaded, so sparsec/SciPy at 2 "
+          "threads compares with its 1-thread time")
+    print(f"machine: {os.cpu_count()} CPUs; 1-minute load average {load[0]:.2f} before the "
+          f"run, {load[1]:.2f} after it")
+    if load[0] > 0.5:
+        print("WARNING: other processes were busy before the run; with as many threads as "
+              "cores, a parallel run then waits for a descheduled thread (2-thread times of "
+              "small inputs jump to ~8 ms): rerun on an idle machine")
+    print(f"MKL: {mkl_note}")
+    for inp in inputs:
+        if inp.note:
+            print(f"input {inp.name}: {inp.note}, {inp.path}")
+    print(f"per-call overhead of the Python peers (SpMV of a 1 x 1 matrix): {overheads}")
+    if stream:
+        print("STREAM copy: " + ", ".join(f"{t} thread{'s' * (t > 1)} {stream[t]:.1f} GB/s"
+                                          for t in sorted(stream)))
+    elif stream_problem:
+        print(f"STREAM copy: not measured ({stream_problem})")
+    for kernel in kernels:
+        krows = [r for r in rows if r.kernel == kernel.name]
+        if not krows:
+            continue
+        print(f"\n### {kernel.name}: {kernel.expr}")
+        print(kernel.peer_note)
+        if kernel.mkl_note:
+            print(kernel.mkl_note)
+        spmv = kernel.name == "spmv"
+        headers = ["input", "nnz", "thr", "tool", "schedule", "median ms", "asm ms",
+                   "sparsec/MKL", "sparsec/SciPy"] + (["GB/s", "of copy"] if spmv else [])
+        table = []
+        for r in krows:
+            time_cell = fmt(r.median_ms) if r.ok else r.status.split(":")[0]
+            cells = [r.input, str(r.nnz), str(r.threads), r.tool, r.variant, time_cell,
+                     fmt(r.assembly_ms), fmt(r.ratio_mkl, 2), fmt(r.ratio_scipy, 2)]
+            if spmv:
+                cells += [fmt(r.gbps, 2), fmt(100 * r.copy_fraction, 0) + "%"
+                          if math.isfinite(r.copy_fraction) else "-"]
+            table.append(cells)
+        print_table(headers, table, right={1, 2, 5, 6, 7, 8, 9, 10})
+    print_geomeans(rows)
+    failed: Dict[str, List[str]] = {}
+    for r in rows:
+        if not r.ok:
+            what = f"{r.kernel} {r.tool} {r.variant}".rstrip()
+            failed.setdefault(r.status, [])
+            if what not in failed[r.status]:
+                failed[r.status].append(what)
+    if failed:
+        print("\nrows without a time:")
+        for status, whats in failed.items():
+            print(f"  {status}\n    ({', '.join(whats)})")
+    for w in dict.fromkeys(warnings):
+        print(f"WARNING: {w}")
+
+
+def geomean(xs: List[float]) -> float:
+    xs = [x for x in xs if math.isfinite(x) and x > 0]
+    return math.exp(sum(map(math.log, xs)) / len(xs)) if xs else float("nan")
+
+
+def print_geomeans(rows: List[Row]) -> None:
+    groups: Dict[Tuple[str, str, int], List[Row]] = {}
+    for r in rows:
+        if r.tool == "sparsec":
+            groups.setdefault((r.kernel, r.variant, r.threads), []).append(r)
+    print("\n### geometric means of the ratios (over inputs where both were measured)")
+    table = []
+    for (kernel, variant, threads), rs in groups.items():
+        vs_mkl = [r.ratio_mkl for r in rs if math.isfinite(r.ratio_mkl)]
+        vs_scipy = [r.ratio_scipy for r in rs if math.isfinite(r.ratio_scipy)]
+        table.append([kernel, variant, str(threads),
+                      fmt(geomean(vs_mkl), 3), str(len(vs_mkl)),
+                      fmt(geomean(vs_scipy), 3), str(len(vs_scipy))])
+    print_table(["kernel", "schedule", "thr", "sparsec/MKL", "n", "sparsec/SciPy", "n"],
+                table, right={2, 3, 4, 5, 6})
+
+
+def write_csv(path: str, rows: List[Row]) -> None:
+    fields = [f.name for f in dataclasses.fields(Row)]
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(fields)
+        for r in rows:
+            w.writerow([getattr(r, name) for name in fields])
+
+
+# --------------------------------------------------------------------------------------
+
+
+def ensure_sparsec(path: str) -> None:
+    if os.path.exists(path):
+        return
+    cmd = ["cargo", "build", "--release", "-p", "sparsec-cli"]
+    log("$ " + " ".join(cmd))
+    subprocess.check_call(cmd, cwd=ROOT)
+
+
+def parse_args():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--runs", type=int, default=9, help="timed runs per measurement (median)")
+    ap.add_argument("--threads", default="1,2", help="thread counts, comma-separated")
+    ap.add_argument("--quick", action="store_true", help="generated inputs 10x smaller")
+    ap.add_argument("--dir", default="/tmp/sparsec-sched-bench",
+                    help="cache of generated inputs, stream_copy binary and the CSV")
+    ap.add_argument("--matrices", default="all",
+                    help=f"stems of {DATA}/matrices to use: all, none or a comma list")
+    ap.add_argument("--tensors", default="all",
+                    help=f"stems of {DATA}/tensors (order 3 only): all, none or a comma list")
+    ap.add_argument("--generated", default="uniform,powerlaw,skewed,tensor",
+                    help="generated inputs: any of uniform,powerlaw,skewed,tensor, or none")
+    ap.add_argument("--kernels", default="spmv,spmm,mttkrp,sddmm",
+                    help="kernels to run, comma-separated")
+    ap.add_argument("--sparsec", default=os.path.join(ROOT, "target", "release", "sparsec"),
+                    help="sparsec binary (built with cargo if missing)")
+    ap.add_argument("--timeout", type=int, default=900, help="seconds per sparsec run")
+    ap.add_argument("--seed", type=int, default=42, help="seed of the generated inputs")
+    ap.add_argument("--csv", default=None, help="CSV output (default DIR/schedules_vs_mkl.csv)")
+    args = ap.parse_args()
+    args.threads = [int(t) for t in args.threads.split(",")]
+    known = {k.name for k in KERNELS}
+    args.kernels = args.kernels.split(",")
+    if not set(args.kernels) <= known:
+        ap.error(f"--kernels: choose from {', '.join(sorted(known))}")
+    args.generated = [] if args.generated == "none" else args.generated.split(",")
+    if args.runs < 1 or min(args.threads) < 1:
+        ap.error("--runs and --threads must be positive")
+    return args
+
+
+def main():
+    args = parse_args()
+    os.makedirs(args.dir, exist_ok=True)
+    ensure_sparsec(args.sparsec)
+    mkl, mkl_note = load_mkl()
+    log(f"MKL: {mkl_note}")
+    kernels = [k for k in KERNELS if k.name in args.kernels]
+    inputs = (shared_inputs(args.matrices, os.path.join(DATA, "matrices"), ".mtx", 2)
+              + shared_inputs(args.tensors, os.path.join(DATA, "tensors"), ".tns", 3)
+              + generated_inputs(args.dir, args.generated, args.quick, args.seed))
+    inputs = [i for i in inputs if any(k.order == i.order for k in kernels)]
+    stream, stream_problem = ({}, "") if "spmv" not in args.kernels else \
+        stream_copy(args.dir, args.threads)
+    load_before = os.getloadavg()[0]
+    warnings: List[str] = []
+    rows: List[Row] = []
+    for inp in inputs:
+        rows += measure_input(args, inp, kernels, mkl, stream, warnings)
+    report(rows, kernels, args, mkl_note, call_overheads(mkl), stream, stream_problem,
+           (load_before, os.getloadavg()[0]), inputs, warnings)
+    out = args.csv or os.path.join(args.dir, "schedules_vs_mkl.csv")
+    write_csv(out, rows)
+    print(f"\nwrote {out}")
+
+
+if __name__ == "__main__":
+    main()
