@@ -1,12 +1,12 @@
 //! `sparsec emit`: print the C code generated for an expression.
 
-use miette::{Report, Result, WrapErr};
+use miette::{Report, Result};
 use sparsec::codegen::c;
 use sparsec::format::LevelCoord;
-use sparsec::lower::{self, OutputMode};
+use sparsec::lower::OutputMode;
 use sparsec::tensor::ValueType;
 
-use crate::spec::{Problem, SpecArgs, FORMAT_HELP};
+use crate::spec::{Problem, ScheduleArgs, SpecArgs, FORMAT_HELP};
 
 const EMIT_HELP: &str = "\
 EXAMPLES:
@@ -32,6 +32,8 @@ pub struct EmitArgs {
     pub expr: String,
     #[command(flatten)]
     pub spec: SpecArgs,
+    #[command(flatten)]
+    pub schedule: ScheduleArgs,
     /// Print how the output is assembled (its levels) and the runtime prelude.
     #[arg(long, conflicts_with = "compute")]
     pub assembly: bool,
@@ -48,11 +50,10 @@ const PLACEHOLDER_SIZE: usize = 1000;
 pub fn emit(args: &EmitArgs) -> Result<()> {
     let problem = Problem::new(&args.expr, &args.spec, &[])?;
     let statement = problem.bind_with_default_size(PLACEHOLDER_SIZE)?;
-    let lowered = lower::lower(&statement)
-        .map_err(|e| Report::new(sparsec::Error::from(e)))
-        .wrap_err("cannot compile the statement")?;
+    let lowered = args.schedule.lower(&statement)?;
     let value_types = vec![ValueType::F64; lowered.operands.len()];
-    let generated = c::emit(&lowered, &value_types);
+    let generated =
+        c::emit(&lowered, &value_types).map_err(|e| Report::new(sparsec::Error::from(e)))?;
     let (prelude, kernel) = generated.source.split_at(generated.body_offset);
     if args.compute {
         crate::out!("{kernel}");

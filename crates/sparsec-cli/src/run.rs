@@ -6,12 +6,11 @@ use std::time::{Duration, Instant};
 
 use miette::{miette, Report, Result, WrapErr};
 use sparsec::io::{self, MtxLayout, MtxWriteOptions};
-use sparsec::jit::Toolchain;
-use sparsec::kernel::{Kernel, Timings};
+use sparsec::kernel::Timings;
 use sparsec::reference;
 use sparsec::tensor::{Tensor, ValueType};
 
-use crate::spec::{self, Problem, Source, SpecArgs, FORMAT_HELP};
+use crate::spec::{self, Problem, ScheduleArgs, Source, SpecArgs, FORMAT_HELP};
 
 const RUN_HELP: &str = "\
 EXAMPLES:
@@ -26,6 +25,10 @@ EXAMPLES:
   sparsec run \"C(i,j) = A(i,k) * B(k,j)\" -f A:csr -f B:csr -f C:csr \\
       -i A:a.mtx -i B:b.mtx -o C:c.mtx
 
+  # SpMV with the row-chunked parallel schedule on 2 threads:
+  sparsec run \"y(i) = A(i,j) * x(j)\" -f A:csr -i A:a.mtx -g x:dense --threads 2 \\
+      -s \"split(i,i0,i1,32),parallelize(i0,CPUThread,NoRaces)\"
+
   # MTTKRP on a FROSTT tensor:
   sparsec run \"A(i,j) = B(i,k,l) * C(k,j) * D(l,j)\" -f B:sss -i B:t.tns \\
       -g C:dense -g D:dense -d j:16
@@ -37,6 +40,12 @@ GENERATORS (-g NAME:KIND); dimensions come from -d VAR:SIZE or from other inputs
   powerlaw[:NNZ_ROW]    matrix, rows' nonzero counts follow a power law (Zipf, exponent 1),
                         NNZ_ROW nonzeros per row on average (default 8)
   skewed[:K,C]          matrix, row i holds about K*C^i nonzeros (default 1,1.01)
+
+SCHEDULES (-s): transformations separated by `,` or `.`, applied left to right:
+  reorder(a,b)  order(a,b,...)  split(i,i0,i1,F)  divide(i,i0,i1,PARTS)  fuse(i,j,f)
+  pos(j,jp,A(i,j))  bound(i,ib,MinExact|MinConstraint|MaxExact|MaxConstraint,N)
+  unroll(i,F)  parallelize(i,CPUThread|CPUVector|GPU*,NoRaces|IgnoreRaces|Atomics|
+  Temporary|ParallelReduction[,static|dynamic|guided[,CHUNK]])
 
 FILES: .mtx (MatrixMarket; pattern entries read as 1.0, symmetric files expanded),
   .tns (FROSTT), .spt (sparsec binary, any format). -o writes .mtx for order <= 2
@@ -52,6 +61,11 @@ pub struct RunArgs {
     pub expr: String,
     #[command(flatten)]
     pub spec: SpecArgs,
+    #[command(flatten)]
+    pub schedule: ScheduleArgs,
+    /// Threads of parallel loops (default: OMP_NUM_THREADS, else all cores).
+    #[arg(long, value_name = "N", value_parser = spec::positive)]
+    pub threads: Option<usize>,
     /// Generate an input instead of reading it: dense, uniform[:DENSITY], banded[:BW],
     /// powerlaw[:NNZ_PER_ROW], skewed[:K,C].
     #[arg(short = 'g', long = "generate", value_name = "NAME:KIND")]
@@ -154,19 +168,21 @@ pub fn run(args: &RunArgs) -> Result<()> {
     }
 
     let started = Instant::now();
-    let kernel = Kernel::from_statement(statement.clone(), ValueType::F64, &Toolchain::default())
-        .map_err(Report::new)
-        .wrap_err("cannot compile the statement")?;
+    let mut kernel = args.schedule.kernel(&statement)?;
+    if let Some(n) = args.threads {
+        kernel.set_threads(n);
+    }
     let compile_time = started.elapsed();
     crate::outln!(
-        "kernel: {} in {} (loop order {})",
+        "kernel: {} in {} (loops {}; {} threads)",
         if kernel.was_compiled() {
             "compiled"
         } else {
             "loaded from cache"
         },
         spec::ms(compile_time),
-        kernel.loop_order().join(", ")
+        kernel.loop_order().join(", "),
+        kernel.threads()
     );
 
     let refs: Vec<&Tensor> = inputs.iter().collect();

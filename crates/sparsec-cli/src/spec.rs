@@ -7,10 +7,14 @@ use std::path::PathBuf;
 use miette::{miette, Report, Result, WrapErr};
 use sparsec::format::Format;
 use sparsec::io::{self, TensorFile};
+use sparsec::jit::Toolchain;
+use sparsec::kernel::Kernel;
+use sparsec::lower::{self, Lowered};
 use sparsec::notation::ast::{Assignment, Expr, ExprKind};
 use sparsec::notation::cin::Statement;
 use sparsec::notation::{self, TensorDecl};
-use sparsec::tensor::Coo;
+use sparsec::schedule::{Concrete, Schedule};
+use sparsec::tensor::{Coo, ValueType};
 
 /// Help text on format strings, shared by both subcommands' `--help`.
 pub const FORMAT_HELP: &str = "\
@@ -34,6 +38,58 @@ pub struct SpecArgs {
     /// Size of an index variable, e.g. `-d i:1000`; dimensions follow from the variables.
     #[arg(short = 'd', long = "dim", value_name = "VAR:SIZE")]
     pub dims: Vec<String>,
+}
+
+/// How to schedule the kernel (`run` and `emit`).
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct ScheduleArgs {
+    /// Scheduling transformations, e.g. "split(i,i0,i1,32),parallelize(i0,CPUThread,NoRaces)".
+    /// Without one, the outermost loop runs on all threads when that is race-free.
+    #[arg(short = 's', long = "schedule", value_name = "TRANSFORMS")]
+    pub schedule: Option<String>,
+}
+
+impl ScheduleArgs {
+    /// The statement made concrete with this schedule (`None`: the default schedule).
+    pub fn concrete(&self, statement: &Statement) -> Result<Option<Concrete>> {
+        let Some(text) = &self.schedule else {
+            return Ok(None);
+        };
+        let schedule = Schedule::parse(text).map_err(|e| Report::new(sparsec::Error::from(e)))?;
+        let concrete = Concrete::new(statement)
+            .map_err(|e| Report::new(sparsec::Error::from(e)))
+            .wrap_err("cannot compile the statement")?;
+        let scheduled = schedule
+            .apply(&concrete)
+            .map_err(|e| Report::new(sparsec::Error::from(e)))
+            .wrap_err("the schedule does not apply")?;
+        Ok(Some(scheduled))
+    }
+
+    /// Lower the statement with this schedule.
+    pub fn lower(&self, statement: &Statement) -> Result<Lowered> {
+        let lowered = match self.concrete(statement)? {
+            Some(c) => lower::lower(&c),
+            None => Concrete::new(statement)
+                .and_then(|c| sparsec::kernel::lower_with_default_parallelism(&c)),
+        };
+        lowered
+            .map_err(|e| Report::new(sparsec::Error::from(e)))
+            .wrap_err("cannot compile the statement")
+    }
+
+    /// Compile the statement with this schedule.
+    pub fn kernel(&self, statement: &Statement) -> Result<Kernel> {
+        let kernel = match self.concrete(statement)? {
+            Some(c) => Kernel::from_concrete(&c, ValueType::F64, &Toolchain::default()),
+            None => {
+                Kernel::from_statement(statement.clone(), ValueType::F64, &Toolchain::default())
+            }
+        };
+        kernel
+            .map_err(Report::new)
+            .wrap_err("cannot compile the statement")
+    }
 }
 
 /// A `-g` generator kind.

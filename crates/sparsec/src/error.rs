@@ -1,8 +1,10 @@
 //! The crate's error type: every stage's errors, with diagnostics where they have spans.
 
+use crate::codegen::c::BackendError;
 use crate::jit::JitError;
 use crate::lower::LowerError;
 use crate::notation::NotationError;
+use crate::schedule::{ScheduleError, ScheduleSyntaxError};
 use crate::tensor::TensorError;
 
 /// Any error sparsec reports.
@@ -15,6 +17,16 @@ pub enum Error {
     /// The statement cannot be compiled (and why).
     #[error(transparent)]
     Lower(#[from] LowerError),
+    /// A schedule string does not parse.
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    ScheduleSyntax(#[from] ScheduleSyntaxError),
+    /// A scheduling transformation's precondition does not hold.
+    #[error(transparent)]
+    Schedule(#[from] ScheduleError),
+    /// The backend cannot print the lowered kernel.
+    #[error(transparent)]
+    Backend(#[from] BackendError),
     /// Compiling or loading the generated code failed.
     #[error(transparent)]
     Jit(#[from] JitError),

@@ -29,9 +29,10 @@ use std::time::{Duration, Instant};
 use crate::codegen::c::{self, Binding, CKernel};
 use crate::ir::ArrayKind;
 use crate::jit::{self, Library, Toolchain};
-use crate::lower::{self, Lowered, OutputMode};
+use crate::lower::{self, LowerError, Lowered, OutputMode};
 use crate::notation::cin::Statement;
 use crate::notation::{self, TensorDecl};
+use crate::schedule::{Concrete, OmpSchedule, ParallelUnit, RaceStrategy, Schedule, Transform};
 use crate::tensor::{Coo, Tensor, ValueType, Values};
 use crate::Error;
 
@@ -60,6 +61,7 @@ pub struct Timings {
 /// A compiled statement, ready to run on tensors of the declared shapes and formats.
 pub struct Kernel {
     statement: Statement,
+    threads: usize,
     lowered: Lowered,
     generated: CKernel,
     value_type: ValueType,
@@ -80,21 +82,54 @@ impl Kernel {
         Kernel::from_statement(statement, ValueType::F64, &Toolchain::default())
     }
 
-    /// Lower and compile a checked statement.
+    /// Lower and compile a checked statement with the default schedule: its outermost
+    /// loop runs on all threads when that is race-free, the rest is serial.
     pub fn from_statement(
         statement: Statement,
         value_type: ValueType,
         toolchain: &Toolchain,
     ) -> Result<Kernel, Error> {
-        let lowered = lower::lower(&statement)?;
+        let concrete = Concrete::new(&statement)?;
+        let lowered = lower_with_default_parallelism(&concrete)?;
+        Kernel::from_lowered(statement, lowered, value_type, toolchain)
+    }
+
+    /// Lower and compile a statement with a schedule (see [`crate::schedule`]).
+    pub fn scheduled(
+        statement: Statement,
+        schedule: &Schedule,
+        value_type: ValueType,
+        toolchain: &Toolchain,
+    ) -> Result<Kernel, Error> {
+        let concrete = schedule.apply(&Concrete::new(&statement)?)?;
+        Kernel::from_concrete(&concrete, value_type, toolchain)
+    }
+
+    /// Lower and compile a scheduled concrete statement as it is.
+    pub fn from_concrete(
+        concrete: &Concrete,
+        value_type: ValueType,
+        toolchain: &Toolchain,
+    ) -> Result<Kernel, Error> {
+        let lowered = lower::lower(concrete)?;
+        Kernel::from_lowered(concrete.statement().clone(), lowered, value_type, toolchain)
+    }
+
+    fn from_lowered(
+        statement: Statement,
+        lowered: Lowered,
+        value_type: ValueType,
+        toolchain: &Toolchain,
+    ) -> Result<Kernel, Error> {
         let value_types = vec![value_type; lowered.operands.len()];
-        let generated = c::emit(&lowered, &value_types);
+        let generated = c::emit(&lowered, &value_types)?;
         let library = jit::load(&generated.source, toolchain)?;
         // SAFETY: the signatures match the C prelude and entry point printed by `codegen::c`.
         let entry = unsafe { library.symbol::<KernelFn>(c::ENTRY)? };
         let free = unsafe { library.symbol::<FreeFn>(c::FREE_BUFFER)? };
         Ok(Kernel {
             statement,
+            threads: default_threads(),
             lowered,
             generated,
             value_type,
@@ -119,13 +154,19 @@ impl Kernel {
         &self.generated.source[self.generated.body_offset..]
     }
 
-    /// The loop order, as variable names.
+    /// The loops, outermost first, by name.
     pub fn loop_order(&self) -> Vec<&str> {
-        self.lowered
-            .loop_order
-            .iter()
-            .map(|&v| self.statement.vars[v].name.as_str())
-            .collect()
+        self.lowered.loops.iter().map(String::as_str).collect()
+    }
+
+    /// Number of threads parallel loops use (default: `OMP_NUM_THREADS`, else all cores).
+    pub fn threads(&self) -> usize {
+        self.threads
+    }
+
+    /// Use `n` threads (at least 1) in parallel loops.
+    pub fn set_threads(&mut self, n: usize) {
+        self.threads = n.max(1);
     }
 
     /// True when this kernel was compiled now rather than found in the cache.
@@ -230,6 +271,7 @@ impl Kernel {
             .map(|b| match b {
                 Binding::Param(p) => operands[find(&p.tensor)].levels()[p.level - 1].param(p.kind),
                 Binding::VarSize(v) => stmt.vars[*v].size as i64,
+                Binding::Threads => self.threads as i64,
                 Binding::Array(_) => unreachable!(),
             })
             .collect();
@@ -247,9 +289,12 @@ impl Kernel {
         let computed = Instant::now();
         if status != 0 {
             unsafe { (self.free)(&mut buffer) };
-            return Err(Error::Input(
-                "the kernel ran out of memory while producing its output".into(),
-            ));
+            let failed = (0..self.lowered.assumptions.len())
+                .find(|&n| c::assumption_status(n) == status)
+                .map(|n| self.lowered.assumptions[n].1.clone());
+            return Err(Error::Input(failed.unwrap_or_else(|| {
+                "the kernel ran out of memory while producing its output".into()
+            })));
         }
         let result = if dense_output {
             operands.swap_remove(0).into_owned()
@@ -293,6 +338,40 @@ impl Kernel {
                 assemble: finished - computed,
             },
         ))
+    }
+}
+
+/// `OMP_NUM_THREADS` when set, else the number of cores.
+fn default_threads() -> usize {
+    std::env::var("OMP_NUM_THREADS")
+        .ok()
+        .and_then(|v| v.split(',').next()?.trim().parse().ok())
+        .filter(|&n: &usize| n > 0)
+        .or_else(|| std::thread::available_parallelism().ok().map(|n| n.get()))
+        .unwrap_or(1)
+}
+
+/// Rows per chunk of the default parallel schedule.
+const DEFAULT_CHUNK: usize = 32;
+
+/// Lower with the outermost loop parallel on CPU threads when that is valid without races
+/// (its iterations write disjoint parts of a dense output), else serially.
+pub fn lower_with_default_parallelism(concrete: &Concrete) -> Result<Lowered, LowerError> {
+    let outermost = concrete.loops().first().map(|s| s.to_string());
+    let parallel = outermost.and_then(|var| {
+        concrete
+            .apply(&Transform::Parallelize {
+                var,
+                unit: ParallelUnit::CpuThread,
+                races: RaceStrategy::NoRaces,
+                schedule: OmpSchedule::Dynamic,
+                chunk: DEFAULT_CHUNK,
+            })
+            .ok()
+    });
+    match parallel.map(|c| lower::lower(&c)) {
+        Some(Ok(lowered)) => Ok(lowered),
+        _ => lower::lower(concrete),
     }
 }
 

@@ -21,6 +21,7 @@ pub mod kernel;
 pub mod lower;
 pub mod notation;
 pub mod reference;
+pub mod schedule;
 pub mod tensor;
 
 pub use error::Error;

@@ -9,7 +9,10 @@
 use std::collections::BTreeSet;
 use std::fmt::Write;
 
-use crate::ir::{ArrayKind, ArrayRef, BinOp, Expr, Intrinsic, ParamRef, Stmt, Type};
+use crate::ir::{
+    ArrayKind, ArrayRef, BinOp, Expr, Intrinsic, LoopKind, OmpSchedule, ParallelUnit, ParamRef,
+    Reduction, Stmt, Type,
+};
 use crate::lower::{Lowered, OutputMode};
 use crate::tensor::ValueType;
 
@@ -22,7 +25,14 @@ pub enum Binding {
     Param(ParamRef),
     /// `params[n]`: the extent of an index variable.
     VarSize(usize),
+    /// `params[n]`: the number of threads of parallel loops.
+    Threads,
 }
+
+/// A lowered kernel that this backend cannot print.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("the C backend cannot generate this kernel: {0}")]
+pub struct BackendError(pub String);
 
 /// Generated C source and its argument layout.
 #[derive(Clone, Debug, PartialEq)]
@@ -94,15 +104,32 @@ static inline int64_t sparsec_hash_locate(const int64_t *idx, int64_t width, int
 
 "#;
 
+/// Status a kernel returns when assumption `n` of [`Lowered::assumptions`] fails.
+pub fn assumption_status(n: usize) -> i32 {
+    2 + n as i32
+}
+
 /// Print a lowered kernel. `value_types[n]` is the value type of operand `n`.
-pub fn emit(lowered: &Lowered, value_types: &[ValueType]) -> CKernel {
+pub fn emit(lowered: &Lowered, value_types: &[ValueType]) -> Result<CKernel, BackendError> {
     let mut used = Used::default();
     for s in &lowered.body {
         used.stmt(s);
     }
+    for (e, _) in &lowered.assumptions {
+        used.expr(e);
+    }
+    if let Some(unit) = used.gpu {
+        return Err(BackendError(format!(
+            "a loop is parallelized on {unit:?}, which needs a GPU backend; this build of \
+             sparsec generates CPU code only (use CPUThread or CPUVector)"
+        )));
+    }
     let arrays: Vec<ArrayRef> = used.arrays.into_iter().collect();
     let mut params: Vec<Binding> = used.params.into_iter().map(Binding::Param).collect();
     params.extend((0..lowered.statement_vars).map(Binding::VarSize));
+    if used.threads {
+        params.push(Binding::Threads);
+    }
 
     let mut out = String::from(PRELUDE);
     let body_offset = out.len();
@@ -139,6 +166,7 @@ pub fn emit(lowered: &Lowered, value_types: &[ValueType]) -> CKernel {
         let name = match p {
             Binding::Param(p) => param_name(p),
             Binding::VarSize(v) => format!("{}_size", lowered.var_names[*v]),
+            Binding::Threads => "sparsec_threads".to_string(),
             Binding::Array(_) => unreachable!(),
         };
         let _ = writeln!(out, "  const int64_t {name} = params[{n}];");
@@ -166,6 +194,14 @@ pub fn emit(lowered: &Lowered, value_types: &[ValueType]) -> CKernel {
             w.name
         );
     }
+    for (n, (holds, _)) in lowered.assumptions.iter().enumerate() {
+        let _ = writeln!(
+            out,
+            "  if (!({})) return {};",
+            expr(holds),
+            assumption_status(n)
+        );
+    }
     let mut printer = Printer {
         out: &mut out,
         indent: 1,
@@ -182,12 +218,12 @@ pub fn emit(lowered: &Lowered, value_types: &[ValueType]) -> CKernel {
         );
     }
     out.push_str("  return 0;\n}\n");
-    CKernel {
+    Ok(CKernel {
         source: out,
         arrays,
         params,
         body_offset,
-    }
+    })
 }
 
 fn array_name(a: &ArrayRef) -> String {
@@ -208,6 +244,10 @@ fn param_name(p: &ParamRef) -> String {
 struct Used {
     arrays: BTreeSet<ArrayRef>,
     params: BTreeSet<ParamRef>,
+    /// Some loop runs on CPU threads.
+    threads: bool,
+    /// Some loop needs a GPU.
+    gpu: Option<ParallelUnit>,
 }
 
 impl Used {
@@ -255,12 +295,33 @@ impl Used {
                 self.expr(value);
             }
             Stmt::For {
-                start, end, body, ..
+                start,
+                end,
+                body,
+                kind,
+                ..
             } => {
+                if let LoopKind::Parallel {
+                    unit, reductions, ..
+                } = kind
+                {
+                    match unit {
+                        ParallelUnit::CpuThread => self.threads = true,
+                        ParallelUnit::CpuVector => {}
+                        gpu => self.gpu = Some(*gpu),
+                    }
+                    for r in reductions {
+                        if let Reduction::Array(a, len) = r {
+                            self.arrays.insert(a.clone());
+                            self.expr(len);
+                        }
+                    }
+                }
                 self.expr(start);
                 self.expr(end);
                 body.iter().for_each(|x| self.stmt(x));
             }
+            Stmt::Atomic(inner) => self.stmt(inner),
             Stmt::While(c, body) => {
                 self.expr(c);
                 body.iter().for_each(|x| self.stmt(x));
@@ -339,7 +400,11 @@ impl Printer<'_> {
                 start,
                 end,
                 body,
+                kind,
             } => {
+                if let Some(pragma) = loop_pragma(kind, start, end) {
+                    self.line(&pragma);
+                }
                 self.block(
                     &format!(
                         "for (int64_t {var} = {}; {var} < {}; {var}++)",
@@ -353,6 +418,10 @@ impl Printer<'_> {
             Stmt::While(c, body) => {
                 self.block(&format!("while ({})", expr(c)), body);
                 self.line("}");
+            }
+            Stmt::Atomic(inner) => {
+                self.line("#pragma omp atomic");
+                self.stmt(inner);
             }
             Stmt::If(c, then, otherwise) => {
                 self.block(&format!("if ({})", expr(c)), then);
@@ -398,6 +467,51 @@ impl Printer<'_> {
                 expr(len)
             )),
         }
+    }
+}
+
+/// The OpenMP or GCC pragma that runs a loop as `kind` says.
+fn loop_pragma(kind: &LoopKind, start: &Expr, end: &Expr) -> Option<String> {
+    let reduction_clauses = |reductions: &[Reduction]| -> String {
+        reductions
+            .iter()
+            .map(|r| match r {
+                Reduction::Scalar(name) => format!(" reduction(+:{name})"),
+                Reduction::Array(a, len) => {
+                    format!(" reduction(+:{}[0:{}])", array_name(a), expr(len))
+                }
+            })
+            .collect()
+    };
+    match kind {
+        LoopKind::Serial => None,
+        LoopKind::Unrolled(n) => Some(format!("#pragma GCC unroll {n}")),
+        LoopKind::Parallel {
+            unit: ParallelUnit::CpuThread,
+            schedule,
+            chunk,
+            reductions,
+        } => {
+            let schedule = match schedule {
+                OmpSchedule::Static => "static",
+                OmpSchedule::Dynamic => "dynamic",
+                OmpSchedule::Guided => "guided",
+            };
+            // A loop of one chunk cannot use a second thread: skip the team's start-up.
+            let trips = crate::ir::simplify(&(end.clone() - start.clone()));
+            Some(format!(
+                "#pragma omp parallel for schedule({schedule}, {chunk}) \
+                 num_threads(sparsec_threads) if(sparsec_threads > 1 && {} > {chunk}){}",
+                atom(&trips),
+                reduction_clauses(reductions)
+            ))
+        }
+        LoopKind::Parallel {
+            unit: ParallelUnit::CpuVector,
+            reductions,
+            ..
+        } => Some(format!("#pragma omp simd{}", reduction_clauses(reductions))),
+        LoopKind::Parallel { .. } => unreachable!("GPU loops are refused before printing"),
     }
 }
 

@@ -180,13 +180,16 @@ pub enum Stmt {
         value: Expr,
         accumulate: bool,
     },
-    /// `for (var = start; var < end; var++)`.
+    /// `for (var = start; var < end; var++)`, run as `kind` says.
     For {
         var: String,
         start: Expr,
         end: Expr,
         body: Vec<Stmt>,
+        kind: LoopKind,
     },
+    /// The update inside happens atomically with respect to other parallel iterations.
+    Atomic(Box<Stmt>),
     /// `while (cond) { body }`.
     While(Expr, Vec<Stmt>),
     /// `if (cond) { then } else { otherwise }`.
@@ -197,6 +200,53 @@ pub enum Stmt {
     Block(Vec<Stmt>),
     /// Sort the first `len` entries of an index array in increasing order.
     Sort { array: ArrayRef, len: Expr },
+}
+
+/// Hardware a parallel loop runs on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ParallelUnit {
+    /// OpenMP threads.
+    CpuThread,
+    /// SIMD lanes of one core.
+    CpuVector,
+    /// CUDA thread blocks (with `GpuThread` inside).
+    GpuBlock,
+    /// CUDA warps.
+    GpuWarp,
+    /// CUDA threads.
+    GpuThread,
+}
+
+/// OpenMP loop scheduling of a `CpuThread` loop.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum OmpSchedule {
+    Static,
+    Dynamic,
+    Guided,
+}
+
+/// How a `for` loop runs.
+#[derive(Clone, Debug, PartialEq)]
+pub enum LoopKind {
+    Serial,
+    /// Unrolled by this factor.
+    Unrolled(usize),
+    /// Iterations run in parallel on `unit`; `reductions` are summed across them.
+    Parallel {
+        unit: ParallelUnit,
+        schedule: OmpSchedule,
+        chunk: usize,
+        reductions: Vec<Reduction>,
+    },
+}
+
+/// A variable or array that each parallel iteration adds into a private copy of, combined
+/// (summed) when the loop ends.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Reduction {
+    Scalar(String),
+    /// The first `len` entries of an array.
+    Array(ArrayRef, Expr),
 }
 
 impl std::ops::Add for Expr {

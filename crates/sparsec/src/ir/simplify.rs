@@ -35,6 +35,8 @@ fn fold(op: BinOp, a: Expr, b: Expr) -> Expr {
         (BinOp::Add, Int(x), Int(y)) => Int(x + y),
         (BinOp::Sub, Int(x), Int(y)) => Int(x - y),
         (BinOp::Mul, Int(x), Int(y)) => Int(x * y),
+        (BinOp::Div, Int(x), Int(y)) if *y > 0 && *x >= 0 => Int(x / y),
+        (BinOp::Div, _, Int(1)) => a,
         (BinOp::Add, Int(0), _) => b,
         (BinOp::Add | BinOp::Sub, _, Int(0)) => a,
         (BinOp::Mul, Int(0), _) | (BinOp::Mul, _, Int(0)) => Int(0),
@@ -82,11 +84,17 @@ fn simplify_stmt(stmt: Stmt) -> Option<Stmt> {
             start,
             end,
             body,
+            kind,
         } => Stmt::For {
             var,
             start: simplify(&start),
             end: simplify(&end),
             body: simplify_stmts(body),
+            kind,
+        },
+        Stmt::Atomic(inner) => match simplify_stmt(*inner)? {
+            s @ (Stmt::Store { .. } | Stmt::Assign(..)) => Stmt::Atomic(Box::new(s)),
+            other => other,
         },
         Stmt::While(c, body) => match simplify(&c) {
             Expr::Bool(false) => return None,

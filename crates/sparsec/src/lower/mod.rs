@@ -12,21 +12,24 @@
 //! the runtime assembles into the requested format (sorting only when the stream is not
 //! already in order).
 
+mod derived;
 mod lattice;
-mod lexpr;
-mod order;
+mod parallel;
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::ops::{Add, Sub};
 
 use lattice::Point;
-use lexpr::LExpr;
 
 use crate::format::{Format, Level, LevelCoord, LevelSite};
-use crate::ir::{ArrayKind, ArrayRef, BinOp, Expr, Stmt, Type};
+use crate::ir::{ArrayKind, ArrayRef, BinOp, Expr, LoopKind, Stmt, Type};
 use crate::notation::ast::Op;
-use crate::notation::cin::{CExpr, Statement, TensorId, VarId};
+use crate::notation::cin::{Statement, TensorId, VarId};
+use crate::schedule::lexpr::{self, LExpr};
+use crate::schedule::{c_name, reordered_format, Concrete, Parallel};
 use crate::tensor::ValueType;
+
+pub use crate::schedule::LowerError;
 
 /// A tensor as the kernel sees it: one per distinct (tensor, layout) pair.
 #[derive(Clone, Debug, PartialEq)]
@@ -70,18 +73,16 @@ pub struct Lowered {
     pub var_names: Vec<String>,
     /// Number of the statement's own variables (those with a `<name>_size` parameter).
     pub statement_vars: usize,
-    /// The loop order chosen.
-    pub loop_order: Vec<VarId>,
+    /// The loops, outermost first, by user-visible name.
+    pub loops: Vec<String>,
+    /// Conditions on the inputs the kernel checks first (schedule bounds), with the
+    /// message to report when one fails.
+    pub assumptions: Vec<(Expr, String)>,
     /// How the result is produced.
     pub output: OutputMode,
     /// Scratch arrays the kernel allocates.
     pub workspaces: Vec<Workspace>,
 }
-
-/// A statement that lowering cannot compile, with the reason.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("cannot compile this statement: {0}")]
-pub struct LowerError(pub String);
 
 /// One use of a tensor on the right-hand side.
 struct Occurrence {
@@ -95,6 +96,10 @@ struct Occurrence {
 struct Scope {
     positions: Vec<Vec<Expr>>,
     segment_ends: Vec<Vec<Option<Expr>>>,
+    /// Variables already recovered by a fused position space.
+    recovered: BTreeSet<VarId>,
+    /// Position spaces entered, by pos variable.
+    segments: BTreeMap<VarId, derived::Segment>,
 }
 
 impl Scope {
@@ -123,115 +128,25 @@ enum Dest {
 }
 
 struct Lowerer<'a> {
+    plan: &'a Concrete,
     stmt: &'a Statement,
     operands: Vec<Operand>,
     occurrences: Vec<Occurrence>,
-    var_names: Vec<String>,
-    /// Extents of the variables added for structured levels (after the statement's).
-    extra_sizes: Vec<Expr>,
-    /// For a blocked variable: its outer and inner variables and the block size.
-    derived: Vec<Option<(VarId, VarId, usize)>>,
-    order: Vec<VarId>,
     workspaces: Vec<Workspace>,
     temps: usize,
     dense_output: bool,
     store_accumulates: bool,
+    /// Enclosing parallel loops, outermost first, with the reductions each must combine.
+    parallel: Vec<(VarId, Parallel, Vec<crate::ir::Reduction>)>,
+    /// Number of enclosing parallel loops where each scalar temporary is declared.
+    temp_depth: BTreeMap<String, usize>,
+    /// Conditions the inputs must meet (asserted bounds), with the message if not.
+    assumptions: Vec<(Expr, String)>,
 }
 
-/// Lower a checked statement.
-pub fn lower(stmt: &Statement) -> Result<Lowered, LowerError> {
-    let mut linear = Vec::new();
-    let mut hoisted = Vec::new();
-    let rhs = LExpr::from_cin(&stmt.rhs, true, &mut linear, &mut hoisted);
-    let count = linear.len();
-    let mut accesses = Vec::new();
-    collect_accesses(&stmt.rhs, &mut accesses);
-
-    // Storage levels that hold no mode (the ELL slot, the DIA diagonal) get a fresh
-    // variable each, summed over: A(i,j) is the sum of A'(s,i,j) over the slots s.
-    let mut var_names: Vec<String> = stmt.vars.iter().map(|v| c_name(&v.name)).collect();
-    let mut extra_sizes = Vec::new();
-    let mut derived: Vec<Option<(VarId, VarId, usize)>> = vec![None; stmt.vars.len()];
-    let mut level_vars: Vec<Vec<VarId>> = Vec::with_capacity(count);
-    for (o, (t, indices)) in accesses.iter().enumerate() {
-        let tensor = &stmt.tensors[*t];
-        let mut vars = Vec::new();
-        for (k, spec) in tensor.format.levels().iter().enumerate() {
-            match spec.coord {
-                LevelCoord::Mode(m) => vars.push(indices[m]),
-                LevelCoord::EllSlot | LevelCoord::Diagonal => {
-                    if !linear[o] {
-                        return Err(LowerError(format!(
-                            "`{}` is stored as `{}`, whose extra slot/diagonal level is summed over; \
-                             that is only valid where `{}` is a factor of the whole right-hand side \
-                             (not under `+`, `-` or a denominator); convert it to csr for this statement",
-                            tensor.name,
-                            tensor.format.spelling(),
-                            tensor.name
-                        )));
-                    }
-                    hoisted.push(var_names.len());
-                    vars.push(var_names.len());
-                    var_names.push(format!("{}_o{o}_slot", c_name(&tensor.name)));
-                    derived.push(None);
-                    extra_sizes.push(Expr::Param(crate::ir::ParamRef {
-                        tensor: c_name(&tensor.name),
-                        level: k + 1,
-                        kind: crate::ir::ParamKind::Size,
-                    }));
-                }
-                LevelCoord::BlockOuter { mode, block } | LevelCoord::BlockInner { mode, block } => {
-                    // A blocked mode's variable is split into fresh outer and inner
-                    // variables; the original is derived from them (`i = io*b + ii`) and
-                    // every other operand reaches it by `locate`.
-                    let original = indices[mode];
-                    let inner = matches!(spec.coord, LevelCoord::BlockInner { .. });
-                    let (outer_var, inner_var) = match derived[original] {
-                        Some((o_var, i_var, b)) if b == block => (o_var, i_var),
-                        Some(_) => {
-                            return Err(LowerError(format!(
-                                "index variable `{}` is blocked with two different block sizes",
-                                stmt.vars[original].name
-                            )))
-                        }
-                        None => {
-                            let base = var_names.len();
-                            for suffix in ["blk", "in"] {
-                                var_names.push(format!(
-                                    "{}_{suffix}",
-                                    c_name(&stmt.vars[original].name)
-                                ));
-                            }
-                            extra_sizes
-                                .push(Expr::Int(stmt.vars[original].size.div_ceil(block) as i64));
-                            extra_sizes.push(Expr::Int(block as i64));
-                            derived.resize(var_names.len(), None);
-                            derived[original] = Some((base, base + 1, block));
-                            hoisted.extend([base, base + 1]);
-                            (base, base + 1)
-                        }
-                    };
-                    vars.push(if inner { inner_var } else { outer_var });
-                }
-            }
-        }
-        level_vars.push(vars);
-    }
-    let fixed: Vec<bool> = accesses
-        .iter()
-        .map(|(t, _)| !stmt.tensors[*t].format.is_plain())
-        .collect();
-    let free: BTreeSet<VarId> = stmt.lhs.iter().copied().collect();
-    let mut sum_edges = reduction_edges(&rhs, &free, &hoisted);
-    for (v, split) in derived.iter().enumerate() {
-        if let Some((outer, inner, _)) = split {
-            sum_edges.extend([(*outer, v), (*inner, v)]);
-        }
-    }
-    let mut priority = var_priority(stmt, &accesses);
-    priority.extend((0..extra_sizes.len()).map(|n| stmt.vars.len() + n));
-    let loop_order = order::choose(var_names.len(), &level_vars, &fixed, &sum_edges, &priority);
-
+/// Lower a scheduled concrete statement.
+pub fn lower(plan: &Concrete) -> Result<Lowered, LowerError> {
+    let stmt = &plan.statement;
     let output = &stmt.tensors[0];
     let mut operands = vec![Operand {
         name: c_name(&output.name),
@@ -239,10 +154,11 @@ pub fn lower(stmt: &Statement) -> Result<Lowered, LowerError> {
         format: output.format.clone(),
     }];
     let mut occurrences = Vec::new();
-    for (o, (t, _)) in accesses.iter().enumerate() {
+    for (o, (t, indices)) in plan.accesses.iter().enumerate() {
         let tensor = &stmt.tensors[*t];
-        let format = if loop_order.reordered.contains(&o) {
-            reordered_format(&tensor.format, &loop_order.order, &accesses[o].1)?
+        let reordered = plan.reordered.contains(&o);
+        let format = if reordered {
+            reordered_format(&tensor.format, &plan.order, indices)?
         } else {
             tensor.format.clone()
         };
@@ -265,13 +181,13 @@ pub fn lower(stmt: &Statement) -> Result<Lowered, LowerError> {
                 operands.len() - 1
             }
         };
-        let vars = if loop_order.reordered.contains(&o) {
+        let vars = if reordered {
             let mode_order = format
                 .mode_order()
                 .expect("only plain formats are reordered");
-            mode_order.iter().map(|&m| accesses[o].1[m]).collect()
+            mode_order.iter().map(|&m| indices[m]).collect()
         } else {
-            level_vars[o].clone()
+            plan.level_vars[o].clone()
         };
         occurrences.push(Occurrence {
             operand,
@@ -281,36 +197,45 @@ pub fn lower(stmt: &Statement) -> Result<Lowered, LowerError> {
     }
     let dense_output = output.format.is_all_dense();
     let position = |v: VarId| {
-        loop_order
-            .order
+        plan.order
             .iter()
             .position(|&u| u == v)
             .unwrap_or(usize::MAX)
     };
-    let last_free = stmt.lhs.iter().map(|&v| position(v)).max();
-    let scatters = loop_order
+    let free: BTreeSet<VarId> = stmt.lhs.iter().copied().collect();
+    let partly_free = |v: VarId| plan.roots(v).iter().any(|r| free.contains(r));
+    let partly_summed = |v: VarId| plan.roots(v).iter().any(|r| !free.contains(r));
+    let last_free = plan
         .order
         .iter()
-        .any(|v| !free.contains(v) && last_free.is_some_and(|l| position(*v) < l));
+        .filter(|&&v| partly_free(v))
+        .map(|&v| position(v))
+        .max();
+    let scatters = plan
+        .order
+        .iter()
+        .any(|&v| partly_summed(v) && last_free.is_some_and(|l| position(v) < l));
+    let count = plan.accesses.len();
     let mut lowerer = Lowerer {
+        plan,
         stmt,
         operands,
         occurrences,
-        var_names,
-        extra_sizes,
-        derived,
-        order: loop_order.order.clone(),
         workspaces: Vec::new(),
         temps: 0,
         dense_output,
         store_accumulates: stmt.accumulate || scatters,
+        parallel: Vec::new(),
+        temp_depth: BTreeMap::new(),
+        assumptions: Vec::new(),
     };
     let scope = Scope {
         positions: vec![Vec::new(); count],
         segment_ends: vec![Vec::new(); count],
+        recovered: BTreeSet::new(),
+        segments: BTreeMap::new(),
     };
-    let order = lowerer.order.clone();
-    let body = lowerer.lower(&order, &rhs, &Dest::Output, &scope)?;
+    let body = lowerer.lower(&plan.order, &plan.rhs, &Dest::Output, &scope)?;
     Ok(Lowered {
         body: crate::ir::simplify_stmts(body),
         output: if dense_output {
@@ -323,104 +248,10 @@ pub fn lower(stmt: &Statement) -> Result<Lowered, LowerError> {
         workspaces: lowerer.workspaces,
         operands: lowerer.operands,
         statement_vars: stmt.vars.len(),
-        var_names: lowerer.var_names,
-        loop_order: loop_order.order,
+        var_names: plan.vars.iter().map(|v| v.c_name.clone()).collect(),
+        loops: plan.loops().iter().map(|s| s.to_string()).collect(),
+        assumptions: lowerer.assumptions,
     })
-}
-
-fn collect_accesses(expr: &CExpr, out: &mut Vec<(TensorId, Vec<VarId>)>) {
-    match expr {
-        CExpr::Access(a) => out.push((a.tensor, a.indices.clone())),
-        CExpr::Literal(_) => {}
-        CExpr::Neg(a) | CExpr::Sum(_, a) => collect_accesses(a, out),
-        CExpr::Binary(_, a, b) => {
-            collect_accesses(a, out);
-            collect_accesses(b, out);
-        }
-    }
-}
-
-/// Every free or hoisted variable encloses each non-hoisted sum, and a sum encloses the
-/// variables it sums.
-fn reduction_edges(rhs: &LExpr, free: &BTreeSet<VarId>, hoisted: &[VarId]) -> Vec<(VarId, VarId)> {
-    let mut sums = Vec::new();
-    lexpr::sums(rhs, &mut sums);
-    let mut edges = Vec::new();
-    for (n, sum) in sums.iter().enumerate() {
-        let LExpr::Sum(v, _, _) = sum else {
-            unreachable!()
-        };
-        let mut inside = Vec::new();
-        lexpr::summed_vars(sum, &mut inside);
-        for &u in free.iter().chain(hoisted) {
-            edges.push((u, *v));
-        }
-        // Enclosing non-hoisted sums come earlier in `sums` and contain this one; their
-        // own variable and the sums hoisted into their temporary loop around it.
-        for outer in &sums[..n] {
-            let mut outer_inside = Vec::new();
-            lexpr::summed_vars(outer, &mut outer_inside);
-            if let (LExpr::Sum(w, outer_hoisted, _), true) = (outer, outer_inside.contains(v)) {
-                edges.extend(std::iter::once(w).chain(outer_hoisted).map(|&u| (u, *v)));
-            }
-        }
-        edges.extend(inside.iter().filter(|&&w| w != *v).map(|&w| (*v, w)));
-    }
-    edges
-}
-
-fn var_priority(stmt: &Statement, accesses: &[(TensorId, Vec<VarId>)]) -> Vec<usize> {
-    let mut priority = vec![usize::MAX; stmt.vars.len()];
-    let out_order = stmt.tensors[0]
-        .format
-        .mode_order()
-        .unwrap_or_else(|| (0..stmt.lhs.len()).collect());
-    let mut rank = 0;
-    for &m in &out_order {
-        priority[stmt.lhs[m]] = rank;
-        rank += 1;
-    }
-    for (_, indices) in accesses {
-        for &v in indices {
-            if priority[v] == usize::MAX {
-                priority[v] = rank;
-                rank += 1;
-            }
-        }
-    }
-    for p in priority.iter_mut().filter(|p| **p == usize::MAX) {
-        *p = rank;
-        rank += 1;
-    }
-    priority
-}
-
-fn reordered_format(
-    format: &Format,
-    order: &[VarId],
-    indices: &[VarId],
-) -> Result<Format, LowerError> {
-    let position = |v: VarId| order.iter().position(|&u| u == v).unwrap_or(usize::MAX);
-    let mut modes: Vec<usize> = (0..indices.len()).collect();
-    modes.sort_by_key(|&m| position(indices[m]));
-    let levels = format.levels().iter().map(|l| l.format.clone()).collect();
-    Format::with_mode_order(levels, &modes).map_err(|e| LowerError(e.to_string()))
-}
-
-/// C identifiers for user names: C keywords and names that could clash with generated
-/// ones get a trailing underscore.
-fn c_name(name: &str) -> String {
-    const RESERVED: &[&str] = &[
-        "auto", "break", "case", "char", "const", "continue", "default", "do", "double", "else",
-        "enum", "extern", "float", "for", "goto", "if", "inline", "int", "long", "register",
-        "restrict", "return", "short", "signed", "sizeof", "static", "struct", "switch", "typedef",
-        "union", "unsigned", "void", "volatile", "while", "bool", "out", "args", "params", "main",
-    ];
-    if RESERVED.contains(&name) || name.starts_with("sparsec") {
-        format!("{name}_")
-    } else {
-        name.to_string()
-    }
 }
 
 /// How one variable's loop treats each iterator.
@@ -445,19 +276,28 @@ impl Lowerer<'_> {
         format!("{stem}{}", self.temps - 1)
     }
 
+    /// A fresh scalar temporary, recorded with the parallel depth it is private to.
+    fn temp(&mut self) -> String {
+        let name = self.fresh("t");
+        self.temp_depth.insert(name.clone(), self.parallel.len());
+        name
+    }
+
+    fn name(&self, v: VarId) -> String {
+        self.plan.vars[v].c_name.clone()
+    }
+
     fn var(&self, v: VarId) -> Expr {
-        Expr::var(self.var_names[v].clone())
+        Expr::var(self.name(v))
     }
 
     fn size(&self, v: VarId) -> Expr {
-        match v.checked_sub(self.stmt.vars.len()) {
-            Some(extra) => self.extra_sizes[extra].clone(),
-            None => Expr::var(format!("{}_size", self.var_names[v])),
-        }
+        self.plan.vars[v].extent.clone()
     }
 
+    /// True when `v` is, or is derived from, a variable of the output.
     fn is_free(&self, v: VarId) -> bool {
-        self.stmt.lhs.contains(&v)
+        self.plan.roots(v).iter().any(|r| self.stmt.lhs.contains(r))
     }
 
     /// True when the next unresolved level of occurrence `o` stores variable `v`.
@@ -474,9 +314,17 @@ impl Lowerer<'_> {
         scope: &Scope,
     ) -> Result<Vec<Stmt>, LowerError> {
         let Some((&v, rest)) = remaining.split_first() else {
-            return Ok(self.store(expr, dest, scope));
+            return self.store(expr, dest, scope);
         };
-        if let Some(sum) = expr.find_sum(v).cloned() {
+        if scope.recovered.contains(&v) {
+            return self.lower(rest, expr, dest, scope);
+        }
+        let summed = self
+            .plan
+            .roots(v)
+            .into_iter()
+            .find_map(|r| expr.find_sum(r).cloned().map(|sum| (r, sum)));
+        if let Some((root, sum)) = summed {
             let LExpr::Sum(_, _, body) = &sum else {
                 unreachable!()
             };
@@ -485,14 +333,14 @@ impl Lowerer<'_> {
             let sub: Vec<VarId> = remaining
                 .iter()
                 .copied()
-                .filter(|u| inside.contains(u))
+                .filter(|&u| self.derives_from_any(u, &inside))
                 .collect();
             let others: Vec<VarId> = remaining
                 .iter()
                 .copied()
-                .filter(|u| !inside.contains(u))
+                .filter(|&u| !self.derives_from_any(u, &inside))
                 .collect();
-            let temp = self.fresh("t");
+            let temp = self.temp();
             let mut stmts = vec![Stmt::Decl(
                 temp.clone(),
                 Type::Value(ValueType::F64),
@@ -503,11 +351,11 @@ impl Lowerer<'_> {
                 touched: None,
             };
             stmts.extend(self.lower(&sub, body, &into, scope)?);
-            stmts.extend(self.lower(&others, &expr.replace_sum(v, &temp), dest, scope)?);
+            stmts.extend(self.lower(&others, &expr.replace_sum(root, &temp), dest, scope)?);
             return Ok(stmts);
         }
         if matches!(dest, Dest::Output) && remaining.iter().all(|&u| !self.is_free(u)) {
-            let temp = self.fresh("t");
+            let temp = self.temp();
             let touched = (!self.dense_output).then(|| format!("{temp}_touched"));
             let mut stmts = vec![Stmt::Decl(
                 temp.clone(),
@@ -522,7 +370,7 @@ impl Lowerer<'_> {
                 touched: touched.clone(),
             };
             stmts.extend(self.lower(remaining, expr, &into, scope)?);
-            let store = self.store(&LExpr::Temp(temp), dest, scope);
+            let store = self.store(&LExpr::Temp(temp), dest, scope)?;
             match touched {
                 Some(flag) => stmts.push(Stmt::If(Expr::var(flag), store, vec![])),
                 None => stmts.extend(store),
@@ -541,71 +389,42 @@ impl Lowerer<'_> {
         {
             return self.through_workspace(free_rest[0], remaining, expr, scope);
         }
-        let indexes = |o: usize| self.indexes(o, v, scope);
-        if let Some((outer, inner, block)) = self.derived[v] {
-            return self.derived_var(v, outer, inner, block, rest, expr, dest, scope);
+        if let Some(rel) = self.plan.replaced_by(v).cloned() {
+            return self.recover(v, &rel, rest, expr, dest, scope);
         }
-        match lattice::build(expr, &indexes) {
+        let (setup, scope) = self.enter_position_space(v, scope)?;
+        let scope = &scope;
+        let tags = self.plan.vars[v].tags.clone();
+        if let Some(p) = &tags.parallel {
+            self.parallel.push((v, p.clone(), Vec::new()));
+        }
+        let indexes = |o: usize| self.indexes(o, v, scope);
+        let loops = match lattice::build(expr, &indexes) {
             None => {
-                let body = self.lower(rest, expr, dest, scope)?;
+                let mut body = self.position_trackers(v, scope);
+                body.extend(self.lower(rest, expr, dest, scope)?);
                 Ok(vec![Stmt::For {
-                    var: self.var_names[v].clone(),
+                    var: self.name(v),
                     start: Expr::Int(0),
                     end: self.size(v),
                     body,
+                    kind: LoopKind::Serial,
                 }])
             }
             Some(points) => self.merge(v, rest, expr, dest, scope, &points),
-        }
+        };
+        let reductions = match tags.parallel {
+            Some(_) => self.parallel.pop().map(|p| p.2).unwrap_or_default(),
+            None => Vec::new(),
+        };
+        let mut stmts = setup;
+        stmts.extend(self.tag_loop(v, loops?, &tags, reductions)?);
+        Ok(stmts)
     }
 
-    /// A blocked variable: compute it from its parts, skip the padding of partial blocks,
-    /// and locate every other operand that reads it.
-    #[allow(clippy::too_many_arguments)]
-    fn derived_var(
-        &mut self,
-        v: VarId,
-        outer: VarId,
-        inner: VarId,
-        block: usize,
-        rest: &[VarId],
-        expr: &LExpr,
-        dest: &Dest,
-        scope: &Scope,
-    ) -> Result<Vec<Stmt>, LowerError> {
-        let indexes = |o: usize| self.indexes(o, v, scope);
-        let value = self.var(outer) * Expr::Int(block as i64) + self.var(inner);
-        let mut body = Vec::new();
-        let mut inner_scope = scope.clone();
-        if let Some(points) = lattice::build(expr, &indexes) {
-            let located: Vec<usize> = points[0].iterators.iter().copied().collect();
-            let refused = points.len() > 1
-                || located
-                    .iter()
-                    .any(|&o| !self.level(o, scope).capabilities().locate);
-            if refused {
-                return Err(LowerError(format!(
-                    "index variable `{}` is blocked in one operand, so every other operand must \
-                     reach it by locate in a product (store them dense or hashed in that mode)",
-                    self.stmt.vars[v].name
-                )));
-            }
-            let (locates, flags, scope_after) = self.locate_all(&located, v, scope);
-            body.extend(locates);
-            inner_scope = scope_after;
-            let cond = conjunction(flags.into_iter().map(|f| f.1));
-            body.push(Stmt::If(
-                cond,
-                self.lower(rest, expr, dest, &inner_scope)?,
-                vec![],
-            ));
-        } else {
-            body.extend(self.lower(rest, expr, dest, &inner_scope)?);
-        }
-        Ok(vec![
-            Stmt::Decl(self.var_names[v].clone(), Type::Index, value),
-            Stmt::If(Expr::lt(self.var(v), self.size(v)), body, vec![]),
-        ])
+    /// True when `u` is, or is derived from, one of `vars`.
+    fn derives_from_any(&self, u: VarId, vars: &[VarId]) -> bool {
+        self.plan.roots(u).iter().any(|r| vars.contains(r))
     }
 
     /// Reductions outside the output's last variable `w` scatter into it: gather them in a
@@ -643,11 +462,7 @@ impl Lowerer<'_> {
             start: Expr::Int(0),
             end: Expr::var(count),
             body: vec![
-                Stmt::Decl(
-                    self.var_names[w].clone(),
-                    Type::Index,
-                    Expr::load(list, Expr::var(p)),
-                ),
+                Stmt::Decl(self.name(w), Type::Index, Expr::load(list, Expr::var(p))),
                 Stmt::Emit {
                     coords: self.stmt.lhs.iter().map(|&v| self.var(v)).collect(),
                     value: Expr::load(vals.clone(), self.var(w)),
@@ -665,19 +480,28 @@ impl Lowerer<'_> {
                     accumulate: false,
                 },
             ],
+            kind: LoopKind::Serial,
         });
         Ok(stmts)
     }
 
     /// The value of the expression at the current positions, stored to the destination.
-    fn store(&self, expr: &LExpr, dest: &Dest, scope: &Scope) -> Vec<Stmt> {
+    fn store(&mut self, expr: &LExpr, dest: &Dest, scope: &Scope) -> Result<Vec<Stmt>, LowerError> {
         let value = self.value(expr, scope);
-        match dest {
+        let target = match dest {
+            Dest::Temp { name, .. } => parallel::Target::Temp(name),
+            Dest::Workspace { .. } => parallel::Target::Workspace,
+            Dest::Output if self.dense_output => parallel::Target::DenseOutput,
+            Dest::Output => parallel::Target::Emit,
+        };
+        let atomic = self.resolve_races(target)?;
+        let update = |s: Stmt| if atomic { Stmt::Atomic(Box::new(s)) } else { s };
+        Ok(match dest {
             Dest::Temp { name, touched } => {
-                let mut s = vec![Stmt::Assign(
+                let mut s = vec![update(Stmt::Assign(
                     name.clone(),
                     Expr::add(Expr::var(name.clone()), value),
-                )];
+                ))];
                 if let Some(flag) = touched {
                     s.push(Stmt::Assign(flag.clone(), Expr::Bool(true)));
                 }
@@ -730,7 +554,7 @@ impl Lowerer<'_> {
                         .expect("dense levels locate")
                         .0;
                 }
-                vec![Stmt::Store {
+                vec![update(Stmt::Store {
                     array: ArrayRef {
                         tensor: out.name.clone(),
                         level: None,
@@ -739,13 +563,13 @@ impl Lowerer<'_> {
                     index: pos,
                     value,
                     accumulate: self.store_accumulates,
-                }]
+                })]
             }
             Dest::Output => vec![Stmt::Emit {
                 coords: self.stmt.lhs.iter().map(|&v| self.var(v)).collect(),
                 value,
             }],
-        }
+        })
     }
 
     fn value(&self, expr: &LExpr, scope: &Scope) -> Expr {
@@ -1004,7 +828,7 @@ impl Lowerer<'_> {
         let site = self.occ_site(o, scope);
         let stem = self.stem(o, scope);
         let pname = format!("p{stem}");
-        let vname = self.var_names[v].clone();
+        let vname = self.name(v);
         if let Some((begin, end)) = level.coord_iter(&site) {
             let (pos, found) = level
                 .coord_access(&site, &self.parent_pos(o, scope), &self.var(v))
@@ -1020,6 +844,7 @@ impl Lowerer<'_> {
                 start: begin,
                 end,
                 body,
+                kind: LoopKind::Serial,
             }]);
         }
         let (begin, end) = self.pos_range(o, scope);
@@ -1054,6 +879,7 @@ impl Lowerer<'_> {
                 start: begin,
                 end,
                 body,
+                kind: LoopKind::Serial,
             }]),
             Some(seg) => {
                 body.push(Stmt::Assign(pname.clone(), Expr::var(seg)));
@@ -1157,7 +983,7 @@ impl Lowerer<'_> {
         for &o in iterated {
             stmts.extend(self.cursor_init(o, scope)?);
         }
-        let vname = self.var_names[v].clone();
+        let vname = self.name(v);
         for point in points {
             let merged: Vec<usize> = iterated
                 .iter()
@@ -1242,7 +1068,7 @@ impl Lowerer<'_> {
         for &o in cursors {
             stmts.extend(self.cursor_init(o, scope)?);
         }
-        let vname = self.var_names[v].clone();
+        let vname = self.name(v);
         let mut body = Vec::new();
         let mut matched = Vec::new();
         let mut inner = scope.clone();
@@ -1293,6 +1119,7 @@ impl Lowerer<'_> {
             start: Expr::Int(0),
             end: self.size(v),
             body,
+            kind: LoopKind::Serial,
         });
         Ok(stmts)
     }
@@ -1323,7 +1150,7 @@ impl Lowerer<'_> {
             let live: Vec<VarId> = rest
                 .iter()
                 .copied()
-                .filter(|u| !before.contains(u) || after.contains(u))
+                .filter(|&u| !self.derives_from_any(u, &before) || self.derives_from_any(u, &after))
                 .collect();
             let body = if case_expr == LExpr::Zero {
                 vec![]

@@ -81,3 +81,24 @@ fn topological(n: usize, edges: &[(VarId, VarId)], priority: &[usize]) -> Option
     }
     Some(order)
 }
+
+/// Occurrences whose storage order conflicts with `order` (they are read through a
+/// reordered copy), or `Err(o)` for the first conflicting occurrence whose layout is fixed.
+/// `before(a, b)` tells whether level variable `a` is resolved before `b` is needed.
+pub fn conflicts(
+    level_vars: &[Vec<VarId>],
+    fixed: &[bool],
+    before: &dyn Fn(VarId, VarId) -> bool,
+) -> Result<Vec<usize>, usize> {
+    let mut reordered = Vec::new();
+    for (o, vars) in level_vars.iter().enumerate() {
+        if vars.windows(2).all(|w| before(w[0], w[1])) {
+            continue;
+        }
+        if fixed[o] {
+            return Err(o);
+        }
+        reordered.push(o);
+    }
+    Ok(reordered)
+}

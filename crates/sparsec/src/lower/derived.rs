@@ -1,0 +1,459 @@
+//! Recovering variables that scheduling transformations (and blocked storage levels)
+//! replaced: coordinate recovery, iteration guards and position-space iteration
+//! (Senanayake §5.2-5.4).
+//!
+//! - `split`/`divide`: `i = i0 * factor + i1`, guarded by `i < extent(i)`;
+//! - `bound`: `i = ib`, with the asserted bound checked when the kernel starts;
+//! - `fuse`: `i = f / extent(j)`, `j = f % extent(j)`;
+//! - `pos`: the loops iterate positions of one operand's levels. When the first loop of a
+//!   position space starts, the segment of positions below the resolved parent is
+//!   declared; at the pos variable, the coordinates are read from the storage. A fused
+//!   position space (several levels) tracks the positions of its upper levels: a binary
+//!   search when a tracker is unset or the position moved backwards, then a forward scan
+//!   (`while (end(q) <= p) q++`, which also skips empty segments).
+//!
+//! A recovered statement variable is then resolved like any other: every operand that
+//! stores it is located, which requires a product of locatable levels.
+
+use super::{conjunction, lattice, Dest, LExpr, LowerError, Lowerer, Scope};
+use crate::format::{Level, LevelSite};
+use crate::ir::{Expr, Stmt, Type};
+use crate::notation::cin::VarId;
+use crate::schedule::{BoundKind, Relation, SplitBy};
+
+/// A position space entered by the loops of one pos variable.
+#[derive(Clone, Debug)]
+pub(super) struct Segment {
+    /// Storage levels (0-based) it covers, outermost first.
+    levels: Vec<usize>,
+    /// C stem of the pos variable.
+    stem: String,
+    /// The loop where the space was entered (its body declares the trackers).
+    entered_at: VarId,
+}
+
+impl Segment {
+    fn begin(&self, idx: usize) -> Expr {
+        Expr::var(format!("{}_b{idx}", self.stem))
+    }
+    fn end(&self, idx: usize) -> Expr {
+        Expr::var(format!("{}_e{idx}", self.stem))
+    }
+    fn tracker(&self, idx: usize) -> String {
+        format!("{}_q{idx}", self.stem)
+    }
+    fn position(&self, idx: usize) -> String {
+        format!("{}_p{idx}", self.stem)
+    }
+}
+
+impl Lowerer<'_> {
+    /// Lower the variable `v` that `rel` replaced, from the variables it created.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn recover(
+        &mut self,
+        v: VarId,
+        rel: &Relation,
+        rest: &[VarId],
+        expr: &LExpr,
+        dest: &Dest,
+        scope: &Scope,
+    ) -> Result<Vec<Stmt>, LowerError> {
+        let value = match *rel {
+            Relation::Split {
+                outer, inner, by, ..
+            } => {
+                let factor = match by {
+                    SplitBy::Factor(f) => Expr::Int(f as i64),
+                    SplitBy::Parts(n) => {
+                        crate::schedule::ceil_div(self.size(v), Expr::Int(n as i64))
+                    }
+                };
+                self.var(outer) * factor + self.var(inner)
+            }
+            Relation::Bound {
+                bounded,
+                kind,
+                value,
+                ..
+            } => {
+                self.assume_bound(v, kind, value);
+                self.var(bounded)
+            }
+            Relation::Fuse {
+                outer,
+                inner,
+                fused,
+            } => {
+                let op = if v == outer {
+                    crate::ir::BinOp::Div
+                } else {
+                    crate::ir::BinOp::Rem
+                };
+                Expr::bin(op, self.var(fused), self.size(inner))
+            }
+            Relation::Pos {
+                pos, occurrence, ..
+            } => return self.recover_position(v, pos, occurrence, rest, expr, dest, scope),
+        };
+        let body = self.resolve(v, rest, expr, dest, scope)?;
+        Ok(vec![
+            Stmt::Decl(self.name(v), Type::Index, value),
+            Stmt::If(Expr::lt(self.var(v), self.size(v)), body, vec![]),
+        ])
+    }
+
+    fn assume_bound(&mut self, v: VarId, kind: BoundKind, value: usize) {
+        let extent = self.plan.vars[v].extent.clone();
+        let name = &self.plan.vars[v].name;
+        let (holds, claim) = match kind {
+            BoundKind::MaxExact => (
+                Expr::eq(extent, Expr::Int(value as i64)),
+                format!("exactly {value}"),
+            ),
+            BoundKind::MaxConstraint => (
+                Expr::bin(crate::ir::BinOp::Le, extent, Expr::Int(value as i64)),
+                format!("at most {value}"),
+            ),
+            BoundKind::MinExact | BoundKind::MinConstraint => return,
+        };
+        let message = format!(
+            "bound({name},...,{kind:?},{value}): the schedule asserts that `{name}` has {claim} \
+             iterations, but the inputs give it a different extent"
+        );
+        if !self.assumptions.iter().any(|(_, m)| *m == message) {
+            self.assumptions.push((holds, message));
+        }
+    }
+
+    /// Locate every operand that stores the just-computed variable `v`, then continue.
+    fn resolve(
+        &mut self,
+        v: VarId,
+        rest: &[VarId],
+        expr: &LExpr,
+        dest: &Dest,
+        scope: &Scope,
+    ) -> Result<Vec<Stmt>, LowerError> {
+        let indexes = |o: usize| self.indexes(o, v, scope);
+        let Some(points) = lattice::build(expr, &indexes) else {
+            return self.lower(rest, expr, dest, scope);
+        };
+        let located: Vec<usize> = points[0].iterators.iter().copied().collect();
+        self.check_located(v, &points, &located, scope)?;
+        let (mut body, flags, inner) = self.locate_all(&located, v, scope);
+        let cond = conjunction(flags.into_iter().map(|f| f.1));
+        body.push(Stmt::If(
+            cond,
+            self.lower(rest, expr, dest, &inner)?,
+            vec![],
+        ));
+        Ok(body)
+    }
+
+    fn check_located(
+        &self,
+        v: VarId,
+        points: &[lattice::Point],
+        located: &[usize],
+        scope: &Scope,
+    ) -> Result<(), LowerError> {
+        let name = &self.plan.vars[v].name;
+        if points.len() > 1 || points[0].universe {
+            return Err(LowerError(format!(
+                "`{name}` is computed from other loops (a schedule or a blocked format), so it \
+                 must occur in a product of operands: here it also occurs under `+`/`-`"
+            )));
+        }
+        if let Some(&o) = located
+            .iter()
+            .find(|&&o| !self.level(o, scope).capabilities().locate)
+        {
+            return Err(LowerError(format!(
+                "`{name}` is computed from other loops (a schedule or a blocked format), so every \
+                 operand that stores it must be reached by locate, but level {} of `{}` ({}) \
+                 cannot be located; iterate that level's positions instead (pos), or store it \
+                 dense or hashed",
+                scope.resolved(o) + 1,
+                self.operands[self.occurrences[o].operand].name,
+                self.level(o, scope).name()
+            )));
+        }
+        for &o in located {
+            self.check_locatable(o, scope)?;
+        }
+        Ok(())
+    }
+
+    /// The position of the next level of each position space in the order a level is
+    /// reached: `start(q)` is where the segment of parent position `q` begins.
+    fn segment_start(level: &Level, site: &LevelSite, parent: &Expr) -> Option<Expr> {
+        if let Some((begin, _)) = level.pos_iter(site, parent) {
+            return Some(begin);
+        }
+        let (first, _) = level.coord_iter(site)?;
+        level.coord_access(site, parent, &first).map(|p| p.0)
+    }
+
+    /// When `u` is the first loop of a position space, declare the space's segment.
+    pub(super) fn enter_position_space(
+        &mut self,
+        u: VarId,
+        scope: &Scope,
+    ) -> Result<(Vec<Stmt>, Scope), LowerError> {
+        let Some(&Relation::Pos {
+            parent,
+            pos,
+            occurrence: o,
+        }) = self.plan.position_space(u)
+        else {
+            return Ok((vec![], scope.clone()));
+        };
+        if scope.segments.contains_key(&pos) {
+            return Ok((vec![], scope.clone()));
+        }
+        let roots = self.plan.roots(parent);
+        let occ = &self.occurrences[o];
+        let levels: Vec<usize> = (0..occ.levels.len())
+            .filter(|&k| roots.contains(&occ.level_vars[k]))
+            .collect();
+        let pos_name = self.plan.vars[pos].name.clone();
+        if levels.first() != Some(&scope.resolved(o)) {
+            return Err(LowerError(format!(
+                "the position space `{pos_name}` starts below levels of `{}` that are not \
+                 iterated yet; order their loops outside `{pos_name}`",
+                self.operands[occ.operand].name
+            )));
+        }
+        let seg = Segment {
+            levels: levels.clone(),
+            stem: self.plan.vars[pos].c_name.clone(),
+            entered_at: u,
+        };
+        let first = &occ.levels[levels[0]];
+        let site = self.occ_site(o, scope);
+        let (begin, end) = if first.pos_iter(&site, &Expr::Int(0)).is_some() {
+            self.pos_range(o, scope)
+        } else {
+            let parent_pos = self.parent_pos(o, scope);
+            let (lo, hi) = first.coord_iter(&site).ok_or_else(|| {
+                LowerError(format!(
+                    "level {} of `{}` ({}) has no position space",
+                    levels[0] + 1,
+                    self.operands[occ.operand].name,
+                    first.name()
+                ))
+            })?;
+            let at = |c: &Expr| first.coord_access(&site, &parent_pos, c).map(|p| p.0);
+            match (at(&lo), at(&hi)) {
+                (Some(b), Some(e)) => (b, e),
+                _ => {
+                    return Err(LowerError(format!(
+                        "level {} of `{}` has no position space",
+                        levels[0] + 1,
+                        self.operands[occ.operand].name
+                    )))
+                }
+            }
+        };
+        let mut stmts = vec![
+            Stmt::Decl(format!("{}_b0", seg.stem), Type::Index, begin),
+            Stmt::Decl(format!("{}_e0", seg.stem), Type::Index, end),
+        ];
+        for (idx, &k) in levels.iter().enumerate().skip(1) {
+            let level = &occ.levels[k];
+            let site = self.site(occ.operand, Some(o), k);
+            let start = |q: Expr| Self::segment_start(level, &site, &q);
+            let (Some(b), Some(e)) = (start(seg.begin(idx - 1)), start(seg.end(idx - 1))) else {
+                return Err(LowerError(format!(
+                    "level {} of `{}` ({}) cannot be fused into a position space",
+                    k + 1,
+                    self.operands[occ.operand].name,
+                    level.name()
+                )));
+            };
+            stmts.push(Stmt::Decl(format!("{}_b{idx}", seg.stem), Type::Index, b));
+            stmts.push(Stmt::Decl(format!("{}_e{idx}", seg.stem), Type::Index, e));
+        }
+        let last = levels.len() - 1;
+        stmts.push(Stmt::Decl(
+            format!("{}_begin", seg.stem),
+            Type::Index,
+            seg.begin(last),
+        ));
+        stmts.push(Stmt::Decl(
+            format!("{}_end", seg.stem),
+            Type::Index,
+            seg.end(last),
+        ));
+        let mut inner = scope.clone();
+        inner.segments.insert(pos, seg);
+        Ok((stmts, inner))
+    }
+
+    /// Declarations, private to each iteration of the loop that entered a fused position
+    /// space, of its upper levels' trackers (unset until first used).
+    pub(super) fn position_trackers(&self, u: VarId, scope: &Scope) -> Vec<Stmt> {
+        scope
+            .segments
+            .values()
+            .filter(|seg| seg.entered_at == u)
+            .flat_map(|seg| {
+                (0..seg.levels.len() - 1)
+                    .map(|idx| Stmt::Decl(seg.tracker(idx), Type::Index, Expr::Int(-1)))
+            })
+            .collect()
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn recover_position(
+        &mut self,
+        v: VarId,
+        pos: VarId,
+        o: usize,
+        rest: &[VarId],
+        expr: &LExpr,
+        dest: &Dest,
+        scope: &Scope,
+    ) -> Result<Vec<Stmt>, LowerError> {
+        let seg = scope
+            .segments
+            .get(&pos)
+            .cloned()
+            .expect("a position space is entered before its variable is recovered");
+        let occ_operand = self.occurrences[o].operand;
+        let last = seg.levels.len() - 1;
+        let mut stmts = vec![Stmt::Decl(
+            seg.position(last),
+            Type::Index,
+            Expr::var(format!("{}_begin", seg.stem)) + self.var(pos),
+        )];
+        for idx in (0..last).rev() {
+            let level = self.occurrences[o].levels[seg.levels[idx + 1]].clone();
+            let site = self.site(occ_operand, Some(o), seg.levels[idx + 1]);
+            let start = |q: Expr| Self::segment_start(&level, &site, &q).expect("checked on entry");
+            let q = seg.tracker(idx);
+            let target = Expr::var(seg.position(idx + 1));
+            let (lo, hi, mid) = (format!("{q}_lo"), format!("{q}_hi"), format!("{q}_mid"));
+            let search = vec![
+                Stmt::Decl(lo.clone(), Type::Index, seg.begin(idx)),
+                Stmt::Decl(hi.clone(), Type::Index, seg.end(idx)),
+                Stmt::While(
+                    Expr::bin(
+                        crate::ir::BinOp::Gt,
+                        Expr::var(hi.clone()) - Expr::var(lo.clone()),
+                        Expr::Int(1),
+                    ),
+                    vec![
+                        Stmt::Decl(
+                            mid.clone(),
+                            Type::Index,
+                            Expr::bin(
+                                crate::ir::BinOp::Div,
+                                Expr::var(lo.clone()) + Expr::var(hi.clone()),
+                                Expr::Int(2),
+                            ),
+                        ),
+                        Stmt::If(
+                            Expr::bin(
+                                crate::ir::BinOp::Le,
+                                start(Expr::var(mid.clone())),
+                                target.clone(),
+                            ),
+                            vec![Stmt::Assign(lo.clone(), Expr::var(mid.clone()))],
+                            vec![Stmt::Assign(hi.clone(), Expr::var(mid))],
+                        ),
+                    ],
+                ),
+                Stmt::Assign(q.clone(), Expr::var(lo)),
+            ];
+            let lost = Expr::bin(
+                crate::ir::BinOp::Or,
+                Expr::lt(Expr::var(q.clone()), Expr::Int(0)),
+                Expr::lt(target.clone(), start(Expr::var(q.clone()))),
+            );
+            stmts.push(Stmt::If(lost, search, vec![]));
+            stmts.push(Stmt::While(
+                Expr::bin(
+                    crate::ir::BinOp::Le,
+                    start(Expr::var(q.clone()) + Expr::Int(1)),
+                    target,
+                ),
+                vec![Stmt::Assign(q.clone(), Expr::var(q.clone()) + Expr::Int(1))],
+            ));
+            stmts.push(Stmt::Decl(seg.position(idx), Type::Index, Expr::var(q)));
+        }
+        // Coordinates of each level, outermost first; then locate the other operands.
+        let mut inner = scope.clone();
+        let mut flags = Vec::new();
+        for (idx, &k) in seg.levels.iter().enumerate() {
+            let level = self.occurrences[o].levels[k].clone();
+            let site = self.occ_site(o, &inner);
+            let q = Expr::var(seg.position(idx));
+            let (coord, found) = match level.pos_access(&site, &q) {
+                Some(pair) => pair,
+                None => {
+                    let parent = self.parent_pos(o, &inner);
+                    let start =
+                        Self::segment_start(&level, &site, &parent).expect("checked on entry");
+                    (q.clone() - start, Expr::Bool(true))
+                }
+            };
+            let r = self.occurrences[o].level_vars[k];
+            // Other operands must meet this operand in a product where it iterates `r`.
+            let others = |x: usize| x == o || self.indexes(x, r, &inner);
+            if let Some(points) = lattice::build(expr, &others) {
+                let located: Vec<usize> = points[0]
+                    .iterators
+                    .iter()
+                    .copied()
+                    .filter(|&x| x != o)
+                    .collect();
+                if !points[0].iterators.contains(&o) {
+                    return Err(self.position_error(pos, r));
+                }
+                self.check_located(r, &points, &located, &inner)
+                    .map_err(|_| self.position_error(pos, r))?;
+            }
+            stmts.push(Stmt::Decl(self.name(r), Type::Index, coord));
+            flags.push(found);
+            inner = inner.with(o, q, None);
+            let locate_here: Vec<usize> = (0..self.occurrences.len())
+                .filter(|&x| x != o && self.indexes(x, r, &inner))
+                .collect();
+            let (locates, located_flags, after) = self.locate_all(&locate_here, r, &inner);
+            stmts.extend(locates);
+            flags.extend(located_flags.into_iter().map(|f| f.1));
+            inner = after;
+            inner.recovered.insert(r);
+        }
+        self.mark_fused(v, &mut inner);
+        let cond = conjunction(flags);
+        stmts.push(Stmt::If(
+            cond,
+            self.lower(rest, expr, dest, &inner)?,
+            vec![],
+        ));
+        Ok(stmts)
+    }
+
+    /// `v` and the fused variables it stands for are recovered.
+    fn mark_fused(&self, v: VarId, scope: &mut Scope) {
+        scope.recovered.insert(v);
+        if let Some(Relation::Fuse { outer, inner, .. }) = self.plan.created_by(v) {
+            let (outer, inner) = (*outer, *inner);
+            self.mark_fused(outer, scope);
+            self.mark_fused(inner, scope);
+        }
+    }
+
+    fn position_error(&self, pos: VarId, r: VarId) -> LowerError {
+        let pos_name = &self.plan.vars[pos].name;
+        LowerError(format!(
+            "pos: precondition failed: the position space `{pos_name}` covers every point of the \
+             iteration: at `{}` its operand must be multiplied with the others (not added), and \
+             every other operand that stores `{}` must support locate",
+            self.plan.vars[r].name, self.plan.vars[r].name
+        ))
+    }
+}

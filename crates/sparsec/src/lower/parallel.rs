@@ -1,0 +1,198 @@
+//! Scheduling tags on loops: parallel units, race strategies and unrolling.
+//!
+//! A store inside a parallel loop *races* when two iterations of that loop can update the
+//! same place: a scalar temporary declared outside the loop, a dense output entry that the
+//! loop's variable does not select alone (it is, or derives from, a summed variable), or
+//! the shared workspace and entry buffer of a sparse output. Each racing loop's strategy
+//! decides: `NoRaces` refuses, `IgnoreRaces` trusts the user, `Atomics` makes the update
+//! atomic, `Temporary`/`ParallelReduction` give each thread a private copy combined at the
+//! end (OpenMP `reduction` clauses).
+
+use super::{LowerError, Lowerer};
+use crate::ir::{ArrayKind, ArrayRef, Expr, LoopKind, ParallelUnit, Reduction, Stmt};
+use crate::notation::cin::VarId;
+use crate::schedule::{LoopTags, Parallel, RaceStrategy, Relation};
+
+/// What a store updates.
+#[derive(Clone, Copy)]
+pub(super) enum Target<'a> {
+    /// A scalar temporary.
+    Temp(&'a str),
+    /// An entry of the dense output.
+    DenseOutput,
+    /// The dense workspace row of a scattered sparse output.
+    Workspace,
+    /// The entry buffer of a sparse output.
+    Emit,
+}
+
+fn tag_text(name: &str, p: &Parallel) -> String {
+    format!("parallelize({name},{:?},{:?})", p.unit, p.races)
+}
+
+impl Lowerer<'_> {
+    /// Decide how a store to `target` handles races with the enclosing parallel loops;
+    /// true when it must be atomic.
+    pub(super) fn resolve_races(&mut self, target: Target<'_>) -> Result<bool, LowerError> {
+        let mut atomic = false;
+        for d in 0..self.parallel.len() {
+            let (v, p) = (self.parallel[d].0, self.parallel[d].1.clone());
+            let races = match target {
+                Target::Temp(name) => self.temp_depth.get(name).is_some_and(|&t| t <= d),
+                Target::DenseOutput => !self.writes_distinct(v),
+                Target::Workspace | Target::Emit => true,
+            };
+            if !races {
+                continue;
+            }
+            let text = tag_text(&self.plan.vars[v].name, &p);
+            let what = match target {
+                Target::Temp(_) => format!(
+                    "iterations of `{}` add into one partial sum (the loop is a reduction)",
+                    self.plan.vars[v].name
+                ),
+                Target::DenseOutput => format!(
+                    "iterations of `{}` add into the same entries of `{}`",
+                    self.plan.vars[v].name, self.stmt.tensors[0].name
+                ),
+                Target::Workspace | Target::Emit => format!(
+                    "iterations of `{}` append to the sparse output `{}`, whose entries are \
+                     assembled in order by one thread",
+                    self.plan.vars[v].name, self.stmt.tensors[0].name
+                ),
+            };
+            let sparse = matches!(target, Target::Workspace | Target::Emit);
+            match p.races {
+                RaceStrategy::IgnoreRaces => {}
+                RaceStrategy::NoRaces => {
+                    return Err(LowerError(format!(
+                        "{text}: precondition failed: no output races: {what}; use Atomics, \
+                         Temporary or IgnoreRaces{}",
+                        if sparse {
+                            ", or parallelize a loop of a dense output"
+                        } else {
+                            ""
+                        }
+                    )))
+                }
+                _ if sparse => {
+                    return Err(LowerError(format!(
+                        "{text}: precondition failed: the race strategy can protect the output: \
+                         {what}; parallelize an outer loop of the output's rows instead"
+                    )))
+                }
+                RaceStrategy::Atomics if p.unit == ParallelUnit::CpuVector => {
+                    return Err(LowerError(format!(
+                        "{text}: precondition failed: atomics are available on this unit: \
+                         {what}, and SIMD lanes have no atomic updates; use Temporary or \
+                         ParallelReduction"
+                    )))
+                }
+                RaceStrategy::Atomics => atomic = true,
+                RaceStrategy::Temporary | RaceStrategy::ParallelReduction => {
+                    let reduction = match target {
+                        Target::Temp(name) => Reduction::Scalar(name.to_string()),
+                        _ => Reduction::Array(
+                            ArrayRef {
+                                tensor: self.operands[0].name.clone(),
+                                level: None,
+                                kind: ArrayKind::Vals,
+                            },
+                            Expr::Int(self.stmt.tensors[0].dims.iter().product::<usize>() as i64),
+                        ),
+                    };
+                    let list = &mut self.parallel[d].2;
+                    if !list.contains(&reduction) {
+                        list.push(reduction);
+                    }
+                }
+            }
+        }
+        Ok(atomic)
+    }
+
+    /// True when different values of `v` select different entries of the output: every
+    /// variable it derives from is an output variable, and no position space it goes
+    /// through can repeat a coordinate.
+    fn writes_distinct(&self, v: VarId) -> bool {
+        let all_free = self.plan.roots(v).iter().all(|r| self.stmt.lhs.contains(r));
+        all_free && self.unique_positions(v)
+    }
+
+    fn unique_positions(&self, v: VarId) -> bool {
+        match self.plan.created_by(v) {
+            None => true,
+            Some(Relation::Pos {
+                parent, occurrence, ..
+            }) => {
+                let occ = &self.occurrences[*occurrence];
+                let roots = self.plan.roots(*parent);
+                occ.level_vars
+                    .iter()
+                    .zip(&occ.levels)
+                    .filter(|(u, _)| roots.contains(u))
+                    .all(|(_, level)| level.properties().unique)
+                    && self.unique_positions(*parent)
+            }
+            Some(rel) => rel
+                .parents()
+                .iter()
+                .all(|&parent| self.unique_positions(parent)),
+        }
+    }
+
+    /// Put `v`'s scheduling tags on the loop lowered for it.
+    pub(super) fn tag_loop(
+        &self,
+        v: VarId,
+        mut stmts: Vec<Stmt>,
+        tags: &LoopTags,
+        reductions: Vec<Reduction>,
+    ) -> Result<Vec<Stmt>, LowerError> {
+        let name = &self.plan.vars[v].name;
+        let (kind, text) = match (&tags.parallel, tags.unroll) {
+            (None, None) => return Ok(stmts),
+            (Some(_), Some(_)) => {
+                return Err(LowerError(format!(
+                    "unroll({name}) and parallelize({name}) cannot apply to the same loop"
+                )))
+            }
+            (Some(p), None) => (
+                LoopKind::Parallel {
+                    unit: p.unit,
+                    schedule: p.schedule,
+                    chunk: p.chunk,
+                    reductions,
+                },
+                tag_text(name, p),
+            ),
+            (None, Some(n)) => (LoopKind::Unrolled(n), format!("unroll({name},{n})")),
+        };
+        let parallel = tags.parallel.is_some();
+        let loops: Vec<usize> = stmts
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| matches!(s, Stmt::For { .. } | Stmt::While(..)))
+            .map(|(n, _)| n)
+            .collect();
+        let carried = parallel && stmts.iter().any(|s| matches!(s, Stmt::Decl(..)));
+        match loops.as_slice() {
+            [n] if matches!(stmts[*n], Stmt::For { .. }) && !carried => {
+                if let Stmt::For { kind: k, .. } = &mut stmts[*n] {
+                    *k = kind;
+                }
+                Ok(stmts)
+            }
+            [n] if matches!(stmts[*n], Stmt::For { .. }) => Err(LowerError(format!(
+                "{text}: precondition failed: iterations are independent: the loop over `{name}` \
+                 advances iterators over sparse operands from one iteration to the next; split \
+                 it (split/divide) and parallelize the outer loop"
+            ))),
+            _ => Err(LowerError(format!(
+                "{text}: precondition failed: the loop is a `for` loop: `{name}` co-iterates \
+                 several sparse operands (or a level with duplicates) in a `while` loop; split it \
+                 (split/divide, or pos then split) and tag the outer loop"
+            ))),
+        }
+    }
+}

@@ -1,0 +1,482 @@
+//! Concrete index notation and the scheduling language (Senanayake 2020).
+//!
+//! [`Concrete`] is a checked statement made concrete: its right-hand side with reductions
+//! placed ([`lexpr`]), one *occurrence* per tensor access with the index variable of each
+//! storage level, a loop order ([`order`]), and the *provenance graph* — the relations by
+//! which scheduling transformations derived new index variables from old ones. The
+//! transformations are methods that return a new `Concrete` (see [`transform`]), and
+//! [`Schedule`] is their text form (`"split(i,i0,i1,32),parallelize(i0,CPUThread,NoRaces)"`).
+//!
+//! Invariants (established here, relied on by [`crate::lower`]):
+//! - `vars` lists the statement's variables first (same ids), then variables added for
+//!   structured storage levels and by transformations.
+//! - A variable is replaced by at most one relation (it is that relation's *parent*), and
+//!   created by at most one. A variable that no relation replaces is a *loop*.
+//! - `order` lists every variable once. A replaced variable comes after every variable its
+//!   relation created, so lowering can recover it from them; a loop's position is where
+//!   its loop is emitted.
+//! - `order` respects `sum_edges` (reduction placement) and, for occurrences not listed in
+//!   `reordered`, each occurrence's storage level order.
+
+pub mod lexpr;
+mod order;
+mod parse;
+mod transform;
+
+use std::collections::BTreeSet;
+
+use lexpr::LExpr;
+
+use crate::format::{Format, LevelCoord};
+use crate::ir::{Expr, ParamKind, ParamRef};
+pub use crate::ir::{OmpSchedule, ParallelUnit};
+use crate::notation::cin::{CExpr, Statement, TensorId, VarId};
+
+pub use parse::{Schedule, ScheduleSyntaxError};
+pub(crate) use transform::ceil_div;
+pub use transform::{BoundKind, ScheduleError, SplitBy, Transform};
+
+/// How writes that several parallel iterations make to the same place are handled.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum RaceStrategy {
+    /// There are none; a race is a compile-time error.
+    NoRaces,
+    /// The user asserts races cannot happen for the inputs given.
+    IgnoreRaces,
+    /// Racing updates become atomic.
+    Atomics,
+    /// Each thread reduces into its own copy; the copies are summed at the end.
+    Temporary,
+    /// A reduction across the lanes of the parallel unit.
+    ParallelReduction,
+}
+
+/// Scheduling tags of one loop.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct LoopTags {
+    /// Parallel unit, race strategy, OpenMP schedule and chunk.
+    pub parallel: Option<Parallel>,
+    /// Unroll factor.
+    pub unroll: Option<usize>,
+}
+
+/// A `parallelize` tag.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Parallel {
+    pub unit: ParallelUnit,
+    pub races: RaceStrategy,
+    pub schedule: OmpSchedule,
+    pub chunk: usize,
+}
+
+/// Where a variable comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum VarOrigin {
+    /// Written in the statement.
+    Statement,
+    /// Added for a structured storage level (ELL slot, DIA diagonal, BCSR block).
+    Storage,
+    /// Created by a scheduling transformation.
+    Schedule,
+}
+
+/// One index variable of the concrete statement.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LoopVar {
+    /// The name users write in schedules.
+    pub name: String,
+    /// The name in generated code.
+    pub c_name: String,
+    /// Number of iterations of its loop, from 0.
+    pub extent: Expr,
+    pub origin: VarOrigin,
+    pub tags: LoopTags,
+}
+
+/// A relation of the provenance graph: how derived variables map to the one they replace.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Relation {
+    /// `parent = outer * factor + inner` (split, divide, and blocked storage levels).
+    Split {
+        parent: VarId,
+        outer: VarId,
+        inner: VarId,
+        by: SplitBy,
+    },
+    /// `parent = bounded`, with a bound the user asserts.
+    Bound {
+        parent: VarId,
+        bounded: VarId,
+        kind: BoundKind,
+        value: usize,
+    },
+    /// `parent = coordinate at position pos` of occurrence `occurrence`'s levels that
+    /// store `parent` (one level, or several consecutive ones for a fused variable).
+    Pos {
+        parent: VarId,
+        pos: VarId,
+        occurrence: usize,
+    },
+    /// `outer = fused / extent(inner)`, `inner = fused % extent(inner)`.
+    Fuse {
+        outer: VarId,
+        inner: VarId,
+        fused: VarId,
+    },
+}
+
+impl Relation {
+    /// The variables this relation replaces.
+    pub fn parents(&self) -> Vec<VarId> {
+        match *self {
+            Relation::Split { parent, .. }
+            | Relation::Bound { parent, .. }
+            | Relation::Pos { parent, .. } => vec![parent],
+            Relation::Fuse { outer, inner, .. } => vec![outer, inner],
+        }
+    }
+
+    /// The variables this relation creates.
+    pub fn children(&self) -> Vec<VarId> {
+        match *self {
+            Relation::Split { outer, inner, .. } => vec![outer, inner],
+            Relation::Bound { bounded, .. } => vec![bounded],
+            Relation::Pos { pos, .. } => vec![pos],
+            Relation::Fuse { fused, .. } => vec![fused],
+        }
+    }
+}
+
+/// A statement in concrete index notation with its schedule.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Concrete {
+    pub(crate) statement: Statement,
+    /// Right-hand side with reductions placed.
+    pub(crate) rhs: LExpr,
+    /// Tensor and index variables of each access, in order of appearance.
+    pub(crate) accesses: Vec<(TensorId, Vec<VarId>)>,
+    pub(crate) vars: Vec<LoopVar>,
+    /// Variable of each storage level of each occurrence.
+    pub(crate) level_vars: Vec<Vec<VarId>>,
+    /// Occurrences whose layout cannot be converted to follow another loop order.
+    pub(crate) fixed: Vec<bool>,
+    /// `(outer, inner)` pairs that reduction placement requires.
+    pub(crate) sum_edges: Vec<(VarId, VarId)>,
+    pub(crate) relations: Vec<Relation>,
+    pub(crate) order: Vec<VarId>,
+    /// Occurrences read through a copy whose mode order follows `order`.
+    pub(crate) reordered: Vec<usize>,
+    /// True once a `parallelize` was applied (only more `parallelize` may follow).
+    pub(crate) parallelized: bool,
+}
+
+/// A statement that cannot be made concrete (and why).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("cannot compile this statement: {0}")]
+pub struct LowerError(pub String);
+
+impl Concrete {
+    /// Concretize a checked statement with the default loop order.
+    pub fn new(statement: &Statement) -> Result<Concrete, LowerError> {
+        let stmt = statement;
+        let mut linear = Vec::new();
+        let mut hoisted = Vec::new();
+        let rhs = LExpr::from_cin(&stmt.rhs, true, &mut linear, &mut hoisted);
+        let mut accesses = Vec::new();
+        collect_accesses(&stmt.rhs, &mut accesses);
+        let mut vars: Vec<LoopVar> = stmt
+            .vars
+            .iter()
+            .map(|v| LoopVar {
+                name: v.name.clone(),
+                c_name: c_name(&v.name),
+                extent: Expr::var(format!("{}_size", c_name(&v.name))),
+                origin: VarOrigin::Statement,
+                tags: LoopTags::default(),
+            })
+            .collect();
+        let mut relations = Vec::new();
+        let mut blocked: Vec<Option<(VarId, VarId, usize)>> = vec![None; stmt.vars.len()];
+        let mut level_vars: Vec<Vec<VarId>> = Vec::with_capacity(accesses.len());
+        for (o, (t, indices)) in accesses.iter().enumerate() {
+            let tensor = &stmt.tensors[*t];
+            let mut lvars = Vec::new();
+            for (k, spec) in tensor.format.levels().iter().enumerate() {
+                match spec.coord {
+                    LevelCoord::Mode(m) => lvars.push(indices[m]),
+                    // Storage levels that hold no mode (the ELL slot, the DIA diagonal) get
+                    // a fresh variable each, summed over: A(i,j) is the sum of A'(s,i,j)
+                    // over the slots s.
+                    LevelCoord::EllSlot | LevelCoord::Diagonal => {
+                        if !linear[o] {
+                            return Err(LowerError(format!(
+                                "`{}` is stored as `{}`, whose extra slot/diagonal level is summed \
+                                 over; that is only valid where `{}` is a factor of the whole \
+                                 right-hand side (not under `+`, `-` or a denominator); convert it \
+                                 to csr for this statement",
+                                tensor.name,
+                                tensor.format.spelling(),
+                                tensor.name
+                            )));
+                        }
+                        hoisted.push(vars.len());
+                        lvars.push(vars.len());
+                        let name = format!("{}_o{o}_slot", c_name(&tensor.name));
+                        vars.push(LoopVar {
+                            name: name.clone(),
+                            c_name: name,
+                            extent: Expr::Param(ParamRef {
+                                tensor: c_name(&tensor.name),
+                                level: k + 1,
+                                kind: ParamKind::Size,
+                            }),
+                            origin: VarOrigin::Storage,
+                            tags: LoopTags::default(),
+                        });
+                    }
+                    LevelCoord::BlockOuter { mode, block }
+                    | LevelCoord::BlockInner { mode, block } => {
+                        // A blocked mode's variable is split into outer and inner
+                        // variables; every other operand reaches it by `locate`.
+                        let original = indices[mode];
+                        let inner = matches!(spec.coord, LevelCoord::BlockInner { .. });
+                        let (outer_var, inner_var) = match blocked[original] {
+                            Some((o_var, i_var, b)) if b == block => (o_var, i_var),
+                            Some(_) => {
+                                return Err(LowerError(format!(
+                                    "index variable `{}` is blocked with two different block sizes",
+                                    stmt.vars[original].name
+                                )))
+                            }
+                            None => {
+                                let base = vars.len();
+                                let root = c_name(&stmt.vars[original].name);
+                                let extents = [
+                                    Expr::Int(stmt.vars[original].size.div_ceil(block) as i64),
+                                    Expr::Int(block as i64),
+                                ];
+                                for (suffix, extent) in ["blk", "in"].iter().zip(extents) {
+                                    vars.push(LoopVar {
+                                        name: format!("{root}_{suffix}"),
+                                        c_name: format!("{root}_{suffix}"),
+                                        extent,
+                                        origin: VarOrigin::Storage,
+                                        tags: LoopTags::default(),
+                                    });
+                                }
+                                blocked[original] = Some((base, base + 1, block));
+                                hoisted.extend([base, base + 1]);
+                                relations.push(Relation::Split {
+                                    parent: original,
+                                    outer: base,
+                                    inner: base + 1,
+                                    by: SplitBy::Factor(block),
+                                });
+                                (base, base + 1)
+                            }
+                        };
+                        lvars.push(if inner { inner_var } else { outer_var });
+                    }
+                }
+            }
+            level_vars.push(lvars);
+        }
+        let fixed: Vec<bool> = accesses
+            .iter()
+            .map(|(t, _)| !stmt.tensors[*t].format.is_plain())
+            .collect();
+        let free: BTreeSet<VarId> = stmt.lhs.iter().copied().collect();
+        let sum_edges = reduction_edges(&rhs, &free, &hoisted);
+        let mut edges = sum_edges.clone();
+        for rel in &relations {
+            for c in rel.children() {
+                edges.extend(rel.parents().into_iter().map(|p| (c, p)));
+            }
+        }
+        let mut priority = var_priority(stmt, &accesses);
+        priority.extend(stmt.vars.len()..vars.len());
+        let chosen = order::choose(vars.len(), &level_vars, &fixed, &edges, &priority);
+        Ok(Concrete {
+            statement: stmt.clone(),
+            rhs,
+            accesses,
+            vars,
+            level_vars,
+            fixed,
+            sum_edges,
+            relations,
+            order: chosen.order,
+            reordered: chosen.reordered,
+            parallelized: false,
+        })
+    }
+
+    /// The checked statement.
+    pub fn statement(&self) -> &Statement {
+        &self.statement
+    }
+
+    /// The loops in nesting order, by name.
+    pub fn loops(&self) -> Vec<&str> {
+        self.order
+            .iter()
+            .filter(|&&v| self.is_loop(v))
+            .map(|&v| self.vars[v].name.as_str())
+            .collect()
+    }
+
+    /// All variables of the concrete statement.
+    pub fn vars(&self) -> &[LoopVar] {
+        &self.vars
+    }
+
+    /// The relation that replaced `v`, if any.
+    pub fn replaced_by(&self, v: VarId) -> Option<&Relation> {
+        self.relations.iter().find(|r| r.parents().contains(&v))
+    }
+
+    /// The relation that created `v`, if any.
+    pub fn created_by(&self, v: VarId) -> Option<&Relation> {
+        self.relations.iter().find(|r| r.children().contains(&v))
+    }
+
+    /// True when `v` is emitted as a loop (no relation replaced it).
+    pub fn is_loop(&self, v: VarId) -> bool {
+        self.replaced_by(v).is_none()
+    }
+
+    /// The statement variables `v` was derived from (itself when it is one).
+    pub fn roots(&self, v: VarId) -> Vec<VarId> {
+        match self.created_by(v) {
+            None => vec![v],
+            Some(rel) => rel
+                .parents()
+                .into_iter()
+                .flat_map(|p| self.roots(p))
+                .collect(),
+        }
+    }
+
+    /// Every variable derived from `v`, transitively, `v` included.
+    pub fn descendants(&self, v: VarId) -> Vec<VarId> {
+        let mut out = vec![v];
+        if let Some(rel) = self.replaced_by(v) {
+            for c in rel.children() {
+                out.extend(self.descendants(c));
+            }
+        }
+        out
+    }
+
+    /// The `pos` relation above `v` (through splits of the position variable), if any.
+    pub fn position_space(&self, v: VarId) -> Option<&Relation> {
+        match self.created_by(v)? {
+            rel @ Relation::Pos { .. } => Some(rel),
+            Relation::Split { parent, .. } | Relation::Bound { parent, .. } => {
+                self.position_space(*parent)
+            }
+            Relation::Fuse { .. } => None,
+        }
+    }
+
+    /// Look up a variable by name.
+    pub(crate) fn var_named(&self, name: &str) -> Option<VarId> {
+        self.vars.iter().position(|v| v.name == name)
+    }
+}
+
+fn collect_accesses(expr: &CExpr, out: &mut Vec<(TensorId, Vec<VarId>)>) {
+    match expr {
+        CExpr::Access(a) => out.push((a.tensor, a.indices.clone())),
+        CExpr::Literal(_) => {}
+        CExpr::Neg(a) | CExpr::Sum(_, a) => collect_accesses(a, out),
+        CExpr::Binary(_, a, b) => {
+            collect_accesses(a, out);
+            collect_accesses(b, out);
+        }
+    }
+}
+
+/// Every free or hoisted variable encloses each non-hoisted sum, and a sum encloses the
+/// variables it sums.
+fn reduction_edges(rhs: &LExpr, free: &BTreeSet<VarId>, hoisted: &[VarId]) -> Vec<(VarId, VarId)> {
+    let mut sums = Vec::new();
+    lexpr::sums(rhs, &mut sums);
+    let mut edges = Vec::new();
+    for (n, sum) in sums.iter().enumerate() {
+        let LExpr::Sum(v, _, _) = sum else {
+            unreachable!()
+        };
+        let mut inside = Vec::new();
+        lexpr::summed_vars(sum, &mut inside);
+        for &u in free.iter().chain(hoisted) {
+            edges.push((u, *v));
+        }
+        // Enclosing non-hoisted sums come earlier in `sums` and contain this one; their
+        // own variable and the sums hoisted into their temporary loop around it.
+        for outer in &sums[..n] {
+            let mut outer_inside = Vec::new();
+            lexpr::summed_vars(outer, &mut outer_inside);
+            if let (LExpr::Sum(w, outer_hoisted, _), true) = (outer, outer_inside.contains(v)) {
+                edges.extend(std::iter::once(w).chain(outer_hoisted).map(|&u| (u, *v)));
+            }
+        }
+        edges.extend(inside.iter().filter(|&&w| w != *v).map(|&w| (*v, w)));
+    }
+    edges
+}
+
+fn var_priority(stmt: &Statement, accesses: &[(TensorId, Vec<VarId>)]) -> Vec<usize> {
+    let mut priority = vec![usize::MAX; stmt.vars.len()];
+    let out_order = stmt.tensors[0]
+        .format
+        .mode_order()
+        .unwrap_or_else(|| (0..stmt.lhs.len()).collect());
+    let mut rank = 0;
+    for &m in &out_order {
+        priority[stmt.lhs[m]] = rank;
+        rank += 1;
+    }
+    for (_, indices) in accesses {
+        for &v in indices {
+            if priority[v] == usize::MAX {
+                priority[v] = rank;
+                rank += 1;
+            }
+        }
+    }
+    for p in priority.iter_mut().filter(|p| **p == usize::MAX) {
+        *p = rank;
+        rank += 1;
+    }
+    priority
+}
+
+/// The layout an occurrence is read in when its storage order conflicts with the loops.
+pub(crate) fn reordered_format(
+    format: &Format,
+    order: &[VarId],
+    indices: &[VarId],
+) -> Result<Format, LowerError> {
+    let position = |v: VarId| order.iter().position(|&u| u == v).unwrap_or(usize::MAX);
+    let mut modes: Vec<usize> = (0..indices.len()).collect();
+    modes.sort_by_key(|&m| position(indices[m]));
+    let levels = format.levels().iter().map(|l| l.format.clone()).collect();
+    Format::with_mode_order(levels, &modes).map_err(|e| LowerError(e.to_string()))
+}
+
+/// C identifiers for user names: C keywords and names that could clash with generated
+/// ones get a trailing underscore.
+pub(crate) fn c_name(name: &str) -> String {
+    const RESERVED: &[&str] = &[
+        "auto", "break", "case", "char", "const", "continue", "default", "do", "double", "else",
+        "enum", "extern", "float", "for", "goto", "if", "inline", "int", "long", "register",
+        "restrict", "return", "short", "signed", "sizeof", "static", "struct", "switch", "typedef",
+        "union", "unsigned", "void", "volatile", "while", "bool", "out", "args", "params", "main",
+    ];
+    if RESERVED.contains(&name) || name.starts_with("sparsec") {
+        format!("{name}_")
+    } else {
+        name.to_string()
+    }
+}

@@ -1,0 +1,374 @@
+//! The text form of a schedule: transformation calls separated by `,` or `.`, e.g.
+//! `split(i,i0,i1,32),order(i0,i1,j),parallelize(i0,CPUThread,NoRaces)`.
+//!
+//! `parallelize` takes an optional OpenMP schedule and chunk size after the race strategy
+//! (`parallelize(i0,CPUThread,NoRaces,static,4)`; default `dynamic,1`). Unit, strategy and
+//! bound names are case-insensitive.
+
+use miette::SourceSpan;
+
+use super::transform::{BoundKind, Transform};
+use super::{Concrete, OmpSchedule, ParallelUnit, RaceStrategy, ScheduleError};
+
+/// A parsed schedule: transformations applied left to right.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Schedule {
+    pub transforms: Vec<Transform>,
+}
+
+/// A schedule string that does not parse.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error, miette::Diagnostic)]
+#[error("invalid schedule: {message}")]
+pub struct ScheduleSyntaxError {
+    pub message: String,
+    #[source_code]
+    pub text: String,
+    #[label("here")]
+    pub span: SourceSpan,
+}
+
+/// One argument of a call: a name, a number, or an access `A(i,j)`.
+#[derive(Clone, Debug)]
+enum Arg {
+    Name(String),
+    Number(usize),
+    Access(String, Vec<String>),
+}
+
+struct Parser<'a> {
+    text: &'a str,
+    at: usize,
+}
+
+impl Schedule {
+    /// Parse the text form.
+    ///
+    /// ```
+    /// use sparsec::schedule::Schedule;
+    /// let s = Schedule::parse("split(i,i0,i1,32),parallelize(i0,CPUThread,NoRaces)").unwrap();
+    /// assert_eq!(s.transforms.len(), 2);
+    /// assert!(Schedule::parse("split(i,i0,i1)").is_err());
+    /// ```
+    pub fn parse(text: &str) -> Result<Schedule, ScheduleSyntaxError> {
+        let mut p = Parser { text, at: 0 };
+        let mut transforms = Vec::new();
+        p.skip_space();
+        while p.at < text.len() {
+            transforms.push(p.call()?);
+            p.skip_space();
+            if p.at < text.len() {
+                p.expect_one_of(&[',', '.', ';'])?;
+                p.skip_space();
+            }
+        }
+        Ok(Schedule { transforms })
+    }
+
+    /// Apply every transformation in turn.
+    pub fn apply(&self, concrete: &Concrete) -> Result<Concrete, ScheduleError> {
+        self.transforms
+            .iter()
+            .try_fold(concrete.clone(), |c, t| c.apply(t))
+    }
+}
+
+impl Parser<'_> {
+    fn error(&self, start: usize, message: impl Into<String>) -> ScheduleSyntaxError {
+        ScheduleSyntaxError {
+            message: message.into(),
+            text: self.text.to_string(),
+            span: (start, self.at.saturating_sub(start).max(1)).into(),
+        }
+    }
+
+    fn peek(&self) -> Option<char> {
+        self.text[self.at..].chars().next()
+    }
+
+    fn skip_space(&mut self) {
+        while self.peek().is_some_and(char::is_whitespace) {
+            self.at += 1;
+        }
+    }
+
+    fn expect_one_of(&mut self, chars: &[char]) -> Result<char, ScheduleSyntaxError> {
+        self.skip_space();
+        match self.peek() {
+            Some(c) if chars.contains(&c) => {
+                self.at += c.len_utf8();
+                Ok(c)
+            }
+            _ => {
+                let want: Vec<String> = chars.iter().map(|c| format!("`{c}`")).collect();
+                Err(self.error(self.at, format!("expected {}", want.join(" or "))))
+            }
+        }
+    }
+
+    fn word(&mut self) -> Result<String, ScheduleSyntaxError> {
+        self.skip_space();
+        let start = self.at;
+        while self
+            .peek()
+            .is_some_and(|c| c.is_ascii_alphanumeric() || c == '_')
+        {
+            self.at += 1;
+        }
+        if start == self.at {
+            return Err(self.error(start, "expected a name or a number"));
+        }
+        Ok(self.text[start..self.at].to_string())
+    }
+
+    fn arg(&mut self) -> Result<Arg, ScheduleSyntaxError> {
+        let start = self.at;
+        let word = self.word()?;
+        if word.chars().all(|c| c.is_ascii_digit()) {
+            return word
+                .parse()
+                .map(Arg::Number)
+                .map_err(|_| self.error(start, "number out of range"));
+        }
+        self.skip_space();
+        if self.peek() != Some('(') {
+            return Ok(Arg::Name(word));
+        }
+        self.at += 1;
+        let mut indices = Vec::new();
+        loop {
+            indices.push(self.word()?);
+            if self.expect_one_of(&[',', ')'])? == ')' {
+                break;
+            }
+        }
+        Ok(Arg::Access(word, indices))
+    }
+
+    fn call(&mut self) -> Result<Transform, ScheduleSyntaxError> {
+        let start = self.at;
+        let name = self.word()?;
+        self.expect_one_of(&['('])?;
+        let mut args = Vec::new();
+        self.skip_space();
+        if self.peek() == Some(')') {
+            self.at += 1;
+        } else {
+            loop {
+                args.push((self.at, self.arg()?));
+                if self.expect_one_of(&[',', ')'])? == ')' {
+                    break;
+                }
+            }
+        }
+        let call = Call {
+            parser: self,
+            start,
+            name: &name,
+            args: &args,
+        };
+        call.transform()
+    }
+}
+
+struct Call<'p, 'a> {
+    parser: &'p Parser<'a>,
+    start: usize,
+    name: &'p str,
+    args: &'p [(usize, Arg)],
+}
+
+impl Call<'_, '_> {
+    fn fail(&self, message: String) -> ScheduleSyntaxError {
+        self.parser.error(self.start, message)
+    }
+
+    fn arity(&self, min: usize, max: usize, usage: &str) -> Result<(), ScheduleSyntaxError> {
+        if self.args.len() < min || self.args.len() > max {
+            return Err(self.fail(format!(
+                "`{}` takes {usage}, got {} arguments",
+                self.name,
+                self.args.len()
+            )));
+        }
+        Ok(())
+    }
+
+    fn name_at(&self, n: usize) -> Result<String, ScheduleSyntaxError> {
+        match &self.args[n].1 {
+            Arg::Name(s) => Ok(s.clone()),
+            other => Err(self.fail(format!(
+                "argument {} of `{}` must be an index variable, not {other:?}",
+                n + 1,
+                self.name
+            ))),
+        }
+    }
+
+    fn number_at(&self, n: usize) -> Result<usize, ScheduleSyntaxError> {
+        match &self.args[n].1 {
+            Arg::Number(v) => Ok(*v),
+            other => Err(self.fail(format!(
+                "argument {} of `{}` must be a number, not {other:?}",
+                n + 1,
+                self.name
+            ))),
+        }
+    }
+
+    fn keyword<T: Copy>(
+        &self,
+        n: usize,
+        what: &str,
+        options: &[(&str, T)],
+    ) -> Result<T, ScheduleSyntaxError> {
+        let word = self.name_at(n)?;
+        options
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(&word))
+            .map(|(_, v)| *v)
+            .ok_or_else(|| {
+                let names: Vec<&str> = options.iter().map(|(k, _)| *k).collect();
+                self.fail(format!(
+                    "unknown {what} `{word}`; expected one of {}",
+                    names.join(", ")
+                ))
+            })
+    }
+
+    fn transform(&self) -> Result<Transform, ScheduleSyntaxError> {
+        match self.name {
+            "reorder" if self.args.len() != 2 => {
+                let names: Result<Vec<String>, _> =
+                    (0..self.args.len()).map(|n| self.name_at(n)).collect();
+                Ok(Transform::Order(names?))
+            }
+            "reorder" => Ok(Transform::Reorder(self.name_at(0)?, self.name_at(1)?)),
+            "order" => {
+                self.arity(1, usize::MAX, "a list of loops")?;
+                let names: Result<Vec<String>, _> =
+                    (0..self.args.len()).map(|n| self.name_at(n)).collect();
+                Ok(Transform::Order(names?))
+            }
+            "split" | "divide" => {
+                self.arity(4, 4, "(var, outer, inner, factor)")?;
+                let (var, outer, inner) = (self.name_at(0)?, self.name_at(1)?, self.name_at(2)?);
+                let amount = self.number_at(3)?;
+                Ok(if self.name == "split" {
+                    Transform::Split {
+                        var,
+                        outer,
+                        inner,
+                        factor: amount,
+                    }
+                } else {
+                    Transform::Divide {
+                        var,
+                        outer,
+                        inner,
+                        parts: amount,
+                    }
+                })
+            }
+            "fuse" => {
+                self.arity(3, 3, "(outer, inner, fused)")?;
+                Ok(Transform::Fuse {
+                    outer: self.name_at(0)?,
+                    inner: self.name_at(1)?,
+                    fused: self.name_at(2)?,
+                })
+            }
+            "pos" => {
+                self.arity(3, 3, "(var, pos, access)")?;
+                let Arg::Access(tensor, indices) = &self.args[2].1 else {
+                    return Err(
+                        self.fail("argument 3 of `pos` must be an access such as A(i,j)".into())
+                    );
+                };
+                Ok(Transform::Pos {
+                    var: self.name_at(0)?,
+                    pos: self.name_at(1)?,
+                    tensor: tensor.clone(),
+                    indices: indices.clone(),
+                })
+            }
+            "bound" => {
+                self.arity(4, 4, "(var, bounded, kind, value)")?;
+                Ok(Transform::Bound {
+                    var: self.name_at(0)?,
+                    bounded: self.name_at(1)?,
+                    kind: self.keyword(
+                        2,
+                        "bound kind",
+                        &[
+                            ("MinExact", BoundKind::MinExact),
+                            ("MinConstraint", BoundKind::MinConstraint),
+                            ("MaxExact", BoundKind::MaxExact),
+                            ("MaxConstraint", BoundKind::MaxConstraint),
+                        ],
+                    )?,
+                    value: self.number_at(3)?,
+                })
+            }
+            "unroll" => {
+                self.arity(2, 2, "(var, factor)")?;
+                Ok(Transform::Unroll {
+                    var: self.name_at(0)?,
+                    factor: self.number_at(1)?,
+                })
+            }
+            "parallelize" => {
+                self.arity(3, 5, "(var, unit, races[, static|dynamic|guided[, chunk]])")?;
+                Ok(Transform::Parallelize {
+                    var: self.name_at(0)?,
+                    unit: self.keyword(
+                        1,
+                        "parallel unit",
+                        &[
+                            ("CPUThread", ParallelUnit::CpuThread),
+                            ("CPUVector", ParallelUnit::CpuVector),
+                            ("GPUBlock", ParallelUnit::GpuBlock),
+                            ("GPUWarp", ParallelUnit::GpuWarp),
+                            ("GPUThread", ParallelUnit::GpuThread),
+                        ],
+                    )?,
+                    races: self.keyword(
+                        2,
+                        "race strategy",
+                        &[
+                            ("NoRaces", RaceStrategy::NoRaces),
+                            ("IgnoreRaces", RaceStrategy::IgnoreRaces),
+                            ("Atomics", RaceStrategy::Atomics),
+                            ("Temporary", RaceStrategy::Temporary),
+                            ("ParallelReduction", RaceStrategy::ParallelReduction),
+                        ],
+                    )?,
+                    schedule: if self.args.len() > 3 {
+                        self.keyword(
+                            3,
+                            "OpenMP schedule",
+                            &[
+                                ("static", OmpSchedule::Static),
+                                ("dynamic", OmpSchedule::Dynamic),
+                                ("guided", OmpSchedule::Guided),
+                            ],
+                        )?
+                    } else {
+                        OmpSchedule::Dynamic
+                    },
+                    chunk: if self.args.len() > 4 {
+                        self.number_at(4)?
+                    } else {
+                        1
+                    },
+                })
+            }
+            "precompute" => Err(self.fail(
+                "`precompute` is not supported yet; MTTKRP-style workspaces are planned".into(),
+            )),
+            other => Err(self.fail(format!(
+                "unknown transformation `{other}`; expected reorder, order, split, divide, fuse, \
+                 pos, bound, unroll or parallelize"
+            ))),
+        }
+    }
+}

@@ -1,0 +1,818 @@
+//! The scheduling transformations: each checks its preconditions and returns a new
+//! [`Concrete`], so they chain (`c.split("i","i0","i1",32)?.parallelize(...)?`).
+//!
+//! Every failure is a [`ScheduleError`] naming the transformation, the precondition and why
+//! it does not hold here. Preconditions that depend on how loops are lowered (a loop that
+//! co-iterates several sparse operands cannot be parallel; races against the strategy) are
+//! checked by [`crate::lower`] and reported the same way.
+
+use std::fmt;
+
+use super::{
+    order, Concrete, LoopTags, LoopVar, OmpSchedule, Parallel, ParallelUnit, RaceStrategy,
+    Relation, VarOrigin,
+};
+use crate::ir::Expr;
+use crate::notation::cin::VarId;
+
+/// Which side of a variable's range `bound` fixes, and how.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum BoundKind {
+    /// The range starts exactly at the value.
+    MinExact,
+    /// The range starts at or after the value.
+    MinConstraint,
+    /// The range has exactly `value` iterations (checked when the kernel runs).
+    MaxExact,
+    /// The range has at most `value` iterations (checked when the kernel runs).
+    MaxConstraint,
+}
+
+/// One scheduling transformation, as written.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Transform {
+    Reorder(String, String),
+    Order(Vec<String>),
+    Split {
+        var: String,
+        outer: String,
+        inner: String,
+        factor: usize,
+    },
+    Divide {
+        var: String,
+        outer: String,
+        inner: String,
+        parts: usize,
+    },
+    Fuse {
+        outer: String,
+        inner: String,
+        fused: String,
+    },
+    Pos {
+        var: String,
+        pos: String,
+        tensor: String,
+        indices: Vec<String>,
+    },
+    Bound {
+        var: String,
+        bounded: String,
+        kind: BoundKind,
+        value: usize,
+    },
+    Unroll {
+        var: String,
+        factor: usize,
+    },
+    Parallelize {
+        var: String,
+        unit: ParallelUnit,
+        races: RaceStrategy,
+        schedule: OmpSchedule,
+        chunk: usize,
+    },
+}
+
+/// A transformation whose precondition does not hold.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{transform}: precondition failed: {precondition}: {why}")]
+pub struct ScheduleError {
+    /// The transformation as written.
+    pub transform: String,
+    /// The precondition, in a few words.
+    pub precondition: String,
+    /// Why it does not hold for this statement.
+    pub why: String,
+}
+
+impl ScheduleError {
+    pub(crate) fn new(transform: &str, precondition: &str, why: impl Into<String>) -> Self {
+        ScheduleError {
+            transform: transform.to_string(),
+            precondition: precondition.to_string(),
+            why: why.into(),
+        }
+    }
+}
+
+impl fmt::Display for Transform {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Transform::Reorder(a, b) => write!(f, "reorder({a},{b})"),
+            Transform::Order(vars) => write!(f, "order({})", vars.join(",")),
+            Transform::Split {
+                var,
+                outer,
+                inner,
+                factor,
+            } => write!(f, "split({var},{outer},{inner},{factor})"),
+            Transform::Divide {
+                var,
+                outer,
+                inner,
+                parts,
+            } => write!(f, "divide({var},{outer},{inner},{parts})"),
+            Transform::Fuse {
+                outer,
+                inner,
+                fused,
+            } => write!(f, "fuse({outer},{inner},{fused})"),
+            Transform::Pos {
+                var,
+                pos,
+                tensor,
+                indices,
+            } => write!(f, "pos({var},{pos},{tensor}({}))", indices.join(",")),
+            Transform::Bound {
+                var,
+                bounded,
+                kind,
+                value,
+            } => write!(f, "bound({var},{bounded},{kind:?},{value})"),
+            Transform::Unroll { var, factor } => write!(f, "unroll({var},{factor})"),
+            Transform::Parallelize {
+                var,
+                unit,
+                races,
+                schedule,
+                chunk,
+            } => write!(
+                f,
+                "parallelize({var},{unit:?},{races:?},{schedule:?},{chunk})"
+            ),
+        }
+    }
+}
+
+impl Concrete {
+    /// Apply one transformation.
+    pub fn apply(&self, t: &Transform) -> Result<Concrete, ScheduleError> {
+        let text = t.to_string();
+        if self.parallelized && !matches!(t, Transform::Parallelize { .. }) {
+            return Err(ScheduleError::new(
+                &text,
+                "nothing but parallelize follows parallelize",
+                "the other transformations' preconditions assume serial loops; move it before \
+                 the first parallelize",
+            ));
+        }
+        match t {
+            Transform::Reorder(a, b) => self.reorder_vars(&text, a, b),
+            Transform::Order(vars) => self.order_vars(&text, vars),
+            Transform::Split {
+                var,
+                outer,
+                inner,
+                factor,
+            } => self.strip_mine(&text, var, outer, inner, *factor, SplitKind::Split),
+            Transform::Divide {
+                var,
+                outer,
+                inner,
+                parts,
+            } => self.strip_mine(&text, var, outer, inner, *parts, SplitKind::Divide),
+            Transform::Fuse {
+                outer,
+                inner,
+                fused,
+            } => self.fuse_vars(&text, outer, inner, fused),
+            Transform::Pos {
+                var,
+                pos,
+                tensor,
+                indices,
+            } => self.position_space_of(&text, var, pos, tensor, indices),
+            Transform::Bound {
+                var,
+                bounded,
+                kind,
+                value,
+            } => self.bound_var(&text, var, bounded, *kind, *value),
+            Transform::Unroll { var, factor } => {
+                let v = self.loop_named(&text, var)?;
+                positive(&text, "the unroll factor is positive", *factor)?;
+                let mut next = self.clone();
+                next.vars[v].tags.unroll = Some(*factor);
+                Ok(next)
+            }
+            Transform::Parallelize {
+                var,
+                unit,
+                races,
+                schedule,
+                chunk,
+            } => {
+                let v = self.loop_named(&text, var)?;
+                positive(&text, "the chunk size is positive", *chunk)?;
+                if let Some(p) = &self.vars[v].tags.parallel {
+                    return Err(ScheduleError::new(
+                        &text,
+                        "a loop is parallelized once",
+                        format!("`{var}` is already parallel on {:?}", p.unit),
+                    ));
+                }
+                let mut next = self.clone();
+                next.vars[v].tags.parallel = Some(Parallel {
+                    unit: *unit,
+                    races: *races,
+                    schedule: *schedule,
+                    chunk: *chunk,
+                });
+                next.parallelized = true;
+                Ok(next)
+            }
+        }
+    }
+
+    /// `split(var, outer, inner, factor)`: strip-mine `var` into `outer * factor + inner`.
+    pub fn split(
+        &self,
+        var: &str,
+        outer: &str,
+        inner: &str,
+        factor: usize,
+    ) -> Result<Concrete, ScheduleError> {
+        self.apply(&Transform::Split {
+            var: var.into(),
+            outer: outer.into(),
+            inner: inner.into(),
+            factor,
+        })
+    }
+
+    /// `divide(var, outer, inner, parts)`: cut `var` into `parts` contiguous chunks.
+    pub fn divide(
+        &self,
+        var: &str,
+        outer: &str,
+        inner: &str,
+        parts: usize,
+    ) -> Result<Concrete, ScheduleError> {
+        self.apply(&Transform::Divide {
+            var: var.into(),
+            outer: outer.into(),
+            inner: inner.into(),
+            parts,
+        })
+    }
+
+    /// `reorder(a, b)`: swap two directly nested loops.
+    pub fn reorder(&self, a: &str, b: &str) -> Result<Concrete, ScheduleError> {
+        self.apply(&Transform::Reorder(a.into(), b.into()))
+    }
+
+    /// `order(vars)`: put the listed loops in this order (the others stay in place).
+    pub fn order(&self, vars: &[&str]) -> Result<Concrete, ScheduleError> {
+        self.apply(&Transform::Order(
+            vars.iter().map(|s| s.to_string()).collect(),
+        ))
+    }
+
+    /// `fuse(outer, inner, fused)`: collapse two directly nested loops into one.
+    pub fn fuse(&self, outer: &str, inner: &str, fused: &str) -> Result<Concrete, ScheduleError> {
+        self.apply(&Transform::Fuse {
+            outer: outer.into(),
+            inner: inner.into(),
+            fused: fused.into(),
+        })
+    }
+
+    /// `pos(var, pos, tensor(indices))`: iterate `var` in the position space of that access.
+    pub fn pos(
+        &self,
+        var: &str,
+        pos: &str,
+        tensor: &str,
+        indices: &[&str],
+    ) -> Result<Concrete, ScheduleError> {
+        self.apply(&Transform::Pos {
+            var: var.into(),
+            pos: pos.into(),
+            tensor: tensor.into(),
+            indices: indices.iter().map(|s| s.to_string()).collect(),
+        })
+    }
+
+    /// `bound(var, bounded, kind, value)`: a loop with a bound known when compiling.
+    pub fn bound(
+        &self,
+        var: &str,
+        bounded: &str,
+        kind: BoundKind,
+        value: usize,
+    ) -> Result<Concrete, ScheduleError> {
+        self.apply(&Transform::Bound {
+            var: var.into(),
+            bounded: bounded.into(),
+            kind,
+            value,
+        })
+    }
+
+    /// `unroll(var, factor)`.
+    pub fn unroll(&self, var: &str, factor: usize) -> Result<Concrete, ScheduleError> {
+        self.apply(&Transform::Unroll {
+            var: var.into(),
+            factor,
+        })
+    }
+
+    /// `parallelize(var, unit, races)` with OpenMP `schedule(dynamic, 1)`.
+    pub fn parallelize(
+        &self,
+        var: &str,
+        unit: ParallelUnit,
+        races: RaceStrategy,
+    ) -> Result<Concrete, ScheduleError> {
+        self.apply(&Transform::Parallelize {
+            var: var.into(),
+            unit,
+            races,
+            schedule: OmpSchedule::Dynamic,
+            chunk: 1,
+        })
+    }
+
+    /// A loop variable named `name`.
+    fn loop_named(&self, text: &str, name: &str) -> Result<VarId, ScheduleError> {
+        let Some(v) = self.var_named(name) else {
+            return Err(ScheduleError::new(
+                text,
+                "the variable exists",
+                format!(
+                    "`{name}` is not an index variable of this statement; its loops are {}",
+                    self.loops().join(", ")
+                ),
+            ));
+        };
+        if let Some(rel) = self.replaced_by(v) {
+            let by = rel
+                .children()
+                .iter()
+                .map(|&c| self.vars[c].name.clone())
+                .collect::<Vec<_>>()
+                .join(", ");
+            return Err(ScheduleError::new(
+                text,
+                "the variable is a loop",
+                format!("`{name}` was already replaced by {by}"),
+            ));
+        }
+        if self.vars[v].origin == VarOrigin::Storage {
+            return Err(ScheduleError::new(
+                text,
+                "the variable is a loop of the statement",
+                format!("`{name}` iterates a structured storage level and cannot be scheduled"),
+            ));
+        }
+        Ok(v)
+    }
+
+    fn fresh_var(&mut self, text: &str, name: &str, extent: Expr) -> Result<VarId, ScheduleError> {
+        let valid = name.chars().next().is_some_and(|c| c.is_ascii_alphabetic())
+            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+        if !valid {
+            return Err(ScheduleError::new(
+                text,
+                "new variables have identifier names",
+                format!("`{name}` is not an identifier"),
+            ));
+        }
+        if self.var_named(name).is_some() {
+            return Err(ScheduleError::new(
+                text,
+                "new variables have fresh names",
+                format!("`{name}` already names an index variable"),
+            ));
+        }
+        self.vars.push(LoopVar {
+            name: name.to_string(),
+            c_name: super::c_name(name),
+            extent,
+            origin: VarOrigin::Schedule,
+            tags: LoopTags::default(),
+        });
+        Ok(self.vars.len() - 1)
+    }
+
+    fn loop_sequence(&self) -> Vec<VarId> {
+        self.order
+            .iter()
+            .copied()
+            .filter(|&v| self.is_loop(v))
+            .collect()
+    }
+
+    /// Rebuild `order` from a loop sequence: each replaced variable right after the last
+    /// of the variables that recover it; then check the order and pick reordered operands.
+    fn with_loops(&self, text: &str, loops: Vec<VarId>) -> Result<Concrete, ScheduleError> {
+        let mut next = self.clone();
+        let mut placed: Vec<VarId> = Vec::new();
+        for l in loops {
+            placed.push(l);
+            loop {
+                let ready = next.relations.iter().find(|r| {
+                    r.children().iter().all(|c| placed.contains(c))
+                        && r.parents().iter().any(|p| !placed.contains(p))
+                });
+                match ready {
+                    Some(r) => placed.extend(r.parents()),
+                    None => break,
+                }
+            }
+        }
+        next.order = placed;
+        next.check_order(text)?;
+        Ok(next)
+    }
+
+    fn position_of(&self, v: VarId) -> usize {
+        self.order
+            .iter()
+            .position(|&u| u == v)
+            .unwrap_or(usize::MAX)
+    }
+
+    /// `a` is recovered before any loop derived from `b` starts.
+    fn resolved_before(&self, a: VarId, b: VarId) -> bool {
+        let first_of_b = self
+            .descendants(b)
+            .iter()
+            .map(|&d| self.position_of(d))
+            .min()
+            .unwrap_or(usize::MAX);
+        if self.position_of(a) < first_of_b {
+            return true;
+        }
+        // Two levels fused in storage order are recovered together.
+        matches!(self.created_by_fuse_of(a, b), Some(true))
+    }
+
+    /// `Some(true)` when `a` and `b` are fused with `a` outer.
+    fn created_by_fuse_of(&self, a: VarId, b: VarId) -> Option<bool> {
+        self.relations.iter().find_map(|r| match *r {
+            Relation::Fuse { outer, inner, .. } if outer == a && inner == b => Some(true),
+            Relation::Fuse { outer, inner, .. } if outer == b && inner == a => Some(false),
+            _ => None,
+        })
+    }
+
+    fn check_order(&mut self, text: &str) -> Result<(), ScheduleError> {
+        for &(u, v) in &self.sum_edges {
+            if !self.resolved_before(u, v) {
+                return Err(ScheduleError::new(
+                    text,
+                    "no computation moves out of a reduction it does not distribute over",
+                    format!(
+                        "the sum over `{}` is part of a larger expression (under `+`, `-` or a \
+                         denominator) evaluated at each `{}`, so `{}` must stay inside `{}`",
+                        self.vars[v].name, self.vars[u].name, self.vars[v].name, self.vars[u].name
+                    ),
+                ));
+            }
+        }
+        let before = |a: VarId, b: VarId| self.resolved_before(a, b);
+        match order::conflicts(&self.level_vars, &self.fixed, &before) {
+            Ok(reordered) => {
+                self.reordered = reordered;
+                Ok(())
+            }
+            Err(o) => {
+                let (t, _) = &self.accesses[o];
+                let tensor = &self.statement.tensors[*t];
+                Err(ScheduleError::new(
+                    text,
+                    "every operand is iterated in its storage order",
+                    format!(
+                        "`{}` is stored as `{}`, whose levels must be visited in the order {}",
+                        tensor.name,
+                        tensor.format.spelling(),
+                        self.level_vars[o]
+                            .iter()
+                            .map(|&v| self.vars[v].name.clone())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                ))
+            }
+        }
+    }
+
+    fn reorder_vars(&self, text: &str, a: &str, b: &str) -> Result<Concrete, ScheduleError> {
+        let (va, vb) = (self.loop_named(text, a)?, self.loop_named(text, b)?);
+        let mut loops = self.loop_sequence();
+        let (pa, pb) = (
+            loops.iter().position(|&v| v == va).expect("loop"),
+            loops.iter().position(|&v| v == vb).expect("loop"),
+        );
+        if pa.abs_diff(pb) != 1 {
+            return Err(ScheduleError::new(
+                text,
+                "the two loops are directly nested",
+                format!(
+                    "the loops are {}; use order(...) to move loops further",
+                    self.loops().join(", ")
+                ),
+            ));
+        }
+        loops.swap(pa, pb);
+        self.with_loops(text, loops)
+    }
+
+    fn order_vars(&self, text: &str, names: &[String]) -> Result<Concrete, ScheduleError> {
+        let mut wanted = Vec::new();
+        for n in names {
+            let v = self.loop_named(text, n)?;
+            if wanted.contains(&v) {
+                return Err(ScheduleError::new(
+                    text,
+                    "each loop is listed once",
+                    format!("`{n}` is listed twice"),
+                ));
+            }
+            wanted.push(v);
+        }
+        let mut loops = self.loop_sequence();
+        let mut slots: Vec<usize> = wanted
+            .iter()
+            .map(|v| loops.iter().position(|u| u == v).expect("loop"))
+            .collect();
+        slots.sort_unstable();
+        for (slot, v) in slots.into_iter().zip(wanted) {
+            loops[slot] = v;
+        }
+        self.with_loops(text, loops)
+    }
+
+    fn strip_mine(
+        &self,
+        text: &str,
+        var: &str,
+        outer: &str,
+        inner: &str,
+        amount: usize,
+        kind: SplitKind,
+    ) -> Result<Concrete, ScheduleError> {
+        let v = self.loop_named(text, var)?;
+        positive(text, kind.precondition(), amount)?;
+        let mut next = self.clone();
+        let extent = self.vars[v].extent.clone();
+        let n = Expr::Int(amount as i64);
+        let (outer_extent, inner_extent) = match kind {
+            SplitKind::Split => (crate::ir::simplify(&ceil_div(extent, n.clone())), n.clone()),
+            SplitKind::Divide => (n.clone(), crate::ir::simplify(&ceil_div(extent, n))),
+        };
+        let o = next.fresh_var(text, outer, outer_extent)?;
+        let i = next.fresh_var(text, inner, inner_extent)?;
+        next.relations.push(Relation::Split {
+            parent: v,
+            outer: o,
+            inner: i,
+            by: match kind {
+                SplitKind::Split => SplitBy::Factor(amount),
+                SplitKind::Divide => SplitBy::Parts(amount),
+            },
+        });
+        let loops = replace_loop(&self.loop_sequence(), v, &[o, i]);
+        next.with_loops(text, loops)
+    }
+
+    fn fuse_vars(
+        &self,
+        text: &str,
+        outer: &str,
+        inner: &str,
+        fused: &str,
+    ) -> Result<Concrete, ScheduleError> {
+        let (vo, vi) = (self.loop_named(text, outer)?, self.loop_named(text, inner)?);
+        let loops = self.loop_sequence();
+        let po = loops.iter().position(|&v| v == vo).expect("loop");
+        if loops.get(po + 1) != Some(&vi) {
+            return Err(ScheduleError::new(
+                text,
+                "the inner loop is directly nested in the outer one",
+                format!("the loops are {}", self.loops().join(", ")),
+            ));
+        }
+        if self.position_space(vo).is_some() || self.position_space(vi).is_some() {
+            return Err(ScheduleError::new(
+                text,
+                "both loops are in coordinate space",
+                "fuse the coordinate loops first, then take pos of the fused loop",
+            ));
+        }
+        let mut next = self.clone();
+        let extent =
+            crate::ir::simplify(&(self.vars[vo].extent.clone() * self.vars[vi].extent.clone()));
+        let f = next.fresh_var(text, fused, extent)?;
+        next.relations.push(Relation::Fuse {
+            outer: vo,
+            inner: vi,
+            fused: f,
+        });
+        let mut new_loops = loops.clone();
+        new_loops.splice(po..po + 2, [f]);
+        next.with_loops(text, new_loops)
+    }
+
+    fn position_space_of(
+        &self,
+        text: &str,
+        var: &str,
+        pos: &str,
+        tensor: &str,
+        indices: &[String],
+    ) -> Result<Concrete, ScheduleError> {
+        let v = self.loop_named(text, var)?;
+        if self.position_space(v).is_some() {
+            return Err(ScheduleError::new(
+                text,
+                "the variable is in coordinate space",
+                format!("`{var}` already iterates a position space"),
+            ));
+        }
+        let access = format!("{tensor}({})", indices.join(","));
+        let occurrence = self.accesses.iter().position(|(t, idx)| {
+            self.statement.tensors[*t].name == tensor
+                && idx.len() == indices.len()
+                && idx
+                    .iter()
+                    .zip(indices)
+                    .all(|(&u, n)| self.statement.vars[u].name == *n)
+        });
+        let Some(o) = occurrence else {
+            return Err(ScheduleError::new(
+                text,
+                "the access appears in the statement",
+                format!("`{access}` is not an access of the right-hand side"),
+            ));
+        };
+        let roots = self.roots(v);
+        let levels: Vec<usize> = self.level_vars[o]
+            .iter()
+            .enumerate()
+            .filter(|(_, u)| roots.contains(u))
+            .map(|(k, _)| k)
+            .collect();
+        if levels.len() != roots.len() {
+            return Err(ScheduleError::new(
+                text,
+                "the access is indexed by the variable",
+                format!("`{access}` has no storage level for every variable `{var}` stands for"),
+            ));
+        }
+        let consecutive = levels.windows(2).all(|w| w[1] == w[0] + 1);
+        let in_fuse_order = self.fuse_order(v)
+            == levels
+                .iter()
+                .map(|&k| self.level_vars[o][k])
+                .collect::<Vec<_>>();
+        if !consecutive || !in_fuse_order {
+            return Err(ScheduleError::new(
+                text,
+                "fused variables are directly nested in the access's storage order",
+                format!(
+                    "`{}` stores its levels in the order {}",
+                    access,
+                    self.level_vars[o]
+                        .iter()
+                        .map(|&u| self.vars[u].name.clone())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            ));
+        }
+        let format = &self.statement.tensors[self.accesses[o].0].format;
+        let leaf = &format.levels()[*levels.last().expect("a level")].format;
+        if !leaf.capabilities().coord_pos_iter {
+            return Err(ScheduleError::new(
+                text,
+                "the access's level has a position space",
+                format!(
+                    "level {} of `{access}` ({}) is not iterated by position",
+                    levels.last().expect("a level") + 1,
+                    leaf.name()
+                ),
+            ));
+        }
+        let mut next = self.clone();
+        // The extent of a position space is only known at run time: lowering declares its
+        // bounds when the space's first loop starts.
+        let stem = super::c_name(pos);
+        let extent = Expr::var(format!("{stem}_end")) - Expr::var(format!("{stem}_begin"));
+        let p = next.fresh_var(text, pos, extent)?;
+        next.relations.push(Relation::Pos {
+            parent: v,
+            pos: p,
+            occurrence: o,
+        });
+        let loops = replace_loop(&self.loop_sequence(), v, &[p]);
+        next.with_loops(text, loops)
+    }
+
+    /// The statement variables a fused variable stands for, outer first.
+    pub(crate) fn fuse_order(&self, v: VarId) -> Vec<VarId> {
+        match self.created_by(v) {
+            Some(Relation::Fuse { outer, inner, .. }) => {
+                let mut out = self.fuse_order(*outer);
+                out.extend(self.fuse_order(*inner));
+                out
+            }
+            Some(Relation::Bound { parent, .. }) => self.fuse_order(*parent),
+            _ => vec![v],
+        }
+    }
+
+    fn bound_var(
+        &self,
+        text: &str,
+        var: &str,
+        bounded: &str,
+        kind: BoundKind,
+        value: usize,
+    ) -> Result<Concrete, ScheduleError> {
+        let v = self.loop_named(text, var)?;
+        if self.position_space(v).is_some() {
+            return Err(ScheduleError::new(
+                text,
+                "the variable is in coordinate space",
+                format!("`{var}` iterates a position space, whose bounds come from the data"),
+            ));
+        }
+        let extent = self.vars[v].extent.clone();
+        let new_extent = match kind {
+            BoundKind::MinExact | BoundKind::MinConstraint if value != 0 => {
+                return Err(ScheduleError::new(
+                    text,
+                    "the bound holds for every input",
+                    format!(
+                        "`{var}` starts at 0, so its minimum cannot be {value}; a larger start \
+                         would skip iterations"
+                    ),
+                ))
+            }
+            BoundKind::MinExact | BoundKind::MinConstraint => extent,
+            BoundKind::MaxExact => Expr::Int(value as i64),
+            BoundKind::MaxConstraint => Expr::min(extent, Expr::Int(value as i64)),
+        };
+        let mut next = self.clone();
+        let b = next.fresh_var(text, bounded, crate::ir::simplify(&new_extent))?;
+        next.relations.push(Relation::Bound {
+            parent: v,
+            bounded: b,
+            kind,
+            value,
+        });
+        let loops = replace_loop(&self.loop_sequence(), v, &[b]);
+        next.with_loops(text, loops)
+    }
+}
+
+/// How a split relation sizes its inner loop.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SplitBy {
+    /// The inner loop has this many iterations.
+    Factor(usize),
+    /// The outer loop has this many iterations (`divide`).
+    Parts(usize),
+}
+
+#[derive(Clone, Copy)]
+enum SplitKind {
+    Split,
+    Divide,
+}
+
+impl SplitKind {
+    fn precondition(self) -> &'static str {
+        match self {
+            SplitKind::Split => "the split factor is positive",
+            SplitKind::Divide => "the number of parts is positive",
+        }
+    }
+}
+
+fn positive(text: &str, precondition: &str, value: usize) -> Result<(), ScheduleError> {
+    if value == 0 {
+        return Err(ScheduleError::new(text, precondition, "it is 0"));
+    }
+    Ok(())
+}
+
+pub(crate) fn ceil_div(a: Expr, b: Expr) -> Expr {
+    Expr::bin(crate::ir::BinOp::Div, a + b.clone() - Expr::Int(1), b)
+}
+
+fn replace_loop(loops: &[VarId], v: VarId, with: &[VarId]) -> Vec<VarId> {
+    let mut out = Vec::with_capacity(loops.len() + with.len());
+    for &l in loops {
+        if l == v {
+            out.extend_from_slice(with);
+        } else {
+            out.push(l);
+        }
+    }
+    out
+}
