@@ -6,6 +6,7 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use sparsec::format::Format;
 use sparsec::kernel::Kernel;
+use sparsec::notation::cin::Statement;
 use sparsec::notation::{self, TensorDecl};
 use sparsec::reference;
 use sparsec::tensor::{Coo, Tensor, ValueType};
@@ -72,6 +73,24 @@ pub fn check_with(
     inputs: &[(&str, Coo)],
     sizes: &[(&str, usize)],
 ) -> Tensor {
+    let (stmt, tensors) = statement(expr, formats, inputs, sizes);
+    let kernel = Kernel::from_statement(stmt.clone(), ValueType::F64, &Default::default())
+        .unwrap_or_else(|e| panic!("{expr} with {formats:?}: {e}"));
+    compare_with_reference(
+        &kernel,
+        &stmt,
+        &tensors,
+        &format!("{expr} with {formats:?}"),
+    )
+}
+
+/// Bind `expr` to tensors of the given formats and pack the inputs.
+pub fn statement(
+    expr: &str,
+    formats: &[(&str, &str)],
+    inputs: &[(&str, Coo)],
+    sizes: &[(&str, usize)],
+) -> (Statement, Vec<Tensor>) {
     let assignment = notation::parse(expr).unwrap();
     let format_of = |name: &str, order: usize| {
         formats
@@ -101,15 +120,23 @@ pub fn check_with(
             Tensor::from_coo(coo, &t.format, ValueType::F64).unwrap()
         })
         .collect();
+    (stmt, tensors)
+}
+
+/// Run `kernel` on `tensors` and compare with the reference evaluator.
+pub fn compare_with_reference(
+    kernel: &Kernel,
+    stmt: &Statement,
+    tensors: &[Tensor],
+    what: &str,
+) -> Tensor {
     let refs: Vec<&Tensor> = tensors.iter().collect();
-    let kernel = Kernel::from_statement(stmt.clone(), ValueType::F64, &Default::default())
-        .unwrap_or_else(|e| panic!("{expr} with {formats:?}: {e}"));
-    let got = kernel.run(&refs).unwrap_or_else(|e| panic!("{expr}: {e}"));
-    let expected = reference::evaluate(&stmt, &refs, None);
+    let got = kernel.run(&refs).unwrap_or_else(|e| panic!("{what}: {e}"));
+    let expected = reference::evaluate(stmt, &refs, None);
     let diff = got.max_difference(&expected).expect("same shape");
     assert!(
         diff <= 1e-9,
-        "{expr} with {formats:?}: kernel differs from reference by {diff}\nloop order {:?}\n{}",
+        "{what}: kernel differs from reference by {diff}\nloops {:?}\n{}",
         kernel.loop_order(),
         kernel.kernel_source()
     );

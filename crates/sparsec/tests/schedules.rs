@@ -1,0 +1,580 @@
+//! Scheduled kernels against the dense reference: every transformation alone and in the
+//! paper's chains, on inputs that stress guards and position tracking (empty first/last
+//! rows, skewed rows, one row, one column, fewer nonzeros than a tile, no nonzeros), with
+//! 1 and 2 threads; random legal chains; and the message of every precondition failure.
+
+mod common;
+use common::*;
+
+use sparsec::generate;
+use sparsec::jit::Toolchain;
+use sparsec::kernel::Kernel;
+use sparsec::schedule::{Concrete, Schedule};
+use sparsec::tensor::{Coo, ValueType};
+
+/// Matrices of shape `m x n` (and some of other shapes when `any_shape`) that exercise
+/// the edge cases of tiling.
+fn matrices(seed: u64, m: usize, n: usize) -> Vec<Coo> {
+    let mut r = rng(seed);
+    let mut out = vec![
+        random_coo(&mut r, &[m, n], 0.15),
+        random_coo(&mut r, &[m, n], 0.0),
+        random_coo(&mut r, &[m, n], 0.01),
+    ];
+    // Empty first and last rows, and a run of empty rows in the middle.
+    let mut holes = random_coo(&mut r, &[m, n], 0.3);
+    let keep: Vec<usize> = (0..holes.values.len())
+        .filter(|&e| {
+            let row = holes.coords[2 * e] as usize;
+            row != 0 && row + 1 != m && !(m / 3..m / 2).contains(&row)
+        })
+        .collect();
+    holes.coords = keep
+        .iter()
+        .flat_map(|&e| [holes.coords[2 * e], holes.coords[2 * e + 1]])
+        .collect();
+    holes.values = keep.iter().map(|&e| holes.values[e]).collect();
+    out.push(holes);
+    // Very skewed rows: row i holds about 1.25^i nonzeros (capped by n).
+    out.push(generate::skewed_rows(m, n, 1.0, 1.25, seed));
+    out
+}
+
+/// Compile `expr` with `schedule`, run it with 1 and 2 threads on every input set and
+/// compare each result with the reference.
+fn check_schedule(
+    expr: &str,
+    formats: &[(&str, &str)],
+    input_sets: &[Vec<(&str, Coo)>],
+    sizes: &[(&str, usize)],
+    schedule: &str,
+) {
+    let (stmt, _) = statement(expr, formats, &input_sets[0], sizes);
+    let parsed = Schedule::parse(schedule).unwrap_or_else(|e| panic!("{schedule}: {e}"));
+    let mut kernel = Kernel::scheduled(stmt, &parsed, ValueType::F64, &Toolchain::default())
+        .unwrap_or_else(|e| panic!("{expr} with {schedule}: {e}"));
+    for inputs in input_sets {
+        let (stmt, tensors) = statement(expr, formats, inputs, sizes);
+        for threads in [1, 2] {
+            kernel.set_threads(threads);
+            let what = format!("{expr} with {formats:?}, `{schedule}`, {threads} threads");
+            compare_with_reference(&kernel, &stmt, &tensors, &what);
+        }
+    }
+}
+
+/// The error text of compiling `expr` with `schedule` (which must fail).
+fn schedule_error(
+    expr: &str,
+    formats: &[(&str, &str)],
+    inputs: &[(&str, Coo)],
+    schedule: &str,
+) -> String {
+    let (stmt, _) = statement(expr, formats, inputs, &[]);
+    let parsed = match Schedule::parse(schedule) {
+        Ok(p) => p,
+        Err(e) => return e.to_string(),
+    };
+    match Kernel::scheduled(stmt, &parsed, ValueType::F64, &Toolchain::default()) {
+        Ok(k) => panic!("`{schedule}` was accepted:\n{}", k.kernel_source()),
+        Err(e) => e.to_string(),
+    }
+}
+
+fn spmv_sets(seed: u64, m: usize, n: usize) -> Vec<Vec<(&'static str, Coo)>> {
+    let mut r = rng(seed + 100);
+    let mut sets: Vec<Vec<(&str, Coo)>> = matrices(seed, m, n)
+        .into_iter()
+        .map(|a| vec![("A", a), ("x", random_coo(&mut r, &[n], 1.0))])
+        .collect();
+    sets.truncate(5);
+    sets
+}
+
+const SPMV: &str = "y(i) = A(i,j) * x(j)";
+
+#[test]
+fn split_factors_that_do_and_do_not_divide() {
+    let sets = spmv_sets(1, 37, 23);
+    for f in [1, 2, 3, 8, 32, 37, 64] {
+        check_schedule(
+            SPMV,
+            &[("A", "csr")],
+            &sets,
+            &[],
+            &format!("split(i,i0,i1,{f}),parallelize(i0,CPUThread,NoRaces)"),
+        );
+    }
+}
+
+#[test]
+fn divide_into_parts() {
+    let sets = spmv_sets(2, 29, 17);
+    for parts in [1, 2, 5, 40] {
+        check_schedule(
+            SPMV,
+            &[("A", "csr")],
+            &sets,
+            &[],
+            &format!("divide(i,i0,i1,{parts}),parallelize(i0,CPUThread,NoRaces,static,1)"),
+        );
+    }
+}
+
+#[test]
+fn paper_a1_spmv_row_chunks() {
+    for (m, n) in [(41, 19), (1, 30), (30, 1), (1, 1)] {
+        check_schedule(
+            SPMV,
+            &[("A", "csr")],
+            &spmv_sets(3, m, n),
+            &[],
+            "split(i,i0,i1,32),order(i0,i1,j),parallelize(i0,CPUThread,NoRaces)",
+        );
+    }
+}
+
+#[test]
+fn position_space_split_of_a_row() {
+    for tile in [1, 3, 8, 64] {
+        check_schedule(
+            SPMV,
+            &[("A", "csr")],
+            &spmv_sets(4, 33, 27),
+            &[],
+            &format!("pos(j,jp,A(i,j)),split(jp,jp0,jp1,{tile}),parallelize(i,CPUThread,NoRaces)"),
+        );
+    }
+}
+
+#[test]
+fn load_balanced_spmv_fused_position_space() {
+    // Chunks smaller and larger than rows, the whole matrix, and nnz < one tile.
+    for (format, chunk) in [
+        ("csr", 1),
+        ("csr", 5),
+        ("csr", 16),
+        ("csr", 4096),
+        ("dcsr", 7),
+        ("coo", 3),
+    ] {
+        check_schedule(
+            SPMV,
+            &[("A", format)],
+            &spmv_sets(5, 45, 31),
+            &[],
+            &format!(
+                "fuse(i,j,f),pos(f,p,A(i,j)),split(p,p0,p1,{chunk}),parallelize(p0,CPUThread,Atomics)"
+            ),
+        );
+    }
+}
+
+#[test]
+fn fused_position_space_with_temporary_and_unsplit() {
+    let sets = spmv_sets(6, 25, 18);
+    check_schedule(
+        SPMV,
+        &[("A", "csr")],
+        &sets,
+        &[],
+        "fuse(i,j,f),pos(f,p,A(i,j))",
+    );
+    check_schedule(
+        SPMV,
+        &[("A", "csr")],
+        &sets,
+        &[],
+        "fuse(i,j,f),pos(f,p,A(i,j)),divide(p,p0,p1,3),parallelize(p0,CPUThread,Temporary)",
+    );
+}
+
+fn spmm_sets(seed: u64) -> Vec<Vec<(&'static str, Coo)>> {
+    let mut r = rng(seed + 200);
+    matrices(seed, 26, 21)
+        .into_iter()
+        .take(4)
+        .map(|a| vec![("A", a), ("B", random_coo(&mut r, &[21, 9], 1.0))])
+        .collect()
+}
+
+const SPMM: &str = "C(i,k) = A(i,j) * B(j,k)";
+
+#[test]
+fn paper_a3_spmm() {
+    check_schedule(
+        SPMM,
+        &[("A", "csr")],
+        &spmm_sets(7),
+        &[],
+        "split(i,i0,i1,8),pos(j,jpos,A(i,j)),split(jpos,jpos0,jpos1,8),order(i0,i1,jpos0,k,jpos1),\
+         parallelize(i0,CPUThread,NoRaces),parallelize(k,CPUVector,IgnoreRaces)",
+    );
+}
+
+#[test]
+fn paper_a12_spmm_tiled() {
+    check_schedule(
+        SPMM,
+        &[("A", "csr")],
+        &spmm_sets(8),
+        &[],
+        "pos(j,jpos,A(i,j)),split(jpos,jpos0,jpos1,4),order(i,jpos0,k,jpos1)",
+    );
+}
+
+#[test]
+fn bound_unroll_and_vector_lanes() {
+    let sets = spmm_sets(9);
+    check_schedule(
+        SPMM,
+        &[("A", "csr")],
+        &sets,
+        &[],
+        "bound(k,kb,MaxExact,9),unroll(kb,9),parallelize(i,CPUThread,NoRaces,static,4)",
+    );
+    check_schedule(
+        SPMM,
+        &[("A", "csr")],
+        &sets,
+        &[],
+        "split(k,k0,k1,4),parallelize(k1,CPUVector,NoRaces)",
+    );
+    check_schedule(
+        SPMM,
+        &[("A", "csr")],
+        &sets,
+        &[],
+        "bound(k,kb,MaxConstraint,16),parallelize(kb,CPUVector,NoRaces)",
+    );
+}
+
+#[test]
+fn reductions_in_parallel() {
+    let sets = spmv_sets(10, 20, 33);
+    for races in ["Atomics", "Temporary", "IgnoreRaces"] {
+        let schedule = format!("parallelize(j,CPUThread,{races})");
+        if races == "IgnoreRaces" {
+            // Races really happen here; only check that it compiles.
+            let (stmt, _) = statement(SPMV, &[("A", "csr")], &sets[0], &[]);
+            Kernel::scheduled(
+                stmt,
+                &Schedule::parse(&schedule).unwrap(),
+                ValueType::F64,
+                &Toolchain::default(),
+            )
+            .unwrap();
+            continue;
+        }
+        check_schedule(SPMV, &[("A", "csr")], &sets, &[], &schedule);
+    }
+    check_schedule(
+        SPMV,
+        &[("A", "csr")],
+        &sets,
+        &[],
+        "parallelize(j,CPUVector,ParallelReduction)",
+    );
+    // A reduction into a dense output shared by the parallel loop: A^T x by rows of A.
+    let mut r = rng(11);
+    let at = vec![vec![
+        ("A", random_coo(&mut r, &[30, 12], 0.2)),
+        ("x", random_coo(&mut r, &[30], 1.0)),
+    ]];
+    for races in ["Atomics", "Temporary"] {
+        check_schedule(
+            "y(j) = A(i,j) * x(i)",
+            &[("A", "csr")],
+            &at,
+            &[],
+            &format!("parallelize(i,CPUThread,{races})"),
+        );
+    }
+}
+
+#[test]
+fn mttkrp_orders_3_to_5_split_and_parallel() {
+    let mut r = rng(12);
+    for (expr, order) in [
+        ("A(i,j) = B(i,k,l) * C(k,j) * D(l,j)", 3),
+        ("A(i,j) = B(i,k,l,m) * C(k,j) * D(l,j) * E(m,j)", 4),
+        (
+            "A(i,j) = B(i,k,l,m,n) * C(k,j) * D(l,j) * E(m,j) * F(n,j)",
+            5,
+        ),
+    ] {
+        let dims = vec![6; order];
+        let b = random_coo(&mut r, &dims, 0.05);
+        let mut inputs = vec![("B", b)];
+        for name in ["C", "D", "E", "F"].iter().take(order - 1) {
+            inputs.push((name, random_coo(&mut r, &[6, 5], 1.0)));
+        }
+        // A dense first level is split by coordinates (the paper's CPU format); a
+        // compressed one in its position space.
+        let access = format!("B(i,{})", ["k", "l", "m", "n"][..order - 1].join(","));
+        let by_positions =
+            format!("pos(i,ip,{access}),split(ip,i1,i2,4),parallelize(i1,CPUThread,NoRaces)");
+        for (format, schedule) in [
+            (
+                "d".to_string() + &"s".repeat(order - 1),
+                "split(i,i1,i2,4),parallelize(i1,CPUThread,NoRaces)",
+            ),
+            ("s".repeat(order), by_positions.as_str()),
+        ] {
+            check_schedule(
+                expr,
+                &[("B", &format)],
+                std::slice::from_ref(&inputs),
+                &[],
+                schedule,
+            );
+        }
+    }
+}
+
+#[test]
+fn fused_position_space_of_a_third_order_tensor() {
+    let mut r = rng(13);
+    let sets: Vec<Vec<(&str, Coo)>> = (0..3)
+        .map(|n| {
+            vec![
+                ("B", random_coo(&mut r, &[7, 6, 5], [0.1, 0.02, 0.0][n])),
+                ("C", random_coo(&mut r, &[6, 4], 1.0)),
+                ("D", random_coo(&mut r, &[5, 4], 1.0)),
+            ]
+        })
+        .collect();
+    check_schedule(
+        "A(i,j) = B(i,k,l) * C(k,j) * D(l,j)",
+        &[("B", "sss")],
+        &sets,
+        &[],
+        "order(i,k,l,j),fuse(k,l,kl),fuse(i,kl,f),pos(f,fpos,B(i,k,l)),split(fpos,f0,f1,3),\
+         parallelize(f0,CPUThread,Atomics)",
+    );
+}
+
+#[test]
+fn reorder_and_coordinate_fuse_on_dense_operands() {
+    let mut r = rng(14);
+    let sets = vec![vec![
+        ("B", random_coo(&mut r, &[9, 7], 1.0)),
+        ("c", random_coo(&mut r, &[7], 1.0)),
+    ]];
+    let expr = "y(i) = B(i,j) * c(j)";
+    check_schedule(expr, &[], &sets, &[], "fuse(i,j,f),split(f,f0,f1,5)");
+    check_schedule(expr, &[], &sets, &[], "reorder(i,j)");
+    check_schedule(
+        "C(i,j) = A(i,j) + B(j,i)",
+        &[("A", "csr"), ("B", "csr")],
+        &[vec![
+            ("A", random_coo(&mut r, &[8, 8], 0.3)),
+            ("B", random_coo(&mut r, &[8, 8], 0.3)),
+        ]],
+        &[],
+        "order(j,i)",
+    );
+}
+
+/// Random chains of transformations on SpMV and SpMM: each either is refused with a
+/// schedule or lowering error, or computes the reference result.
+#[test]
+fn random_legal_chains() {
+    use rand::Rng;
+    let mut r = rng(15);
+    let mut accepted = 0;
+    let sets = spmm_sets(16);
+    for _ in 0..40 {
+        let mut loops = vec!["i".to_string(), "j".to_string(), "k".to_string()];
+        let mut steps = Vec::new();
+        let mut fresh = 0;
+        for _ in 0..r.gen_range(1..4) {
+            let v = loops[r.gen_range(0..loops.len())].clone();
+            fresh += 1;
+            let (a, b) = (format!("{v}o{fresh}"), format!("{v}n{fresh}"));
+            match r.gen_range(0..5) {
+                0 | 1 => {
+                    steps.push(format!("split({v},{a},{b},{})", r.gen_range(1..9)));
+                    let at = loops.iter().position(|l| *l == v).unwrap();
+                    loops.splice(at..=at, [a, b]);
+                }
+                2 => {
+                    steps.push(format!("divide({v},{a},{b},{})", r.gen_range(1..5)));
+                    let at = loops.iter().position(|l| *l == v).unwrap();
+                    loops.splice(at..=at, [a, b]);
+                }
+                3 if v == "j" => {
+                    steps.push(format!("pos(j,{a},A(i,j))"));
+                    let at = loops.iter().position(|l| *l == v).unwrap();
+                    loops[at] = a;
+                }
+                _ => {
+                    let w = loops[r.gen_range(0..loops.len())].clone();
+                    if w != v {
+                        steps.push(format!("reorder({v},{w})"));
+                    }
+                }
+            }
+        }
+        let target = loops[r.gen_range(0..loops.len())].clone();
+        let races = ["NoRaces", "Atomics", "Temporary"][r.gen_range(0..3)];
+        steps.push(format!("parallelize({target},CPUThread,{races})"));
+        let schedule = steps.join(",");
+        let (stmt, _) = statement(SPMM, &[("A", "csr")], &sets[0], &[]);
+        let applied = Schedule::parse(&schedule)
+            .unwrap()
+            .apply(&Concrete::new(&stmt).unwrap());
+        let Ok(concrete) = applied else {
+            continue;
+        };
+        let Ok(mut kernel) =
+            Kernel::from_concrete(&concrete, ValueType::F64, &Toolchain::default())
+        else {
+            continue;
+        };
+        accepted += 1;
+        for inputs in &sets {
+            let (stmt, tensors) = statement(SPMM, &[("A", "csr")], inputs, &[]);
+            for threads in [1, 2] {
+                kernel.set_threads(threads);
+                compare_with_reference(&kernel, &stmt, &tensors, &format!("`{schedule}`"));
+            }
+        }
+    }
+    assert!(
+        accepted >= 10,
+        "only {accepted} random schedules were legal"
+    );
+}
+
+fn spmv_inputs() -> Vec<(&'static str, Coo)> {
+    spmv_sets(17, 6, 5).remove(0)
+}
+
+#[track_caller]
+fn assert_refused(schedule: &str, needles: &[&str]) {
+    let message = schedule_error(SPMV, &[("A", "csr")], &spmv_inputs(), schedule);
+    for needle in needles {
+        assert!(
+            message.contains(needle),
+            "`{schedule}`: expected `{needle}` in the error:\n{message}"
+        );
+    }
+}
+
+#[test]
+fn every_precondition_failure_says_which_and_why() {
+    assert_refused(
+        "split(q,q0,q1,4)",
+        &[
+            "split(q,q0,q1,4)",
+            "the variable exists",
+            "its loops are i, j",
+        ],
+    );
+    assert_refused(
+        "split(i,i0,i1,0)",
+        &["the split factor is positive", "it is 0"],
+    );
+    assert_refused("divide(i,i0,i1,0)", &["the number of parts is positive"]);
+    assert_refused("split(i,j,i1,4)", &["fresh names", "`j` already names"]);
+    assert_refused(
+        "split(i,i0,i1,4),split(i,a,b,2)",
+        &["the variable is a loop", "already replaced by i0, i1"],
+    );
+    assert_refused("split(i,i0,i1,4),reorder(i0,j)", &["directly nested"]);
+    assert_refused("order(i,i)", &["listed twice"]);
+    assert_refused(
+        "parallelize(i,CPUThread,NoRaces),split(i,a,b,2)",
+        &["nothing but parallelize follows parallelize"],
+    );
+    assert_refused(
+        "parallelize(i,CPUThread,NoRaces),parallelize(i,CPUVector,NoRaces)",
+        &["parallelized once"],
+    );
+    assert_refused(
+        "parallelize(j,CPUThread,NoRaces)",
+        &["no output races", "add into one partial sum"],
+    );
+    assert_refused(
+        "fuse(i,j,f),pos(f,p,A(i,j)),parallelize(p,CPUThread,NoRaces)",
+        &["no output races", "same entries of `y`"],
+    );
+    assert_refused(
+        "parallelize(j,CPUVector,Atomics)",
+        &["SIMD lanes have no atomic updates"],
+    );
+    assert_refused("split(j,j0,j1,4)", &["cannot be located", "(pos)"]);
+    assert_refused("pos(j,jp,B(i,j))", &["is not an access", "B(i,j)"]);
+    assert_refused(
+        "pos(j,jp,x(j))",
+        &["level 1 of `x(j)` (dense) is not iterated by position"],
+    );
+    assert_refused(
+        "pos(i,ip,A(i,j))",
+        &["level 1 of `A(i,j)` (dense) is not iterated by position"],
+    );
+    assert_refused("pos(j,jp,A(i,j)),pos(jp,q,A(i,j))", &["coordinate space"]);
+    assert_refused(
+        "pos(j,jp,A(i,j)),fuse(i,jp,f)",
+        &["both loops are in coordinate space"],
+    );
+    assert_refused("fuse(j,i,f)", &["directly nested in the outer one"]);
+    assert_refused("bound(i,ib,MinExact,3)", &["starts at 0"]);
+    assert_refused(
+        "unroll(i,4),parallelize(i,CPUThread,NoRaces)",
+        &["same loop"],
+    );
+    assert_refused("parallelize(i,GPUBlock,NoRaces)", &["needs a GPU backend"]);
+    assert_refused(
+        "split(i,i0,i1)",
+        &["`split` takes (var, outer, inner, factor)"],
+    );
+    assert_refused(
+        "parallelize(i,CPUCore,NoRaces)",
+        &["unknown parallel unit `CPUCore`", "CPUThread"],
+    );
+    assert_refused("precompute(A(i,j),j,j,w)", &["not supported"]);
+    assert_refused("frobnicate(i)", &["unknown transformation `frobnicate`"]);
+}
+
+#[test]
+fn reduction_placement_and_storage_order_are_preconditions_of_reorder() {
+    let mut r = rng(18);
+    let inputs = vec![
+        ("A", random_coo(&mut r, &[5, 4], 0.5)),
+        ("x", random_coo(&mut r, &[4], 1.0)),
+        ("b", random_coo(&mut r, &[5], 1.0)),
+    ];
+    let message = schedule_error(
+        "y(i) = A(i,j) * x(j) + b(i)",
+        &[("A", "csr")],
+        &inputs,
+        "reorder(i,j)",
+    );
+    assert!(message.contains("does not distribute over"), "{message}");
+    let inputs = vec![
+        ("A", random_coo(&mut r, &[5, 4], 0.5)),
+        ("x", random_coo(&mut r, &[4], 1.0)),
+    ];
+    let message = schedule_error(SPMV, &[("A", "ell")], &inputs, "reorder(i,j)");
+    assert!(
+        message.contains("storage order") || message.contains("structured storage"),
+        "{message}"
+    );
+}
+
+#[test]
+fn asserted_bounds_are_checked_when_the_kernel_runs() {
+    let (stmt, tensors) = statement(SPMM, &[("A", "csr")], &spmm_sets(19)[0], &[]);
+    let kernel = Kernel::scheduled(
+        stmt,
+        &Schedule::parse("bound(k,kb,MaxExact,32)").unwrap(),
+        ValueType::F64,
+        &Toolchain::default(),
+    )
+    .unwrap();
+    let refs: Vec<_> = tensors.iter().collect();
+    let message = kernel.run(&refs).unwrap_err().to_string();
+    assert!(message.contains("exactly 32 iterations"), "{message}");
+}
