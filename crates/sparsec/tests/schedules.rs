@@ -332,6 +332,66 @@ fn mttkrp_orders_3_to_5_split_and_parallel() {
     }
 }
 
+/// The paper's MTTKRP CPU schedules A.5-A.7: j-sized workspaces computed per fiber,
+/// nested for orders 4 and 5, with row chunks on threads.
+#[test]
+fn paper_a5_to_a7_mttkrp_with_workspaces() {
+    let mut r = rng(20);
+    let cases = [
+        (
+            "A(i,j) = B(i,k,l) * C(k,j) * D(l,j)",
+            "order(i,k,l,j),precompute(B(i,k,l)*D(l,j),j,j,w),split(i,i1,i2,4),\
+             parallelize(i1,CPUThread,NoRaces)",
+            3,
+        ),
+        (
+            "A(i,j) = B(i,k,l,m) * C(k,j) * D(l,j) * E(m,j)",
+            "order(i,k,l,m,j),precompute(B(i,k,l,m)*E(m,j)*D(l,j),j,j,bde),\
+             precompute(B(i,k,l,m)*E(m,j),j,j,be),split(i,i1,i2,4),\
+             parallelize(i1,CPUThread,NoRaces)",
+            4,
+        ),
+        (
+            "A(i,j) = B(i,k,l,m,n) * C(k,j) * D(l,j) * E(m,j) * F(n,j)",
+            "order(i,k,l,m,n,j),precompute(B(i,k,l,m,n)*F(n,j)*E(m,j)*D(l,j),j,j,bdef),\
+             precompute(B(i,k,l,m,n)*F(n,j)*E(m,j),j,j,bef),precompute(B(i,k,l,m,n)*F(n,j),j,j,bf),\
+             split(i,i1,i2,4),parallelize(i1,CPUThread,NoRaces)",
+            5,
+        ),
+    ];
+    for (expr, schedule, order) in cases {
+        let sets: Vec<Vec<(&str, Coo)>> = [0.08, 0.0]
+            .iter()
+            .map(|&d| {
+                let mut inputs = vec![("B", random_coo(&mut r, &vec![5; order], d))];
+                for name in ["C", "D", "E", "F"].iter().take(order - 1) {
+                    inputs.push((name, random_coo(&mut r, &[5, 6], 1.0)));
+                }
+                inputs
+            })
+            .collect();
+        let format = "d".to_string() + &"s".repeat(order - 1);
+        check_schedule(expr, &[("B", &format)], &sets, &[], schedule);
+    }
+}
+
+#[test]
+fn precompute_into_a_two_dimensional_workspace() {
+    let mut r = rng(21);
+    let sets = vec![vec![
+        ("B", random_coo(&mut r, &[4, 5, 6], 0.2)),
+        ("C", random_coo(&mut r, &[5, 3], 1.0)),
+        ("D", random_coo(&mut r, &[6, 3, 2], 1.0)),
+    ]];
+    check_schedule(
+        "Y(i,j,m) = B(i,k,l) * D(l,j,m) * C(k,j)",
+        &[("B", "sss")],
+        &sets,
+        &[],
+        "order(i,k,l,j,m),precompute(B(i,k,l)*D(l,j,m),(j,m),(j,m),w),parallelize(i,CPUThread,NoRaces)",
+    );
+}
+
 #[test]
 fn fused_position_space_of_a_third_order_tensor() {
     let mut r = rng(13);
@@ -534,7 +594,17 @@ fn every_precondition_failure_says_which_and_why() {
         "parallelize(i,CPUCore,NoRaces)",
         &["unknown parallel unit `CPUCore`", "CPUThread"],
     );
-    assert_refused("precompute(A(i,j),j,j,w)", &["not supported"]);
+    assert_refused("precompute(A(i,j)+x(j),j,j,w)", &["a product of accesses"]);
+    assert_refused(
+        "precompute(A(i,j)*x(j),j,i,w)",
+        &["the same variables twice"],
+    );
+    assert_refused("precompute(A(i,j)*x(j),i,i,A)", &["fresh name"]);
+    assert_refused("precompute(A(i,j)*z(j),i,i,w)", &["not a set of factors"]);
+    assert_refused(
+        "precompute(A(i,j)*x(j),(i,j),(i,j),w)",
+        &["reduces over a variable only it uses"],
+    );
     assert_refused("frobnicate(i)", &["unknown transformation `frobnicate`"]);
 }
 

@@ -55,6 +55,11 @@ pub const FREE_BUFFER: &str = "sparsec_buffer_free";
 const PRELUDE: &str = r#"#include <stdint.h>
 #include <stdlib.h>
 #include <math.h>
+#ifdef _OPENMP
+#include <omp.h>
+#else
+static inline int omp_get_thread_num(void) { return 0; }
+#endif
 
 typedef struct {
   int64_t *coords;
@@ -206,10 +211,13 @@ pub fn emit(lowered: &Lowered, value_types: &[ValueType]) -> Result<CKernel, Bac
         out: &mut out,
         indent: 1,
         emit_order: order,
+        parallel_depth: 0,
     };
+    printer.allocate(&lowered.locals, "", "1");
     for s in &lowered.body {
         printer.stmt(s);
     }
+    printer.release(&lowered.locals, "");
     for w in &lowered.workspaces {
         let _ = writeln!(
             out,
@@ -344,9 +352,109 @@ struct Printer<'a> {
     out: &'a mut String,
     indent: usize,
     emit_order: usize,
+    /// Number of enclosing OpenMP thread teams.
+    parallel_depth: usize,
 }
 
 impl Printer<'_> {
+    /// Allocate zeroed scratch arrays of `len` values, `copies` times each.
+    fn allocate(&mut self, locals: &[(String, Expr)], suffix: &str, copies: &str) {
+        for (name, len) in locals {
+            self.line(&format!(
+                "double *{name}{suffix} = (double *)calloc((size_t)({}) * (size_t)({copies}) + 1, \
+                 sizeof(double));",
+                expr(len)
+            ));
+            // No early return from inside a parallel region.
+            let fail = if self.parallel_depth > 0 {
+                "abort();"
+            } else {
+                "return -1;"
+            };
+            self.line(&format!("if (!{name}{suffix}) {fail}"));
+        }
+    }
+
+    fn release(&mut self, locals: &[(String, Expr)], suffix: &str) {
+        for (name, _) in locals {
+            self.line(&format!("free({name}{suffix});"));
+        }
+    }
+
+    fn for_loop(&mut self, var: &str, start: &Expr, end: &Expr, body: &[Stmt], kind: &LoopKind) {
+        let head = format!(
+            "for (int64_t {var} = {}; {var} < {}; {var}++)",
+            expr(start),
+            expr(end)
+        );
+        let plain = |p: &mut Self| {
+            p.block(&head, body);
+            p.line("}");
+        };
+        match kind {
+            LoopKind::Serial => plain(self),
+            LoopKind::Unrolled(n) => {
+                self.line(&format!("#pragma GCC unroll {n}"));
+                plain(self);
+            }
+            LoopKind::Parallel {
+                unit: ParallelUnit::CpuThread,
+                schedule,
+                chunk,
+                reductions,
+                locals,
+            } => {
+                let schedule = omp_schedule(*schedule, *chunk);
+                let team = team_clauses(start, end, *chunk);
+                let reductions = reduction_clauses(reductions);
+                self.parallel_depth += 1;
+                if locals.is_empty() {
+                    self.line(&format!(
+                        "#pragma omp parallel for {schedule} {team}{reductions}"
+                    ));
+                    plain(self);
+                } else {
+                    // Each thread gets its own copy of the scratch arrays.
+                    self.parallel_depth -= 1;
+                    self.allocate(locals, "_all", "sparsec_threads");
+                    self.parallel_depth += 1;
+                    self.line(&format!("#pragma omp parallel {team}"));
+                    self.line("{");
+                    self.indent += 1;
+                    for (name, len) in locals {
+                        self.line(&format!(
+                            "double *{name} = {name}_all + (int64_t)omp_get_thread_num() * ({});",
+                            expr(len)
+                        ));
+                    }
+                    self.line(&format!("#pragma omp for {schedule}{reductions}"));
+                    plain(self);
+                    self.indent -= 1;
+                    self.line("}");
+                    self.parallel_depth -= 1;
+                    self.release(locals, "_all");
+                    self.parallel_depth += 1;
+                }
+                self.parallel_depth -= 1;
+            }
+            LoopKind::Parallel {
+                unit: ParallelUnit::CpuVector,
+                reductions,
+                locals,
+                ..
+            } => {
+                self.allocate(locals, "", "1");
+                self.line(&format!(
+                    "#pragma omp simd{}",
+                    reduction_clauses(reductions)
+                ));
+                plain(self);
+                self.release(locals, "");
+            }
+            LoopKind::Parallel { .. } => unreachable!("GPU loops are refused before printing"),
+        }
+    }
+
     fn line(&mut self, text: &str) {
         for _ in 0..self.indent {
             self.out.push_str("  ");
@@ -401,20 +509,7 @@ impl Printer<'_> {
                 end,
                 body,
                 kind,
-            } => {
-                if let Some(pragma) = loop_pragma(kind, start, end) {
-                    self.line(&pragma);
-                }
-                self.block(
-                    &format!(
-                        "for (int64_t {var} = {}; {var} < {}; {var}++)",
-                        expr(start),
-                        expr(end)
-                    ),
-                    body,
-                );
-                self.line("}");
-            }
+            } => self.for_loop(var, start, end, body, kind),
             Stmt::While(c, body) => {
                 self.block(&format!("while ({})", expr(c)), body);
                 self.line("}");
@@ -470,49 +565,35 @@ impl Printer<'_> {
     }
 }
 
-/// The OpenMP or GCC pragma that runs a loop as `kind` says.
-fn loop_pragma(kind: &LoopKind, start: &Expr, end: &Expr) -> Option<String> {
-    let reduction_clauses = |reductions: &[Reduction]| -> String {
-        reductions
-            .iter()
-            .map(|r| match r {
-                Reduction::Scalar(name) => format!(" reduction(+:{name})"),
-                Reduction::Array(a, len) => {
-                    format!(" reduction(+:{}[0:{}])", array_name(a), expr(len))
-                }
-            })
-            .collect()
+fn reduction_clauses(reductions: &[Reduction]) -> String {
+    reductions
+        .iter()
+        .map(|r| match r {
+            Reduction::Scalar(name) => format!(" reduction(+:{name})"),
+            Reduction::Array(a, len) => {
+                format!(" reduction(+:{}[0:{}])", array_name(a), expr(len))
+            }
+        })
+        .collect()
+}
+
+fn omp_schedule(schedule: OmpSchedule, chunk: usize) -> String {
+    let kind = match schedule {
+        OmpSchedule::Static => "static",
+        OmpSchedule::Dynamic => "dynamic",
+        OmpSchedule::Guided => "guided",
     };
-    match kind {
-        LoopKind::Serial => None,
-        LoopKind::Unrolled(n) => Some(format!("#pragma GCC unroll {n}")),
-        LoopKind::Parallel {
-            unit: ParallelUnit::CpuThread,
-            schedule,
-            chunk,
-            reductions,
-        } => {
-            let schedule = match schedule {
-                OmpSchedule::Static => "static",
-                OmpSchedule::Dynamic => "dynamic",
-                OmpSchedule::Guided => "guided",
-            };
-            // A loop of one chunk cannot use a second thread: skip the team's start-up.
-            let trips = crate::ir::simplify(&(end.clone() - start.clone()));
-            Some(format!(
-                "#pragma omp parallel for schedule({schedule}, {chunk}) \
-                 num_threads(sparsec_threads) if(sparsec_threads > 1 && {} > {chunk}){}",
-                atom(&trips),
-                reduction_clauses(reductions)
-            ))
-        }
-        LoopKind::Parallel {
-            unit: ParallelUnit::CpuVector,
-            reductions,
-            ..
-        } => Some(format!("#pragma omp simd{}", reduction_clauses(reductions))),
-        LoopKind::Parallel { .. } => unreachable!("GPU loops are refused before printing"),
-    }
+    format!("schedule({kind}, {chunk})")
+}
+
+/// `num_threads` and `if` clauses of a thread team for a loop from `start` to `end`: a
+/// loop of one chunk cannot use a second thread, so it skips the team's start-up.
+fn team_clauses(start: &Expr, end: &Expr, chunk: usize) -> String {
+    let trips = crate::ir::simplify(&(end.clone() - start.clone()));
+    format!(
+        "num_threads(sparsec_threads) if(sparsec_threads > 1 && {} > {chunk})",
+        atom(&trips)
+    )
 }
 
 /// The lone `if` of an `else` branch (through empty nesting), printed as `else if`.

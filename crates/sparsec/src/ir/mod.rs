@@ -232,11 +232,14 @@ pub enum LoopKind {
     /// Unrolled by this factor.
     Unrolled(usize),
     /// Iterations run in parallel on `unit`; `reductions` are summed across them.
+    /// `locals` are zeroed scratch arrays (name, length) private to each thread
+    /// (`CpuThread`) or shared by the loop (`CpuVector`).
     Parallel {
         unit: ParallelUnit,
         schedule: OmpSchedule,
         chunk: usize,
         reductions: Vec<Reduction>,
+        locals: Vec<(String, Expr)>,
     },
 }
 

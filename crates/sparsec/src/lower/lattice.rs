@@ -36,8 +36,13 @@ pub fn build(expr: &LExpr, indexes: &dyn Fn(usize) -> bool) -> Option<Vec<Point>
             iterators: BTreeSet::from([*o]),
             universe: false,
         }]),
-        LExpr::Access(_) | LExpr::Literal(_) | LExpr::Temp(_) | LExpr::Zero => None,
+        LExpr::Access(_)
+        | LExpr::Literal(_)
+        | LExpr::Temp(_)
+        | LExpr::Zero
+        | LExpr::WorkspaceRead(..) => None,
         LExpr::Neg(a) | LExpr::Sum(_, _, a) => build(a, indexes),
+        LExpr::Precomputed(p) => build(&p.body, indexes),
         LExpr::Binary(Op::Mul, a, b) => match (build(a, indexes), build(b, indexes)) {
             (Some(x), Some(y)) => Some(conjunction(&x, &y)),
             (x, y) => x.or(y),

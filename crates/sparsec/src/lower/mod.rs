@@ -78,6 +78,8 @@ pub struct Lowered {
     /// Conditions on the inputs the kernel checks first (schedule bounds), with the
     /// message to report when one fails.
     pub assumptions: Vec<(Expr, String)>,
+    /// Zeroed scratch arrays (name, length) the kernel allocates around its whole body.
+    pub locals: Vec<(String, Expr)>,
     /// How the result is produced.
     pub output: OutputMode,
     /// Scratch arrays the kernel allocates.
@@ -125,6 +127,12 @@ enum Dest {
         name: String,
         touched: Option<String>,
     },
+    /// Accumulate into a precomputed workspace at its variables' current values.
+    Local {
+        name: String,
+        vars: Vec<VarId>,
+        depth: usize,
+    },
 }
 
 struct Lowerer<'a> {
@@ -142,6 +150,9 @@ struct Lowerer<'a> {
     temp_depth: BTreeMap<String, usize>,
     /// Conditions the inputs must meet (asserted bounds), with the message if not.
     assumptions: Vec<(Expr, String)>,
+    /// Precomputed workspaces (name, length) by the number of parallel loops around them:
+    /// each is allocated per thread of the innermost one (or once, outside any).
+    local_arrays: Vec<(usize, String, Expr)>,
 }
 
 /// Lower a scheduled concrete statement.
@@ -228,6 +239,7 @@ pub fn lower(plan: &Concrete) -> Result<Lowered, LowerError> {
         parallel: Vec::new(),
         temp_depth: BTreeMap::new(),
         assumptions: Vec::new(),
+        local_arrays: Vec::new(),
     };
     let scope = Scope {
         positions: vec![Vec::new(); count],
@@ -236,6 +248,7 @@ pub fn lower(plan: &Concrete) -> Result<Lowered, LowerError> {
         segments: BTreeMap::new(),
     };
     let body = lowerer.lower(&plan.order, &plan.rhs, &Dest::Output, &scope)?;
+    let locals = lowerer.locals_at(0);
     Ok(Lowered {
         body: crate::ir::simplify_stmts(body),
         output: if dense_output {
@@ -251,6 +264,7 @@ pub fn lower(plan: &Concrete) -> Result<Lowered, LowerError> {
         var_names: plan.vars.iter().map(|v| v.c_name.clone()).collect(),
         loops: plan.loops().iter().map(|s| s.to_string()).collect(),
         assumptions: lowerer.assumptions,
+        locals,
     })
 }
 
@@ -318,6 +332,14 @@ impl Lowerer<'_> {
         };
         if scope.recovered.contains(&v) {
             return self.lower(rest, expr, dest, scope);
+        }
+        let precomputed = self
+            .plan
+            .roots(v)
+            .into_iter()
+            .find_map(|r| expr.find_precompute(r).cloned());
+        if let Some(p) = precomputed {
+            return self.precompute(&p, remaining, expr, dest, scope);
         }
         let summed = self
             .plan
@@ -413,12 +435,80 @@ impl Lowerer<'_> {
             }
             Some(points) => self.merge(v, rest, expr, dest, scope, &points),
         };
-        let reductions = match tags.parallel {
-            Some(_) => self.parallel.pop().map(|p| p.2).unwrap_or_default(),
-            None => Vec::new(),
+        let (reductions, locals) = match tags.parallel {
+            Some(_) => {
+                let locals = self.locals_at(self.parallel.len());
+                (self.parallel.pop().map(|p| p.2).unwrap_or_default(), locals)
+            }
+            None => (Vec::new(), Vec::new()),
         };
         let mut stmts = setup;
-        stmts.extend(self.tag_loop(v, loops?, &tags, reductions)?);
+        stmts.extend(self.tag_loop(v, loops?, &tags, reductions, locals)?);
+        Ok(stmts)
+    }
+
+    /// Take the precomputed workspaces allocated inside `depth` parallel loops.
+    fn locals_at(&mut self, depth: usize) -> Vec<(String, Expr)> {
+        let (here, rest) = std::mem::take(&mut self.local_arrays)
+            .into_iter()
+            .partition(|(d, _, _)| *d == depth);
+        self.local_arrays = rest;
+        here.into_iter().map(|(_, name, len)| (name, len)).collect()
+    }
+
+    /// `workspace(vars) = sum over private of body`: zero the workspace where the first
+    /// private variable's loop starts, run the producer loops (the private variables and
+    /// the workspace's) into it, then the rest with the workspace read in its place.
+    fn precompute(
+        &mut self,
+        p: &lexpr::Precompute,
+        remaining: &[VarId],
+        expr: &LExpr,
+        dest: &Dest,
+        scope: &Scope,
+    ) -> Result<Vec<Stmt>, LowerError> {
+        let name = c_name(&p.workspace);
+        let len = p
+            .vars
+            .iter()
+            .map(|&v| self.size(v))
+            .reduce(|a, b| a * b)
+            .unwrap_or(Expr::Int(1));
+        let depth = self.parallel.len();
+        if !self.local_arrays.iter().any(|(_, n, _)| *n == name) {
+            self.local_arrays.push((depth, name.clone(), len.clone()));
+        }
+        let array = ArrayRef::local(name.clone());
+        let q = format!("{name}_q");
+        let mut stmts = vec![Stmt::For {
+            var: q.clone(),
+            start: Expr::Int(0),
+            end: len,
+            body: vec![Stmt::Store {
+                array,
+                index: Expr::var(q),
+                value: Expr::Float(0.0),
+                accumulate: false,
+            }],
+            kind: LoopKind::Serial,
+        }];
+        let producer: Vec<VarId> = remaining
+            .iter()
+            .copied()
+            .filter(|&u| self.derives_from_any(u, &p.private) || self.derives_from_any(u, &p.vars))
+            .collect();
+        let consumer: Vec<VarId> = remaining
+            .iter()
+            .copied()
+            .filter(|&u| !self.derives_from_any(u, &p.private))
+            .collect();
+        let into = Dest::Local {
+            name: name.clone(),
+            vars: p.vars.clone(),
+            depth,
+        };
+        stmts.extend(self.lower(&producer, &p.body, &into, scope)?);
+        stmts.extend(self.lower(&consumer, &expr.read_workspace(&p.workspace), dest, scope)?);
         Ok(stmts)
     }
 
@@ -491,6 +581,10 @@ impl Lowerer<'_> {
         let target = match dest {
             Dest::Temp { name, .. } => parallel::Target::Temp(name),
             Dest::Workspace { .. } => parallel::Target::Workspace,
+            Dest::Local { depth, vars, .. } => parallel::Target::Local {
+                depth: *depth,
+                vars,
+            },
             Dest::Output if self.dense_output => parallel::Target::DenseOutput,
             Dest::Output => parallel::Target::Emit,
         };
@@ -507,6 +601,12 @@ impl Lowerer<'_> {
                 }
                 s
             }
+            Dest::Local { name, vars, .. } => vec![update(Stmt::Store {
+                array: ArrayRef::local(name.clone()),
+                index: self.linear_index(vars),
+                value,
+                accumulate: true,
+            })],
             Dest::Workspace { name, var } => {
                 let at = self.var(*var);
                 let count = format!("{name}_count");
@@ -572,6 +672,12 @@ impl Lowerer<'_> {
         })
     }
 
+    /// Row-major position of the variables' current values in a dense workspace.
+    fn linear_index(&self, vars: &[VarId]) -> Expr {
+        vars.iter()
+            .fold(Expr::Int(0), |acc, &v| acc * self.size(v) + self.var(v))
+    }
+
     fn value(&self, expr: &LExpr, scope: &Scope) -> Expr {
         match expr {
             LExpr::Access(o) => {
@@ -599,6 +705,12 @@ impl Lowerer<'_> {
                 Expr::bin(op, self.value(a, scope), self.value(b, scope))
             }
             LExpr::Temp(t) => Expr::var(t.clone()),
+            LExpr::WorkspaceRead(name, vars) => {
+                Expr::load(ArrayRef::local(c_name(name)), self.linear_index(vars))
+            }
+            LExpr::Precomputed(_) => {
+                unreachable!("a workspace is computed before its first private loop")
+            }
             LExpr::Zero => Expr::Float(0.0),
             LExpr::Sum(..) => unreachable!("every sum is lowered before its variable's loop ends"),
         }

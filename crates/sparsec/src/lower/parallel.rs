@@ -22,6 +22,8 @@ pub(super) enum Target<'a> {
     DenseOutput,
     /// The dense workspace row of a scattered sparse output.
     Workspace,
+    /// A precomputed workspace allocated inside `depth` parallel loops, indexed by `vars`.
+    Local { depth: usize, vars: &'a [VarId] },
     /// The entry buffer of a sparse output.
     Emit,
 }
@@ -40,6 +42,9 @@ impl Lowerer<'_> {
             let races = match target {
                 Target::Temp(name) => self.temp_depth.get(name).is_some_and(|&t| t <= d),
                 Target::DenseOutput => !self.writes_distinct(v),
+                Target::Local { depth, vars } => {
+                    d >= depth && !self.plan.roots(v).iter().all(|r| vars.contains(r))
+                }
                 Target::Workspace | Target::Emit => true,
             };
             if !races {
@@ -54,6 +59,10 @@ impl Lowerer<'_> {
                 Target::DenseOutput => format!(
                     "iterations of `{}` add into the same entries of `{}`",
                     self.plan.vars[v].name, self.stmt.tensors[0].name
+                ),
+                Target::Local { .. } => format!(
+                    "iterations of `{}` add into the same entries of a precomputed workspace",
+                    self.plan.vars[v].name
                 ),
                 Target::Workspace | Target::Emit => format!(
                     "iterations of `{}` append to the sparse output `{}`, whose entries are \
@@ -92,6 +101,12 @@ impl Lowerer<'_> {
                 RaceStrategy::Temporary | RaceStrategy::ParallelReduction => {
                     let reduction = match target {
                         Target::Temp(name) => Reduction::Scalar(name.to_string()),
+                        Target::Local { .. } => {
+                            return Err(LowerError(format!(
+                                "{text}: precondition failed: the race strategy can protect the \
+                                 output: {what}; use Atomics"
+                            )))
+                        }
                         _ => Reduction::Array(
                             ArrayRef {
                                 tensor: self.operands[0].name.clone(),
@@ -148,6 +163,7 @@ impl Lowerer<'_> {
         mut stmts: Vec<Stmt>,
         tags: &LoopTags,
         reductions: Vec<Reduction>,
+        locals: Vec<(String, Expr)>,
     ) -> Result<Vec<Stmt>, LowerError> {
         let name = &self.plan.vars[v].name;
         let (kind, text) = match (&tags.parallel, tags.unroll) {
@@ -163,6 +179,7 @@ impl Lowerer<'_> {
                     schedule: p.schedule,
                     chunk: p.chunk,
                     reductions,
+                    locals,
                 },
                 tag_text(name, p),
             ),

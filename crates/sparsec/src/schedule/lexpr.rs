@@ -20,8 +20,24 @@ pub enum LExpr {
     Sum(VarId, Vec<VarId>, Box<LExpr>),
     /// A scalar temporary that already holds a reduced subexpression.
     Temp(String),
+    /// A subexpression computed into a dense workspace (`precompute`).
+    Precomputed(Box<Precompute>),
+    /// The workspace entry at the current values of its variables.
+    WorkspaceRead(String, Vec<VarId>),
     /// Structurally zero (an operand that has no entry in the current case).
     Zero,
+}
+
+/// `workspace(vars) = sum over private of body`, computed where the loop of the first
+/// private variable starts and read by the rest of the expression.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Precompute {
+    pub workspace: String,
+    /// The workspace's dimensions, outermost first.
+    pub vars: Vec<VarId>,
+    /// Variables only the subexpression uses: its producer's reductions.
+    pub private: Vec<VarId>,
+    pub body: LExpr,
 }
 
 impl LExpr {
@@ -102,7 +118,62 @@ impl LExpr {
                 LExpr::Zero => LExpr::Zero,
                 a => LExpr::Sum(*v, inner.clone(), Box::new(a)),
             },
+            LExpr::Precomputed(p) => match p.body.without(absent) {
+                LExpr::Zero => LExpr::Zero,
+                body => LExpr::Precomputed(Box::new(Precompute {
+                    body,
+                    ..(**p).clone()
+                })),
+            },
             other => other.clone(),
+        }
+    }
+
+    /// The outermost precomputed subexpression that reduces over `var`.
+    pub fn find_precompute(&self, var: VarId) -> Option<&Precompute> {
+        match self {
+            LExpr::Precomputed(p) if p.private.contains(&var) => Some(p),
+            LExpr::Precomputed(p) => p.body.find_precompute(var),
+            LExpr::Sum(_, _, a) | LExpr::Neg(a) => a.find_precompute(var),
+            LExpr::Binary(_, a, b) => a.find_precompute(var).or_else(|| b.find_precompute(var)),
+            _ => None,
+        }
+    }
+
+    /// Replace the precomputed subexpression of `workspace` by a read of it.
+    pub fn read_workspace(&self, workspace: &str) -> LExpr {
+        match self {
+            LExpr::Precomputed(p) if p.workspace == workspace => {
+                LExpr::WorkspaceRead(p.workspace.clone(), p.vars.clone())
+            }
+            LExpr::Precomputed(p) => LExpr::Precomputed(Box::new(Precompute {
+                body: p.body.read_workspace(workspace),
+                ..(**p).clone()
+            })),
+            LExpr::Sum(v, inner, a) => {
+                LExpr::Sum(*v, inner.clone(), Box::new(a.read_workspace(workspace)))
+            }
+            LExpr::Neg(a) => LExpr::Neg(Box::new(a.read_workspace(workspace))),
+            LExpr::Binary(op, a, b) => LExpr::Binary(
+                *op,
+                Box::new(a.read_workspace(workspace)),
+                Box::new(b.read_workspace(workspace)),
+            ),
+            other => other.clone(),
+        }
+    }
+
+    /// Occurrences in the expression, left to right.
+    pub fn occurrences(&self, out: &mut Vec<usize>) {
+        match self {
+            LExpr::Access(o) => out.push(*o),
+            LExpr::Precomputed(p) => p.body.occurrences(out),
+            LExpr::Sum(_, _, a) | LExpr::Neg(a) => a.occurrences(out),
+            LExpr::Binary(_, a, b) => {
+                a.occurrences(out);
+                b.occurrences(out);
+            }
+            _ => {}
         }
     }
 
@@ -111,6 +182,7 @@ impl LExpr {
         match self {
             LExpr::Sum(v, _, _) if *v == var => Some(self),
             LExpr::Sum(_, _, a) | LExpr::Neg(a) => a.find_sum(var),
+            LExpr::Precomputed(p) => p.body.find_sum(var),
             LExpr::Binary(_, a, b) => a.find_sum(var).or_else(|| b.find_sum(var)),
             _ => None,
         }
@@ -124,6 +196,10 @@ impl LExpr {
                 LExpr::Sum(*v, inner.clone(), Box::new(a.replace_sum(var, temp)))
             }
             LExpr::Neg(a) => LExpr::Neg(Box::new(a.replace_sum(var, temp))),
+            LExpr::Precomputed(p) => LExpr::Precomputed(Box::new(Precompute {
+                body: p.body.replace_sum(var, temp),
+                ..(**p).clone()
+            })),
             LExpr::Binary(op, a, b) => LExpr::Binary(
                 *op,
                 Box::new(a.replace_sum(var, temp)),
@@ -144,6 +220,7 @@ pub fn summed_vars(sum: &LExpr, out: &mut Vec<VarId>) {
             summed_vars(body, out);
         }
         LExpr::Neg(a) => summed_vars(a, out),
+        LExpr::Precomputed(p) => summed_vars(&p.body, out),
         LExpr::Binary(_, a, b) => {
             summed_vars(a, out);
             summed_vars(b, out);
@@ -160,6 +237,7 @@ pub fn sums(expr: &LExpr, out: &mut Vec<LExpr>) {
             sums(body, out);
         }
         LExpr::Neg(a) => sums(a, out),
+        LExpr::Precomputed(p) => sums(&p.body, out),
         LExpr::Binary(_, a, b) => {
             sums(a, out);
             sums(b, out);

@@ -27,12 +27,15 @@ pub struct ScheduleSyntaxError {
     pub span: SourceSpan,
 }
 
-/// One argument of a call: a name, a number, or an access `A(i,j)`.
+/// One argument of a call: a name, a number, an access `A(i,j)`, a list `(j,k)`, or
+/// (first argument of `precompute`) an expression.
 #[derive(Clone, Debug)]
 enum Arg {
     Name(String),
     Number(usize),
     Access(String, Vec<String>),
+    List(Vec<String>),
+    Expr(String),
 }
 
 struct Parser<'a> {
@@ -120,7 +123,43 @@ impl Parser<'_> {
         Ok(self.text[start..self.at].to_string())
     }
 
+    /// The text up to the next `,` or `)` outside parentheses.
+    fn raw_expression(&mut self) -> Result<Arg, ScheduleSyntaxError> {
+        self.skip_space();
+        let start = self.at;
+        let mut depth = 0usize;
+        while let Some(c) = self.peek() {
+            match c {
+                '(' => depth += 1,
+                ')' if depth == 0 => break,
+                ')' => depth -= 1,
+                ',' if depth == 0 => break,
+                _ => {}
+            }
+            self.at += c.len_utf8();
+        }
+        if start == self.at {
+            return Err(self.error(start, "expected an expression"));
+        }
+        Ok(Arg::Expr(self.text[start..self.at].trim().to_string()))
+    }
+
+    fn list(&mut self) -> Result<Arg, ScheduleSyntaxError> {
+        let mut names = Vec::new();
+        loop {
+            names.push(self.word()?);
+            if self.expect_one_of(&[',', ')'])? == ')' {
+                return Ok(Arg::List(names));
+            }
+        }
+    }
+
     fn arg(&mut self) -> Result<Arg, ScheduleSyntaxError> {
+        self.skip_space();
+        if self.peek() == Some('(') {
+            self.at += 1;
+            return self.list();
+        }
         let start = self.at;
         let word = self.word()?;
         if word.chars().all(|c| c.is_ascii_digit()) {
@@ -154,7 +193,12 @@ impl Parser<'_> {
             self.at += 1;
         } else {
             loop {
-                args.push((self.at, self.arg()?));
+                let arg = if name == "precompute" && args.is_empty() {
+                    self.raw_expression()?
+                } else {
+                    self.arg()?
+                };
+                args.push(arg);
                 if self.expect_one_of(&[',', ')'])? == ')' {
                     break;
                 }
@@ -174,7 +218,7 @@ struct Call<'p, 'a> {
     parser: &'p Parser<'a>,
     start: usize,
     name: &'p str,
-    args: &'p [(usize, Arg)],
+    args: &'p [Arg],
 }
 
 impl Call<'_, '_> {
@@ -194,7 +238,7 @@ impl Call<'_, '_> {
     }
 
     fn name_at(&self, n: usize) -> Result<String, ScheduleSyntaxError> {
-        match &self.args[n].1 {
+        match &self.args[n] {
             Arg::Name(s) => Ok(s.clone()),
             other => Err(self.fail(format!(
                 "argument {} of `{}` must be an index variable, not {other:?}",
@@ -204,8 +248,16 @@ impl Call<'_, '_> {
         }
     }
 
+    /// A variable or a parenthesised list of them.
+    fn names_at(&self, n: usize) -> Result<Vec<String>, ScheduleSyntaxError> {
+        match &self.args[n] {
+            Arg::List(names) => Ok(names.clone()),
+            _ => Ok(vec![self.name_at(n)?]),
+        }
+    }
+
     fn number_at(&self, n: usize) -> Result<usize, ScheduleSyntaxError> {
-        match &self.args[n].1 {
+        match &self.args[n] {
             Arg::Number(v) => Ok(*v),
             other => Err(self.fail(format!(
                 "argument {} of `{}` must be a number, not {other:?}",
@@ -279,7 +331,7 @@ impl Call<'_, '_> {
             }
             "pos" => {
                 self.arity(3, 3, "(var, pos, access)")?;
-                let Arg::Access(tensor, indices) = &self.args[2].1 else {
+                let Arg::Access(tensor, indices) = &self.args[2] else {
                     return Err(
                         self.fail("argument 3 of `pos` must be an access such as A(i,j)".into())
                     );
@@ -362,12 +414,25 @@ impl Call<'_, '_> {
                     },
                 })
             }
-            "precompute" => Err(self.fail(
-                "`precompute` is not supported yet; MTTKRP-style workspaces are planned".into(),
-            )),
+            "precompute" => {
+                self.arity(
+                    4,
+                    4,
+                    "(expression, var or (vars), producer var or (vars), workspace)",
+                )?;
+                let Arg::Expr(expr) = &self.args[0] else {
+                    unreachable!("the first argument of precompute is read as an expression")
+                };
+                Ok(Transform::Precompute {
+                    expr: expr.clone(),
+                    vars: self.names_at(1)?,
+                    producer_vars: self.names_at(2)?,
+                    workspace: self.name_at(3)?,
+                })
+            }
             other => Err(self.fail(format!(
                 "unknown transformation `{other}`; expected reorder, order, split, divide, fuse, \
-                 pos, bound, unroll or parallelize"
+                 pos, bound, unroll, precompute or parallelize"
             ))),
         }
     }
