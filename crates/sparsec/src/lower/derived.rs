@@ -62,15 +62,7 @@ impl Lowerer<'_> {
         let value = match *rel {
             Relation::Split {
                 outer, inner, by, ..
-            } => {
-                let factor = match by {
-                    SplitBy::Factor(f) => Expr::Int(f as i64),
-                    SplitBy::Parts(n) => {
-                        crate::schedule::ceil_div(self.size(v), Expr::Int(n as i64))
-                    }
-                };
-                self.var(outer) * factor + self.var(inner)
-            }
+            } => self.var(outer) * self.split_factor(v, by) + self.var(inner),
             Relation::Bound {
                 bounded,
                 kind,
@@ -97,10 +89,42 @@ impl Lowerer<'_> {
             } => return self.recover_position(v, pos, occurrence, rest, expr, dest, scope),
         };
         let body = self.resolve(v, rest, expr, dest, scope)?;
-        Ok(vec![
-            Stmt::Decl(self.name(v), Type::Index, value),
-            Stmt::If(Expr::lt(self.var(v), self.size(v)), body, vec![]),
-        ])
+        let mut stmts = vec![Stmt::Decl(self.name(v), Type::Index, value)];
+        if scope.guarded.contains(&v) {
+            stmts.extend(body);
+        } else {
+            stmts.push(Stmt::If(Expr::lt(self.var(v), self.size(v)), body, vec![]));
+        }
+        Ok(stmts)
+    }
+
+    fn split_factor(&self, parent: VarId, by: SplitBy) -> Expr {
+        match by {
+            SplitBy::Factor(f) => Expr::Int(f as i64),
+            SplitBy::Parts(n) => crate::schedule::ceil_div(self.size(parent), Expr::Int(n as i64)),
+        }
+    }
+
+    /// When `v` is the inner loop of a split whose parent is recovered right inside it
+    /// (its outer loop enclosing it), the loop can stop at the parent's extent instead of
+    /// guarding every iteration: the parent and the end of `v`'s loop.
+    pub(super) fn tail_of_split(&self, v: VarId, rest: &[VarId]) -> Option<(VarId, Expr)> {
+        let &Relation::Split {
+            parent,
+            outer,
+            inner,
+            by,
+        } = self.plan.created_by(v)?
+        else {
+            return None;
+        };
+        let position = |u: VarId| self.plan.order.iter().position(|&w| w == u);
+        if inner != v || rest.first() != Some(&parent) || position(outer)? > position(v)? {
+            return None;
+        }
+        let factor = self.split_factor(parent, by);
+        let left = self.size(parent) - self.var(outer) * factor;
+        Some((parent, Expr::min(self.size(v), left)))
     }
 
     fn assume_bound(&mut self, v: VarId, kind: BoundKind, value: usize) {
@@ -292,17 +316,33 @@ impl Lowerer<'_> {
     }
 
     /// Declarations, private to each iteration of the loop that entered a fused position
-    /// space, of its upper levels' trackers (unset until first used).
-    pub(super) fn position_trackers(&self, u: VarId, scope: &Scope) -> Vec<Stmt> {
-        scope
-            .segments
-            .values()
-            .filter(|seg| seg.entered_at == u)
-            .flat_map(|seg| {
+    /// space, of its upper levels' trackers (unset until first used), and of an
+    /// accumulator that gathers consecutive updates of one dense output entry (in a fused
+    /// space most consecutive positions share their upper coordinates).
+    pub(super) fn position_trackers(&self, u: VarId, scope: &Scope) -> (Vec<Stmt>, Scope) {
+        let mut stmts = Vec::new();
+        let mut inner = scope.clone();
+        for seg in scope.segments.values().filter(|seg| seg.entered_at == u) {
+            let fused = seg.levels.len() > 1;
+            stmts.extend(
                 (0..seg.levels.len() - 1)
-                    .map(|idx| Stmt::Decl(seg.tracker(idx), Type::Index, Expr::Int(-1)))
-            })
-            .collect()
+                    .map(|idx| Stmt::Decl(seg.tracker(idx), Type::Index, Expr::Int(-1))),
+            );
+            if fused && self.dense_output && self.store_accumulates && inner.coalesce.is_none() {
+                stmts.push(Stmt::Decl(
+                    format!("{}_acc", seg.stem),
+                    Type::Value(crate::tensor::ValueType::F64),
+                    Expr::Float(0.0),
+                ));
+                stmts.push(Stmt::Decl(
+                    format!("{}_at", seg.stem),
+                    Type::Index,
+                    Expr::Int(-1),
+                ));
+                inner.coalesce = Some((seg.stem.clone(), self.parallel.len()));
+            }
+        }
+        (stmts, inner)
     }
 
     #[allow(clippy::too_many_arguments)]

@@ -102,6 +102,11 @@ struct Scope {
     recovered: BTreeSet<VarId>,
     /// Position spaces entered, by pos variable.
     segments: BTreeMap<VarId, derived::Segment>,
+    /// Split variables whose inner loop already stops at the parent's extent.
+    guarded: BTreeSet<VarId>,
+    /// Dense-output updates inside a fused position space are gathered in a private
+    /// accumulator while they hit the same entry: its name stem and parallel depth.
+    coalesce: Option<(String, usize)>,
 }
 
 impl Scope {
@@ -246,6 +251,8 @@ pub fn lower(plan: &Concrete) -> Result<Lowered, LowerError> {
         segment_ends: vec![Vec::new(); count],
         recovered: BTreeSet::new(),
         segments: BTreeMap::new(),
+        coalesce: None,
+        guarded: BTreeSet::new(),
     };
     let body = lowerer.lower(&plan.order, &plan.rhs, &Dest::Output, &scope)?;
     let locals = lowerer.locals_at(0);
@@ -423,12 +430,20 @@ impl Lowerer<'_> {
         let indexes = |o: usize| self.indexes(o, v, scope);
         let loops = match lattice::build(expr, &indexes) {
             None => {
-                let mut body = self.position_trackers(v, scope);
-                body.extend(self.lower(rest, expr, dest, scope)?);
+                let (mut body, mut inner) = self.position_trackers(v, scope);
+                let end = match self.tail_of_split(v, rest) {
+                    Some((parent, end)) => {
+                        inner.guarded.insert(parent);
+                        end
+                    }
+                    None => self.size(v),
+                };
+                body.extend(self.lower(rest, expr, dest, &inner)?);
+                body.extend(self.flush_coalesced(&inner, scope)?);
                 Ok(vec![Stmt::For {
                     var: self.name(v),
                     start: Expr::Int(0),
-                    end: self.size(v),
+                    end,
                     body,
                     kind: LoopKind::Serial,
                 }])
@@ -639,6 +654,30 @@ impl Lowerer<'_> {
                     },
                 ]
             }
+            Dest::Output if self.dense_output && scope.coalesce.is_some() => {
+                let (stem, depth) = scope.coalesce.clone().expect("checked");
+                if depth != self.parallel.len() {
+                    return Err(LowerError(
+                        "a parallel loop inside a fused position space updates the output; \
+                         parallelize the position space's outer loop instead"
+                            .into(),
+                    ));
+                }
+                let (acc, at) = (format!("{stem}_acc"), format!("{stem}_at"));
+                let flush = self.flush_store(&stem, atomic);
+                vec![
+                    Stmt::If(
+                        Expr::bin(BinOp::Ne, self.output_position(), Expr::var(at.clone())),
+                        vec![
+                            flush,
+                            Stmt::Assign(at, self.output_position()),
+                            Stmt::Assign(acc.clone(), Expr::Float(0.0)),
+                        ],
+                        vec![],
+                    ),
+                    Stmt::Assign(acc.clone(), Expr::var(acc) + value),
+                ]
+            }
             Dest::Output if self.dense_output => {
                 let out = &self.operands[0];
                 let mut pos = Expr::Int(0);
@@ -672,6 +711,59 @@ impl Lowerer<'_> {
         })
     }
 
+    /// Position of the current output coordinates in the dense output's values.
+    fn output_position(&self) -> Expr {
+        let out = &self.operands[0];
+        let mut pos = Expr::Int(0);
+        for (k, spec) in out.format.levels().iter().enumerate() {
+            let LevelCoord::Mode(m) = spec.coord else {
+                unreachable!("plain format")
+            };
+            let site = self.site(0, None, k);
+            pos = spec
+                .format
+                .locate(&site, &pos, &self.var(self.stmt.lhs[m]))
+                .expect("dense levels locate")
+                .0;
+        }
+        pos
+    }
+
+    /// `if (at >= 0) out[at] += acc;` for a coalescing accumulator.
+    fn flush_store(&self, stem: &str, atomic: bool) -> Stmt {
+        let store = Stmt::Store {
+            array: ArrayRef {
+                tensor: self.operands[0].name.clone(),
+                level: None,
+                kind: ArrayKind::Vals,
+            },
+            index: Expr::var(format!("{stem}_at")),
+            value: Expr::var(format!("{stem}_acc")),
+            accumulate: true,
+        };
+        let store = if atomic {
+            Stmt::Atomic(Box::new(store))
+        } else {
+            store
+        };
+        Stmt::If(
+            Expr::bin(BinOp::Ge, Expr::var(format!("{stem}_at")), Expr::Int(0)),
+            vec![store],
+            vec![],
+        )
+    }
+
+    /// The last flush of the accumulator that `inner` opened (none if it opened none).
+    fn flush_coalesced(&mut self, inner: &Scope, outer: &Scope) -> Result<Vec<Stmt>, LowerError> {
+        match &inner.coalesce {
+            Some((stem, _)) if outer.coalesce.is_none() => {
+                let atomic = self.resolve_races(parallel::Target::DenseOutput)?;
+                Ok(vec![self.flush_store(stem, atomic)])
+            }
+            _ => Ok(vec![]),
+        }
+    }
+
     /// Row-major position of the variables' current values in a dense workspace.
     fn linear_index(&self, vars: &[VarId]) -> Expr {
         vars.iter()
@@ -682,8 +774,16 @@ impl Lowerer<'_> {
         match expr {
             LExpr::Access(o) => {
                 let occ = &self.occurrences[*o];
-                let pos = scope.positions[*o].last().cloned().unwrap_or(Expr::Int(0));
-                debug_assert_eq!(scope.resolved(*o), occ.levels.len());
+                // Dense levels whose variables were iterated before their parent level
+                // are located now that every variable is bound.
+                let mut pos = scope.positions[*o].last().cloned().unwrap_or(Expr::Int(0));
+                for k in scope.resolved(*o)..occ.levels.len() {
+                    let site = self.site(occ.operand, Some(*o), k);
+                    pos = occ.levels[k]
+                        .locate(&site, &pos, &self.var(occ.level_vars[k]))
+                        .expect("levels left unresolved are dense")
+                        .0;
+                }
                 Expr::load(
                     ArrayRef {
                         tensor: self.operands[occ.operand].name.clone(),

@@ -160,6 +160,9 @@ pub struct Concrete {
     pub(crate) level_vars: Vec<Vec<VarId>>,
     /// Occurrences whose layout cannot be converted to follow another loop order.
     pub(crate) fixed: Vec<bool>,
+    /// Per occurrence, the first storage level from which every level is full and
+    /// locatable (dense): those are located in any loop order.
+    pub(crate) random_access: Vec<usize>,
     /// `(outer, inner)` pairs that reduction placement requires.
     pub(crate) sum_edges: Vec<(VarId, VarId)>,
     pub(crate) relations: Vec<Relation>,
@@ -285,6 +288,22 @@ impl Concrete {
             .iter()
             .map(|(t, _)| !stmt.tensors[*t].format.is_plain())
             .collect();
+        let random_access: Vec<usize> = accesses
+            .iter()
+            .map(|(t, _)| {
+                let levels = stmt.tensors[*t].format.levels();
+                let mut from = levels.len();
+                while from > 0 && {
+                    let l = &levels[from - 1];
+                    matches!(l.coord, LevelCoord::Mode(_))
+                        && l.format.properties().full
+                        && l.format.capabilities().locate
+                } {
+                    from -= 1;
+                }
+                from
+            })
+            .collect();
         let free: BTreeSet<VarId> = stmt.lhs.iter().copied().collect();
         let sum_edges = reduction_edges(&rhs, &free, &hoisted);
         let mut edges = sum_edges.clone();
@@ -303,6 +322,7 @@ impl Concrete {
             vars,
             level_vars,
             fixed,
+            random_access,
             sum_edges,
             relations,
             order: chosen.order,
