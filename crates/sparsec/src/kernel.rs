@@ -275,20 +275,26 @@ impl Kernel {
                 Binding::Array(_) => unreachable!(),
             })
             .collect();
-        let mut buffer = Buffer {
-            coords: std::ptr::null_mut(),
-            vals: std::ptr::null_mut(),
-            len: 0,
-            cap: 0,
-        };
+        // One entry buffer per thread; serial kernels use the first.
+        let mut buffers: Vec<Buffer> = (0..self.threads.max(1))
+            .map(|_| Buffer {
+                coords: std::ptr::null_mut(),
+                vals: std::ptr::null_mut(),
+                len: 0,
+                cap: 0,
+            })
+            .collect();
         let prepared = Instant::now();
         // SAFETY: every pointer addresses storage of the operand named by the binding and
         // stays alive (owned by `operands`) for the call; the output's values are written
         // through the only mutable pointer, whose tensor is not aliased elsewhere.
-        let status = unsafe { (self.entry)(arrays.as_mut_ptr(), params.as_ptr(), &mut buffer) };
+        let status =
+            unsafe { (self.entry)(arrays.as_mut_ptr(), params.as_ptr(), buffers.as_mut_ptr()) };
         let computed = Instant::now();
         if status != 0 {
-            unsafe { (self.free)(&mut buffer) };
+            for b in &mut buffers {
+                unsafe { (self.free)(b) };
+            }
             let failed = (0..self.lowered.assumptions.len())
                 .find(|&n| c::assumption_status(n) == status)
                 .map(|n| self.lowered.assumptions[n].1.clone());
@@ -300,23 +306,23 @@ impl Kernel {
             operands.swap_remove(0).into_owned()
         } else {
             let order = out_decl.dims.len();
-            let len = buffer.len as usize;
-            // SAFETY: the kernel wrote `len` entries of `order` coordinates and one value.
-            let (coords, values) = unsafe {
-                (
-                    if len * order == 0 {
-                        Vec::new()
-                    } else {
-                        std::slice::from_raw_parts(buffer.coords, len * order).to_vec()
-                    },
-                    if len == 0 {
-                        Vec::new()
-                    } else {
-                        std::slice::from_raw_parts(buffer.vals, len).to_vec()
-                    },
-                )
-            };
-            unsafe { (self.free)(&mut buffer) };
+            let total: usize = buffers.iter().map(|b| b.len as usize).sum();
+            let mut coords = Vec::with_capacity(total * order);
+            let mut values = Vec::with_capacity(total);
+            for b in &mut buffers {
+                let len = b.len as usize;
+                // SAFETY: the kernel wrote `len` entries of `order` coordinates and one
+                // value to each buffer it used.
+                unsafe {
+                    if len * order > 0 {
+                        coords.extend_from_slice(std::slice::from_raw_parts(b.coords, len * order));
+                    }
+                    if len > 0 {
+                        values.extend_from_slice(std::slice::from_raw_parts(b.vals, len));
+                    }
+                    (self.free)(b);
+                }
+            }
             let mut coo = Coo {
                 dims: out_decl.dims.clone(),
                 coords,

@@ -57,26 +57,37 @@ fn compile(expr: &CExpr, stmt: &Statement) -> Node {
     }
 }
 
-fn eval(node: &Node, data: &[Vec<f64>], env: &mut [usize]) -> f64 {
+/// Evaluate `node`; with `magnitude`, evaluate the sum of the absolute values of its terms
+/// instead (the scale of its rounding error).
+fn eval(node: &Node, data: &[Vec<f64>], env: &mut [usize], magnitude: bool) -> f64 {
+    let eval = |n: &Node, env: &mut [usize]| eval(n, data, env, magnitude);
     match node {
         Node::Access { tensor, terms } => {
             let idx: usize = terms.iter().map(|&(v, s)| env[v] * s).sum();
-            data[*tensor][idx]
+            let x = data[*tensor][idx];
+            if magnitude {
+                x.abs()
+            } else {
+                x
+            }
         }
+        Node::Literal(x) if magnitude => x.abs(),
         Node::Literal(x) => *x,
-        Node::Neg(e) => -eval(e, data, env),
+        Node::Neg(e) if magnitude => eval(e, env),
+        Node::Neg(e) => -eval(e, env),
         Node::Binary(op, a, b) => {
-            let x = eval(a, data, env);
+            let x = eval(a, env);
             match op {
-                Op::Add => x + eval(b, data, env),
-                Op::Sub => x - eval(b, data, env),
-                Op::Mul => x * eval(b, data, env),
+                Op::Add => x + eval(b, env),
+                Op::Sub if magnitude => x + eval(b, env),
+                Op::Sub => x - eval(b, env),
+                Op::Mul => x * eval(b, env),
                 // The numerator's zeros decide: 0 / anything is 0 (no NaN from 0/0).
                 Op::Div => {
                     if x == 0.0 {
                         0.0
                     } else {
-                        x / eval(b, data, env)
+                        x / eval(b, env)
                     }
                 }
             }
@@ -85,7 +96,7 @@ fn eval(node: &Node, data: &[Vec<f64>], env: &mut [usize]) -> f64 {
             let mut total = 0.0;
             for i in 0..*size {
                 env[*var] = i;
-                total += eval(body, data, env);
+                total += eval(body, env);
             }
             total
         }
@@ -117,6 +128,48 @@ fn densify(t: &Tensor, dims: &[usize], what: &str) -> Vec<f64> {
 /// # Panics
 /// If the number of inputs or any tensor's dimensions disagree with the statement.
 pub fn evaluate(stmt: &Statement, inputs: &[&Tensor], output_init: Option<&Tensor>) -> Tensor {
+    evaluate_as(stmt, inputs, output_init, false)
+}
+
+/// Per output component, the sum of the absolute values of the terms that
+/// [`evaluate`] adds up: the scale of the rounding error of any evaluation order.
+pub fn magnitude(stmt: &Statement, inputs: &[&Tensor], output_init: Option<&Tensor>) -> Tensor {
+    evaluate_as(stmt, inputs, output_init, true)
+}
+
+/// Largest difference between `got` and `expected` relative to `1 + magnitude`, per
+/// component (all three of the same dimensions).
+pub fn max_error(got: &Tensor, expected: &Tensor, magnitude: &Tensor) -> f64 {
+    let dims = expected.dims().to_vec();
+    let (g, e, m) = (
+        densify(got, &dims, "result"),
+        densify(expected, &dims, "reference"),
+        densify(magnitude, &dims, "magnitude"),
+    );
+    g.iter()
+        .zip(&e)
+        .zip(&m)
+        .map(|((g, e), m)| {
+            if g == e {
+                0.0
+            } else {
+                let r = (g - e).abs() / (1.0 + m);
+                if r.is_nan() {
+                    f64::INFINITY
+                } else {
+                    r
+                }
+            }
+        })
+        .fold(0.0, f64::max)
+}
+
+fn evaluate_as(
+    stmt: &Statement,
+    inputs: &[&Tensor],
+    output_init: Option<&Tensor>,
+    magnitude: bool,
+) -> Tensor {
     assert_eq!(
         inputs.len() + 1,
         stmt.tensors.len(),
@@ -144,8 +197,10 @@ pub fn evaluate(stmt: &Statement, inputs: &[&Tensor], output_init: Option<&Tenso
         for (m, &v) in stmt.lhs.iter().enumerate() {
             env[v] = point[m];
         }
-        let x = eval(&root, &data, &mut env);
-        if stmt.accumulate {
+        let x = eval(&root, &data, &mut env, magnitude);
+        if stmt.accumulate && magnitude {
+            *slot = slot.abs() + x;
+        } else if stmt.accumulate {
             *slot += x;
         } else {
             *slot = x;

@@ -310,6 +310,61 @@ fn reductions_in_parallel() {
     }
 }
 
+/// Sparse outputs in parallel: each thread appends to its own entry buffer (and has its
+/// own workspace row for SpGEMM); the runtime concatenates them in order.
+#[test]
+fn parallel_sparse_outputs() {
+    let mut r = rng(23);
+    let m = |r: &mut _, dims: &[usize], d| random_coo(r, dims, d);
+    let spgemm = vec![
+        vec![
+            ("A", m(&mut r, &[70, 30], 0.1)),
+            ("B", m(&mut r, &[30, 40], 0.1)),
+        ],
+        vec![
+            ("A", m(&mut r, &[70, 30], 0.0)),
+            ("B", m(&mut r, &[30, 40], 0.3)),
+        ],
+    ];
+    for schedule in [
+        "parallelize(i,CPUThread,NoRaces)",
+        "split(i,i0,i1,8),parallelize(i0,CPUThread,NoRaces,dynamic,2)",
+    ] {
+        for out in ["csr", "dcsr"] {
+            check_schedule(
+                "C(i,j) = A(i,k) * B(k,j)",
+                &[("A", "csr"), ("B", "csr"), ("C", out)],
+                &spgemm,
+                &[],
+                schedule,
+            );
+        }
+    }
+    let sddmm = vec![vec![
+        ("B", m(&mut r, &[50, 40], 0.1)),
+        ("C", m(&mut r, &[50, 6], 1.0)),
+        ("D", m(&mut r, &[6, 40], 1.0)),
+    ]];
+    check_schedule(
+        "A(i,j) = B(i,j) * C(i,k) * D(k,j)",
+        &[("A", "csr"), ("B", "csr")],
+        &sddmm,
+        &[],
+        "split(i,i0,i1,32),parallelize(i0,CPUThread,NoRaces)",
+    );
+    let add = vec![vec![
+        ("A", m(&mut r, &[60, 20], 0.2)),
+        ("B", m(&mut r, &[60, 20], 0.2)),
+    ]];
+    check_schedule(
+        "C(i,j) = A(i,j) + B(i,j)",
+        &[("A", "csr"), ("B", "csr"), ("C", "csr")],
+        &add,
+        &[],
+        "parallelize(i,CPUThread,NoRaces,static,4)",
+    );
+}
+
 #[test]
 fn mttkrp_orders_3_to_5_split_and_parallel() {
     let mut r = rng(12);

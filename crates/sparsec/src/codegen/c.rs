@@ -10,8 +10,8 @@ use std::collections::BTreeSet;
 use std::fmt::Write;
 
 use crate::ir::{
-    ArrayKind, ArrayRef, BinOp, Expr, Intrinsic, LoopKind, OmpSchedule, ParallelUnit, ParamRef,
-    Reduction, Stmt, Type,
+    ArrayKind, ArrayRef, BinOp, Expr, Intrinsic, Local, LocalType, LoopKind, OmpSchedule,
+    ParallelUnit, ParamRef, Reduction, Stmt, Type,
 };
 use crate::lower::{Lowered, OutputMode};
 use crate::tensor::ValueType;
@@ -176,29 +176,12 @@ pub fn emit(lowered: &Lowered, value_types: &[ValueType]) -> Result<CKernel, Bac
         };
         let _ = writeln!(out, "  const int64_t {name} = params[{n}];");
     }
-    for w in &lowered.workspaces {
-        let n = expr(&w.size);
-        let _ = writeln!(
-            out,
-            "  double *{0}_vals = (double *)calloc((size_t)({n}) + 1, sizeof(double));",
-            w.name
-        );
-        let _ = writeln!(
-            out,
-            "  char *{0}_seen = (char *)calloc((size_t)({n}) + 1, 1);",
-            w.name
-        );
-        let _ = writeln!(
-            out,
-            "  int64_t *{0}_list = (int64_t *)malloc(((size_t)({n}) + 1) * sizeof(int64_t));",
-            w.name
-        );
-        let _ = writeln!(
-            out,
-            "  if (!{0}_vals || !{0}_seen || !{0}_list) return -1;",
-            w.name
-        );
-    }
+    // `out` holds one entry buffer per thread; serial code appends to the first.
+    let _ = writeln!(
+        out,
+        "  sparsec_buffer *sparsec_out = out; (void)sparsec_out;"
+    );
+    let _ = writeln!(out, "  int sparsec_oom = 0;");
     for (n, (holds, _)) in lowered.assumptions.iter().enumerate() {
         let _ = writeln!(
             out,
@@ -218,14 +201,7 @@ pub fn emit(lowered: &Lowered, value_types: &[ValueType]) -> Result<CKernel, Bac
         printer.stmt(s);
     }
     printer.release(&lowered.locals, "");
-    for w in &lowered.workspaces {
-        let _ = writeln!(
-            out,
-            "  free({0}_vals); free({0}_seen); free({0}_list);",
-            w.name
-        );
-    }
-    out.push_str("  return 0;\n}\n");
+    out.push_str("  return sparsec_oom ? -1 : 0;\n}\n");
     Ok(CKernel {
         source: out,
         arrays,
@@ -357,12 +333,13 @@ struct Printer<'a> {
 }
 
 impl Printer<'_> {
-    /// Allocate zeroed scratch arrays of `len` values, `copies` times each.
-    fn allocate(&mut self, locals: &[(String, Expr)], suffix: &str, copies: &str) {
-        for (name, len) in locals {
+    /// Allocate zeroed scratch arrays, `copies` times each.
+    fn allocate(&mut self, locals: &[Local], suffix: &str, copies: &str) {
+        for Local { name, len, ty } in locals {
+            let ty = local_type(*ty);
             self.line(&format!(
-                "double *{name}{suffix} = (double *)calloc((size_t)({}) * (size_t)({copies}) + 1, \
-                 sizeof(double));",
+                "{ty} *{name}{suffix} = ({ty} *)calloc((size_t)({}) * (size_t)({copies}) + 1, \
+                 sizeof({ty}));",
                 expr(len)
             ));
             // No early return from inside a parallel region.
@@ -375,8 +352,8 @@ impl Printer<'_> {
         }
     }
 
-    fn release(&mut self, locals: &[(String, Expr)], suffix: &str) {
-        for (name, _) in locals {
+    fn release(&mut self, locals: &[Local], suffix: &str) {
+        for Local { name, .. } in locals {
             self.line(&format!("free({name}{suffix});"));
         }
     }
@@ -404,11 +381,18 @@ impl Printer<'_> {
                 reductions,
                 locals,
             } => {
-                let schedule = omp_schedule(*schedule, *chunk);
+                // Threads append to their own entry buffers, which the runtime concatenates
+                // in thread order: contiguous blocks keep the entries sorted.
+                let emits = body.iter().any(contains_emit);
+                let schedule = if emits {
+                    "schedule(static)".to_string()
+                } else {
+                    omp_schedule(*schedule, *chunk)
+                };
                 let team = team_clauses(start, end, *chunk);
                 let reductions = reduction_clauses(reductions);
                 self.parallel_depth += 1;
-                if locals.is_empty() {
+                if locals.is_empty() && !emits {
                     self.line(&format!(
                         "#pragma omp parallel for {schedule} {team}{reductions}"
                     ));
@@ -421,11 +405,15 @@ impl Printer<'_> {
                     self.line(&format!("#pragma omp parallel {team}"));
                     self.line("{");
                     self.indent += 1;
-                    for (name, len) in locals {
+                    for Local { name, len, ty } in locals {
+                        let ty = local_type(*ty);
                         self.line(&format!(
-                            "double *{name} = {name}_all + (int64_t)omp_get_thread_num() * ({});",
+                            "{ty} *{name} = {name}_all + (int64_t)omp_get_thread_num() * ({});",
                             expr(len)
                         ));
+                    }
+                    if emits {
+                        self.line("sparsec_buffer *sparsec_out = out + omp_get_thread_num();");
                     }
                     self.line(&format!("#pragma omp for {schedule}{reductions}"));
                     plain(self);
@@ -539,12 +527,23 @@ impl Printer<'_> {
             Stmt::Emit { coords, value } => {
                 let n = self.emit_order;
                 self.line(&format!(
-                    "if (out->len == out->cap && !sparsec_grow(out, {n})) return -1;"
+                    "if (sparsec_out->len == sparsec_out->cap && !sparsec_grow(sparsec_out, {n})) {{"
                 ));
+                self.line("  sparsec_oom = 1;");
+                self.line("} else {");
+                self.indent += 1;
                 for (k, c) in coords.iter().enumerate() {
-                    self.line(&format!("out->coords[out->len * {n} + {k}] = {};", expr(c)));
+                    self.line(&format!(
+                        "sparsec_out->coords[sparsec_out->len * {n} + {k}] = {};",
+                        expr(c)
+                    ));
                 }
-                self.line(&format!("out->vals[out->len++] = {};", expr(value)));
+                self.line(&format!(
+                    "sparsec_out->vals[sparsec_out->len++] = {};",
+                    expr(value)
+                ));
+                self.indent -= 1;
+                self.line("}");
             }
             Stmt::Block(b) if !b.iter().any(|s| matches!(s, Stmt::Decl(..))) => {
                 b.iter().for_each(|s| self.stmt(s));
@@ -562,6 +561,25 @@ impl Printer<'_> {
                 expr(len)
             )),
         }
+    }
+}
+
+fn local_type(ty: LocalType) -> &'static str {
+    match ty {
+        LocalType::Value => "double",
+        LocalType::Index => "int64_t",
+        LocalType::Flag => "char",
+    }
+}
+
+fn contains_emit(s: &Stmt) -> bool {
+    match s {
+        Stmt::Emit { .. } => true,
+        Stmt::For { body, .. } | Stmt::While(_, body) | Stmt::Block(body) => {
+            body.iter().any(contains_emit)
+        }
+        Stmt::If(_, a, b) => a.iter().chain(b).any(contains_emit),
+        _ => false,
     }
 }
 

@@ -232,15 +232,34 @@ pub enum LoopKind {
     /// Unrolled by this factor.
     Unrolled(usize),
     /// Iterations run in parallel on `unit`; `reductions` are summed across them.
-    /// `locals` are zeroed scratch arrays (name, length) private to each thread
-    /// (`CpuThread`) or shared by the loop (`CpuVector`).
+    /// `locals` are scratch arrays private to each thread (`CpuThread`) or shared by the
+    /// loop (`CpuVector`).
     Parallel {
         unit: ParallelUnit,
         schedule: OmpSchedule,
         chunk: usize,
         reductions: Vec<Reduction>,
-        locals: Vec<(String, Expr)>,
+        locals: Vec<Local>,
     },
+}
+
+/// A zeroed scratch array the kernel allocates (workspaces).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Local {
+    pub name: String,
+    pub len: Expr,
+    pub ty: LocalType,
+}
+
+/// Element type of a scratch array.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LocalType {
+    /// Values (`double`).
+    Value,
+    /// Coordinates (`int64_t`).
+    Index,
+    /// Flags (`char`).
+    Flag,
 }
 
 /// A variable or array that each parallel iteration adds into a private copy of, combined

@@ -22,7 +22,7 @@ use std::ops::{Add, Sub};
 use lattice::Point;
 
 use crate::format::{Format, Level, LevelCoord, LevelSite};
-use crate::ir::{ArrayKind, ArrayRef, BinOp, Expr, LoopKind, Stmt, Type};
+use crate::ir::{ArrayKind, ArrayRef, BinOp, Expr, Local, LocalType, LoopKind, Stmt, Type};
 use crate::notation::ast::Op;
 use crate::notation::cin::{Statement, TensorId, VarId};
 use crate::schedule::lexpr::{self, LExpr};
@@ -51,16 +51,6 @@ pub enum OutputMode {
     Emit,
 }
 
-/// A dense scratch row that gathers scattered contributions to the output's last
-/// variable before they are emitted in order (Gustavson's SpGEMM workspace). The backend
-/// allocates `<name>_vals` (zeroed values), `<name>_seen` (flags) and `<name>_list`
-/// (touched coordinates), each of `size` entries.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Workspace {
-    pub name: String,
-    pub size: Expr,
-}
-
 /// Result of lowering one statement.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Lowered {
@@ -78,12 +68,10 @@ pub struct Lowered {
     /// Conditions on the inputs the kernel checks first (schedule bounds), with the
     /// message to report when one fails.
     pub assumptions: Vec<(Expr, String)>,
-    /// Zeroed scratch arrays (name, length) the kernel allocates around its whole body.
-    pub locals: Vec<(String, Expr)>,
+    /// Zeroed scratch arrays the kernel allocates around its whole body.
+    pub locals: Vec<Local>,
     /// How the result is produced.
     pub output: OutputMode,
-    /// Scratch arrays the kernel allocates.
-    pub workspaces: Vec<Workspace>,
 }
 
 /// One use of a tensor on the right-hand side.
@@ -123,10 +111,12 @@ impl Scope {
 
 enum Dest {
     Output,
-    /// Accumulate into workspace `name` at the coordinate of variable `var`.
+    /// Accumulate into workspace `name` at the coordinate of variable `var`; `depth`
+    /// parallel loops enclose the workspace.
     Workspace {
         name: String,
         var: VarId,
+        depth: usize,
     },
     Temp {
         name: String,
@@ -145,7 +135,6 @@ struct Lowerer<'a> {
     stmt: &'a Statement,
     operands: Vec<Operand>,
     occurrences: Vec<Occurrence>,
-    workspaces: Vec<Workspace>,
     temps: usize,
     dense_output: bool,
     store_accumulates: bool,
@@ -155,9 +144,9 @@ struct Lowerer<'a> {
     temp_depth: BTreeMap<String, usize>,
     /// Conditions the inputs must meet (asserted bounds), with the message if not.
     assumptions: Vec<(Expr, String)>,
-    /// Precomputed workspaces (name, length) by the number of parallel loops around them:
-    /// each is allocated per thread of the innermost one (or once, outside any).
-    local_arrays: Vec<(usize, String, Expr)>,
+    /// Workspaces by the number of parallel loops around them: each is allocated per
+    /// thread of the innermost one (or once, outside any).
+    local_arrays: Vec<(usize, Local)>,
 }
 
 /// Lower a scheduled concrete statement.
@@ -237,7 +226,6 @@ pub fn lower(plan: &Concrete) -> Result<Lowered, LowerError> {
         stmt,
         operands,
         occurrences,
-        workspaces: Vec::new(),
         temps: 0,
         dense_output,
         store_accumulates: stmt.accumulate || scatters,
@@ -265,7 +253,6 @@ pub fn lower(plan: &Concrete) -> Result<Lowered, LowerError> {
         } else {
             OutputMode::Emit
         },
-        workspaces: lowerer.workspaces,
         operands: lowerer.operands,
         statement_vars: stmt.vars.len(),
         var_names: plan.vars.iter().map(|v| v.c_name.clone()).collect(),
@@ -462,13 +449,25 @@ impl Lowerer<'_> {
         Ok(stmts)
     }
 
-    /// Take the precomputed workspaces allocated inside `depth` parallel loops.
-    fn locals_at(&mut self, depth: usize) -> Vec<(String, Expr)> {
-        let (here, rest) = std::mem::take(&mut self.local_arrays)
+    /// Take the workspaces allocated inside `depth` parallel loops.
+    fn locals_at(&mut self, depth: usize) -> Vec<Local> {
+        let (here, rest): (Vec<_>, Vec<_>) = std::mem::take(&mut self.local_arrays)
             .into_iter()
-            .partition(|(d, _, _)| *d == depth);
+            .partition(|(d, _)| *d == depth);
         self.local_arrays = rest;
-        here.into_iter().map(|(_, name, len)| (name, len)).collect()
+        here.into_iter().map(|(_, local)| local).collect()
+    }
+
+    /// Allocate a zeroed workspace private to the innermost enclosing parallel loop.
+    fn local(&mut self, name: &str, len: Expr, ty: LocalType) {
+        if !self.local_arrays.iter().any(|(_, l)| l.name == name) {
+            let local = Local {
+                name: name.to_string(),
+                len,
+                ty,
+            };
+            self.local_arrays.push((self.parallel.len(), local));
+        }
     }
 
     /// `workspace(vars) = sum over private of body`: zero the workspace where the first
@@ -490,9 +489,7 @@ impl Lowerer<'_> {
             .reduce(|a, b| a * b)
             .unwrap_or(Expr::Int(1));
         let depth = self.parallel.len();
-        if !self.local_arrays.iter().any(|(_, n, _)| *n == name) {
-            self.local_arrays.push((depth, name.clone(), len.clone()));
-        }
+        self.local(&name, len.clone(), LocalType::Value);
         let array = ArrayRef::local(name.clone());
         let q = format!("{name}_q");
         let mut stmts = vec![Stmt::For {
@@ -542,11 +539,14 @@ impl Lowerer<'_> {
         expr: &LExpr,
         scope: &Scope,
     ) -> Result<Vec<Stmt>, LowerError> {
-        let name = format!("w{}", self.workspaces.len());
-        self.workspaces.push(Workspace {
-            name: name.clone(),
-            size: self.size(w),
-        });
+        let name = self.fresh("sparsec_w");
+        for (suffix, ty) in [
+            ("vals", LocalType::Value),
+            ("seen", LocalType::Flag),
+            ("list", LocalType::Index),
+        ] {
+            self.local(&format!("{name}_{suffix}"), self.size(w), ty);
+        }
         let count = format!("{name}_count");
         let list = ArrayRef::local(format!("{name}_list"));
         let vals = ArrayRef::local(format!("{name}_vals"));
@@ -555,6 +555,7 @@ impl Lowerer<'_> {
         let into = Dest::Workspace {
             name: name.clone(),
             var: w,
+            depth: self.parallel.len(),
         };
         stmts.extend(self.lower(remaining, expr, &into, scope)?);
         stmts.push(Stmt::Sort {
@@ -595,7 +596,7 @@ impl Lowerer<'_> {
         let value = self.value(expr, scope);
         let target = match dest {
             Dest::Temp { name, .. } => parallel::Target::Temp(name),
-            Dest::Workspace { .. } => parallel::Target::Workspace,
+            Dest::Workspace { depth, .. } => parallel::Target::Workspace { depth: *depth },
             Dest::Local { depth, vars, .. } => parallel::Target::Local {
                 depth: *depth,
                 vars,
@@ -622,7 +623,7 @@ impl Lowerer<'_> {
                 value,
                 accumulate: true,
             })],
-            Dest::Workspace { name, var } => {
+            Dest::Workspace { name, var, .. } => {
                 let at = self.var(*var);
                 let count = format!("{name}_count");
                 let seen = ArrayRef::local(format!("{name}_seen"));

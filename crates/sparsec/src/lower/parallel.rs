@@ -9,7 +9,7 @@
 //! end (OpenMP `reduction` clauses).
 
 use super::{LowerError, Lowerer};
-use crate::ir::{ArrayKind, ArrayRef, Expr, LoopKind, ParallelUnit, Reduction, Stmt};
+use crate::ir::{ArrayKind, ArrayRef, Expr, Local, LoopKind, ParallelUnit, Reduction, Stmt};
 use crate::notation::cin::VarId;
 use crate::schedule::{LoopTags, Parallel, RaceStrategy, Relation};
 
@@ -20,8 +20,8 @@ pub(super) enum Target<'a> {
     Temp(&'a str),
     /// An entry of the dense output.
     DenseOutput,
-    /// The dense workspace row of a scattered sparse output.
-    Workspace,
+    /// The dense workspace row of a scattered sparse output, inside `depth` parallel loops.
+    Workspace { depth: usize },
     /// A precomputed workspace allocated inside `depth` parallel loops, indexed by `vars`.
     Local { depth: usize, vars: &'a [VarId] },
     /// The entry buffer of a sparse output.
@@ -45,7 +45,14 @@ impl Lowerer<'_> {
                 Target::Local { depth, vars } => {
                     d >= depth && !self.plan.roots(v).iter().all(|r| vars.contains(r))
                 }
-                Target::Workspace | Target::Emit => true,
+                // Per-thread buffers and workspaces serve the outermost thread team.
+                Target::Workspace { depth } => d >= depth,
+                Target::Emit => {
+                    p.unit != ParallelUnit::CpuThread
+                        || self.parallel[..d]
+                            .iter()
+                            .any(|outer| outer.1.unit == ParallelUnit::CpuThread)
+                }
             };
             if !races {
                 continue;
@@ -64,13 +71,13 @@ impl Lowerer<'_> {
                     "iterations of `{}` add into the same entries of a precomputed workspace",
                     self.plan.vars[v].name
                 ),
-                Target::Workspace | Target::Emit => format!(
-                    "iterations of `{}` append to the sparse output `{}`, whose entries are \
-                     assembled in order by one thread",
+                Target::Workspace { .. } | Target::Emit => format!(
+                    "iterations of `{}` append to the sparse output `{}` through state they \
+                     share (each thread of the outermost thread loop has its own)",
                     self.plan.vars[v].name, self.stmt.tensors[0].name
                 ),
             };
-            let sparse = matches!(target, Target::Workspace | Target::Emit);
+            let sparse = matches!(target, Target::Workspace { .. } | Target::Emit);
             match p.races {
                 RaceStrategy::IgnoreRaces => {}
                 RaceStrategy::NoRaces => {
@@ -163,7 +170,7 @@ impl Lowerer<'_> {
         mut stmts: Vec<Stmt>,
         tags: &LoopTags,
         reductions: Vec<Reduction>,
-        locals: Vec<(String, Expr)>,
+        locals: Vec<Local>,
     ) -> Result<Vec<Stmt>, LowerError> {
         let name = &self.plan.vars[v].name;
         let (kind, text) = match (&tags.parallel, tags.unroll) {
