@@ -147,6 +147,18 @@ fn position_space_split_of_a_row() {
     }
 }
 
+/// `coord`: a row's positions selected, then tiled in coordinate space (coordinates the
+/// row does not store are skipped by the search).
+#[test]
+fn coord_after_pos() {
+    for schedule in [
+        "pos(j,jp,A(i,j)),coord(jp,jc)",
+        "pos(j,jp,A(i,j)),coord(jp,jc),split(jc,jc0,jc1,4),parallelize(i,CPUThread,NoRaces)",
+    ] {
+        check_schedule(SPMV, &[("A", "csr")], &spmv_sets(24, 21, 40), &[], schedule);
+    }
+}
+
 #[test]
 fn load_balanced_spmv_fused_position_space() {
     // Chunks smaller and larger than rows, the whole matrix, and nnz < one tile.
@@ -648,6 +660,11 @@ fn every_precondition_failure_says_which_and_why() {
         &["level 1 of `A(i,j)` (dense) is not iterated by position"],
     );
     assert_refused("pos(j,jp,A(i,j)),pos(jp,q,A(i,j))", &["coordinate space"]);
+    assert_refused("coord(j,jc)", &["was not created by pos"]);
+    assert_refused(
+        "fuse(i,j,f),pos(f,p,A(i,j)),coord(p,c)",
+        &["cannot be searched by coordinate"],
+    );
     assert_refused(
         "pos(j,jp,A(i,j)),fuse(i,jp,f)",
         &["both loops are in coordinate space"],

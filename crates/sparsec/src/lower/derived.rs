@@ -87,6 +87,9 @@ impl Lowerer<'_> {
             Relation::Pos {
                 pos, occurrence, ..
             } => return self.recover_position(v, pos, occurrence, rest, expr, dest, scope),
+            Relation::Coord { coord, .. } => {
+                return self.search_position(v, coord, rest, expr, dest, scope)
+            }
         };
         let body = self.resolve(v, rest, expr, dest, scope)?;
         let mut stmts = vec![Stmt::Decl(self.name(v), Type::Index, value)];
@@ -229,7 +232,7 @@ impl Lowerer<'_> {
             parent,
             pos,
             occurrence: o,
-        }) = self.plan.position_space(u)
+        }) = self.plan.pos_ancestor(u)
         else {
             return Ok((vec![], scope.clone()));
         };
@@ -310,9 +313,114 @@ impl Lowerer<'_> {
             Type::Index,
             seg.end(last),
         ));
+        // A `coord` of this space iterates the coordinates its segment spans.
+        let coord = self.plan.relations.iter().find_map(|r| match *r {
+            Relation::Coord { parent, coord } if parent == pos => Some(coord),
+            _ => None,
+        });
+        if let Some(c) = coord {
+            let level = &occ.levels[levels[last]];
+            let site = self.site(occ.operand, Some(o), levels[last]);
+            let crd = |q: Expr| level.pos_access(&site, &q).expect("checked by coord").0;
+            let (b, e) = (seg.begin(last), seg.end(last));
+            let nonempty = Expr::lt(b.clone(), e.clone());
+            let stem = &self.plan.vars[c].c_name;
+            stmts.push(Stmt::Decl(
+                format!("{stem}_cbegin"),
+                Type::Index,
+                Expr::Select(
+                    Box::new(nonempty.clone()),
+                    Box::new(crd(b)),
+                    Box::new(Expr::Int(0)),
+                ),
+            ));
+            stmts.push(Stmt::Decl(
+                format!("{stem}_cend"),
+                Type::Index,
+                Expr::Select(
+                    Box::new(nonempty),
+                    Box::new(crd(e - Expr::Int(1)) + Expr::Int(1)),
+                    Box::new(Expr::Int(0)),
+                ),
+            ));
+        }
         let mut inner = scope.clone();
         inner.segments.insert(pos, seg);
         Ok((stmts, inner))
+    }
+
+    /// `coord`: the position of coordinate `cbegin + c` in the segment, by binary search;
+    /// coordinates the segment does not store are skipped.
+    fn search_position(
+        &mut self,
+        p: VarId,
+        c: VarId,
+        rest: &[VarId],
+        expr: &LExpr,
+        dest: &Dest,
+        scope: &Scope,
+    ) -> Result<Vec<Stmt>, LowerError> {
+        let seg = scope
+            .segments
+            .get(&p)
+            .cloned()
+            .expect("a position space is entered before its variable is recovered");
+        let Some(&Relation::Pos { occurrence: o, .. }) = self.plan.created_by(p) else {
+            unreachable!("coord applies to a pos variable")
+        };
+        let level = self.occurrences[o].levels[seg.levels[0]].clone();
+        let site = self.site(self.occurrences[o].operand, Some(o), seg.levels[0]);
+        let crd = |q: Expr| level.pos_access(&site, &q).expect("checked by coord").0;
+        let stem = self.plan.vars[c].c_name.clone();
+        let target = format!("{stem}_at");
+        let (lo, hi, mid) = (
+            format!("{stem}_lo"),
+            format!("{stem}_hi"),
+            format!("{stem}_mid"),
+        );
+        let mut stmts = vec![
+            Stmt::Decl(
+                target.clone(),
+                Type::Index,
+                Expr::var(format!("{stem}_cbegin")) + self.var(c),
+            ),
+            Stmt::Decl(lo.clone(), Type::Index, seg.begin(0)),
+            Stmt::Decl(hi.clone(), Type::Index, seg.end(0)),
+            Stmt::While(
+                Expr::lt(Expr::var(lo.clone()), Expr::var(hi.clone())),
+                vec![
+                    Stmt::Decl(
+                        mid.clone(),
+                        Type::Index,
+                        Expr::bin(
+                            crate::ir::BinOp::Div,
+                            Expr::var(lo.clone()) + Expr::var(hi.clone()),
+                            Expr::Int(2),
+                        ),
+                    ),
+                    Stmt::If(
+                        Expr::lt(crd(Expr::var(mid.clone())), Expr::var(target.clone())),
+                        vec![Stmt::Assign(
+                            lo.clone(),
+                            Expr::var(mid.clone()) + Expr::Int(1),
+                        )],
+                        vec![Stmt::Assign(hi.clone(), Expr::var(mid))],
+                    ),
+                ],
+            ),
+        ];
+        let found = Expr::and(
+            Expr::lt(Expr::var(lo.clone()), seg.end(0)),
+            Expr::eq(crd(Expr::var(lo.clone())), Expr::var(target)),
+        );
+        stmts.push(Stmt::Decl(
+            self.name(p),
+            Type::Index,
+            Expr::var(lo) - seg.begin(0),
+        ));
+        let body = self.resolve(p, rest, expr, dest, scope)?;
+        stmts.push(Stmt::If(found, body, vec![]));
+        Ok(stmts)
     }
 
     /// Declarations, private to each iteration of the loop that entered a fused position

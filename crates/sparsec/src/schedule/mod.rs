@@ -117,6 +117,9 @@ pub enum Relation {
         pos: VarId,
         occurrence: usize,
     },
+    /// `parent` (a position variable) is the position of coordinate `coord`, searched
+    /// among the positions of its space.
+    Coord { parent: VarId, coord: VarId },
     /// `outer = fused / extent(inner)`, `inner = fused % extent(inner)`.
     Fuse {
         outer: VarId,
@@ -131,6 +134,7 @@ impl Relation {
         match *self {
             Relation::Split { parent, .. }
             | Relation::Bound { parent, .. }
+            | Relation::Coord { parent, .. }
             | Relation::Pos { parent, .. } => vec![parent],
             Relation::Fuse { outer, inner, .. } => vec![outer, inner],
         }
@@ -142,6 +146,7 @@ impl Relation {
             Relation::Split { outer, inner, .. } => vec![outer, inner],
             Relation::Bound { bounded, .. } => vec![bounded],
             Relation::Pos { pos, .. } => vec![pos],
+            Relation::Coord { coord, .. } => vec![coord],
             Relation::Fuse { fused, .. } => vec![fused],
         }
     }
@@ -395,6 +400,18 @@ impl Concrete {
             Relation::Split { parent, .. } | Relation::Bound { parent, .. } => {
                 self.position_space(*parent)
             }
+            Relation::Fuse { .. } | Relation::Coord { .. } => None,
+        }
+    }
+
+    /// The `pos` relation `v` derives from, also through a `coord` back to coordinates:
+    /// the position space whose segment `v`'s loops need.
+    pub fn pos_ancestor(&self, v: VarId) -> Option<&Relation> {
+        match self.created_by(v)? {
+            rel @ Relation::Pos { .. } => Some(rel),
+            Relation::Split { parent, .. }
+            | Relation::Bound { parent, .. }
+            | Relation::Coord { parent, .. } => self.pos_ancestor(*parent),
             Relation::Fuse { .. } => None,
         }
     }

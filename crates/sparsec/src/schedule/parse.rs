@@ -343,6 +343,13 @@ impl Call<'_, '_> {
                     indices: indices.clone(),
                 })
             }
+            "coord" => {
+                self.arity(2, 2, "(pos, coord)")?;
+                Ok(Transform::Coord {
+                    pos: self.name_at(0)?,
+                    coord: self.name_at(1)?,
+                })
+            }
             "bound" => {
                 self.arity(4, 4, "(var, bounded, kind, value)")?;
                 Ok(Transform::Bound {
@@ -432,7 +439,7 @@ impl Call<'_, '_> {
             }
             other => Err(self.fail(format!(
                 "unknown transformation `{other}`; expected reorder, order, split, divide, fuse, \
-                 pos, bound, unroll, precompute or parallelize"
+                 pos, coord, bound, unroll, precompute or parallelize"
             ))),
         }
     }

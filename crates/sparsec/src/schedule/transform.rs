@@ -57,6 +57,10 @@ pub enum Transform {
         tensor: String,
         indices: Vec<String>,
     },
+    Coord {
+        pos: String,
+        coord: String,
+    },
     Bound {
         var: String,
         bounded: String,
@@ -133,6 +137,7 @@ impl fmt::Display for Transform {
                 tensor,
                 indices,
             } => write!(f, "pos({var},{pos},{tensor}({}))", indices.join(",")),
+            Transform::Coord { pos, coord } => write!(f, "coord({pos},{coord})"),
             Transform::Bound {
                 var,
                 bounded,
@@ -203,6 +208,7 @@ impl Concrete {
                 tensor,
                 indices,
             } => self.position_space_of(&text, var, pos, tensor, indices),
+            Transform::Coord { pos, coord } => self.coordinates_of(&text, pos, coord),
             Transform::Bound {
                 var,
                 bounded,
@@ -973,6 +979,60 @@ impl Concrete {
             occurrence: o,
         });
         let loops = replace_loop(&self.loop_sequence(), v, &[p]);
+        next.with_loops(text, loops)
+    }
+
+    /// `coord(pos, coord)`: iterate the coordinates of a position loop's segment instead.
+    pub fn coord(&self, pos: &str, coord: &str) -> Result<Concrete, ScheduleError> {
+        self.apply(&Transform::Coord {
+            pos: pos.into(),
+            coord: coord.into(),
+        })
+    }
+
+    fn coordinates_of(
+        &self,
+        text: &str,
+        pos: &str,
+        coord: &str,
+    ) -> Result<Concrete, ScheduleError> {
+        let p = self.loop_named(text, pos)?;
+        let Some(&Relation::Pos {
+            parent, occurrence, ..
+        }) = self.created_by(p)
+        else {
+            return Err(ScheduleError::new(
+                text,
+                "the variable is a position variable",
+                format!("`{pos}` was not created by pos (split it after coord instead)"),
+            ));
+        };
+        let (t, _) = &self.accesses[occurrence];
+        let levels = self.statement.tensors[*t].format.levels();
+        let level = self.level_vars[occurrence]
+            .iter()
+            .position(|&u| u == parent)
+            .map(|k| &levels[k].format);
+        let searchable = level.is_some_and(|l| l.properties().ordered && l.properties().unique);
+        if !searchable {
+            return Err(ScheduleError::new(
+                text,
+                "the position space is one ordered level with unique coordinates",
+                format!(
+                    "`{pos}` covers fused levels or an unordered or non-unique level, whose \
+                     positions cannot be searched by coordinate"
+                ),
+            ));
+        }
+        let mut next = self.clone();
+        let stem = super::c_name(coord);
+        let extent = Expr::var(format!("{stem}_cend")) - Expr::var(format!("{stem}_cbegin"));
+        let c = next.fresh_var(text, coord, extent)?;
+        next.relations.push(Relation::Coord {
+            parent: p,
+            coord: c,
+        });
+        let loops = replace_loop(&self.loop_sequence(), p, &[c]);
         next.with_loops(text, loops)
     }
 
