@@ -135,6 +135,24 @@ fn paper_a1_spmv_row_chunks() {
 }
 
 #[test]
+fn coordinate_split_of_a_compressed_level_searches_it() {
+    check_schedule(
+        SPMV,
+        &[("A", "csr")],
+        &spmv_sets(25, 17, 29),
+        &[],
+        "split(j,j0,j1,4)",
+    );
+    check_schedule(
+        SPMV,
+        &[("A", "dcsr")],
+        &spmv_sets(26, 17, 29),
+        &[],
+        "split(i,i0,i1,3)",
+    );
+}
+
+#[test]
 fn position_space_split_of_a_row() {
     for tile in [1, 3, 8, 64] {
         check_schedule(
@@ -405,6 +423,11 @@ fn mttkrp_orders_3_to_5_split_and_parallel() {
                 "split(i,i1,i2,4),parallelize(i1,CPUThread,NoRaces)",
             ),
             ("s".repeat(order), by_positions.as_str()),
+            // A compressed first level reached by binary search from coordinate tiles.
+            (
+                "s".repeat(order),
+                "split(i,i1,i2,4),parallelize(i1,CPUThread,NoRaces)",
+            ),
         ] {
             check_schedule(
                 expr,
@@ -649,7 +672,11 @@ fn every_precondition_failure_says_which_and_why() {
         "parallelize(j,CPUVector,Atomics)",
         &["SIMD lanes have no atomic updates"],
     );
-    assert_refused("split(j,j0,j1,4)", &["cannot be located", "(pos)"]);
+    let coo_error = schedule_error(SPMV, &[("A", "coo")], &spmv_inputs(), "split(i,i0,i1,4)");
+    assert!(
+        coo_error.contains("allows neither") && coo_error.contains("(pos)"),
+        "{coo_error}"
+    );
     assert_refused("pos(j,jp,B(i,j))", &["is not an access", "B(i,j)"]);
     assert_refused(
         "pos(j,jp,x(j))",

@@ -192,15 +192,12 @@ impl Lowerer<'_> {
                  must occur in a product of operands: here it also occurs under `+`/`-`"
             )));
         }
-        if let Some(&o) = located
-            .iter()
-            .find(|&&o| !self.level(o, scope).capabilities().locate)
-        {
+        if let Some(&o) = located.iter().find(|&&o| !self.reachable(o, scope)) {
             return Err(LowerError(format!(
                 "`{name}` is computed from other loops (a schedule or a blocked format), so every \
-                 operand that stores it must be reached by locate, but level {} of `{}` ({}) \
-                 cannot be located; iterate that level's positions instead (pos), or store it \
-                 dense or hashed",
+                 operand that stores it must be reached by locate or by search in ordered unique \
+                 coordinates, but level {} of `{}` ({}) allows neither; iterate that level's \
+                 positions instead (pos), or store it dense or hashed",
                 scope.resolved(o) + 1,
                 self.operands[self.occurrences[o].operand].name,
                 self.level(o, scope).name()

@@ -1008,10 +1008,17 @@ impl Lowerer<'_> {
         for &o in located {
             let site = self.occ_site(o, scope);
             let name = format!("p{}", self.stem(o, scope));
-            let (pos, f) = self
-                .level(o, scope)
-                .locate(&site, &self.parent_pos(o, scope), &self.var(v))
-                .expect("locatable level");
+            let located =
+                self.level(o, scope)
+                    .locate(&site, &self.parent_pos(o, scope), &self.var(v));
+            let (pos, f) = match located {
+                Some(pair) => pair,
+                None => {
+                    let (search, pair) = self.search(o, v, scope, &name);
+                    stmts.extend(search);
+                    pair
+                }
+            };
             stmts.push(Stmt::Decl(name.clone(), Type::Index, pos));
             let f = substitute_located(&f, &name);
             if f != Expr::Bool(true) {
@@ -1024,6 +1031,62 @@ impl Lowerer<'_> {
             inner = inner.with(o, Expr::var(name), None);
         }
         (stmts, found, inner)
+    }
+
+    /// Find coordinate `v` in the segment of an ordered, unique level without `locate`,
+    /// by binary search: the statements, then the position and whether it was found.
+    fn search(&self, o: usize, v: VarId, scope: &Scope, name: &str) -> (Vec<Stmt>, (Expr, Expr)) {
+        let level = self.level(o, scope);
+        let site = self.occ_site(o, scope);
+        let (begin, end) = self.pos_range(o, scope);
+        let crd = |q: Expr| level.pos_access(&site, &q).expect("searchable level").0;
+        let (lo, hi, mid) = (
+            format!("{name}_lo"),
+            format!("{name}_hi"),
+            format!("{name}_mid"),
+        );
+        let end_name = format!("{name}_end");
+        let stmts = vec![
+            Stmt::Decl(lo.clone(), Type::Index, begin),
+            Stmt::Decl(end_name.clone(), Type::Index, end),
+            Stmt::Decl(hi.clone(), Type::Index, Expr::var(end_name.clone())),
+            Stmt::While(
+                Expr::lt(Expr::var(lo.clone()), Expr::var(hi.clone())),
+                vec![
+                    Stmt::Decl(
+                        mid.clone(),
+                        Type::Index,
+                        Expr::bin(
+                            BinOp::Div,
+                            Expr::var(lo.clone()) + Expr::var(hi.clone()),
+                            Expr::Int(2),
+                        ),
+                    ),
+                    Stmt::If(
+                        Expr::lt(crd(Expr::var(mid.clone())), self.var(v)),
+                        vec![Stmt::Assign(
+                            lo.clone(),
+                            Expr::var(mid.clone()) + Expr::Int(1),
+                        )],
+                        vec![Stmt::Assign(hi.clone(), Expr::var(mid))],
+                    ),
+                ],
+            ),
+        ];
+        let found = Expr::and(
+            Expr::lt(Expr::var(lo.clone()), Expr::var(end_name)),
+            Expr::eq(crd(Expr::var(lo.clone())), self.var(v)),
+        );
+        (stmts, (Expr::var(lo), found))
+    }
+
+    /// True when a level can be located into: by `locate`, or by binary search in an
+    /// ordered segment of unique coordinates.
+    fn reachable(&self, o: usize, scope: &Scope) -> bool {
+        let level = self.level(o, scope);
+        let props = level.properties();
+        level.capabilities().locate
+            || (props.ordered && props.unique && level.capabilities().coord_pos_iter)
     }
 
     #[allow(clippy::too_many_arguments)]
