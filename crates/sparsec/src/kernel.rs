@@ -333,7 +333,7 @@ impl Kernel {
                 coo.coords.extend_from_slice(&init.coords);
                 coo.values.extend_from_slice(&init.values);
             }
-            Tensor::from_coo(&coo, &out_decl.format, self.value_type)?
+            Tensor::from_coo_owned(coo, &out_decl.format, self.value_type)?
         };
         let finished = Instant::now();
         Ok((

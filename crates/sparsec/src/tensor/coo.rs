@@ -83,6 +83,10 @@ impl Coo {
     /// Sort entries lexicographically and sum duplicates (explicit zeros stay).
     pub fn sort_and_sum(&mut self) {
         let n = self.order();
+        let strictly_increasing = (1..self.len()).all(|e| self.coord(e - 1) < self.coord(e));
+        if strictly_increasing {
+            return;
+        }
         let perm = self.sorted_permutation(&(0..n).collect::<Vec<_>>());
         let mut coords = Vec::with_capacity(self.coords.len());
         let mut values: Vec<f64> = Vec::with_capacity(self.values.len());

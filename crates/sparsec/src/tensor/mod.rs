@@ -148,6 +148,15 @@ impl Tensor {
         format: &Format,
         value_type: ValueType,
     ) -> Result<Tensor, TensorError> {
+        Tensor::from_coo_owned(coo.clone(), format, value_type)
+    }
+
+    /// [`Tensor::from_coo`], consuming the coordinate list (no copy of it is made).
+    pub fn from_coo_owned(
+        coo: Coo,
+        format: &Format,
+        value_type: ValueType,
+    ) -> Result<Tensor, TensorError> {
         if format.order() != coo.order() {
             return Err(TensorError::OrderMismatch {
                 format: format.spelling(),

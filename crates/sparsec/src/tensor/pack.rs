@@ -5,12 +5,11 @@ use super::{Coo, Tensor, TensorError, ValueType, Values};
 use crate::format::{Format, LevelCoord, PackInput, Segment};
 
 pub(super) fn pack(
-    coo: &Coo,
+    mut coo: Coo,
     format: &Format,
     value_type: ValueType,
 ) -> Result<Tensor, TensorError> {
     coo.validate()?;
-    let mut coo = coo.clone();
     coo.sort_and_sum();
     let nnz = coo.len();
     let specs = format.levels();
@@ -68,10 +67,14 @@ pub(super) fn pack(
                 .cmp(level_coords.iter().map(|c| c[b]))
         });
     }
-    let sorted_coords: Vec<Vec<i64>> = level_coords
-        .iter()
-        .map(|c| perm.iter().map(|&e| c[e]).collect())
-        .collect();
+    let sorted_coords: Vec<Vec<i64>> = if in_order {
+        level_coords
+    } else {
+        level_coords
+            .iter()
+            .map(|c| perm.iter().map(|&e| c[e]).collect())
+            .collect()
+    };
 
     let mut segments = if nnz > 0 || specs.is_empty() {
         vec![Segment {
