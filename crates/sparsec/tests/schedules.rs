@@ -243,24 +243,6 @@ fn paper_a3_spmm() {
 }
 
 #[test]
-fn dense_operands_are_located_in_any_loop_order() {
-    // A.3's order puts k outside jpos1, which resolves j: the dense B(j,k) must be read
-    // in place (B[j*K+k]), not through a transposed copy.
-    let (stmt, _) = statement(SPMM, &[("A", "csr")], &spmm_sets(22)[0], &[]);
-    let schedule =
-        Schedule::parse("pos(j,jpos,A(i,j)),split(jpos,jpos0,jpos1,8),order(i,jpos0,k,jpos1)")
-            .unwrap();
-    let kernel = Kernel::scheduled(stmt, &schedule, ValueType::F64, &Toolchain::default()).unwrap();
-    assert!(
-        kernel
-            .kernel_source()
-            .contains("B_vals[(pB1 * B2_size) + k]"),
-        "{}",
-        kernel.kernel_source()
-    );
-}
-
-#[test]
 fn paper_a12_spmm_tiled() {
     check_schedule(
         SPMM,

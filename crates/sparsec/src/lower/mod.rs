@@ -775,16 +775,8 @@ impl Lowerer<'_> {
         match expr {
             LExpr::Access(o) => {
                 let occ = &self.occurrences[*o];
-                // Dense levels whose variables were iterated before their parent level
-                // are located now that every variable is bound.
-                let mut pos = scope.positions[*o].last().cloned().unwrap_or(Expr::Int(0));
-                for k in scope.resolved(*o)..occ.levels.len() {
-                    let site = self.site(occ.operand, Some(*o), k);
-                    pos = occ.levels[k]
-                        .locate(&site, &pos, &self.var(occ.level_vars[k]))
-                        .expect("levels left unresolved are dense")
-                        .0;
-                }
+                let pos = scope.positions[*o].last().cloned().unwrap_or(Expr::Int(0));
+                debug_assert_eq!(scope.resolved(*o), occ.levels.len());
                 Expr::load(
                     ArrayRef {
                         tensor: self.operands[occ.operand].name.clone(),

@@ -165,9 +165,6 @@ pub struct Concrete {
     pub(crate) level_vars: Vec<Vec<VarId>>,
     /// Occurrences whose layout cannot be converted to follow another loop order.
     pub(crate) fixed: Vec<bool>,
-    /// Per occurrence, the first storage level from which every level is full and
-    /// locatable (dense): those are located in any loop order.
-    pub(crate) random_access: Vec<usize>,
     /// `(outer, inner)` pairs that reduction placement requires.
     pub(crate) sum_edges: Vec<(VarId, VarId)>,
     pub(crate) relations: Vec<Relation>,
@@ -293,22 +290,6 @@ impl Concrete {
             .iter()
             .map(|(t, _)| !stmt.tensors[*t].format.is_plain())
             .collect();
-        let random_access: Vec<usize> = accesses
-            .iter()
-            .map(|(t, _)| {
-                let levels = stmt.tensors[*t].format.levels();
-                let mut from = levels.len();
-                while from > 0 && {
-                    let l = &levels[from - 1];
-                    matches!(l.coord, LevelCoord::Mode(_))
-                        && l.format.properties().full
-                        && l.format.capabilities().locate
-                } {
-                    from -= 1;
-                }
-                from
-            })
-            .collect();
         let free: BTreeSet<VarId> = stmt.lhs.iter().copied().collect();
         let sum_edges = reduction_edges(&rhs, &free, &hoisted);
         let mut edges = sum_edges.clone();
@@ -317,9 +298,44 @@ impl Concrete {
                 edges.extend(rel.parents().into_iter().map(|p| (c, p)));
             }
         }
+        // Dense operands neither constrain the order nor drive it: the loops iterate the
+        // sparse operands' levels outside, the variables only dense operands use inside
+        // (SpMM `i,j,k`, SDDMM `i,j,k`, MTTKRP `i,k,l,j`), and a dense operand read
+        // against its layout is transposed once per run.
+        let dense: Vec<bool> = accesses
+            .iter()
+            .map(|(t, _)| {
+                let f = &stmt.tensors[*t].format;
+                f.is_plain() && f.is_all_dense()
+            })
+            .collect();
+        let sparse_levels: Vec<Vec<VarId>> = level_vars
+            .iter()
+            .zip(&dense)
+            .map(|(lv, &d)| if d { vec![] } else { lv.clone() })
+            .collect();
         let mut priority = var_priority(stmt, &accesses);
         priority.extend(stmt.vars.len()..vars.len());
-        let chosen = order::choose(vars.len(), &level_vars, &fixed, &edges, &priority);
+        let indexes_sparse: BTreeSet<VarId> = sparse_levels.iter().flatten().copied().collect();
+        let any_sparse = !indexes_sparse.is_empty();
+        for (v, p) in priority.iter_mut().enumerate() {
+            if any_sparse && !indexes_sparse.contains(&v) {
+                *p += vars.len();
+            }
+        }
+        let hard_levels = if any_sparse {
+            &sparse_levels
+        } else {
+            &level_vars
+        };
+        let chosen = order::choose(vars.len(), hard_levels, &fixed, &edges, &priority);
+        let position = |v: VarId| chosen.order.iter().position(|&u| u == v);
+        let before = |a: VarId, b: VarId| position(a) < position(b);
+        let mut reordered = order::conflicts(&level_vars, &fixed, &before)
+            .expect("fixed layouts are sparse and constrain the chosen order");
+        reordered.extend(chosen.reordered);
+        reordered.sort_unstable();
+        reordered.dedup();
         Ok(Concrete {
             statement: stmt.clone(),
             rhs,
@@ -327,11 +343,10 @@ impl Concrete {
             vars,
             level_vars,
             fixed,
-            random_access,
             sum_edges,
             relations,
             order: chosen.order,
-            reordered: chosen.reordered,
+            reordered,
             parallelized: false,
         })
     }

@@ -84,18 +84,18 @@ fn topological(n: usize, edges: &[(VarId, VarId)], priority: &[usize]) -> Option
 
 /// Occurrences whose storage order conflicts with `order` (they are read through a
 /// reordered copy), or `Err(o)` for the first conflicting occurrence whose layout is fixed.
-/// `before(a, b)` tells whether level variable `a` is resolved before `b` is needed;
-/// levels from `random_access[o]` on are located in any order and constrain nothing.
+/// `before(a, b)` tells whether level variable `a` is resolved before `b` is needed.
+/// Dense operands are reordered too: a transposed copy costs one pass, while reading
+/// across rows in an inner loop (SDDMM's `D(k,j)` with `k` innermost) misses the cache
+/// on every iteration.
 pub fn conflicts(
     level_vars: &[Vec<VarId>],
     fixed: &[bool],
-    random_access: &[usize],
     before: &dyn Fn(VarId, VarId) -> bool,
 ) -> Result<Vec<usize>, usize> {
     let mut reordered = Vec::new();
     for (o, vars) in level_vars.iter().enumerate() {
-        let constrained = &vars[..vars.len().min(random_access[o].max(1))];
-        if constrained.windows(2).all(|w| before(w[0], w[1])) {
+        if vars.windows(2).all(|w| before(w[0], w[1])) {
             continue;
         }
         if fixed[o] {

@@ -744,7 +744,7 @@ impl Concrete {
             }
         }
         let before = |a: VarId, b: VarId| self.resolved_before(a, b);
-        match order::conflicts(&self.level_vars, &self.fixed, &self.random_access, &before) {
+        match order::conflicts(&self.level_vars, &self.fixed, &before) {
             Ok(reordered) => {
                 self.reordered = reordered;
                 Ok(())

@@ -332,7 +332,50 @@ impl Tensor {
 
     /// The same tensor in another format.
     pub fn convert(&self, format: &Format) -> Result<Tensor, TensorError> {
+        let plain_dense = |f: &Format| f.is_plain() && f.is_all_dense();
+        if plain_dense(&self.format) && plain_dense(format) && format.order() == self.order() {
+            return Ok(self.transpose_dense(format));
+        }
         Tensor::from_coo(&self.to_coo(), format, self.value_type())
+    }
+
+    /// A dense tensor in another dense mode order: one pass over the values.
+    fn transpose_dense(&self, format: &Format) -> Tensor {
+        let from = self.format.mode_order().expect("plain");
+        let to = format.mode_order().expect("plain");
+        let mut target = Tensor::zeros(&self.dims, self.value_type());
+        target.format = format.clone();
+        for (k, &m) in to.iter().enumerate() {
+            target.levels[k] = LevelStorage {
+                arrays: vec![],
+                params: vec![(ParamKind::Size, self.dims[m] as i64)],
+            };
+        }
+        // Stride of each mode in the target's storage order.
+        let mut stride = vec![0usize; self.dims.len()];
+        let mut s = 1;
+        for &m in to.iter().rev() {
+            stride[m] = s;
+            s *= self.dims[m];
+        }
+        let total: usize = self.dims.iter().product();
+        // Walk the source in its storage order with an odometer over its modes.
+        let mut coord = vec![0usize; from.len()];
+        let mut at = 0usize;
+        for p in 0..total {
+            target.values.set(at, self.values.get(p));
+            for k in (0..from.len()).rev() {
+                let m = from[k];
+                coord[k] += 1;
+                at += stride[m];
+                if coord[k] < self.dims[m] {
+                    break;
+                }
+                at -= stride[m] * self.dims[m];
+                coord[k] = 0;
+            }
+        }
+        target
     }
 
     /// Number of stored values (including padding of non-compact formats).
