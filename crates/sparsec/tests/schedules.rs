@@ -465,6 +465,45 @@ fn paper_a5_to_a7_mttkrp_with_workspaces() {
     }
 }
 
+/// `precompute` read by a sparse output: only the touched workspace entries are emitted.
+#[test]
+fn precompute_for_sparse_outputs() {
+    let mut r = rng(27);
+    let sets: Vec<Vec<(&str, Coo)>> = [0.15, 0.0]
+        .iter()
+        .map(|&d| {
+            vec![
+                ("A", random_coo(&mut r, &[40, 30], d)),
+                ("B", random_coo(&mut r, &[30, 35], 0.1)),
+            ]
+        })
+        .collect();
+    for out in ["csr", "dcsr"] {
+        check_schedule(
+            "C(i,j) = A(i,k) * B(k,j)",
+            &[("A", "csr"), ("B", "csr"), ("C", out)],
+            &sets,
+            &[],
+            "precompute(A(i,k)*B(k,j),j,j,w),parallelize(i,CPUThread,NoRaces)",
+        );
+    }
+    let with_mask: Vec<Vec<(&str, Coo)>> = sets
+        .iter()
+        .map(|set| {
+            let mut set = set.clone();
+            set.push(("D", random_coo(&mut r, &[40, 35], 1.0)));
+            set
+        })
+        .collect();
+    check_schedule(
+        "C(i,j) = A(i,k) * B(k,j) * D(i,j)",
+        &[("A", "csr"), ("B", "csr"), ("C", "csr")],
+        &with_mask,
+        &[],
+        "precompute(A(i,k)*B(k,j),j,j,w)",
+    );
+}
+
 #[test]
 fn precompute_into_a_two_dimensional_workspace() {
     let mut r = rng(21);

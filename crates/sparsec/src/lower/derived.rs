@@ -154,7 +154,7 @@ impl Lowerer<'_> {
     }
 
     /// Locate every operand that stores the just-computed variable `v`, then continue.
-    fn resolve(
+    pub(super) fn resolve(
         &mut self,
         v: VarId,
         rest: &[VarId],

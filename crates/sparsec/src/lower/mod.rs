@@ -481,6 +481,30 @@ impl Lowerer<'_> {
         dest: &Dest,
         scope: &Scope,
     ) -> Result<Vec<Stmt>, LowerError> {
+        let producer: Vec<VarId> = remaining
+            .iter()
+            .copied()
+            .filter(|&u| self.derives_from_any(u, &p.private) || self.derives_from_any(u, &p.vars))
+            .collect();
+        let consumer: Vec<VarId> = remaining
+            .iter()
+            .copied()
+            .filter(|&u| !self.derives_from_any(u, &p.private))
+            .collect();
+        let sparse_consumer = matches!(dest, Dest::Output)
+            && !self.dense_output
+            && p.vars.len() == 1
+            && consumer.first() == Some(&p.vars[0]);
+        if sparse_consumer {
+            return self.precompute_touched(p, &producer, &consumer, expr, dest, scope);
+        }
+        if !self.dense_output {
+            return Err(LowerError(format!(
+                "precompute: precondition failed: a sparse output reads the workspace `{}` \
+                 along its one variable, which is the next loop after the producer",
+                p.workspace
+            )));
+        }
         let name = c_name(&p.workspace);
         let len = p
             .vars
@@ -504,23 +528,74 @@ impl Lowerer<'_> {
             }],
             kind: LoopKind::Serial,
         }];
-        let producer: Vec<VarId> = remaining
-            .iter()
-            .copied()
-            .filter(|&u| self.derives_from_any(u, &p.private) || self.derives_from_any(u, &p.vars))
-            .collect();
-        let consumer: Vec<VarId> = remaining
-            .iter()
-            .copied()
-            .filter(|&u| !self.derives_from_any(u, &p.private))
-            .collect();
         let into = Dest::Local {
             name: name.clone(),
             vars: p.vars.clone(),
             depth,
         };
         stmts.extend(self.lower(&producer, &p.body, &into, scope)?);
-        stmts.extend(self.lower(&consumer, &expr.read_workspace(&p.workspace), dest, scope)?);
+        let read = expr.read_workspace(&p.workspace, &p.workspace);
+        stmts.extend(self.lower(&consumer, &read, dest, scope)?);
+        Ok(stmts)
+    }
+
+    /// A precomputed workspace read by a sparse output along its variable: the producer
+    /// records the coordinates it touches, and the consumer visits only those, in order,
+    /// clearing each after use (the Gustavson pattern, so nothing is zeroed per row).
+    fn precompute_touched(
+        &mut self,
+        p: &lexpr::Precompute,
+        producer: &[VarId],
+        consumer: &[VarId],
+        expr: &LExpr,
+        dest: &Dest,
+        scope: &Scope,
+    ) -> Result<Vec<Stmt>, LowerError> {
+        let j = p.vars[0];
+        let ws = c_name(&p.workspace);
+        for (suffix, ty) in [
+            ("vals", LocalType::Value),
+            ("seen", LocalType::Flag),
+            ("list", LocalType::Index),
+        ] {
+            self.local(&format!("{ws}_{suffix}"), self.size(j), ty);
+        }
+        let count = format!("{ws}_count");
+        let mut stmts = vec![Stmt::Decl(count.clone(), Type::Index, Expr::Int(0))];
+        let into = Dest::Workspace {
+            name: ws.clone(),
+            var: j,
+            depth: self.parallel.len(),
+        };
+        stmts.extend(self.lower(producer, &p.body, &into, scope)?);
+        let list = ArrayRef::local(format!("{ws}_list"));
+        stmts.push(Stmt::Sort {
+            array: list.clone(),
+            len: Expr::var(count.clone()),
+        });
+        let read = expr.read_workspace(&p.workspace, &format!("{}_vals", p.workspace));
+        let at = format!("{ws}_p");
+        let mut body = vec![Stmt::Decl(
+            self.name(j),
+            Type::Index,
+            Expr::load(list, Expr::var(at.clone())),
+        )];
+        body.extend(self.resolve(j, &consumer[1..], &read, dest, scope)?);
+        for (suffix, zero) in [("vals", Expr::Float(0.0)), ("seen", Expr::Int(0))] {
+            body.push(Stmt::Store {
+                array: ArrayRef::local(format!("{ws}_{suffix}")),
+                index: self.var(j),
+                value: zero,
+                accumulate: false,
+            });
+        }
+        stmts.push(Stmt::For {
+            var: at,
+            start: Expr::Int(0),
+            end: Expr::var(count),
+            body,
+            kind: LoopKind::Serial,
+        });
         Ok(stmts)
     }
 

@@ -140,25 +140,21 @@ impl LExpr {
         }
     }
 
-    /// Replace the precomputed subexpression of `workspace` by a read of it.
-    pub fn read_workspace(&self, workspace: &str) -> LExpr {
+    /// Replace the precomputed subexpression of `workspace` by a read of the array
+    /// `array` at its variables.
+    pub fn read_workspace(&self, workspace: &str, array: &str) -> LExpr {
+        let read = |e: &LExpr| e.read_workspace(workspace, array);
         match self {
             LExpr::Precomputed(p) if p.workspace == workspace => {
-                LExpr::WorkspaceRead(p.workspace.clone(), p.vars.clone())
+                LExpr::WorkspaceRead(array.to_string(), p.vars.clone())
             }
             LExpr::Precomputed(p) => LExpr::Precomputed(Box::new(Precompute {
-                body: p.body.read_workspace(workspace),
+                body: read(&p.body),
                 ..(**p).clone()
             })),
-            LExpr::Sum(v, inner, a) => {
-                LExpr::Sum(*v, inner.clone(), Box::new(a.read_workspace(workspace)))
-            }
-            LExpr::Neg(a) => LExpr::Neg(Box::new(a.read_workspace(workspace))),
-            LExpr::Binary(op, a, b) => LExpr::Binary(
-                *op,
-                Box::new(a.read_workspace(workspace)),
-                Box::new(b.read_workspace(workspace)),
-            ),
+            LExpr::Sum(v, inner, a) => LExpr::Sum(*v, inner.clone(), Box::new(read(a))),
+            LExpr::Neg(a) => LExpr::Neg(Box::new(read(a))),
+            LExpr::Binary(op, a, b) => LExpr::Binary(*op, Box::new(read(a)), Box::new(read(b))),
             other => other.clone(),
         }
     }
