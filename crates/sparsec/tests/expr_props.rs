@@ -14,7 +14,8 @@
 //! Lowering may refuse a statement with `LowerError` only for the documented unsupported
 //! situations (a level located under a non-unique parent, an unordered level that would
 //! have to be merged); any other error, a panic, or a wrong value fails the test.
-//! `SPARSEC_PROP_CASES=N` runs more cases.
+//! `SPARSEC_PROP_CASES=N` runs more cases; `SPARSEC_PROP_RNG=random` (or a number) draws
+//! other cases than the fixed default.
 
 mod common;
 use common::*;
@@ -292,6 +293,17 @@ fn run_case(case: &Case) -> Result<Outcome, String> {
     Ok(Outcome::Agreed)
 }
 
+/// The cases drawn are fixed (CI must be reproducible) unless `SPARSEC_PROP_RNG` gives
+/// another generator seed, or `random` for a fresh one each run.
+fn rng_seed() -> proptest::test_runner::RngSeed {
+    use proptest::test_runner::RngSeed;
+    match std::env::var("SPARSEC_PROP_RNG").ok().as_deref() {
+        Some("random") => RngSeed::Random,
+        Some(n) => RngSeed::Fixed(n.parse().expect("SPARSEC_PROP_RNG is a number or `random`")),
+        None => RngSeed::Fixed(0x5eed_2026),
+    }
+}
+
 fn cases() -> u32 {
     std::env::var("SPARSEC_PROP_CASES")
         .ok()
@@ -300,7 +312,12 @@ fn cases() -> u32 {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: cases(), failure_persistence: None, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig {
+        cases: cases(),
+        failure_persistence: None,
+        rng_seed: rng_seed(),
+        ..ProptestConfig::default()
+    })]
 
     #[test]
     fn random_statements_match_reference(seed in any::<u64>()) {
