@@ -15,7 +15,7 @@
 //! A recovered statement variable is then resolved like any other: every operand that
 //! stores it is located, which requires a product of locatable levels.
 
-use super::{conjunction, lattice, Dest, LExpr, LowerError, Lowerer, Scope};
+use super::{conjunction, lattice, lower_bound, Dest, LExpr, LowerError, Lowerer, Scope};
 use crate::format::{Level, LevelSite};
 use crate::ir::{Expr, Stmt, Type};
 use crate::notation::cin::VarId;
@@ -370,51 +370,15 @@ impl Lowerer<'_> {
         let crd = |q: Expr| level.pos_access(&site, &q).expect("checked by coord").0;
         let stem = self.plan.vars[c].c_name.clone();
         let target = format!("{stem}_at");
-        let (lo, hi, mid) = (
-            format!("{stem}_lo"),
-            format!("{stem}_hi"),
-            format!("{stem}_mid"),
-        );
-        let mut stmts = vec![
-            Stmt::Decl(
-                target.clone(),
-                Type::Index,
-                Expr::var(format!("{stem}_cbegin")) + self.var(c),
-            ),
-            Stmt::Decl(lo.clone(), Type::Index, seg.begin(0)),
-            Stmt::Decl(hi.clone(), Type::Index, seg.end(0)),
-            Stmt::While(
-                Expr::lt(Expr::var(lo.clone()), Expr::var(hi.clone())),
-                vec![
-                    Stmt::Decl(
-                        mid.clone(),
-                        Type::Index,
-                        Expr::bin(
-                            crate::ir::BinOp::Div,
-                            Expr::var(lo.clone()) + Expr::var(hi.clone()),
-                            Expr::Int(2),
-                        ),
-                    ),
-                    Stmt::If(
-                        Expr::lt(crd(Expr::var(mid.clone())), Expr::var(target.clone())),
-                        vec![Stmt::Assign(
-                            lo.clone(),
-                            Expr::var(mid.clone()) + Expr::Int(1),
-                        )],
-                        vec![Stmt::Assign(hi.clone(), Expr::var(mid))],
-                    ),
-                ],
-            ),
-        ];
-        let found = Expr::and(
-            Expr::lt(Expr::var(lo.clone()), seg.end(0)),
-            Expr::eq(crd(Expr::var(lo.clone())), Expr::var(target)),
-        );
-        stmts.push(Stmt::Decl(
-            self.name(p),
+        let mut stmts = vec![Stmt::Decl(
+            target.clone(),
             Type::Index,
-            Expr::var(lo) - seg.begin(0),
-        ));
+            Expr::var(format!("{stem}_cbegin")) + self.var(c),
+        )];
+        let (search, at, found) =
+            lower_bound(&stem, seg.begin(0), seg.end(0), &crd, Expr::var(target));
+        stmts.extend(search);
+        stmts.push(Stmt::Decl(self.name(p), Type::Index, at - seg.begin(0)));
         let body = self.resolve(p, rest, expr, dest, scope)?;
         stmts.push(Stmt::If(found, body, vec![]));
         Ok(stmts)

@@ -1107,44 +1107,8 @@ impl Lowerer<'_> {
         let site = self.occ_site(o, scope);
         let (begin, end) = self.pos_range(o, scope);
         let crd = |q: Expr| level.pos_access(&site, &q).expect("searchable level").0;
-        let (lo, hi, mid) = (
-            format!("{name}_lo"),
-            format!("{name}_hi"),
-            format!("{name}_mid"),
-        );
-        let end_name = format!("{name}_end");
-        let stmts = vec![
-            Stmt::Decl(lo.clone(), Type::Index, begin),
-            Stmt::Decl(end_name.clone(), Type::Index, end),
-            Stmt::Decl(hi.clone(), Type::Index, Expr::var(end_name.clone())),
-            Stmt::While(
-                Expr::lt(Expr::var(lo.clone()), Expr::var(hi.clone())),
-                vec![
-                    Stmt::Decl(
-                        mid.clone(),
-                        Type::Index,
-                        Expr::bin(
-                            BinOp::Div,
-                            Expr::var(lo.clone()) + Expr::var(hi.clone()),
-                            Expr::Int(2),
-                        ),
-                    ),
-                    Stmt::If(
-                        Expr::lt(crd(Expr::var(mid.clone())), self.var(v)),
-                        vec![Stmt::Assign(
-                            lo.clone(),
-                            Expr::var(mid.clone()) + Expr::Int(1),
-                        )],
-                        vec![Stmt::Assign(hi.clone(), Expr::var(mid))],
-                    ),
-                ],
-            ),
-        ];
-        let found = Expr::and(
-            Expr::lt(Expr::var(lo.clone()), Expr::var(end_name)),
-            Expr::eq(crd(Expr::var(lo.clone())), self.var(v)),
-        );
-        (stmts, (Expr::var(lo), found))
+        let (stmts, pos, found) = lower_bound(name, begin, end, &crd, self.var(v));
+        (stmts, (pos, found))
     }
 
     /// True when a level can be located into: by `locate`, or by binary search in an
@@ -1504,6 +1468,52 @@ impl Lowerer<'_> {
         }
         Ok(Stmt::Block(chain))
     }
+}
+
+/// Binary search for `target` among the increasing keys `key(q)` of positions
+/// `begin..end`: the statements (declaring `<name>_lo`, `_hi`, `_mid`, `_end`), the first
+/// position whose key is not below `target`, and whether its key equals `target`.
+fn lower_bound(
+    name: &str,
+    begin: Expr,
+    end: Expr,
+    key: &dyn Fn(Expr) -> Expr,
+    target: Expr,
+) -> (Vec<Stmt>, Expr, Expr) {
+    let var = |suffix: &str| format!("{name}_{suffix}");
+    let (lo, hi, mid, end_name) = (var("lo"), var("hi"), var("mid"), var("end"));
+    let stmts = vec![
+        Stmt::Decl(lo.clone(), Type::Index, begin),
+        Stmt::Decl(end_name.clone(), Type::Index, end),
+        Stmt::Decl(hi.clone(), Type::Index, Expr::var(end_name.clone())),
+        Stmt::While(
+            Expr::lt(Expr::var(lo.clone()), Expr::var(hi.clone())),
+            vec![
+                Stmt::Decl(
+                    mid.clone(),
+                    Type::Index,
+                    Expr::bin(
+                        BinOp::Div,
+                        Expr::var(lo.clone()) + Expr::var(hi.clone()),
+                        Expr::Int(2),
+                    ),
+                ),
+                Stmt::If(
+                    Expr::lt(key(Expr::var(mid.clone())), target.clone()),
+                    vec![Stmt::Assign(
+                        lo.clone(),
+                        Expr::var(mid.clone()) + Expr::Int(1),
+                    )],
+                    vec![Stmt::Assign(hi.clone(), Expr::var(mid))],
+                ),
+            ],
+        ),
+    ];
+    let found = Expr::and(
+        Expr::lt(Expr::var(lo.clone()), Expr::var(end_name)),
+        Expr::eq(key(Expr::var(lo.clone())), target),
+    );
+    (stmts, Expr::var(lo), found)
 }
 
 /// `found` of a hashed locate refers to the located position by a placeholder name.
