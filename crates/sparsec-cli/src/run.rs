@@ -203,6 +203,26 @@ pub fn run(args: &RunArgs) -> Result<()> {
         report_phase("prepare", timings.iter().map(|t| t.prepare).collect());
         report_phase("compute", timings.iter().map(|t| t.compute).collect());
         report_phase("assembly", timings.iter().map(|t| t.assemble).collect());
+        if kernel.assembles_output() {
+            // New values of the same structure: the assembled output is kept and only its
+            // values are recomputed (`Kernel::assemble`, then `Kernel::compute`).
+            let mut kept = kernel
+                .assemble(&refs, initial.as_ref())
+                .map_err(Report::new)
+                .wrap_err("assembling the output failed")?;
+            let mut updates: Vec<Timings> = Vec::with_capacity(n);
+            for _ in 0..n {
+                updates.push(
+                    kernel
+                        .compute(&refs, initial.as_ref(), &mut kept)
+                        .map_err(Report::new)
+                        .wrap_err("recomputing the output's values failed")?,
+                );
+            }
+            crate::outln!("values only, assembled structure kept:");
+            report_phase("compute", updates.iter().map(|t| t.compute).collect());
+            report_phase("update", updates.iter().map(|t| t.assemble).collect());
+        }
         crate::outln!("  compile   {}", spec::ms(compile_time));
     }
 

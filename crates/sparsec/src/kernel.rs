@@ -174,6 +174,12 @@ impl Kernel {
         self.library.compiled
     }
 
+    /// True when the output is sparse: the kernel emits its entries and they are
+    /// assembled into the output format afterwards.
+    pub fn assembles_output(&self) -> bool {
+        !matches!(self.lowered.output, OutputMode::Dense { .. })
+    }
+
     /// Run on `inputs` (the statement's tensors after the output, in order).
     pub fn run(&self, inputs: &[&Tensor]) -> Result<Tensor, Error> {
         self.run_timed(inputs, None).map(|(t, _)| t)
@@ -185,6 +191,102 @@ impl Kernel {
         inputs: &[&Tensor],
         initial: Option<&Tensor>,
     ) -> Result<(Tensor, Timings), Error> {
+        let (produced, mut timings) = self.execute(inputs, initial)?;
+        let assembling = Instant::now();
+        let result = match produced {
+            Produced::Dense(t) => t,
+            Produced::Entries(coo) => {
+                Tensor::from_coo_owned(coo, &self.statement.tensors[0].format, self.value_type)?
+            }
+        };
+        timings.assemble = assembling.elapsed();
+        Ok((result, timings))
+    }
+
+    /// Run once and keep what the output's structure needs, so that [`Kernel::compute`] can
+    /// later recompute its values for new input values of the same structure without
+    /// assembling it again.
+    ///
+    /// ```no_run
+    /// # use sparsec::{kernel::Kernel, tensor::Tensor};
+    /// # fn demo(kernel: &Kernel, a: &Tensor, b: &mut Tensor) -> Result<(), sparsec::Error> {
+    /// let mut c = kernel.assemble(&[a, b], None)?;
+    /// for step in 0..10 {
+    ///     b.values_mut().set(0, step as f64); // new values, same nonzeros
+    ///     kernel.compute(&[a, b], None, &mut c)?;
+    ///     println!("{:?}", c.tensor().to_coo());
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub fn assemble(
+        &self,
+        inputs: &[&Tensor],
+        initial: Option<&Tensor>,
+    ) -> Result<Assembled, Error> {
+        let (produced, _) = self.execute(inputs, initial)?;
+        Ok(match produced {
+            Produced::Dense(tensor) => Assembled {
+                tensor,
+                structure: None,
+            },
+            Produced::Entries(coo) => {
+                let coords = coo.coords.clone();
+                let format = &self.statement.tensors[0].format;
+                let (tensor, slots) = Tensor::from_coo_tracked(coo, format, self.value_type)?;
+                Assembled {
+                    tensor,
+                    structure: Some(OutputStructure { coords, slots }),
+                }
+            }
+        })
+    }
+
+    /// Recompute the values of an output from [`Kernel::assemble`] for inputs whose values
+    /// changed but whose structure did not. The entries the kernel produces are checked
+    /// against those the output was assembled from; a different structure is an error
+    /// (assemble again) and leaves `output` as it was.
+    pub fn compute(
+        &self,
+        inputs: &[&Tensor],
+        initial: Option<&Tensor>,
+        output: &mut Assembled,
+    ) -> Result<Timings, Error> {
+        let (produced, mut timings) = self.execute(inputs, initial)?;
+        let scattering = Instant::now();
+        match (produced, &output.structure) {
+            (Produced::Dense(tensor), None) => output.tensor = tensor,
+            (Produced::Entries(coo), Some(structure)) => {
+                if coo.coords != structure.coords {
+                    return Err(Error::Input(format!(
+                        "the output `{}` was assembled for inputs of another nonzero \
+                         structure ({} entries then, {} now); assemble it again",
+                        self.statement.tensors[0].name,
+                        structure.slots.len(),
+                        coo.len()
+                    )));
+                }
+                output
+                    .tensor
+                    .values_mut()
+                    .scatter_sums(&structure.slots, &coo.values);
+            }
+            _ => {
+                return Err(Error::Input(
+                    "this output was assembled by another kernel".into(),
+                ))
+            }
+        }
+        timings.assemble = scattering.elapsed();
+        Ok(timings)
+    }
+
+    /// Check and convert the inputs, call the generated kernel, and collect what it
+    /// produced (with `initial`'s entries for `+=` statements).
+    fn execute(
+        &self,
+        inputs: &[&Tensor],
+        initial: Option<&Tensor>,
+    ) -> Result<(Produced, Timings), Error> {
         let started = Instant::now();
         let stmt = &self.statement;
         if inputs.len() + 1 != stmt.tensors.len() {
@@ -217,7 +319,7 @@ impl Kernel {
         }
         // Inputs in the layout and value type the kernel reads.
         let mut operands: Vec<Cow<'_, Tensor>> = Vec::with_capacity(self.lowered.operands.len());
-        let dense_output = matches!(self.lowered.output, OutputMode::Dense { .. });
+        let dense_output = !self.assembles_output();
         let mut output = match (dense_output, stmt.accumulate, initial) {
             (true, true, Some(init)) => init.convert(&out_decl.format)?,
             (true, _, _) => Tensor::from_coo(
@@ -302,8 +404,8 @@ impl Kernel {
                 "the kernel ran out of memory while producing its output".into()
             })));
         }
-        let result = if dense_output {
-            operands.swap_remove(0).into_owned()
+        let produced = if dense_output {
+            Produced::Dense(operands.swap_remove(0).into_owned())
         } else {
             let order = out_decl.dims.len();
             let total: usize = buffers.iter().map(|b| b.len as usize).sum();
@@ -333,17 +435,49 @@ impl Kernel {
                 coo.coords.extend_from_slice(&init.coords);
                 coo.values.extend_from_slice(&init.values);
             }
-            Tensor::from_coo_owned(coo, &out_decl.format, self.value_type)?
+            Produced::Entries(coo)
         };
-        let finished = Instant::now();
         Ok((
-            result,
+            produced,
             Timings {
                 prepare: prepared - started,
                 compute: computed - prepared,
-                assemble: finished - computed,
+                assemble: Duration::ZERO,
             },
         ))
+    }
+}
+
+/// What one call of the generated kernel produced.
+enum Produced {
+    /// A dense output, complete.
+    Dense(Tensor),
+    /// A sparse output's entries in the order the kernel emitted them, to be assembled.
+    Entries(Coo),
+}
+
+/// A kernel's output kept with what is needed to recompute its values in place
+/// (see [`Kernel::assemble`]).
+pub struct Assembled {
+    tensor: Tensor,
+    /// For sparse outputs: the entries the kernel emitted and the value slot of each.
+    structure: Option<OutputStructure>,
+}
+
+struct OutputStructure {
+    coords: Vec<i64>,
+    slots: Vec<usize>,
+}
+
+impl Assembled {
+    /// The output tensor, in the statement's output format.
+    pub fn tensor(&self) -> &Tensor {
+        &self.tensor
+    }
+
+    /// Take the output tensor.
+    pub fn into_tensor(self) -> Tensor {
+        self.tensor
     }
 }
 

@@ -87,17 +87,7 @@ void sparsec_buffer_free(sparsec_buffer *b) {
   b->vals = 0;
 }
 
-static int sparsec_compare_index(const void *a, const void *b) {
-  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-  return (x > y) - (x < y);
-}
-
-/* Short lists (a workspace row's touched coordinates) sort fastest by insertion. */
-static void sparsec_sort_index(int64_t *a, int64_t n) {
-  if (n > 32) {
-    qsort(a, (size_t)n, sizeof(int64_t), sparsec_compare_index);
-    return;
-  }
+static void sparsec_insertion_sort(int64_t *a, int64_t n) {
   for (int64_t i = 1; i < n; i++) {
     int64_t x = a[i], j = i - 1;
     while (j >= 0 && a[j] > x) {
@@ -106,6 +96,60 @@ static void sparsec_sort_index(int64_t *a, int64_t n) {
     }
     a[j + 1] = x;
   }
+}
+
+static void sparsec_sift_down(int64_t *a, int64_t root, int64_t n) {
+  int64_t x = a[root];
+  for (int64_t child = 2 * root + 1; child < n; child = 2 * root + 1) {
+    if (child + 1 < n && a[child + 1] > a[child]) child++;
+    if (a[child] <= x) break;
+    a[root] = a[child];
+    root = child;
+  }
+  a[root] = x;
+}
+
+/* Introsort of a workspace row's touched coordinates: quicksort on the median of three,
+   insertion sort for short ranges (most rows), heapsort when partitions keep failing, so
+   no input is quadratic. Inline comparisons: qsort's callback costs twice as much. */
+static void sparsec_sort_index_bounded(int64_t *a, int64_t n, int depth) {
+  while (n > 24) {
+    if (depth-- == 0) {
+      for (int64_t i = n / 2 - 1; i >= 0; i--) sparsec_sift_down(a, i, n);
+      for (int64_t end = n - 1; end > 0; end--) {
+        int64_t t = a[0]; a[0] = a[end]; a[end] = t;
+        sparsec_sift_down(a, 0, end);
+      }
+      return;
+    }
+    int64_t x = a[0], y = a[n / 2], z = a[n - 1];
+    int64_t pivot = x < y ? (y < z ? y : (x < z ? z : x)) : (x < z ? x : (y < z ? z : y));
+    int64_t i = 0, j = n - 1;
+    for (;;) {
+      while (a[i] < pivot) i++;
+      while (a[j] > pivot) j--;
+      if (i >= j) break;
+      int64_t t = a[i]; a[i] = a[j]; a[j] = t;
+      i++;
+      j--;
+    }
+    /* [0, j] <= pivot <= [j + 1, n): recurse on the smaller side, loop on the larger. */
+    if (j + 1 < n - j - 1) {
+      sparsec_sort_index_bounded(a, j + 1, depth);
+      a += j + 1;
+      n -= j + 1;
+    } else {
+      sparsec_sort_index_bounded(a + j + 1, n - j - 1, depth);
+      n = j + 1;
+    }
+  }
+  sparsec_insertion_sort(a, n);
+}
+
+static void sparsec_sort_index(int64_t *a, int64_t n) {
+  int depth = 0;
+  for (int64_t m = n; m > 1; m >>= 1) depth += 2;
+  sparsec_sort_index_bounded(a, n, depth);
 }
 
 static inline int64_t sparsec_min(int64_t a, int64_t b) { return a < b ? a : b; }

@@ -82,26 +82,37 @@ impl Coo {
 
     /// Sort entries lexicographically and sum duplicates (explicit zeros stay).
     pub fn sort_and_sum(&mut self) {
+        self.sort_and_sum_tracked();
+    }
+
+    /// [`Coo::sort_and_sum`], returning where each original entry went: `Some(m)` with
+    /// `m[e]` the index of entry `e` after sorting and summing, or `None` when the entries
+    /// were already strictly increasing and stay where they are.
+    pub fn sort_and_sum_tracked(&mut self) -> Option<Vec<usize>> {
         let n = self.order();
         let strictly_increasing = (1..self.len()).all(|e| self.coord(e - 1) < self.coord(e));
         if strictly_increasing {
-            return;
+            return None;
         }
         let perm = self.sorted_permutation(&(0..n).collect::<Vec<_>>());
         let mut coords = Vec::with_capacity(self.coords.len());
         let mut values: Vec<f64> = Vec::with_capacity(self.values.len());
+        let mut moved_to = vec![0; self.len()];
         for e in perm {
             let c = self.coord(e);
             let last = values.len();
             if last > 0 && &coords[(last - 1) * n..last * n] == c {
                 values[last - 1] += self.values[e];
+                moved_to[e] = last - 1;
             } else {
                 coords.extend_from_slice(c);
                 values.push(self.values[e]);
+                moved_to[e] = last;
             }
         }
         self.coords = coords;
         self.values = values;
+        Some(moved_to)
     }
 
     /// Entry indices sorted by the given modes (stable for ties).

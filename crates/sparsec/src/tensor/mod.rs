@@ -77,6 +77,25 @@ impl Values {
         }
     }
     /// The value type.
+    /// Set every value to the sum of the `sums` entries whose slot it is:
+    /// `self[slots[e]] += sums[e]` after zeroing.
+    pub fn scatter_sums(&mut self, slots: &[usize], sums: &[f64]) {
+        match self {
+            Values::F64(v) => {
+                v.fill(0.0);
+                for (&slot, &x) in slots.iter().zip(sums) {
+                    v[slot] += x;
+                }
+            }
+            Values::F32(v) => {
+                v.fill(0.0);
+                for (&slot, &x) in slots.iter().zip(sums) {
+                    v[slot] += x as f32;
+                }
+            }
+        }
+    }
+
     pub fn value_type(&self) -> ValueType {
         match self {
             Values::F64(_) => ValueType::F64,
@@ -157,6 +176,25 @@ impl Tensor {
         format: &Format,
         value_type: ValueType,
     ) -> Result<Tensor, TensorError> {
+        Tensor::from_coo_tracked(coo, format, value_type).map(|(tensor, _)| tensor)
+    }
+
+    /// [`Tensor::from_coo_owned`], also returning the value slot of each entry: entry `e`
+    /// of `coo` (duplicates included) was summed into `values()[slots[e]]`. New values of
+    /// the same coordinates can then be scattered in without packing again.
+    ///
+    /// ```
+    /// use sparsec::{format::Format, tensor::{Coo, Tensor, ValueType}};
+    /// let coo = Coo::new(vec![2, 3], vec![1, 2, 0, 0, 1, 2], vec![1.0, 2.0, 3.0]).unwrap();
+    /// let csr = Format::parse("csr", 2).unwrap();
+    /// let (_, slots) = Tensor::from_coo_tracked(coo, &csr, ValueType::F64).unwrap();
+    /// assert_eq!(slots, vec![1, 0, 1]);
+    /// ```
+    pub fn from_coo_tracked(
+        coo: Coo,
+        format: &Format,
+        value_type: ValueType,
+    ) -> Result<(Tensor, Vec<usize>), TensorError> {
         if format.order() != coo.order() {
             return Err(TensorError::OrderMismatch {
                 format: format.spelling(),

@@ -4,13 +4,15 @@
 use super::{Coo, Tensor, TensorError, ValueType, Values};
 use crate::format::{Format, LevelCoord, PackInput, Segment};
 
+/// Pack `coo` into `format`, also returning the value slot each entry of `coo` (in its
+/// original order, duplicates included) was summed into.
 pub(super) fn pack(
     mut coo: Coo,
     format: &Format,
     value_type: ValueType,
-) -> Result<Tensor, TensorError> {
+) -> Result<(Tensor, Vec<usize>), TensorError> {
     coo.validate()?;
-    coo.sort_and_sum();
+    let moved_to = coo.sort_and_sum_tracked();
     let nnz = coo.len();
     let specs = format.levels();
     let unrepresentable = |reason: String| TensorError::Unrepresentable {
@@ -103,16 +105,25 @@ pub(super) fn pack(
         segments = out.children;
     }
     let mut values = Values::zeros(value_type, positions);
+    let mut slot_of_summed = vec![0; nnz];
     for seg in &segments {
         let sum: f64 = (seg.lo..seg.hi).map(|e| coo.values[perm[e]]).sum();
         values.set(seg.parent, sum);
+        for &e in &perm[seg.lo..seg.hi] {
+            slot_of_summed[e] = seg.parent;
+        }
     }
-    Ok(Tensor {
+    let slots = match moved_to {
+        Some(moved_to) => moved_to.iter().map(|&s| slot_of_summed[s]).collect(),
+        None => slot_of_summed,
+    };
+    let tensor = Tensor {
         dims: coo.dims.clone(),
         format: format.clone(),
         levels,
         values,
-    })
+    };
+    Ok((tensor, slots))
 }
 
 /// Sorted distinct `j - i` over the entries, when the format has a diagonal level.
