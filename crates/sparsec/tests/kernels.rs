@@ -395,3 +395,57 @@ fn reductions_under_additions() {
         ],
     );
 }
+
+/// Iterating a hashed level visits its empty buckets too; other operands must be located
+/// only at stored coordinates. Locating the empty-bucket marker in a full hash block used
+/// to loop forever (seen in the property test with `A` in `hdh` and `D` in `hhhh`).
+#[test]
+fn hashed_iteration_locates_only_stored_coordinates() {
+    let mut r = rng(11);
+    for n in [1, 2, 5, 9] {
+        let sparse = random_coo(&mut r, &[n, n], 0.2);
+        let full = random_coo(&mut r, &[n, n], 1.0);
+        for (a, b) in [(sparse.clone(), full.clone()), (full, sparse)] {
+            check(
+                "y(i) = A(i,j) * B(i,j)",
+                &[("A", "hh"), ("B", "hh")],
+                &[("A", a.clone()), ("B", b.clone())],
+            );
+            check(
+                "y(i) = A(i,j) - B(i,j)",
+                &[("A", "hh"), ("B", "hh")],
+                &[("A", a), ("B", b)],
+            );
+        }
+    }
+    // The case the property test found.
+    let dims = |v: &str| match v {
+        "i" => 3,
+        "j" => 2,
+        "k" => 4,
+        "l" => 3,
+        _ => 2,
+    };
+    let coo = |r: &mut rand::rngs::StdRng, vars: &[&str], density: f64| {
+        let d: Vec<usize> = vars.iter().map(|v| dims(v)).collect();
+        random_coo(r, &d, density)
+    };
+    let mut e = coo(&mut r, &["j", "k"], 1.0);
+    e.values.iter_mut().for_each(|x| *x = 1.5 + x.abs());
+    check(
+        "Y(i,j,l) = ((A(m,j,k) * B(j,l,k)) * (C(l,k,i) - (D(m,i,l,j)) / E(j,k)))",
+        &[
+            ("A", "hdh"),
+            ("B", "ddd:1,0,2"),
+            ("C", "ucq"),
+            ("D", "hhhh"),
+        ],
+        &[
+            ("A", coo(&mut r, &["m", "j", "k"], 0.3)),
+            ("B", coo(&mut r, &["j", "l", "k"], 0.5)),
+            ("C", coo(&mut r, &["l", "k", "i"], 0.2)),
+            ("D", coo(&mut r, &["m", "i", "l", "j"], 1.0)),
+            ("E", e),
+        ],
+    );
+}

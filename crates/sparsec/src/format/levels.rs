@@ -39,22 +39,32 @@ fn group_by_coord(
 ) -> Vec<Segment> {
     let mut children = Vec::with_capacity(input.segments.len());
     for seg in input.segments {
-        let mut lo = seg.lo;
-        while lo < seg.hi {
-            let c = input.coords[lo];
-            let mut hi = lo + 1;
-            while hi < seg.hi && input.coords[hi] == c {
-                hi += 1;
-            }
-            children.push(Segment {
-                parent: child_pos(seg, c),
-                lo,
-                hi,
-            });
-            lo = hi;
-        }
+        push_groups(input.coords, seg, &mut children, &mut child_pos);
     }
     children
+}
+
+/// Append one child segment per run of equal coordinates in `seg`.
+fn push_groups(
+    coords: &[i64],
+    seg: &Segment,
+    children: &mut Vec<Segment>,
+    mut child_pos: impl FnMut(&Segment, i64) -> usize,
+) {
+    let mut lo = seg.lo;
+    while lo < seg.hi {
+        let c = coords[lo];
+        let mut hi = lo + 1;
+        while hi < seg.hi && coords[hi] == c {
+            hi += 1;
+        }
+        children.push(Segment {
+            parent: child_pos(seg, c),
+            lo,
+            hi,
+        });
+        lo = hi;
+    }
 }
 
 fn check_in_range(input: &PackInput<'_>, seg: &Segment) -> Result<(), String> {
@@ -218,11 +228,7 @@ impl LevelFormat for Compressed {
             check_in_range(input, seg)?;
             let start = children.len();
             if self.unique {
-                let single = PackInput {
-                    segments: std::slice::from_ref(seg),
-                    ..*input
-                };
-                children.extend(group_by_coord(&single, |_, _| 0));
+                push_groups(input.coords, seg, &mut children, |_, _| 0);
             } else {
                 children.extend((seg.lo..seg.hi).map(|e| Segment {
                     parent: 0,

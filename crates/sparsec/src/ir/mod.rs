@@ -198,8 +198,15 @@ pub enum Stmt {
     Emit { coords: Vec<Expr>, value: Expr },
     /// A nested scope.
     Block(Vec<Stmt>),
-    /// Sort the first `len` entries of an index array in increasing order.
-    Sort { array: ArrayRef, len: Expr },
+    /// Order a workspace's touched list: `list[0, len)` holds, in any order, the
+    /// coordinates whose `flags` in `[0, width)` are set; afterwards it holds them in
+    /// increasing order (by sorting, or by scanning the flags when that is cheaper).
+    OrderTouched {
+        list: ArrayRef,
+        len: Expr,
+        flags: ArrayRef,
+        width: Expr,
+    },
 }
 
 /// Hardware a parallel loop runs on.

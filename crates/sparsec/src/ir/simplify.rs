@@ -110,9 +110,16 @@ fn simplify_stmt(stmt: Stmt) -> Option<Stmt> {
             value: simplify(&value),
         },
         Stmt::Block(b) => Stmt::Block(simplify_stmts(b)),
-        Stmt::Sort { array, len } => Stmt::Sort {
-            array,
+        Stmt::OrderTouched {
+            list,
+            len,
+            flags,
+            width,
+        } => Stmt::OrderTouched {
+            list,
             len: simplify(&len),
+            flags,
+            width: simplify(&width),
         },
     })
 }

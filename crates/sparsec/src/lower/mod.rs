@@ -569,9 +569,11 @@ impl Lowerer<'_> {
         };
         stmts.extend(self.lower(producer, &p.body, &into, scope)?);
         let list = ArrayRef::local(format!("{ws}_list"));
-        stmts.push(Stmt::Sort {
-            array: list.clone(),
+        stmts.push(Stmt::OrderTouched {
+            list: list.clone(),
             len: Expr::var(count.clone()),
+            flags: ArrayRef::local(format!("{ws}_seen")),
+            width: self.size(j),
         });
         let read = expr.read_workspace(&p.workspace, &format!("{}_vals", p.workspace));
         let at = format!("{ws}_p");
@@ -633,9 +635,11 @@ impl Lowerer<'_> {
             depth: self.parallel.len(),
         };
         stmts.extend(self.lower(remaining, expr, &into, scope)?);
-        stmts.push(Stmt::Sort {
-            array: list.clone(),
+        stmts.push(Stmt::OrderTouched {
+            list: list.clone(),
             len: Expr::var(count.clone()),
+            flags: seen.clone(),
+            width: self.size(w),
         });
         let p = format!("{name}_p");
         stmts.push(Stmt::For {
@@ -1173,13 +1177,19 @@ impl Lowerer<'_> {
                 &self.var(v),
             ));
         }
-        body.extend(locates);
-        let cond = conjunction(flags.into_iter().map(|f| f.1).chain([found]));
-        body.push(Stmt::If(
-            cond,
+        // The other operands are located only at a coordinate that exists: the position
+        // of an empty hash bucket holds no coordinate to look up.
+        let mut located_body = locates;
+        located_body.push(Stmt::If(
+            conjunction(flags.into_iter().map(|f| f.1)),
             self.lower(rest, expr, dest, &inner)?,
             vec![],
         ));
+        if found == Expr::Bool(true) {
+            body.extend(located_body);
+        } else {
+            body.push(Stmt::If(found, located_body, vec![]));
+        }
         match seg {
             None => Ok(vec![Stmt::For {
                 var: pname,

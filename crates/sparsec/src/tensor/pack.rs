@@ -22,24 +22,29 @@ pub(super) fn pack(
 
     let diagonal_offsets = diagonal_offsets(&coo, format);
     let ell_slots = ell_slots(&coo, format);
+    let order = coo.order();
     let level_coords: Vec<Vec<i64>> = specs
         .iter()
         .map(|spec| {
-            (0..nnz)
-                .map(|e| {
-                    let c = coo.coord(e);
-                    match spec.coord {
-                        LevelCoord::Mode(m) => c[m],
-                        LevelCoord::BlockOuter { mode, block } => c[mode] / block as i64,
-                        LevelCoord::BlockInner { mode, block } => c[mode] % block as i64,
-                        LevelCoord::EllSlot => ell_slots[e],
-                        LevelCoord::Diagonal => diagonal_offsets
+            let mode_column = |m: usize| coo.coords.iter().skip(m).step_by(order.max(1));
+            match spec.coord {
+                LevelCoord::Mode(m) => mode_column(m).copied().collect(),
+                LevelCoord::BlockOuter { mode, block } => {
+                    mode_column(mode).map(|&c| c / block as i64).collect()
+                }
+                LevelCoord::BlockInner { mode, block } => {
+                    mode_column(mode).map(|&c| c % block as i64).collect()
+                }
+                LevelCoord::EllSlot => ell_slots.clone(),
+                LevelCoord::Diagonal => (0..nnz)
+                    .map(|e| {
+                        let c = coo.coord(e);
+                        diagonal_offsets
                             .binary_search(&(c[1] - c[0]))
-                            .expect("every diagonal is listed")
-                            as i64,
-                    }
-                })
-                .collect()
+                            .expect("every diagonal is listed") as i64
+                    })
+                    .collect(),
+            }
         })
         .collect();
     let level_sizes: Vec<usize> = specs
@@ -53,29 +58,30 @@ pub(super) fn pack(
         })
         .collect();
 
-    // Sort entries by storage coordinates, outermost level first.
-    let mut perm: Vec<usize> = (0..nnz).collect();
-    let in_order = perm.windows(2).all(|w| {
-        level_coords
-            .iter()
-            .map(|c| c[w[0]])
-            .le(level_coords.iter().map(|c| c[w[1]]))
-    });
-    if !in_order {
+    // Sort entries by storage coordinates, outermost level first. Entries are sorted by
+    // mode already, so storage that lists the modes in order needs no permutation.
+    let modes_in_order = specs
+        .iter()
+        .enumerate()
+        .all(|(k, spec)| spec.coord == LevelCoord::Mode(k));
+    let in_order = modes_in_order || (1..nnz).all(|e| storage_order_le(&level_coords, e - 1, e));
+    let perm: Option<Vec<usize>> = (!in_order).then(|| {
+        let mut perm: Vec<usize> = (0..nnz).collect();
         perm.sort_by(|&a, &b| {
             level_coords
                 .iter()
                 .map(|c| c[a])
                 .cmp(level_coords.iter().map(|c| c[b]))
         });
-    }
-    let sorted_coords: Vec<Vec<i64>> = if in_order {
-        level_coords
-    } else {
-        level_coords
+        perm
+    });
+    let entry = |e: usize| perm.as_ref().map_or(e, |p| p[e]);
+    let sorted_coords: Vec<Vec<i64>> = match &perm {
+        None => level_coords,
+        Some(perm) => level_coords
             .iter()
             .map(|c| perm.iter().map(|&e| c[e]).collect())
-            .collect()
+            .collect(),
     };
 
     let mut segments = if nnz > 0 || specs.is_empty() {
@@ -107,10 +113,10 @@ pub(super) fn pack(
     let mut values = Values::zeros(value_type, positions);
     let mut slot_of_summed = vec![0; nnz];
     for seg in &segments {
-        let sum: f64 = (seg.lo..seg.hi).map(|e| coo.values[perm[e]]).sum();
+        let sum: f64 = (seg.lo..seg.hi).map(|e| coo.values[entry(e)]).sum();
         values.set(seg.parent, sum);
-        for &e in &perm[seg.lo..seg.hi] {
-            slot_of_summed[e] = seg.parent;
+        for e in seg.lo..seg.hi {
+            slot_of_summed[entry(e)] = seg.parent;
         }
     }
     let slots = match moved_to {
@@ -124,6 +130,16 @@ pub(super) fn pack(
         values,
     };
     Ok((tensor, slots))
+}
+
+/// True when entry `a` is at or before entry `b` in storage order.
+fn storage_order_le(level_coords: &[Vec<i64>], a: usize, b: usize) -> bool {
+    for c in level_coords {
+        if c[a] != c[b] {
+            return c[a] < c[b];
+        }
+    }
+    true
 }
 
 /// Sorted distinct `j - i` over the entries, when the format has a diagonal level.
