@@ -16,8 +16,6 @@
 //!    is found on disk and loaded; `was_compiled()` must be false;
 //! 3. **repeat**: the same kernel constructed again in that second process: the library is
 //!    found in the process's table of loaded libraries; `was_compiled()` must be false.
-//!    (It is timed in the disk process because after a compile that table hands back the
-//!    library as loaded, with `was_compiled()` still true.)
 //!
 //! Every process runs `gcc --version` once (the compiler's identity is part of the cache
 //! key), so phases 1 and 2 include it and phase 3 does not; its cost is printed apart.

@@ -66,6 +66,7 @@ pub struct Kernel {
     generated: CKernel,
     value_type: ValueType,
     library: Arc<Library>,
+    compiled: bool,
     entry: KernelFn,
     free: FreeFn,
 }
@@ -123,7 +124,7 @@ impl Kernel {
     ) -> Result<Kernel, Error> {
         let value_types = vec![value_type; lowered.operands.len()];
         let generated = c::emit(&lowered, &value_types)?;
-        let library = jit::load(&generated.source, toolchain)?;
+        let jit::Loaded { library, compiled } = jit::load(&generated.source, toolchain)?;
         // SAFETY: the signatures match the C prelude and entry point printed by `codegen::c`.
         let entry = unsafe { library.symbol::<KernelFn>(c::ENTRY)? };
         let free = unsafe { library.symbol::<FreeFn>(c::FREE_BUFFER)? };
@@ -134,6 +135,7 @@ impl Kernel {
             generated,
             value_type,
             library,
+            compiled,
             entry,
             free,
         })
@@ -171,7 +173,7 @@ impl Kernel {
 
     /// True when this kernel was compiled now rather than found in the cache.
     pub fn was_compiled(&self) -> bool {
-        self.library.compiled
+        self.compiled
     }
 
     /// True when the output is sparse: the kernel emits its entries and they are

@@ -25,10 +25,12 @@ fn second_load_reuses_the_cache_across_toolchains_and_processes() {
     let tc = toolchain(dir.path());
     let src = source(11);
     let first = jit::load(&src, &tc).unwrap();
-    assert_eq!(probe(&first), 11);
+    assert!(first.compiled);
+    assert_eq!(probe(&first.library), 11);
     // Same process: the loaded library is shared, not recompiled.
     let again = jit::load(&src, &tc).unwrap();
-    assert!(std::sync::Arc::ptr_eq(&first, &again));
+    assert!(!again.compiled);
+    assert!(std::sync::Arc::ptr_eq(&first.library, &again.library));
     let entries = std::fs::read_dir(dir.path()).unwrap().count();
     assert_eq!(entries, 2, "one library and one checksum");
 }
@@ -42,9 +44,9 @@ fn corrupted_or_truncated_entries_are_rebuilt() {
     // Plant a truncated library with a stale checksum, as a crash mid-write would.
     std::fs::write(dir.path().join(format!("{key}.so")), b"\x7fELF truncated").unwrap();
     std::fs::write(dir.path().join(format!("{key}.sum")), "0000").unwrap();
-    let lib = jit::load(&src, &tc).unwrap();
-    assert!(lib.compiled);
-    assert_eq!(probe(&lib), 12);
+    let loaded = jit::load(&src, &tc).unwrap();
+    assert!(loaded.compiled);
+    assert_eq!(probe(&loaded.library), 12);
 }
 
 #[test]
@@ -54,7 +56,7 @@ fn concurrent_threads_compile_the_same_kernel_safely() {
     let src = source(13);
     std::thread::scope(|s| {
         let handles: Vec<_> = (0..4)
-            .map(|_| s.spawn(|| probe(&jit::load(&src, &tc).unwrap())))
+            .map(|_| s.spawn(|| probe(&jit::load(&src, &tc).unwrap().library)))
             .collect();
         for h in handles {
             assert_eq!(h.join().unwrap(), 13);

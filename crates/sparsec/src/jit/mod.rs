@@ -82,7 +82,13 @@ pub struct Library {
     lib: libloading::Library,
     /// Where it was loaded from.
     pub path: PathBuf,
-    /// True when this call compiled it (false: found in a cache).
+}
+
+/// What [`load`] returns: the library, and whether this call had to compile it.
+pub struct Loaded {
+    /// The library, shared by every load of the same source in this process.
+    pub library: Arc<Library>,
+    /// True when this call ran the compiler (false: found in this process or on disk).
     pub compiled: bool,
 }
 
@@ -146,10 +152,13 @@ pub fn cache_key(source: &str, toolchain: &Toolchain) -> Result<String, JitError
 }
 
 /// Compile (or find in the cache) and load `source`.
-pub fn load(source: &str, toolchain: &Toolchain) -> Result<Arc<Library>, JitError> {
+pub fn load(source: &str, toolchain: &Toolchain) -> Result<Loaded, JitError> {
     let key = cache_key(source, toolchain)?;
     if let Some(lib) = loaded().lock().expect("library table").get(&key) {
-        return Ok(lib.clone());
+        return Ok(Loaded {
+            library: lib.clone(),
+            compiled: false,
+        });
     }
     let cache_err = |path: &Path, e: std::io::Error| JitError::Cache {
         path: path.display().to_string(),
@@ -170,16 +179,12 @@ pub fn load(source: &str, toolchain: &Toolchain) -> Result<Arc<Library>, JitErro
         compiled = true;
         open(&so)
     })?;
-    let lib = Arc::new(Library {
-        lib,
-        path: so,
-        compiled,
-    });
+    let library = Arc::new(Library { lib, path: so });
     loaded()
         .lock()
         .expect("library table")
-        .insert(key, lib.clone());
-    Ok(lib)
+        .insert(key, library.clone());
+    Ok(Loaded { library, compiled })
 }
 
 fn entry_is_valid(so: &Path, sum: &Path) -> bool {
