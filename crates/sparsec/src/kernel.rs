@@ -65,7 +65,8 @@ pub struct Kernel {
     lowered: Lowered,
     generated: CKernel,
     value_type: ValueType,
-    library: Arc<Library>,
+    /// Holds the code `entry` and `free` point into.
+    _library: Arc<Library>,
     compiled: bool,
     entry: KernelFn,
     free: FreeFn,
@@ -134,7 +135,7 @@ impl Kernel {
             lowered,
             generated,
             value_type,
-            library,
+            _library: library,
             compiled,
             entry,
             free,
