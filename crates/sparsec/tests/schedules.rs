@@ -519,6 +519,44 @@ fn precompute_into_a_two_dimensional_workspace() {
         &[],
         "order(i,k,l,j,m),precompute(B(i,k,l)*D(l,j,m),(j,m),(j,m),w),parallelize(i,CPUThread,NoRaces)",
     );
+    // A sparse output reads the two-dimensional workspace through its touched list.
+    let sparse_sets: Vec<Vec<(&str, Coo)>> = [0.2, 0.03, 0.0]
+        .iter()
+        .map(|&d| {
+            vec![
+                ("B", random_coo(&mut r, &[4, 5, 6], d)),
+                ("C", random_coo(&mut r, &[5, 3], 1.0)),
+                ("D", random_coo(&mut r, &[6, 3, 2], 0.3)),
+            ]
+        })
+        .collect();
+    for out in ["sss", "dss", "dsd"] {
+        check_schedule(
+            "Y(i,j,m) = B(i,k,l) * D(l,j,m) * C(k,j)",
+            &[("B", "sss"), ("D", "sss"), ("Y", out)],
+            &sparse_sets,
+            &[],
+            "order(i,k,l,j,m),precompute(B(i,k,l)*D(l,j,m),(j,m),(j,m),w),\
+             parallelize(i,CPUThread,NoRaces)",
+        );
+    }
+    let (stmt, _) = statement(
+        "Y(i,j,m) = B(i,k,l) * D(l,j,m) * C(k,j)",
+        &[("B", "sss"), ("Y", "sss")],
+        &sparse_sets[0],
+        &[],
+    );
+    let refused = Schedule::parse("order(i,k,l,j,m),precompute(B(i,k,l)*D(l,j,m),(m,j),(m,j),w)")
+        .map_err(sparsec::Error::from)
+        .and_then(|s| Kernel::scheduled(stmt, &s, ValueType::F64, &Toolchain::default()))
+        .err()
+        .expect("the consumer loops j, m do not read the workspace (m, j) in order");
+    assert!(
+        refused
+            .to_string()
+            .contains("only along its variables (m, j)"),
+        "{refused}"
+    );
 }
 
 #[test]

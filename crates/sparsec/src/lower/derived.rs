@@ -162,9 +162,24 @@ impl Lowerer<'_> {
         dest: &Dest,
         scope: &Scope,
     ) -> Result<Vec<Stmt>, LowerError> {
+        self.resolve_all(&[v], rest, expr, dest, scope)
+    }
+
+    /// [`Self::resolve`] for several variables whose values are all set, in order.
+    pub(super) fn resolve_all(
+        &mut self,
+        vars: &[VarId],
+        rest: &[VarId],
+        expr: &LExpr,
+        dest: &Dest,
+        scope: &Scope,
+    ) -> Result<Vec<Stmt>, LowerError> {
+        let Some((&v, then)) = vars.split_first() else {
+            return self.lower(rest, expr, dest, scope);
+        };
         let indexes = |o: usize| self.indexes(o, v, scope);
         let Some(points) = lattice::build(expr, &indexes) else {
-            return self.lower(rest, expr, dest, scope);
+            return self.resolve_all(then, rest, expr, dest, scope);
         };
         let located: Vec<usize> = points[0].iterators.iter().copied().collect();
         self.check_located(v, &points, &located, scope)?;
@@ -172,7 +187,7 @@ impl Lowerer<'_> {
         let cond = conjunction(flags.into_iter().map(|f| f.1));
         body.push(Stmt::If(
             cond,
-            self.lower(rest, expr, dest, &inner)?,
+            self.resolve_all(then, rest, expr, dest, &inner)?,
             vec![],
         ));
         Ok(body)

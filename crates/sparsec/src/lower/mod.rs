@@ -111,11 +111,11 @@ impl Scope {
 
 enum Dest {
     Output,
-    /// Accumulate into workspace `name` at the coordinate of variable `var`; `depth`
-    /// parallel loops enclose the workspace.
+    /// Accumulate into workspace `name` at its variables' current values, recording
+    /// each newly touched (linearised) coordinate; `depth` parallel loops enclose it.
     Workspace {
         name: String,
-        var: VarId,
+        vars: Vec<VarId>,
         depth: usize,
     },
     Temp {
@@ -493,16 +493,23 @@ impl Lowerer<'_> {
             .collect();
         let sparse_consumer = matches!(dest, Dest::Output)
             && !self.dense_output
-            && p.vars.len() == 1
-            && consumer.first() == Some(&p.vars[0]);
+            && !p.vars.is_empty()
+            && consumer.starts_with(&p.vars);
         if sparse_consumer {
             return self.precompute_touched(p, &producer, &consumer, expr, dest, scope);
         }
         if !self.dense_output {
+            let names: Vec<&str> = p
+                .vars
+                .iter()
+                .map(|&v| self.plan.vars[v].name.as_str())
+                .collect();
             return Err(LowerError(format!(
                 "precompute: precondition failed: a sparse output reads the workspace `{}` \
-                 along its one variable, which is the next loop after the producer",
-                p.workspace
+                 only along its variables ({}) as the next loops after the producer, in that \
+                 order",
+                p.workspace,
+                names.join(", ")
             )));
         }
         let name = c_name(&p.workspace);
@@ -551,20 +558,25 @@ impl Lowerer<'_> {
         dest: &Dest,
         scope: &Scope,
     ) -> Result<Vec<Stmt>, LowerError> {
-        let j = p.vars[0];
         let ws = c_name(&p.workspace);
+        let width = p
+            .vars
+            .iter()
+            .map(|&v| self.size(v))
+            .reduce(|a, b| a * b)
+            .expect("a workspace has variables");
         for (suffix, ty) in [
             ("vals", LocalType::Value),
             ("seen", LocalType::Flag),
             ("list", LocalType::Index),
         ] {
-            self.local(&format!("{ws}_{suffix}"), self.size(j), ty);
+            self.local(&format!("{ws}_{suffix}"), width.clone(), ty);
         }
         let count = format!("{ws}_count");
         let mut stmts = vec![Stmt::Decl(count.clone(), Type::Index, Expr::Int(0))];
         let into = Dest::Workspace {
             name: ws.clone(),
-            var: j,
+            vars: p.vars.clone(),
             depth: self.parallel.len(),
         };
         stmts.extend(self.lower(producer, &p.body, &into, scope)?);
@@ -573,20 +585,35 @@ impl Lowerer<'_> {
             list: list.clone(),
             len: Expr::var(count.clone()),
             flags: ArrayRef::local(format!("{ws}_seen")),
-            width: self.size(j),
+            width,
         });
         let read = expr.read_workspace(&p.workspace, &format!("{}_vals", p.workspace));
         let at = format!("{ws}_p");
+        let linear = format!("{ws}_at");
         let mut body = vec![Stmt::Decl(
-            self.name(j),
+            linear.clone(),
             Type::Index,
             Expr::load(list, Expr::var(at.clone())),
         )];
-        body.extend(self.resolve(j, &consumer[1..], &read, dest, scope)?);
+        // The touched coordinates are linearised row-major: peel the variables off it.
+        let mut stride = Expr::Int(1);
+        let mut coords = Vec::new();
+        for &v in p.vars.iter().rev() {
+            let coord = Expr::bin(
+                BinOp::Rem,
+                Expr::bin(BinOp::Div, Expr::var(linear.clone()), stride.clone()),
+                self.size(v),
+            );
+            coords.push(Stmt::Decl(self.name(v), Type::Index, coord));
+            stride = stride * self.size(v);
+        }
+        body.extend(coords.into_iter().rev());
+        let n = p.vars.len();
+        body.extend(self.resolve_all(&p.vars, &consumer[n..], &read, dest, scope)?);
         for (suffix, zero) in [("vals", Expr::Float(0.0)), ("seen", Expr::Int(0))] {
             body.push(Stmt::Store {
                 array: ArrayRef::local(format!("{ws}_{suffix}")),
-                index: self.var(j),
+                index: Expr::var(linear.clone()),
                 value: zero,
                 accumulate: false,
             });
@@ -631,7 +658,7 @@ impl Lowerer<'_> {
         let mut stmts = vec![Stmt::Decl(count.clone(), Type::Index, Expr::Int(0))];
         let into = Dest::Workspace {
             name: name.clone(),
-            var: w,
+            vars: vec![w],
             depth: self.parallel.len(),
         };
         stmts.extend(self.lower(remaining, expr, &into, scope)?);
@@ -702,8 +729,8 @@ impl Lowerer<'_> {
                 value,
                 accumulate: true,
             })],
-            Dest::Workspace { name, var, .. } => {
-                let at = self.var(*var);
+            Dest::Workspace { name, vars, .. } => {
+                let at = self.linear_index(vars);
                 let count = format!("{name}_count");
                 let seen = ArrayRef::local(format!("{name}_seen"));
                 vec![
