@@ -449,3 +449,42 @@ fn hashed_iteration_locates_only_stored_coordinates() {
         ],
     );
 }
+
+/// A dense operand is always present, so lattice points that differ only in it test the
+/// same condition: the later ones are unreachable and must not be generated (they divided
+/// by the absent divisor, `x / 0.0`, and tripled the code).
+#[test]
+fn unreachable_lattice_cases_are_not_generated() {
+    let mut r = rng(12);
+    let (stmt, _) = statement(
+        "y(i) = A(i,j) * (B(i,j) - C(i,j) / E(i,j))",
+        &[("A", "csr"), ("B", "csr"), ("C", "csr")],
+        &[
+            ("A", random_coo(&mut r, &[5, 6], 0.3)),
+            ("B", random_coo(&mut r, &[5, 6], 0.3)),
+            ("C", random_coo(&mut r, &[5, 6], 0.3)),
+            ("E", random_coo(&mut r, &[5, 6], 1.0)),
+        ],
+        &[],
+    );
+    let kernel = sparsec::kernel::Kernel::from_statement(
+        stmt,
+        sparsec::tensor::ValueType::F64,
+        &Default::default(),
+    )
+    .unwrap();
+    let source = kernel.kernel_source();
+    assert!(!source.contains("/ 0.0"), "{source}");
+    let conditions: Vec<&str> = source
+        .lines()
+        .map(str::trim)
+        .filter(|l| l.starts_with("if (") || l.starts_with("} else if ("))
+        .collect();
+    for (n, c) in conditions.iter().enumerate() {
+        let c = c.trim_start_matches("} else ");
+        assert!(
+            !conditions[n + 1..].contains(&format!("}} else {c}").as_str()),
+            "`{c}` is tested twice in a row:\n{source}"
+        );
+    }
+}

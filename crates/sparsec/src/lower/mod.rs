@@ -1481,8 +1481,17 @@ impl Lowerer<'_> {
         v: VarId,
         outer: &Scope,
     ) -> Result<Stmt, LowerError> {
+        // A case whose condition repeats an earlier one's is unreachable (an operand that
+        // is always present, such as a dense one, makes two lattice points test the same).
+        let mut reachable: Vec<(Expr, &Point)> = Vec::new();
+        for (cond, case) in cases {
+            let cond = crate::ir::simplify(cond);
+            if !reachable.iter().any(|earlier| earlier.0 == cond) {
+                reachable.push((cond, case));
+            }
+        }
         let mut chain: Vec<Stmt> = Vec::new();
-        for (cond, case) in cases.iter().rev() {
+        for (cond, case) in reachable.into_iter().rev() {
             let case_expr =
                 expr.without(&|o| self.indexes(o, v, outer) && !case.iterators.contains(&o));
             // Sums whose operands are all absent in this case vanish with them; looping
