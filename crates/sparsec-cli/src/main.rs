@@ -40,6 +40,7 @@ enum Command {
 }
 
 fn main() -> miette::Result<()> {
+    sparsec::memory::retain_freed_memory();
     let cli = Cli::parse();
     match cli.command {
         Command::Info(args) => info::run(&args),

@@ -23,7 +23,7 @@
 
 use std::borrow::Cow;
 use std::ffi::c_void;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::codegen::c::{self, Binding, CKernel};
@@ -36,6 +36,7 @@ use crate::schedule::{Concrete, OmpSchedule, ParallelUnit, RaceStrategy, Schedul
 use crate::tensor::{Coo, Tensor, ValueType, Values};
 use crate::Error;
 
+/// A kernel's growable list of emitted entries (`sparsec_buffer` in the C prelude).
 #[repr(C)]
 struct Buffer {
     coords: *mut i64,
@@ -43,6 +44,19 @@ struct Buffer {
     len: i64,
     cap: i64,
 }
+
+impl Buffer {
+    const EMPTY: Buffer = Buffer {
+        coords: std::ptr::null_mut(),
+        vals: std::ptr::null_mut(),
+        len: 0,
+        cap: 0,
+    };
+}
+
+// SAFETY: a buffer owns its two heap blocks (allocated by the kernel's `realloc`) and is
+// used by one thread at a time: the kernel call that fills it, then the run that reads it.
+unsafe impl Send for Buffer {}
 
 type KernelFn = unsafe extern "C" fn(*mut *mut c_void, *const i64, *mut Buffer) -> i32;
 type FreeFn = unsafe extern "C" fn(*mut Buffer);
@@ -54,7 +68,8 @@ pub struct Timings {
     pub prepare: Duration,
     /// The generated kernel.
     pub compute: Duration,
-    /// Assembling a sparse output from the kernel's emitted entries.
+    /// Collecting the kernel's emitted entries and assembling them into the output format
+    /// (for [`Kernel::compute`]: checking them and scattering their values).
     pub assemble: Duration,
 }
 
@@ -70,6 +85,21 @@ pub struct Kernel {
     compiled: bool,
     entry: KernelFn,
     free: FreeFn,
+    /// Entry buffers of the last run, kept so that later runs do not grow them again.
+    spare_buffers: Mutex<Vec<Buffer>>,
+}
+
+impl Drop for Kernel {
+    fn drop(&mut self) {
+        let buffers = self
+            .spare_buffers
+            .get_mut()
+            .unwrap_or_else(|e| e.into_inner());
+        for b in buffers.iter_mut() {
+            // SAFETY: the buffer's blocks came from this kernel's library and are freed once.
+            unsafe { (self.free)(b) };
+        }
+    }
 }
 
 impl Kernel {
@@ -139,6 +169,7 @@ impl Kernel {
             compiled,
             entry,
             free,
+            spare_buffers: Mutex::new(Vec::new()),
         })
     }
 
@@ -202,7 +233,7 @@ impl Kernel {
                 Tensor::from_coo_owned(coo, &self.statement.tensors[0].format, self.value_type)?
             }
         };
-        timings.assemble = assembling.elapsed();
+        timings.assemble += assembling.elapsed();
         Ok((result, timings))
     }
 
@@ -279,7 +310,7 @@ impl Kernel {
                 ))
             }
         }
-        timings.assemble = scattering.elapsed();
+        timings.assemble += scattering.elapsed();
         Ok(timings)
     }
 
@@ -380,15 +411,10 @@ impl Kernel {
                 Binding::Array(_) => unreachable!(),
             })
             .collect();
-        // One entry buffer per thread; serial kernels use the first.
-        let mut buffers: Vec<Buffer> = (0..self.threads.max(1))
-            .map(|_| Buffer {
-                coords: std::ptr::null_mut(),
-                vals: std::ptr::null_mut(),
-                len: 0,
-                cap: 0,
-            })
-            .collect();
+        // One entry buffer per thread; serial kernels use the first. A concurrent run of
+        // the same kernel finds none spare and starts empty ones.
+        let mut buffers = std::mem::take(&mut *self.spare_buffers.lock().expect("buffers"));
+        buffers.resize_with(self.threads.max(1), || Buffer::EMPTY);
         let prepared = Instant::now();
         // SAFETY: every pointer addresses storage of the operand named by the binding and
         // stays alive (owned by `operands`) for the call; the output's values are written
@@ -397,9 +423,7 @@ impl Kernel {
             unsafe { (self.entry)(arrays.as_mut_ptr(), params.as_ptr(), buffers.as_mut_ptr()) };
         let computed = Instant::now();
         if status != 0 {
-            for b in &mut buffers {
-                unsafe { (self.free)(b) };
-            }
+            self.keep_buffers(buffers);
             let failed = (0..self.lowered.assumptions.len())
                 .find(|&n| c::assumption_status(n) == status)
                 .map(|n| self.lowered.assumptions[n].1.clone());
@@ -425,7 +449,6 @@ impl Kernel {
                     if len > 0 {
                         values.extend_from_slice(std::slice::from_raw_parts(b.vals, len));
                     }
-                    (self.free)(b);
                 }
             }
             let mut coo = Coo {
@@ -440,14 +463,32 @@ impl Kernel {
             }
             Produced::Entries(coo)
         };
+        self.keep_buffers(buffers);
         Ok((
             produced,
             Timings {
                 prepare: prepared - started,
                 compute: computed - prepared,
-                assemble: Duration::ZERO,
+                // Collecting the emitted entries is the first step of assembling them.
+                assemble: computed.elapsed(),
             },
         ))
+    }
+}
+
+impl Kernel {
+    /// Empty the buffers and keep them for the next run (freeing any that another run
+    /// kept meanwhile).
+    fn keep_buffers(&self, mut buffers: Vec<Buffer>) {
+        for b in &mut buffers {
+            b.len = 0;
+        }
+        let mut spare = self.spare_buffers.lock().expect("buffers");
+        for b in spare.iter_mut() {
+            // SAFETY: allocated by this kernel's library, no longer referenced.
+            unsafe { (self.free)(b) };
+        }
+        *spare = buffers;
     }
 }
 

@@ -19,6 +19,7 @@ pub mod ir;
 pub mod jit;
 pub mod kernel;
 pub mod lower;
+pub mod memory;
 pub mod notation;
 pub mod reference;
 pub mod schedule;
