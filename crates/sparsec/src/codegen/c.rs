@@ -155,26 +155,38 @@ static void sparsec_sort_index(int64_t *a, int64_t n) {
 
 /* `list` holds the `n` coordinates flagged in `seen[0, width)`, in any order: put them in
    increasing order. Sorting costs about n log n compares, many mispredicted; scanning the
-   flags eight at a time costs width / 8 loads and no mispredictions on empty words, so
-   rows that touch more than about one column in 25 log n are scanned. */
+   flags between the smallest and largest coordinate, 32 at a time, costs a step per 32
+   columns and mispredicts only around the flagged ones. Take the cheaper. */
 static void sparsec_order_touched(int64_t *list, int64_t n, const char *seen, int64_t width) {
-  int64_t log = 1;
+  (void)width;
+  if (n < 2) return;
+  int64_t lo = list[0], hi = list[0], log = 1;
+  for (int64_t q = 1; q < n; q++) {
+    lo = list[q] < lo ? list[q] : lo;
+    hi = list[q] > hi ? list[q] : hi;
+  }
   for (int64_t m = n; m > 1; m >>= 1) log++;
-  if (width / 8 > 3 * n * log) {
+  if ((hi - lo) / 32 > n * log) {
     sparsec_sort_index(list, n);
     return;
   }
-  int64_t k = 0, w = 0;
-  for (; w + 8 <= width; w += 8) {
-    uint64_t bytes;
-    memcpy(&bytes, seen + w, 8);
-    while (bytes) {
-      int b = __builtin_ctzll(bytes) >> 3;
-      list[k++] = w + b;
-      bytes &= ~((uint64_t)0xFF << (8 * b));
+  int64_t k = 0, w = lo;
+  for (; w + 32 <= hi + 1; w += 32) {
+    uint64_t a, b, c, d;
+    memcpy(&a, seen + w, 8);
+    memcpy(&b, seen + w + 8, 8);
+    memcpy(&c, seen + w + 16, 8);
+    memcpy(&d, seen + w + 24, 8);
+    if (!(a | b | c | d)) continue;
+    uint64_t words[4] = {a, b, c, d};
+    for (int q = 0; q < 4; q++) {
+      for (uint64_t bytes = words[q]; bytes; bytes &= bytes - 1) {
+        /* Flags are 0 or 1: each set bit is one flagged column. */
+        list[k++] = w + 8 * q + (__builtin_ctzll(bytes) >> 3);
+      }
     }
   }
-  for (; w < width; w++) {
+  for (; w <= hi; w++) {
     if (seen[w]) list[k++] = w;
   }
 }
