@@ -15,7 +15,7 @@
 //! A recovered statement variable is then resolved like any other: every operand that
 //! stores it is located, which requires a product of locatable levels.
 
-use super::{conjunction, lattice, lower_bound, Dest, LExpr, LowerError, Lowerer, Scope};
+use super::{conjunction, lattice, lower_bound, Coalesce, Dest, LExpr, LowerError, Lowerer, Scope};
 use crate::format::{Level, LevelSite};
 use crate::ir::{Expr, Stmt, Type};
 use crate::notation::cin::VarId;
@@ -406,12 +406,15 @@ impl Lowerer<'_> {
     pub(super) fn position_trackers(&self, u: VarId, scope: &Scope) -> (Vec<Stmt>, Scope) {
         let mut stmts = Vec::new();
         let mut inner = scope.clone();
-        for seg in scope.segments.values().filter(|seg| seg.entered_at == u) {
+        for (&pos, seg) in scope.segments.iter().filter(|(_, seg)| seg.entered_at == u) {
             let fused = seg.levels.len() > 1;
-            stmts.extend(
-                (0..seg.levels.len() - 1)
-                    .map(|idx| Stmt::Decl(seg.tracker(idx), Type::Index, Expr::Int(-1))),
-            );
+            for idx in 0..seg.levels.len() - 1 {
+                let q = seg.tracker(idx);
+                stmts.push(Stmt::Decl(q.clone(), Type::Index, Expr::Int(-1)));
+                // The tracked segment's bounds, kept in registers between positions.
+                stmts.push(Stmt::Decl(format!("{q}_start"), Type::Index, Expr::Int(0)));
+                stmts.push(Stmt::Decl(format!("{q}_next"), Type::Index, Expr::Int(0)));
+            }
             if fused && self.dense_output && self.store_accumulates && inner.coalesce.is_none() {
                 stmts.push(Stmt::Decl(
                     format!("{}_acc", seg.stem),
@@ -423,10 +426,45 @@ impl Lowerer<'_> {
                     Type::Index,
                     Expr::Int(-1),
                 ));
-                inner.coalesce = Some((seg.stem.clone(), self.parallel.len()));
+                let contiguous_runs = self.output_in_upper_levels(pos, seg);
+                if contiguous_runs {
+                    stmts.push(Stmt::Decl(
+                        format!("{}_first", seg.stem),
+                        Type::Bool,
+                        Expr::Bool(true),
+                    ));
+                }
+                inner.coalesce = Some(Coalesce {
+                    stem: seg.stem.clone(),
+                    depth: self.parallel.len(),
+                    contiguous_runs,
+                });
             }
         }
         (stmts, inner)
+    }
+
+    /// True when the output's coordinates are those of the position space's outermost
+    /// levels, which start at the tensor's root and are each unique or ordered: the
+    /// positions that update one output entry are then consecutive, so no entry is
+    /// updated by two separate runs.
+    fn output_in_upper_levels(&self, pos: VarId, seg: &Segment) -> bool {
+        let Some(&Relation::Pos { occurrence: o, .. }) = self.plan.created_by(pos) else {
+            return false;
+        };
+        let m = self.stmt.lhs.len();
+        if seg.levels[0] != 0 || m >= seg.levels.len() {
+            return false;
+        }
+        let outermost = &seg.levels[..m];
+        let grouped = outermost.iter().all(|&k| {
+            let properties = self.occurrences[o].levels[k].properties();
+            properties.unique || properties.ordered
+        });
+        grouped
+            && outermost
+                .iter()
+                .all(|&k| self.stmt.lhs.contains(&self.occurrences[o].level_vars[k]))
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -457,6 +495,7 @@ impl Lowerer<'_> {
             let site = self.site(occ_operand, Some(o), seg.levels[idx + 1]);
             let start = |q: Expr| Self::segment_start(&level, &site, &q).expect("checked on entry");
             let q = seg.tracker(idx);
+            let (q_start, q_next) = (format!("{q}_start"), format!("{q}_next"));
             let target = Expr::var(seg.position(idx + 1));
             let (lo, hi, mid) = (format!("{q}_lo"), format!("{q}_hi"), format!("{q}_mid"));
             let search = vec![
@@ -490,20 +529,22 @@ impl Lowerer<'_> {
                     ],
                 ),
                 Stmt::Assign(q.clone(), Expr::var(lo)),
+                Stmt::Assign(q_start.clone(), start(Expr::var(q.clone()))),
+                Stmt::Assign(q_next.clone(), start(Expr::var(q.clone()) + Expr::Int(1))),
             ];
             let lost = Expr::bin(
                 crate::ir::BinOp::Or,
                 Expr::lt(Expr::var(q.clone()), Expr::Int(0)),
-                Expr::lt(target.clone(), start(Expr::var(q.clone()))),
+                Expr::lt(target.clone(), Expr::var(q_start.clone())),
             );
             stmts.push(Stmt::If(lost, search, vec![]));
             stmts.push(Stmt::While(
-                Expr::bin(
-                    crate::ir::BinOp::Le,
-                    start(Expr::var(q.clone()) + Expr::Int(1)),
-                    target,
-                ),
-                vec![Stmt::Assign(q.clone(), Expr::var(q.clone()) + Expr::Int(1))],
+                Expr::bin(crate::ir::BinOp::Le, Expr::var(q_next.clone()), target),
+                vec![
+                    Stmt::Assign(q.clone(), Expr::var(q.clone()) + Expr::Int(1)),
+                    Stmt::Assign(q_start.clone(), Expr::var(q_next.clone())),
+                    Stmt::Assign(q_next.clone(), start(Expr::var(q.clone()) + Expr::Int(1))),
+                ],
             ));
             stmts.push(Stmt::Decl(seg.position(idx), Type::Index, Expr::var(q)));
         }

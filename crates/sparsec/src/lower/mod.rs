@@ -93,8 +93,21 @@ struct Scope {
     /// Split variables whose inner loop already stops at the parent's extent.
     guarded: BTreeSet<VarId>,
     /// Dense-output updates inside a fused position space are gathered in a private
-    /// accumulator while they hit the same entry: its name stem and parallel depth.
-    coalesce: Option<(String, usize)>,
+    /// accumulator while they hit the same entry.
+    coalesce: Option<Coalesce>,
+}
+
+/// The accumulator of a fused position space (see [`Scope::coalesce`]).
+#[derive(Clone)]
+struct Coalesce {
+    /// Name stem of the accumulator (`_acc`), its entry (`_at`) and `_first` flag.
+    stem: String,
+    /// Parallel loops enclosing it.
+    depth: usize,
+    /// Each output entry is updated by one run of consecutive positions (the output's
+    /// coordinates are the space's upper coordinates). Only a loop iteration's first and
+    /// last runs can then be shared with other iterations; the runs between are private.
+    contiguous_runs: bool,
 }
 
 impl Scope {
@@ -762,16 +775,17 @@ impl Lowerer<'_> {
                 ]
             }
             Dest::Output if self.dense_output && scope.coalesce.is_some() => {
-                let (stem, depth) = scope.coalesce.clone().expect("checked");
-                if depth != self.parallel.len() {
+                let coalesce = scope.coalesce.clone().expect("checked");
+                if coalesce.depth != self.parallel.len() {
                     return Err(LowerError(
                         "a parallel loop inside a fused position space updates the output; \
                          parallelize the position space's outer loop instead"
                             .into(),
                     ));
                 }
+                let stem = &coalesce.stem;
                 let (acc, at) = (format!("{stem}_acc"), format!("{stem}_at"));
-                let flush = self.flush_store(&stem, atomic);
+                let flush = self.flush_store(stem, atomic, coalesce.contiguous_runs);
                 vec![
                     Stmt::If(
                         Expr::bin(BinOp::Ne, self.output_position(), Expr::var(at.clone())),
@@ -837,7 +851,9 @@ impl Lowerer<'_> {
     }
 
     /// `if (at >= 0) out[at] += acc;` for a coalescing accumulator.
-    fn flush_store(&self, stem: &str, atomic: bool) -> Stmt {
+    /// Add the accumulator into its output entry, if it has one. With `first_only`, only
+    /// the first flush of a loop iteration is atomic (see [`Coalesce::contiguous_runs`]).
+    fn flush_store(&self, stem: &str, atomic: bool, first_only: bool) -> Stmt {
         let store = Stmt::Store {
             array: ArrayRef {
                 tensor: self.operands[0].name.clone(),
@@ -848,14 +864,24 @@ impl Lowerer<'_> {
             value: Expr::var(format!("{stem}_acc")),
             accumulate: true,
         };
-        let store = if atomic {
-            Stmt::Atomic(Box::new(store))
-        } else {
-            store
+        let flush = match (atomic, first_only) {
+            (false, _) => vec![store],
+            (true, false) => vec![Stmt::Atomic(Box::new(store))],
+            (true, true) => {
+                let first = format!("{stem}_first");
+                vec![Stmt::If(
+                    Expr::var(first.clone()),
+                    vec![
+                        Stmt::Atomic(Box::new(store.clone())),
+                        Stmt::Assign(first, Expr::Bool(false)),
+                    ],
+                    vec![store],
+                )]
+            }
         };
         Stmt::If(
             Expr::bin(BinOp::Ge, Expr::var(format!("{stem}_at")), Expr::Int(0)),
-            vec![store],
+            flush,
             vec![],
         )
     }
@@ -863,9 +889,9 @@ impl Lowerer<'_> {
     /// The last flush of the accumulator that `inner` opened (none if it opened none).
     fn flush_coalesced(&mut self, inner: &Scope, outer: &Scope) -> Result<Vec<Stmt>, LowerError> {
         match &inner.coalesce {
-            Some((stem, _)) if outer.coalesce.is_none() => {
+            Some(coalesce) if outer.coalesce.is_none() => {
                 let atomic = self.resolve_races(parallel::Target::DenseOutput)?;
-                Ok(vec![self.flush_store(stem, atomic)])
+                Ok(vec![self.flush_store(&coalesce.stem, atomic, false)])
             }
             _ => Ok(vec![]),
         }
