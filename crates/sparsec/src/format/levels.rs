@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use super::{
     Capabilities, Level, LevelFormat, LevelSite, LevelStorage, PackInput, PackOutput, Pair,
-    Properties, Segment,
+    Properties, Segment, Streaming,
 };
 use crate::ir::{ArrayKind, BinOp, Expr, Intrinsic, ParamKind};
 
@@ -141,6 +141,9 @@ impl LevelFormat for Dense {
     fn locate(&self, site: &LevelSite, parent_pos: &Expr, coord: &Expr) -> Option<Pair> {
         self.coord_access(site, parent_pos, coord)
     }
+    fn streaming(&self) -> Option<Streaming> {
+        Some(Streaming::Inserted)
+    }
     fn pack(&self, input: &PackInput<'_>) -> Result<PackOutput, String> {
         for seg in input.segments {
             check_in_range(input, seg)?;
@@ -217,6 +220,9 @@ impl LevelFormat for Compressed {
             Expr::load(site.array(ArrayKind::Idx), pos.clone()),
             Expr::Bool(true),
         ))
+    }
+    fn streaming(&self) -> Option<Streaming> {
+        self.unique.then_some(Streaming::Appended)
     }
     fn pack(&self, input: &PackInput<'_>) -> Result<PackOutput, String> {
         // Segments arrive in increasing parent order (their entry ranges need not be, below

@@ -155,6 +155,16 @@ pub struct PackOutput {
     pub children: Vec<Segment>,
 }
 
+/// How a level stores entries that arrive in storage order (Chou's insert and append).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Streaming {
+    /// Every coordinate has a position, `parent * size + coord`; only the size is stored.
+    Inserted,
+    /// Each new coordinate under a parent is appended: `pos` holds the start of each
+    /// parent's segment, `idx` the coordinates.
+    Appended,
+}
+
 /// A level format: how one level of a coordinate hierarchy is stored.
 ///
 /// The level functions return IR; `None` means the level lacks that capability (and
@@ -198,6 +208,12 @@ pub trait LevelFormat: fmt::Debug + Send + Sync {
     }
     /// Build this level's storage from sorted, deduplicated entries.
     fn pack(&self, input: &PackInput<'_>) -> Result<PackOutput, String>;
+    /// How the level stores entries that arrive one at a time in storage order, when it
+    /// can build itself that way (the runtime then packs without intermediate arrays);
+    /// `None` (the default) means only [`LevelFormat::pack`].
+    fn streaming(&self) -> Option<Streaming> {
+        None
+    }
 }
 
 /// A shared, immutable level format instance.

@@ -176,7 +176,8 @@ impl Tensor {
         format: &Format,
         value_type: ValueType,
     ) -> Result<Tensor, TensorError> {
-        Tensor::from_coo_tracked(coo, format, value_type).map(|(tensor, _)| tensor)
+        Tensor::check_order(&coo, format)?;
+        pack::pack(coo, format, value_type, false).map(|(tensor, _)| tensor)
     }
 
     /// [`Tensor::from_coo_owned`], also returning the value slot of each entry: entry `e`
@@ -195,6 +196,11 @@ impl Tensor {
         format: &Format,
         value_type: ValueType,
     ) -> Result<(Tensor, Vec<usize>), TensorError> {
+        Tensor::check_order(&coo, format)?;
+        pack::pack(coo, format, value_type, true)
+    }
+
+    fn check_order(coo: &Coo, format: &Format) -> Result<(), TensorError> {
         if format.order() != coo.order() {
             return Err(TensorError::OrderMismatch {
                 format: format.spelling(),
@@ -202,7 +208,7 @@ impl Tensor {
                 tensor_order: coo.order(),
             });
         }
-        pack::pack(coo, format, value_type)
+        Ok(())
     }
 
     /// A dense tensor of the given dimensions filled with zeros.
