@@ -153,6 +153,21 @@ static void sparsec_sort_index(int64_t *a, int64_t n) {
   sparsec_sort_index_bounded(a, n, depth);
 }
 
+/* Least-significant-digit radix sort of `n` values in [lo, hi], a byte per pass through
+   `scratch`: no comparisons to mispredict, which on a few hundred random coordinates is
+   several times faster than comparison sorts. */
+static void sparsec_radix_sort(int64_t *a, int64_t *scratch, int64_t n, int64_t lo, int64_t hi) {
+  int64_t *from = a, *to = scratch;
+  for (int shift = 0; shift < 64 && ((hi - lo) >> shift) > 0; shift += 8) {
+    int64_t count[257] = {0};
+    for (int64_t q = 0; q < n; q++) count[(((from[q] - lo) >> shift) & 0xFF) + 1]++;
+    for (int b = 0; b < 256; b++) count[b + 1] += count[b];
+    for (int64_t q = 0; q < n; q++) to[count[((from[q] - lo) >> shift) & 0xFF]++] = from[q];
+    int64_t *t = from; from = to; to = t;
+  }
+  if (from != a) memcpy(a, from, (size_t)n * sizeof(int64_t));
+}
+
 /* `list` holds the `n` coordinates flagged in `seen[0, width)`, in any order: put them in
    increasing order. Sorting costs about n log n compares, many mispredicted; scanning the
    flags between the smallest and largest coordinate, 32 at a time, costs a step per 32
@@ -167,7 +182,12 @@ static void sparsec_order_touched(int64_t *list, int64_t n, const char *seen, in
   }
   for (int64_t m = n; m > 1; m >>= 1) log++;
   if ((hi - lo) / 32 > n * log) {
-    sparsec_sort_index(list, n);
+    if (n > 32 && n <= 4096) {
+      int64_t scratch[n];
+      sparsec_radix_sort(list, scratch, n, lo, hi);
+    } else {
+      sparsec_sort_index(list, n);
+    }
     return;
   }
   int64_t k = 0, w = lo;
