@@ -488,3 +488,19 @@ fn unreachable_lattice_cases_are_not_generated() {
         );
     }
 }
+
+/// Wide, sparse output rows: the workspace's touched list is then sorted (insertion sort,
+/// radix sort or introsort by its length) rather than scanned.
+#[test]
+fn spgemm_with_wide_sparse_rows() {
+    let mut r = rng(13);
+    for (per_row, rows) in [(0.5, 3), (4.0, 3), (40.0, 2)] {
+        let a = random_coo(&mut r, &[rows, 60], 1.0);
+        let b = random_coo(&mut r, &[60, 100_000], per_row / 100_000.0);
+        check(
+            "C(i,j) = A(i,k) * B(k,j)",
+            &[("A", "csr"), ("B", "csr"), ("C", "csr")],
+            &[("A", a), ("B", b)],
+        );
+    }
+}
