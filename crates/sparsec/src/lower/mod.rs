@@ -907,8 +907,17 @@ impl Lowerer<'_> {
         match expr {
             LExpr::Access(o) => {
                 let occ = &self.occurrences[*o];
-                let pos = scope.positions[*o].last().cloned().unwrap_or(Expr::Int(0));
-                debug_assert_eq!(scope.resolved(*o), occ.levels.len());
+                let mut pos = scope.positions[*o].last().cloned().unwrap_or(Expr::Int(0));
+                // A dense operand read against its layout (see `order::conflicts`) still has
+                // levels whose variables were bound by outer loops: locate them now.
+                for k in scope.resolved(*o)..occ.levels.len() {
+                    let site = self.site(occ.operand, Some(*o), k);
+                    let (at, found) = occ.levels[k]
+                        .locate(&site, &pos, &self.var(occ.level_vars[k]))
+                        .expect("only dense operands are read against their layout");
+                    debug_assert_eq!(found, Expr::Bool(true), "dense levels always find");
+                    pos = at;
+                }
                 Expr::load(
                     ArrayRef {
                         tensor: self.operands[occ.operand].name.clone(),

@@ -331,7 +331,9 @@ impl Concrete {
         let chosen = order::choose(vars.len(), hard_levels, &fixed, &edges, &priority);
         let position = |v: VarId| chosen.order.iter().position(|&u| u == v);
         let before = |a: VarId, b: VarId| position(a) < position(b);
-        let mut reordered = order::conflicts(&level_vars, &fixed, &before)
+        let sparse = sparse_accesses(stmt, &accesses);
+        let place = |v: VarId| position(v).unwrap_or(usize::MAX);
+        let mut reordered = order::conflicts(&level_vars, &fixed, &sparse, &before, &place)
             .expect("fixed layouts are sparse and constrain the chosen order");
         reordered.extend(chosen.reordered);
         reordered.sort_unstable();
@@ -502,6 +504,14 @@ fn var_priority(stmt: &Statement, accesses: &[(TensorId, Vec<VarId>)]) -> Vec<us
         rank += 1;
     }
     priority
+}
+
+/// Which accesses read a tensor with a sparse level.
+pub(crate) fn sparse_accesses(stmt: &Statement, accesses: &[(TensorId, Vec<VarId>)]) -> Vec<bool> {
+    accesses
+        .iter()
+        .map(|(t, _)| !stmt.tensors[*t].format.is_all_dense())
+        .collect()
 }
 
 /// The layout an occurrence is read in when its storage order conflicts with the loops.

@@ -85,13 +85,21 @@ fn topological(n: usize, edges: &[(VarId, VarId)], priority: &[usize]) -> Option
 /// Occurrences whose storage order conflicts with `order` (they are read through a
 /// reordered copy), or `Err(o)` for the first conflicting occurrence whose layout is fixed.
 /// `before(a, b)` tells whether level variable `a` is resolved before `b` is needed.
-/// Dense operands are reordered too: a transposed copy costs one pass, while reading
-/// across rows in an inner loop (SDDMM's `D(k,j)` with `k` innermost) misses the cache
-/// on every iteration.
+/// `position(v)` is where `v` is resolved in the loop order.
+///
+/// Dense operands are reordered too when their innermost variable runs over its whole
+/// dimension: a transposed copy costs one pass, while reading across rows in an inner
+/// loop (SDDMM's `D(k,j)` with `k` innermost) misses the cache on every iteration. When
+/// that variable comes from a sparse operand's coordinates instead, every read is a
+/// gather whatever the layout, and reading in place keeps the reuse that a schedule built
+/// around the stored layout creates (SpMM tiled as in A.12: `B(j,k)` with `k` outside the
+/// tile of `j`s), so those are read in place.
 pub fn conflicts(
     level_vars: &[Vec<VarId>],
     fixed: &[bool],
+    sparse: &[bool],
     before: &dyn Fn(VarId, VarId) -> bool,
+    position: &dyn Fn(VarId) -> usize,
 ) -> Result<Vec<usize>, usize> {
     let mut reordered = Vec::new();
     for (o, vars) in level_vars.iter().enumerate() {
@@ -101,7 +109,16 @@ pub fn conflicts(
         if fixed[o] {
             return Err(o);
         }
-        reordered.push(o);
+        let innermost = vars.iter().copied().max_by_key(|&v| position(v));
+        let gathered = innermost.is_some_and(|v| {
+            level_vars
+                .iter()
+                .zip(sparse)
+                .any(|(vars, &is_sparse)| is_sparse && vars.contains(&v))
+        });
+        if sparse[o] || !gathered {
+            reordered.push(o);
+        }
     }
     Ok(reordered)
 }

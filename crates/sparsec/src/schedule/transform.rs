@@ -744,7 +744,9 @@ impl Concrete {
             }
         }
         let before = |a: VarId, b: VarId| self.resolved_before(a, b);
-        match order::conflicts(&self.level_vars, &self.fixed, &before) {
+        let sparse = super::sparse_accesses(&self.statement, &self.accesses);
+        let place = |v: VarId| self.position_of(v);
+        match order::conflicts(&self.level_vars, &self.fixed, &sparse, &before, &place) {
             Ok(reordered) => {
                 self.reordered = reordered;
                 Ok(())
