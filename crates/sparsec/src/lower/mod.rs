@@ -559,7 +559,7 @@ impl Lowerer<'_> {
         Ok(stmts)
     }
 
-    /// A precomputed workspace read by a sparse output along its variable: the producer
+    /// A precomputed workspace read by a sparse output along its variables: the producer
     /// records the coordinates it touches, and the consumer visits only those, in order,
     /// clearing each after use (the Gustavson pattern, so nothing is zeroed per row).
     fn precompute_touched(
@@ -571,74 +571,14 @@ impl Lowerer<'_> {
         dest: &Dest,
         scope: &Scope,
     ) -> Result<Vec<Stmt>, LowerError> {
-        let ws = c_name(&p.workspace);
-        let width = p
-            .vars
-            .iter()
-            .map(|&v| self.size(v))
-            .reduce(|a, b| a * b)
-            .expect("a workspace has variables");
-        for (suffix, ty) in [
-            ("vals", LocalType::Value),
-            ("seen", LocalType::Flag),
-            ("list", LocalType::Index),
-        ] {
-            self.local(&format!("{ws}_{suffix}"), width.clone(), ty);
-        }
-        let count = format!("{ws}_count");
-        let mut stmts = vec![Stmt::Decl(count.clone(), Type::Index, Expr::Int(0))];
-        let into = Dest::Workspace {
-            name: ws.clone(),
-            vars: p.vars.clone(),
-            depth: self.parallel.len(),
-        };
-        stmts.extend(self.lower(producer, &p.body, &into, scope)?);
-        let list = ArrayRef::local(format!("{ws}_list"));
-        stmts.push(Stmt::OrderTouched {
-            list: list.clone(),
-            len: Expr::var(count.clone()),
-            flags: ArrayRef::local(format!("{ws}_seen")),
-            width,
-        });
         let read = expr.read_workspace(&p.workspace, &format!("{}_vals", p.workspace));
-        let at = format!("{ws}_p");
-        let linear = format!("{ws}_at");
-        let mut body = vec![Stmt::Decl(
-            linear.clone(),
-            Type::Index,
-            Expr::load(list, Expr::var(at.clone())),
-        )];
-        // The touched coordinates are linearised row-major: peel the variables off it.
-        let mut stride = Expr::Int(1);
-        let mut coords = Vec::new();
-        for &v in p.vars.iter().rev() {
-            let coord = Expr::bin(
-                BinOp::Rem,
-                Expr::bin(BinOp::Div, Expr::var(linear.clone()), stride.clone()),
-                self.size(v),
-            );
-            coords.push(Stmt::Decl(self.name(v), Type::Index, coord));
-            stride = stride * self.size(v);
-        }
-        body.extend(coords.into_iter().rev());
-        let n = p.vars.len();
-        body.extend(self.resolve_all(&p.vars, &consumer[n..], &read, dest, scope)?);
-        for (suffix, zero) in [("vals", Expr::Float(0.0)), ("seen", Expr::Int(0))] {
-            body.push(Stmt::Store {
-                array: ArrayRef::local(format!("{ws}_{suffix}")),
-                index: Expr::var(linear.clone()),
-                value: zero,
-                accumulate: false,
-            });
-        }
-        stmts.push(Stmt::For {
-            var: at,
-            start: Expr::Int(0),
-            end: Expr::var(count),
-            body,
-            kind: LoopKind::Serial,
-        });
-        Ok(stmts)
+        let rest = &consumer[p.vars.len()..];
+        self.touched_workspace(
+            &c_name(&p.workspace),
+            &p.vars,
+            |lowerer, into| lowerer.lower(producer, &p.body, into, scope),
+            |lowerer| lowerer.resolve_all(&p.vars, rest, &read, dest, scope),
+        )
     }
 
     /// True when `u` is, or is derived from, one of `vars`.
@@ -657,54 +597,99 @@ impl Lowerer<'_> {
         scope: &Scope,
     ) -> Result<Vec<Stmt>, LowerError> {
         let name = self.fresh("sparsec_w");
+        let vals = ArrayRef::local(format!("{name}_vals"));
+        self.touched_workspace(
+            &name,
+            &[w],
+            |lowerer, into| lowerer.lower(remaining, expr, into, scope),
+            |lowerer| {
+                Ok(vec![Stmt::Emit {
+                    coords: lowerer.stmt.lhs.iter().map(|&v| lowerer.var(v)).collect(),
+                    value: Expr::load(vals, lowerer.var(w)),
+                }])
+            },
+        )
+    }
+
+    /// A dense workspace `name` over `vars` that records the coordinates it touches
+    /// (linearised row-major): `produce` accumulates into it, the touched list is put in
+    /// order, then for each touched coordinate `vars` are declared, `consume` runs, and
+    /// the entry is cleared.
+    fn touched_workspace(
+        &mut self,
+        name: &str,
+        vars: &[VarId],
+        produce: impl FnOnce(&mut Self, &Dest) -> Result<Vec<Stmt>, LowerError>,
+        consume: impl FnOnce(&mut Self) -> Result<Vec<Stmt>, LowerError>,
+    ) -> Result<Vec<Stmt>, LowerError> {
+        let width = vars
+            .iter()
+            .map(|&v| self.size(v))
+            .reduce(|a, b| a * b)
+            .expect("a workspace has variables");
         for (suffix, ty) in [
             ("vals", LocalType::Value),
             ("seen", LocalType::Flag),
             ("list", LocalType::Index),
         ] {
-            self.local(&format!("{name}_{suffix}"), self.size(w), ty);
+            self.local(&format!("{name}_{suffix}"), width.clone(), ty);
         }
         let count = format!("{name}_count");
         let list = ArrayRef::local(format!("{name}_list"));
-        let vals = ArrayRef::local(format!("{name}_vals"));
-        let seen = ArrayRef::local(format!("{name}_seen"));
         let mut stmts = vec![Stmt::Decl(count.clone(), Type::Index, Expr::Int(0))];
         let into = Dest::Workspace {
-            name: name.clone(),
-            vars: vec![w],
+            name: name.to_string(),
+            vars: vars.to_vec(),
             depth: self.parallel.len(),
         };
-        stmts.extend(self.lower(remaining, expr, &into, scope)?);
+        stmts.extend(produce(self, &into)?);
         stmts.push(Stmt::OrderTouched {
             list: list.clone(),
             len: Expr::var(count.clone()),
-            flags: seen.clone(),
-            width: self.size(w),
+            flags: ArrayRef::local(format!("{name}_seen")),
+            width,
         });
-        let p = format!("{name}_p");
+        let at = format!("{name}_p");
+        let touched = Expr::load(list, Expr::var(at.clone()));
+        let (mut body, linear) = match vars {
+            [v] => (
+                vec![Stmt::Decl(self.name(*v), Type::Index, touched)],
+                self.var(*v),
+            ),
+            _ => {
+                // Peel the variables off the linearised coordinate, innermost first.
+                let linear = format!("{name}_at");
+                let mut coords = Vec::new();
+                let mut stride = Expr::Int(1);
+                for (k, &v) in vars.iter().enumerate().rev() {
+                    let above = Expr::bin(BinOp::Div, Expr::var(linear.clone()), stride.clone());
+                    let coord = if k == 0 {
+                        above
+                    } else {
+                        Expr::bin(BinOp::Rem, above, self.size(v))
+                    };
+                    coords.push(Stmt::Decl(self.name(v), Type::Index, coord));
+                    stride = stride * self.size(v);
+                }
+                let mut body = vec![Stmt::Decl(linear.clone(), Type::Index, touched)];
+                body.extend(coords.into_iter().rev());
+                (body, Expr::var(linear))
+            }
+        };
+        body.extend(consume(self)?);
+        for (suffix, zero) in [("vals", Expr::Float(0.0)), ("seen", Expr::Int(0))] {
+            body.push(Stmt::Store {
+                array: ArrayRef::local(format!("{name}_{suffix}")),
+                index: linear.clone(),
+                value: zero,
+                accumulate: false,
+            });
+        }
         stmts.push(Stmt::For {
-            var: p.clone(),
+            var: at,
             start: Expr::Int(0),
             end: Expr::var(count),
-            body: vec![
-                Stmt::Decl(self.name(w), Type::Index, Expr::load(list, Expr::var(p))),
-                Stmt::Emit {
-                    coords: self.stmt.lhs.iter().map(|&v| self.var(v)).collect(),
-                    value: Expr::load(vals.clone(), self.var(w)),
-                },
-                Stmt::Store {
-                    array: vals,
-                    index: self.var(w),
-                    value: Expr::Float(0.0),
-                    accumulate: false,
-                },
-                Stmt::Store {
-                    array: seen,
-                    index: self.var(w),
-                    value: Expr::Int(0),
-                    accumulate: false,
-                },
-            ],
+            body,
             kind: LoopKind::Serial,
         });
         Ok(stmts)
