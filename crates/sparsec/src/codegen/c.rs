@@ -168,12 +168,11 @@ static void sparsec_radix_sort(int64_t *a, int64_t *scratch, int64_t n, int64_t 
   if (from != a) memcpy(a, from, (size_t)n * sizeof(int64_t));
 }
 
-/* `list` holds the `n` coordinates flagged in `seen[0, width)`, in any order: put them in
+/* `list` holds the `n` coordinates flagged in `seen`, in any order: put them in
    increasing order. Sorting costs about n log n compares, many mispredicted; scanning the
    flags between the smallest and largest coordinate, 32 at a time, costs a step per 32
    columns and mispredicts only around the flagged ones. Take the cheaper. */
-static void sparsec_order_touched(int64_t *list, int64_t n, const char *seen, int64_t width) {
-  (void)width;
+static void sparsec_order_touched(int64_t *list, int64_t n, const char *seen) {
   if (n < 2) return;
   int64_t lo = list[0], hi = list[0], log = 1;
   for (int64_t q = 1; q < n; q++) {
@@ -439,10 +438,7 @@ impl Used {
                 self.expr(value);
             }
             Stmt::Block(b) => b.iter().for_each(|x| self.stmt(x)),
-            Stmt::OrderTouched { len, width, .. } => {
-                self.expr(len);
-                self.expr(width);
-            }
+            Stmt::OrderTouched { len, .. } => self.expr(len),
         }
     }
 }
@@ -678,17 +674,11 @@ impl Printer<'_> {
                 self.indent -= 1;
                 self.line("}");
             }
-            Stmt::OrderTouched {
-                list,
-                len,
-                flags,
-                width,
-            } => self.line(&format!(
-                "sparsec_order_touched({}, {}, {}, {});",
+            Stmt::OrderTouched { list, len, flags } => self.line(&format!(
+                "sparsec_order_touched({}, {}, {});",
                 array_name(list),
                 expr(len),
-                array_name(flags),
-                expr(width)
+                array_name(flags)
             )),
         }
     }

@@ -199,13 +199,13 @@ pub enum Stmt {
     /// A nested scope.
     Block(Vec<Stmt>),
     /// Order a workspace's touched list: `list[0, len)` holds, in any order, the
-    /// coordinates whose `flags` in `[0, width)` are set; afterwards it holds them in
-    /// increasing order (by sorting, or by scanning the flags when that is cheaper).
+    /// coordinates whose `flags` are set; afterwards it holds them in increasing order
+    /// (by sorting, or by scanning the flags between the extreme coordinates when that is
+    /// cheaper).
     OrderTouched {
         list: ArrayRef,
         len: Expr,
         flags: ArrayRef,
-        width: Expr,
     },
 }
 

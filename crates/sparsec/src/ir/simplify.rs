@@ -110,16 +110,10 @@ fn simplify_stmt(stmt: Stmt) -> Option<Stmt> {
             value: simplify(&value),
         },
         Stmt::Block(b) => Stmt::Block(simplify_stmts(b)),
-        Stmt::OrderTouched {
-            list,
-            len,
-            flags,
-            width,
-        } => Stmt::OrderTouched {
+        Stmt::OrderTouched { list, len, flags } => Stmt::OrderTouched {
             list,
             len: simplify(&len),
             flags,
-            width: simplify(&width),
         },
     })
 }

@@ -647,7 +647,6 @@ impl Lowerer<'_> {
             list: list.clone(),
             len: Expr::var(count.clone()),
             flags: ArrayRef::local(format!("{name}_seen")),
-            width,
         });
         let at = format!("{name}_p");
         let touched = Expr::load(list, Expr::var(at.clone()));
