@@ -414,7 +414,12 @@ impl Kernel {
         // One entry buffer per thread; serial kernels use the first. A concurrent run of
         // the same kernel finds none spare and starts empty ones.
         let mut buffers = std::mem::take(&mut *self.spare_buffers.lock().expect("buffers"));
-        buffers.resize_with(self.threads.max(1), || Buffer::EMPTY);
+        let wanted = self.threads.max(1);
+        for b in buffers.iter_mut().skip(wanted) {
+            // SAFETY: allocated by this kernel's library; the kernel uses fewer threads now.
+            unsafe { (self.free)(b) };
+        }
+        buffers.resize_with(wanted, || Buffer::EMPTY);
         let prepared = Instant::now();
         // SAFETY: every pointer addresses storage of the operand named by the binding and
         // stays alive (owned by `operands`) for the call; the output's values are written
