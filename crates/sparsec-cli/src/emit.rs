@@ -3,8 +3,7 @@
 use miette::{Report, Result};
 use sparsec::codegen::c;
 use sparsec::format::LevelCoord;
-use sparsec::lower::OutputMode;
-use sparsec::tensor::ValueType;
+use sparsec::ir::OutputMode;
 
 use crate::spec::{Problem, ScheduleArgs, SpecArgs, FORMAT_HELP};
 
@@ -51,9 +50,7 @@ pub fn emit(args: &EmitArgs) -> Result<()> {
     let problem = Problem::new(&args.expr, &args.spec, &[])?;
     let statement = problem.bind_with_default_size(PLACEHOLDER_SIZE)?;
     let lowered = args.schedule.lower(&statement)?;
-    let value_types = vec![ValueType::F64; lowered.operands.len()];
-    let generated =
-        c::emit(&lowered, &value_types).map_err(|e| Report::new(sparsec::Error::from(e)))?;
+    let generated = c::emit(&lowered.function).map_err(|e| Report::new(sparsec::Error::from(e)))?;
     let (prelude, kernel) = generated.source.split_at(generated.body_offset);
     if args.compute {
         crate::out!("{kernel}");
@@ -78,7 +75,7 @@ pub fn emit(args: &EmitArgs) -> Result<()> {
             );
         }
         crate::outln!(" *");
-        match lowered.output {
+        match lowered.function.output {
             OutputMode::Dense { accumulate } => {
                 crate::outln!(" * The output is dense: the kernel stores each value in place");
                 crate::outln!(
@@ -90,7 +87,7 @@ pub fn emit(args: &EmitArgs) -> Result<()> {
                     }
                 );
             }
-            OutputMode::Emit => {
+            OutputMode::Emit { .. } => {
                 crate::outln!(
                     " * The output is sparse. Kernels compute and assemble in one function:"
                 );

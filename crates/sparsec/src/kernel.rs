@@ -26,10 +26,10 @@ use std::ffi::c_void;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::codegen::c::{self, Binding, CKernel};
-use crate::ir::ArrayKind;
+use crate::codegen::c::{self, CKernel};
+use crate::ir::{ArrayRef, OutputMode, ParamRef, ScalarArg};
 use crate::jit::{self, Library, Toolchain};
-use crate::lower::{self, LowerError, Lowered, OutputMode};
+use crate::lower::{self, LowerError, Lowered};
 use crate::notation::cin::Statement;
 use crate::notation::{self, TensorDecl};
 use crate::schedule::{Concrete, OmpSchedule, ParallelUnit, RaceStrategy, Schedule, Transform};
@@ -149,12 +149,12 @@ impl Kernel {
 
     fn from_lowered(
         statement: Statement,
-        lowered: Lowered,
+        mut lowered: Lowered,
         value_type: ValueType,
         toolchain: &Toolchain,
     ) -> Result<Kernel, Error> {
-        let value_types = vec![value_type; lowered.operands.len()];
-        let generated = c::emit(&lowered, &value_types)?;
+        lowered.function.set_value_type(value_type);
+        let generated = c::emit(&lowered.function)?;
         let jit::Loaded { library, compiled } = jit::load(&generated.source, toolchain)?;
         // SAFETY: the signatures match the C prelude and entry point printed by `codegen::c`.
         let entry = unsafe { library.symbol::<KernelFn>(c::ENTRY)? };
@@ -211,7 +211,7 @@ impl Kernel {
     /// True when the output is sparse: the kernel emits its entries and they are
     /// assembled into the output format afterwards.
     pub fn assembles_output(&self) -> bool {
-        !matches!(self.lowered.output, OutputMode::Dense { .. })
+        !matches!(self.lowered.function.output, OutputMode::Dense { .. })
     }
 
     /// Run on `inputs` (the statement's tensors after the output, in order).
@@ -378,37 +378,37 @@ impl Kernel {
             }
             operands.push(t);
         }
-        let find = |name: &str| {
-            self.lowered
-                .operands
-                .iter()
-                .position(|o| o.name == name)
-                .expect("bindings name operands")
-        };
-        let mut arrays: Vec<*mut c_void> = Vec::with_capacity(self.generated.arrays.len());
-        for a in &self.generated.arrays {
-            let t = &operands[find(&a.tensor)];
-            let ptr = match (a.level, a.kind) {
-                (None, ArrayKind::Vals) => match t.values() {
+        let signature = &self.generated.signature;
+        let mut arrays: Vec<*mut c_void> = signature
+            .arrays
+            .iter()
+            .map(|a| match *a {
+                ArrayRef::Values(operand) => match operands[operand.0].values() {
                     Values::F64(v) => v.as_ptr() as *mut c_void,
                     Values::F32(v) => v.as_ptr() as *mut c_void,
                 },
-                (Some(l), kind) => {
-                    t.levels()[l - 1].array(kind).expect("level array").as_ptr() as *mut c_void
-                }
-                (None, _) => unreachable!("only values have no level"),
-            };
-            arrays.push(ptr);
-        }
-        let params: Vec<i64> = self
-            .generated
-            .params
+                ArrayRef::Level {
+                    operand,
+                    level,
+                    kind,
+                } => operands[operand.0].levels()[level - 1]
+                    .array(kind)
+                    .expect("lowering reads only arrays its level stores")
+                    .as_ptr() as *mut c_void,
+                ArrayRef::Scratch(_) => unreachable!("scratch arrays are not arguments"),
+            })
+            .collect();
+        let params: Vec<i64> = signature
+            .scalars
             .iter()
-            .map(|b| match b {
-                Binding::Param(p) => operands[find(&p.tensor)].levels()[p.level - 1].param(p.kind),
-                Binding::VarSize(v) => stmt.vars[*v].size as i64,
-                Binding::Threads => self.threads as i64,
-                Binding::Array(_) => unreachable!(),
+            .map(|s| match *s {
+                ScalarArg::Param(ParamRef::Level {
+                    operand,
+                    level,
+                    kind,
+                }) => operands[operand.0].levels()[level - 1].param(kind),
+                ScalarArg::Param(ParamRef::Extent(n)) => stmt.vars[n].size as i64,
+                ScalarArg::Threads => self.threads as i64,
             })
             .collect();
         // One entry buffer per thread; serial kernels use the first. A concurrent run of
@@ -429,9 +429,9 @@ impl Kernel {
         let computed = Instant::now();
         if status != 0 {
             self.keep_buffers(buffers);
-            let failed = (0..self.lowered.assumptions.len())
+            let failed = (0..self.lowered.function.assumptions.len())
                 .find(|&n| c::assumption_status(n) == status)
-                .map(|n| self.lowered.assumptions[n].1.clone());
+                .map(|n| self.lowered.function.assumptions[n].1.clone());
             return Err(Error::Input(failed.unwrap_or_else(|| {
                 "the kernel ran out of memory while producing its output".into()
             })));

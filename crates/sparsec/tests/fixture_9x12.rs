@@ -3,7 +3,7 @@
 
 use sparsec::format::{Format, LevelSite};
 use sparsec::ir::interp::Env;
-use sparsec::ir::{ArrayKind, Expr, ParamKind};
+use sparsec::ir::{ArrayKind, Expr, OperandId, ParamKind};
 use sparsec::tensor::{Coo, Tensor, ValueType};
 
 const ENTRIES: [(i64, i64); 21] = [
@@ -154,22 +154,21 @@ fn hashed_vector_locate_follows_linear_probing() {
     storage.params = vec![(ParamKind::Size, 16), (ParamKind::Width, 12)];
     let hashed = &t.format().levels()[0].format;
     let site = LevelSite {
-        tensor: "x".into(),
+        operand: OperandId(0),
         level: 1,
         ancestors: vec![],
     };
+    let levels = vec![storage];
+    let env = Env { levels: &levels };
     let locate = |i: i64| {
-        let (pos, found) = hashed.locate(&site, &Expr::Int(0), &Expr::Int(i)).unwrap();
-        let env = Env {
-            levels: std::slice::from_ref(&storage),
-            vars: &[],
-        };
+        let (pos, _) = hashed
+            .locate(&site, &Expr::Int(0), &Expr::Int(i), &Expr::Int(0))
+            .unwrap();
         let p = env.eval(&pos);
-        let vars = [("__located", p)];
-        let env = Env {
-            levels: std::slice::from_ref(&storage),
-            vars: &vars,
-        };
+        // `found` reads the located position, which the caller has bound: here `p`.
+        let (_, found) = hashed
+            .locate(&site, &Expr::Int(0), &Expr::Int(i), &Expr::Int(p))
+            .unwrap();
         (p, env.eval(&found) != 0)
     };
     assert_eq!(locate(13), (2, true));

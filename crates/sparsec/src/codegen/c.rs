@@ -6,28 +6,13 @@
 //! [`CKernel::bindings`], which the runtime follows when it passes storage. Index arrays are
 //! `int64_t`; values are `double` or `float` per tensor.
 
-use std::collections::BTreeSet;
 use std::fmt::Write;
 
 use crate::ir::{
-    ArrayKind, ArrayRef, BinOp, Expr, Intrinsic, Local, LocalType, LoopKind, OmpSchedule,
-    ParallelUnit, ParamRef, Reduction, Stmt, Type,
+    visit, ArrayRef, BinOp, Expr, Function, Intrinsic, Local, LocalType, LoopKind, Names,
+    OmpSchedule, OperandId, OutputMode, ParallelUnit, Reduction, ScalarArg, Signature, Stmt, Type,
+    Var,
 };
-use crate::lower::{Lowered, OutputMode};
-use crate::tensor::ValueType;
-
-/// What the runtime must pass for each kernel argument slot.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Binding {
-    /// `arrays[n]`: a level array or a value array of an operand.
-    Array(ArrayRef),
-    /// `params[n]`: a level parameter of an operand.
-    Param(ParamRef),
-    /// `params[n]`: the extent of an index variable.
-    VarSize(usize),
-    /// `params[n]`: the number of threads of parallel loops.
-    Threads,
-}
 
 /// A lowered kernel that this backend cannot print.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -39,10 +24,8 @@ pub struct BackendError(pub String);
 pub struct CKernel {
     /// Complete translation unit.
     pub source: String,
-    /// Array arguments, in `arrays[]` order.
-    pub arrays: Vec<ArrayRef>,
-    /// Scalar arguments, in `params[]` order.
-    pub params: Vec<Binding>,
+    /// The arguments, in `arrays[]` and `params[]` order.
+    pub signature: Signature,
     /// Start of the kernel function in `source` (after the prelude).
     pub body_offset: usize,
 }
@@ -233,32 +216,33 @@ pub fn assumption_status(n: usize) -> i32 {
     2 + n as i32
 }
 
-/// Print a lowered kernel. `value_types[n]` is the value type of operand `n`.
-pub fn emit(lowered: &Lowered, value_types: &[ValueType]) -> Result<CKernel, BackendError> {
-    let mut used = Used::default();
-    for s in &lowered.body {
-        used.stmt(s);
-    }
-    for (e, _) in &lowered.assumptions {
-        used.expr(e);
-    }
-    if let Some(unit) = used.gpu {
+/// Print a kernel.
+pub fn emit(function: &Function) -> Result<CKernel, BackendError> {
+    let mut gpu = None;
+    visit::walk_stmts(&function.body, &mut |s| {
+        if let Stmt::For {
+            kind: LoopKind::Parallel { unit, .. },
+            ..
+        } = s
+        {
+            if !matches!(unit, ParallelUnit::CpuThread | ParallelUnit::CpuVector) {
+                gpu = Some(*unit);
+            }
+        }
+    });
+    if let Some(unit) = gpu {
         return Err(BackendError(format!(
             "a loop is parallelized on {unit:?}, which needs a GPU backend; this build of \
              sparsec generates CPU code only (use CPUThread or CPUVector)"
         )));
     }
-    let arrays: Vec<ArrayRef> = used.arrays.into_iter().collect();
-    let mut params: Vec<Binding> = used.params.into_iter().map(Binding::Param).collect();
-    params.extend((0..lowered.statement_vars).map(Binding::VarSize));
-    if used.threads {
-        params.push(Binding::Threads);
-    }
+    let signature = function.signature();
+    let names = Names::new(function, &signature);
 
     let mut out = String::from(PRELUDE);
     let body_offset = out.len();
-    let order = match lowered.output {
-        OutputMode::Emit => lowered.operands[0].format.order(),
+    let order = match function.output {
+        OutputMode::Emit { order } => order,
         OutputMode::Dense { .. } => 0,
     };
     let _ = writeln!(
@@ -266,18 +250,11 @@ pub fn emit(lowered: &Lowered, value_types: &[ValueType]) -> Result<CKernel, Bac
         "int {ENTRY}(void **arrays, const int64_t *params, sparsec_buffer *out) {{"
     );
     let _ = writeln!(out, "  (void)arrays; (void)params; (void)out;");
-    for (n, a) in arrays.iter().enumerate() {
-        let name = array_name(a);
-        let writable = a.tensor == lowered.operands[0].name && a.kind == ArrayKind::Vals;
-        let ty = match a.kind {
-            ArrayKind::Vals => {
-                let operand = lowered
-                    .operands
-                    .iter()
-                    .position(|o| o.name == a.tensor)
-                    .expect("operand");
-                value_types[operand].c_name()
-            }
+    for (n, a) in signature.arrays.iter().enumerate() {
+        let name = names.array(a);
+        let writable = matches!(a, ArrayRef::Values(OperandId(0)));
+        let ty = match a {
+            ArrayRef::Values(operand) => function.operands[operand.0].values.c_name(),
             _ => "int64_t",
         };
         let constness = if writable { "" } else { "const " };
@@ -286,12 +263,10 @@ pub fn emit(lowered: &Lowered, value_types: &[ValueType]) -> Result<CKernel, Bac
             "  {constness}{ty} *restrict {name} = ({constness}{ty} *)arrays[{n}];"
         );
     }
-    for (n, p) in params.iter().enumerate() {
+    for (n, p) in signature.scalars.iter().enumerate() {
         let name = match p {
-            Binding::Param(p) => param_name(p),
-            Binding::VarSize(v) => format!("{}_size", lowered.var_names[*v]),
-            Binding::Threads => "sparsec_threads".to_string(),
-            Binding::Array(_) => unreachable!(),
+            ScalarArg::Param(p) => names.param(p),
+            ScalarArg::Threads => "sparsec_threads",
         };
         let _ = writeln!(out, "  const int64_t {name} = params[{n}];");
     }
@@ -301,150 +276,39 @@ pub fn emit(lowered: &Lowered, value_types: &[ValueType]) -> Result<CKernel, Bac
         "  sparsec_buffer *sparsec_out = out; (void)sparsec_out;"
     );
     let _ = writeln!(out, "  int sparsec_oom = 0;");
-    for (n, (holds, _)) in lowered.assumptions.iter().enumerate() {
+    for (n, (holds, _)) in function.assumptions.iter().enumerate() {
         let _ = writeln!(
             out,
             "  if (!({})) return {};",
-            expr(holds),
+            expr(&names, holds),
             assumption_status(n)
         );
     }
     let mut printer = Printer {
         out: &mut out,
+        names: &names,
+        function,
         indent: 1,
         emit_order: order,
         parallel_depth: 0,
     };
-    printer.allocate(&lowered.locals, "", "1");
-    for s in &lowered.body {
+    printer.allocate(&function.locals, "", "1");
+    for s in &function.body {
         printer.stmt(s);
     }
-    printer.release(&lowered.locals, "");
+    printer.release(&function.locals, "");
     out.push_str("  return sparsec_oom ? -1 : 0;\n}\n");
     Ok(CKernel {
         source: out,
-        arrays,
-        params,
+        signature,
         body_offset,
     })
 }
 
-fn array_name(a: &ArrayRef) -> String {
-    if a.kind == ArrayKind::Local {
-        return a.tensor.clone();
-    }
-    match a.level {
-        Some(l) => format!("{}{}_{}", a.tensor, l, a.kind.suffix()),
-        None => format!("{}_{}", a.tensor, a.kind.suffix()),
-    }
-}
-
-fn param_name(p: &ParamRef) -> String {
-    format!("{}{}_{}", p.tensor, p.level, p.kind.suffix())
-}
-
-#[derive(Default)]
-struct Used {
-    arrays: BTreeSet<ArrayRef>,
-    params: BTreeSet<ParamRef>,
-    /// Some loop runs on CPU threads.
-    threads: bool,
-    /// Some loop needs a GPU.
-    gpu: Option<ParallelUnit>,
-}
-
-impl Used {
-    fn expr(&mut self, e: &Expr) {
-        match e {
-            Expr::Param(p) => {
-                self.params.insert(p.clone());
-            }
-            Expr::Load(a, i) => {
-                if a.kind != ArrayKind::Local {
-                    self.arrays.insert(a.clone());
-                }
-                self.expr(i);
-            }
-            Expr::Neg(a) | Expr::Not(a) => self.expr(a),
-            Expr::Bin(_, a, b) => {
-                self.expr(a);
-                self.expr(b);
-            }
-            Expr::Select(c, a, b) => {
-                self.expr(c);
-                self.expr(a);
-                self.expr(b);
-            }
-            Expr::Call(_, a, args) => {
-                self.arrays.insert(a.clone());
-                args.iter().for_each(|x| self.expr(x));
-            }
-            Expr::Int(_) | Expr::Float(_) | Expr::Bool(_) | Expr::Var(_) => {}
-        }
-    }
-    fn stmt(&mut self, s: &Stmt) {
-        match s {
-            Stmt::Decl(_, _, e) | Stmt::Assign(_, e) => self.expr(e),
-            Stmt::Store {
-                array,
-                index,
-                value,
-                ..
-            } => {
-                if array.kind != ArrayKind::Local {
-                    self.arrays.insert(array.clone());
-                }
-                self.expr(index);
-                self.expr(value);
-            }
-            Stmt::For {
-                start,
-                end,
-                body,
-                kind,
-                ..
-            } => {
-                if let LoopKind::Parallel {
-                    unit, reductions, ..
-                } = kind
-                {
-                    match unit {
-                        ParallelUnit::CpuThread => self.threads = true,
-                        ParallelUnit::CpuVector => {}
-                        gpu => self.gpu = Some(*gpu),
-                    }
-                    for r in reductions {
-                        if let Reduction::Array(a, len) = r {
-                            self.arrays.insert(a.clone());
-                            self.expr(len);
-                        }
-                    }
-                }
-                self.expr(start);
-                self.expr(end);
-                body.iter().for_each(|x| self.stmt(x));
-            }
-            Stmt::Atomic(inner) => self.stmt(inner),
-            Stmt::While(c, body) => {
-                self.expr(c);
-                body.iter().for_each(|x| self.stmt(x));
-            }
-            Stmt::If(c, a, b) => {
-                self.expr(c);
-                a.iter().chain(b).for_each(|x| self.stmt(x));
-            }
-            Stmt::Emit { coords, value } => {
-                coords.iter().for_each(|x| self.expr(x));
-                self.expr(value);
-            }
-            Stmt::Block(b) => b.iter().for_each(|x| self.stmt(x)),
-            Stmt::OrderTouched { len, .. } => self.expr(len),
-        }
-    }
-}
-
 struct Printer<'a> {
     out: &'a mut String,
+    names: &'a Names,
+    function: &'a Function,
     indent: usize,
     emit_order: usize,
     /// Number of enclosing OpenMP thread teams.
@@ -454,12 +318,13 @@ struct Printer<'a> {
 impl Printer<'_> {
     /// Allocate zeroed scratch arrays, `copies` times each.
     fn allocate(&mut self, locals: &[Local], suffix: &str, copies: &str) {
-        for Local { name, len, ty } in locals {
-            let ty = local_type(*ty);
+        for Local { array, len } in locals {
+            let name = self.names.scratch(*array);
+            let ty = local_type(self.function.scratch_info(*array).ty);
             self.line(&format!(
                 "{ty} *{name}{suffix} = ({ty} *)calloc((size_t)({}) * (size_t)({copies}) + 1, \
                  sizeof({ty}));",
-                expr(len)
+                expr(self.names, len)
             ));
             // No early return from inside a parallel region.
             let fail = if self.parallel_depth > 0 {
@@ -472,16 +337,19 @@ impl Printer<'_> {
     }
 
     fn release(&mut self, locals: &[Local], suffix: &str) {
-        for Local { name, .. } in locals {
+        for Local { array, .. } in locals {
+            let name = self.names.scratch(*array);
             self.line(&format!("free({name}{suffix});"));
         }
     }
 
-    fn for_loop(&mut self, var: &str, start: &Expr, end: &Expr, body: &[Stmt], kind: &LoopKind) {
+    fn for_loop(&mut self, var: Var, start: &Expr, end: &Expr, body: &[Stmt], kind: &LoopKind) {
+        let names = self.names;
+        let var = names.var(var);
         let head = format!(
             "for (int64_t {var} = {}; {var} < {}; {var}++)",
-            expr(start),
-            expr(end)
+            expr(names, start),
+            expr(names, end)
         );
         let plain = |p: &mut Self| {
             p.block(&head, body);
@@ -508,8 +376,8 @@ impl Printer<'_> {
                 } else {
                     omp_schedule(*schedule, *chunk)
                 };
-                let team = team_clauses(start, end, *chunk);
-                let reductions = reduction_clauses(reductions);
+                let team = team_clauses(names, start, end, *chunk);
+                let reductions = reduction_clauses(names, reductions);
                 self.parallel_depth += 1;
                 if locals.is_empty() && !emits {
                     self.line(&format!(
@@ -524,11 +392,12 @@ impl Printer<'_> {
                     self.line(&format!("#pragma omp parallel {team}"));
                     self.line("{");
                     self.indent += 1;
-                    for Local { name, len, ty } in locals {
-                        let ty = local_type(*ty);
+                    for Local { array, len } in locals {
+                        let name = self.names.scratch(*array);
+                        let ty = local_type(self.function.scratch_info(*array).ty);
                         self.line(&format!(
                             "{ty} *{name} = {name}_all + (int64_t)omp_get_thread_num() * ({});",
-                            expr(len)
+                            expr(names, len)
                         ));
                     }
                     if emits {
@@ -553,7 +422,7 @@ impl Printer<'_> {
                 self.allocate(locals, "", "1");
                 self.line(&format!(
                     "#pragma omp simd{}",
-                    reduction_clauses(reductions)
+                    reduction_clauses(names, reductions)
                 ));
                 plain(self);
                 self.release(locals, "");
@@ -578,23 +447,26 @@ impl Printer<'_> {
     }
 
     fn stmt(&mut self, s: &Stmt) {
+        let names = self.names;
         match s {
-            Stmt::Decl(name, ty, e) => {
-                let ty = match ty {
+            Stmt::Decl(v, e) => {
+                let name = names.var(*v);
+                let ty = match self.function.var(*v).ty {
                     Type::Index => "int64_t",
                     Type::Bool => "int",
                     Type::Value(v) => v.c_name(),
                 };
-                self.line(&format!("{ty} {name} = {};", expr(e)));
+                self.line(&format!("{ty} {name} = {};", expr(names, e)));
             }
-            Stmt::Assign(name, e) => match e {
-                Expr::Bin(BinOp::Add, a, b) if matches!(&**a, Expr::Var(n) if n == name) => {
+            Stmt::Assign(v, e) => match e {
+                Expr::Bin(BinOp::Add, a, b) if matches!(&**a, Expr::Var(n) if n == v) => {
+                    let name = names.var(*v);
                     match &**b {
                         Expr::Int(1) => self.line(&format!("{name}++;")),
-                        b => self.line(&format!("{name} += {};", expr(b))),
+                        b => self.line(&format!("{name} += {};", expr(names, b))),
                     }
                 }
-                _ => self.line(&format!("{name} = {};", expr(e))),
+                _ => self.line(&format!("{} = {};", names.var(*v), expr(names, e))),
             },
             Stmt::Store {
                 array,
@@ -605,9 +477,9 @@ impl Printer<'_> {
                 let op = if *accumulate { "+=" } else { "=" };
                 self.line(&format!(
                     "{}[{}] {op} {};",
-                    array_name(array),
-                    expr(index),
-                    expr(value)
+                    names.array(array),
+                    expr(names, index),
+                    expr(names, value)
                 ));
             }
             Stmt::For {
@@ -616,9 +488,9 @@ impl Printer<'_> {
                 end,
                 body,
                 kind,
-            } => self.for_loop(var, start, end, body, kind),
+            } => self.for_loop(*var, start, end, body, kind),
             Stmt::While(c, body) => {
-                self.block(&format!("while ({})", expr(c)), body);
+                self.block(&format!("while ({})", expr(names, c)), body);
                 self.line("}");
             }
             Stmt::Atomic(inner) => {
@@ -626,7 +498,7 @@ impl Printer<'_> {
                 self.stmt(inner);
             }
             Stmt::If(c, then, otherwise) => {
-                self.block(&format!("if ({})", expr(c)), then);
+                self.block(&format!("if ({})", expr(names, c)), then);
                 let mut rest = otherwise.as_slice();
                 loop {
                     if rest.is_empty() {
@@ -634,7 +506,7 @@ impl Printer<'_> {
                         break;
                     }
                     if let Some(Stmt::If(c, then, otherwise)) = single_if(rest) {
-                        self.block(&format!("}} else if ({})", expr(c)), then);
+                        self.block(&format!("}} else if ({})", expr(names, c)), then);
                         rest = otherwise;
                     } else {
                         self.block("} else", rest);
@@ -654,12 +526,12 @@ impl Printer<'_> {
                 for (k, c) in coords.iter().enumerate() {
                     self.line(&format!(
                         "sparsec_out->coords[sparsec_out->len * {n} + {k}] = {};",
-                        expr(c)
+                        expr(names, c)
                     ));
                 }
                 self.line(&format!(
                     "sparsec_out->vals[sparsec_out->len++] = {};",
-                    expr(value)
+                    expr(names, value)
                 ));
                 self.indent -= 1;
                 self.line("}");
@@ -676,9 +548,9 @@ impl Printer<'_> {
             }
             Stmt::OrderTouched { list, len, flags } => self.line(&format!(
                 "sparsec_order_touched({}, {}, {});",
-                array_name(list),
-                expr(len),
-                array_name(flags)
+                names.scratch(*list),
+                expr(names, len),
+                names.scratch(*flags)
             )),
         }
     }
@@ -703,13 +575,13 @@ fn contains_emit(s: &Stmt) -> bool {
     }
 }
 
-fn reduction_clauses(reductions: &[Reduction]) -> String {
+fn reduction_clauses(names: &Names, reductions: &[Reduction]) -> String {
     reductions
         .iter()
         .map(|r| match r {
-            Reduction::Scalar(name) => format!(" reduction(+:{name})"),
+            Reduction::Scalar(v) => format!(" reduction(+:{})", names.var(*v)),
             Reduction::Array(a, len) => {
-                format!(" reduction(+:{}[0:{}])", array_name(a), expr(len))
+                format!(" reduction(+:{}[0:{}])", names.array(a), expr(names, len))
             }
         })
         .collect()
@@ -726,11 +598,11 @@ fn omp_schedule(schedule: OmpSchedule, chunk: usize) -> String {
 
 /// `num_threads` and `if` clauses of a thread team for a loop from `start` to `end`: a
 /// loop of one chunk cannot use a second thread, so it skips the team's start-up.
-fn team_clauses(start: &Expr, end: &Expr, chunk: usize) -> String {
+fn team_clauses(names: &Names, start: &Expr, end: &Expr, chunk: usize) -> String {
     let trips = crate::ir::simplify(&(end.clone() - start.clone()));
     format!(
         "num_threads(sparsec_threads) if(sparsec_threads > 1 && {} > {chunk})",
-        atom(&trips)
+        atom(names, &trips)
     )
 }
 
@@ -744,7 +616,7 @@ fn single_if(stmts: &[Stmt]) -> Option<&Stmt> {
 }
 
 /// Print an expression, fully parenthesised where precedence could be misread.
-pub fn expr(e: &Expr) -> String {
+fn expr(names: &Names, e: &Expr) -> String {
     match e {
         Expr::Int(v) => v.to_string(),
         Expr::Float(v) => {
@@ -764,13 +636,18 @@ pub fn expr(e: &Expr) -> String {
             }
         }
         Expr::Bool(b) => (*b as i32).to_string(),
-        Expr::Var(n) => n.clone(),
-        Expr::Param(p) => param_name(p),
-        Expr::Load(a, i) => format!("{}[{}]", array_name(a), expr(i)),
-        Expr::Neg(a) => format!("-{}", atom(a)),
-        Expr::Not(a) => format!("!{}", atom(a)),
-        Expr::Bin(BinOp::Min, a, b) => format!("sparsec_min({}, {})", expr(a), expr(b)),
-        Expr::Bin(BinOp::Max, a, b) => format!("sparsec_max({}, {})", expr(a), expr(b)),
+        Expr::Var(v) => names.var(*v).to_string(),
+        Expr::Param(p) => names.param(p).to_string(),
+        Expr::Symbol(s) => unreachable!("lowering resolves every symbol ({s:?})"),
+        Expr::Load(a, i) => format!("{}[{}]", names.array(a), expr(names, i)),
+        Expr::Neg(a) => format!("-{}", atom(names, a)),
+        Expr::Not(a) => format!("!{}", atom(names, a)),
+        Expr::Bin(BinOp::Min, a, b) => {
+            format!("sparsec_min({}, {})", expr(names, a), expr(names, b))
+        }
+        Expr::Bin(BinOp::Max, a, b) => {
+            format!("sparsec_max({}, {})", expr(names, a), expr(names, b))
+        }
         Expr::Bin(op, a, b) => {
             let sym = match op {
                 BinOp::Add => "+",
@@ -788,26 +665,33 @@ pub fn expr(e: &Expr) -> String {
                 BinOp::Or => "||",
                 BinOp::Min | BinOp::Max => unreachable!(),
             };
-            format!("{} {sym} {}", atom(a), atom(b))
+            format!("{} {sym} {}", atom(names, a), atom(names, b))
         }
-        Expr::Select(c, a, b) => format!("({} ? {} : {})", expr(c), expr(a), expr(b)),
+        Expr::Select(c, a, b) => format!(
+            "({} ? {} : {})",
+            expr(names, c),
+            expr(names, a),
+            expr(names, b)
+        ),
         Expr::Call(Intrinsic::HashLocate, array, args) => {
-            let args: Vec<String> = args.iter().map(expr).collect();
+            let args: Vec<String> = args.iter().map(|a| expr(names, a)).collect();
             format!(
                 "sparsec_hash_locate({}, {})",
-                array_name(array),
+                names.array(array),
                 args.join(", ")
             )
         }
     }
 }
 
-fn atom(e: &Expr) -> String {
+fn atom(names: &Names, e: &Expr) -> String {
     match e {
-        Expr::Bin(op, ..) if !matches!(op, BinOp::Min | BinOp::Max) => format!("({})", expr(e)),
-        Expr::Neg(_) => format!("({})", expr(e)),
-        Expr::Float(v) if *v < 0.0 => format!("({})", expr(e)),
+        Expr::Bin(op, ..) if !matches!(op, BinOp::Min | BinOp::Max) => {
+            format!("({})", expr(names, e))
+        }
+        Expr::Neg(_) => format!("({})", expr(names, e)),
+        Expr::Float(v) if *v < 0.0 => format!("({})", expr(names, e)),
         Expr::Int(v) if *v < 0 => format!("({v})"),
-        _ => expr(e),
+        _ => expr(names, e),
     }
 }

@@ -138,7 +138,7 @@ impl LevelFormat for Dense {
             Expr::Bool(true),
         ))
     }
-    fn locate(&self, site: &LevelSite, parent_pos: &Expr, coord: &Expr) -> Option<Pair> {
+    fn locate(&self, site: &LevelSite, parent_pos: &Expr, coord: &Expr, _: &Expr) -> Option<Pair> {
         self.coord_access(site, parent_pos, coord)
     }
     fn streaming(&self) -> Option<Streaming> {
@@ -558,7 +558,13 @@ impl LevelFormat for Hashed {
         let coord = Expr::load(site.array(ArrayKind::Idx), pos.clone());
         Some((coord.clone(), Expr::bin(BinOp::Ne, coord, Expr::Int(-1))))
     }
-    fn locate(&self, site: &LevelSite, parent_pos: &Expr, coord: &Expr) -> Option<Pair> {
+    fn locate(
+        &self,
+        site: &LevelSite,
+        parent_pos: &Expr,
+        coord: &Expr,
+        located: &Expr,
+    ) -> Option<Pair> {
         let pos = Expr::Call(
             Intrinsic::HashLocate,
             site.array(ArrayKind::Idx),
@@ -568,10 +574,8 @@ impl LevelFormat for Hashed {
                 coord.clone(),
             ],
         );
-        // `found` is stated in terms of the located position, which lowering binds to a
-        // variable before evaluating it: `idx[p] == i`.
         let found = Expr::eq(
-            Expr::load(site.array(ArrayKind::Idx), Expr::var(LOCATED)),
+            Expr::load(site.array(ArrayKind::Idx), located.clone()),
             coord.clone(),
         );
         Some((pos, found))
@@ -622,9 +626,6 @@ impl LevelFormat for Hashed {
         })
     }
 }
-
-/// Name of the variable that holds a located position while `found` is evaluated.
-pub const LOCATED: &str = "__located";
 
 /// Bucket count per parent: room for every child at a load factor of at most 2/3, never
 /// more than the dimension (where `i mod W` is already collision-free).

@@ -17,10 +17,10 @@ mod parse;
 use std::fmt;
 use std::sync::Arc;
 
-pub use levels::{Compressed, Dense, Hashed, Offset, Range, Singleton, LOCATED};
+pub use levels::{Compressed, Dense, Hashed, Offset, Range, Singleton};
 pub use parse::FormatError;
 
-use crate::ir::{ArrayKind, Expr, ParamKind};
+use crate::ir::{ArrayKind, Expr, OperandId, ParamKind};
 
 /// Invariants a level guarantees (Table 3.2 of the thesis).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -57,8 +57,8 @@ pub struct Capabilities {
 /// Level functions are pure functions of this context; they return IR expressions.
 #[derive(Clone, Debug)]
 pub struct LevelSite {
-    /// Tensor (kernel parameter) name.
-    pub tensor: String,
+    /// The operand whose level this is.
+    pub operand: OperandId,
     /// 1-based level number.
     pub level: usize,
     /// Coordinates of levels `1..level` (the ancestors), outermost first.
@@ -68,16 +68,16 @@ pub struct LevelSite {
 impl LevelSite {
     /// The array `kind` of this level.
     pub fn array(&self, kind: ArrayKind) -> crate::ir::ArrayRef {
-        crate::ir::ArrayRef {
-            tensor: self.tensor.clone(),
-            level: Some(self.level),
+        crate::ir::ArrayRef::Level {
+            operand: self.operand,
+            level: self.level,
             kind,
         }
     }
     /// The parameter `kind` of this level.
     pub fn param(&self, kind: ParamKind) -> Expr {
-        Expr::Param(crate::ir::ParamRef {
-            tensor: self.tensor.clone(),
+        Expr::Param(crate::ir::ParamRef::Level {
+            operand: self.operand,
             level: self.level,
             kind,
         })
@@ -111,6 +111,18 @@ impl LevelStorage {
             .find(|(k, _)| *k == kind)
             .map(|(_, v)| *v)
             .unwrap_or(0)
+    }
+}
+
+/// A tensor's levels, as the IR interpreter reads them (level `k` is `self[k - 1]`).
+impl crate::ir::interp::LevelArrays for Vec<LevelStorage> {
+    fn array(&self, level: usize, kind: ArrayKind) -> &[i64] {
+        self[level - 1]
+            .array(kind)
+            .unwrap_or_else(|| panic!("level {level} has no {kind:?} array"))
+    }
+    fn param(&self, level: usize, kind: ParamKind) -> i64 {
+        self[level - 1].param(kind)
     }
 }
 
@@ -202,8 +214,16 @@ pub trait LevelFormat: fmt::Debug + Send + Sync {
     fn pos_access(&self, _site: &LevelSite, _pos: &Expr) -> Option<Pair> {
         None
     }
-    /// `locate(p_{k-1}, i1..i_k) -> <p_k, found>`.
-    fn locate(&self, _site: &LevelSite, _parent_pos: &Expr, _coord: &Expr) -> Option<Pair> {
+    /// `locate(p_{k-1}, i1..i_k) -> <p_k, found>`. The caller binds `p_k` before it
+    /// evaluates `found`, which may read it as `located` (a hashed level compares the
+    /// coordinate stored at the located bucket).
+    fn locate(
+        &self,
+        _site: &LevelSite,
+        _parent_pos: &Expr,
+        _coord: &Expr,
+        _located: &Expr,
+    ) -> Option<Pair> {
         None
     }
     /// Build this level's storage from sorted, deduplicated entries.

@@ -40,9 +40,6 @@ fn array_tag(kind: ArrayKind) -> u8 {
         ArrayKind::Pos => 1,
         ArrayKind::Idx => 2,
         ArrayKind::Offset => 3,
-        ArrayKind::Vals => 4,
-        // Kernel scratch arrays never belong to stored tensors.
-        ArrayKind::Local => 5,
     }
 }
 
@@ -51,7 +48,6 @@ fn array_kind(tag: u8) -> Option<ArrayKind> {
         1 => ArrayKind::Pos,
         2 => ArrayKind::Idx,
         3 => ArrayKind::Offset,
-        4 => ArrayKind::Vals,
         _ => return None,
     })
 }

@@ -1,25 +1,34 @@
 //! A small evaluator of integer IR expressions over one tensor's storage.
 //!
+//! The storage is seen through [`LevelArrays`], so the IR does not depend on how tensors
+//! hold their arrays.
+//!
 //! It runs the level functions that the level formats emit, so reading storage back (and
 //! the tests of each level) uses exactly the description the code generator inlines.
 
-use super::{ArrayKind, BinOp, Expr, Intrinsic};
-use crate::format::LevelStorage;
+use super::{ArrayKind, ArrayRef, BinOp, Expr, Intrinsic, ParamKind, ParamRef};
 
-/// Storage and variable bindings an expression is evaluated against.
+/// The index arrays and level parameters of one tensor, as level functions read them.
+pub trait LevelArrays {
+    /// Array `kind` of 1-based level `level`.
+    fn array(&self, level: usize, kind: ArrayKind) -> &[i64];
+    /// Parameter `kind` of 1-based level `level`.
+    fn param(&self, level: usize, kind: ParamKind) -> i64;
+}
+
+/// The storage an expression is evaluated against. Level functions evaluated here use no
+/// variables: their arguments are constants.
 pub struct Env<'a> {
-    /// The tensor's levels (level `k` is `levels[k - 1]`).
-    pub levels: &'a [LevelStorage],
-    /// Variable bindings.
-    pub vars: &'a [(&'a str, i64)],
+    /// The tensor's levels.
+    pub levels: &'a dyn LevelArrays,
 }
 
 impl Env<'_> {
-    fn array(&self, level: Option<usize>, kind: ArrayKind) -> &[i64] {
-        let level = level.expect("level functions only read level arrays");
-        self.levels[level - 1]
-            .array(kind)
-            .unwrap_or_else(|| panic!("level {level} has no {kind:?} array"))
+    fn array(&self, array: &ArrayRef) -> &[i64] {
+        match *array {
+            ArrayRef::Level { level, kind, .. } => self.levels.array(level, kind),
+            _ => panic!("level functions only read level arrays"),
+        }
     }
 
     /// Evaluate an integer (or boolean, as 0/1) expression.
@@ -28,16 +37,13 @@ impl Env<'_> {
             Expr::Int(v) => *v,
             Expr::Bool(b) => *b as i64,
             Expr::Float(_) => panic!("level functions are integer expressions"),
-            Expr::Var(name) => self
-                .vars
-                .iter()
-                .find(|(n, _)| n == name)
-                .map(|(_, v)| *v)
-                .unwrap_or_else(|| panic!("unbound variable {name}")),
-            Expr::Param(p) => self.levels[p.level - 1].param(p.kind),
+            Expr::Var(_) | Expr::Symbol(_) | Expr::Param(ParamRef::Extent(_)) => {
+                panic!("level functions evaluated on storage take constant arguments")
+            }
+            Expr::Param(ParamRef::Level { level, kind, .. }) => self.levels.param(*level, *kind),
             Expr::Load(array, index) => {
                 let i = self.eval(index);
-                self.array(array.level, array.kind)[i as usize]
+                self.array(array)[i as usize]
             }
             Expr::Neg(a) => -self.eval(a),
             Expr::Not(a) => (self.eval(a) == 0) as i64,
@@ -69,7 +75,7 @@ impl Env<'_> {
                 }
             }
             Expr::Call(Intrinsic::HashLocate, array, args) => {
-                let idx = self.array(array.level, array.kind);
+                let idx = self.array(array);
                 let (width, parent, coord) = (
                     self.eval(&args[0]),
                     self.eval(&args[1]),

@@ -5,28 +5,75 @@
 //! formats emit their level functions as IR expressions (see [`crate::format`]), so the
 //! same description drives code generation and the runtime interpreter in [`interp`].
 //!
-//! Invariants:
-//! - Variables are declared (`Stmt::Decl`) before use and names are unique per kernel.
-//! - Every array reference names a tensor parameter of the kernel; the backend turns
-//!   `Array { tensor: "A", level: Some(2), kind: Idx }` into `A2_idx`.
+//! A kernel is one [`Function`]: operands, a table of typed variables and scratch arrays
+//! referred to by handle ([`Var`], [`Scratch`], [`OperandId`]), entry checks and a body.
+//! Nothing in the IR is a name: a backend prints handles through [`Names`], one
+//! allocator, so identifiers are unique whatever the user called things.
+//!
+//! Invariants ([`verify`] checks them):
+//! - a variable is declared (`Stmt::Decl`, or as a `for` variable) before use and at most
+//!   once on any path; its table type matches what is stored in it;
+//! - every array is an operand's or a scratch array allocated around its use;
+//! - no [`Symbol`] is left after lowering.
 
+mod function;
 pub mod interp;
+mod names;
 mod simplify;
+mod verify;
+pub mod visit;
 
+pub use function::{Function, OperandInfo, OutputMode, ScalarArg, ScratchInfo, Signature, VarInfo};
+pub use names::{NameAllocator, Names};
 pub use simplify::{simplify, simplify_stmts};
+pub use verify::{verify, VerifyError};
 
-/// A storage array of one tensor: the per-level index arrays and the value array.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct ArrayRef {
-    /// Name of the tensor (kernel parameter).
-    pub tensor: String,
-    /// 1-based storage level; `None` for the value array.
-    pub level: Option<usize>,
-    /// Which array of that level.
-    pub kind: ArrayKind,
+/// Handle of a scalar variable of one [`Function`]: an index into [`Function::vars`].
+///
+/// Variables are named only by handle; a backend prints each as a unique identifier made
+/// from its hint, so no user-chosen name can collide with another or with generated code.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Var(u32);
+
+impl Var {
+    /// Position in [`Function::vars`].
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
 }
 
-/// Kinds of arrays a level (or the value store) can own.
+/// Handle of a scratch array of one [`Function`]: an index into [`Function::scratch`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Scratch(u32);
+
+impl Scratch {
+    /// Position in [`Function::scratch`].
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+/// A tensor the function reads or writes: an index into [`Function::operands`]; operand 0
+/// is the output.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct OperandId(pub usize);
+
+/// An array the function reads or writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ArrayRef {
+    /// Array `kind` of 1-based storage level `level` of an operand.
+    Level {
+        operand: OperandId,
+        level: usize,
+        kind: ArrayKind,
+    },
+    /// The component values of an operand, indexed by its last level's positions.
+    Values(OperandId),
+    /// A scratch array the function allocates (a workspace).
+    Scratch(Scratch),
+}
+
+/// Kinds of arrays a level can own.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum ArrayKind {
     /// Segment bounds (compressed).
@@ -35,10 +82,6 @@ pub enum ArrayKind {
     Idx,
     /// Diagonal offsets (range, offset).
     Offset,
-    /// Component values, indexed by the last level's positions.
-    Vals,
-    /// A kernel-local scratch array (a workspace); `tensor` holds its full name.
-    Local,
 }
 
 impl ArrayKind {
@@ -48,8 +91,6 @@ impl ArrayKind {
             ArrayKind::Pos => "pos",
             ArrayKind::Idx => "idx",
             ArrayKind::Offset => "offset",
-            ArrayKind::Vals => "vals",
-            ArrayKind::Local => "",
         }
     }
 }
@@ -73,15 +114,32 @@ impl ParamKind {
     }
 }
 
-/// A scalar parameter of one level of one tensor.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct ParamRef {
-    /// Tensor name.
-    pub tensor: String,
-    /// 1-based storage level.
-    pub level: usize,
-    /// Which parameter.
-    pub kind: ParamKind,
+/// A scalar the caller passes to the function.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ParamRef {
+    /// Parameter `kind` of 1-based storage level `level` of an operand.
+    Level {
+        operand: OperandId,
+        level: usize,
+        kind: ParamKind,
+    },
+    /// The extent of the front end's index variable number `n` (its loop runs `0..extent`).
+    Extent(usize),
+}
+
+/// A value a front end or scheduler names before lowering knows how it is computed.
+/// Lowering replaces every symbol; the verifier rejects a function that still holds one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Symbol {
+    /// The size of 1-based storage level `level` of the right-hand side's `access`-th
+    /// tensor access (the operand it reads is chosen by lowering).
+    AccessLevelSize { access: usize, level: usize },
+    /// The number of positions in the segment that position variable `var` iterates,
+    /// known when lowering enters the space.
+    SegmentLength { var: usize },
+    /// The number of coordinates a coordinate variable `var` (over a position space)
+    /// ranges over.
+    CoordRange { var: usize },
 }
 
 /// Binary operators of the IR.
@@ -104,7 +162,7 @@ pub enum BinOp {
     Or,
 }
 
-/// Operations with no C operator: they are small helper functions in the generated prelude.
+/// Operations with no C operator: they are small helper functions of the runtime.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Intrinsic {
     /// `hash_locate(idx, width, parent_pos, coord) -> position` (linear probing).
@@ -117,9 +175,29 @@ pub enum Type {
     /// Coordinates and positions (`int64_t`).
     Index,
     /// A component value.
-    Value(crate::tensor::ValueType),
+    Value(ValueType),
     /// Truth values.
     Bool,
+}
+
+/// Floating-point type of component values.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum ValueType {
+    /// `double`.
+    #[default]
+    F64,
+    /// `float`.
+    F32,
+}
+
+impl ValueType {
+    /// The C spelling.
+    pub fn c_name(self) -> &'static str {
+        match self {
+            ValueType::F64 => "double",
+            ValueType::F32 => "float",
+        }
+    }
 }
 
 /// IR expressions.
@@ -128,8 +206,9 @@ pub enum Expr {
     Int(i64),
     Float(f64),
     Bool(bool),
-    Var(String),
+    Var(Var),
     Param(ParamRef),
+    Symbol(Symbol),
     Load(ArrayRef, Box<Expr>),
     Neg(Box<Expr>),
     Not(Box<Expr>),
@@ -140,9 +219,6 @@ pub enum Expr {
 
 /// Shorthands that keep lowering code readable.
 impl Expr {
-    pub fn var(name: impl Into<String>) -> Expr {
-        Expr::Var(name.into())
-    }
     pub fn load(array: ArrayRef, index: Expr) -> Expr {
         Expr::Load(array, Box::new(index))
     }
@@ -164,15 +240,31 @@ impl Expr {
     pub fn max(a: Expr, b: Expr) -> Expr {
         Expr::bin(BinOp::Max, a, b)
     }
+    /// Replace every symbol by what `resolve` says it is.
+    pub fn resolve_symbols(&self, resolve: &impl Fn(Symbol) -> Expr) -> Expr {
+        let mut out = self.clone();
+        visit::walk_expr_mut(&mut out, &mut |e| {
+            if let Expr::Symbol(s) = e {
+                *e = resolve(*s);
+            }
+        });
+        out
+    }
+}
+
+impl From<Var> for Expr {
+    fn from(v: Var) -> Expr {
+        Expr::Var(v)
+    }
 }
 
 /// IR statements.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Stmt {
-    /// Declare a variable with an initial value.
-    Decl(String, Type, Expr),
+    /// Declare a variable (its type is in [`Function::vars`]) with an initial value.
+    Decl(Var, Expr),
     /// Assign to a declared variable.
-    Assign(String, Expr),
+    Assign(Var, Expr),
     /// `array[index] = value` (or `+=` when `accumulate`).
     Store {
         array: ArrayRef,
@@ -180,9 +272,9 @@ pub enum Stmt {
         value: Expr,
         accumulate: bool,
     },
-    /// `for (var = start; var < end; var++)`, run as `kind` says.
+    /// `for (var = start; var < end; var++)`, run as `kind` says; declares `var`.
     For {
-        var: String,
+        var: Var,
         start: Expr,
         end: Expr,
         body: Vec<Stmt>,
@@ -203,9 +295,9 @@ pub enum Stmt {
     /// (by sorting, or by scanning the flags between the extreme coordinates when that is
     /// cheaper).
     OrderTouched {
-        list: ArrayRef,
+        list: Scratch,
         len: Expr,
-        flags: ArrayRef,
+        flags: Scratch,
     },
 }
 
@@ -250,12 +342,12 @@ pub enum LoopKind {
     },
 }
 
-/// A zeroed scratch array the kernel allocates (workspaces).
+/// A zeroed scratch array the kernel allocates (workspaces): `len` elements of
+/// [`Function::scratch`]'s element type for `array`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Local {
-    pub name: String,
+    pub array: Scratch,
     pub len: Expr,
-    pub ty: LocalType,
 }
 
 /// Element type of a scratch array.
@@ -273,7 +365,7 @@ pub enum LocalType {
 /// (summed) when the loop ends.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Reduction {
-    Scalar(String),
+    Scalar(Var),
     /// The first `len` entries of an array.
     Array(ArrayRef, Expr),
 }
@@ -296,16 +388,5 @@ impl std::ops::Mul for Expr {
     type Output = Expr;
     fn mul(self, other: Expr) -> Expr {
         Expr::bin(BinOp::Mul, self, other)
-    }
-}
-
-impl ArrayRef {
-    /// A kernel-local scratch array.
-    pub fn local(name: impl Into<String>) -> ArrayRef {
-        ArrayRef {
-            tensor: name.into(),
-            level: None,
-            kind: ArrayKind::Local,
-        }
     }
 }

@@ -66,7 +66,7 @@ pub fn simplify_stmts(stmts: Vec<Stmt>) -> Vec<Stmt> {
 
 fn simplify_stmt(stmt: Stmt) -> Option<Stmt> {
     Some(match stmt {
-        Stmt::Decl(n, t, e) => Stmt::Decl(n, t, simplify(&e)),
+        Stmt::Decl(n, e) => Stmt::Decl(n, simplify(&e)),
         Stmt::Assign(n, e) => Stmt::Assign(n, simplify(&e)),
         Stmt::Store {
             array,

@@ -15,7 +15,7 @@
 //! A recovered statement variable is then resolved like any other: every operand that
 //! stores it is located, which requires a product of locatable levels.
 
-use super::{conjunction, lattice, lower_bound, Coalesce, Dest, LExpr, LowerError, Lowerer, Scope};
+use super::{conjunction, lattice, Coalesce, Dest, LExpr, LowerError, Lowerer, Scope};
 use crate::format::{Level, LevelSite};
 use crate::ir::{Expr, Stmt, Type};
 use crate::notation::cin::VarId;
@@ -26,24 +26,24 @@ use crate::schedule::{BoundKind, Relation, SplitBy};
 pub(super) struct Segment {
     /// Storage levels (0-based) it covers, outermost first.
     levels: Vec<usize>,
-    /// C stem of the pos variable.
+    /// Key stem of the pos variable's state.
     stem: String,
     /// The loop where the space was entered (its body declares the trackers).
     entered_at: VarId,
 }
 
 impl Segment {
-    fn begin(&self, idx: usize) -> Expr {
-        Expr::var(format!("{}_b{idx}", self.stem))
+    fn begin(&self, idx: usize) -> String {
+        format!("{}\u{1}_b{idx}", self.stem)
     }
-    fn end(&self, idx: usize) -> Expr {
-        Expr::var(format!("{}_e{idx}", self.stem))
+    fn end(&self, idx: usize) -> String {
+        format!("{}\u{1}_e{idx}", self.stem)
     }
     fn tracker(&self, idx: usize) -> String {
-        format!("{}_q{idx}", self.stem)
+        format!("{}\u{1}_q{idx}", self.stem)
     }
     fn position(&self, idx: usize) -> String {
-        format!("{}_p{idx}", self.stem)
+        format!("{}\u{1}_p{idx}", self.stem)
     }
 }
 
@@ -92,7 +92,7 @@ impl Lowerer<'_> {
             }
         };
         let body = self.resolve(v, rest, expr, dest, scope)?;
-        let mut stmts = vec![Stmt::Decl(self.name(v), Type::Index, value)];
+        let mut stmts = vec![Stmt::Decl(self.named(self.name(v), Type::Index), value)];
         if scope.guarded.contains(&v) {
             stmts.extend(body);
         } else {
@@ -266,7 +266,7 @@ impl Lowerer<'_> {
         }
         let seg = Segment {
             levels: levels.clone(),
-            stem: self.plan.vars[pos].c_name.clone(),
+            stem: format!("#\u{1}{}", self.plan.vars[pos].name),
             entered_at: u,
         };
         let first = &occ.levels[levels[0]];
@@ -296,14 +296,23 @@ impl Lowerer<'_> {
             }
         };
         let mut stmts = vec![
-            Stmt::Decl(format!("{}_b0", seg.stem), Type::Index, begin),
-            Stmt::Decl(format!("{}_e0", seg.stem), Type::Index, end),
+            Stmt::Decl(
+                self.named(format!("{}\u{1}_b0", seg.stem), Type::Index),
+                begin,
+            ),
+            Stmt::Decl(
+                self.named(format!("{}\u{1}_e0", seg.stem), Type::Index),
+                end,
+            ),
         ];
         for (idx, &k) in levels.iter().enumerate().skip(1) {
             let level = &occ.levels[k];
             let site = self.site(occ.operand, Some(o), k);
             let start = |q: Expr| Self::segment_start(level, &site, &q);
-            let (Some(b), Some(e)) = (start(seg.begin(idx - 1)), start(seg.end(idx - 1))) else {
+            let (Some(b), Some(e)) = (
+                start(self.iv(seg.begin(idx - 1))),
+                start(self.iv(seg.end(idx - 1))),
+            ) else {
                 return Err(LowerError(format!(
                     "level {} of `{}` ({}) cannot be fused into a position space",
                     k + 1,
@@ -311,19 +320,23 @@ impl Lowerer<'_> {
                     level.name()
                 )));
             };
-            stmts.push(Stmt::Decl(format!("{}_b{idx}", seg.stem), Type::Index, b));
-            stmts.push(Stmt::Decl(format!("{}_e{idx}", seg.stem), Type::Index, e));
+            stmts.push(Stmt::Decl(
+                self.named(format!("{}\u{1}_b{idx}", seg.stem), Type::Index),
+                b,
+            ));
+            stmts.push(Stmt::Decl(
+                self.named(format!("{}\u{1}_e{idx}", seg.stem), Type::Index),
+                e,
+            ));
         }
         let last = levels.len() - 1;
         stmts.push(Stmt::Decl(
-            format!("{}_begin", seg.stem),
-            Type::Index,
-            seg.begin(last),
+            self.named(format!("{}\u{1}_begin", seg.stem), Type::Index),
+            self.iv(seg.begin(last)),
         ));
         stmts.push(Stmt::Decl(
-            format!("{}_end", seg.stem),
-            Type::Index,
-            seg.end(last),
+            self.named(format!("{}\u{1}_end", seg.stem), Type::Index),
+            self.iv(seg.end(last)),
         ));
         // A `coord` of this space iterates the coordinates its segment spans.
         let coord = self.plan.relations.iter().find_map(|r| match *r {
@@ -334,12 +347,11 @@ impl Lowerer<'_> {
             let level = &occ.levels[levels[last]];
             let site = self.site(occ.operand, Some(o), levels[last]);
             let crd = |q: Expr| level.pos_access(&site, &q).expect("checked by coord").0;
-            let (b, e) = (seg.begin(last), seg.end(last));
+            let (b, e) = (self.iv(seg.begin(last)), self.iv(seg.end(last)));
             let nonempty = Expr::lt(b.clone(), e.clone());
-            let stem = &self.plan.vars[c].c_name;
+            let stem = &format!("@\u{1}{}", self.plan.vars[c].name);
             stmts.push(Stmt::Decl(
-                format!("{stem}_cbegin"),
-                Type::Index,
+                self.named(format!("{stem}\u{1}_cbegin"), Type::Index),
                 Expr::Select(
                     Box::new(nonempty.clone()),
                     Box::new(crd(b)),
@@ -347,8 +359,7 @@ impl Lowerer<'_> {
                 ),
             ));
             stmts.push(Stmt::Decl(
-                format!("{stem}_cend"),
-                Type::Index,
+                self.named(format!("{stem}\u{1}_cend"), Type::Index),
                 Expr::Select(
                     Box::new(nonempty),
                     Box::new(crd(e - Expr::Int(1)) + Expr::Int(1)),
@@ -383,17 +394,24 @@ impl Lowerer<'_> {
         let level = self.occurrences[o].levels[seg.levels[0]].clone();
         let site = self.site(self.occurrences[o].operand, Some(o), seg.levels[0]);
         let crd = |q: Expr| level.pos_access(&site, &q).expect("checked by coord").0;
-        let stem = self.plan.vars[c].c_name.clone();
-        let target = format!("{stem}_at");
+        let stem = format!("@\u{1}{}", self.plan.vars[c].name);
+        let target = format!("{stem}\u{1}_at");
         let mut stmts = vec![Stmt::Decl(
-            target.clone(),
-            Type::Index,
-            Expr::var(format!("{stem}_cbegin")) + self.var(c),
+            self.named(target.clone(), Type::Index),
+            self.iv(format!("{stem}\u{1}_cbegin")) + self.var(c),
         )];
-        let (search, at, found) =
-            lower_bound(&stem, seg.begin(0), seg.end(0), &crd, Expr::var(target));
+        let (search, at, found) = self.lower_bound(
+            &stem,
+            self.iv(seg.begin(0)),
+            self.iv(seg.end(0)),
+            &crd,
+            self.iv(target),
+        );
         stmts.extend(search);
-        stmts.push(Stmt::Decl(self.name(p), Type::Index, at - seg.begin(0)));
+        stmts.push(Stmt::Decl(
+            self.named(self.name(p), Type::Index),
+            at - self.iv(seg.begin(0)),
+        ));
         let body = self.resolve(p, rest, expr, dest, scope)?;
         stmts.push(Stmt::If(found, body, vec![]));
         Ok(stmts)
@@ -410,27 +428,36 @@ impl Lowerer<'_> {
             let fused = seg.levels.len() > 1;
             for idx in 0..seg.levels.len() - 1 {
                 let q = seg.tracker(idx);
-                stmts.push(Stmt::Decl(q.clone(), Type::Index, Expr::Int(-1)));
+                stmts.push(Stmt::Decl(
+                    self.named(q.clone(), Type::Index),
+                    Expr::Int(-1),
+                ));
                 // The tracked segment's bounds, kept in registers between positions.
-                stmts.push(Stmt::Decl(format!("{q}_start"), Type::Index, Expr::Int(0)));
-                stmts.push(Stmt::Decl(format!("{q}_next"), Type::Index, Expr::Int(0)));
+                stmts.push(Stmt::Decl(
+                    self.named(format!("{q}\u{1}_start"), Type::Index),
+                    Expr::Int(0),
+                ));
+                stmts.push(Stmt::Decl(
+                    self.named(format!("{q}\u{1}_next"), Type::Index),
+                    Expr::Int(0),
+                ));
             }
             if fused && self.dense_output && self.store_accumulates && inner.coalesce.is_none() {
                 stmts.push(Stmt::Decl(
-                    format!("{}_acc", seg.stem),
-                    Type::Value(crate::tensor::ValueType::F64),
+                    self.named(
+                        format!("{}\u{1}_acc", seg.stem),
+                        Type::Value(crate::tensor::ValueType::F64),
+                    ),
                     Expr::Float(0.0),
                 ));
                 stmts.push(Stmt::Decl(
-                    format!("{}_at", seg.stem),
-                    Type::Index,
+                    self.named(format!("{}\u{1}_at", seg.stem), Type::Index),
                     Expr::Int(-1),
                 ));
                 let contiguous_runs = self.output_in_upper_levels(pos, seg);
                 if contiguous_runs {
                     stmts.push(Stmt::Decl(
-                        format!("{}_first", seg.stem),
-                        Type::Bool,
+                        self.named(format!("{}\u{1}_first", seg.stem), Type::Bool),
                         Expr::Bool(true),
                     ));
                 }
@@ -486,67 +513,81 @@ impl Lowerer<'_> {
         let occ_operand = self.occurrences[o].operand;
         let last = seg.levels.len() - 1;
         let mut stmts = vec![Stmt::Decl(
-            seg.position(last),
-            Type::Index,
-            Expr::var(format!("{}_begin", seg.stem)) + self.var(pos),
+            self.named(seg.position(last), Type::Index),
+            self.iv(format!("{}\u{1}_begin", seg.stem)) + self.var(pos),
         )];
         for idx in (0..last).rev() {
             let level = self.occurrences[o].levels[seg.levels[idx + 1]].clone();
             let site = self.site(occ_operand, Some(o), seg.levels[idx + 1]);
             let start = |q: Expr| Self::segment_start(&level, &site, &q).expect("checked on entry");
             let q = seg.tracker(idx);
-            let (q_start, q_next) = (format!("{q}_start"), format!("{q}_next"));
-            let target = Expr::var(seg.position(idx + 1));
-            let (lo, hi, mid) = (format!("{q}_lo"), format!("{q}_hi"), format!("{q}_mid"));
+            let (q_start, q_next) = (format!("{q}\u{1}_start"), format!("{q}\u{1}_next"));
+            let target = self.iv(seg.position(idx + 1));
+            let (lo, hi, mid) = (
+                format!("{q}\u{1}_lo"),
+                format!("{q}\u{1}_hi"),
+                format!("{q}\u{1}_mid"),
+            );
             let search = vec![
-                Stmt::Decl(lo.clone(), Type::Index, seg.begin(idx)),
-                Stmt::Decl(hi.clone(), Type::Index, seg.end(idx)),
+                Stmt::Decl(self.named(lo.clone(), Type::Index), self.iv(seg.begin(idx))),
+                Stmt::Decl(self.named(hi.clone(), Type::Index), self.iv(seg.end(idx))),
                 Stmt::While(
                     Expr::bin(
                         crate::ir::BinOp::Gt,
-                        Expr::var(hi.clone()) - Expr::var(lo.clone()),
+                        self.iv(hi.clone()) - self.iv(lo.clone()),
                         Expr::Int(1),
                     ),
                     vec![
                         Stmt::Decl(
-                            mid.clone(),
-                            Type::Index,
+                            self.named(mid.clone(), Type::Index),
                             Expr::bin(
                                 crate::ir::BinOp::Div,
-                                Expr::var(lo.clone()) + Expr::var(hi.clone()),
+                                self.iv(lo.clone()) + self.iv(hi.clone()),
                                 Expr::Int(2),
                             ),
                         ),
                         Stmt::If(
                             Expr::bin(
                                 crate::ir::BinOp::Le,
-                                start(Expr::var(mid.clone())),
+                                start(self.iv(mid.clone())),
                                 target.clone(),
                             ),
-                            vec![Stmt::Assign(lo.clone(), Expr::var(mid.clone()))],
-                            vec![Stmt::Assign(hi.clone(), Expr::var(mid))],
+                            vec![Stmt::Assign(
+                                self.named_any(lo.clone()),
+                                self.iv(mid.clone()),
+                            )],
+                            vec![Stmt::Assign(self.named_any(hi.clone()), self.iv(mid))],
                         ),
                     ],
                 ),
-                Stmt::Assign(q.clone(), Expr::var(lo)),
-                Stmt::Assign(q_start.clone(), start(Expr::var(q.clone()))),
-                Stmt::Assign(q_next.clone(), start(Expr::var(q.clone()) + Expr::Int(1))),
+                Stmt::Assign(self.named_any(q.clone()), self.iv(lo)),
+                Stmt::Assign(self.named_any(q_start.clone()), start(self.iv(q.clone()))),
+                Stmt::Assign(
+                    self.named_any(q_next.clone()),
+                    start(self.iv(q.clone()) + Expr::Int(1)),
+                ),
             ];
             let lost = Expr::bin(
                 crate::ir::BinOp::Or,
-                Expr::lt(Expr::var(q.clone()), Expr::Int(0)),
-                Expr::lt(target.clone(), Expr::var(q_start.clone())),
+                Expr::lt(self.iv(q.clone()), Expr::Int(0)),
+                Expr::lt(target.clone(), self.iv(q_start.clone())),
             );
             stmts.push(Stmt::If(lost, search, vec![]));
             stmts.push(Stmt::While(
-                Expr::bin(crate::ir::BinOp::Le, Expr::var(q_next.clone()), target),
+                Expr::bin(crate::ir::BinOp::Le, self.iv(q_next.clone()), target),
                 vec![
-                    Stmt::Assign(q.clone(), Expr::var(q.clone()) + Expr::Int(1)),
-                    Stmt::Assign(q_start.clone(), Expr::var(q_next.clone())),
-                    Stmt::Assign(q_next.clone(), start(Expr::var(q.clone()) + Expr::Int(1))),
+                    Stmt::Assign(self.named_any(q.clone()), self.iv(q.clone()) + Expr::Int(1)),
+                    Stmt::Assign(self.named_any(q_start.clone()), self.iv(q_next.clone())),
+                    Stmt::Assign(
+                        self.named_any(q_next.clone()),
+                        start(self.iv(q.clone()) + Expr::Int(1)),
+                    ),
                 ],
             ));
-            stmts.push(Stmt::Decl(seg.position(idx), Type::Index, Expr::var(q)));
+            stmts.push(Stmt::Decl(
+                self.named(seg.position(idx), Type::Index),
+                self.iv(q),
+            ));
         }
         // Coordinates of each level, outermost first; then locate the other operands.
         let mut inner = scope.clone();
@@ -554,7 +595,7 @@ impl Lowerer<'_> {
         for (idx, &k) in seg.levels.iter().enumerate() {
             let level = self.occurrences[o].levels[k].clone();
             let site = self.occ_site(o, &inner);
-            let q = Expr::var(seg.position(idx));
+            let q = self.iv(seg.position(idx));
             let (coord, found) = match level.pos_access(&site, &q) {
                 Some(pair) => pair,
                 None => {
@@ -580,7 +621,7 @@ impl Lowerer<'_> {
                 self.check_located(r, &points, &located, &inner)
                     .map_err(|_| self.position_error(pos, r))?;
             }
-            stmts.push(Stmt::Decl(self.name(r), Type::Index, coord));
+            stmts.push(Stmt::Decl(self.named(self.name(r), Type::Index), coord));
             flags.push(found);
             inner = inner.with(o, q, None);
             let locate_here: Vec<usize> = (0..self.occurrences.len())

@@ -16,17 +16,21 @@ mod derived;
 mod lattice;
 mod parallel;
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::cell::RefCell;
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::ops::{Add, Sub};
 
 use lattice::Point;
 
 use crate::format::{Format, Level, LevelCoord, LevelSite};
-use crate::ir::{ArrayKind, ArrayRef, BinOp, Expr, Local, LocalType, LoopKind, Stmt, Type};
+use crate::ir::{
+    ArrayRef, BinOp, Expr, Function, Local, LocalType, LoopKind, OperandId, OperandInfo,
+    OutputMode, ParamKind, ParamRef, Scratch, Stmt, Symbol, Type, Var,
+};
 use crate::notation::ast::Op;
 use crate::notation::cin::{Statement, TensorId, VarId};
 use crate::schedule::lexpr::{self, LExpr};
-use crate::schedule::{c_name, reordered_format, Concrete, Parallel};
+use crate::schedule::{reordered_format, Concrete, Parallel};
 use crate::tensor::ValueType;
 
 pub use crate::schedule::LowerError;
@@ -34,7 +38,7 @@ pub use crate::schedule::LowerError;
 /// A tensor as the kernel sees it: one per distinct (tensor, layout) pair.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Operand {
-    /// C-level name (`A`, or `A_1` for a reordered copy).
+    /// Name hint (`A`, or `A_1` for a reordered copy).
     pub name: String,
     /// The statement's tensor.
     pub tensor: TensorId,
@@ -42,36 +46,15 @@ pub struct Operand {
     pub format: Format,
 }
 
-/// How the kernel delivers its result.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum OutputMode {
-    /// Writes the dense output's values in place; `accumulate` when stores are `+=`.
-    Dense { accumulate: bool },
-    /// Emits coordinates and values for the runtime to assemble.
-    Emit,
-}
-
 /// Result of lowering one statement.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Lowered {
-    /// The kernel body.
-    pub body: Vec<Stmt>,
-    /// Operands read or written, output first.
+    /// The kernel.
+    pub function: Function,
+    /// What each of the function's operands is, by [`OperandId`].
     pub operands: Vec<Operand>,
-    /// C names of the index variables, by `VarId`: the statement's first (`<name>_size`
-    /// holds each one's extent), then variables added for structured levels.
-    pub var_names: Vec<String>,
-    /// Number of the statement's own variables (those with a `<name>_size` parameter).
-    pub statement_vars: usize,
     /// The loops, outermost first, by user-visible name.
     pub loops: Vec<String>,
-    /// Conditions on the inputs the kernel checks first (schedule bounds), with the
-    /// message to report when one fails.
-    pub assumptions: Vec<(Expr, String)>,
-    /// Zeroed scratch arrays the kernel allocates around its whole body.
-    pub locals: Vec<Local>,
-    /// How the result is produced.
-    pub output: OutputMode,
 }
 
 /// One use of a tensor on the right-hand side.
@@ -160,6 +143,57 @@ struct Lowerer<'a> {
     /// Workspaces by the number of parallel loops around them: each is allocated per
     /// thread of the innermost one (or once, outside any).
     local_arrays: Vec<(usize, Local)>,
+    /// The variable of each index variable of the plan, by `VarId`.
+    index_vars: Vec<Var>,
+    /// The function's variable and scratch tables, with the keys lowering knows them by.
+    tables: RefCell<Tables>,
+}
+
+/// Variables and scratch arrays while lowering creates them. An iterator's state is
+/// declared by one method and read by others (`q{stem}`, `{stem}_end`), so lowering
+/// refers to it by a key that names the state; each key is one IR variable (also the hint
+/// for its printed name), and the backend makes printed names unique.
+struct Tables {
+    function: Function,
+    vars: HashMap<String, Var>,
+    /// Variables first met in an expression, typed `Index` until a declaration says more.
+    untyped: HashSet<Var>,
+    scratch: HashMap<String, Scratch>,
+}
+
+/// What lowering may name a variable by: its key, or the variable itself.
+trait VarKey {
+    fn resolve(self, tables: &mut Tables, ty: Option<Type>) -> Var;
+}
+
+impl VarKey for Var {
+    fn resolve(self, _: &mut Tables, _: Option<Type>) -> Var {
+        self
+    }
+}
+
+impl<S: AsRef<str>> VarKey for S {
+    fn resolve(self, tables: &mut Tables, ty: Option<Type>) -> Var {
+        let key = self.as_ref();
+        match tables.vars.get(key) {
+            Some(&v) => {
+                if let Some(ty) = ty {
+                    if tables.untyped.remove(&v) {
+                        tables.function.vars[v.index()].ty = ty;
+                    }
+                }
+                v
+            }
+            None => {
+                let v = tables.function.fresh_var(key, ty.unwrap_or(Type::Index));
+                if ty.is_none() {
+                    tables.untyped.insert(v);
+                }
+                tables.vars.insert(key.to_string(), v);
+                v
+            }
+        }
+    }
 }
 
 /// Lower a scheduled concrete statement.
@@ -167,7 +201,7 @@ pub fn lower(plan: &Concrete) -> Result<Lowered, LowerError> {
     let stmt = &plan.statement;
     let output = &stmt.tensors[0];
     let mut operands = vec![Operand {
-        name: c_name(&output.name),
+        name: output.name.clone(),
         tensor: 0,
         format: output.format.clone(),
     }];
@@ -187,9 +221,9 @@ pub fn lower(plan: &Concrete) -> Result<Lowered, LowerError> {
             Some(i) => i,
             None => {
                 let name = if operands.iter().any(|op| op.tensor == *t) || format != tensor.format {
-                    format!("{}_{}", c_name(&tensor.name), o)
+                    format!("{}_{}", tensor.name, o)
                 } else {
-                    c_name(&tensor.name)
+                    tensor.name.clone()
                 };
                 operands.push(Operand {
                     name,
@@ -234,6 +268,30 @@ pub fn lower(plan: &Concrete) -> Result<Lowered, LowerError> {
         .iter()
         .any(|&v| partly_summed(v) && last_free.is_some_and(|l| position(v) < l));
     let count = plan.accesses.len();
+    let store_accumulates = stmt.accumulate || scatters;
+    let output_mode = if dense_output {
+        OutputMode::Dense {
+            accumulate: store_accumulates,
+        }
+    } else {
+        OutputMode::Emit {
+            order: output.format.order(),
+        }
+    };
+    let operand_info = operands
+        .iter()
+        .map(|op| OperandInfo {
+            hint: op.name.clone(),
+            values: ValueType::F64,
+        })
+        .collect();
+    let mut function = Function::new(operand_info, stmt.vars.len(), output_mode);
+    function.extent_hints = stmt.vars.iter().map(|v| v.name.clone()).collect();
+    let index_vars = plan
+        .vars
+        .iter()
+        .map(|v| function.fresh_var(&v.name, Type::Index))
+        .collect();
     let mut lowerer = Lowerer {
         plan,
         stmt,
@@ -241,11 +299,18 @@ pub fn lower(plan: &Concrete) -> Result<Lowered, LowerError> {
         occurrences,
         temps: 0,
         dense_output,
-        store_accumulates: stmt.accumulate || scatters,
+        store_accumulates,
         parallel: Vec::new(),
         temp_depth: BTreeMap::new(),
         assumptions: Vec::new(),
         local_arrays: Vec::new(),
+        index_vars,
+        tables: RefCell::new(Tables {
+            function,
+            vars: HashMap::new(),
+            untyped: HashSet::new(),
+            scratch: HashMap::new(),
+        }),
     };
     let scope = Scope {
         positions: vec![Vec::new(); count],
@@ -257,21 +322,17 @@ pub fn lower(plan: &Concrete) -> Result<Lowered, LowerError> {
     };
     let body = lowerer.lower(&plan.order, &plan.rhs, &Dest::Output, &scope)?;
     let locals = lowerer.locals_at(0);
+    let mut function = lowerer.tables.into_inner().function;
+    function.body = crate::ir::simplify_stmts(body);
+    function.assumptions = lowerer.assumptions;
+    function.locals = locals;
+    if cfg!(debug_assertions) {
+        crate::ir::verify(&function).map_err(|e| LowerError(e.to_string()))?;
+    }
     Ok(Lowered {
-        body: crate::ir::simplify_stmts(body),
-        output: if dense_output {
-            OutputMode::Dense {
-                accumulate: lowerer.store_accumulates,
-            }
-        } else {
-            OutputMode::Emit
-        },
+        function,
         operands: lowerer.operands,
-        statement_vars: stmt.vars.len(),
-        var_names: plan.vars.iter().map(|v| v.c_name.clone()).collect(),
         loops: plan.loops().iter().map(|s| s.to_string()).collect(),
-        assumptions: lowerer.assumptions,
-        locals,
     })
 }
 
@@ -292,9 +353,36 @@ enum Strategy {
 }
 
 impl Lowerer<'_> {
+    /// The variable `key` names, declared with type `ty`.
+    fn named(&self, key: impl VarKey, ty: Type) -> Var {
+        key.resolve(&mut self.tables.borrow_mut(), Some(ty))
+    }
+
+    /// The variable `key` names, whatever its type.
+    fn named_any(&self, key: impl VarKey) -> Var {
+        key.resolve(&mut self.tables.borrow_mut(), None)
+    }
+
+    /// The value of the variable `key` names.
+    fn iv(&self, key: impl VarKey) -> Expr {
+        Expr::Var(self.named_any(key))
+    }
+
+    /// The scratch array `key` names.
+    fn scratch(&self, key: &str, ty: LocalType) -> Scratch {
+        let mut tables = self.tables.borrow_mut();
+        if let Some(&s) = tables.scratch.get(key) {
+            return s;
+        }
+        let s = tables.function.fresh_scratch(key, ty);
+        tables.scratch.insert(key.to_string(), s);
+        s
+    }
+
+    /// A key no other state has: `%` never starts a tensor or variable name.
     fn fresh(&mut self, stem: &str) -> String {
         self.temps += 1;
-        format!("{stem}{}", self.temps - 1)
+        format!("%\u{1}{stem}{}", self.temps - 1)
     }
 
     /// A fresh scalar temporary, recorded with the parallel depth it is private to.
@@ -304,16 +392,34 @@ impl Lowerer<'_> {
         name
     }
 
-    fn name(&self, v: VarId) -> String {
-        self.plan.vars[v].c_name.clone()
+    fn name(&self, v: VarId) -> Var {
+        self.index_vars[v]
     }
 
     fn var(&self, v: VarId) -> Expr {
-        Expr::var(self.name(v))
+        Expr::Var(self.name(v))
     }
 
+    /// The extent of `v`'s loop, its symbols resolved: a storage level's size becomes the
+    /// operand's parameter, a position space's length the bounds lowering declared.
     fn size(&self, v: VarId) -> Expr {
-        self.plan.vars[v].extent.clone()
+        self.plan.vars[v]
+            .extent
+            .resolve_symbols(&|symbol| match symbol {
+                Symbol::AccessLevelSize { access, level } => Expr::Param(ParamRef::Level {
+                    operand: OperandId(self.occurrences[access].operand),
+                    level,
+                    kind: ParamKind::Size,
+                }),
+                Symbol::SegmentLength { var } => {
+                    let stem = format!("#\u{1}{}", self.plan.vars[var].name);
+                    self.iv(format!("{stem}\u{1}_end")) - self.iv(format!("{stem}\u{1}_begin"))
+                }
+                Symbol::CoordRange { var } => {
+                    let stem = format!("@\u{1}{}", self.plan.vars[var].name);
+                    self.iv(format!("{stem}\u{1}_cend")) - self.iv(format!("{stem}\u{1}_cbegin"))
+                }
+            })
     }
 
     /// True when `v` is, or is derived from, a variable of the output.
@@ -371,8 +477,7 @@ impl Lowerer<'_> {
                 .collect();
             let temp = self.temp();
             let mut stmts = vec![Stmt::Decl(
-                temp.clone(),
-                Type::Value(ValueType::F64),
+                self.named(temp.clone(), Type::Value(ValueType::F64)),
                 Expr::Float(0.0),
             )];
             let into = Dest::Temp {
@@ -380,28 +485,35 @@ impl Lowerer<'_> {
                 touched: None,
             };
             stmts.extend(self.lower(&sub, body, &into, scope)?);
-            stmts.extend(self.lower(&others, &expr.replace_sum(root, &temp), dest, scope)?);
+            stmts.extend(self.lower(
+                &others,
+                &expr.replace_sum(root, self.named_any(&temp)),
+                dest,
+                scope,
+            )?);
             return Ok(stmts);
         }
         if matches!(dest, Dest::Output) && remaining.iter().all(|&u| !self.is_free(u)) {
             let temp = self.temp();
-            let touched = (!self.dense_output).then(|| format!("{temp}_touched"));
+            let touched = (!self.dense_output).then(|| format!("{temp}\u{1}_touched"));
             let mut stmts = vec![Stmt::Decl(
-                temp.clone(),
-                Type::Value(ValueType::F64),
+                self.named(temp.clone(), Type::Value(ValueType::F64)),
                 Expr::Float(0.0),
             )];
             if let Some(flag) = &touched {
-                stmts.push(Stmt::Decl(flag.clone(), Type::Bool, Expr::Bool(false)));
+                stmts.push(Stmt::Decl(
+                    self.named(flag.clone(), Type::Bool),
+                    Expr::Bool(false),
+                ));
             }
             let into = Dest::Temp {
                 name: temp.clone(),
                 touched: touched.clone(),
             };
             stmts.extend(self.lower(remaining, expr, &into, scope)?);
-            let store = self.store(&LExpr::Temp(temp), dest, scope)?;
+            let store = self.store(&LExpr::Temp(self.named_any(&temp)), dest, scope)?;
             match touched {
-                Some(flag) => stmts.push(Stmt::If(Expr::var(flag), store, vec![])),
+                Some(flag) => stmts.push(Stmt::If(self.iv(flag), store, vec![])),
                 None => stmts.extend(store),
             }
             return Ok(stmts);
@@ -473,12 +585,9 @@ impl Lowerer<'_> {
 
     /// Allocate a zeroed workspace private to the innermost enclosing parallel loop.
     fn local(&mut self, name: &str, len: Expr, ty: LocalType) {
-        if !self.local_arrays.iter().any(|(_, l)| l.name == name) {
-            let local = Local {
-                name: name.to_string(),
-                len,
-                ty,
-            };
+        let array = self.scratch(name, ty);
+        if !self.local_arrays.iter().any(|(_, l)| l.array == array) {
+            let local = Local { array, len };
             self.local_arrays.push((self.parallel.len(), local));
         }
     }
@@ -525,7 +634,7 @@ impl Lowerer<'_> {
                 names.join(", ")
             )));
         }
-        let name = c_name(&p.workspace);
+        let name = format!("%\u{1}{}", p.workspace);
         let len = p
             .vars
             .iter()
@@ -534,15 +643,15 @@ impl Lowerer<'_> {
             .unwrap_or(Expr::Int(1));
         let depth = self.parallel.len();
         self.local(&name, len.clone(), LocalType::Value);
-        let array = ArrayRef::local(name.clone());
-        let q = format!("{name}_q");
+        let array = ArrayRef::Scratch(self.scratch(&name, LocalType::Value));
+        let q = format!("{name}\u{1}_q");
         let mut stmts = vec![Stmt::For {
-            var: q.clone(),
+            var: self.named(q.clone(), Type::Index),
             start: Expr::Int(0),
             end: len,
             body: vec![Stmt::Store {
                 array,
-                index: Expr::var(q),
+                index: self.iv(q),
                 value: Expr::Float(0.0),
                 accumulate: false,
             }],
@@ -554,7 +663,7 @@ impl Lowerer<'_> {
             depth,
         };
         stmts.extend(self.lower(&producer, &p.body, &into, scope)?);
-        let read = expr.read_workspace(&p.workspace, &p.workspace);
+        let read = expr.read_workspace(&p.workspace, self.scratch(&name, LocalType::Value));
         stmts.extend(self.lower(&consumer, &read, dest, scope)?);
         Ok(stmts)
     }
@@ -571,10 +680,12 @@ impl Lowerer<'_> {
         dest: &Dest,
         scope: &Scope,
     ) -> Result<Vec<Stmt>, LowerError> {
-        let read = expr.read_workspace(&p.workspace, &format!("{}_vals", p.workspace));
+        let name = format!("%\u{1}{}", p.workspace);
+        let vals = self.scratch(&format!("{name}\u{1}_vals"), LocalType::Value);
+        let read = expr.read_workspace(&p.workspace, vals);
         let rest = &consumer[p.vars.len()..];
         self.touched_workspace(
-            &c_name(&p.workspace),
+            &name,
             &p.vars,
             |lowerer, into| lowerer.lower(producer, &p.body, into, scope),
             |lowerer| lowerer.resolve_all(&p.vars, rest, &read, dest, scope),
@@ -596,8 +707,8 @@ impl Lowerer<'_> {
         expr: &LExpr,
         scope: &Scope,
     ) -> Result<Vec<Stmt>, LowerError> {
-        let name = self.fresh("sparsec_w");
-        let vals = ArrayRef::local(format!("{name}_vals"));
+        let name = self.fresh("w");
+        let vals = ArrayRef::Scratch(self.scratch(&format!("{name}\u{1}_vals"), LocalType::Value));
         self.touched_workspace(
             &name,
             &[w],
@@ -632,11 +743,14 @@ impl Lowerer<'_> {
             ("seen", LocalType::Flag),
             ("list", LocalType::Index),
         ] {
-            self.local(&format!("{name}_{suffix}"), width.clone(), ty);
+            self.local(&format!("{name}\u{1}_{suffix}"), width.clone(), ty);
         }
-        let count = format!("{name}_count");
-        let list = ArrayRef::local(format!("{name}_list"));
-        let mut stmts = vec![Stmt::Decl(count.clone(), Type::Index, Expr::Int(0))];
+        let count = format!("{name}\u{1}_count");
+        let list = self.scratch(&format!("{name}\u{1}_list"), LocalType::Index);
+        let mut stmts = vec![Stmt::Decl(
+            self.named(count.clone(), Type::Index),
+            Expr::Int(0),
+        )];
         let into = Dest::Workspace {
             name: name.to_string(),
             vars: vars.to_vec(),
@@ -644,50 +758,53 @@ impl Lowerer<'_> {
         };
         stmts.extend(produce(self, &into)?);
         stmts.push(Stmt::OrderTouched {
-            list: list.clone(),
-            len: Expr::var(count.clone()),
-            flags: ArrayRef::local(format!("{name}_seen")),
+            list,
+            len: self.iv(count.clone()),
+            flags: self.scratch(&format!("{name}\u{1}_seen"), LocalType::Flag),
         });
-        let at = format!("{name}_p");
-        let touched = Expr::load(list, Expr::var(at.clone()));
+        let at = format!("{name}\u{1}_p");
+        let touched = Expr::load(ArrayRef::Scratch(list), self.iv(at.clone()));
         let (mut body, linear) = match vars {
             [v] => (
-                vec![Stmt::Decl(self.name(*v), Type::Index, touched)],
+                vec![Stmt::Decl(self.named(self.name(*v), Type::Index), touched)],
                 self.var(*v),
             ),
             _ => {
                 // Peel the variables off the linearised coordinate, innermost first.
-                let linear = format!("{name}_at");
+                let linear = format!("{name}\u{1}_at");
                 let mut coords = Vec::new();
                 let mut stride = Expr::Int(1);
                 for (k, &v) in vars.iter().enumerate().rev() {
-                    let above = Expr::bin(BinOp::Div, Expr::var(linear.clone()), stride.clone());
+                    let above = Expr::bin(BinOp::Div, self.iv(linear.clone()), stride.clone());
                     let coord = if k == 0 {
                         above
                     } else {
                         Expr::bin(BinOp::Rem, above, self.size(v))
                     };
-                    coords.push(Stmt::Decl(self.name(v), Type::Index, coord));
+                    coords.push(Stmt::Decl(self.named(self.name(v), Type::Index), coord));
                     stride = stride * self.size(v);
                 }
-                let mut body = vec![Stmt::Decl(linear.clone(), Type::Index, touched)];
+                let mut body = vec![Stmt::Decl(self.named(linear.clone(), Type::Index), touched)];
                 body.extend(coords.into_iter().rev());
-                (body, Expr::var(linear))
+                (body, self.iv(linear))
             }
         };
         body.extend(consume(self)?);
-        for (suffix, zero) in [("vals", Expr::Float(0.0)), ("seen", Expr::Int(0))] {
+        for (suffix, zero, ty) in [
+            ("vals", Expr::Float(0.0), LocalType::Value),
+            ("seen", Expr::Int(0), LocalType::Flag),
+        ] {
             body.push(Stmt::Store {
-                array: ArrayRef::local(format!("{name}_{suffix}")),
+                array: ArrayRef::Scratch(self.scratch(&format!("{name}\u{1}_{suffix}"), ty)),
                 index: linear.clone(),
                 value: zero,
                 accumulate: false,
             });
         }
         stmts.push(Stmt::For {
-            var: at,
+            var: self.named(at, Type::Index),
             start: Expr::Int(0),
-            end: Expr::var(count),
+            end: self.iv(count),
             body,
             kind: LoopKind::Serial,
         });
@@ -712,24 +829,25 @@ impl Lowerer<'_> {
         Ok(match dest {
             Dest::Temp { name, touched } => {
                 let mut s = vec![update(Stmt::Assign(
-                    name.clone(),
-                    Expr::add(Expr::var(name.clone()), value),
+                    self.named_any(name.clone()),
+                    Add::add(self.iv(name.clone()), value),
                 ))];
                 if let Some(flag) = touched {
-                    s.push(Stmt::Assign(flag.clone(), Expr::Bool(true)));
+                    s.push(Stmt::Assign(self.named_any(flag.clone()), Expr::Bool(true)));
                 }
                 s
             }
             Dest::Local { name, vars, .. } => vec![update(Stmt::Store {
-                array: ArrayRef::local(name.clone()),
+                array: ArrayRef::Scratch(self.scratch(name, LocalType::Value)),
                 index: self.linear_index(vars),
                 value,
                 accumulate: true,
             })],
             Dest::Workspace { name, vars, .. } => {
                 let at = self.linear_index(vars);
-                let count = format!("{name}_count");
-                let seen = ArrayRef::local(format!("{name}_seen"));
+                let count = format!("{name}\u{1}_count");
+                let seen =
+                    ArrayRef::Scratch(self.scratch(&format!("{name}\u{1}_seen"), LocalType::Flag));
                 vec![
                     Stmt::If(
                         Expr::Not(Box::new(Expr::load(seen.clone(), at.clone()))),
@@ -741,17 +859,24 @@ impl Lowerer<'_> {
                                 accumulate: false,
                             },
                             Stmt::Store {
-                                array: ArrayRef::local(format!("{name}_list")),
-                                index: Expr::var(count.clone()),
+                                array: ArrayRef::Scratch(
+                                    self.scratch(&format!("{name}\u{1}_list"), LocalType::Index),
+                                ),
+                                index: self.iv(count.clone()),
                                 value: at.clone(),
                                 accumulate: false,
                             },
-                            Stmt::Assign(count.clone(), Expr::var(count) + Expr::Int(1)),
+                            Stmt::Assign(
+                                self.named_any(count.clone()),
+                                self.iv(count) + Expr::Int(1),
+                            ),
                         ],
                         vec![],
                     ),
                     Stmt::Store {
-                        array: ArrayRef::local(format!("{name}_vals")),
+                        array: ArrayRef::Scratch(
+                            self.scratch(&format!("{name}\u{1}_vals"), LocalType::Value),
+                        ),
                         index: at,
                         value,
                         accumulate: true,
@@ -768,19 +893,19 @@ impl Lowerer<'_> {
                     ));
                 }
                 let stem = &coalesce.stem;
-                let (acc, at) = (format!("{stem}_acc"), format!("{stem}_at"));
+                let (acc, at) = (format!("{stem}\u{1}_acc"), format!("{stem}\u{1}_at"));
                 let flush = self.flush_store(stem, atomic, coalesce.contiguous_runs);
                 vec![
                     Stmt::If(
-                        Expr::bin(BinOp::Ne, self.output_position(), Expr::var(at.clone())),
+                        Expr::bin(BinOp::Ne, self.output_position(), self.iv(at.clone())),
                         vec![
                             flush,
-                            Stmt::Assign(at, self.output_position()),
-                            Stmt::Assign(acc.clone(), Expr::Float(0.0)),
+                            Stmt::Assign(self.named_any(at), self.output_position()),
+                            Stmt::Assign(self.named_any(acc.clone()), Expr::Float(0.0)),
                         ],
                         vec![],
                     ),
-                    Stmt::Assign(acc.clone(), Expr::var(acc) + value),
+                    Stmt::Assign(self.named_any(acc.clone()), self.iv(acc) + value),
                 ]
             }
             Dest::Output if self.dense_output => {
@@ -794,16 +919,12 @@ impl Lowerer<'_> {
                     let coord = self.var(self.stmt.lhs[m]);
                     pos = spec
                         .format
-                        .locate(&site, &pos, &coord)
+                        .locate(&site, &pos, &coord, &Expr::Int(0))
                         .expect("dense levels locate")
                         .0;
                 }
                 vec![update(Stmt::Store {
-                    array: ArrayRef {
-                        tensor: out.name.clone(),
-                        level: None,
-                        kind: ArrayKind::Vals,
-                    },
+                    array: ArrayRef::Values(OperandId(0)),
                     index: pos,
                     value,
                     accumulate: self.store_accumulates,
@@ -827,7 +948,7 @@ impl Lowerer<'_> {
             let site = self.site(0, None, k);
             pos = spec
                 .format
-                .locate(&site, &pos, &self.var(self.stmt.lhs[m]))
+                .locate(&site, &pos, &self.var(self.stmt.lhs[m]), &Expr::Int(0))
                 .expect("dense levels locate")
                 .0;
         }
@@ -839,32 +960,28 @@ impl Lowerer<'_> {
     /// the first flush of a loop iteration is atomic (see [`Coalesce::contiguous_runs`]).
     fn flush_store(&self, stem: &str, atomic: bool, first_only: bool) -> Stmt {
         let store = Stmt::Store {
-            array: ArrayRef {
-                tensor: self.operands[0].name.clone(),
-                level: None,
-                kind: ArrayKind::Vals,
-            },
-            index: Expr::var(format!("{stem}_at")),
-            value: Expr::var(format!("{stem}_acc")),
+            array: ArrayRef::Values(OperandId(0)),
+            index: self.iv(format!("{stem}\u{1}_at")),
+            value: self.iv(format!("{stem}\u{1}_acc")),
             accumulate: true,
         };
         let flush = match (atomic, first_only) {
             (false, _) => vec![store],
             (true, false) => vec![Stmt::Atomic(Box::new(store))],
             (true, true) => {
-                let first = format!("{stem}_first");
+                let first = format!("{stem}\u{1}_first");
                 vec![Stmt::If(
-                    Expr::var(first.clone()),
+                    self.iv(first.clone()),
                     vec![
                         Stmt::Atomic(Box::new(store.clone())),
-                        Stmt::Assign(first, Expr::Bool(false)),
+                        Stmt::Assign(self.named_any(first), Expr::Bool(false)),
                     ],
                     vec![store],
                 )]
             }
         };
         Stmt::If(
-            Expr::bin(BinOp::Ge, Expr::var(format!("{stem}_at")), Expr::Int(0)),
+            Expr::bin(BinOp::Ge, self.iv(format!("{stem}\u{1}_at")), Expr::Int(0)),
             flush,
             vec![],
         )
@@ -897,19 +1014,12 @@ impl Lowerer<'_> {
                 for k in scope.resolved(*o)..occ.levels.len() {
                     let site = self.site(occ.operand, Some(*o), k);
                     let (at, found) = occ.levels[k]
-                        .locate(&site, &pos, &self.var(occ.level_vars[k]))
+                        .locate(&site, &pos, &self.var(occ.level_vars[k]), &Expr::Int(0))
                         .expect("only dense operands are read against their layout");
                     debug_assert_eq!(found, Expr::Bool(true), "dense levels always find");
                     pos = at;
                 }
-                Expr::load(
-                    ArrayRef {
-                        tensor: self.operands[occ.operand].name.clone(),
-                        level: None,
-                        kind: ArrayKind::Vals,
-                    },
-                    pos,
-                )
+                Expr::load(ArrayRef::Values(OperandId(occ.operand)), pos)
             }
             LExpr::Literal(v) => Expr::Float(*v),
             LExpr::Neg(a) => Expr::Neg(Box::new(self.value(a, scope))),
@@ -922,9 +1032,9 @@ impl Lowerer<'_> {
                 };
                 Expr::bin(op, self.value(a, scope), self.value(b, scope))
             }
-            LExpr::Temp(t) => Expr::var(t.clone()),
+            LExpr::Temp(t) => self.iv(t.clone()),
             LExpr::WorkspaceRead(name, vars) => {
-                Expr::load(ArrayRef::local(c_name(name)), self.linear_index(vars))
+                Expr::load(ArrayRef::Scratch(*name), self.linear_index(vars))
             }
             LExpr::Precomputed(_) => {
                 unreachable!("a workspace is computed before its first private loop")
@@ -954,7 +1064,7 @@ impl Lowerer<'_> {
             }
         };
         LevelSite {
-            tensor: self.operands[operand].name.clone(),
+            operand: OperandId(operand),
             level: k + 1,
             ancestors,
         }
@@ -984,9 +1094,9 @@ impl Lowerer<'_> {
             .count()
             > 1;
         if shared {
-            format!("{name}_o{o}_{}", scope.resolved(o) + 1)
+            format!("{name}\u{1}_o{o}_{}", scope.resolved(o) + 1)
         } else {
-            format!("{name}{}", scope.resolved(o) + 1)
+            format!("{name}\u{1}{}", scope.resolved(o) + 1)
         }
     }
 
@@ -998,7 +1108,7 @@ impl Lowerer<'_> {
         let (begin, end) = level.pos_iter(&site, &parent).expect("position iteration");
         match scope.segment_ends[o].last().cloned().flatten() {
             Some(seg_end) => {
-                let last = Expr::sub(seg_end, Expr::Int(1));
+                let last = Sub::sub(seg_end, Expr::Int(1));
                 (
                     begin,
                     level.pos_iter(&site, &last).expect("position iteration").1,
@@ -1125,9 +1235,12 @@ impl Lowerer<'_> {
         for &o in located {
             let site = self.occ_site(o, scope);
             let name = format!("p{}", self.stem(o, scope));
-            let located =
-                self.level(o, scope)
-                    .locate(&site, &self.parent_pos(o, scope), &self.var(v));
+            let located = self.level(o, scope).locate(
+                &site,
+                &self.parent_pos(o, scope),
+                &self.var(v),
+                &self.iv(&name),
+            );
             let (pos, f) = match located {
                 Some(pair) => pair,
                 None => {
@@ -1136,16 +1249,15 @@ impl Lowerer<'_> {
                     pair
                 }
             };
-            stmts.push(Stmt::Decl(name.clone(), Type::Index, pos));
-            let f = substitute_located(&f, &name);
+            stmts.push(Stmt::Decl(self.named(name.clone(), Type::Index), pos));
             if f != Expr::Bool(true) {
-                let flag = format!("{}_found", self.stem(o, scope));
-                stmts.push(Stmt::Decl(flag.clone(), Type::Bool, f));
-                found.push((o, Expr::var(flag)));
+                let flag = format!("{}\u{1}_found", self.stem(o, scope));
+                stmts.push(Stmt::Decl(self.named(flag.clone(), Type::Bool), f));
+                found.push((o, self.iv(flag)));
             } else {
                 found.push((o, Expr::Bool(true)));
             }
-            inner = inner.with(o, Expr::var(name), None);
+            inner = inner.with(o, self.iv(name), None);
         }
         (stmts, found, inner)
     }
@@ -1157,7 +1269,7 @@ impl Lowerer<'_> {
         let site = self.occ_site(o, scope);
         let (begin, end) = self.pos_range(o, scope);
         let crd = |q: Expr| level.pos_access(&site, &q).expect("searchable level").0;
-        let (stmts, pos, found) = lower_bound(name, begin, end, &crd, self.var(v));
+        let (stmts, pos, found) = self.lower_bound(name, begin, end, &crd, self.var(v));
         (stmts, (pos, found))
     }
 
@@ -1184,15 +1296,15 @@ impl Lowerer<'_> {
         let level = self.level(o, scope).clone();
         let site = self.occ_site(o, scope);
         let stem = self.stem(o, scope);
-        let pname = format!("p{stem}");
+        let pname = format!("p\u{1}{stem}");
         let vname = self.name(v);
         if let Some((begin, end)) = level.coord_iter(&site) {
             let (pos, found) = level
                 .coord_access(&site, &self.parent_pos(o, scope), &self.var(v))
                 .expect("coordinate access");
-            let inner = scope.with(o, Expr::var(pname.clone()), None);
+            let inner = scope.with(o, self.iv(pname.clone()), None);
             let (mut body, flags, inner) = self.locate_all(located, v, &inner);
-            body.insert(0, Stmt::Decl(pname, Type::Index, pos));
+            body.insert(0, Stmt::Decl(self.named(pname, Type::Index), pos));
             let cond = conjunction(flags.into_iter().map(|f| f.1).chain([found]));
             let inner_body = self.lower(rest, expr, dest, &inner)?;
             body.push(Stmt::If(cond, inner_body, vec![]));
@@ -1206,18 +1318,18 @@ impl Lowerer<'_> {
         }
         let (begin, end) = self.pos_range(o, scope);
         let (coord, found) = level
-            .pos_access(&site, &Expr::var(pname.clone()))
+            .pos_access(&site, &self.iv(pname.clone()))
             .expect("position access");
         let unique = level.properties().unique;
-        let seg = (!unique).then(|| format!("{stem}_segend"));
-        let inner = scope.with(o, Expr::var(pname.clone()), seg.clone().map(Expr::var));
+        let seg = (!unique).then(|| format!("{stem}\u{1}_segend"));
+        let inner = scope.with(o, self.iv(pname.clone()), seg.clone().map(|k| self.iv(k)));
         let (locates, flags, inner) = self.locate_all(located, v, &inner);
-        let mut body = vec![Stmt::Decl(vname, Type::Index, coord.clone())];
+        let mut body = vec![Stmt::Decl(self.named(vname, Type::Index), coord.clone())];
         if let Some(seg) = &seg {
-            body.extend(segment_scan(
+            body.extend(self.segment_scan(
                 seg,
                 &pname,
-                &format!("{stem}_end"),
+                &format!("{stem}\u{1}_end"),
                 &level,
                 &site,
                 &self.var(v),
@@ -1238,19 +1350,19 @@ impl Lowerer<'_> {
         }
         match seg {
             None => Ok(vec![Stmt::For {
-                var: pname,
+                var: self.named(pname, Type::Index),
                 start: begin,
                 end,
                 body,
                 kind: LoopKind::Serial,
             }]),
             Some(seg) => {
-                body.push(Stmt::Assign(pname.clone(), Expr::var(seg)));
+                body.push(Stmt::Assign(self.named_any(pname.clone()), self.iv(seg)));
                 Ok(vec![
-                    Stmt::Decl(pname.clone(), Type::Index, begin),
-                    Stmt::Decl(format!("{stem}_end"), Type::Index, end),
+                    Stmt::Decl(self.named(pname.clone(), Type::Index), begin),
+                    Stmt::Decl(self.named(format!("{stem}\u{1}_end"), Type::Index), end),
                     Stmt::While(
-                        Expr::lt(Expr::var(pname), Expr::var(format!("{stem}_end"))),
+                        Expr::lt(self.iv(pname), self.iv(format!("{stem}\u{1}_end"))),
                         body,
                     ),
                 ])
@@ -1269,8 +1381,8 @@ impl Lowerer<'_> {
             None => self.pos_range(o, scope),
         };
         Ok(vec![
-            Stmt::Decl(format!("q{stem}"), Type::Index, begin),
-            Stmt::Decl(format!("{stem}_end"), Type::Index, end),
+            Stmt::Decl(self.named(format!("q\u{1}{stem}"), Type::Index), begin),
+            Stmt::Decl(self.named(format!("{stem}\u{1}_end"), Type::Index), end),
         ])
     }
 
@@ -1279,7 +1391,7 @@ impl Lowerer<'_> {
         let stem = self.stem(o, scope);
         let level = self.level(o, scope);
         let site = self.occ_site(o, scope);
-        let q = Expr::var(format!("q{stem}"));
+        let q = self.iv(format!("q\u{1}{stem}"));
         if level.coord_iter(&site).is_some() {
             let pos = level
                 .coord_access(&site, &self.parent_pos(o, scope), &q)
@@ -1308,26 +1420,26 @@ impl Lowerer<'_> {
         let stem = self.stem(o, scope);
         let level = self.level(o, scope);
         let site = self.occ_site(o, scope);
-        let pname = format!("p{stem}");
-        let q = format!("q{stem}");
-        body.push(Stmt::Decl(pname.clone(), Type::Index, pos));
+        let pname = format!("p\u{1}{stem}");
+        let q = format!("q\u{1}{stem}");
+        body.push(Stmt::Decl(self.named(pname.clone(), Type::Index), pos));
         let next = if !level.properties().unique && level.coord_iter(&site).is_none() {
-            let seg = format!("{stem}_segend");
-            body.extend(segment_scan(
+            let seg = format!("{stem}\u{1}_segend");
+            body.extend(self.segment_scan(
                 &seg,
                 &q,
-                &format!("{stem}_end"),
+                &format!("{stem}\u{1}_end"),
                 level,
                 &site,
                 coord,
             ));
-            *inner = inner.with(o, Expr::var(pname), Some(Expr::var(seg.clone())));
-            Expr::var(seg)
+            *inner = inner.with(o, self.iv(pname), Some(self.iv(seg.clone())));
+            self.iv(seg)
         } else {
-            *inner = inner.with(o, Expr::var(pname), None);
-            Expr::var(q.clone()) + Expr::Int(1)
+            *inner = inner.with(o, self.iv(pname), None);
+            self.iv(q.clone()) + Expr::Int(1)
         };
-        Stmt::If(matched, vec![Stmt::Assign(q, next)], vec![])
+        Stmt::If(matched, vec![Stmt::Assign(self.named_any(q), next)], vec![])
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -1359,8 +1471,8 @@ impl Lowerer<'_> {
             let alive = conjunction(merged.iter().map(|&o| {
                 let stem = self.stem(o, scope);
                 Expr::lt(
-                    Expr::var(format!("q{stem}")),
-                    Expr::var(format!("{stem}_end")),
+                    self.iv(format!("q\u{1}{stem}")),
+                    self.iv(format!("{stem}\u{1}_end")),
                 )
             }));
             let mut body = Vec::new();
@@ -1370,26 +1482,26 @@ impl Lowerer<'_> {
             for &o in &merged {
                 let stem = self.stem(o, scope);
                 let (coord, pos) = self.cursor_coord(o, scope);
-                let cname = format!("i{stem}");
-                body.push(Stmt::Decl(cname.clone(), Type::Index, coord));
-                let matched = Expr::eq(Expr::var(cname.clone()), Expr::var(vname.clone()));
+                let cname = format!("i\u{1}{stem}");
+                body.push(Stmt::Decl(self.named(cname.clone(), Type::Index), coord));
+                let matched = Expr::eq(self.iv(cname.clone()), self.iv(vname.clone()));
                 advance.push(self.cursor_position(
                     o,
                     scope,
                     pos,
-                    &Expr::var(cname.clone()),
+                    &self.iv(cname.clone()),
                     matched,
                     &mut body,
                     &mut inner,
                 ));
-                coords.push((o, Expr::var(cname)));
+                coords.push((o, self.iv(cname)));
             }
             let minimum = coords
                 .iter()
                 .map(|c| c.1.clone())
                 .reduce(Expr::min)
                 .expect("at least one merged iterator");
-            body.push(Stmt::Decl(vname.clone(), Type::Index, minimum));
+            body.push(Stmt::Decl(self.named(vname.clone(), Type::Index), minimum));
             let (locates, flags, inner) = self.locate_all(located, v, &inner);
             body.extend(locates);
             let cases = points.iter().filter(|q| q.within(point)).map(|case| {
@@ -1397,7 +1509,7 @@ impl Lowerer<'_> {
                     coords
                         .iter()
                         .filter(|(o, _)| case.iterators.contains(o))
-                        .map(|(_, c)| Expr::eq(c.clone(), Expr::var(vname.clone())))
+                        .map(|(_, c)| Expr::eq(c.clone(), self.iv(vname.clone())))
                         .chain(
                             flags
                                 .iter()
@@ -1439,13 +1551,12 @@ impl Lowerer<'_> {
         for &o in cursors {
             let stem = self.stem(o, scope);
             let (coord, pos) = self.cursor_coord(o, scope);
-            let q = format!("q{stem}");
-            let flag = format!("{stem}_match");
+            let q = format!("q\u{1}{stem}");
+            let flag = format!("{stem}\u{1}_match");
             body.push(Stmt::Decl(
-                flag.clone(),
-                Type::Bool,
+                self.named(flag.clone(), Type::Bool),
                 Expr::and(
-                    Expr::lt(Expr::var(q.clone()), Expr::var(format!("{stem}_end"))),
+                    Expr::lt(self.iv(q.clone()), self.iv(format!("{stem}\u{1}_end"))),
                     Expr::eq(coord, self.var(v)),
                 ),
             ));
@@ -1454,11 +1565,11 @@ impl Lowerer<'_> {
                 scope,
                 pos,
                 &self.var(v),
-                Expr::var(flag.clone()),
+                self.iv(flag.clone()),
                 &mut body,
                 &mut inner,
             ));
-            matched.push((o, Expr::var(flag)));
+            matched.push((o, self.iv(flag)));
         }
         let (locates, flags, inner) = self.locate_all(located, v, &inner);
         body.extend(locates);
@@ -1535,100 +1646,89 @@ impl Lowerer<'_> {
     }
 }
 
-/// Binary search for `target` among the increasing keys `key(q)` of positions
-/// `begin..end`: the statements (declaring `<name>_lo`, `_hi`, `_mid`, `_end`), the first
-/// position whose key is not below `target`, and whether its key equals `target`.
-fn lower_bound(
-    name: &str,
-    begin: Expr,
-    end: Expr,
-    key: &dyn Fn(Expr) -> Expr,
-    target: Expr,
-) -> (Vec<Stmt>, Expr, Expr) {
-    let var = |suffix: &str| format!("{name}_{suffix}");
-    let (lo, hi, mid, end_name) = (var("lo"), var("hi"), var("mid"), var("end"));
-    let stmts = vec![
-        Stmt::Decl(lo.clone(), Type::Index, begin),
-        Stmt::Decl(end_name.clone(), Type::Index, end),
-        Stmt::Decl(hi.clone(), Type::Index, Expr::var(end_name.clone())),
-        Stmt::While(
-            Expr::lt(Expr::var(lo.clone()), Expr::var(hi.clone())),
-            vec![
-                Stmt::Decl(
-                    mid.clone(),
-                    Type::Index,
-                    Expr::bin(
-                        BinOp::Div,
-                        Expr::var(lo.clone()) + Expr::var(hi.clone()),
-                        Expr::Int(2),
-                    ),
-                ),
-                Stmt::If(
-                    Expr::lt(key(Expr::var(mid.clone())), target.clone()),
-                    vec![Stmt::Assign(
-                        lo.clone(),
-                        Expr::var(mid.clone()) + Expr::Int(1),
-                    )],
-                    vec![Stmt::Assign(hi.clone(), Expr::var(mid))],
-                ),
-            ],
-        ),
-    ];
-    let found = Expr::and(
-        Expr::lt(Expr::var(lo.clone()), Expr::var(end_name)),
-        Expr::eq(key(Expr::var(lo.clone())), target),
-    );
-    (stmts, Expr::var(lo), found)
-}
-
-/// `found` of a hashed locate refers to the located position by a placeholder name.
-fn substitute_located(expr: &Expr, name: &str) -> Expr {
-    match expr {
-        Expr::Var(v) if v == crate::format::LOCATED => Expr::var(name),
-        Expr::Load(a, i) => Expr::load(a.clone(), substitute_located(i, name)),
-        Expr::Bin(op, a, b) => Expr::bin(
-            *op,
-            substitute_located(a, name),
-            substitute_located(b, name),
-        ),
-        Expr::Neg(a) => Expr::Neg(Box::new(substitute_located(a, name))),
-        Expr::Not(a) => Expr::Not(Box::new(substitute_located(a, name))),
-        other => other.clone(),
-    }
-}
-
 fn conjunction(terms: impl IntoIterator<Item = Expr>) -> Expr {
     terms.into_iter().fold(Expr::Bool(true), Expr::and)
 }
 
-/// Advance `seg` past the duplicates of `coord` that start at `pos` (Chou §4.4).
-fn segment_scan(
-    seg: &str,
-    pos: &str,
-    end: &str,
-    level: &Level,
-    site: &LevelSite,
-    coord: &Expr,
-) -> Vec<Stmt> {
-    let next = level
-        .pos_access(site, &Expr::var(seg))
-        .expect("position access")
-        .0;
-    vec![
-        Stmt::Decl(
-            seg.into(),
-            Type::Index,
-            Expr::add(Expr::var(pos), Expr::Int(1)),
-        ),
-        Stmt::While(
-            Expr::and(
-                Expr::lt(Expr::var(seg), Expr::var(end)),
-                Expr::eq(next, coord.clone()),
+impl Lowerer<'_> {
+    /// Binary search for `target` among the increasing keys `key(q)` of positions
+    /// `begin..end`: the statements (declaring `<name>_lo`, `_hi`, `_mid`, `_end`), the first
+    /// position whose key is not below `target`, and whether its key equals `target`.
+    fn lower_bound(
+        &self,
+        name: &str,
+        begin: Expr,
+        end: Expr,
+        key: &dyn Fn(Expr) -> Expr,
+        target: Expr,
+    ) -> (Vec<Stmt>, Expr, Expr) {
+        let var = |suffix: &str| format!("{name}\u{1}_{suffix}");
+        let (lo, hi, mid, end_name) = (var("lo"), var("hi"), var("mid"), var("end"));
+        let stmts = vec![
+            Stmt::Decl(self.named(lo.clone(), Type::Index), begin),
+            Stmt::Decl(self.named(end_name.clone(), Type::Index), end),
+            Stmt::Decl(
+                self.named(hi.clone(), Type::Index),
+                self.iv(end_name.clone()),
             ),
-            vec![Stmt::Assign(
-                seg.into(),
-                Expr::add(Expr::var(seg), Expr::Int(1)),
-            )],
-        ),
-    ]
+            Stmt::While(
+                Expr::lt(self.iv(lo.clone()), self.iv(hi.clone())),
+                vec![
+                    Stmt::Decl(
+                        self.named(mid.clone(), Type::Index),
+                        Expr::bin(
+                            BinOp::Div,
+                            self.iv(lo.clone()) + self.iv(hi.clone()),
+                            Expr::Int(2),
+                        ),
+                    ),
+                    Stmt::If(
+                        Expr::lt(key(self.iv(mid.clone())), target.clone()),
+                        vec![Stmt::Assign(
+                            self.named_any(lo.clone()),
+                            self.iv(mid.clone()) + Expr::Int(1),
+                        )],
+                        vec![Stmt::Assign(self.named_any(hi.clone()), self.iv(mid))],
+                    ),
+                ],
+            ),
+        ];
+        let found = Expr::and(
+            Expr::lt(self.iv(lo.clone()), self.iv(end_name)),
+            Expr::eq(key(self.iv(lo.clone())), target),
+        );
+        (stmts, self.iv(lo), found)
+    }
+
+    /// Advance `seg` past the duplicates of `coord` that start at `pos` (Chou §4.4).
+    fn segment_scan(
+        &self,
+        seg: &str,
+        pos: &str,
+        end: &str,
+        level: &Level,
+        site: &LevelSite,
+        coord: &Expr,
+    ) -> Vec<Stmt> {
+        let next = level
+            .pos_access(site, &self.iv(seg))
+            .expect("position access")
+            .0;
+        vec![
+            Stmt::Decl(
+                self.named(seg, Type::Index),
+                Add::add(self.iv(pos), Expr::Int(1)),
+            ),
+            Stmt::While(
+                Expr::and(
+                    Expr::lt(self.iv(seg), self.iv(end)),
+                    Expr::eq(next, coord.clone()),
+                ),
+                vec![Stmt::Assign(
+                    self.named_any(seg),
+                    Add::add(self.iv(seg), Expr::Int(1)),
+                )],
+            ),
+        ]
+    }
 }

@@ -9,7 +9,7 @@
 //! end (OpenMP `reduction` clauses).
 
 use super::{LowerError, Lowerer};
-use crate::ir::{ArrayKind, ArrayRef, Expr, Local, LoopKind, ParallelUnit, Reduction, Stmt};
+use crate::ir::{ArrayRef, Expr, Local, LoopKind, OperandId, ParallelUnit, Reduction, Stmt};
 use crate::notation::cin::VarId;
 use crate::schedule::{LoopTags, Parallel, RaceStrategy, Relation};
 
@@ -107,7 +107,7 @@ impl Lowerer<'_> {
                 RaceStrategy::Atomics => atomic = true,
                 RaceStrategy::Temporary | RaceStrategy::ParallelReduction => {
                     let reduction = match target {
-                        Target::Temp(name) => Reduction::Scalar(name.to_string()),
+                        Target::Temp(name) => Reduction::Scalar(self.named_any(name)),
                         Target::Local { .. } => {
                             return Err(LowerError(format!(
                                 "{text}: precondition failed: the race strategy can protect the \
@@ -115,11 +115,7 @@ impl Lowerer<'_> {
                             )))
                         }
                         _ => Reduction::Array(
-                            ArrayRef {
-                                tensor: self.operands[0].name.clone(),
-                                level: None,
-                                kind: ArrayKind::Vals,
-                            },
+                            ArrayRef::Values(OperandId(0)),
                             Expr::Int(self.stmt.tensors[0].dims.iter().product::<usize>() as i64),
                         ),
                     };

@@ -3,6 +3,7 @@
 //! right-hand side are dropped in favour of accumulating loops, and the rest stay as
 //! explicit sums that lowering computes into scalar temporaries.
 
+use crate::ir::{Scratch, Var};
 use crate::notation::ast::Op;
 use crate::notation::cin::{CExpr, VarId};
 
@@ -19,11 +20,11 @@ pub enum LExpr {
     /// nested in linear position inside it, which accumulate into the same temporary.
     Sum(VarId, Vec<VarId>, Box<LExpr>),
     /// A scalar temporary that already holds a reduced subexpression.
-    Temp(String),
+    Temp(Var),
     /// A subexpression computed into a dense workspace (`precompute`).
     Precomputed(Box<Precompute>),
     /// The workspace entry at the current values of its variables.
-    WorkspaceRead(String, Vec<VarId>),
+    WorkspaceRead(Scratch, Vec<VarId>),
     /// Structurally zero (an operand that has no entry in the current case).
     Zero,
 }
@@ -142,11 +143,11 @@ impl LExpr {
 
     /// Replace the precomputed subexpression of `workspace` by a read of the array
     /// `array` at its variables.
-    pub fn read_workspace(&self, workspace: &str, array: &str) -> LExpr {
+    pub fn read_workspace(&self, workspace: &str, array: Scratch) -> LExpr {
         let read = |e: &LExpr| e.read_workspace(workspace, array);
         match self {
             LExpr::Precomputed(p) if p.workspace == workspace => {
-                LExpr::WorkspaceRead(array.to_string(), p.vars.clone())
+                LExpr::WorkspaceRead(array, p.vars.clone())
             }
             LExpr::Precomputed(p) => LExpr::Precomputed(Box::new(Precompute {
                 body: read(&p.body),
@@ -185,9 +186,9 @@ impl LExpr {
     }
 
     /// Replace the sum over `var` by a temporary.
-    pub fn replace_sum(&self, var: VarId, temp: &str) -> LExpr {
+    pub fn replace_sum(&self, var: VarId, temp: Var) -> LExpr {
         match self {
-            LExpr::Sum(v, _, _) if *v == var => LExpr::Temp(temp.to_string()),
+            LExpr::Sum(v, _, _) if *v == var => LExpr::Temp(temp),
             LExpr::Sum(v, inner, a) => {
                 LExpr::Sum(*v, inner.clone(), Box::new(a.replace_sum(var, temp)))
             }

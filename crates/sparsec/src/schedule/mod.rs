@@ -28,7 +28,7 @@ use std::collections::BTreeSet;
 use lexpr::LExpr;
 
 use crate::format::{Format, LevelCoord};
-use crate::ir::{Expr, ParamKind, ParamRef};
+use crate::ir::{Expr, ParamRef, Symbol};
 pub use crate::ir::{OmpSchedule, ParallelUnit};
 use crate::notation::cin::{CExpr, Statement, TensorId, VarId};
 
@@ -83,10 +83,8 @@ pub enum VarOrigin {
 /// One index variable of the concrete statement.
 #[derive(Clone, Debug, PartialEq)]
 pub struct LoopVar {
-    /// The name users write in schedules.
+    /// The name users write in schedules (and the hint for its name in generated code).
     pub name: String,
-    /// The name in generated code.
-    pub c_name: String,
     /// Number of iterations of its loop, from 0.
     pub extent: Expr,
     pub origin: VarOrigin,
@@ -192,10 +190,10 @@ impl Concrete {
         let mut vars: Vec<LoopVar> = stmt
             .vars
             .iter()
-            .map(|v| LoopVar {
+            .enumerate()
+            .map(|(n, v)| LoopVar {
                 name: v.name.clone(),
-                c_name: c_name(&v.name),
-                extent: Expr::var(format!("{}_size", c_name(&v.name))),
+                extent: Expr::Param(ParamRef::Extent(n)),
                 origin: VarOrigin::Statement,
                 tags: LoopTags::default(),
             })
@@ -226,14 +224,11 @@ impl Concrete {
                         }
                         hoisted.push(vars.len());
                         lvars.push(vars.len());
-                        let name = format!("{}_o{o}_slot", c_name(&tensor.name));
                         vars.push(LoopVar {
-                            name: name.clone(),
-                            c_name: name,
-                            extent: Expr::Param(ParamRef {
-                                tensor: c_name(&tensor.name),
+                            name: format!("{}_o{o}_slot", tensor.name),
+                            extent: Expr::Symbol(Symbol::AccessLevelSize {
+                                access: o,
                                 level: k + 1,
-                                kind: ParamKind::Size,
                             }),
                             origin: VarOrigin::Storage,
                             tags: LoopTags::default(),
@@ -255,7 +250,7 @@ impl Concrete {
                             }
                             None => {
                                 let base = vars.len();
-                                let root = c_name(&stmt.vars[original].name);
+                                let root = &stmt.vars[original].name;
                                 let extents = [
                                     Expr::Int(stmt.vars[original].size.div_ceil(block) as i64),
                                     Expr::Int(block as i64),
@@ -263,7 +258,6 @@ impl Concrete {
                                 for (suffix, extent) in ["blk", "in"].iter().zip(extents) {
                                     vars.push(LoopVar {
                                         name: format!("{root}_{suffix}"),
-                                        c_name: format!("{root}_{suffix}"),
                                         extent,
                                         origin: VarOrigin::Storage,
                                         tags: LoopTags::default(),
@@ -525,20 +519,4 @@ pub(crate) fn reordered_format(
     modes.sort_by_key(|&m| position(indices[m]));
     let levels = format.levels().iter().map(|l| l.format.clone()).collect();
     Format::with_mode_order(levels, &modes).map_err(|e| LowerError(e.to_string()))
-}
-
-/// C identifiers for user names: C keywords and names that could clash with generated
-/// ones get a trailing underscore.
-pub(crate) fn c_name(name: &str) -> String {
-    const RESERVED: &[&str] = &[
-        "auto", "break", "case", "char", "const", "continue", "default", "do", "double", "else",
-        "enum", "extern", "float", "for", "goto", "if", "inline", "int", "long", "register",
-        "restrict", "return", "short", "signed", "sizeof", "static", "struct", "switch", "typedef",
-        "union", "unsigned", "void", "volatile", "while", "bool", "out", "args", "params", "main",
-    ];
-    if RESERVED.contains(&name) || name.starts_with("sparsec") {
-        format!("{name}_")
-    } else {
-        name.to_string()
-    }
 }

@@ -13,7 +13,7 @@ use super::{
     order, Concrete, LoopTags, LoopVar, OmpSchedule, Parallel, ParallelUnit, RaceStrategy,
     Relation, VarOrigin,
 };
-use crate::ir::Expr;
+use crate::ir::{Expr, Symbol};
 use crate::notation::cin::VarId;
 
 /// Which side of a variable's range `bound` fixes, and how.
@@ -659,7 +659,6 @@ impl Concrete {
         }
         self.vars.push(LoopVar {
             name: name.to_string(),
-            c_name: super::c_name(name),
             extent,
             origin: VarOrigin::Schedule,
             tags: LoopTags::default(),
@@ -970,10 +969,11 @@ impl Concrete {
             ));
         }
         let mut next = self.clone();
-        // The extent of a position space is only known at run time: lowering declares its
-        // bounds when the space's first loop starts.
-        let stem = super::c_name(pos);
-        let extent = Expr::var(format!("{stem}_end")) - Expr::var(format!("{stem}_begin"));
+        // The extent of a position space is only known at run time: lowering computes it
+        // when the space's first loop starts.
+        let extent = Expr::Symbol(Symbol::SegmentLength {
+            var: next.vars.len(),
+        });
         let p = next.fresh_var(text, pos, extent)?;
         next.relations.push(Relation::Pos {
             parent: v,
@@ -1027,8 +1027,9 @@ impl Concrete {
             ));
         }
         let mut next = self.clone();
-        let stem = super::c_name(coord);
-        let extent = Expr::var(format!("{stem}_cend")) - Expr::var(format!("{stem}_cbegin"));
+        let extent = Expr::Symbol(Symbol::CoordRange {
+            var: next.vars.len(),
+        });
         let c = next.fresh_var(text, coord, extent)?;
         next.relations.push(Relation::Coord {
             parent: p,

@@ -16,25 +16,7 @@ use crate::format::{Format, LevelCoord, LevelSite, LevelStorage};
 use crate::ir::interp::Env;
 use crate::ir::{Expr, ParamKind};
 
-/// Scalar type of component values.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
-pub enum ValueType {
-    /// `double`.
-    #[default]
-    F64,
-    /// `float`.
-    F32,
-}
-
-impl ValueType {
-    /// The C spelling.
-    pub fn c_name(self) -> &'static str {
-        match self {
-            ValueType::F64 => "double",
-            ValueType::F32 => "float",
-        }
-    }
-}
+pub use crate::ir::ValueType;
 
 /// Component values, indexed by the positions of the last level.
 #[derive(Clone, Debug, PartialEq)]
@@ -304,7 +286,7 @@ impl Tensor {
         }
         let spec = &specs[k];
         let site = LevelSite {
-            tensor: String::new(),
+            operand: crate::ir::OperandId(0),
             level: k + 1,
             ancestors: storage_coords.iter().map(|&c| Expr::Int(c)).collect(),
         };
@@ -326,10 +308,8 @@ impl Tensor {
                 logical[m] = old;
             }
         };
-        let no_vars: [(&str, i64); 0] = [];
         let env = Env {
             levels: &self.levels,
-            vars: &no_vars,
         };
         if let Some((begin, end)) = level.coord_iter(&site) {
             let (begin, end) = (env.eval(&begin), env.eval(&end));

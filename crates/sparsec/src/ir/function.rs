@@ -1,0 +1,178 @@
+//! A kernel as one self-contained IR function: its operands, variables, scratch arrays,
+//! entry checks and body. Lowering builds it; every backend takes it and nothing else.
+
+use std::collections::BTreeSet;
+
+use super::visit;
+use super::{
+    ArrayRef, Expr, Local, LocalType, LoopKind, ParamRef, Scratch, Stmt, Type, ValueType, Var,
+};
+
+/// A scalar variable: the hint a backend builds its identifier from, and its type.
+#[derive(Clone, Debug, PartialEq)]
+pub struct VarInfo {
+    pub hint: String,
+    pub ty: Type,
+}
+
+/// A scratch array: the hint for its identifier and its element type.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ScratchInfo {
+    pub hint: String,
+    pub ty: LocalType,
+}
+
+/// A tensor the function reads or writes.
+#[derive(Clone, Debug, PartialEq)]
+pub struct OperandInfo {
+    /// Hint for the identifiers of its arrays (`A` gives `A2_pos`).
+    pub hint: String,
+    /// Element type of its value array.
+    pub values: ValueType,
+}
+
+/// How the function delivers its result (operand 0).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OutputMode {
+    /// Writes the dense output's values in place; `accumulate` when stores are `+=`.
+    Dense { accumulate: bool },
+    /// Emits `order` coordinates and a value per entry for the runtime to assemble.
+    Emit { order: usize },
+}
+
+/// One scalar argument of the function, in [`Signature::scalars`] order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum ScalarArg {
+    /// A level parameter or an index variable's extent.
+    Param(ParamRef),
+    /// The number of threads parallel loops use.
+    Threads,
+}
+
+/// The arguments a caller passes, in order: the ABI every backend and the runtime share.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Signature {
+    /// Operand arrays (never scratch arrays), in `arrays[]` order.
+    pub arrays: Vec<ArrayRef>,
+    /// Scalars, in `params[]` order.
+    pub scalars: Vec<ScalarArg>,
+}
+
+/// A lowered kernel.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Function {
+    /// Operands by [`OperandId`], the output first.
+    pub operands: Vec<OperandInfo>,
+    /// Number of index-variable extents passed as [`ParamRef::Extent`] parameters (all of
+    /// them are passed, used or not, so the argument layout depends on the statement only).
+    pub extents: usize,
+    /// Hints for the extents' printed names (the index variables' names), by extent.
+    pub extent_hints: Vec<String>,
+    /// Variables by [`Var`].
+    pub vars: Vec<VarInfo>,
+    /// Scratch arrays by [`Scratch`].
+    pub scratch: Vec<ScratchInfo>,
+    /// Conditions on the inputs checked before the body, with the message to report when
+    /// one fails (assumption `n` fails with status `2 + n`).
+    pub assumptions: Vec<(Expr, String)>,
+    /// Scratch arrays allocated (zeroed) around the whole body.
+    pub locals: Vec<Local>,
+    pub body: Vec<Stmt>,
+    pub output: OutputMode,
+}
+
+impl Function {
+    /// An empty function over `operands` and `extents` index-variable extents.
+    pub fn new(operands: Vec<OperandInfo>, extents: usize, output: OutputMode) -> Function {
+        Function {
+            operands,
+            extents,
+            extent_hints: Vec::new(),
+            vars: Vec::new(),
+            scratch: Vec::new(),
+            assumptions: Vec::new(),
+            locals: Vec::new(),
+            body: Vec::new(),
+            output,
+        }
+    }
+
+    /// A new variable; `hint` only suggests its printed name.
+    pub fn fresh_var(&mut self, hint: impl Into<String>, ty: Type) -> Var {
+        self.vars.push(VarInfo {
+            hint: hint.into(),
+            ty,
+        });
+        Var(u32::try_from(self.vars.len() - 1).expect("fewer than 2^32 variables"))
+    }
+
+    /// A new scratch array; `hint` only suggests its printed name.
+    pub fn fresh_scratch(&mut self, hint: impl Into<String>, ty: LocalType) -> Scratch {
+        self.scratch.push(ScratchInfo {
+            hint: hint.into(),
+            ty,
+        });
+        Scratch(u32::try_from(self.scratch.len() - 1).expect("fewer than 2^32 arrays"))
+    }
+
+    /// The variable's declaration.
+    pub fn var(&self, v: Var) -> &VarInfo {
+        &self.vars[v.index()]
+    }
+
+    /// The scratch array's declaration.
+    pub fn scratch_info(&self, s: Scratch) -> &ScratchInfo {
+        &self.scratch[s.index()]
+    }
+
+    /// Set the element type of every operand's values (kernels compute in one type).
+    pub fn set_value_type(&mut self, ty: ValueType) {
+        for op in &mut self.operands {
+            op.values = ty;
+        }
+    }
+
+    /// The arguments the function reads: every operand array and level parameter it
+    /// uses (sorted, so the layout is deterministic), every extent, then the thread
+    /// count when a loop runs on threads.
+    pub fn signature(&self) -> Signature {
+        let mut arrays = BTreeSet::new();
+        let mut params = BTreeSet::new();
+        let mut note = |e: &Expr| match e {
+            Expr::Load(a, _) | Expr::Call(_, a, _) if !matches!(a, ArrayRef::Scratch(_)) => {
+                arrays.insert(*a);
+            }
+            Expr::Param(p @ ParamRef::Level { .. }) => {
+                params.insert(*p);
+            }
+            _ => {}
+        };
+        visit::walk_stmt_exprs(&self.body, &mut note);
+        for (e, _) in &self.assumptions {
+            visit::walk_expr(e, &mut note);
+        }
+        for l in &self.locals {
+            visit::walk_expr(&l.len, &mut note);
+        }
+        let mut threads = false;
+        visit::walk_stmts(&self.body, &mut |s| match s {
+            Stmt::Store { array, .. } if !matches!(array, ArrayRef::Scratch(_)) => {
+                arrays.insert(*array);
+            }
+            Stmt::For {
+                kind: LoopKind::Parallel { unit, .. },
+                ..
+            } if *unit == super::ParallelUnit::CpuThread => threads = true,
+            _ => {}
+        });
+        let mut scalars: Vec<ScalarArg> = params.into_iter().map(ScalarArg::Param).collect();
+        scalars.extend((0..self.extents).map(|n| ScalarArg::Param(ParamRef::Extent(n))));
+        if threads {
+            scalars.push(ScalarArg::Threads);
+        }
+        Signature {
+            arrays: arrays.into_iter().collect(),
+            scalars,
+        }
+    }
+}

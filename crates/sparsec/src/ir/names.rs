@@ -1,0 +1,226 @@
+//! Printed names: one allocator gives every variable, array and parameter of a function a
+//! distinct C identifier made from its hint, so no user-chosen name (`t0`, `A_vals`,
+//! `int`) can collide with another name or with the runtime's.
+
+use std::collections::{BTreeMap, HashSet};
+
+use super::{ArrayRef, Function, ParamRef, Scratch, Signature, Var};
+
+/// Hands out distinct identifiers.
+#[derive(Clone, Debug, Default)]
+pub struct NameAllocator {
+    taken: HashSet<String>,
+}
+
+/// C keywords and the library names generated code may see.
+const RESERVED: &[&str] = &[
+    "auto",
+    "break",
+    "case",
+    "char",
+    "const",
+    "continue",
+    "default",
+    "do",
+    "double",
+    "else",
+    "enum",
+    "extern",
+    "float",
+    "for",
+    "goto",
+    "if",
+    "inline",
+    "int",
+    "long",
+    "register",
+    "restrict",
+    "return",
+    "short",
+    "signed",
+    "sizeof",
+    "static",
+    "struct",
+    "switch",
+    "typedef",
+    "union",
+    "unsigned",
+    "void",
+    "volatile",
+    "while",
+    "_Bool",
+    "bool",
+    "true",
+    "false",
+    "int64_t",
+    "int32_t",
+    "size_t",
+    "malloc",
+    "calloc",
+    "realloc",
+    "free",
+    "memset",
+    "memcpy",
+    "abs",
+    "fabs",
+    "sqrt",
+    "exp",
+    "log",
+    "pow",
+    "floor",
+    "ceil",
+    "fmin",
+    "fmax",
+    "main",
+    "arrays",
+    "params",
+    "out",
+    "omp_get_thread_num",
+];
+
+impl NameAllocator {
+    /// An allocator with nothing taken but the reserved words.
+    pub fn new() -> NameAllocator {
+        NameAllocator::default()
+    }
+
+    /// A fresh identifier close to `hint`: its characters outside `[A-Za-z0-9_]` become
+    /// `_`, and a suffix `_2`, `_3`, … is added when it is reserved or already given.
+    /// Hints starting with the runtime's prefix `sparsec` (or with `__`) get a `u_`
+    /// prefix, so no variable reaches into the runtime's or the compiler's namespace.
+    pub fn fresh(&mut self, hint: &str) -> String {
+        // Lowering's keys separate their parts with `\u{1}` and mark its own state with a
+        // leading `#`, `@` or `%`: none of that is printed.
+        let mut base: String = hint
+            .trim_start_matches(['#', '@', '%'])
+            .chars()
+            .filter(|&c| c != '\u{1}')
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '_' {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect();
+        if base.is_empty() || base.starts_with(|c: char| c.is_ascii_digit()) {
+            base.insert(0, 'v');
+        }
+        if base.starts_with("sparsec") || base.starts_with("__") {
+            base.insert_str(0, "u_");
+        }
+        let mut name = base.clone();
+        let mut n = 2;
+        while RESERVED.contains(&name.as_str()) || self.taken.contains(&name) {
+            name = format!("{base}_{n}");
+            n += 1;
+        }
+        self.taken.insert(name.clone());
+        name
+    }
+}
+
+/// The identifiers of everything a function names.
+#[derive(Clone, Debug)]
+pub struct Names {
+    vars: Vec<String>,
+    scratch: Vec<String>,
+    arrays: BTreeMap<ArrayRef, String>,
+    params: BTreeMap<ParamRef, String>,
+}
+
+impl Names {
+    /// Name the signature's arguments first (`A2_pos`, `A1_size`, `i_size`), then the
+    /// variables and scratch arrays in creation order.
+    pub fn new(function: &Function, signature: &Signature) -> Names {
+        let mut alloc = NameAllocator::new();
+        let operand_hint = |a: &ArrayRef| match a {
+            ArrayRef::Level {
+                operand,
+                level,
+                kind,
+            } => format!(
+                "{}{}_{}",
+                function.operands[operand.0].hint,
+                level,
+                kind.suffix()
+            ),
+            ArrayRef::Values(operand) => format!("{}_vals", function.operands[operand.0].hint),
+            ArrayRef::Scratch(s) => function.scratch_info(*s).hint.clone(),
+        };
+        let arrays = signature
+            .arrays
+            .iter()
+            .map(|a| (*a, alloc.fresh(&operand_hint(a))))
+            .collect();
+        let params = signature
+            .scalars
+            .iter()
+            .filter_map(|s| match s {
+                super::ScalarArg::Param(p) => Some(*p),
+                super::ScalarArg::Threads => None,
+            })
+            .map(|p| {
+                let hint = match p {
+                    ParamRef::Level {
+                        operand,
+                        level,
+                        kind,
+                    } => format!(
+                        "{}{}_{}",
+                        function.operands[operand.0].hint,
+                        level,
+                        kind.suffix()
+                    ),
+                    ParamRef::Extent(n) => format!("{}_size", extent_hint(function, n)),
+                };
+                (p, alloc.fresh(&hint))
+            })
+            .collect();
+        let vars = function.vars.iter().map(|v| alloc.fresh(&v.hint)).collect();
+        let scratch = function
+            .scratch
+            .iter()
+            .map(|s| alloc.fresh(&s.hint))
+            .collect();
+        Names {
+            vars,
+            scratch,
+            arrays,
+            params,
+        }
+    }
+
+    /// The identifier of a variable.
+    pub fn var(&self, v: Var) -> &str {
+        &self.vars[v.index()]
+    }
+
+    /// The identifier of a scratch array.
+    pub fn scratch(&self, s: Scratch) -> &str {
+        &self.scratch[s.index()]
+    }
+
+    /// The identifier of an array (operand or scratch).
+    pub fn array(&self, a: &ArrayRef) -> &str {
+        match a {
+            ArrayRef::Scratch(s) => self.scratch(*s),
+            _ => &self.arrays[a],
+        }
+    }
+
+    /// The identifier of a parameter.
+    pub fn param(&self, p: &ParamRef) -> &str {
+        &self.params[p]
+    }
+}
+
+/// Extent `n` is named after the index variable it bounds: the function's variable that
+/// the front end declared `n`-th ([`Function::extent_hints`]), or `xn`.
+fn extent_hint(function: &Function, n: usize) -> String {
+    function
+        .extent_hints
+        .get(n)
+        .cloned()
+        .unwrap_or_else(|| format!("x{n}"))
+}

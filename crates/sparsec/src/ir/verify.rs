@@ -1,0 +1,305 @@
+//! The IR verifier: structural checks every lowered function must pass. Lowering runs it
+//! in debug builds and tests, so a lowering bug is reported where it is made instead of
+//! as a C compiler error or a wrong answer.
+
+use std::collections::HashSet;
+
+use super::visit;
+use super::{
+    ArrayRef, BinOp, Expr, Function, LocalType, LoopKind, Reduction, Scratch, Stmt, Type, Var,
+};
+
+/// A broken invariant of a function, described for the compiler's developers.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("invalid IR: {0}")]
+pub struct VerifyError(pub String);
+
+/// Check `function`: every variable is declared once on any path and before its uses;
+/// declared types match initial values; loop variables are indices; every array names
+/// an operand or a scratch array allocated around its use; no symbol is left.
+pub fn verify(function: &Function) -> Result<(), VerifyError> {
+    let mut v = Verifier {
+        function,
+        in_scope: Vec::new(),
+        declared: HashSet::new(),
+        allocated: function.locals.iter().map(|l| l.array).collect(),
+    };
+    for (e, _) in &function.assumptions {
+        v.expr(e)?;
+    }
+    for l in &function.locals {
+        v.expr(&l.len)?;
+    }
+    v.block(&function.body)
+}
+
+struct Verifier<'a> {
+    function: &'a Function,
+    /// Variables visible here, innermost scope last.
+    in_scope: Vec<Vec<Var>>,
+    /// Variables visible here, as a set.
+    declared: HashSet<Var>,
+    /// Scratch arrays allocated around this point.
+    allocated: Vec<Scratch>,
+}
+
+impl Verifier<'_> {
+    fn fail<T>(&self, what: String) -> Result<T, VerifyError> {
+        Err(VerifyError(what))
+    }
+
+    fn var_name(&self, v: Var) -> String {
+        format!("`{}` (#{})", self.function.var(v).hint, v.index())
+    }
+
+    fn block(&mut self, stmts: &[Stmt]) -> Result<(), VerifyError> {
+        self.in_scope.push(Vec::new());
+        let result = stmts.iter().try_for_each(|s| self.stmt(s));
+        for v in self.in_scope.pop().expect("scope") {
+            self.declared.remove(&v);
+        }
+        result
+    }
+
+    fn declare(&mut self, v: Var) -> Result<(), VerifyError> {
+        if v.index() >= self.function.vars.len() {
+            return self.fail(format!("variable #{} is not in the table", v.index()));
+        }
+        if !self.declared.insert(v) {
+            return self.fail(format!(
+                "{} is declared again where it is already visible",
+                self.var_name(v)
+            ));
+        }
+        self.in_scope.last_mut().expect("scope").push(v);
+        Ok(())
+    }
+
+    fn stmt(&mut self, s: &Stmt) -> Result<(), VerifyError> {
+        match s {
+            Stmt::Decl(v, e) => {
+                let ty = self.expr(e)?;
+                self.assignable(*v, ty)?;
+                self.declare(*v)
+            }
+            Stmt::Assign(v, e) => {
+                let ty = self.expr(e)?;
+                self.used(*v)?;
+                self.assignable(*v, ty)
+            }
+            Stmt::Store {
+                array,
+                index,
+                value,
+                ..
+            } => {
+                self.index(index)?;
+                self.array(array)?;
+                let ty = self.expr(value)?;
+                if ty == Type::Bool {
+                    return self.fail("a store writes a truth value".into());
+                }
+                Ok(())
+            }
+            Stmt::For {
+                var,
+                start,
+                end,
+                body,
+                kind,
+            } => {
+                self.index(start)?;
+                self.index(end)?;
+                if self.function.var(*var).ty != Type::Index {
+                    return self.fail(format!(
+                        "loop variable {} is not an index",
+                        self.var_name(*var)
+                    ));
+                }
+                let allocated = self.allocated.len();
+                if let LoopKind::Parallel {
+                    reductions, locals, ..
+                } = kind
+                {
+                    for r in reductions {
+                        match r {
+                            Reduction::Scalar(v) => self.used(*v)?,
+                            Reduction::Array(a, len) => {
+                                self.array(a)?;
+                                self.index(len)?;
+                            }
+                        }
+                    }
+                    for l in locals {
+                        self.index(&l.len)?;
+                    }
+                    self.allocated.extend(locals.iter().map(|l| l.array));
+                }
+                self.in_scope.push(Vec::new());
+                self.declare(*var)?;
+                let result = self.block(body);
+                for v in self.in_scope.pop().expect("scope") {
+                    self.declared.remove(&v);
+                }
+                self.allocated.truncate(allocated);
+                result
+            }
+            Stmt::Atomic(inner) => match inner.as_ref() {
+                Stmt::Store { .. } | Stmt::Assign(..) => self.stmt(inner),
+                _ => self.fail("an atomic statement is not a single update".into()),
+            },
+            Stmt::While(c, body) => {
+                self.condition(c)?;
+                self.block(body)
+            }
+            Stmt::If(c, then, otherwise) => {
+                self.condition(c)?;
+                self.block(then)?;
+                self.block(otherwise)
+            }
+            Stmt::Emit { coords, value } => {
+                if let super::OutputMode::Emit { order } = self.function.output {
+                    if coords.len() != order {
+                        return self.fail(format!(
+                            "an emit has {} coordinates, the output has order {order}",
+                            coords.len()
+                        ));
+                    }
+                } else {
+                    return self.fail("a dense output is emitted".into());
+                }
+                coords.iter().try_for_each(|c| self.index(c))?;
+                self.expr(value).map(|_| ())
+            }
+            Stmt::Block(body) => self.block(body),
+            Stmt::OrderTouched { list, len, flags } => {
+                self.scratch(*list, LocalType::Index)?;
+                self.scratch(*flags, LocalType::Flag)?;
+                self.index(len)
+            }
+        }
+    }
+
+    fn used(&self, v: Var) -> Result<(), VerifyError> {
+        if self.declared.contains(&v) {
+            Ok(())
+        } else {
+            self.fail(format!(
+                "{} is used where it is not declared",
+                self.var_name(v)
+            ))
+        }
+    }
+
+    fn assignable(&self, v: Var, ty: Type) -> Result<(), VerifyError> {
+        let declared = self.function.var(v).ty;
+        let fits = match (declared, ty) {
+            (Type::Value(_), Type::Bool) => false,
+            (Type::Value(_), _) => true,
+            (a, b) => a == b,
+        };
+        if fits {
+            Ok(())
+        } else {
+            self.fail(format!(
+                "{} of type {declared:?} is given a value of type {ty:?}",
+                self.var_name(v)
+            ))
+        }
+    }
+
+    fn scratch(&self, s: Scratch, ty: LocalType) -> Result<(), VerifyError> {
+        self.array(&ArrayRef::Scratch(s))?;
+        if self.function.scratch_info(s).ty != ty {
+            return self.fail(format!(
+                "scratch array `{}` has the wrong element type",
+                self.function.scratch_info(s).hint
+            ));
+        }
+        Ok(())
+    }
+
+    fn array(&self, a: &ArrayRef) -> Result<(), VerifyError> {
+        match a {
+            ArrayRef::Level { operand, .. } | ArrayRef::Values(operand)
+                if operand.0 >= self.function.operands.len() =>
+            {
+                self.fail(format!("operand #{} does not exist", operand.0))
+            }
+            ArrayRef::Scratch(s) if !self.allocated.contains(s) => self.fail(format!(
+                "scratch array `{}` is used where it is not allocated",
+                self.function
+                    .scratch
+                    .get(s.index())
+                    .map_or("?", |i| i.hint.as_str())
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    fn index(&self, e: &Expr) -> Result<(), VerifyError> {
+        match self.expr(e)? {
+            Type::Index | Type::Bool => Ok(()),
+            ty => self.fail(format!("an index expression has type {ty:?}: {e:?}")),
+        }
+    }
+
+    fn condition(&self, e: &Expr) -> Result<(), VerifyError> {
+        self.expr(e).map(|_| ())
+    }
+
+    /// The type of `e`, after checking its parts.
+    fn expr(&self, e: &Expr) -> Result<Type, VerifyError> {
+        let mut problem = None;
+        visit::walk_expr(e, &mut |sub| match sub {
+            Expr::Var(v) if problem.is_none() => problem = self.used(*v).err(),
+            Expr::Symbol(s) if problem.is_none() => {
+                problem = Some(VerifyError(format!("symbol {s:?} was not resolved")))
+            }
+            Expr::Load(a, _) | Expr::Call(_, a, _) if problem.is_none() => {
+                problem = self.array(a).err()
+            }
+            _ => {}
+        });
+        if let Some(p) = problem {
+            return Err(p);
+        }
+        Ok(self.type_of(e))
+    }
+
+    fn type_of(&self, e: &Expr) -> Type {
+        match e {
+            Expr::Int(_) | Expr::Param(_) | Expr::Symbol(_) | Expr::Call(..) => Type::Index,
+            Expr::Float(_) => Type::Value(super::ValueType::F64),
+            Expr::Bool(_) | Expr::Not(_) => Type::Bool,
+            Expr::Var(v) => self.function.var(*v).ty,
+            Expr::Load(a, _) => match a {
+                ArrayRef::Values(o) => Type::Value(self.function.operands[o.0].values),
+                ArrayRef::Level { .. } => Type::Index,
+                ArrayRef::Scratch(s) => match self.function.scratch_info(*s).ty {
+                    LocalType::Value => Type::Value(super::ValueType::F64),
+                    LocalType::Index | LocalType::Flag => Type::Index,
+                },
+            },
+            Expr::Neg(a) => self.type_of(a),
+            Expr::Bin(op, a, b) => match op {
+                BinOp::Lt
+                | BinOp::Le
+                | BinOp::Gt
+                | BinOp::Ge
+                | BinOp::Eq
+                | BinOp::Ne
+                | BinOp::And
+                | BinOp::Or => Type::Bool,
+                _ => match (self.type_of(a), self.type_of(b)) {
+                    (v @ Type::Value(_), _) | (_, v @ Type::Value(_)) => v,
+                    _ => Type::Index,
+                },
+            },
+            Expr::Select(_, a, b) => match (self.type_of(a), self.type_of(b)) {
+                (v @ Type::Value(_), _) | (_, v @ Type::Value(_)) => v,
+                (t, _) => t,
+            },
+        }
+    }
+}

@@ -1,0 +1,117 @@
+//! Generic traversals of the IR, so that passes name only the nodes they care about.
+
+use super::{Expr, LoopKind, Reduction, Stmt};
+
+/// Call `f` on `e` and every subexpression, parents before children.
+pub fn walk_expr<'a>(e: &'a Expr, f: &mut impl FnMut(&'a Expr)) {
+    f(e);
+    match e {
+        Expr::Int(_)
+        | Expr::Float(_)
+        | Expr::Bool(_)
+        | Expr::Var(_)
+        | Expr::Param(_)
+        | Expr::Symbol(_) => {}
+        Expr::Load(_, i) => walk_expr(i, f),
+        Expr::Neg(a) | Expr::Not(a) => walk_expr(a, f),
+        Expr::Bin(_, a, b) => {
+            walk_expr(a, f);
+            walk_expr(b, f);
+        }
+        Expr::Select(c, a, b) => {
+            walk_expr(c, f);
+            walk_expr(a, f);
+            walk_expr(b, f);
+        }
+        Expr::Call(_, _, args) => args.iter().for_each(|a| walk_expr(a, f)),
+    }
+}
+
+/// Call `f` on every subexpression of `e` and then on `e` itself, children first, so
+/// that `f` may replace a node after its children were rewritten.
+pub fn walk_expr_mut(e: &mut Expr, f: &mut impl FnMut(&mut Expr)) {
+    match e {
+        Expr::Int(_)
+        | Expr::Float(_)
+        | Expr::Bool(_)
+        | Expr::Var(_)
+        | Expr::Param(_)
+        | Expr::Symbol(_) => {}
+        Expr::Load(_, i) => walk_expr_mut(i, f),
+        Expr::Neg(a) | Expr::Not(a) => walk_expr_mut(a, f),
+        Expr::Bin(_, a, b) => {
+            walk_expr_mut(a, f);
+            walk_expr_mut(b, f);
+        }
+        Expr::Select(c, a, b) => {
+            walk_expr_mut(c, f);
+            walk_expr_mut(a, f);
+            walk_expr_mut(b, f);
+        }
+        Expr::Call(_, _, args) => args.iter_mut().for_each(|a| walk_expr_mut(a, f)),
+    }
+    f(e);
+}
+
+/// The statements nested directly inside `s` (bodies and branches), in order.
+pub fn children(s: &Stmt) -> Vec<&[Stmt]> {
+    match s {
+        Stmt::For { body, .. } | Stmt::While(_, body) | Stmt::Block(body) => vec![body],
+        Stmt::If(_, then, otherwise) => vec![then, otherwise],
+        Stmt::Atomic(inner) => vec![std::slice::from_ref(inner.as_ref())],
+        Stmt::Decl(..)
+        | Stmt::Assign(..)
+        | Stmt::Store { .. }
+        | Stmt::Emit { .. }
+        | Stmt::OrderTouched { .. } => Vec::new(),
+    }
+}
+
+/// The expressions `s` evaluates itself (not those of nested statements), including the
+/// lengths of scratch arrays a parallel loop allocates and the sizes of array reductions.
+pub fn own_exprs(s: &Stmt) -> Vec<&Expr> {
+    match s {
+        Stmt::Decl(_, e) | Stmt::Assign(_, e) | Stmt::While(e, _) | Stmt::If(e, _, _) => {
+            vec![e]
+        }
+        Stmt::Store { index, value, .. } => vec![index, value],
+        Stmt::For {
+            start, end, kind, ..
+        } => {
+            let mut out = vec![start, end];
+            if let LoopKind::Parallel {
+                reductions, locals, ..
+            } = kind
+            {
+                out.extend(locals.iter().map(|l| &l.len));
+                out.extend(reductions.iter().filter_map(|r| match r {
+                    Reduction::Array(_, len) => Some(len),
+                    Reduction::Scalar(_) => None,
+                }));
+            }
+            out
+        }
+        Stmt::Emit { coords, value } => coords.iter().chain(std::iter::once(value)).collect(),
+        Stmt::OrderTouched { len, .. } => vec![len],
+        Stmt::Atomic(_) | Stmt::Block(_) => Vec::new(),
+    }
+}
+
+/// Call `f` on every statement of `stmts` and of their nested bodies, parents first.
+pub fn walk_stmts<'a>(stmts: &'a [Stmt], f: &mut impl FnMut(&'a Stmt)) {
+    for s in stmts {
+        f(s);
+        for body in children(s) {
+            walk_stmts(body, f);
+        }
+    }
+}
+
+/// Call `f` on every expression and subexpression of `stmts`, nested bodies included.
+pub fn walk_stmt_exprs<'a>(stmts: &'a [Stmt], f: &mut impl FnMut(&'a Expr)) {
+    walk_stmts(stmts, &mut |s| {
+        for e in own_exprs(s) {
+            walk_expr(e, f);
+        }
+    });
+}
