@@ -211,7 +211,7 @@ impl LevelFormat for Compressed {
     fn pos_iter(&self, site: &LevelSite, parent_pos: &Expr) -> Option<Pair> {
         let pos = site.array(ArrayKind::Pos);
         Some((
-            Expr::load(pos.clone(), parent_pos.clone()),
+            Expr::load(pos, parent_pos.clone()),
             Expr::load(pos, Expr::add(parent_pos.clone(), Expr::Int(1))),
         ))
     }

@@ -16,15 +16,13 @@ pub fn simplify(expr: &Expr) -> Expr {
             Expr::Bool(b) => Expr::Bool(!b),
             other => Expr::Not(Box::new(other)),
         },
-        Expr::Load(array, index) => Expr::Load(array.clone(), Box::new(simplify(index))),
+        Expr::Load(array, index) => Expr::Load(*array, Box::new(simplify(index))),
         Expr::Select(c, a, b) => match simplify(c) {
             Expr::Bool(true) => simplify(a),
             Expr::Bool(false) => simplify(b),
             c => Expr::Select(Box::new(c), Box::new(simplify(a)), Box::new(simplify(b))),
         },
-        Expr::Call(f, array, args) => {
-            Expr::Call(*f, array.clone(), args.iter().map(simplify).collect())
-        }
+        Expr::Call(f, array, args) => Expr::Call(*f, *array, args.iter().map(simplify).collect()),
         other => other.clone(),
     }
 }

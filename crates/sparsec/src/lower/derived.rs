@@ -15,7 +15,8 @@
 //! A recovered statement variable is then resolved like any other: every operand that
 //! stores it is located, which requires a product of locatable levels.
 
-use super::{conjunction, lattice, Coalesce, Dest, LExpr, LowerError, Lowerer, Scope};
+use super::iterate::conjunction;
+use super::{lattice, Coalesce, Dest, LExpr, LowerError, Lowerer, Scope, Step};
 use crate::format::{Level, LevelSite};
 use crate::ir::{Expr, Stmt, Type};
 use crate::notation::cin::VarId;
@@ -49,16 +50,14 @@ impl Segment {
 
 impl Lowerer<'_> {
     /// Lower the variable `v` that `rel` replaced, from the variables it created.
-    #[allow(clippy::too_many_arguments)]
-    pub(super) fn recover(
-        &mut self,
-        v: VarId,
-        rel: &Relation,
-        rest: &[VarId],
-        expr: &LExpr,
-        dest: &Dest,
-        scope: &Scope,
-    ) -> Result<Vec<Stmt>, LowerError> {
+    pub(super) fn recover(&mut self, step: Step, rel: &Relation) -> Result<Vec<Stmt>, LowerError> {
+        let Step {
+            var: v,
+            rest,
+            expr,
+            dest,
+            scope,
+        } = step;
         let value = match *rel {
             Relation::Split {
                 outer, inner, by, ..
@@ -86,7 +85,7 @@ impl Lowerer<'_> {
             }
             Relation::Pos {
                 pos, occurrence, ..
-            } => return self.recover_position(v, pos, occurrence, rest, expr, dest, scope),
+            } => return self.recover_position(step, pos, occurrence),
             Relation::Coord { coord, .. } => {
                 return self.search_position(v, coord, rest, expr, dest, scope)
             }
@@ -494,17 +493,19 @@ impl Lowerer<'_> {
                 .all(|&k| self.stmt.lhs.contains(&self.occurrences[o].level_vars[k]))
     }
 
-    #[allow(clippy::too_many_arguments)]
     fn recover_position(
         &mut self,
-        v: VarId,
+        step: Step,
         pos: VarId,
         o: usize,
-        rest: &[VarId],
-        expr: &LExpr,
-        dest: &Dest,
-        scope: &Scope,
     ) -> Result<Vec<Stmt>, LowerError> {
+        let Step {
+            var: v,
+            rest,
+            expr,
+            dest,
+            scope,
+        } = step;
         let seg = scope
             .segments
             .get(&pos)

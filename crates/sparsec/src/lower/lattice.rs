@@ -9,8 +9,8 @@
 
 use std::collections::BTreeSet;
 
-use super::lexpr::LExpr;
 use crate::notation::ast::Op;
+use crate::schedule::lexpr::LExpr;
 
 /// One lattice point.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]

@@ -1,0 +1,541 @@
+//! Iteration strategies: per variable, from the operands' capabilities and properties,
+//! a loop over one iterated level, a two-finger merge per lattice point, or a loop over
+//! the whole dimension with cursors; then the chain of lattice cases.
+
+use std::collections::BTreeSet;
+
+use super::lattice::Point;
+use super::{LExpr, LowerError, Lowerer, Scope, Step};
+use crate::ir::{Expr, LoopKind, Stmt, Type};
+use crate::notation::cin::VarId;
+use crate::schedule::lexpr;
+
+/// How one variable's loop treats each iterator.
+enum Strategy {
+    /// Loop over the iterated levels' coordinates (one level: a for loop; several: a
+    /// two-finger merge per lattice point); locate into the others.
+    Coiterate {
+        iterated: Vec<usize>,
+        located: Vec<usize>,
+    },
+    /// Loop over the whole dimension; cursors advance through ordered sparse levels and
+    /// the rest are located.
+    Dense {
+        cursors: Vec<usize>,
+        located: Vec<usize>,
+    },
+}
+
+impl Lowerer<'_> {
+    fn strategy(&self, points: &[Point], scope: &Scope) -> Result<Strategy, LowerError> {
+        let caps = |o: usize| self.level(o, scope).capabilities();
+        let props = |o: usize| self.level(o, scope).properties();
+        let all: BTreeSet<usize> = points
+            .iter()
+            .flat_map(|p| p.iterators.iter().copied())
+            .collect();
+        let top_universe = points.iter().any(|p| p.universe);
+        let strategy = if points.len() == 1 {
+            let p = &points[0];
+            let iterated: Vec<usize> = p
+                .iterators
+                .iter()
+                .copied()
+                .filter(|&o| !caps(o).locate)
+                .collect();
+            let locatable: Vec<usize> = p
+                .iterators
+                .iter()
+                .copied()
+                .filter(|&o| caps(o).locate)
+                .collect();
+            if !iterated.is_empty() {
+                Strategy::Coiterate {
+                    iterated,
+                    located: locatable,
+                }
+            } else if p.universe || locatable.iter().any(|&o| props(o).full) {
+                Strategy::Dense {
+                    cursors: vec![],
+                    located: locatable,
+                }
+            } else {
+                Strategy::Coiterate {
+                    iterated: vec![locatable[0]],
+                    located: locatable[1..].to_vec(),
+                }
+            }
+        } else if top_universe || all.iter().any(|&o| props(o).full || !props(o).ordered) {
+            let (located, cursors) = all.iter().partition(|&&o| props(o).full || caps(o).locate);
+            Strategy::Dense { cursors, located }
+        } else {
+            Strategy::Coiterate {
+                iterated: all.into_iter().collect(),
+                located: vec![],
+            }
+        };
+        let (merged, located) = match &strategy {
+            Strategy::Coiterate { iterated, located } if iterated.len() > 1 => {
+                (iterated.clone(), located)
+            }
+            Strategy::Coiterate { located, .. } => (vec![], located),
+            Strategy::Dense { cursors, located } => (cursors.clone(), located),
+        };
+        for &o in &merged {
+            if !props(o).ordered {
+                return Err(LowerError(format!(
+                    "level {} of `{}` is unordered and cannot be merged with other operands \
+                     without locate; store it ordered",
+                    scope.resolved(o) + 1,
+                    self.operands[self.occurrences[o].operand].name
+                )));
+            }
+        }
+        for &o in located {
+            self.check_locatable(o, scope)?;
+        }
+        Ok(strategy)
+    }
+
+    pub(super) fn merge(&mut self, step: Step, points: &[Point]) -> Result<Vec<Stmt>, LowerError> {
+        let scope = step.scope;
+        match self.strategy(points, scope)? {
+            Strategy::Coiterate { iterated, located } if iterated.len() == 1 => {
+                self.single_loop(step, iterated[0], &located)
+            }
+            Strategy::Coiterate { iterated, located } => {
+                self.two_finger(step, points, &iterated, &located)
+            }
+            Strategy::Dense { cursors, located } => {
+                self.dense_loop(step, points, &cursors, &located)
+            }
+        }
+    }
+
+    /// Declarations of `p`, `found` for located iterators, and the scope with them.
+    pub(super) fn locate_all(
+        &self,
+        located: &[usize],
+        v: VarId,
+        scope: &Scope,
+    ) -> (Vec<Stmt>, Vec<(usize, Expr)>, Scope) {
+        let mut stmts = Vec::new();
+        let mut found = Vec::new();
+        let mut inner = scope.clone();
+        for &o in located {
+            let site = self.occ_site(o, scope);
+            let name = format!("p{}", self.stem(o, scope));
+            let located = self.level(o, scope).locate(
+                &site,
+                &self.parent_pos(o, scope),
+                &self.var(v),
+                &self.iv(&name),
+            );
+            let (pos, f) = match located {
+                Some(pair) => pair,
+                None => {
+                    let (search, pair) = self.search(o, v, scope, &name);
+                    stmts.extend(search);
+                    pair
+                }
+            };
+            stmts.push(Stmt::Decl(self.named(name.clone(), Type::Index), pos));
+            if f != Expr::Bool(true) {
+                let flag = format!("{}\u{1}_found", self.stem(o, scope));
+                stmts.push(Stmt::Decl(self.named(flag.clone(), Type::Bool), f));
+                found.push((o, self.iv(flag)));
+            } else {
+                found.push((o, Expr::Bool(true)));
+            }
+            inner = inner.with(o, self.iv(name), None);
+        }
+        (stmts, found, inner)
+    }
+
+    /// Find coordinate `v` in the segment of an ordered, unique level without `locate`,
+    /// by binary search: the statements, then the position and whether it was found.
+    pub(super) fn search(
+        &self,
+        o: usize,
+        v: VarId,
+        scope: &Scope,
+        name: &str,
+    ) -> (Vec<Stmt>, (Expr, Expr)) {
+        let level = self.level(o, scope);
+        let site = self.occ_site(o, scope);
+        let (begin, end) = self.pos_range(o, scope);
+        let crd = |q: Expr| level.pos_access(&site, &q).expect("searchable level").0;
+        let (stmts, pos, found) = self.lower_bound(name, begin, end, &crd, self.var(v));
+        (stmts, (pos, found))
+    }
+
+    /// True when a level can be located into: by `locate`, or by binary search in an
+    /// ordered segment of unique coordinates.
+    pub(super) fn reachable(&self, o: usize, scope: &Scope) -> bool {
+        let level = self.level(o, scope);
+        let props = level.properties();
+        level.capabilities().locate
+            || (props.ordered && props.unique && level.capabilities().coord_pos_iter)
+    }
+
+    pub(super) fn single_loop(
+        &mut self,
+        step: Step,
+        o: usize,
+        located: &[usize],
+    ) -> Result<Vec<Stmt>, LowerError> {
+        let Step {
+            var: v,
+            rest,
+            expr,
+            dest,
+            scope,
+        } = step;
+        let level = self.level(o, scope).clone();
+        let site = self.occ_site(o, scope);
+        let stem = self.stem(o, scope);
+        let pname = format!("p\u{1}{stem}");
+        let vname = self.name(v);
+        if let Some((begin, end)) = level.coord_iter(&site) {
+            let (pos, found) = level
+                .coord_access(&site, &self.parent_pos(o, scope), &self.var(v))
+                .expect("coordinate access");
+            let inner = scope.with(o, self.iv(pname.clone()), None);
+            let (mut body, flags, inner) = self.locate_all(located, v, &inner);
+            body.insert(0, Stmt::Decl(self.named(pname, Type::Index), pos));
+            let cond = conjunction(flags.into_iter().map(|f| f.1).chain([found]));
+            let inner_body = self.lower(rest, expr, dest, &inner)?;
+            body.push(Stmt::If(cond, inner_body, vec![]));
+            return Ok(vec![Stmt::For {
+                var: vname,
+                start: begin,
+                end,
+                body,
+                kind: LoopKind::Serial,
+            }]);
+        }
+        let (begin, end) = self.pos_range(o, scope);
+        let (coord, found) = level
+            .pos_access(&site, &self.iv(pname.clone()))
+            .expect("position access");
+        let unique = level.properties().unique;
+        let seg = (!unique).then(|| format!("{stem}\u{1}_segend"));
+        let inner = scope.with(o, self.iv(pname.clone()), seg.clone().map(|k| self.iv(k)));
+        let (locates, flags, inner) = self.locate_all(located, v, &inner);
+        let mut body = vec![Stmt::Decl(self.named(vname, Type::Index), coord.clone())];
+        if let Some(seg) = &seg {
+            body.extend(self.segment_scan(
+                seg,
+                &pname,
+                &format!("{stem}\u{1}_end"),
+                &level,
+                &site,
+                &self.var(v),
+            ));
+        }
+        // The other operands are located only at a coordinate that exists: the position
+        // of an empty hash bucket holds no coordinate to look up.
+        let mut located_body = locates;
+        located_body.push(Stmt::If(
+            conjunction(flags.into_iter().map(|f| f.1)),
+            self.lower(rest, expr, dest, &inner)?,
+            vec![],
+        ));
+        if found == Expr::Bool(true) {
+            body.extend(located_body);
+        } else {
+            body.push(Stmt::If(found, located_body, vec![]));
+        }
+        match seg {
+            None => Ok(vec![Stmt::For {
+                var: self.named(pname, Type::Index),
+                start: begin,
+                end,
+                body,
+                kind: LoopKind::Serial,
+            }]),
+            Some(seg) => {
+                body.push(Stmt::Assign(self.named_any(pname.clone()), self.iv(seg)));
+                Ok(vec![
+                    Stmt::Decl(self.named(pname.clone(), Type::Index), begin),
+                    Stmt::Decl(self.named(format!("{stem}\u{1}_end"), Type::Index), end),
+                    Stmt::While(
+                        Expr::lt(self.iv(pname), self.iv(format!("{stem}\u{1}_end"))),
+                        body,
+                    ),
+                ])
+            }
+        }
+    }
+
+    /// Declare the cursor state of an ordered iterator: position (or coordinate counter
+    /// for value-iterated levels) and end.
+    pub(super) fn cursor_init(&self, o: usize, scope: &Scope) -> Result<Vec<Stmt>, LowerError> {
+        let stem = self.stem(o, scope);
+        let level = self.level(o, scope);
+        let site = self.occ_site(o, scope);
+        let (begin, end) = match level.coord_iter(&site) {
+            Some(range) => range,
+            None => self.pos_range(o, scope),
+        };
+        Ok(vec![
+            Stmt::Decl(self.named(format!("q\u{1}{stem}"), Type::Index), begin),
+            Stmt::Decl(self.named(format!("{stem}\u{1}_end"), Type::Index), end),
+        ])
+    }
+
+    /// The coordinate under a cursor and the position it stands for.
+    pub(super) fn cursor_coord(&self, o: usize, scope: &Scope) -> (Expr, Expr) {
+        let stem = self.stem(o, scope);
+        let level = self.level(o, scope);
+        let site = self.occ_site(o, scope);
+        let q = self.iv(format!("q\u{1}{stem}"));
+        if level.coord_iter(&site).is_some() {
+            let pos = level
+                .coord_access(&site, &self.parent_pos(o, scope), &q)
+                .expect("coordinate access")
+                .0;
+            (q, pos)
+        } else {
+            (level.pos_access(&site, &q).expect("position access").0, q)
+        }
+    }
+
+    /// Declare the position under cursor `o`, and for a non-unique level the end of the
+    /// run of duplicates of `coord` after it; extend `inner` with them and return the
+    /// statement that advances the cursor past the run when `matched`. `inner` has not
+    /// resolved `o`'s level yet, so it also names the level.
+    pub(super) fn cursor_position(
+        &self,
+        o: usize,
+        pos: Expr,
+        coord: &Expr,
+        matched: Expr,
+        body: &mut Vec<Stmt>,
+        inner: &mut Scope,
+    ) -> Stmt {
+        let scope = inner.clone();
+        let stem = self.stem(o, &scope);
+        let level = self.level(o, &scope);
+        let site = self.occ_site(o, &scope);
+        let pname = format!("p\u{1}{stem}");
+        let q = format!("q\u{1}{stem}");
+        body.push(Stmt::Decl(self.named(pname.clone(), Type::Index), pos));
+        let next = if !level.properties().unique && level.coord_iter(&site).is_none() {
+            let seg = format!("{stem}\u{1}_segend");
+            body.extend(self.segment_scan(
+                &seg,
+                &q,
+                &format!("{stem}\u{1}_end"),
+                level,
+                &site,
+                coord,
+            ));
+            *inner = inner.with(o, self.iv(pname), Some(self.iv(seg.clone())));
+            self.iv(seg)
+        } else {
+            *inner = inner.with(o, self.iv(pname), None);
+            self.iv(q.clone()) + Expr::Int(1)
+        };
+        Stmt::If(matched, vec![Stmt::Assign(self.named_any(q), next)], vec![])
+    }
+
+    pub(super) fn two_finger(
+        &mut self,
+        step: Step,
+        points: &[Point],
+        iterated: &[usize],
+        located: &[usize],
+    ) -> Result<Vec<Stmt>, LowerError> {
+        let Step { var: v, scope, .. } = step;
+        let mut stmts = Vec::new();
+        for &o in iterated {
+            stmts.extend(self.cursor_init(o, scope)?);
+        }
+        let vname = self.name(v);
+        for point in points {
+            let merged: Vec<usize> = iterated
+                .iter()
+                .copied()
+                .filter(|o| point.iterators.contains(o))
+                .collect();
+            if merged.is_empty() {
+                continue;
+            }
+            let alive = conjunction(merged.iter().map(|&o| {
+                let stem = self.stem(o, scope);
+                Expr::lt(
+                    self.iv(format!("q\u{1}{stem}")),
+                    self.iv(format!("{stem}\u{1}_end")),
+                )
+            }));
+            let mut body = Vec::new();
+            let mut inner = scope.clone();
+            let mut coords = Vec::new();
+            let mut advance = Vec::new();
+            for &o in &merged {
+                let stem = self.stem(o, scope);
+                let (coord, pos) = self.cursor_coord(o, scope);
+                let cname = format!("i\u{1}{stem}");
+                body.push(Stmt::Decl(self.named(cname.clone(), Type::Index), coord));
+                let matched = Expr::eq(self.iv(cname.clone()), self.iv(vname));
+                advance.push(self.cursor_position(
+                    o,
+                    pos,
+                    &self.iv(cname.clone()),
+                    matched,
+                    &mut body,
+                    &mut inner,
+                ));
+                coords.push((o, self.iv(cname)));
+            }
+            let minimum = coords
+                .iter()
+                .map(|c| c.1.clone())
+                .reduce(Expr::min)
+                .expect("at least one merged iterator");
+            body.push(Stmt::Decl(self.named(vname, Type::Index), minimum));
+            let (locates, flags, inner) = self.locate_all(located, v, &inner);
+            body.extend(locates);
+            let cases = points.iter().filter(|q| q.within(point)).map(|case| {
+                let cond = conjunction(
+                    coords
+                        .iter()
+                        .filter(|(o, _)| case.iterators.contains(o))
+                        .map(|(_, c)| Expr::eq(c.clone(), self.iv(vname)))
+                        .chain(
+                            flags
+                                .iter()
+                                .filter(|(o, _)| case.iterators.contains(o))
+                                .map(|f| f.1.clone()),
+                        ),
+                );
+                (cond, case.clone())
+            });
+            let cases: Vec<(Expr, Point)> = cases.collect();
+            body.push(self.case_chain(step, &cases, &inner)?);
+            body.extend(advance);
+            stmts.push(Stmt::While(alive, body));
+        }
+        Ok(stmts)
+    }
+
+    pub(super) fn dense_loop(
+        &mut self,
+        step: Step,
+        points: &[Point],
+        cursors: &[usize],
+        located: &[usize],
+    ) -> Result<Vec<Stmt>, LowerError> {
+        let Step { var: v, scope, .. } = step;
+        let mut stmts = Vec::new();
+        for &o in cursors {
+            stmts.extend(self.cursor_init(o, scope)?);
+        }
+        let vname = self.name(v);
+        let mut body = Vec::new();
+        let mut matched = Vec::new();
+        let mut inner = scope.clone();
+        let mut advance = Vec::new();
+        for &o in cursors {
+            let stem = self.stem(o, scope);
+            let (coord, pos) = self.cursor_coord(o, scope);
+            let q = format!("q\u{1}{stem}");
+            let flag = format!("{stem}\u{1}_match");
+            body.push(Stmt::Decl(
+                self.named(flag.clone(), Type::Bool),
+                Expr::and(
+                    Expr::lt(self.iv(q.clone()), self.iv(format!("{stem}\u{1}_end"))),
+                    Expr::eq(coord, self.var(v)),
+                ),
+            ));
+            advance.push(self.cursor_position(
+                o,
+                pos,
+                &self.var(v),
+                self.iv(flag.clone()),
+                &mut body,
+                &mut inner,
+            ));
+            matched.push((o, self.iv(flag)));
+        }
+        let (locates, flags, inner) = self.locate_all(located, v, &inner);
+        body.extend(locates);
+        let conditions: Vec<(usize, Expr)> = matched.into_iter().chain(flags).collect();
+        let cases: Vec<(Expr, Point)> = points
+            .iter()
+            .map(|case| {
+                let cond = conjunction(
+                    conditions
+                        .iter()
+                        .filter(|(o, _)| case.iterators.contains(o))
+                        .map(|c| c.1.clone()),
+                );
+                (cond, case.clone())
+            })
+            .collect();
+        body.push(self.case_chain(step, &cases, &inner)?);
+        body.extend(advance);
+        stmts.push(Stmt::For {
+            var: vname,
+            start: Expr::Int(0),
+            end: self.size(v),
+            body,
+            kind: LoopKind::Serial,
+        });
+        Ok(stmts)
+    }
+
+    /// `if (case 1) {...} else if (case 2) {...}`: each case recurses with the operands
+    /// absent from it removed from the expression.
+    pub(super) fn case_chain(
+        &mut self,
+        step: Step,
+        cases: &[(Expr, Point)],
+        inner: &Scope,
+    ) -> Result<Stmt, LowerError> {
+        let Step {
+            var: v,
+            rest,
+            expr,
+            dest,
+            scope: outer,
+        } = step;
+        // A case whose condition repeats an earlier one's is unreachable (an operand that
+        // is always present, such as a dense one, makes two lattice points test the same).
+        let mut reachable: Vec<(Expr, &Point)> = Vec::new();
+        for (cond, case) in cases {
+            let cond = crate::ir::simplify(cond);
+            if !reachable.iter().any(|earlier| earlier.0 == cond) {
+                reachable.push((cond, case));
+            }
+        }
+        let mut chain: Vec<Stmt> = Vec::new();
+        for (cond, case) in reachable.into_iter().rev() {
+            let case_expr =
+                expr.without(&|o| self.indexes(o, v, outer) && !case.iterators.contains(&o));
+            // Sums whose operands are all absent in this case vanish with them; looping
+            // over their variables would multiply what is left.
+            let mut before = Vec::new();
+            lexpr::summed_vars(expr, &mut before);
+            let mut after = Vec::new();
+            lexpr::summed_vars(&case_expr, &mut after);
+            let live: Vec<VarId> = rest
+                .iter()
+                .copied()
+                .filter(|&u| !self.derives_from_any(u, &before) || self.derives_from_any(u, &after))
+                .collect();
+            let body = if case_expr == LExpr::Zero {
+                vec![]
+            } else {
+                self.lower(&live, &case_expr, dest, inner)?
+            };
+            chain = vec![Stmt::If(cond.clone(), body, chain)];
+        }
+        Ok(Stmt::Block(chain))
+    }
+}
+
+pub(super) fn conjunction(terms: impl IntoIterator<Item = Expr>) -> Expr {
+    terms.into_iter().fold(Expr::Bool(true), Expr::and)
+}

@@ -1,0 +1,170 @@
+//! The walk over the loop order: per variable, what the plan asks for (a reduction into a
+//! temporary, a precomputed workspace, a recovered variable, a position space) before the
+//! variable's loop is emitted by an iteration strategy.
+
+use super::{lattice, Dest, LExpr, LowerError, Lowerer, Scope, Step};
+use crate::ir::{Expr, LoopKind, Stmt, Type};
+use crate::notation::cin::VarId;
+use crate::schedule::lexpr;
+use crate::tensor::ValueType;
+
+impl Lowerer<'_> {
+    pub(super) fn lower(
+        &mut self,
+        remaining: &[VarId],
+        expr: &LExpr,
+        dest: &Dest,
+        scope: &Scope,
+    ) -> Result<Vec<Stmt>, LowerError> {
+        let Some((&v, rest)) = remaining.split_first() else {
+            return self.store(expr, dest, scope);
+        };
+        if scope.recovered.contains(&v) {
+            return self.lower(rest, expr, dest, scope);
+        }
+        let precomputed = self
+            .plan
+            .roots(v)
+            .into_iter()
+            .find_map(|r| expr.find_precompute(r).cloned());
+        if let Some(p) = precomputed {
+            return self.precompute(&p, remaining, expr, dest, scope);
+        }
+        let summed = self
+            .plan
+            .roots(v)
+            .into_iter()
+            .find_map(|r| expr.find_sum(r).cloned().map(|sum| (r, sum)));
+        if let Some((root, sum)) = summed {
+            let LExpr::Sum(_, _, body) = &sum else {
+                unreachable!()
+            };
+            let mut inside = Vec::new();
+            lexpr::summed_vars(&sum, &mut inside);
+            let sub: Vec<VarId> = remaining
+                .iter()
+                .copied()
+                .filter(|&u| self.derives_from_any(u, &inside))
+                .collect();
+            let others: Vec<VarId> = remaining
+                .iter()
+                .copied()
+                .filter(|&u| !self.derives_from_any(u, &inside))
+                .collect();
+            let temp = self.temp();
+            let mut stmts = vec![Stmt::Decl(
+                self.named(temp.clone(), Type::Value(ValueType::F64)),
+                Expr::Float(0.0),
+            )];
+            let into = Dest::Temp {
+                name: temp.clone(),
+                touched: None,
+            };
+            stmts.extend(self.lower(&sub, body, &into, scope)?);
+            stmts.extend(self.lower(
+                &others,
+                &expr.replace_sum(root, self.named_any(&temp)),
+                dest,
+                scope,
+            )?);
+            return Ok(stmts);
+        }
+        if matches!(dest, Dest::Output) && remaining.iter().all(|&u| !self.is_free(u)) {
+            let temp = self.temp();
+            let touched = (!self.dense_output).then(|| format!("{temp}\u{1}_touched"));
+            let mut stmts = vec![Stmt::Decl(
+                self.named(temp.clone(), Type::Value(ValueType::F64)),
+                Expr::Float(0.0),
+            )];
+            if let Some(flag) = &touched {
+                stmts.push(Stmt::Decl(
+                    self.named(flag.clone(), Type::Bool),
+                    Expr::Bool(false),
+                ));
+            }
+            let into = Dest::Temp {
+                name: temp.clone(),
+                touched: touched.clone(),
+            };
+            stmts.extend(self.lower(remaining, expr, &into, scope)?);
+            let store = self.store(&LExpr::Temp(self.named_any(&temp)), dest, scope)?;
+            match touched {
+                Some(flag) => stmts.push(Stmt::If(self.iv(flag), store, vec![])),
+                None => stmts.extend(store),
+            }
+            return Ok(stmts);
+        }
+        let free_rest: Vec<VarId> = remaining
+            .iter()
+            .copied()
+            .filter(|&u| self.is_free(u))
+            .collect();
+        if matches!(dest, Dest::Output)
+            && !self.dense_output
+            && free_rest.len() == 1
+            && !self.is_free(v)
+        {
+            return self.through_workspace(free_rest[0], remaining, expr, scope);
+        }
+        if let Some(rel) = self.plan.replaced_by(v).cloned() {
+            return self.recover(
+                Step {
+                    var: v,
+                    rest,
+                    expr,
+                    dest,
+                    scope,
+                },
+                &rel,
+            );
+        }
+        let (setup, scope) = self.enter_position_space(v, scope)?;
+        let scope = &scope;
+        let tags = self.plan.vars[v].tags.clone();
+        if let Some(p) = &tags.parallel {
+            self.parallel.push((v, p.clone(), Vec::new()));
+        }
+        let indexes = |o: usize| self.indexes(o, v, scope);
+        let loops = match lattice::build(expr, &indexes) {
+            None => {
+                let (mut body, mut inner) = self.position_trackers(v, scope);
+                let end = match self.tail_of_split(v, rest) {
+                    Some((parent, end)) => {
+                        inner.guarded.insert(parent);
+                        end
+                    }
+                    None => self.size(v),
+                };
+                body.extend(self.lower(rest, expr, dest, &inner)?);
+                body.extend(self.flush_coalesced(&inner, scope)?);
+                Ok(vec![Stmt::For {
+                    var: self.name(v),
+                    start: Expr::Int(0),
+                    end,
+                    body,
+                    kind: LoopKind::Serial,
+                }])
+            }
+            Some(points) => self.merge(
+                Step {
+                    var: v,
+                    rest,
+                    expr,
+                    dest,
+                    scope,
+                },
+                &points,
+            ),
+        };
+        let (reductions, locals) = match tags.parallel {
+            Some(_) => {
+                let locals = self.locals_at(self.parallel.len());
+                (self.parallel.pop().map(|p| p.2).unwrap_or_default(), locals)
+            }
+            None => (Vec::new(), Vec::new()),
+        };
+        let mut stmts = setup;
+        stmts.extend(self.tag_loop(v, loops?, &tags, reductions, locals)?);
+        Ok(stmts)
+    }
+}

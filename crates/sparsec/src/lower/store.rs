@@ -1,0 +1,255 @@
+//! Stores: the value of the right-hand side at the current positions, written to its
+//! destination (a temporary, a workspace, the dense output in place, or an emitted entry),
+//! and the flushes of accumulators gathered in a fused position space.
+
+use std::ops::Add;
+
+use super::{parallel, Dest, LExpr, LowerError, Lowerer, Scope};
+use crate::format::LevelCoord;
+use crate::ir::{ArrayRef, BinOp, Expr, LocalType, OperandId, Stmt};
+use crate::notation::ast::Op;
+use crate::notation::cin::VarId;
+
+impl Lowerer<'_> {
+    /// The value of the expression at the current positions, stored to the destination.
+    pub(super) fn store(
+        &mut self,
+        expr: &LExpr,
+        dest: &Dest,
+        scope: &Scope,
+    ) -> Result<Vec<Stmt>, LowerError> {
+        let value = self.value(expr, scope);
+        let target = match dest {
+            Dest::Temp { name, .. } => parallel::Target::Temp(name),
+            Dest::Workspace { depth, .. } => parallel::Target::Workspace { depth: *depth },
+            Dest::Local { depth, vars, .. } => parallel::Target::Local {
+                depth: *depth,
+                vars,
+            },
+            Dest::Output if self.dense_output => parallel::Target::DenseOutput,
+            Dest::Output => parallel::Target::Emit,
+        };
+        let atomic = self.resolve_races(target)?;
+        let update = |s: Stmt| if atomic { Stmt::Atomic(Box::new(s)) } else { s };
+        Ok(match dest {
+            Dest::Temp { name, touched } => {
+                let mut s = vec![update(Stmt::Assign(
+                    self.named_any(name.clone()),
+                    Add::add(self.iv(name.clone()), value),
+                ))];
+                if let Some(flag) = touched {
+                    s.push(Stmt::Assign(self.named_any(flag.clone()), Expr::Bool(true)));
+                }
+                s
+            }
+            Dest::Local { name, vars, .. } => vec![update(Stmt::Store {
+                array: ArrayRef::Scratch(self.scratch(name, LocalType::Value)),
+                index: self.linear_index(vars),
+                value,
+                accumulate: true,
+            })],
+            Dest::Workspace { name, vars, .. } => {
+                let at = self.linear_index(vars);
+                let count = format!("{name}\u{1}_count");
+                let seen =
+                    ArrayRef::Scratch(self.scratch(&format!("{name}\u{1}_seen"), LocalType::Flag));
+                vec![
+                    Stmt::If(
+                        Expr::Not(Box::new(Expr::load(seen, at.clone()))),
+                        vec![
+                            Stmt::Store {
+                                array: seen,
+                                index: at.clone(),
+                                value: Expr::Int(1),
+                                accumulate: false,
+                            },
+                            Stmt::Store {
+                                array: ArrayRef::Scratch(
+                                    self.scratch(&format!("{name}\u{1}_list"), LocalType::Index),
+                                ),
+                                index: self.iv(count.clone()),
+                                value: at.clone(),
+                                accumulate: false,
+                            },
+                            Stmt::Assign(
+                                self.named_any(count.clone()),
+                                self.iv(count) + Expr::Int(1),
+                            ),
+                        ],
+                        vec![],
+                    ),
+                    Stmt::Store {
+                        array: ArrayRef::Scratch(
+                            self.scratch(&format!("{name}\u{1}_vals"), LocalType::Value),
+                        ),
+                        index: at,
+                        value,
+                        accumulate: true,
+                    },
+                ]
+            }
+            Dest::Output if self.dense_output && scope.coalesce.is_some() => {
+                let coalesce = scope.coalesce.clone().expect("checked");
+                if coalesce.depth != self.parallel.len() {
+                    return Err(LowerError(
+                        "a parallel loop inside a fused position space updates the output; \
+                         parallelize the position space's outer loop instead"
+                            .into(),
+                    ));
+                }
+                let stem = &coalesce.stem;
+                let (acc, at) = (format!("{stem}\u{1}_acc"), format!("{stem}\u{1}_at"));
+                let flush = self.flush_store(stem, atomic, coalesce.contiguous_runs);
+                vec![
+                    Stmt::If(
+                        Expr::bin(BinOp::Ne, self.output_position(), self.iv(at.clone())),
+                        vec![
+                            flush,
+                            Stmt::Assign(self.named_any(at), self.output_position()),
+                            Stmt::Assign(self.named_any(acc.clone()), Expr::Float(0.0)),
+                        ],
+                        vec![],
+                    ),
+                    Stmt::Assign(self.named_any(acc.clone()), self.iv(acc) + value),
+                ]
+            }
+            Dest::Output if self.dense_output => {
+                let out = &self.operands[0];
+                let mut pos = Expr::Int(0);
+                for (k, spec) in out.format.levels().iter().enumerate() {
+                    let LevelCoord::Mode(m) = spec.coord else {
+                        unreachable!("plain format")
+                    };
+                    let site = self.site(0, None, k);
+                    let coord = self.var(self.stmt.lhs[m]);
+                    pos = spec
+                        .format
+                        .locate(&site, &pos, &coord, &Expr::Int(0))
+                        .expect("dense levels locate")
+                        .0;
+                }
+                vec![update(Stmt::Store {
+                    array: ArrayRef::Values(OperandId(0)),
+                    index: pos,
+                    value,
+                    accumulate: self.store_accumulates,
+                })]
+            }
+            Dest::Output => vec![Stmt::Emit {
+                coords: self.stmt.lhs.iter().map(|&v| self.var(v)).collect(),
+                value,
+            }],
+        })
+    }
+
+    /// Position of the current output coordinates in the dense output's values.
+    pub(super) fn output_position(&self) -> Expr {
+        let out = &self.operands[0];
+        let mut pos = Expr::Int(0);
+        for (k, spec) in out.format.levels().iter().enumerate() {
+            let LevelCoord::Mode(m) = spec.coord else {
+                unreachable!("plain format")
+            };
+            let site = self.site(0, None, k);
+            pos = spec
+                .format
+                .locate(&site, &pos, &self.var(self.stmt.lhs[m]), &Expr::Int(0))
+                .expect("dense levels locate")
+                .0;
+        }
+        pos
+    }
+
+    /// `if (at >= 0) out[at] += acc;` for a coalescing accumulator.
+    /// Add the accumulator into its output entry, if it has one. With `first_only`, only
+    /// the first flush of a loop iteration is atomic (see [`Coalesce::contiguous_runs`]).
+    pub(super) fn flush_store(&self, stem: &str, atomic: bool, first_only: bool) -> Stmt {
+        let store = Stmt::Store {
+            array: ArrayRef::Values(OperandId(0)),
+            index: self.iv(format!("{stem}\u{1}_at")),
+            value: self.iv(format!("{stem}\u{1}_acc")),
+            accumulate: true,
+        };
+        let flush = match (atomic, first_only) {
+            (false, _) => vec![store],
+            (true, false) => vec![Stmt::Atomic(Box::new(store))],
+            (true, true) => {
+                let first = format!("{stem}\u{1}_first");
+                vec![Stmt::If(
+                    self.iv(first.clone()),
+                    vec![
+                        Stmt::Atomic(Box::new(store.clone())),
+                        Stmt::Assign(self.named_any(first), Expr::Bool(false)),
+                    ],
+                    vec![store],
+                )]
+            }
+        };
+        Stmt::If(
+            Expr::bin(BinOp::Ge, self.iv(format!("{stem}\u{1}_at")), Expr::Int(0)),
+            flush,
+            vec![],
+        )
+    }
+
+    /// The last flush of the accumulator that `inner` opened (none if it opened none).
+    pub(super) fn flush_coalesced(
+        &mut self,
+        inner: &Scope,
+        outer: &Scope,
+    ) -> Result<Vec<Stmt>, LowerError> {
+        match &inner.coalesce {
+            Some(coalesce) if outer.coalesce.is_none() => {
+                let atomic = self.resolve_races(parallel::Target::DenseOutput)?;
+                Ok(vec![self.flush_store(&coalesce.stem, atomic, false)])
+            }
+            _ => Ok(vec![]),
+        }
+    }
+
+    /// Row-major position of the variables' current values in a dense workspace.
+    pub(super) fn linear_index(&self, vars: &[VarId]) -> Expr {
+        vars.iter()
+            .fold(Expr::Int(0), |acc, &v| acc * self.size(v) + self.var(v))
+    }
+
+    pub(super) fn value(&self, expr: &LExpr, scope: &Scope) -> Expr {
+        match expr {
+            LExpr::Access(o) => {
+                let occ = &self.occurrences[*o];
+                let mut pos = scope.positions[*o].last().cloned().unwrap_or(Expr::Int(0));
+                // A dense operand read against its layout (see `order::conflicts`) still has
+                // levels whose variables were bound by outer loops: locate them now.
+                for k in scope.resolved(*o)..occ.levels.len() {
+                    let site = self.site(occ.operand, Some(*o), k);
+                    let (at, found) = occ.levels[k]
+                        .locate(&site, &pos, &self.var(occ.level_vars[k]), &Expr::Int(0))
+                        .expect("only dense operands are read against their layout");
+                    debug_assert_eq!(found, Expr::Bool(true), "dense levels always find");
+                    pos = at;
+                }
+                Expr::load(ArrayRef::Values(OperandId(occ.operand)), pos)
+            }
+            LExpr::Literal(v) => Expr::Float(*v),
+            LExpr::Neg(a) => Expr::Neg(Box::new(self.value(a, scope))),
+            LExpr::Binary(op, a, b) => {
+                let op = match op {
+                    Op::Add => BinOp::Add,
+                    Op::Sub => BinOp::Sub,
+                    Op::Mul => BinOp::Mul,
+                    Op::Div => BinOp::Div,
+                };
+                Expr::bin(op, self.value(a, scope), self.value(b, scope))
+            }
+            LExpr::Temp(t) => self.iv(*t),
+            LExpr::WorkspaceRead(name, vars) => {
+                Expr::load(ArrayRef::Scratch(*name), self.linear_index(vars))
+            }
+            LExpr::Precomputed(_) => {
+                unreachable!("a workspace is computed before its first private loop")
+            }
+            LExpr::Zero => Expr::Float(0.0),
+            LExpr::Sum(..) => unreachable!("every sum is lowered before its variable's loop ends"),
+        }
+    }
+}

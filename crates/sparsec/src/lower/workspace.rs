@@ -1,0 +1,246 @@
+//! Workspaces: precomputed subexpressions and dense rows with touched lists (Gustavson),
+//! and the scratch arrays that hold them, private to the innermost parallel loop.
+
+use super::{Dest, LExpr, LowerError, Lowerer, Scope};
+use crate::ir::{ArrayRef, BinOp, Expr, Local, LocalType, LoopKind, Stmt, Type};
+use crate::notation::cin::VarId;
+use crate::schedule::lexpr;
+
+impl Lowerer<'_> {
+    /// Take the workspaces allocated inside `depth` parallel loops.
+    pub(super) fn locals_at(&mut self, depth: usize) -> Vec<Local> {
+        let (here, rest): (Vec<_>, Vec<_>) = std::mem::take(&mut self.local_arrays)
+            .into_iter()
+            .partition(|(d, _)| *d == depth);
+        self.local_arrays = rest;
+        here.into_iter().map(|(_, local)| local).collect()
+    }
+
+    /// Allocate a zeroed workspace private to the innermost enclosing parallel loop.
+    pub(super) fn local(&mut self, name: &str, len: Expr, ty: LocalType) {
+        let array = self.scratch(name, ty);
+        if !self.local_arrays.iter().any(|(_, l)| l.array == array) {
+            let local = Local { array, len };
+            self.local_arrays.push((self.parallel.len(), local));
+        }
+    }
+
+    /// `workspace(vars) = sum over private of body`: zero the workspace where the first
+    /// private variable's loop starts, run the producer loops (the private variables and
+    /// the workspace's) into it, then the rest with the workspace read in its place.
+    pub(super) fn precompute(
+        &mut self,
+        p: &lexpr::Precompute,
+        remaining: &[VarId],
+        expr: &LExpr,
+        dest: &Dest,
+        scope: &Scope,
+    ) -> Result<Vec<Stmt>, LowerError> {
+        let producer: Vec<VarId> = remaining
+            .iter()
+            .copied()
+            .filter(|&u| self.derives_from_any(u, &p.private) || self.derives_from_any(u, &p.vars))
+            .collect();
+        let consumer: Vec<VarId> = remaining
+            .iter()
+            .copied()
+            .filter(|&u| !self.derives_from_any(u, &p.private))
+            .collect();
+        let sparse_consumer = matches!(dest, Dest::Output)
+            && !self.dense_output
+            && !p.vars.is_empty()
+            && consumer.starts_with(&p.vars);
+        if sparse_consumer {
+            return self.precompute_touched(p, &producer, &consumer, expr, dest, scope);
+        }
+        if !self.dense_output {
+            let names: Vec<&str> = p
+                .vars
+                .iter()
+                .map(|&v| self.plan.vars[v].name.as_str())
+                .collect();
+            return Err(LowerError(format!(
+                "precompute: precondition failed: a sparse output reads the workspace `{}` \
+                 only along its variables ({}) as the next loops after the producer, in that \
+                 order",
+                p.workspace,
+                names.join(", ")
+            )));
+        }
+        let name = format!("%\u{1}{}", p.workspace);
+        let len = p
+            .vars
+            .iter()
+            .map(|&v| self.size(v))
+            .reduce(|a, b| a * b)
+            .unwrap_or(Expr::Int(1));
+        let depth = self.parallel.len();
+        self.local(&name, len.clone(), LocalType::Value);
+        let array = ArrayRef::Scratch(self.scratch(&name, LocalType::Value));
+        let q = format!("{name}\u{1}_q");
+        let mut stmts = vec![Stmt::For {
+            var: self.named(q.clone(), Type::Index),
+            start: Expr::Int(0),
+            end: len,
+            body: vec![Stmt::Store {
+                array,
+                index: self.iv(q),
+                value: Expr::Float(0.0),
+                accumulate: false,
+            }],
+            kind: LoopKind::Serial,
+        }];
+        let into = Dest::Local {
+            name: name.clone(),
+            vars: p.vars.clone(),
+            depth,
+        };
+        stmts.extend(self.lower(&producer, &p.body, &into, scope)?);
+        let read = expr.read_workspace(&p.workspace, self.scratch(&name, LocalType::Value));
+        stmts.extend(self.lower(&consumer, &read, dest, scope)?);
+        Ok(stmts)
+    }
+
+    /// A precomputed workspace read by a sparse output along its variables: the producer
+    /// records the coordinates it touches, and the consumer visits only those, in order,
+    /// clearing each after use (the Gustavson pattern, so nothing is zeroed per row).
+    pub(super) fn precompute_touched(
+        &mut self,
+        p: &lexpr::Precompute,
+        producer: &[VarId],
+        consumer: &[VarId],
+        expr: &LExpr,
+        dest: &Dest,
+        scope: &Scope,
+    ) -> Result<Vec<Stmt>, LowerError> {
+        let name = format!("%\u{1}{}", p.workspace);
+        let vals = self.scratch(&format!("{name}\u{1}_vals"), LocalType::Value);
+        let read = expr.read_workspace(&p.workspace, vals);
+        let rest = &consumer[p.vars.len()..];
+        self.touched_workspace(
+            &name,
+            &p.vars,
+            |lowerer, into| lowerer.lower(producer, &p.body, into, scope),
+            |lowerer| lowerer.resolve_all(&p.vars, rest, &read, dest, scope),
+        )
+    }
+
+    /// True when `u` is, or is derived from, one of `vars`.
+    pub(super) fn derives_from_any(&self, u: VarId, vars: &[VarId]) -> bool {
+        self.plan.roots(u).iter().any(|r| vars.contains(r))
+    }
+
+    /// Reductions outside the output's last variable `w` scatter into it: gather them in a
+    /// dense workspace row, then emit the touched coordinates in increasing order so the
+    /// output needs no sort.
+    pub(super) fn through_workspace(
+        &mut self,
+        w: VarId,
+        remaining: &[VarId],
+        expr: &LExpr,
+        scope: &Scope,
+    ) -> Result<Vec<Stmt>, LowerError> {
+        let name = self.fresh("w");
+        let vals = ArrayRef::Scratch(self.scratch(&format!("{name}\u{1}_vals"), LocalType::Value));
+        self.touched_workspace(
+            &name,
+            &[w],
+            |lowerer, into| lowerer.lower(remaining, expr, into, scope),
+            |lowerer| {
+                Ok(vec![Stmt::Emit {
+                    coords: lowerer.stmt.lhs.iter().map(|&v| lowerer.var(v)).collect(),
+                    value: Expr::load(vals, lowerer.var(w)),
+                }])
+            },
+        )
+    }
+
+    /// A dense workspace `name` over `vars` that records the coordinates it touches
+    /// (linearised row-major): `produce` accumulates into it, the touched list is put in
+    /// order, then for each touched coordinate `vars` are declared, `consume` runs, and
+    /// the entry is cleared.
+    pub(super) fn touched_workspace(
+        &mut self,
+        name: &str,
+        vars: &[VarId],
+        produce: impl FnOnce(&mut Self, &Dest) -> Result<Vec<Stmt>, LowerError>,
+        consume: impl FnOnce(&mut Self) -> Result<Vec<Stmt>, LowerError>,
+    ) -> Result<Vec<Stmt>, LowerError> {
+        let width = vars
+            .iter()
+            .map(|&v| self.size(v))
+            .reduce(|a, b| a * b)
+            .expect("a workspace has variables");
+        for (suffix, ty) in [
+            ("vals", LocalType::Value),
+            ("seen", LocalType::Flag),
+            ("list", LocalType::Index),
+        ] {
+            self.local(&format!("{name}\u{1}_{suffix}"), width.clone(), ty);
+        }
+        let count = format!("{name}\u{1}_count");
+        let list = self.scratch(&format!("{name}\u{1}_list"), LocalType::Index);
+        let mut stmts = vec![Stmt::Decl(
+            self.named(count.clone(), Type::Index),
+            Expr::Int(0),
+        )];
+        let into = Dest::Workspace {
+            name: name.to_string(),
+            vars: vars.to_vec(),
+            depth: self.parallel.len(),
+        };
+        stmts.extend(produce(self, &into)?);
+        stmts.push(Stmt::OrderTouched {
+            list,
+            len: self.iv(count.clone()),
+            flags: self.scratch(&format!("{name}\u{1}_seen"), LocalType::Flag),
+        });
+        let at = format!("{name}\u{1}_p");
+        let touched = Expr::load(ArrayRef::Scratch(list), self.iv(at.clone()));
+        let (mut body, linear) = match vars {
+            [v] => (
+                vec![Stmt::Decl(self.named(self.name(*v), Type::Index), touched)],
+                self.var(*v),
+            ),
+            _ => {
+                // Peel the variables off the linearised coordinate, innermost first.
+                let linear = format!("{name}\u{1}_at");
+                let mut coords = Vec::new();
+                let mut stride = Expr::Int(1);
+                for (k, &v) in vars.iter().enumerate().rev() {
+                    let above = Expr::bin(BinOp::Div, self.iv(linear.clone()), stride.clone());
+                    let coord = if k == 0 {
+                        above
+                    } else {
+                        Expr::bin(BinOp::Rem, above, self.size(v))
+                    };
+                    coords.push(Stmt::Decl(self.named(self.name(v), Type::Index), coord));
+                    stride = stride * self.size(v);
+                }
+                let mut body = vec![Stmt::Decl(self.named(linear.clone(), Type::Index), touched)];
+                body.extend(coords.into_iter().rev());
+                (body, self.iv(linear))
+            }
+        };
+        body.extend(consume(self)?);
+        for (suffix, zero, ty) in [
+            ("vals", Expr::Float(0.0), LocalType::Value),
+            ("seen", Expr::Int(0), LocalType::Flag),
+        ] {
+            body.push(Stmt::Store {
+                array: ArrayRef::Scratch(self.scratch(&format!("{name}\u{1}_{suffix}"), ty)),
+                index: linear.clone(),
+                value: zero,
+                accumulate: false,
+            });
+        }
+        stmts.push(Stmt::For {
+            var: self.named(at, Type::Index),
+            start: Expr::Int(0),
+            end: self.iv(count),
+            body,
+            kind: LoopKind::Serial,
+        });
+        Ok(stmts)
+    }
+}
