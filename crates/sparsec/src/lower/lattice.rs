@@ -152,10 +152,7 @@ mod tests {
     #[test]
     fn union_has_both_and_each_alone() {
         let lattice = all(&add(acc(0), acc(1)));
-        assert_eq!(
-            lattice,
-            [p(&[0, 1], false), p(&[0], false), p(&[1], false)]
-        );
+        assert_eq!(lattice, [p(&[0, 1], false), p(&[0], false), p(&[1], false)]);
         // While both are present every case can still happen; once one is exhausted only
         // the other's.
         assert_eq!(sub_lattice(&lattice, &lattice[0]), lattice);
@@ -200,10 +197,7 @@ mod tests {
     fn duplicate_points_are_merged() {
         // (a + b) + a: {a,b} and {a} arise twice.
         let lattice = all(&add(add(acc(0), acc(1)), acc(0)));
-        assert_eq!(
-            lattice,
-            [p(&[0, 1], false), p(&[0], false), p(&[1], false)]
-        );
+        assert_eq!(lattice, [p(&[0, 1], false), p(&[0], false), p(&[1], false)]);
     }
 
     #[test]
@@ -212,10 +206,7 @@ mod tests {
         // is an iterator like any other; lowering sees the full level in the union and
         // loops over the whole dimension with cursors instead of merging.
         let lattice = all(&add(acc(0), acc(1)));
-        assert_eq!(
-            lattice,
-            [p(&[0, 1], false), p(&[0], false), p(&[1], false)]
-        );
+        assert_eq!(lattice, [p(&[0, 1], false), p(&[0], false), p(&[1], false)]);
     }
 
     #[test]
