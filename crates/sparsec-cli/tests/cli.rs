@@ -1,5 +1,8 @@
 //! The built `sparsec` binary: info, convert, help texts and error reporting.
 
+mod common;
+use common::shared_data;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -139,12 +142,8 @@ fn info_repeat_reports_a_median_read_time() {
 }
 
 #[test]
-fn info_on_shared_data_when_present() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data");
-    if !dir.is_dir() {
-        eprintln!("SKIPPED: shared data directory {} is absent", dir.display());
-        return;
-    }
+fn info_on_shared_data() {
+    let dir = shared_data("");
     let out = ok(&["info", s(&dir.join("matrices/494_bus.mtx"))]);
     assert!(out.contains("stored entries:   1080"), "{out}");
     assert!(out.contains("entries:          1666"), "{out}");

@@ -1,6 +1,9 @@
 //! End-to-end tests of `sparsec run` and `sparsec emit`, running the built binary.
 
-use std::path::{Path, PathBuf};
+mod common;
+use common::shared_data;
+
+use std::path::PathBuf;
 use std::process::{Command, Output};
 
 use sparsec::format::Format;
@@ -60,23 +63,13 @@ fn fails(args: &[&str], expected: &str) -> String {
     err
 }
 
-fn shared_matrix(name: &str) -> Option<PathBuf> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/data/matrices")
-        .join(name);
-    if path.exists() {
-        Some(path)
-    } else {
-        println!("skipping: shared data file {} is absent", path.display());
-        None
-    }
+fn shared_matrix(name: &str) -> PathBuf {
+    shared_data(&format!("matrices/{name}"))
 }
 
 #[test]
 fn spmv_on_shared_matrix_with_check_and_timing() {
-    let Some(path) = shared_matrix("bcsstk13.mtx") else {
-        return;
-    };
+    let path = shared_matrix("bcsstk13.mtx");
     let input = format!("A:{}", path.display());
     let out = ok(&[
         "run",
@@ -102,9 +95,7 @@ fn spmv_on_shared_matrix_with_check_and_timing() {
 
 #[test]
 fn pattern_matrix_spgemm_with_check() {
-    let Some(path) = shared_matrix("karate.mtx") else {
-        return;
-    };
+    let path = shared_matrix("karate.mtx");
     let a = format!("A:{}", path.display());
     let b = format!("B:{}", path.display());
     let out = ok(&[

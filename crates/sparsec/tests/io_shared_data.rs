@@ -2,7 +2,10 @@
 //! against the sizes in `SOURCES.md`, built in every format that can hold it and read back
 //! entry by entry, and written to / read from `.mtx`, `.tns` and `.spt` files.
 //!
-//! Skips (with a message) when the shared data directory is absent.
+//! Fails, naming the missing path, when the shared data directory is absent.
+
+mod common;
+use common::shared_data;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -11,14 +14,8 @@ use sparsec::format::Format;
 use sparsec::io::{self, MtxLayout, MtxSymmetry, MtxWriteOptions};
 use sparsec::tensor::{Coo, Tensor, ValueType, Values};
 
-fn data_dir() -> Option<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data");
-    if dir.is_dir() {
-        Some(dir)
-    } else {
-        eprintln!("SKIPPED: shared data directory {} is absent", dir.display());
-        None
-    }
+fn data_dir() -> PathBuf {
+    shared_data("")
 }
 
 fn files(dir: &Path, sub: &str, ext: &str) -> Vec<PathBuf> {
@@ -96,7 +93,8 @@ struct Sources {
 }
 
 fn sources(dir: &Path) -> Sources {
-    let text = std::fs::read_to_string(dir.join("SOURCES.md")).unwrap_or_default();
+    let path = dir.join("SOURCES.md");
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let mut matrices = HashMap::new();
     let mut tensors = HashMap::new();
     let num = |s: &str| s.trim().parse::<usize>().ok();
@@ -120,6 +118,12 @@ fn sources(dir: &Path) -> Sources {
             }
         }
     }
+    // An unreadable table would silently skip every size check below.
+    assert!(
+        !matrices.is_empty() && !tensors.is_empty(),
+        "{}: no matrix or tensor rows parsed",
+        path.display()
+    );
     Sources { matrices, tensors }
 }
 
@@ -144,7 +148,7 @@ const LIMIT: usize = 4_000_000;
 
 #[test]
 fn matrices_match_sources_and_expand_symmetry() {
-    let Some(dir) = data_dir() else { return };
+    let dir = data_dir();
     let sources = sources(&dir);
     for path in files(&dir, "matrices", "mtx") {
         let file = name(&path);
@@ -176,7 +180,7 @@ fn matrices_match_sources_and_expand_symmetry() {
 
 /// Round trip every shared matrix through the formats `formats` picks for it.
 fn matrices_through(formats: impl Fn(&Coo) -> Vec<(String, bool)>) {
-    let Some(dir) = data_dir() else { return };
+    let dir = data_dir();
     let (mut checked, mut skipped) = (0, 0);
     for path in files(&dir, "matrices", "mtx") {
         let file = name(&path);
@@ -238,7 +242,7 @@ fn matrices_round_trip_through_bcsr() {
 
 #[test]
 fn tensors_round_trip_through_every_format() {
-    let Some(dir) = data_dir() else { return };
+    let dir = data_dir();
     let sources = sources(&dir);
     for path in files(&dir, "tensors", "tns") {
         let file = name(&path);
@@ -276,7 +280,7 @@ fn tensors_round_trip_through_every_format() {
 
 #[test]
 fn files_round_trip_through_mtx_tns_and_spt() {
-    let Some(dir) = data_dir() else { return };
+    let dir = data_dir();
     let tmp = tempfile::tempdir().unwrap();
     for path in files(&dir, "matrices", "mtx") {
         let file = name(&path);

@@ -6,7 +6,10 @@
 //! Every result is compared with a simple independent Rust loop over the file's
 //! coordinates (duplicates summed, explicit zeros kept); where the dense iteration space
 //! is small (below 5e7 points) it is also compared with the reference evaluator. The
-//! tests print a message and pass when the data directory is absent.
+//! tests fail, naming the missing path, when the data directory is absent.
+
+mod common;
+use common::shared_data;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -18,31 +21,17 @@ use sparsec::notation::TensorDecl;
 use sparsec::reference;
 use sparsec::tensor::{Coo, Tensor, ValueType};
 
-fn data_dir() -> Option<PathBuf> {
-    let dir = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/data"));
-    if dir.is_dir() {
-        Some(dir)
-    } else {
-        eprintln!(
-            "skipping: shared data not found at {} (see SOURCES.md)",
-            dir.display()
-        );
-        None
-    }
-}
-
+/// The `.ext` files of `shared/data/sub`, sorted; panics when there are none (an empty
+/// list would make every test below pass without checking anything).
 fn files(sub: &str, ext: &str) -> Vec<PathBuf> {
-    let Some(dir) = data_dir() else {
-        return vec![];
-    };
-    let mut out: Vec<PathBuf> = std::fs::read_dir(dir.join(sub))
-        .map(|rd| {
-            rd.filter_map(|e| e.ok().map(|e| e.path()))
-                .filter(|p| p.extension().is_some_and(|e| e == ext))
-                .collect()
-        })
-        .unwrap_or_default();
+    let dir = shared_data(sub);
+    let mut out: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == ext))
+        .collect();
     out.sort();
+    assert!(!out.is_empty(), "no .{ext} files in {}", dir.display());
     out
 }
 

@@ -328,7 +328,16 @@ impl Concrete {
         let sparse = sparse_accesses(stmt, &accesses);
         let place = |v: VarId| position(v).unwrap_or(usize::MAX);
         let mut reordered = order::conflicts(&level_vars, &fixed, &sparse, &before, &place)
-            .expect("fixed layouts are sparse and constrain the chosen order");
+            .map_err(|o| {
+                let tensor = &stmt.tensors[accesses[o].0];
+                LowerError(format!(
+                    "`{}` is stored as `{}`, a layout that cannot be reordered, and the loop \
+                     order that other fixed layouts of this statement impose reads it against \
+                     its layout; convert one of them (e.g. to csr) for this statement",
+                    tensor.name,
+                    tensor.format.spelling()
+                ))
+            })?;
         reordered.extend(chosen.reordered);
         reordered.sort_unstable();
         reordered.dedup();

@@ -41,6 +41,15 @@ pub fn choose(
             }
         }
         if let Some(order) = topological(num_vars, &edges, priority) {
+            // Dropping goes from the last operand back, so some dropped operands (vectors,
+            // layouts the order happens to follow) were never in the way: keep only those
+            // the order really reads against their layout.
+            let position = |v: VarId| order.iter().position(|&u| u == v);
+            dropped.retain(|&o| {
+                !level_vars[o]
+                    .windows(2)
+                    .all(|w| position(w[0]) < position(w[1]))
+            });
             return LoopOrder {
                 order,
                 reordered: dropped.into_iter().collect(),
@@ -121,4 +130,142 @@ pub fn conflicts(
         }
     }
     Ok(reordered)
+}
+
+#[cfg(test)]
+mod tests {
+    //! The default order of whole statements, built through the public front end
+    //! (`notation::parse`, `notation::bind` with formats) as the integration tests do.
+
+    use crate::format::Format;
+    use crate::notation::{self, TensorDecl};
+    use crate::schedule::{Concrete, LowerError};
+
+    /// Concretize `expr`; `tensors` gives each tensor's format (`""`: all dense) and
+    /// every dimension is 8, so any index pattern binds.
+    fn concrete(expr: &str, tensors: &[(&str, &str)]) -> Result<Concrete, LowerError> {
+        let assignment = notation::parse(expr).unwrap();
+        let mut orders = vec![(assignment.lhs.tensor.clone(), assignment.lhs.indices.len())];
+        collect(&assignment.rhs, &mut orders);
+        let decls: Vec<TensorDecl> = orders
+            .iter()
+            .enumerate()
+            .map(|(n, (name, order))| {
+                let spelling = tensors
+                    .iter()
+                    .find(|(t, _)| t == name)
+                    .map_or("", |(_, f)| *f);
+                TensorDecl {
+                    name: name.clone(),
+                    dims: (n > 0).then(|| vec![8; *order]),
+                    format: (!spelling.is_empty())
+                        .then(|| Format::parse(spelling, *order).unwrap()),
+                }
+            })
+            .collect();
+        let stmt = notation::bind(&assignment, &decls, &[]).unwrap_or_else(|e| panic!("{e}"));
+        Concrete::new(&stmt)
+    }
+
+    fn collect(e: &crate::notation::ast::Expr, out: &mut Vec<(String, usize)>) {
+        use crate::notation::ast::ExprKind;
+        match &e.kind {
+            ExprKind::Access(a) => {
+                if !out.iter().any(|(n, _)| *n == a.tensor) {
+                    out.push((a.tensor.clone(), a.indices.len()));
+                }
+            }
+            ExprKind::Literal(_) => {}
+            ExprKind::Neg(a) => collect(a, out),
+            ExprKind::Binary(_, a, b) => {
+                collect(a, out);
+                collect(b, out);
+            }
+        }
+    }
+
+    /// Loop names outer to inner and the reordered occurrences.
+    fn order_of(expr: &str, tensors: &[(&str, &str)]) -> (Vec<String>, Vec<usize>) {
+        let c = concrete(expr, tensors).unwrap_or_else(|e| panic!("{expr}: {e}"));
+        let loops = c.loops().iter().map(|s| s.to_string()).collect();
+        (loops, c.reordered.clone())
+    }
+
+    #[test]
+    fn spmv_csr_iterates_rows_then_columns() {
+        let (loops, reordered) = order_of("y(i) = A(i,j) * x(j)", &[("A", "csr")]);
+        assert_eq!(loops, ["i", "j"]);
+        assert!(reordered.is_empty());
+    }
+
+    #[test]
+    fn spmv_csc_follows_the_column_major_layout() {
+        // The hoisted sum over `j` accumulates into `y(i)` directly, so nothing keeps `i`
+        // outside and A's storage order decides: no transposition.
+        let (loops, reordered) = order_of("y(i) = A(i,j) * x(j)", &[("A", "csc")]);
+        assert_eq!(loops, ["j", "i"]);
+        assert!(reordered.is_empty());
+    }
+
+    #[test]
+    fn spgemm_csr_is_gustavson() {
+        let csr = [("A", "csr"), ("B", "csr"), ("C", "csr")];
+        let (loops, reordered) = order_of("C(i,j) = A(i,k) * B(k,j)", &csr);
+        assert_eq!(loops, ["i", "k", "j"]);
+        assert!(reordered.is_empty());
+    }
+
+    #[test]
+    fn dense_only_variables_go_inside_the_sparse_ones() {
+        // SpMM: `j` is only a dense operand's, so it runs innermost, below A's levels.
+        let (loops, reordered) = order_of("C(i,j) = A(i,k) * B(k,j)", &[("A", "csr")]);
+        assert_eq!(loops, ["i", "k", "j"]);
+        assert!(reordered.is_empty());
+        // All dense: the output's variables first, in its order.
+        let (loops, reordered) = order_of("y(i) = A(i,j) * x(j)", &[]);
+        assert_eq!(loops, ["i", "j"]);
+        assert!(reordered.is_empty());
+    }
+
+    #[test]
+    fn a_sum_under_addition_is_nested_inside_its_temporary_variables() {
+        // The sum over `j` sits under `+`: it is computed into a temporary per `i`, so `j`
+        // must be inside `i` although A (CSC) stores `j` first; A is transposed instead.
+        let (loops, reordered) = order_of("y(i) = A(i,j) * x(j) + b(i)", &[("A", "csc")]);
+        assert_eq!(loops, ["i", "j"]);
+        assert_eq!(reordered, [0]);
+    }
+
+    #[test]
+    fn the_later_operand_is_reordered_when_layouts_conflict() {
+        let csr = [("A", "csr"), ("B", "csr")];
+        let (loops, reordered) = order_of("C(i,j) = A(i,j) * B(j,i)", &csr);
+        assert_eq!(loops, ["i", "j"]);
+        assert_eq!(reordered, [1]);
+        // The first operand keeps its layout whichever tensor it is.
+        let (loops, reordered) = order_of("C(i,j) = B(j,i) * A(i,j)", &csr);
+        assert_eq!(loops, ["j", "i"]);
+        assert_eq!(reordered, [1]);
+    }
+
+    #[test]
+    fn a_fixed_layout_is_never_the_one_reordered() {
+        // ELL cannot be transposed: the CSR operand is, even though it comes first.
+        let formats = [("A", "csr"), ("B", "ell")];
+        let c = concrete("C(i,j) = A(i,j) * B(j,i)", &formats).unwrap();
+        assert_eq!(c.reordered, [0]);
+        assert!(!c.fixed[0] && c.fixed[1]);
+    }
+
+    #[test]
+    fn conflicting_fixed_layouts_are_a_clear_error() {
+        for f in ["ell", "bcsr:2x2"] {
+            let formats = [("A", f), ("B", f)];
+            let err = concrete("C(i,j) = A(i,j) * B(j,i)", &formats)
+                .expect_err("two fixed layouts in opposite orders cannot both be followed");
+            // It should say which layout cannot be followed.
+            let name = f.split(':').next().unwrap();
+            assert!(err.0.contains(name), "{f}: {err}");
+        }
+    }
 }

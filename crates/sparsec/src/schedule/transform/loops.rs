@@ -1,0 +1,207 @@
+//! Helpers the transformations share: looking up loops, creating variables, and
+//! installing a new loop sequence after checking it against every ordering constraint.
+
+use super::super::{order, Concrete, LoopTags, LoopVar, Relation, VarOrigin};
+use super::ScheduleError;
+use crate::ir::Expr;
+use crate::notation::cin::VarId;
+
+impl Concrete {
+    /// A loop variable named `name`.
+    pub(super) fn loop_named(&self, text: &str, name: &str) -> Result<VarId, ScheduleError> {
+        let Some(v) = self.var_named(name) else {
+            return Err(ScheduleError::new(
+                text,
+                "the variable exists",
+                format!(
+                    "`{name}` is not an index variable of this statement; its loops are {}",
+                    self.loops().join(", ")
+                ),
+            ));
+        };
+        if let Some(rel) = self.replaced_by(v) {
+            let by = rel
+                .children()
+                .iter()
+                .map(|&c| self.vars[c].name.clone())
+                .collect::<Vec<_>>()
+                .join(", ");
+            return Err(ScheduleError::new(
+                text,
+                "the variable is a loop",
+                format!("`{name}` was already replaced by {by}"),
+            ));
+        }
+        if self.vars[v].origin == VarOrigin::Storage {
+            return Err(ScheduleError::new(
+                text,
+                "the variable is a loop of the statement",
+                format!("`{name}` iterates a structured storage level and cannot be scheduled"),
+            ));
+        }
+        Ok(v)
+    }
+
+    pub(super) fn fresh_var(
+        &mut self,
+        text: &str,
+        name: &str,
+        extent: Expr,
+    ) -> Result<VarId, ScheduleError> {
+        let valid = name.chars().next().is_some_and(|c| c.is_ascii_alphabetic())
+            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+        if !valid {
+            return Err(ScheduleError::new(
+                text,
+                "new variables have identifier names",
+                format!("`{name}` is not an identifier"),
+            ));
+        }
+        if self.var_named(name).is_some() {
+            return Err(ScheduleError::new(
+                text,
+                "new variables have fresh names",
+                format!("`{name}` already names an index variable"),
+            ));
+        }
+        self.vars.push(LoopVar {
+            name: name.to_string(),
+            extent,
+            origin: VarOrigin::Schedule,
+            tags: LoopTags::default(),
+        });
+        Ok(self.vars.len() - 1)
+    }
+
+    pub(super) fn loop_sequence(&self) -> Vec<VarId> {
+        self.order
+            .iter()
+            .copied()
+            .filter(|&v| self.is_loop(v))
+            .collect()
+    }
+
+    /// Rebuild `order` from a loop sequence: each replaced variable right after the last
+    /// of the variables that recover it; then check the order and pick reordered operands.
+    pub(super) fn with_loops(
+        &self,
+        text: &str,
+        loops: Vec<VarId>,
+    ) -> Result<Concrete, ScheduleError> {
+        let mut next = self.clone();
+        let mut placed: Vec<VarId> = Vec::new();
+        for l in loops {
+            placed.push(l);
+            loop {
+                let ready = next.relations.iter().find(|r| {
+                    r.children().iter().all(|c| placed.contains(c))
+                        && r.parents().iter().any(|p| !placed.contains(p))
+                });
+                match ready {
+                    Some(r) => placed.extend(r.parents()),
+                    None => break,
+                }
+            }
+        }
+        next.order = placed;
+        next.check_order(text)?;
+        Ok(next)
+    }
+
+    fn position_of(&self, v: VarId) -> usize {
+        self.order
+            .iter()
+            .position(|&u| u == v)
+            .unwrap_or(usize::MAX)
+    }
+
+    /// `a` is recovered before any loop derived from `b` starts.
+    fn resolved_before(&self, a: VarId, b: VarId) -> bool {
+        let first_of_b = self
+            .descendants(b)
+            .iter()
+            .map(|&d| self.position_of(d))
+            .min()
+            .unwrap_or(usize::MAX);
+        if self.position_of(a) < first_of_b {
+            return true;
+        }
+        // Two levels fused in storage order are recovered together.
+        matches!(self.created_by_fuse_of(a, b), Some(true))
+    }
+
+    /// `Some(true)` when `a` and `b` are fused with `a` outer.
+    fn created_by_fuse_of(&self, a: VarId, b: VarId) -> Option<bool> {
+        self.relations.iter().find_map(|r| match *r {
+            Relation::Fuse { outer, inner, .. } if outer == a && inner == b => Some(true),
+            Relation::Fuse { outer, inner, .. } if outer == b && inner == a => Some(false),
+            _ => None,
+        })
+    }
+
+    fn check_order(&mut self, text: &str) -> Result<(), ScheduleError> {
+        for &(u, v) in &self.sum_edges {
+            if !self.resolved_before(u, v) {
+                return Err(ScheduleError::new(
+                    text,
+                    "no computation moves out of a reduction it does not distribute over",
+                    format!(
+                        "the sum over `{}` is part of a larger expression (under `+`, `-` or a \
+                         denominator) evaluated at each `{}`, so `{}` must stay inside `{}`",
+                        self.vars[v].name, self.vars[u].name, self.vars[v].name, self.vars[u].name
+                    ),
+                ));
+            }
+        }
+        let before = |a: VarId, b: VarId| self.resolved_before(a, b);
+        let sparse = super::sparse_accesses(&self.statement, &self.accesses);
+        let place = |v: VarId| self.position_of(v);
+        match order::conflicts(&self.level_vars, &self.fixed, &sparse, &before, &place) {
+            Ok(reordered) => {
+                self.reordered = reordered;
+                Ok(())
+            }
+            Err(o) => {
+                let (t, _) = &self.accesses[o];
+                let tensor = &self.statement.tensors[*t];
+                Err(ScheduleError::new(
+                    text,
+                    "every operand is iterated in its storage order",
+                    format!(
+                        "`{}` is stored as `{}`, whose levels must be visited in the order {}",
+                        tensor.name,
+                        tensor.format.spelling(),
+                        self.level_vars[o]
+                            .iter()
+                            .map(|&v| self.vars[v].name.clone())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                ))
+            }
+        }
+    }
+}
+
+pub(super) fn positive(text: &str, precondition: &str, value: usize) -> Result<(), ScheduleError> {
+    if value == 0 {
+        return Err(ScheduleError::new(text, precondition, "it is 0"));
+    }
+    Ok(())
+}
+
+pub(crate) fn ceil_div(a: Expr, b: Expr) -> Expr {
+    Expr::bin(crate::ir::BinOp::Div, a + b.clone() - Expr::Int(1), b)
+}
+
+pub(super) fn replace_loop(loops: &[VarId], v: VarId, with: &[VarId]) -> Vec<VarId> {
+    let mut out = Vec::with_capacity(loops.len() + with.len());
+    for &l in loops {
+        if l == v {
+            out.extend_from_slice(with);
+        } else {
+            out.push(l);
+        }
+    }
+    out
+}

@@ -1,0 +1,218 @@
+//! `pos`, `coord` and `bound`: iterating a variable through an operand's position space,
+//! back through coordinates, or with a bound known when compiling.
+
+use super::super::{Concrete, Relation};
+use super::loops::replace_loop;
+use super::{BoundKind, ScheduleError, Transform};
+use crate::ir::{Expr, Symbol};
+use crate::notation::cin::VarId;
+
+impl Concrete {
+    pub(super) fn position_space_of(
+        &self,
+        text: &str,
+        var: &str,
+        pos: &str,
+        tensor: &str,
+        indices: &[String],
+    ) -> Result<Concrete, ScheduleError> {
+        let v = self.loop_named(text, var)?;
+        if self.position_space(v).is_some() {
+            return Err(ScheduleError::new(
+                text,
+                "the variable is in coordinate space",
+                format!("`{var}` already iterates a position space"),
+            ));
+        }
+        let access = format!("{tensor}({})", indices.join(","));
+        let occurrence = self.accesses.iter().position(|(t, idx)| {
+            self.statement.tensors[*t].name == tensor
+                && idx.len() == indices.len()
+                && idx
+                    .iter()
+                    .zip(indices)
+                    .all(|(&u, n)| self.statement.vars[u].name == *n)
+        });
+        let Some(o) = occurrence else {
+            return Err(ScheduleError::new(
+                text,
+                "the access appears in the statement",
+                format!("`{access}` is not an access of the right-hand side"),
+            ));
+        };
+        let roots = self.roots(v);
+        let levels: Vec<usize> = self.level_vars[o]
+            .iter()
+            .enumerate()
+            .filter(|(_, u)| roots.contains(u))
+            .map(|(k, _)| k)
+            .collect();
+        if levels.len() != roots.len() {
+            return Err(ScheduleError::new(
+                text,
+                "the access is indexed by the variable",
+                format!("`{access}` has no storage level for every variable `{var}` stands for"),
+            ));
+        }
+        let consecutive = levels.windows(2).all(|w| w[1] == w[0] + 1);
+        let in_fuse_order = self.fuse_order(v)
+            == levels
+                .iter()
+                .map(|&k| self.level_vars[o][k])
+                .collect::<Vec<_>>();
+        if !consecutive || !in_fuse_order {
+            return Err(ScheduleError::new(
+                text,
+                "fused variables are directly nested in the access's storage order",
+                format!(
+                    "`{}` stores its levels in the order {}",
+                    access,
+                    self.level_vars[o]
+                        .iter()
+                        .map(|&u| self.vars[u].name.clone())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            ));
+        }
+        let format = &self.statement.tensors[self.accesses[o].0].format;
+        let leaf = &format.levels()[*levels.last().expect("a level")].format;
+        if !leaf.capabilities().coord_pos_iter {
+            return Err(ScheduleError::new(
+                text,
+                "the access's level has a position space",
+                format!(
+                    "level {} of `{access}` ({}) is not iterated by position",
+                    levels.last().expect("a level") + 1,
+                    leaf.name()
+                ),
+            ));
+        }
+        let mut next = self.clone();
+        // The extent of a position space is only known at run time: lowering declares its
+        // bounds when the space's first loop starts.
+        let extent = Expr::Symbol(Symbol::SegmentLength {
+            var: next.vars.len(),
+        });
+        let p = next.fresh_var(text, pos, extent)?;
+        next.relations.push(Relation::Pos {
+            parent: v,
+            pos: p,
+            occurrence: o,
+        });
+        let loops = replace_loop(&self.loop_sequence(), v, &[p]);
+        next.with_loops(text, loops)
+    }
+
+    /// `coord(pos, coord)`: iterate the coordinates of a position loop's segment instead.
+    pub fn coord(&self, pos: &str, coord: &str) -> Result<Concrete, ScheduleError> {
+        self.apply(&Transform::Coord {
+            pos: pos.into(),
+            coord: coord.into(),
+        })
+    }
+
+    pub(super) fn coordinates_of(
+        &self,
+        text: &str,
+        pos: &str,
+        coord: &str,
+    ) -> Result<Concrete, ScheduleError> {
+        let p = self.loop_named(text, pos)?;
+        let Some(&Relation::Pos {
+            parent, occurrence, ..
+        }) = self.created_by(p)
+        else {
+            return Err(ScheduleError::new(
+                text,
+                "the variable is a position variable",
+                format!("`{pos}` was not created by pos (split it after coord instead)"),
+            ));
+        };
+        let (t, _) = &self.accesses[occurrence];
+        let levels = self.statement.tensors[*t].format.levels();
+        let level = self.level_vars[occurrence]
+            .iter()
+            .position(|&u| u == parent)
+            .map(|k| &levels[k].format);
+        let searchable = level.is_some_and(|l| l.properties().ordered && l.properties().unique);
+        if !searchable {
+            return Err(ScheduleError::new(
+                text,
+                "the position space is one ordered level with unique coordinates",
+                format!(
+                    "`{pos}` covers fused levels or an unordered or non-unique level, whose \
+                     positions cannot be searched by coordinate"
+                ),
+            ));
+        }
+        let mut next = self.clone();
+        let extent = Expr::Symbol(Symbol::CoordRange {
+            var: next.vars.len(),
+        });
+        let c = next.fresh_var(text, coord, extent)?;
+        next.relations.push(Relation::Coord {
+            parent: p,
+            coord: c,
+        });
+        let loops = replace_loop(&self.loop_sequence(), p, &[c]);
+        next.with_loops(text, loops)
+    }
+
+    /// The statement variables a fused variable stands for, outer first.
+    pub(crate) fn fuse_order(&self, v: VarId) -> Vec<VarId> {
+        match self.created_by(v) {
+            Some(Relation::Fuse { outer, inner, .. }) => {
+                let mut out = self.fuse_order(*outer);
+                out.extend(self.fuse_order(*inner));
+                out
+            }
+            Some(Relation::Bound { parent, .. }) => self.fuse_order(*parent),
+            _ => vec![v],
+        }
+    }
+
+    pub(super) fn bound_var(
+        &self,
+        text: &str,
+        var: &str,
+        bounded: &str,
+        kind: BoundKind,
+        value: usize,
+    ) -> Result<Concrete, ScheduleError> {
+        let v = self.loop_named(text, var)?;
+        if self.position_space(v).is_some() {
+            return Err(ScheduleError::new(
+                text,
+                "the variable is in coordinate space",
+                format!("`{var}` iterates a position space, whose bounds come from the data"),
+            ));
+        }
+        let extent = self.vars[v].extent.clone();
+        let new_extent = match kind {
+            BoundKind::MinExact | BoundKind::MinConstraint if value != 0 => {
+                return Err(ScheduleError::new(
+                    text,
+                    "the bound holds for every input",
+                    format!(
+                        "`{var}` starts at 0, so its minimum cannot be {value}; a larger start \
+                         would skip iterations"
+                    ),
+                ))
+            }
+            BoundKind::MinExact | BoundKind::MinConstraint => extent,
+            BoundKind::MaxExact => Expr::Int(value as i64),
+            BoundKind::MaxConstraint => Expr::min(extent, Expr::Int(value as i64)),
+        };
+        let mut next = self.clone();
+        let b = next.fresh_var(text, bounded, crate::ir::simplify(&new_extent))?;
+        next.relations.push(Relation::Bound {
+            parent: v,
+            bounded: b,
+            kind,
+            value,
+        });
+        let loops = replace_loop(&self.loop_sequence(), v, &[b]);
+        next.with_loops(text, loops)
+    }
+}
