@@ -7,13 +7,16 @@ use sparsec::format::Format;
 use sparsec::kernel::Kernel;
 use sparsec::notation::TensorDecl;
 
-fn source(expr: &str, decls: &[(&str, &[usize], &str)]) -> String {
+/// A tensor declaration: name, dimensions (empty: from the expression), format.
+type Decl<'a> = (&'a str, &'a [usize], &'a str);
+
+fn source(expr: &str, decls: &[Decl]) -> String {
     let decls = decls_of(expr, decls);
     let kernel = Kernel::compile(expr, &decls, &[]).unwrap_or_else(|e| panic!("{expr}: {e}"));
     kernel.kernel_source().to_string()
 }
 
-fn decls_of(expr: &str, decls: &[(&str, &[usize], &str)]) -> Vec<TensorDecl> {
+fn decls_of(expr: &str, decls: &[Decl]) -> Vec<TensorDecl> {
     let assignment = sparsec::notation::parse(expr).unwrap();
     decls
         .iter()
@@ -80,7 +83,7 @@ fn add_csr_csr_csr() {
 /// the runtime out).
 #[test]
 fn kernels_print_only_the_runtime_helpers_they_call() {
-    let kernels: [(&str, &[(&str, &[usize], &str)]); 4] = [
+    let kernels: [(&str, &[Decl]); 4] = [
         (
             "y(i) = A(i,j) * x(j)",
             &[("y", &[], "d"), ("A", &[8, 6], "csr"), ("x", &[6], "d")],

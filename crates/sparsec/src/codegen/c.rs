@@ -3,8 +3,9 @@
 //! A kernel is one function `int sparsec_kernel(void **arrays, const int64_t *params,
 //! sparsec_buffer *out)`. Every array and scalar the body reads is unpacked into a named
 //! local at the top (`A2_pos`, `A1_size`, `i_size`), in the order given by
-//! [`CKernel::bindings`], which the runtime follows when it passes storage. Index arrays are
-//! `int64_t`; values are `double` or `float` per tensor.
+//! [`CKernel::arrays`] and [`CKernel::params`], which the runtime follows when it passes
+//! storage. Index arrays are `int64_t`; values are `double` or `float` per tensor. The
+//! runtime helpers come from [`super::runtime`], only those the kernel calls.
 
 use std::collections::BTreeSet;
 use std::fmt::Write;

@@ -1,10 +1,10 @@
 //! The C runtime (`runtime.c`): the entry buffer kernels append their output to and the
 //! helpers generated kernels call.
 //!
-//! The C backend prints into each kernel only the [`Section`]s the kernel uses. The build
-//! script also compiles the whole file into this library with every helper exported, so
-//! an in-process backend calls the very same C functions: [`sys`] declares them, and the
-//! safe wrappers here check their preconditions.
+//! The C backend prints into each kernel only the sections of the file the kernel uses.
+//! The build script also compiles the whole file into this library with every helper
+//! exported, so an in-process backend calls the very same C functions: [`sys`] declares
+//! them, and the safe wrappers here check their preconditions.
 
 use std::collections::BTreeSet;
 use std::ffi::{c_char, c_int};
