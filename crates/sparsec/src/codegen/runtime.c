@@ -6,7 +6,7 @@
    SPARSEC_RT_API spelled `static` and SPARSEC_RT_INLINE `static inline` so each kernel
    library keeps private copies. Compiled on its own (build.rs builds it into the Rust
    library) every helper is exported under its name, so Rust code (codegen::runtime) calls
-   the very same functions. A line starting with the section marker begins a section. */
+   the very same functions. Each section begins with a comment line `@section NAME`. */
 #define SPARSEC_RT_API
 #define SPARSEC_RT_INLINE
 
