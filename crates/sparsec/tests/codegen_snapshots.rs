@@ -7,9 +7,18 @@ use sparsec::format::Format;
 use sparsec::kernel::Kernel;
 use sparsec::notation::TensorDecl;
 
-fn source(expr: &str, decls: &[(&str, &[usize], &str)]) -> String {
+/// A tensor declaration: name, dimensions (empty: from the expression), format.
+type Decl<'a> = (&'a str, &'a [usize], &'a str);
+
+fn source(expr: &str, decls: &[Decl]) -> String {
+    let decls = decls_of(expr, decls);
+    let kernel = Kernel::compile(expr, &decls, &[]).unwrap_or_else(|e| panic!("{expr}: {e}"));
+    kernel.kernel_source().to_string()
+}
+
+fn decls_of(expr: &str, decls: &[Decl]) -> Vec<TensorDecl> {
     let assignment = sparsec::notation::parse(expr).unwrap();
-    let decls: Vec<TensorDecl> = decls
+    decls
         .iter()
         .map(|(name, dims, format)| {
             let order = if dims.is_empty() {
@@ -23,9 +32,7 @@ fn source(expr: &str, decls: &[(&str, &[usize], &str)]) -> String {
             }
             d
         })
-        .collect();
-    let kernel = Kernel::compile(expr, &decls, &[]).unwrap_or_else(|e| panic!("{expr}: {e}"));
-    kernel.kernel_source().to_string()
+        .collect()
 }
 
 #[test]
@@ -70,4 +77,64 @@ fn add_csr_csr_csr() {
             ("B", &[8, 6], "csr")
         ],
     ));
+}
+
+/// Kernels print the runtime helpers they call, and only those (the snapshots above leave
+/// the runtime out).
+#[test]
+fn kernels_print_only_the_runtime_helpers_they_call() {
+    let kernels: [(&str, &[Decl]); 4] = [
+        (
+            "y(i) = A(i,j) * x(j)",
+            &[("y", &[], "d"), ("A", &[8, 6], "csr"), ("x", &[6], "d")],
+        ),
+        (
+            "C(i,k) = A(i,j) * B(j,k)",
+            &[
+                ("C", &[], "csr"),
+                ("A", &[8, 6], "csr"),
+                ("B", &[6, 5], "csr"),
+            ],
+        ),
+        (
+            "C(i,j) = A(i,j) + B(i,j)",
+            &[
+                ("C", &[], "csr"),
+                ("A", &[8, 6], "csr"),
+                ("B", &[8, 6], "csr"),
+            ],
+        ),
+        (
+            "y(i) = A(i,j) * B(i,j)",
+            &[("y", &[], "d"), ("A", &[8, 6], "csr"), ("B", &[8, 6], "dh")],
+        ),
+    ];
+    let helpers = [
+        "sparsec_grow",
+        "sparsec_order_touched",
+        "sparsec_min",
+        "sparsec_max",
+        "sparsec_hash_locate",
+    ];
+    let mut called = std::collections::BTreeSet::new();
+    for (expr, decls) in kernels {
+        let kernel = Kernel::compile(expr, &decls_of(expr, decls), &[]).unwrap();
+        let body = kernel.kernel_source();
+        let prelude = kernel.source().strip_suffix(body).unwrap();
+        assert!(prelude.contains("void sparsec_buffer_free("), "{expr}");
+        for helper in helpers {
+            let calls = body.contains(&format!("{helper}("));
+            let defines = prelude.contains(&format!(" {helper}("));
+            assert_eq!(defines, calls, "{expr}: {helper} is defined iff called");
+            if calls {
+                called.insert(helper);
+            }
+        }
+    }
+    // All but `sparsec_max`, which lowering does not generate today.
+    assert_eq!(
+        called.len(),
+        helpers.len() - 1,
+        "helpers exercised: {called:?}"
+    );
 }

@@ -1,0 +1,303 @@
+//! The C runtime (`runtime.c`): the entry buffer kernels append their output to and the
+//! helpers generated kernels call.
+//!
+//! The C backend prints into each kernel only the sections of the file the kernel uses.
+//! The build script also compiles the whole file into this library with every helper
+//! exported, so an in-process backend calls the very same C functions: [`sys`] declares
+//! them, and the safe wrappers here check their preconditions.
+
+use std::collections::BTreeSet;
+use std::ffi::{c_char, c_int};
+
+/// The runtime's C source.
+const SOURCE: &str = include_str!("runtime.c");
+
+/// Start of the line that opens a section of [`SOURCE`], followed by its name and ` */`.
+const MARKER: &str = "\n/* @section ";
+
+/// A section of the runtime that a kernel prints when it needs it. Variants are in the
+/// order of the file, which is the order of dependencies. The file's `append` section has
+/// no variant: kernels print its steps inline, only the library exports it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum Section {
+    /// Includes, the OpenMP stub, the `sparsec_buffer` type: every kernel.
+    Base,
+    /// `sparsec_grow`: kernels that emit entries.
+    Grow,
+    /// `sparsec_buffer_free`: every kernel, whose library exports it for the runtime.
+    Free,
+    /// The sorts and `sparsec_order_touched`.
+    Order,
+    /// `sparsec_min`.
+    Min,
+    /// `sparsec_max`.
+    Max,
+    /// `sparsec_hash_locate`.
+    Hash,
+}
+
+impl Section {
+    fn name(self) -> &'static str {
+        match self {
+            Section::Base => "base",
+            Section::Grow => "grow",
+            Section::Free => "free",
+            Section::Order => "order",
+            Section::Min => "min",
+            Section::Max => "max",
+            Section::Hash => "hash",
+        }
+    }
+}
+
+/// The sections of [`SOURCE`] in file order: name and text.
+fn sections() -> impl Iterator<Item = (&'static str, &'static str)> {
+    SOURCE.split(MARKER).skip(1).map(|s| {
+        let (name, text) = s
+            .split_once(" */\n")
+            .expect("section marker ends with ` */`");
+        (name, text.trim_matches('\n'))
+    })
+}
+
+/// The runtime a kernel prints ahead of its function: the `needed` sections in file order,
+/// their helpers `static` so that each kernel library keeps private copies.
+pub(crate) fn kernel_prelude(needed: &BTreeSet<Section>) -> String {
+    let mut out = String::new();
+    let mut printed = 0;
+    for (name, text) in sections() {
+        if needed.iter().any(|s| s.name() == name) {
+            let text = text
+                .replace("SPARSEC_RT_INLINE", "static inline")
+                .replace("SPARSEC_RT_API", "static");
+            out.push_str(&text);
+            out.push_str("\n\n");
+            printed += 1;
+        }
+    }
+    assert_eq!(
+        printed,
+        needed.len(),
+        "a runtime section is missing from runtime.c"
+    );
+    out
+}
+
+/// The runtime's entry buffer (`sparsec_buffer`): a growable list of entries, each
+/// `order` coordinates (at least one slot, so order-0 outputs still allocate) and a value.
+/// Its blocks come from C `realloc`; `sparsec_buffer_free` releases them.
+#[repr(C)]
+#[derive(Debug)]
+pub struct RawBuffer {
+    /// `cap * max(order, 1)` coordinates, entry-major.
+    pub coords: *mut i64,
+    /// `cap` values.
+    pub vals: *mut f64,
+    /// Entries appended.
+    pub len: i64,
+    /// Entries allocated.
+    pub cap: i64,
+}
+
+/// The runtime's exported C functions, for code that calls them by address (an
+/// in-process backend). Prefer the checked wrappers in the parent module elsewhere.
+pub mod sys {
+    use super::*;
+
+    extern "C" {
+        /// Append an entry of `order` coordinates read from `coords` and value `val`,
+        /// growing the buffer (capacity 1024, then doubling); 0 when out of memory, 1 else.
+        /// Every append to one buffer must use the same `order`.
+        pub fn sparsec_append(b: *mut RawBuffer, order: i64, coords: *const i64, val: f64)
+            -> c_int;
+        /// Free both blocks of `b` and null its pointers (`len` and `cap` are kept).
+        pub fn sparsec_buffer_free(b: *mut RawBuffer);
+        /// Sort `a[0..n)` increasingly (introsort: quicksort, insertion sort on short
+        /// ranges, heapsort when partitions keep failing).
+        pub fn sparsec_sort_index(a: *mut i64, n: i64);
+        /// Put `list[0..n)`, the distinct coordinates flagged (byte 1, others 0) in
+        /// `seen`, in increasing order: by a radix sort, an introsort or a scan of the flags
+        /// between the smallest and largest, whichever is cheaper. Reads `seen` there.
+        pub fn sparsec_order_touched(list: *mut i64, n: i64, seen: *const c_char);
+        /// The bucket of `coord` in block `parent` of a hashed level (`width` buckets per
+        /// block, -1 marks an empty one): where it is, else the first empty bucket of its
+        /// linear probe, else (a full block) its home bucket.
+        pub fn sparsec_hash_locate(idx: *const i64, width: i64, parent: i64, coord: i64) -> i64;
+    }
+}
+
+/// A [`RawBuffer`] ran out of memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("out of memory growing an entry buffer")]
+pub struct OutOfMemory;
+
+/// An owned entry buffer whose entries all have `order` coordinates.
+#[derive(Debug)]
+pub struct EntryBuffer {
+    raw: RawBuffer,
+    order: usize,
+}
+
+impl EntryBuffer {
+    /// An empty buffer (nothing allocated until the first push).
+    pub fn new(order: usize) -> Self {
+        EntryBuffer {
+            raw: RawBuffer {
+                coords: std::ptr::null_mut(),
+                vals: std::ptr::null_mut(),
+                len: 0,
+                cap: 0,
+            },
+            order,
+        }
+    }
+
+    /// Append an entry with `sparsec_append`.
+    ///
+    /// # Panics
+    /// If `coords` does not hold `order` coordinates.
+    pub fn push(&mut self, coords: &[i64], val: f64) -> Result<(), OutOfMemory> {
+        assert_eq!(
+            coords.len(),
+            self.order,
+            "an entry has one coordinate per mode"
+        );
+        // SAFETY: `raw` is a valid buffer of this order and `coords` holds `order` values.
+        let ok =
+            unsafe { sys::sparsec_append(&mut self.raw, self.order as i64, coords.as_ptr(), val) };
+        if ok == 1 {
+            Ok(())
+        } else {
+            Err(OutOfMemory)
+        }
+    }
+
+    /// Entries appended.
+    pub fn len(&self) -> usize {
+        self.raw.len as usize
+    }
+
+    /// Whether no entry was appended.
+    pub fn is_empty(&self) -> bool {
+        self.raw.len == 0
+    }
+
+    /// Entries the buffer holds before it grows again.
+    pub fn capacity(&self) -> usize {
+        self.raw.cap as usize
+    }
+
+    /// The coordinates of all entries, entry-major (`len() * order`).
+    pub fn coords(&self) -> &[i64] {
+        if self.raw.len == 0 {
+            return &[];
+        }
+        // SAFETY: the first `len * order` coordinates were written by appends.
+        unsafe { std::slice::from_raw_parts(self.raw.coords, self.len() * self.order) }
+    }
+
+    /// The values of all entries.
+    pub fn vals(&self) -> &[f64] {
+        if self.raw.len == 0 {
+            return &[];
+        }
+        // SAFETY: the first `len` values were written by appends.
+        unsafe { std::slice::from_raw_parts(self.raw.vals, self.len()) }
+    }
+
+    /// The buffer for code that appends through [`sys::sparsec_append`] (or a kernel's
+    /// inline equivalent), which must pass this buffer's `order`.
+    pub fn as_raw_mut(&mut self) -> *mut RawBuffer {
+        &mut self.raw
+    }
+}
+
+impl Drop for EntryBuffer {
+    fn drop(&mut self) {
+        // SAFETY: the blocks came from the runtime's `realloc` and are freed once here.
+        unsafe { sys::sparsec_buffer_free(&mut self.raw) }
+    }
+}
+
+/// Sort with the runtime's introsort.
+pub fn sort_index(a: &mut [i64]) {
+    // SAFETY: `a` holds `a.len()` writable values.
+    unsafe { sys::sparsec_sort_index(a.as_mut_ptr(), a.len() as i64) }
+}
+
+/// Order a touched list with `sparsec_order_touched`: `list` holds, in any order, the
+/// positions whose flag in `seen` is 1.
+///
+/// # Panics
+/// If a flag is neither 0 nor 1, an entry of `list` is not a flagged position, or `seen`
+/// has more flags than `list` entries: the flag scan would write past `list`.
+pub fn order_touched(list: &mut [i64], seen: &[u8]) {
+    assert!(seen.iter().all(|&f| f <= 1), "flags are 0 or 1");
+    assert!(
+        list.iter().all(|&x| usize::try_from(x)
+            .ok()
+            .and_then(|x| seen.get(x))
+            .is_some_and(|&f| f == 1)),
+        "every touched coordinate is flagged"
+    );
+    assert_eq!(
+        seen.iter().filter(|&&f| f == 1).count(),
+        list.len(),
+        "every flagged coordinate is in the list"
+    );
+    // SAFETY: checked above: every read of `seen` is in bounds and the scan writes at
+    // most one entry per flag, which is `list.len()`.
+    unsafe {
+        sys::sparsec_order_touched(list.as_mut_ptr(), list.len() as i64, seen.as_ptr().cast())
+    }
+}
+
+/// Locate `coord` in block `parent` of a hashed level's index `idx` with
+/// `sparsec_hash_locate`: see there.
+///
+/// # Panics
+/// If `width` is 0 or block `parent` is not inside `idx`.
+pub fn hash_locate(idx: &[i64], width: usize, parent: usize, coord: i64) -> usize {
+    assert!(width > 0, "a block has buckets");
+    assert!(
+        (parent + 1)
+            .checked_mul(width)
+            .is_some_and(|end| end <= idx.len()),
+        "block {parent} of width {width} is inside the index"
+    );
+    // SAFETY: the probe reads block `parent` only, which is inside `idx`.
+    let p = unsafe { sys::sparsec_hash_locate(idx.as_ptr(), width as i64, parent as i64, coord) };
+    p as usize
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sections_of_the_file_are_the_variants_in_order() {
+        let names: Vec<&str> = sections().map(|(name, _)| name).collect();
+        let variants = [
+            Section::Base,
+            Section::Grow,
+            Section::Free,
+            Section::Order,
+            Section::Min,
+            Section::Max,
+            Section::Hash,
+        ];
+        let mut expected = variants.map(Section::name).to_vec();
+        expected.insert(3, "append");
+        assert_eq!(names, expected);
+    }
+
+    #[test]
+    fn kernel_prelude_prints_needed_sections_private() {
+        let prelude = kernel_prelude(&BTreeSet::from([Section::Base, Section::Hash]));
+        assert!(prelude.starts_with("#include <stdint.h>\n"));
+        assert!(prelude.contains("static inline int64_t sparsec_hash_locate("));
+        assert!(!prelude.contains("sparsec_grow"));
+        assert!(!prelude.contains("SPARSEC_RT"));
+        assert!(!prelude.contains("@section"));
+    }
+}
