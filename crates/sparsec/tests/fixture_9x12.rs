@@ -189,6 +189,8 @@ fn bad_format_strings_are_explained() {
     assert!(err("bcsr:0x2", 2).contains("positive"));
     assert!(err("qs", 2).contains("singleton level cannot be the first"));
     assert!(err("d(!z)s", 2).contains("unknown level property"));
+    assert!(err("rs", 2).contains("only occurs in DIA"));
+    assert!(err("so", 2).contains("only occurs in DIA"));
 }
 
 #[test]

@@ -421,6 +421,30 @@ fn binary_structure_is_validated_behind_a_valid_checksum() {
     assert!(err.contains("idx.spt") && err.contains("outside"), "{err}");
 }
 
+/// DIA's column level computes `row + offset[d]`, which stays inside the matrix only for
+/// the offsets its row level bounded the rows with.
+#[test]
+fn binary_dia_column_offsets_must_be_the_row_offsets() {
+    let coo = Coo::new(vec![3, 3], vec![0, 0, 1, 2], vec![1.0, 2.0]).unwrap();
+    let t = Tensor::from_coo(&coo, &Format::parse("dia", 2).unwrap(), ValueType::F64).unwrap();
+    let mut levels = t.levels().to_vec();
+    levels[2].arrays = vec![(sparsec::ir::ArrayKind::Offset, vec![0, 2])];
+    let bad = Tensor::from_parts(
+        t.dims().to_vec(),
+        t.format().clone(),
+        levels,
+        t.values().clone(),
+    );
+    let err = io::decode_spt("dia.spt", &io::encode_spt(&bad))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("dia.spt") && err.contains("offsets differ"),
+        "{err}"
+    );
+    assert!(io::decode_spt("ok.spt", &io::encode_spt(&t)).unwrap() == t);
+}
+
 #[test]
 fn arbitrary_bytes_never_panic() {
     use rand::{Rng, SeedableRng};
