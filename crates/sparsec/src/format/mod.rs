@@ -17,7 +17,7 @@ mod parse;
 use std::fmt;
 use std::sync::Arc;
 
-pub use levels::{Compressed, Dense, Hashed, Offset, Range, Singleton, LOCATED};
+pub use levels::{Bytemap, Compressed, Dense, Hashed, Offset, Range, Singleton, LOCATED};
 pub use parse::FormatError;
 
 use crate::ir::{ArrayKind, Expr, ParamKind};

@@ -11,6 +11,7 @@
 //! | `q` | singleton level |
 //! | `c` | singleton level, non-unique (inner COO levels) |
 //! | `h` | hashed level |
+//! | `b` | bytemap level (dense positions plus a presence flag per coordinate) |
 //! | `r`, `o` | range and offset levels (only inside DIA; see `dia`) |
 //! | `(!o)`, `(!u)` after a letter | mark the level unordered / non-unique |
 //! | `:2,0,1` after the letters | mode ordering: level `k` stores mode `order[k]` |

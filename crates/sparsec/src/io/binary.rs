@@ -10,7 +10,7 @@
 //! order        u32, then one u64 per dimension
 //! value type   u8        1 = f64, 2 = f32
 //! levels       u32 count, then per level:
-//!                u32 array count, per array: u8 kind (1 pos, 2 idx, 3 offset), u64 length, i64 x length
+//!                u32 array count, per array: u8 kind (1 pos, 2 idx, 3 offset, 5 present), u64 length, i64 x length
 //!                u32 param count, per param: u8 kind (1 size, 2 width), i64 value
 //! values       u64 length, then f64 or f32 x length
 //! checksum     32 bytes  BLAKE3 of everything before it
@@ -41,8 +41,9 @@ fn array_tag(kind: ArrayKind) -> u8 {
         ArrayKind::Idx => 2,
         ArrayKind::Offset => 3,
         ArrayKind::Vals => 4,
-        // Kernel scratch arrays never belong to stored tensors.
-        ArrayKind::Local => 5,
+        ArrayKind::Present => 5,
+        // Kernel scratch arrays never belong to stored tensors, so no file holds this tag.
+        ArrayKind::Local => 0,
     }
 }
 
@@ -52,6 +53,7 @@ fn array_kind(tag: u8) -> Option<ArrayKind> {
         2 => ArrayKind::Idx,
         3 => ArrayKind::Offset,
         4 => ArrayKind::Vals,
+        5 => ArrayKind::Present,
         _ => return None,
     })
 }

@@ -35,6 +35,8 @@ pub enum ArrayKind {
     Idx,
     /// Diagonal offsets (range, offset).
     Offset,
+    /// Presence flags, 1 where a coordinate holds an entry and 0 elsewhere (bytemap).
+    Present,
     /// Component values, indexed by the last level's positions.
     Vals,
     /// A kernel-local scratch array (a workspace); `tensor` holds its full name.
@@ -48,6 +50,7 @@ impl ArrayKind {
             ArrayKind::Pos => "pos",
             ArrayKind::Idx => "idx",
             ArrayKind::Offset => "offset",
+            ArrayKind::Present => "present",
             ArrayKind::Vals => "vals",
             ArrayKind::Local => "",
         }
