@@ -230,13 +230,16 @@ pub struct Dense {
     pub unique: bool,
 }
 
+/// The default dense level (ordered, unique).
+const DENSE: Dense = Dense {
+    ordered: true,
+    unique: true,
+};
+
 impl Dense {
     /// The default dense level (ordered, unique).
     pub fn level() -> Level {
-        Arc::new(Dense {
-            ordered: true,
-            unique: true,
-        })
+        Arc::new(DENSE)
     }
 }
 
@@ -564,7 +567,7 @@ impl LevelFormat for Range {
         ))
     }
     fn coord_access(&self, site: &LevelSite, parent_pos: &Expr, coord: &Expr) -> Option<Pair> {
-        Dense::level().coord_access(site, parent_pos, coord)
+        DENSE.coord_access(site, parent_pos, coord)
     }
     fn pack(&self, input: &PackInput<'_>) -> Result<PackOutput, String> {
         let size = input.size;
@@ -847,14 +850,12 @@ impl LevelFormat for Bytemap {
     fn arrays(&self) -> &'static [ArrayKind] {
         &[ArrayKind::Present]
     }
+    // Iteration and positions are a dense level's; only `found` differs.
     fn coord_iter(&self, site: &LevelSite) -> Option<Pair> {
-        Some((Expr::Int(0), site.param(ParamKind::Size)))
+        DENSE.coord_iter(site)
     }
     fn coord_access(&self, site: &LevelSite, parent_pos: &Expr, coord: &Expr) -> Option<Pair> {
-        let pos = Expr::add(
-            Expr::mul(parent_pos.clone(), site.param(ParamKind::Size)),
-            coord.clone(),
-        );
+        let (pos, _) = DENSE.coord_access(site, parent_pos, coord)?;
         let present = Expr::load(site.array(ArrayKind::Present), pos.clone());
         Some((pos, Expr::bin(BinOp::Ne, present, Expr::Int(0))))
     }
