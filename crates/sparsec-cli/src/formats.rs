@@ -22,7 +22,7 @@ FORMAT STRINGS (--format)
     bcsr:RxC       blocked CSR with R x C dense blocks, e.g. bcsr:4x4
   Level letters, one per mode, outermost first:
     d dense   s compressed   u compressed, non-unique   q singleton
-    c singleton, non-unique   h hashed
+    c singleton, non-unique   h hashed   b bytemap (dense positions, presence flags)
     `(!o)` / `(!u)` after a letter marks the level unordered / non-unique.
     `:M,M,...` after the letters is the mode ordering (level k stores mode M_k).
   Examples:

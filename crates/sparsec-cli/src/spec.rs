@@ -21,6 +21,7 @@ pub const FORMAT_HELP: &str = "\
 FORMATS (-f NAME:FORMAT), one letter per level, outermost first (TACO letters):
   d  dense              s  compressed (sparse)      u  compressed, non-unique (COO top)
   q  singleton          c  singleton, non-unique    h  hashed
+  b  bytemap (dense positions with a presence flag per coordinate)
   A mode ordering may follow a colon: `ds:1,0` is CSC, `sss:2,0,1` a permuted CSF.
   Named formats: dense, csr, csc, coo, dcsr, dcsc, csf, sv, hash, ell, dia, bcsr:RxC.
   Tensors without -f are dense.";

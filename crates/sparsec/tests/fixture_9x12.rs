@@ -125,7 +125,7 @@ fn ell_has_four_slots_per_row() {
 fn every_format_round_trips() {
     for format in [
         "dd", "csr", "csc", "uq", "dcsr", "dcsc", "ss", "hh", "dh", "dia", "ell", "bcsr:2x3",
-        "bcsr:4x4", "ds:1,0",
+        "bcsr:4x4", "ds:1,0", "db", "bs", "bb", "sb", "bd", "db:1,0",
     ] {
         let t = build(format);
         let back = t.to_coo();
@@ -135,6 +135,92 @@ fn every_format_round_trips() {
         let again = t.convert(&Format::parse("csr", 2).unwrap()).unwrap();
         assert!(again.approx_eq(&build("csr"), 0.0), "format {format}");
     }
+}
+
+/// Presence flags of the 9x12 example, row-major: one per (row, column).
+fn row_major_flags() -> Vec<i64> {
+    let mut flags = vec![0; 9 * 12];
+    for &(i, j) in &ENTRIES {
+        flags[(i * 12 + j) as usize] = 1;
+    }
+    flags
+}
+
+#[test]
+fn bytemap_levels_store_dense_positions_and_presence_flags() {
+    // Dense rows over bytemap columns: 108 positions, a flag and a value at each.
+    let t = build("db");
+    assert_eq!(t.levels()[1].param(ParamKind::Size), 12);
+    let flags = array(&t, 2, ArrayKind::Present);
+    assert_eq!(flags, row_major_flags());
+    assert_eq!(flags[..12], [1, 0, 0, 1, 0, 0, 1, 0, 0, 0, 0, 0]); // A, B, C
+    assert_eq!(flags[4 * 12..5 * 12], [0; 12]); // row 4 is empty
+    assert_eq!(flags[8 * 12..], [0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 1]); // U, V
+    let values = vals(&t);
+    assert_eq!(values.len(), 108);
+    for (e, &(i, j)) in ENTRIES.iter().enumerate() {
+        assert_eq!(values[(i * 12 + j) as usize], e as f64 + 1.0);
+    }
+    assert_eq!(values.iter().filter(|&&v| v != 0.0).count(), 21);
+
+    // Bytemap rows over compressed columns: rows 4 and 7 are absent, and the columns are
+    // CSR's, since positions of absent rows own empty segments.
+    let t = build("bs");
+    assert_eq!(
+        array(&t, 1, ArrayKind::Present),
+        [1, 1, 1, 1, 0, 1, 1, 0, 1]
+    );
+    assert_eq!(
+        array(&t, 2, ArrayKind::Pos),
+        array(&build("csr"), 2, ArrayKind::Pos)
+    );
+    assert_eq!(
+        array(&t, 2, ArrayKind::Idx),
+        array(&build("csr"), 2, ArrayKind::Idx)
+    );
+
+    // Bytemap over bytemap: absent rows keep all-zero flags below them.
+    let t = build("bb");
+    assert_eq!(
+        array(&t, 1, ArrayKind::Present),
+        [1, 1, 1, 1, 0, 1, 1, 0, 1]
+    );
+    assert_eq!(array(&t, 2, ArrayKind::Present), row_major_flags());
+
+    // Reading back evaluates `found` = the flag: only the 21 entries come out.
+    for format in ["db", "bs", "bb"] {
+        let t = build(format);
+        let mut seen = Vec::new();
+        t.for_each_stored(|c, _| seen.push((c[0], c[1])));
+        assert_eq!(seen, ENTRIES, "format {format}");
+        let bytes = sparsec::io::encode_spt(&t);
+        assert!(
+            sparsec::io::decode_spt("b.spt", &bytes).unwrap() == t,
+            "{format}"
+        );
+    }
+}
+
+#[test]
+fn bytemap_locate_reads_the_flag() {
+    let t = build("db");
+    let bytemap = &t.format().levels()[1].format;
+    let site = LevelSite {
+        operand: OperandId(0),
+        level: 2,
+        ancestors: vec![Expr::Int(5)],
+    };
+    let levels = t.levels().to_vec();
+    let env = Env { levels: &levels };
+    let locate = |i: i64| {
+        let (pos, found) = bytemap
+            .locate(&site, &Expr::Int(5), &Expr::Int(i), &Expr::Int(0))
+            .unwrap();
+        (env.eval(&pos), env.eval(&found) != 0)
+    };
+    assert_eq!(locate(4), (64, true)); // M at (5, 4)
+    assert_eq!(locate(6), (66, false));
+    assert_eq!(locate(11), (71, true)); // P at (5, 11)
 }
 
 #[test]
@@ -188,6 +274,18 @@ fn bad_format_strings_are_explained() {
     assert!(err("bcsr:0x2", 2).contains("positive"));
     assert!(err("qs", 2).contains("singleton level cannot be the first"));
     assert!(err("d(!z)s", 2).contains("unknown level property"));
+    assert!(err("rs", 2).contains("only occurs in DIA"));
+    assert!(err("so", 2).contains("only occurs in DIA"));
+    assert!(err("dx", 2).contains("b (bytemap)"));
+    for (text, order) in [("bs", 2), ("db", 2), ("bb", 2), ("b", 1), ("bsb:2,0,1", 3)] {
+        let format = Format::parse(text, order).unwrap();
+        assert_eq!(format.spelling(), text);
+        assert!(!format.is_all_dense(), "{text}");
+    }
+    assert_eq!(
+        Format::parse("bs", 2).unwrap().levels()[0].format.name(),
+        "bytemap"
+    );
 }
 
 #[test]

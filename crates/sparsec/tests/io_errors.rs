@@ -370,7 +370,9 @@ fn binary_files_reject_truncation_and_corruption() {
     )
     .unwrap();
     let dir = tempfile::tempdir().unwrap();
-    for spelling in ["csr", "dcsc", "uq", "ell", "dia", "bcsr:2x3", "dh", "dense"] {
+    for spelling in [
+        "csr", "dcsc", "uq", "ell", "dia", "bcsr:2x3", "dh", "dense", "db", "bs",
+    ] {
         let t =
             Tensor::from_coo(&coo, &Format::parse(spelling, 2).unwrap(), ValueType::F64).unwrap();
         let bytes = io::encode_spt(&t);
@@ -419,6 +421,54 @@ fn binary_structure_is_validated_behind_a_valid_checksum() {
     bad.extend_from_slice(hash.as_bytes());
     let err = io::decode_spt("idx.spt", &bad).unwrap_err().to_string();
     assert!(err.contains("idx.spt") && err.contains("outside"), "{err}");
+}
+
+/// DIA's column level computes `row + offset[d]`, which stays inside the matrix only for
+/// the offsets its row level bounded the rows with.
+#[test]
+fn binary_dia_column_offsets_must_be_the_row_offsets() {
+    let coo = Coo::new(vec![3, 3], vec![0, 0, 1, 2], vec![1.0, 2.0]).unwrap();
+    let t = Tensor::from_coo(&coo, &Format::parse("dia", 2).unwrap(), ValueType::F64).unwrap();
+    let mut levels = t.levels().to_vec();
+    levels[2].arrays = vec![(sparsec::ir::ArrayKind::Offset, vec![0, 2])];
+    let bad = Tensor::from_parts(
+        t.dims().to_vec(),
+        t.format().clone(),
+        levels,
+        t.values().clone(),
+    );
+    let err = io::decode_spt("dia.spt", &io::encode_spt(&bad))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("dia.spt") && err.contains("offsets differ"),
+        "{err}"
+    );
+    assert!(io::decode_spt("ok.spt", &io::encode_spt(&t)).unwrap() == t);
+}
+
+/// A bytemap flag is 0 or 1, and there is one per position.
+#[test]
+fn binary_bytemap_flags_are_checked() {
+    let coo = Coo::new(vec![2, 3], vec![0, 1, 1, 2], vec![1.0, 2.0]).unwrap();
+    let t = Tensor::from_coo(&coo, &Format::parse("db", 2).unwrap(), ValueType::F64).unwrap();
+    for (flags, needle) in [
+        (vec![0, 1, 0, 0, 0, 2], "flags other than 0 and 1"),
+        (vec![0, 1, 0, 0, 0], "present has 5 entries, expected 6"),
+    ] {
+        let mut levels = t.levels().to_vec();
+        levels[1].arrays = vec![(sparsec::ir::ArrayKind::Present, flags)];
+        let bad = Tensor::from_parts(
+            t.dims().to_vec(),
+            t.format().clone(),
+            levels,
+            t.values().clone(),
+        );
+        let err = io::decode_spt("b.spt", &io::encode_spt(&bad))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("b.spt") && err.contains(needle), "{err}");
+    }
 }
 
 #[test]

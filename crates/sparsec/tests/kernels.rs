@@ -17,7 +17,7 @@ fn spmv_csr() {
 
 fn fmt_cases() -> Vec<&'static str> {
     vec![
-        "dd", "csr", "csc", "uq", "dcsr", "dcsc", "dh", "hh", "ds:1,0", "ss:1,0",
+        "dd", "csr", "csc", "uq", "dcsr", "dcsc", "dh", "hh", "ds:1,0", "ss:1,0", "db", "bs",
     ]
 }
 
@@ -502,5 +502,31 @@ fn spgemm_with_wide_sparse_rows() {
             &[("A", "csr"), ("B", "csr"), ("C", "csr")],
             &[("A", a), ("B", b)],
         );
+    }
+}
+
+/// A bytemap level holds every coordinate's slot; merging it must still produce only the
+/// coordinates present in some operand (an earlier lowering stored an explicit zero at
+/// every absent one).
+#[test]
+fn bytemap_merges_store_only_present_coordinates() {
+    let mut r = rng(60);
+    for (fa, fb) in [("db", "csr"), ("csr", "db"), ("bs", "db"), ("bb", "dcsr")] {
+        let a = random_coo(&mut r, &[25, 30], 0.05);
+        let b = random_coo(&mut r, &[25, 30], 0.05);
+        let mut union: Vec<Vec<i64>> = (0..a.len())
+            .map(|e| a.coord(e).to_vec())
+            .chain((0..b.len()).map(|e| b.coord(e).to_vec()))
+            .collect();
+        union.sort();
+        union.dedup();
+        for expr in ["C(i,j) = A(i,j) + B(i,j)", "C(i,j) = A(i,j) - B(i,j)"] {
+            let got = check(
+                expr,
+                &[("A", fa), ("B", fb), ("C", "csr")],
+                &[("A", a.clone()), ("B", b.clone())],
+            );
+            assert_eq!(got.to_coo().len(), union.len(), "{expr} with {fa}, {fb}");
+        }
     }
 }

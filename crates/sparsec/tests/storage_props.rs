@@ -77,6 +77,14 @@ fn formats(order: usize, rng: &mut Rng) -> Vec<String> {
         let letters: String = letters.into_iter().collect();
         out.push(format!("{letters}{}", rng.ordering_suffix(order)));
     }
+    // Bytemap levels mixed with dense and compressed ones, and all bytemap.
+    out.push("b".repeat(order));
+    for _ in 0..2 {
+        let mut letters: Vec<char> = rng.letters(&['d', 's', 'b'], order).chars().collect();
+        letters[rng.below(order)] = 'b';
+        let letters: String = letters.into_iter().collect();
+        out.push(format!("{letters}{}", rng.ordering_suffix(order)));
+    }
     out.push("csf".into());
     out.push(format!("csf{}", rng.ordering_suffix(order)));
     out.push("coo".into());
@@ -114,14 +122,14 @@ fn hashed_above_compressed(spelling: &str) -> bool {
         .is_some_and(|h| letters[h..].contains(['s', 'u']))
 }
 
-/// True when the format stores exactly the entries (no padding slots): plain levels with a
-/// last level that is not dense.
+/// True when the format reads back exactly the entries (no padding slots): plain levels
+/// with a last level that is not full (its padding, if any, is not found).
 fn compact_values(format: &Format) -> bool {
     format.is_plain()
         && format
             .levels()
             .last()
-            .is_some_and(|l| l.format.name() != "dense")
+            .is_some_and(|l| !l.format.properties().full)
 }
 
 /// A random coordinate list: dims, entries, and whether to present it sorted.

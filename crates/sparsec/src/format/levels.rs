@@ -1,13 +1,15 @@
 //! The six level formats of the thesis (§3.1): dense, range, compressed, singleton, offset
-//! and hashed. Each is a self-contained description: properties, capabilities, level
-//! functions as IR, and a packer that builds its arrays from sorted entries.
+//! and hashed, and a bytemap level (Finch's `SparseByteMap`, simplified). Each is a
+//! self-contained description: properties, capabilities, level functions as IR, a packer
+//! that builds its arrays from sorted entries and a validator for arrays read from a file.
+//! [`LETTERS`] registers them with the format-string parser.
 
 use std::ops::{Add, Mul, Sub};
 use std::sync::Arc;
 
 use super::{
     Capabilities, Level, LevelFormat, LevelSite, LevelStorage, PackInput, PackOutput, Pair,
-    Properties, Segment, Streaming,
+    Properties, Segment, Streaming, ValidateInput,
 };
 use crate::ir::{ArrayKind, BinOp, Expr, Intrinsic, ParamKind};
 
@@ -15,9 +17,78 @@ const NO_CAPABILITIES: Capabilities = Capabilities {
     coord_value_iter: false,
     coord_pos_iter: false,
     locate: false,
-    insert: false,
-    append: false,
 };
+
+/// One level letter of the format-string syntax.
+pub(super) struct LevelLetter {
+    /// The letter.
+    pub letter: char,
+    /// What it means, for the parser's error messages.
+    pub meaning: &'static str,
+    /// Whether the level is unique unless the spelling says `(!u)`.
+    pub unique: bool,
+    /// The level, from the `ordered` and `unique` flags of its spelling.
+    pub make: fn(ordered: bool, unique: bool) -> Level,
+}
+
+/// Every level format's letter: the one registry the parser reads (and with it `.spt`
+/// files, which store a format's spelling). [`LevelFormat::spelling`] writes these letters.
+pub(super) const LETTERS: &[LevelLetter] = &[
+    LevelLetter {
+        letter: 'd',
+        meaning: "dense",
+        unique: true,
+        make: |ordered, unique| Arc::new(Dense { ordered, unique }),
+    },
+    LevelLetter {
+        letter: 's',
+        meaning: "compressed",
+        unique: true,
+        make: Compressed::level,
+    },
+    LevelLetter {
+        letter: 'u',
+        meaning: "compressed, non-unique",
+        unique: false,
+        make: Compressed::level,
+    },
+    LevelLetter {
+        letter: 'q',
+        meaning: "singleton",
+        unique: true,
+        make: Singleton::level,
+    },
+    LevelLetter {
+        letter: 'c',
+        meaning: "singleton, non-unique",
+        unique: false,
+        make: Singleton::level,
+    },
+    LevelLetter {
+        letter: 'h',
+        meaning: "hashed",
+        unique: true,
+        make: |_, unique| Arc::new(Hashed { unique }),
+    },
+    LevelLetter {
+        letter: 'b',
+        meaning: "bytemap",
+        unique: true,
+        make: |_, _| Bytemap::level(),
+    },
+    LevelLetter {
+        letter: 'r',
+        meaning: "range, DIA only",
+        unique: true,
+        make: |_, _| Range::level(),
+    },
+    LevelLetter {
+        letter: 'o',
+        meaning: "offset, DIA only",
+        unique: true,
+        make: |_, _| Offset::level(),
+    },
+];
 
 fn property_suffix(ordered: bool, unique: bool) -> String {
     let mut s = String::new();
@@ -80,6 +151,76 @@ fn check_in_range(input: &PackInput<'_>, seg: &Segment) -> Result<(), String> {
     Ok(())
 }
 
+/// Pack a level whose positions are computed, `p_{k-1} * N_k + i_k` (dense, range, bytemap):
+/// check the coordinates and group the entries under their positions.
+fn pack_computed(input: &PackInput<'_>) -> Result<Vec<Segment>, String> {
+    for seg in input.segments {
+        check_in_range(input, seg)?;
+    }
+    let size = input.size;
+    Ok(group_by_coord(input, |seg, c| {
+        seg.parent * size + c as usize
+    }))
+}
+
+/// Positions of a level whose positions are computed: `N_k` per parent position.
+fn computed_positions(input: &ValidateInput<'_>) -> Result<usize, String> {
+    input
+        .parent_positions
+        .checked_mul(input.size)
+        .ok_or_else(|| "too many positions".to_string())
+}
+
+/// Check that `array` has `len` entries.
+fn check_len(kind: ArrayKind, array: &[i64], len: usize) -> Result<(), String> {
+    if array.len() != len {
+        return Err(format!(
+            "{} has {} entries, expected {len}",
+            kind.suffix(),
+            array.len()
+        ));
+    }
+    Ok(())
+}
+
+/// Check that every coordinate in `idx` lies in `0..size` (or is `empty`, when given).
+fn check_coords(input: &ValidateInput<'_>, idx: &[i64], empty: Option<i64>) -> Result<(), String> {
+    let size = input.size as u64;
+    if idx
+        .iter()
+        .all(|&c| (c >= 0 && (c as u64) < size) || Some(c) == empty)
+    {
+        Ok(())
+    } else {
+        Err(format!("idx holds coordinates outside 0..{size}"))
+    }
+}
+
+/// Check DIA diagonal offsets: one per diagonal (the size of the diagonal level `diagonal`
+/// levels up), each naming a diagonal that meets a `rows x cols` matrix.
+fn check_offsets(
+    input: &ValidateInput<'_>,
+    diagonal: usize,
+    rows: i64,
+    cols: i64,
+) -> Result<(), String> {
+    let offsets = input.array(ArrayKind::Offset);
+    let diagonals = input.ancestors[input.level - 1 - diagonal].param(ParamKind::Size);
+    if offsets.len() as i64 != diagonals {
+        return Err(format!(
+            "offset has {} entries, expected one per diagonal",
+            offsets.len()
+        ));
+    }
+    if offsets
+        .iter()
+        .any(|&o| o <= -rows.max(1) || o >= cols.max(1))
+    {
+        return Err("a diagonal offset lies outside the matrix".into());
+    }
+    Ok(())
+}
+
 /// Dense level: stores only its size and encodes every coordinate in `[0, N)`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Dense {
@@ -89,13 +230,16 @@ pub struct Dense {
     pub unique: bool,
 }
 
+/// The default dense level (ordered, unique).
+const DENSE: Dense = Dense {
+    ordered: true,
+    unique: true,
+};
+
 impl Dense {
     /// The default dense level (ordered, unique).
     pub fn level() -> Level {
-        Arc::new(Dense {
-            ordered: true,
-            unique: true,
-        })
+        Arc::new(DENSE)
     }
 }
 
@@ -119,7 +263,6 @@ impl LevelFormat for Dense {
         Capabilities {
             coord_value_iter: true,
             locate: true,
-            insert: true,
             ..NO_CAPABILITIES
         }
     }
@@ -145,19 +288,18 @@ impl LevelFormat for Dense {
         Some(Streaming::Inserted)
     }
     fn pack(&self, input: &PackInput<'_>) -> Result<PackOutput, String> {
-        for seg in input.segments {
-            check_in_range(input, seg)?;
-        }
         let size = input.size;
-        let children = group_by_coord(input, |seg, c| seg.parent * size + c as usize);
         Ok(PackOutput {
+            children: pack_computed(input)?,
             storage: LevelStorage {
                 arrays: vec![],
                 params: vec![(ParamKind::Size, size as i64)],
             },
             positions: input.parent_positions * size,
-            children,
         })
+    }
+    fn validate(&self, input: &ValidateInput<'_>) -> Result<usize, String> {
+        computed_positions(input)
     }
 }
 
@@ -201,7 +343,6 @@ impl LevelFormat for Compressed {
     fn capabilities(&self) -> Capabilities {
         Capabilities {
             coord_pos_iter: true,
-            append: true,
             ..NO_CAPABILITIES
         }
     }
@@ -260,6 +401,19 @@ impl LevelFormat for Compressed {
             children,
         })
     }
+    fn validate(&self, input: &ValidateInput<'_>) -> Result<usize, String> {
+        let (pos, idx) = (input.array(ArrayKind::Pos), input.array(ArrayKind::Idx));
+        let parents = input.parent_positions;
+        check_len(ArrayKind::Pos, pos, parents + 1)?;
+        if pos[0] != 0
+            || pos.windows(2).any(|w| w[0] > w[1])
+            || pos[parents] as u64 != idx.len() as u64
+        {
+            return Err("pos is not a non-decreasing list from 0 to the idx length".into());
+        }
+        check_coords(input, idx, None)?;
+        Ok(idx.len())
+    }
 }
 
 /// Singleton level: one child per parent position, at the same position.
@@ -301,7 +455,6 @@ impl LevelFormat for Singleton {
     fn capabilities(&self) -> Capabilities {
         Capabilities {
             coord_pos_iter: true,
-            append: true,
             ..NO_CAPABILITIES
         }
     }
@@ -347,6 +500,12 @@ impl LevelFormat for Singleton {
             },
             children,
         })
+    }
+    fn validate(&self, input: &ValidateInput<'_>) -> Result<usize, String> {
+        let idx = input.array(ArrayKind::Idx);
+        check_len(ArrayKind::Idx, idx, input.parent_positions)?;
+        check_coords(input, idx, None)?;
+        Ok(input.parent_positions)
     }
 }
 
@@ -408,15 +567,12 @@ impl LevelFormat for Range {
         ))
     }
     fn coord_access(&self, site: &LevelSite, parent_pos: &Expr, coord: &Expr) -> Option<Pair> {
-        Dense::level().coord_access(site, parent_pos, coord)
+        DENSE.coord_access(site, parent_pos, coord)
     }
     fn pack(&self, input: &PackInput<'_>) -> Result<PackOutput, String> {
-        for seg in input.segments {
-            check_in_range(input, seg)?;
-        }
         let size = input.size;
-        let children = group_by_coord(input, |seg, c| seg.parent * size + c as usize);
         Ok(PackOutput {
+            children: pack_computed(input)?,
             storage: LevelStorage {
                 arrays: vec![(ArrayKind::Offset, input.diagonal_offsets.to_vec())],
                 params: vec![
@@ -425,8 +581,16 @@ impl LevelFormat for Range {
                 ],
             },
             positions: input.parent_positions * size,
-            children,
         })
+    }
+    fn validate(&self, input: &ValidateInput<'_>) -> Result<usize, String> {
+        // `coord_iter` bounds the rows by the column count: it must be the next level's.
+        let width = input.storage.param(ParamKind::Width);
+        if width != input.next_size as i64 {
+            return Err("the range width must equal the number of columns".into());
+        }
+        check_offsets(input, 1, input.size as i64, width)?;
+        computed_positions(input)
     }
 }
 
@@ -500,6 +664,16 @@ impl LevelFormat for Offset {
             children: input.segments.to_vec(),
         })
     }
+    fn validate(&self, input: &ValidateInput<'_>) -> Result<usize, String> {
+        // The columns `i + offset[d]` stay inside the matrix only for the offsets the range
+        // level above bounded its rows with.
+        let rows = &input.ancestors[input.level - 2];
+        check_offsets(input, 2, rows.param(ParamKind::Size), input.size as i64)?;
+        if rows.array(ArrayKind::Offset) != Some(input.array(ArrayKind::Offset)) {
+            return Err("the offsets differ from those of the row level".into());
+        }
+        Ok(input.parent_positions)
+    }
 }
 
 /// Hashed level: per parent, a block of `W` buckets holding coordinates (`-1` = empty),
@@ -537,7 +711,6 @@ impl LevelFormat for Hashed {
         Capabilities {
             coord_pos_iter: true,
             locate: true,
-            insert: true,
             ..NO_CAPABILITIES
         }
     }
@@ -625,6 +798,99 @@ impl LevelFormat for Hashed {
             children,
         })
     }
+    fn validate(&self, input: &ValidateInput<'_>) -> Result<usize, String> {
+        let width = input.storage.param(ParamKind::Width);
+        if width < 1 {
+            return Err(format!("hash width {width} must be positive"));
+        }
+        let idx = input.array(ArrayKind::Idx);
+        let n = input
+            .parent_positions
+            .checked_mul(width as usize)
+            .ok_or_else(|| "too many positions".to_string())?;
+        check_len(ArrayKind::Idx, idx, n)?;
+        check_coords(input, idx, Some(-1))?;
+        Ok(n)
+    }
+}
+
+/// Bytemap level (Finch's `SparseByteMap`, simplified): positions are a dense level's,
+/// `p_{k-1} * N + i`, and `present[p]` says whether position `p` holds an entry. Iteration
+/// visits every coordinate and tests its flag, locate is one load; children and values of
+/// absent positions are zero padding. Flags are `i64` like every level array.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Bytemap;
+
+impl Bytemap {
+    /// The bytemap level.
+    pub fn level() -> Level {
+        Arc::new(Bytemap)
+    }
+}
+
+impl LevelFormat for Bytemap {
+    fn name(&self) -> &'static str {
+        "bytemap"
+    }
+    fn spelling(&self) -> String {
+        "b".into()
+    }
+    fn properties(&self) -> Properties {
+        Properties {
+            full: false,
+            ordered: true,
+            unique: true,
+            branchless: false,
+            compact: false,
+        }
+    }
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            coord_value_iter: true,
+            locate: true,
+            ..NO_CAPABILITIES
+        }
+    }
+    fn arrays(&self) -> &'static [ArrayKind] {
+        &[ArrayKind::Present]
+    }
+    // Iteration and positions are a dense level's; only `found` differs.
+    fn coord_iter(&self, site: &LevelSite) -> Option<Pair> {
+        DENSE.coord_iter(site)
+    }
+    fn coord_access(&self, site: &LevelSite, parent_pos: &Expr, coord: &Expr) -> Option<Pair> {
+        let (pos, _) = DENSE.coord_access(site, parent_pos, coord)?;
+        let present = Expr::load(site.array(ArrayKind::Present), pos.clone());
+        Some((pos, Expr::bin(BinOp::Ne, present, Expr::Int(0))))
+    }
+    fn locate(&self, site: &LevelSite, parent_pos: &Expr, coord: &Expr, _: &Expr) -> Option<Pair> {
+        self.coord_access(site, parent_pos, coord)
+    }
+    fn pack(&self, input: &PackInput<'_>) -> Result<PackOutput, String> {
+        let children = pack_computed(input)?;
+        let positions = input.parent_positions * input.size;
+        let mut present = vec![0i64; positions];
+        for child in &children {
+            present[child.parent] = 1;
+        }
+        Ok(PackOutput {
+            children,
+            storage: LevelStorage {
+                arrays: vec![(ArrayKind::Present, present)],
+                params: vec![(ParamKind::Size, input.size as i64)],
+            },
+            positions,
+        })
+    }
+    fn validate(&self, input: &ValidateInput<'_>) -> Result<usize, String> {
+        let positions = computed_positions(input)?;
+        let present = input.array(ArrayKind::Present);
+        check_len(ArrayKind::Present, present, positions)?;
+        if present.iter().any(|&f| f != 0 && f != 1) {
+            return Err("present holds flags other than 0 and 1".into());
+        }
+        Ok(positions)
+    }
 }
 
 /// Bucket count per parent: room for every child at a load factor of at most 2/3, never
@@ -632,4 +898,58 @@ impl LevelFormat for Hashed {
 fn hash_width(max_children: usize, size: usize) -> usize {
     let wanted = (max_children * 3 / 2 + 1).next_power_of_two();
     wanted.min(size.max(1)).max(max_children).max(1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Lowering and the runtime decide from capabilities which level functions to call, so
+    /// every registered level must provide exactly the functions its capabilities claim.
+    #[test]
+    fn capabilities_match_the_level_functions() {
+        // Level 3 with two ancestors covers the deepest ancestor a level function reads
+        // (DIA's offset level reads the diagonal two levels up).
+        let site = LevelSite {
+            operand: crate::ir::OperandId(0),
+            level: 3,
+            ancestors: vec![Expr::Int(0), Expr::Int(0)],
+        };
+        let (p, i) = (Expr::Int(0), Expr::Int(0));
+        for entry in LETTERS {
+            for (ordered, unique) in [(true, true), (false, false)] {
+                let level = (entry.make)(ordered, unique);
+                let caps = level.capabilities();
+                let name = level.name();
+                assert_eq!(
+                    caps.coord_value_iter,
+                    level.coord_iter(&site).is_some()
+                        && level.coord_access(&site, &p, &i).is_some(),
+                    "{name}: coordinate value iteration"
+                );
+                assert_eq!(
+                    caps.coord_pos_iter,
+                    level.pos_iter(&site, &p).is_some() && level.pos_access(&site, &p).is_some(),
+                    "{name}: coordinate position iteration"
+                );
+                assert_eq!(
+                    caps.locate,
+                    level.locate(&site, &p, &i, &p).is_some(),
+                    "{name}: locate"
+                );
+                assert!(
+                    caps.coord_value_iter || caps.coord_pos_iter,
+                    "{name} can be iterated"
+                );
+                // The spelling's letter is registered for this level format.
+                let letter = level.spelling().chars().next().unwrap();
+                let row = LETTERS.iter().find(|l| l.letter == letter);
+                assert_eq!(
+                    row.map(|l| (l.make)(ordered, unique).name()),
+                    Some(name),
+                    "{name}: letter `{letter}`"
+                );
+            }
+        }
+    }
 }

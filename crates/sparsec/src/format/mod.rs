@@ -17,7 +17,7 @@ mod parse;
 use std::fmt;
 use std::sync::Arc;
 
-pub use levels::{Compressed, Dense, Hashed, Offset, Range, Singleton};
+pub use levels::{Bytemap, Compressed, Dense, Hashed, Offset, Range, Singleton};
 pub use parse::FormatError;
 
 use crate::ir::{ArrayKind, Expr, OperandId, ParamKind};
@@ -46,10 +46,8 @@ pub struct Capabilities {
     pub coord_pos_iter: bool,
     /// `locate`: O(1) random access to a child coordinate.
     pub locate: bool,
-    /// `insert_coord` + `init_insert` + `finalize_insert` + `nonzeros`.
-    pub insert: bool,
-    /// `append_coord` + `append_edges` + `init_append` + `finalize_append`.
-    pub append: bool,
+    // Chou's insert and append capabilities are what [`LevelFormat::streaming`] describes:
+    // the runtime builds storage through that, so it is their single description.
 }
 
 /// Where a level sits and what its ancestors' coordinates and positions are, as IR.
@@ -167,7 +165,8 @@ pub struct PackOutput {
     pub children: Vec<Segment>,
 }
 
-/// How a level stores entries that arrive in storage order (Chou's insert and append).
+/// How a level stores entries that arrive in storage order: Chou's insert and append
+/// capabilities, as far as the runtime's streaming packer implements them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Streaming {
     /// Every coordinate has a position, `parent * size + coord`; only the size is stored.
@@ -175,6 +174,31 @@ pub enum Streaming {
     /// Each new coordinate under a parent is appended: `pos` holds the start of each
     /// parent's segment, `idx` the coordinates.
     Appended,
+}
+
+/// Input of [`LevelFormat::validate`]: one level's storage as read from a file, and what
+/// the levels above it established.
+pub struct ValidateInput<'a> {
+    /// 1-based level number.
+    pub level: usize,
+    /// The stored arrays and parameters. Their kinds are exactly [`LevelFormat::arrays`] and
+    /// [`LevelFormat::params`], and the size matches the dimension the level stores.
+    pub storage: &'a LevelStorage,
+    /// Dimension size `N_k` (the stored size parameter, non-negative).
+    pub size: usize,
+    /// Number of positions of the parent level (`p_{k-1}_max`), already validated.
+    pub parent_positions: usize,
+    /// Storage of the levels above, outermost first, already validated.
+    pub ancestors: &'a [LevelStorage],
+    /// The stored size of the next level (0 for the last level), as in [`PackInput`].
+    pub next_size: usize,
+}
+
+impl ValidateInput<'_> {
+    /// The array of `kind` (empty if the level has none).
+    pub fn array(&self, kind: ArrayKind) -> &[i64] {
+        self.storage.array(kind).unwrap_or(&[])
+    }
 }
 
 /// A level format: how one level of a coordinate hierarchy is stored.
@@ -228,6 +252,11 @@ pub trait LevelFormat: fmt::Debug + Send + Sync {
     }
     /// Build this level's storage from sorted, deduplicated entries.
     fn pack(&self, input: &PackInput<'_>) -> Result<PackOutput, String>;
+    /// Check storage that did not come from [`LevelFormat::pack`] (a file): every access
+    /// the level functions make for the parent's positions must stay in bounds and every
+    /// coordinate they produce must lie in `0..size`. Returns the level's number of
+    /// positions; the error says what is inconsistent.
+    fn validate(&self, input: &ValidateInput<'_>) -> Result<usize, String>;
     /// How the level stores entries that arrive one at a time in storage order, when it
     /// can build itself that way (the runtime then packs without intermediate arrays);
     /// `None` (the default) means only [`LevelFormat::pack`].
@@ -341,9 +370,15 @@ impl Format {
             .collect()
     }
 
-    /// True when all levels are dense (values are a plain row-major array in mode order).
+    /// True when all levels are dense (values are a plain row-major array in storage
+    /// order): every level is full, ordered, unique and compact, so each parent position
+    /// owns `N_k` consecutive positions holding the coordinates `0..N_k` in order, at
+    /// `p_{k-1} * N_k + i_k` since sibling sets are laid out in parent order.
     pub fn is_all_dense(&self) -> bool {
-        self.levels.iter().all(|l| l.format.name() == "dense")
+        self.levels.iter().all(|l| {
+            let p = l.format.properties();
+            p.full && p.ordered && p.unique && p.compact
+        })
     }
 
     fn validate(&self) -> Result<(), FormatError> {
@@ -405,32 +440,45 @@ impl Format {
                 )));
             }
         }
-        let is_dia_part = |spec: &LevelSpec| {
-            spec.coord == LevelCoord::Diagonal || matches!(spec.format.name(), "range" | "offset")
-        };
-        if self.levels.iter().any(is_dia_part) {
-            let shape: Vec<(&str, LevelCoord)> = self
-                .levels
-                .iter()
-                .map(|l| (l.format.name(), l.coord))
-                .collect();
-            let expected = [
-                ("dense", LevelCoord::Diagonal),
-                ("range", LevelCoord::Mode(0)),
-                ("offset", LevelCoord::Mode(1)),
-            ];
-            if shape != expected {
-                return Err(FormatError::new(
-                    "range and offset levels and the diagonal coordinate only form DIA: \
-                     dense diagonal level, range row level, offset column level",
-                ));
+        // Levels that read the diagonal offsets find them through the diagonal coordinate
+        // two and one levels up, so the diagonal coordinate and those levels only occur
+        // together, in exactly the layout `dia` names.
+        let reads_offsets = |spec: &LevelSpec| spec.format.arrays().contains(&ArrayKind::Offset);
+        if let Some(spec) = self
+            .levels
+            .iter()
+            .find(|l| l.coord == LevelCoord::Diagonal || reads_offsets(l))
+        {
+            let shape = |levels: &[LevelSpec]| -> Vec<(String, LevelCoord)> {
+                levels
+                    .iter()
+                    .map(|l| (l.format.spelling(), l.coord))
+                    .collect()
+            };
+            if shape(&self.levels) != shape(&parse::dia_levels()) {
+                let what = if reads_offsets(spec) {
+                    format!(
+                        "the {} level reads DIA diagonal offsets",
+                        spec.format.name()
+                    )
+                } else {
+                    "the diagonal coordinate".to_string()
+                };
+                return Err(FormatError::new(format!(
+                    "{what}, so it only occurs in DIA (dense diagonal level, range row level, \
+                     offset column level); write `dia`"
+                )));
             }
         }
         if let Some(spec) = self.levels.first() {
-            if spec.format.name() == "singleton" {
-                return Err(FormatError::new(
-                    "a singleton level cannot be the first level: it needs a parent",
-                ));
+            // A branchless level holds one coordinate per parent position, and the root is
+            // a single position.
+            if spec.format.properties().branchless {
+                return Err(FormatError::new(format!(
+                    "a {} level cannot be the first level: it holds one coordinate per parent \
+                     position, so it needs a parent level",
+                    spec.format.name()
+                )));
             }
         }
         Ok(())

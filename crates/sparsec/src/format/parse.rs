@@ -11,6 +11,8 @@
 //! | `q` | singleton level |
 //! | `c` | singleton level, non-unique (inner COO levels) |
 //! | `h` | hashed level |
+//! | `b` | bytemap level (dense positions plus a presence flag per coordinate) |
+//! | `r`, `o` | range and offset levels (only inside DIA; see `dia`) |
 //! | `(!o)`, `(!u)` after a letter | mark the level unordered / non-unique |
 //! | `:2,0,1` after the letters | mode ordering: level `k` stores mode `order[k]` |
 //! | `dense`, `csr`, `csc`, `coo`, `dcsr`, `dcsc`, `csf`, `sv`, `hash` | named formats (any order where it makes sense; `csf` and `coo` accept a mode ordering) |
@@ -20,6 +22,7 @@
 
 use std::fmt;
 
+use super::levels::LETTERS;
 use super::{
     Compressed, Dense, Format, Hashed, Level, LevelCoord, LevelSpec, Offset, Range, Singleton,
 };
@@ -149,14 +152,7 @@ fn parse_inner(text: &str, order: usize) -> Result<Format, FormatError> {
         }
         "dia" => {
             require_order(2)?;
-            Format::new(
-                2,
-                vec![
-                    spec(Dense::level(), LevelCoord::Diagonal),
-                    spec(Range::level(), LevelCoord::Mode(0)),
-                    spec(Offset::level(), LevelCoord::Mode(1)),
-                ],
-            )
+            Format::new(2, dia_levels())
         }
         "bcsr" => {
             require_order(2)?;
@@ -187,6 +183,15 @@ fn parse_inner(text: &str, order: usize) -> Result<Format, FormatError> {
             Format::with_mode_order(levels, &mode_order(&identity)?)
         }
     }
+}
+
+/// The levels of DIA: a dense diagonal level, a range row level and an offset column level.
+pub(super) fn dia_levels() -> Vec<LevelSpec> {
+    vec![
+        spec(Dense::level(), LevelCoord::Diagonal),
+        spec(Range::level(), LevelCoord::Mode(0)),
+        spec(Offset::level(), LevelCoord::Mode(1)),
+    ]
 }
 
 fn spec(format: Level, coord: LevelCoord) -> LevelSpec {
@@ -244,7 +249,18 @@ fn parse_letters(text: &str) -> Result<Vec<Level>, FormatError> {
     let mut levels = Vec::new();
     let mut chars = text.chars().peekable();
     while let Some(letter) = chars.next() {
-        let (mut ordered, mut unique) = (true, !matches!(letter, 'u' | 'c'));
+        let entry = LETTERS.iter().find(|l| l.letter == letter).ok_or_else(|| {
+            let known: Vec<String> = LETTERS
+                .iter()
+                .map(|l| format!("{} ({})", l.letter, l.meaning))
+                .collect();
+            FormatError::new(format!(
+                "unknown level letter `{letter}`; expected {}, or a named format \
+                 (dense, csr, csc, coo, dcsr, dcsc, csf, sv, hash, ell, dia, bcsr:RxC)",
+                known.join(", ")
+            ))
+        })?;
+        let (mut ordered, mut unique) = (true, entry.unique);
         if chars.peek() == Some(&'(') {
             chars.next();
             let mut flags = String::new();
@@ -268,25 +284,7 @@ fn parse_letters(text: &str) -> Result<Vec<Level>, FormatError> {
                 }
             }
         }
-        let level: Level = match letter {
-            'd' => std::sync::Arc::new(Dense { ordered, unique }),
-            's' | 'u' => Compressed::level(ordered, unique),
-            'q' | 'c' => Singleton::level(ordered, unique),
-            'h' => std::sync::Arc::new(Hashed { unique }),
-            'r' | 'o' => {
-                return Err(FormatError::new(
-                    "range (`r`) and offset (`o`) levels only occur in DIA; write `dia`",
-                ))
-            }
-            other => {
-                return Err(FormatError::new(format!(
-                    "unknown level letter `{other}`; expected d (dense), s (compressed), u (compressed, \
-                     non-unique), q (singleton), c (singleton, non-unique), h (hashed), or a named format \
-                     (dense, csr, csc, coo, dcsr, dcsc, csf, sv, hash, ell, dia, bcsr:RxC)"
-                )))
-            }
-        };
-        levels.push(level);
+        levels.push((entry.make)(ordered, unique));
     }
     if levels.is_empty() && !text.is_empty() {
         return Err(FormatError::new("no level letters"));

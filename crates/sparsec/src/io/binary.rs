@@ -10,7 +10,7 @@
 //! order        u32, then one u64 per dimension
 //! value type   u8        1 = f64, 2 = f32
 //! levels       u32 count, then per level:
-//!                u32 array count, per array: u8 kind (1 pos, 2 idx, 3 offset), u64 length, i64 x length
+//!                u32 array count, per array: u8 kind (1 pos, 2 idx, 3 offset, 5 present), u64 length, i64 x length
 //!                u32 param count, per param: u8 kind (1 size, 2 width), i64 value
 //! values       u64 length, then f64 or f32 x length
 //! checksum     32 bytes  BLAKE3 of everything before it
@@ -24,7 +24,7 @@
 use std::path::Path;
 
 use super::{read_bytes, write_bytes, IoError};
-use crate::format::{Format, LevelCoord, LevelStorage};
+use crate::format::{Format, LevelCoord, LevelStorage, ValidateInput};
 use crate::ir::{ArrayKind, ParamKind};
 use crate::tensor::{Tensor, ValueType, Values};
 
@@ -40,6 +40,8 @@ fn array_tag(kind: ArrayKind) -> u8 {
         ArrayKind::Pos => 1,
         ArrayKind::Idx => 2,
         ArrayKind::Offset => 3,
+        // Tag 4 was the value array's, which files store apart from the levels.
+        ArrayKind::Present => 5,
     }
 }
 
@@ -48,6 +50,7 @@ fn array_kind(tag: u8) -> Option<ArrayKind> {
         1 => ArrayKind::Pos,
         2 => ArrayKind::Idx,
         3 => ArrayKind::Offset,
+        5 => ArrayKind::Present,
         _ => return None,
     })
 }
@@ -299,7 +302,8 @@ fn decode(bytes: &[u8]) -> Result<Tensor, String> {
 }
 
 /// Check that the level storage is what the format's levels need and that every array
-/// access a reader makes stays in bounds.
+/// access a reader makes stays in bounds: the kinds of arrays and parameters and the sizes
+/// here, the arrays' contents by each level ([`crate::format::LevelFormat::validate`]).
 fn check_structure(
     format: &Format,
     dims: &[usize],
@@ -307,7 +311,6 @@ fn check_structure(
     nvalues: usize,
 ) -> Result<(), String> {
     let mut positions: usize = 1;
-    let mut diagonals: Option<usize> = None;
     for (k, (spec, storage)) in format.levels().iter().zip(levels).enumerate() {
         let level = k + 1;
         let err = |m: String| format!("corrupt: level {level} ({}): {m}", spec.format.name());
@@ -335,11 +338,7 @@ fn check_structure(
             LevelCoord::Mode(m) => Some(dims[m] as i64),
             LevelCoord::BlockOuter { mode, block } => Some(dims[mode].div_ceil(block) as i64),
             LevelCoord::BlockInner { block, .. } => Some(block as i64),
-            LevelCoord::EllSlot => None,
-            LevelCoord::Diagonal => {
-                diagonals = Some(size as usize);
-                None
-            }
+            LevelCoord::EllSlot | LevelCoord::Diagonal => None,
         };
         if let Some(s) = expected_size {
             if s != size {
@@ -348,92 +347,17 @@ fn check_structure(
                 )));
             }
         }
-        let size = size as usize;
-        let in_range = |a: &[i64], allow_empty: bool| {
-            a.iter()
-                .all(|&c| (c >= 0 && (c as u64) < size as u64) || (allow_empty && c == -1))
+        let input = ValidateInput {
+            level,
+            storage,
+            size: size as usize,
+            parent_positions: positions,
+            ancestors: &levels[..k],
+            next_size: levels
+                .get(k + 1)
+                .map_or(0, |l| l.param(ParamKind::Size).max(0) as usize),
         };
-        let array = |kind| storage.array(kind).unwrap_or(&[]);
-        positions = match spec.format.name() {
-            "dense" | "range" => positions
-                .checked_mul(size)
-                .ok_or_else(|| err("too many positions".into()))?,
-            "compressed" => {
-                let (pos, idx) = (array(ArrayKind::Pos), array(ArrayKind::Idx));
-                if pos.len() != positions + 1 {
-                    return Err(err(format!(
-                        "pos has {} entries, expected {}",
-                        pos.len(),
-                        positions + 1
-                    )));
-                }
-                if pos[0] != 0
-                    || pos.windows(2).any(|w| w[0] > w[1])
-                    || pos[positions] as u64 != idx.len() as u64
-                {
-                    return Err(err(
-                        "pos is not a non-decreasing list from 0 to the idx length".into(),
-                    ));
-                }
-                if !in_range(idx, false) {
-                    return Err(err(format!("idx holds coordinates outside 0..{size}")));
-                }
-                idx.len()
-            }
-            "singleton" => {
-                let idx = array(ArrayKind::Idx);
-                if idx.len() != positions {
-                    return Err(err(format!(
-                        "idx has {} entries, expected {positions}",
-                        idx.len()
-                    )));
-                }
-                if !in_range(idx, false) {
-                    return Err(err(format!("idx holds coordinates outside 0..{size}")));
-                }
-                positions
-            }
-            "offset" => positions,
-            "hashed" => {
-                let width = storage.param(ParamKind::Width);
-                let idx = array(ArrayKind::Idx);
-                if width < 1 {
-                    return Err(err(format!("hash width {width} must be positive")));
-                }
-                let n = positions
-                    .checked_mul(width as usize)
-                    .ok_or_else(|| err("too many positions".into()))?;
-                if idx.len() != n {
-                    return Err(err(format!("idx has {} entries, expected {n}", idx.len())));
-                }
-                if !in_range(idx, true) {
-                    return Err(err(format!("idx holds coordinates outside 0..{size}")));
-                }
-                n
-            }
-            other => return Err(err(format!("unknown level format `{other}`"))),
-        };
-        if matches!(spec.format.name(), "range" | "offset") {
-            let offsets = array(ArrayKind::Offset);
-            if Some(offsets.len()) != diagonals {
-                return Err(err(format!(
-                    "offset has {} entries, expected one per diagonal",
-                    offsets.len()
-                )));
-            }
-            let (rows, cols) = (dims[0] as i64, dims[1] as i64);
-            if offsets
-                .iter()
-                .any(|&o| o <= -rows.max(1) || o >= cols.max(1))
-            {
-                return Err(err("a diagonal offset lies outside the matrix".into()));
-            }
-        }
-        if spec.format.name() == "range" && storage.param(ParamKind::Width) != dims[1] as i64 {
-            return Err(err(
-                "the range width must equal the number of columns".into()
-            ));
-        }
+        positions = spec.format.validate(&input).map_err(err)?;
     }
     if positions != nvalues {
         return Err(format!(

@@ -82,6 +82,8 @@ pub enum ArrayKind {
     Idx,
     /// Diagonal offsets (range, offset).
     Offset,
+    /// Presence flags, 1 where a coordinate holds an entry and 0 elsewhere (bytemap).
+    Present,
 }
 
 impl ArrayKind {
@@ -91,6 +93,7 @@ impl ArrayKind {
             ArrayKind::Pos => "pos",
             ArrayKind::Idx => "idx",
             ArrayKind::Offset => "offset",
+            ArrayKind::Present => "present",
         }
     }
 }

@@ -65,7 +65,14 @@ impl Lowerer<'_> {
                     located: locatable[1..].to_vec(),
                 }
             }
-        } else if top_universe || all.iter().any(|&o| props(o).full || !props(o).ordered) {
+        } else if top_universe
+            || all.iter().any(|&o| {
+                // A level iterated by value that may not hold every coordinate (a bytemap)
+                // says per coordinate whether it is present: the loop visits every
+                // coordinate and locates into it, so each case tests `found`.
+                props(o).full || !props(o).ordered || (caps(o).coord_value_iter && !props(o).full)
+            })
+        {
             let (located, cursors) = all.iter().partition(|&&o| props(o).full || caps(o).locate);
             Strategy::Dense { cursors, located }
         } else {
@@ -290,7 +297,7 @@ impl Lowerer<'_> {
         let level = self.level(o, scope);
         let site = self.occ_site(o, scope);
         let q = self.iv(format!("q\u{1}{stem}"));
-        if level.coord_iter(&site).is_some() {
+        if level.capabilities().coord_value_iter {
             let pos = level
                 .coord_access(&site, &self.parent_pos(o, scope), &q)
                 .expect("coordinate access")
@@ -321,7 +328,7 @@ impl Lowerer<'_> {
         let pname = format!("p\u{1}{stem}");
         let q = format!("q\u{1}{stem}");
         body.push(Stmt::Decl(self.named(pname.clone(), Type::Index), pos));
-        let next = if !level.properties().unique && level.coord_iter(&site).is_none() {
+        let next = if !level.properties().unique && !level.capabilities().coord_value_iter {
             let seg = format!("{stem}\u{1}_segend");
             body.extend(self.segment_scan(
                 &seg,

@@ -14,7 +14,7 @@ pub use coo::Coo;
 
 use crate::format::{Format, LevelCoord, LevelSite, LevelStorage};
 use crate::ir::interp::Env;
-use crate::ir::{Expr, ParamKind};
+use crate::ir::Expr;
 
 pub use crate::ir::ValueType;
 
@@ -195,20 +195,14 @@ impl Tensor {
 
     /// A dense tensor of the given dimensions filled with zeros.
     pub fn zeros(dims: &[usize], value_type: ValueType) -> Tensor {
-        let format = Format::dense(dims.len());
-        let levels = dims
-            .iter()
-            .map(|&n| LevelStorage {
-                arrays: vec![],
-                params: vec![(ParamKind::Size, n as i64)],
-            })
-            .collect();
-        Tensor {
-            dims: dims.to_vec(),
-            format,
-            levels,
-            values: Values::zeros(value_type, dims.iter().product()),
-        }
+        Tensor::empty(dims, &Format::dense(dims.len()), value_type)
+    }
+
+    /// A tensor with no entries in `format`, which the format's own levels lay out (dense
+    /// levels still store their zeros).
+    fn empty(dims: &[usize], format: &Format, value_type: ValueType) -> Tensor {
+        Tensor::from_coo_owned(Coo::empty(dims.to_vec()), format, value_type)
+            .expect("every format holds an empty tensor of its order")
     }
 
     /// Assemble a tensor from parts (used by kernels that produce storage directly).
@@ -311,7 +305,10 @@ impl Tensor {
         let env = Env {
             levels: &self.levels,
         };
-        if let Some((begin, end)) = level.coord_iter(&site) {
+        if level.capabilities().coord_value_iter {
+            let (begin, end) = level
+                .coord_iter(&site)
+                .expect("coordinate value iteration has coord_iter");
             let (begin, end) = (env.eval(&begin), env.eval(&end));
             for i in begin..end {
                 let (pos, found) = level
@@ -324,7 +321,7 @@ impl Tensor {
         } else {
             let (begin, end) = level
                 .pos_iter(&site, &parent)
-                .expect("every level iterates by value or by position");
+                .expect("a level without coordinate value iteration iterates positions");
             let (begin, end) = (env.eval(&begin), env.eval(&end));
             for p in begin..end {
                 let (coord, found) = level
@@ -367,14 +364,7 @@ impl Tensor {
     fn transpose_dense(&self, format: &Format) -> Tensor {
         let from = self.format.mode_order().expect("plain");
         let to = format.mode_order().expect("plain");
-        let mut target = Tensor::zeros(&self.dims, self.value_type());
-        target.format = format.clone();
-        for (k, &m) in to.iter().enumerate() {
-            target.levels[k] = LevelStorage {
-                arrays: vec![],
-                params: vec![(ParamKind::Size, self.dims[m] as i64)],
-            };
-        }
+        let mut target = Tensor::empty(&self.dims, format, self.value_type());
         // Stride of each mode in the target's storage order.
         let mut stride = vec![0usize; self.dims.len()];
         let mut s = 1;
