@@ -175,26 +175,26 @@ fn hash_locate_probes_wrap_and_stop_on_a_full_block() {
     // Block 1 of width 8: 7, 15 and 23 share home bucket 7; 15 and 23 wrap to the start.
     let mut idx = vec![-1; 24];
     for coord in [7, 15, 23] {
-        let p = runtime::hash_locate(&idx, 8, 1, coord);
+        let p = sparsec::format::hash_locate(&idx, 8, 1, coord);
         assert_eq!(idx[p], -1);
         idx[p] = coord;
     }
     assert_eq!(&idx[8..16], &[15, 23, -1, -1, -1, -1, -1, 7]);
-    assert_eq!(runtime::hash_locate(&idx, 8, 1, 23), 9);
+    assert_eq!(sparsec::format::hash_locate(&idx, 8, 1, 23), 9);
     assert_eq!(
-        runtime::hash_locate(&idx, 8, 1, 31),
+        sparsec::format::hash_locate(&idx, 8, 1, 31),
         10,
         "absent: first empty bucket"
     );
     assert_eq!(
-        runtime::hash_locate(&idx, 8, 1, -2),
+        sparsec::format::hash_locate(&idx, 8, 1, -2),
         14,
         "negative coordinates: home 6"
     );
     // A full block: a present coordinate is found, an absent one gets its home bucket.
     let full: Vec<i64> = (0..8).map(|b| 8 * b + (b + 3) % 8).collect();
-    assert_eq!(runtime::hash_locate(&full, 8, 0, 8 * 2 + 5), 2);
-    assert_eq!(runtime::hash_locate(&full, 8, 0, 100), 4);
+    assert_eq!(sparsec::format::hash_locate(&full, 8, 0, 8 * 2 + 5), 2);
+    assert_eq!(sparsec::format::hash_locate(&full, 8, 0, 100), 4);
 }
 
 #[test]
@@ -215,7 +215,7 @@ fn hash_locate_matches_a_linear_probing_model() {
         for parent in 0..blocks {
             for coord in -20..4 * width as i64 {
                 assert_eq!(
-                    runtime::hash_locate(&idx, width, parent, coord),
+                    sparsec::format::hash_locate(&idx, width, parent, coord),
                     locate_model(&idx, width, parent, coord),
                     "coordinate {coord} in block {parent} of {idx:?} (width {width})"
                 );

@@ -11,9 +11,8 @@ use std::fmt::Write;
 
 use super::runtime::{self, Section};
 use crate::ir::{
-    visit, ArrayRef, BinOp, Expr, Function, Intrinsic, Local, LocalType, LoopKind, Names,
-    OmpSchedule, OperandId, OutputMode, ParallelUnit, Reduction, ScalarArg, Signature, Stmt, Type,
-    Var,
+    visit, ArrayRef, BinOp, Expr, Function, Helper, Local, LocalType, LoopKind, Names, OmpSchedule,
+    OperandId, OutputMode, ParallelUnit, Reduction, ScalarArg, Signature, Stmt, Type, Var,
 };
 
 /// A lowered kernel that this backend cannot print.
@@ -65,7 +64,8 @@ pub fn emit(function: &Function) -> Result<CKernel, BackendError> {
     let signature = function.signature();
     let names = Names::new(function, &signature);
 
-    let mut out = runtime::kernel_prelude(&runtime_sections(function));
+    let (sections, helpers) = runtime_used(function);
+    let mut out = runtime::kernel_prelude(&sections, &helpers);
     let body_offset = out.len();
     let order = match function.output {
         OutputMode::Emit { order } => order,
@@ -132,9 +132,11 @@ pub fn emit(function: &Function) -> Result<CKernel, BackendError> {
 }
 
 /// The parts of the C runtime a kernel calls: the buffer type and its `free` always (the
-/// runtime frees every kernel's buffers through it), the others where the body uses them.
-fn runtime_sections(function: &Function) -> BTreeSet<Section> {
+/// runtime frees every kernel's buffers through it), the others where the body uses them;
+/// and the level formats' helpers it calls.
+fn runtime_used(function: &Function) -> (BTreeSet<Section>, Vec<&'static Helper>) {
     let mut sections = BTreeSet::from([Section::Base, Section::Free]);
+    let mut helpers = Vec::new();
     let mut note = |e: &Expr| match e {
         Expr::Bin(BinOp::Min, ..) => {
             sections.insert(Section::Min);
@@ -142,8 +144,10 @@ fn runtime_sections(function: &Function) -> BTreeSet<Section> {
         Expr::Bin(BinOp::Max, ..) => {
             sections.insert(Section::Max);
         }
-        Expr::Call(Intrinsic::HashLocate, ..) => {
-            sections.insert(Section::Hash);
+        Expr::Call(helper, ..) => {
+            if !helpers.iter().any(|h: &&Helper| h == helper) {
+                helpers.push(*helper);
+            }
         }
         _ => {}
     };
@@ -163,7 +167,7 @@ fn runtime_sections(function: &Function) -> BTreeSet<Section> {
         }
         _ => {}
     });
-    sections
+    (sections, helpers)
 }
 
 struct Printer<'a> {
@@ -534,10 +538,11 @@ fn expr(names: &Names, e: &Expr) -> String {
             expr(names, a),
             expr(names, b)
         ),
-        Expr::Call(Intrinsic::HashLocate, array, args) => {
+        Expr::Call(helper, array, args) => {
             let args: Vec<String> = args.iter().map(|a| expr(names, a)).collect();
             format!(
-                "sparsec_hash_locate({}, {})",
+                "{}({}, {})",
+                helper.name,
                 names.array(array),
                 args.join(", ")
             )

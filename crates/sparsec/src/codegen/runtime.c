@@ -188,17 +188,3 @@ SPARSEC_RT_INLINE int64_t sparsec_min(int64_t a, int64_t b) { return a < b ? a :
 
 /* @section max */
 SPARSEC_RT_INLINE int64_t sparsec_max(int64_t a, int64_t b) { return a > b ? a : b; }
-
-/* @section hash */
-/* Linear probing inside the parent's block of `width` buckets (hashed levels). */
-SPARSEC_RT_INLINE int64_t sparsec_hash_locate(const int64_t *idx, int64_t width, int64_t parent, int64_t coord) {
-  int64_t base = parent * width;
-  /* A start inside the block for any coordinate, so the probe always ends. */
-  int64_t start = base + ((coord % width) + width) % width;
-  int64_t p = start;
-  while (idx[p] != coord && idx[p] != -1) {
-    p = base + (p - base + 1) % width;
-    if (p == start) break;
-  }
-  return p;
-}

@@ -9,6 +9,8 @@
 use std::collections::BTreeSet;
 use std::ffi::{c_char, c_int};
 
+use crate::ir::Helper;
+
 /// The runtime's C source.
 const SOURCE: &str = include_str!("runtime.c");
 
@@ -32,8 +34,6 @@ pub(crate) enum Section {
     Min,
     /// `sparsec_max`.
     Max,
-    /// `sparsec_hash_locate`.
-    Hash,
 }
 
 impl Section {
@@ -45,7 +45,6 @@ impl Section {
             Section::Order => "order",
             Section::Min => "min",
             Section::Max => "max",
-            Section::Hash => "hash",
         }
     }
 }
@@ -61,26 +60,38 @@ fn sections() -> impl Iterator<Item = (&'static str, &'static str)> {
 }
 
 /// The runtime a kernel prints ahead of its function: the `needed` sections in file order,
-/// their helpers `static` so that each kernel library keeps private copies.
-pub(crate) fn kernel_prelude(needed: &BTreeSet<Section>) -> String {
+/// then the level formats' `helpers`, all `static` so that each kernel library keeps
+/// private copies.
+pub(crate) fn kernel_prelude(needed: &BTreeSet<Section>, helpers: &[&Helper]) -> String {
     let mut out = String::new();
     let mut printed = 0;
-    for (name, text) in sections() {
-        if needed.iter().any(|s| s.name() == name) {
-            let text = text
-                .replace("SPARSEC_RT_INLINE", "static inline")
-                .replace("SPARSEC_RT_API", "static");
-            out.push_str(&text);
-            out.push_str("\n\n");
-            printed += 1;
-        }
+    let texts = sections()
+        .filter_map(|(name, text)| needed.iter().any(|s| s.name() == name).then_some(text));
+    for text in texts {
+        printed += 1;
+        out.push_str(&private(text));
+        out.push_str("\n\n");
     }
     assert_eq!(
         printed,
         needed.len(),
         "a runtime section is missing from runtime.c"
     );
+    for helper in helpers {
+        let (_, text) = helper
+            .c_source
+            .split_once("/* @helper */\n")
+            .expect("a helper's C file marks where its definition starts");
+        out.push_str(&private(text.trim_matches('\n')));
+        out.push_str("\n\n");
+    }
     out
+}
+
+/// Runtime text with its linkage macros spelled for a kernel: private to its library.
+fn private(text: &str) -> String {
+    text.replace("SPARSEC_RT_INLINE", "static inline")
+        .replace("SPARSEC_RT_API", "static")
 }
 
 /// The runtime's entry buffer (`sparsec_buffer`): a growable list of entries, each
@@ -119,10 +130,6 @@ pub mod sys {
         /// `seen`, in increasing order: by a radix sort, an introsort or a scan of the flags
         /// between the smallest and largest, whichever is cheaper. Reads `seen` there.
         pub fn sparsec_order_touched(list: *mut i64, n: i64, seen: *const c_char);
-        /// The bucket of `coord` in block `parent` of a hashed level (`width` buckets per
-        /// block, -1 marks an empty one): where it is, else the first empty bucket of its
-        /// linear probe, else (a full block) its home bucket.
-        pub fn sparsec_hash_locate(idx: *const i64, width: i64, parent: i64, coord: i64) -> i64;
     }
 }
 
@@ -252,24 +259,6 @@ pub fn order_touched(list: &mut [i64], seen: &[u8]) {
     }
 }
 
-/// Locate `coord` in block `parent` of a hashed level's index `idx` with
-/// `sparsec_hash_locate`: see there.
-///
-/// # Panics
-/// If `width` is 0 or block `parent` is not inside `idx`.
-pub fn hash_locate(idx: &[i64], width: usize, parent: usize, coord: i64) -> usize {
-    assert!(width > 0, "a block has buckets");
-    assert!(
-        (parent + 1)
-            .checked_mul(width)
-            .is_some_and(|end| end <= idx.len()),
-        "block {parent} of width {width} is inside the index"
-    );
-    // SAFETY: the probe reads block `parent` only, which is inside `idx`.
-    let p = unsafe { sys::sparsec_hash_locate(idx.as_ptr(), width as i64, parent as i64, coord) };
-    p as usize
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -284,7 +273,6 @@ mod tests {
             Section::Order,
             Section::Min,
             Section::Max,
-            Section::Hash,
         ];
         let mut expected = variants.map(Section::name).to_vec();
         expected.insert(3, "append");
@@ -293,9 +281,14 @@ mod tests {
 
     #[test]
     fn kernel_prelude_prints_needed_sections_private() {
-        let prelude = kernel_prelude(&BTreeSet::from([Section::Base, Section::Hash]));
+        let prelude = kernel_prelude(
+            &BTreeSet::from([Section::Base, Section::Min]),
+            &[&crate::format::HASH_LOCATE],
+        );
         assert!(prelude.starts_with("#include <stdint.h>\n"));
+        assert!(prelude.contains("static inline int64_t sparsec_min("));
         assert!(prelude.contains("static inline int64_t sparsec_hash_locate("));
+        assert!(!prelude.contains("@helper"));
         assert!(!prelude.contains("sparsec_grow"));
         assert!(!prelude.contains("SPARSEC_RT"));
         assert!(!prelude.contains("@section"));

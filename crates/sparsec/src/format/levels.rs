@@ -11,7 +11,7 @@ use super::{
     Capabilities, Level, LevelFormat, LevelSite, LevelStorage, PackInput, PackOutput, Pair,
     Properties, Segment, Streaming, ValidateInput,
 };
-use crate::ir::{ArrayKind, BinOp, Expr, Intrinsic, ParamKind};
+use crate::ir::{ArrayKind, BinOp, Expr, Helper, ParamKind};
 
 const NO_CAPABILITIES: Capabilities = Capabilities {
     coord_value_iter: false,
@@ -739,7 +739,7 @@ impl LevelFormat for Hashed {
         located: &Expr,
     ) -> Option<Pair> {
         let pos = Expr::Call(
-            Intrinsic::HashLocate,
+            &HASH_LOCATE,
             site.array(ArrayKind::Idx),
             vec![
                 site.param(ParamKind::Width),
@@ -891,6 +891,47 @@ impl LevelFormat for Bytemap {
         }
         Ok(positions)
     }
+}
+
+/// The probe of a hashed level: `hash_locate(idx, width, parent, coord)` is the bucket of
+/// `coord` in block `parent` (`width` buckets, -1 marks an empty one): where it is, else the
+/// first empty bucket of its linear probe, else (a full block) its home bucket.
+pub static HASH_LOCATE: Helper = Helper {
+    name: "sparsec_hash_locate",
+    c_source: include_str!("hashed.c"),
+    native: sparsec_hash_locate,
+    eval: |idx, args| {
+        let [width, parent, coord] = args else {
+            panic!("hash_locate takes a width, a parent and a coordinate")
+        };
+        let (width, parent) = (usize::try_from(*width), usize::try_from(*parent));
+        let (Ok(width), Ok(parent)) = (width, parent) else {
+            panic!("hash_locate: width and parent are not negative")
+        };
+        hash_locate(idx, width, parent, *coord) as i64
+    },
+};
+
+extern "C" {
+    /// `hashed.c`, compiled into the library by the build script.
+    fn sparsec_hash_locate(idx: *const i64, width: i64, parent: i64, coord: i64) -> i64;
+}
+
+/// [`HASH_LOCATE`] on a hashed level's index `idx`, with its bounds checked.
+///
+/// # Panics
+/// If `width` is 0 or block `parent` is not inside `idx`.
+pub fn hash_locate(idx: &[i64], width: usize, parent: usize, coord: i64) -> usize {
+    assert!(width > 0, "a block has buckets");
+    assert!(
+        (parent + 1)
+            .checked_mul(width)
+            .is_some_and(|end| end <= idx.len()),
+        "block {parent} of width {width} is inside the index"
+    );
+    // SAFETY: the probe reads block `parent` only, which is inside `idx`.
+    let p = unsafe { sparsec_hash_locate(idx.as_ptr(), width as i64, parent as i64, coord) };
+    p as usize
 }
 
 /// Bucket count per parent: room for every child at a load factor of at most 2/3, never

@@ -17,7 +17,9 @@ mod parse;
 use std::fmt;
 use std::sync::Arc;
 
-pub use levels::{Bytemap, Compressed, Dense, Hashed, Offset, Range, Singleton};
+pub use levels::{
+    hash_locate, Bytemap, Compressed, Dense, Hashed, Offset, Range, Singleton, HASH_LOCATE,
+};
 pub use parse::FormatError;
 
 use crate::ir::{ArrayKind, Expr, OperandId, ParamKind};

@@ -6,7 +6,7 @@
 //! It runs the level functions that the level formats emit, so reading storage back (and
 //! the tests of each level) uses exactly the description the code generator inlines.
 
-use super::{ArrayKind, ArrayRef, BinOp, Expr, Intrinsic, ParamKind, ParamRef};
+use super::{ArrayKind, ArrayRef, BinOp, Expr, ParamKind, ParamRef};
 
 /// The index arrays and level parameters of one tensor, as level functions read them.
 pub trait LevelArrays {
@@ -74,30 +74,10 @@ impl Env<'_> {
                     self.eval(b)
                 }
             }
-            Expr::Call(Intrinsic::HashLocate, array, args) => {
-                let idx = self.array(array);
-                let (width, parent, coord) = (
-                    self.eval(&args[0]),
-                    self.eval(&args[1]),
-                    self.eval(&args[2]),
-                );
-                hash_locate(idx, width, parent, coord)
+            Expr::Call(helper, array, args) => {
+                let args: Vec<i64> = args.iter().map(|a| self.eval(a)).collect();
+                (helper.eval)(self.array(array), &args)
             }
         }
     }
-}
-
-/// Linear probing inside the parent's block of `width` buckets; the same algorithm the C
-/// prelude implements.
-pub fn hash_locate(idx: &[i64], width: i64, parent: i64, coord: i64) -> i64 {
-    let base = parent * width;
-    let start = base + coord.rem_euclid(width);
-    let mut p = start;
-    while idx[p as usize] != coord && idx[p as usize] != -1 {
-        p = base + (p - base + 1) % width;
-        if p == start {
-            break;
-        }
-    }
-    p
 }

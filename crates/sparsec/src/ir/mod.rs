@@ -165,11 +165,28 @@ pub enum BinOp {
     Or,
 }
 
-/// Operations with no C operator: they are small helper functions of the runtime.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Intrinsic {
-    /// `hash_locate(idx, width, parent_pos, coord) -> position` (linear probing).
-    HashLocate,
+/// A function a level format supplies for its level functions (a hashed level's probe):
+/// lowering and the backends call it by this description and never know which level it
+/// serves. Its C text is printed into kernels that call it; the same C, compiled into this
+/// library, is what in-process backends call, and the interpreter runs [`Helper::eval`].
+#[derive(Debug)]
+pub struct Helper {
+    /// The C function's name.
+    pub name: &'static str,
+    /// The C file that defines it: kernels print what follows the line `/* @helper */`,
+    /// with `SPARSEC_RT_API`/`SPARSEC_RT_INLINE` standing for its linkage, as in the runtime.
+    pub c_source: &'static str,
+    /// The compiled function: the array, then three integer arguments.
+    pub native: unsafe extern "C" fn(*const i64, i64, i64, i64) -> i64,
+    /// The same function with its preconditions checked, over the array and the integer
+    /// arguments.
+    pub eval: fn(&[i64], &[i64]) -> i64,
+}
+
+impl PartialEq for Helper {
+    fn eq(&self, other: &Helper) -> bool {
+        self.name == other.name
+    }
 }
 
 /// Scalar type of an IR value.
@@ -217,7 +234,8 @@ pub enum Expr {
     Not(Box<Expr>),
     Bin(BinOp, Box<Expr>, Box<Expr>),
     Select(Box<Expr>, Box<Expr>, Box<Expr>),
-    Call(Intrinsic, ArrayRef, Vec<Expr>),
+    /// A level format's helper applied to one of its arrays and integer arguments.
+    Call(&'static Helper, ArrayRef, Vec<Expr>),
 }
 
 /// Shorthands that keep lowering code readable.
