@@ -144,10 +144,8 @@ fn runtime_used(function: &Function) -> (BTreeSet<Section>, Vec<&'static Helper>
         Expr::Bin(BinOp::Max, ..) => {
             sections.insert(Section::Max);
         }
-        Expr::Call(helper, ..) => {
-            if !helpers.iter().any(|h: &&Helper| h == helper) {
-                helpers.push(*helper);
-            }
+        Expr::Call(helper, ..) if !helpers.iter().any(|h: &&Helper| h == helper) => {
+            helpers.push(*helper);
         }
         _ => {}
     };

@@ -22,7 +22,7 @@ pub fn simplify(expr: &Expr) -> Expr {
             Expr::Bool(false) => simplify(b),
             c => Expr::Select(Box::new(c), Box::new(simplify(a)), Box::new(simplify(b))),
         },
-        Expr::Call(f, array, args) => Expr::Call(*f, *array, args.iter().map(simplify).collect()),
+        Expr::Call(f, array, args) => Expr::Call(f, *array, args.iter().map(simplify).collect()),
         other => other.clone(),
     }
 }
