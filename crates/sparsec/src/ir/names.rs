@@ -224,3 +224,85 @@ fn extent_hint(function: &Function, n: usize) -> String {
         .cloned()
         .unwrap_or_else(|| format!("x{n}"))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ir::{
+        Expr, LocalType, LoopKind, OperandId, OperandInfo, OutputMode, Stmt, Type, ValueType,
+    };
+
+    #[test]
+    fn fresh_names_are_distinct_identifiers() {
+        let mut a = NameAllocator::new();
+        assert_eq!(a.fresh("i"), "i");
+        assert_eq!(a.fresh("i"), "i_2");
+        assert_eq!(a.fresh("i"), "i_3");
+        assert_eq!(a.fresh("int"), "int_2");
+        assert_eq!(a.fresh("2x"), "v2x");
+        assert_eq!(a.fresh(""), "v");
+        assert_eq!(a.fresh("a-b.c"), "a_b_c");
+        assert_eq!(a.fresh("sparsec_out"), "u_sparsec_out");
+        assert_eq!(a.fresh("__x"), "u___x");
+        // Lowering's key syntax is not printed.
+        assert_eq!(a.fresh("#\u{1}p\u{1}_begin"), "p_begin");
+        assert_eq!(a.fresh("%\u{1}t0"), "t0");
+    }
+
+    #[test]
+    fn no_user_name_collides_with_generated_ones() {
+        // Operand `A` has level arrays `A2_pos`/`A_vals`; variables the user called the
+        // same, and a temporary hinted `t0` next to a user variable `t0`, stay distinct.
+        let operands = ["A", "y"]
+            .iter()
+            .map(|h| OperandInfo {
+                hint: h.to_string(),
+                values: ValueType::F64,
+            })
+            .collect();
+        let mut f = Function::new(operands, 1, OutputMode::Dense { accumulate: false });
+        f.extent_hints = vec!["A2_pos".into()];
+        let user = f.fresh_var("A_vals", Type::Index);
+        let user_t0 = f.fresh_var("t0", Type::Index);
+        let temp = f.fresh_var("%\u{1}t0", Type::Value(ValueType::F64));
+        let w = f.fresh_scratch("A2_pos", LocalType::Value);
+        let vals = crate::ir::ArrayRef::Values(OperandId(0));
+        let pos = crate::ir::ArrayRef::Level {
+            operand: OperandId(0),
+            level: 2,
+            kind: crate::ir::ArrayKind::Pos,
+        };
+        f.locals.push(crate::ir::Local {
+            array: w,
+            len: Expr::Int(1),
+        });
+        f.body = vec![Stmt::For {
+            var: user,
+            start: Expr::load(pos, Expr::Int(0)),
+            end: Expr::Param(ParamRef::Extent(0)),
+            body: vec![
+                Stmt::Decl(user_t0, Expr::Var(user)),
+                Stmt::Decl(temp, Expr::load(vals, Expr::Var(user_t0))),
+            ],
+            kind: LoopKind::Serial,
+        }];
+        let signature = f.signature();
+        let names = Names::new(&f, &signature);
+        let mut all = vec![
+            names.var(user).to_string(),
+            names.var(user_t0).to_string(),
+            names.var(temp).to_string(),
+            names.scratch(w).to_string(),
+            names.array(&vals).to_string(),
+            names.array(&pos).to_string(),
+            names.param(&ParamRef::Extent(0)).to_string(),
+        ];
+        assert_eq!(names.array(&pos), "A2_pos");
+        assert_eq!(names.array(&vals), "A_vals");
+        assert_eq!(names.var(user_t0), "t0");
+        let count = all.len();
+        all.sort();
+        all.dedup();
+        assert_eq!(all.len(), count, "names collide: {all:?}");
+    }
+}

@@ -303,3 +303,171 @@ impl Verifier<'_> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ir::{Local, OperandId, OperandInfo, OutputMode, Symbol, ValueType};
+
+    fn function() -> Function {
+        let operands = vec![
+            OperandInfo {
+                hint: "y".into(),
+                values: ValueType::F64,
+            },
+            OperandInfo {
+                hint: "x".into(),
+                values: ValueType::F64,
+            },
+        ];
+        Function::new(operands, 1, OutputMode::Dense { accumulate: false })
+    }
+
+    /// `for i in 0..n { y[i] = x[i] }`, checked by the verifier after `edit`.
+    fn verify_loop(edit: impl FnOnce(&mut Function, Var) -> Vec<Stmt>) -> Result<(), VerifyError> {
+        let mut f = function();
+        let i = f.fresh_var("i", Type::Index);
+        let body = edit(&mut f, i);
+        f.body = vec![Stmt::For {
+            var: i,
+            start: Expr::Int(0),
+            end: Expr::Param(crate::ir::ParamRef::Extent(0)),
+            body,
+            kind: LoopKind::Serial,
+        }];
+        verify(&f)
+    }
+
+    fn copy(i: Var) -> Stmt {
+        Stmt::Store {
+            array: ArrayRef::Values(OperandId(0)),
+            index: Expr::Var(i),
+            value: Expr::load(ArrayRef::Values(OperandId(1)), Expr::Var(i)),
+            accumulate: false,
+        }
+    }
+
+    #[test]
+    fn a_well_formed_loop_passes() {
+        assert_eq!(verify_loop(|_, i| vec![copy(i)]), Ok(()));
+    }
+
+    #[test]
+    fn use_before_declaration_is_caught() {
+        let err = verify_loop(|f, i| {
+            let t = f.fresh_var("t", Type::Index);
+            vec![Stmt::Assign(t, Expr::Var(i)), copy(i)]
+        })
+        .unwrap_err();
+        assert!(
+            err.0.contains("`t`") && err.0.contains("not declared"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_variable_declared_twice_on_one_path_is_caught() {
+        let err = verify_loop(|_, i| vec![Stmt::Decl(i, Expr::Int(0))]).unwrap_err();
+        assert!(err.0.contains("declared again"), "{err}");
+        // Declaring it in two sibling scopes is fine.
+        assert_eq!(
+            verify_loop(|f, i| {
+                let p = f.fresh_var("p", Type::Index);
+                vec![
+                    Stmt::If(Expr::Bool(true), vec![Stmt::Decl(p, Expr::Var(i))], vec![]),
+                    Stmt::If(Expr::Bool(true), vec![Stmt::Decl(p, Expr::Var(i))], vec![]),
+                ]
+            }),
+            Ok(())
+        );
+    }
+
+    #[test]
+    fn a_variable_out_of_its_scope_is_caught() {
+        let err = verify_loop(|f, i| {
+            let p = f.fresh_var("p", Type::Index);
+            vec![
+                Stmt::If(Expr::Bool(true), vec![Stmt::Decl(p, Expr::Var(i))], vec![]),
+                Stmt::Assign(p, Expr::Int(1)),
+            ]
+        })
+        .unwrap_err();
+        assert!(err.0.contains("not declared"), "{err}");
+    }
+
+    #[test]
+    fn types_must_match() {
+        let err = verify_loop(|f, _| {
+            let flag = f.fresh_var("flag", Type::Bool);
+            vec![Stmt::Decl(flag, Expr::Float(1.5))]
+        })
+        .unwrap_err();
+        assert!(err.0.contains("type"), "{err}");
+        let err = verify_loop(|f, _| {
+            let k = f.fresh_var("k", Type::Value(ValueType::F64));
+            vec![Stmt::For {
+                var: k,
+                start: Expr::Int(0),
+                end: Expr::Int(3),
+                body: vec![],
+                kind: LoopKind::Serial,
+            }]
+        })
+        .unwrap_err();
+        assert!(err.0.contains("not an index"), "{err}");
+    }
+
+    #[test]
+    fn scratch_arrays_must_be_allocated_around_their_use() {
+        let mut f = function();
+        let w = f.fresh_scratch("w", LocalType::Value);
+        let store = Stmt::Store {
+            array: ArrayRef::Scratch(w),
+            index: Expr::Int(0),
+            value: Expr::Float(1.0),
+            accumulate: true,
+        };
+        f.body = vec![store];
+        assert!(verify(&f).unwrap_err().0.contains("not allocated"));
+        f.locals.push(Local {
+            array: w,
+            len: Expr::Int(1),
+        });
+        assert_eq!(verify(&f), Ok(()));
+    }
+
+    #[test]
+    fn unresolved_symbols_and_unknown_operands_are_caught() {
+        let err = verify_loop(|_, i| {
+            vec![Stmt::Store {
+                array: ArrayRef::Values(OperandId(0)),
+                index: Expr::Symbol(Symbol::SegmentLength { var: 0 }),
+                value: Expr::Var(i),
+                accumulate: false,
+            }]
+        })
+        .unwrap_err();
+        assert!(err.0.contains("not resolved"), "{err}");
+        let err = verify_loop(|_, i| {
+            vec![Stmt::Store {
+                array: ArrayRef::Values(OperandId(7)),
+                index: Expr::Var(i),
+                value: Expr::Float(0.0),
+                accumulate: false,
+            }]
+        })
+        .unwrap_err();
+        assert!(err.0.contains("operand #7"), "{err}");
+    }
+
+    #[test]
+    fn emits_match_the_output() {
+        let mut f = function();
+        f.output = OutputMode::Emit { order: 2 };
+        f.body = vec![Stmt::Emit {
+            coords: vec![Expr::Int(0)],
+            value: Expr::Float(1.0),
+        }];
+        assert!(verify(&f).unwrap_err().0.contains("order 2"));
+    }
+}
