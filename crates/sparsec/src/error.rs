@@ -2,7 +2,6 @@
 
 use crate::codegen::c::BackendError;
 use crate::jit::JitError;
-use crate::lower::LowerError;
 use crate::notation::NotationError;
 use crate::schedule::{ScheduleError, ScheduleSyntaxError};
 use crate::tensor::TensorError;
@@ -37,3 +36,10 @@ pub enum Error {
     #[error("{0}")]
     Input(String),
 }
+
+/// A statement that cannot be compiled as its formats and schedule say (and why): made
+/// concrete by the scheduler or lowered to a kernel. Both stages report it, so it lives
+/// with neither.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("cannot compile this statement: {0}")]
+pub struct LowerError(pub String);

@@ -445,7 +445,7 @@ impl Lowerer<'_> {
                 stmts.push(Stmt::Decl(
                     self.named(
                         format!("{}\u{1}_acc", seg.stem),
-                        Type::Value(crate::tensor::ValueType::F64),
+                        Type::Value(crate::ir::ValueType::F64),
                     ),
                     Expr::Float(0.0),
                 ));

@@ -26,6 +26,7 @@ use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use crate::format::{Format, Level};
+use crate::ir::ValueType;
 use crate::ir::{
     Expr, Function, Local, OperandId, OperandInfo, OutputMode, ParamKind, ParamRef, Symbol, Type,
     Var,
@@ -33,10 +34,9 @@ use crate::ir::{
 use crate::notation::cin::{Statement, TensorId, VarId};
 use crate::schedule::lexpr::LExpr;
 use crate::schedule::{reordered_format, Concrete, Parallel};
-use crate::tensor::ValueType;
 use keys::Tables;
 
-pub use crate::schedule::LowerError;
+pub use crate::error::LowerError;
 
 /// A tensor as the kernel sees it: one per distinct (tensor, layout) pair.
 #[derive(Clone, Debug, PartialEq)]

@@ -3,10 +3,10 @@
 //! variable's loop is emitted by an iteration strategy.
 
 use super::{lattice, Dest, LExpr, LowerError, Lowerer, Scope, Step};
+use crate::ir::ValueType;
 use crate::ir::{Expr, LoopKind, Stmt, Type};
 use crate::notation::cin::VarId;
 use crate::schedule::lexpr;
-use crate::tensor::ValueType;
 
 impl Lowerer<'_> {
     pub(super) fn lower(

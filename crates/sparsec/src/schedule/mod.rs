@@ -27,6 +27,7 @@ use std::collections::BTreeSet;
 
 use lexpr::LExpr;
 
+pub use crate::error::LowerError;
 use crate::format::{Format, LevelCoord};
 use crate::ir::{Expr, ParamRef, Symbol};
 pub use crate::ir::{OmpSchedule, ParallelUnit};
@@ -172,11 +173,6 @@ pub struct Concrete {
     /// True once a `parallelize` was applied (only more `parallelize` may follow).
     pub(crate) parallelized: bool,
 }
-
-/// A statement that cannot be made concrete (and why).
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("cannot compile this statement: {0}")]
-pub struct LowerError(pub String);
 
 impl Concrete {
     /// Concretize a checked statement with the default loop order.
