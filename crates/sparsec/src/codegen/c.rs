@@ -6,33 +6,16 @@
 //! [`CKernel::bindings`], which the runtime follows when it passes storage. Index arrays are
 //! `int64_t`; values are `double` or `float` per tensor.
 
-use std::collections::BTreeSet;
 use std::fmt::Write;
 
+use super::abi::{self, Layout};
+pub use super::abi::{assumption_status, BackendError, Binding};
 use crate::ir::{
     ArrayKind, ArrayRef, BinOp, Expr, Intrinsic, Local, LocalType, LoopKind, OmpSchedule,
     ParallelUnit, ParamRef, Reduction, Stmt, Type,
 };
-use crate::lower::{Lowered, OutputMode};
+use crate::lower::Lowered;
 use crate::tensor::ValueType;
-
-/// What the runtime must pass for each kernel argument slot.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Binding {
-    /// `arrays[n]`: a level array or a value array of an operand.
-    Array(ArrayRef),
-    /// `params[n]`: a level parameter of an operand.
-    Param(ParamRef),
-    /// `params[n]`: the extent of an index variable.
-    VarSize(usize),
-    /// `params[n]`: the number of threads of parallel loops.
-    Threads,
-}
-
-/// A lowered kernel that this backend cannot print.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("the C backend cannot generate this kernel: {0}")]
-pub struct BackendError(pub String);
 
 /// Generated C source and its argument layout.
 #[derive(Clone, Debug, PartialEq)]
@@ -228,39 +211,13 @@ static inline int64_t sparsec_hash_locate(const int64_t *idx, int64_t width, int
 
 "#;
 
-/// Status a kernel returns when assumption `n` of [`Lowered::assumptions`] fails.
-pub fn assumption_status(n: usize) -> i32 {
-    2 + n as i32
-}
-
 /// Print a lowered kernel. `value_types[n]` is the value type of operand `n`.
 pub fn emit(lowered: &Lowered, value_types: &[ValueType]) -> Result<CKernel, BackendError> {
-    let mut used = Used::default();
-    for s in &lowered.body {
-        used.stmt(s);
-    }
-    for (e, _) in &lowered.assumptions {
-        used.expr(e);
-    }
-    if let Some(unit) = used.gpu {
-        return Err(BackendError(format!(
-            "a loop is parallelized on {unit:?}, which needs a GPU backend; this build of \
-             sparsec generates CPU code only (use CPUThread or CPUVector)"
-        )));
-    }
-    let arrays: Vec<ArrayRef> = used.arrays.into_iter().collect();
-    let mut params: Vec<Binding> = used.params.into_iter().map(Binding::Param).collect();
-    params.extend((0..lowered.statement_vars).map(Binding::VarSize));
-    if used.threads {
-        params.push(Binding::Threads);
-    }
+    let Layout { arrays, params } = abi::layout(lowered, "C")?;
 
     let mut out = String::from(PRELUDE);
     let body_offset = out.len();
-    let order = match lowered.output {
-        OutputMode::Emit => lowered.operands[0].format.order(),
-        OutputMode::Dense { .. } => 0,
-    };
+    let order = abi::emit_order(lowered);
     let _ = writeln!(
         out,
         "int {ENTRY}(void **arrays, const int64_t *params, sparsec_buffer *out) {{"
@@ -270,14 +227,7 @@ pub fn emit(lowered: &Lowered, value_types: &[ValueType]) -> Result<CKernel, Bac
         let name = array_name(a);
         let writable = a.tensor == lowered.operands[0].name && a.kind == ArrayKind::Vals;
         let ty = match a.kind {
-            ArrayKind::Vals => {
-                let operand = lowered
-                    .operands
-                    .iter()
-                    .position(|o| o.name == a.tensor)
-                    .expect("operand");
-                value_types[operand].c_name()
-            }
+            ArrayKind::Vals => value_types[abi::operand_index(lowered, &a.tensor)].c_name(),
             _ => "int64_t",
         };
         let constness = if writable { "" } else { "const " };
@@ -289,7 +239,7 @@ pub fn emit(lowered: &Lowered, value_types: &[ValueType]) -> Result<CKernel, Bac
     for (n, p) in params.iter().enumerate() {
         let name = match p {
             Binding::Param(p) => param_name(p),
-            Binding::VarSize(v) => format!("{}_size", lowered.var_names[*v]),
+            Binding::VarSize(v) => abi::var_size_name(lowered, *v),
             Binding::Threads => "sparsec_threads".to_string(),
             Binding::Array(_) => unreachable!(),
         };
@@ -341,106 +291,6 @@ fn array_name(a: &ArrayRef) -> String {
 
 fn param_name(p: &ParamRef) -> String {
     format!("{}{}_{}", p.tensor, p.level, p.kind.suffix())
-}
-
-#[derive(Default)]
-struct Used {
-    arrays: BTreeSet<ArrayRef>,
-    params: BTreeSet<ParamRef>,
-    /// Some loop runs on CPU threads.
-    threads: bool,
-    /// Some loop needs a GPU.
-    gpu: Option<ParallelUnit>,
-}
-
-impl Used {
-    fn expr(&mut self, e: &Expr) {
-        match e {
-            Expr::Param(p) => {
-                self.params.insert(p.clone());
-            }
-            Expr::Load(a, i) => {
-                if a.kind != ArrayKind::Local {
-                    self.arrays.insert(a.clone());
-                }
-                self.expr(i);
-            }
-            Expr::Neg(a) | Expr::Not(a) => self.expr(a),
-            Expr::Bin(_, a, b) => {
-                self.expr(a);
-                self.expr(b);
-            }
-            Expr::Select(c, a, b) => {
-                self.expr(c);
-                self.expr(a);
-                self.expr(b);
-            }
-            Expr::Call(_, a, args) => {
-                self.arrays.insert(a.clone());
-                args.iter().for_each(|x| self.expr(x));
-            }
-            Expr::Int(_) | Expr::Float(_) | Expr::Bool(_) | Expr::Var(_) => {}
-        }
-    }
-    fn stmt(&mut self, s: &Stmt) {
-        match s {
-            Stmt::Decl(_, _, e) | Stmt::Assign(_, e) => self.expr(e),
-            Stmt::Store {
-                array,
-                index,
-                value,
-                ..
-            } => {
-                if array.kind != ArrayKind::Local {
-                    self.arrays.insert(array.clone());
-                }
-                self.expr(index);
-                self.expr(value);
-            }
-            Stmt::For {
-                start,
-                end,
-                body,
-                kind,
-                ..
-            } => {
-                if let LoopKind::Parallel {
-                    unit, reductions, ..
-                } = kind
-                {
-                    match unit {
-                        ParallelUnit::CpuThread => self.threads = true,
-                        ParallelUnit::CpuVector => {}
-                        gpu => self.gpu = Some(*gpu),
-                    }
-                    for r in reductions {
-                        if let Reduction::Array(a, len) = r {
-                            self.arrays.insert(a.clone());
-                            self.expr(len);
-                        }
-                    }
-                }
-                self.expr(start);
-                self.expr(end);
-                body.iter().for_each(|x| self.stmt(x));
-            }
-            Stmt::Atomic(inner) => self.stmt(inner),
-            Stmt::While(c, body) => {
-                self.expr(c);
-                body.iter().for_each(|x| self.stmt(x));
-            }
-            Stmt::If(c, a, b) => {
-                self.expr(c);
-                a.iter().chain(b).for_each(|x| self.stmt(x));
-            }
-            Stmt::Emit { coords, value } => {
-                coords.iter().for_each(|x| self.expr(x));
-                self.expr(value);
-            }
-            Stmt::Block(b) => b.iter().for_each(|x| self.stmt(x)),
-            Stmt::OrderTouched { len, .. } => self.expr(len),
-        }
-    }
 }
 
 struct Printer<'a> {
