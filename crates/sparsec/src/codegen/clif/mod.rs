@@ -144,6 +144,13 @@ mod tests {
     }
 
     #[test]
+    fn order_touched_sorts_the_list_only() {
+        let mut list = [9, 3, 7, 1, 5, 42];
+        unsafe { runtime::order_touched(list.as_mut_ptr(), 5) };
+        assert_eq!(list, [1, 3, 5, 7, 9, 42]);
+    }
+
+    #[test]
     fn emit_grows_and_buffer_free_releases() {
         let mut b = Buffer::EMPTY;
         for k in 0..3000i64 {
