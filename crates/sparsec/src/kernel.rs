@@ -228,7 +228,8 @@ impl Kernel {
         &self.statement
     }
 
-    /// The generated C translation unit.
+    /// The generated C translation unit (with [`Backend::Jit`]: the C equivalent of the
+    /// code that runs, for reading).
     pub fn source(&self) -> &str {
         &self.generated.source
     }

@@ -280,13 +280,16 @@ fn scheduled_kernels_run_serially() {
     }
 }
 
+/// A statement, its formats and its inputs.
+type Case<'a> = (&'a str, &'a [(&'a str, &'a str)], Vec<(&'a str, Coo)>);
+
 #[test]
 fn f32_values() {
     let mut r = rng(7);
     let a = random_coo(&mut r, &[16, 14], 0.2);
     let b = random_coo(&mut r, &[14, 12], 0.2);
     let x = random_coo(&mut r, &[14], 1.0);
-    let cases: [(&str, &[(&str, &str)], Vec<(&str, Coo)>); 3] = [
+    let cases: [Case; 3] = [
         (SPMV, &[("A", "csr")], vec![("A", a.clone()), ("x", x)]),
         (
             "C(i,j) = A(i,k) * B(k,j)",

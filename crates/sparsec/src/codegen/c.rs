@@ -3,7 +3,7 @@
 //! A kernel is one function `int sparsec_kernel(void **arrays, const int64_t *params,
 //! sparsec_buffer *out)`. Every array and scalar the body reads is unpacked into a named
 //! local at the top (`A2_pos`, `A1_size`, `i_size`), in the order given by
-//! [`CKernel::bindings`], which the runtime follows when it passes storage. Index arrays are
+//! [`CKernel::arrays`] and [`CKernel::params`] (see [`super::abi`]), which the runtime follows when it passes storage. Index arrays are
 //! `int64_t`; values are `double` or `float` per tensor.
 
 use std::fmt::Write;

@@ -1,5 +1,5 @@
 //! Runtime helpers that JIT-compiled kernels call: the operations the C backend prints as
-//! prelude functions. They are registered with the JIT under the names in [`SYMBOLS`].
+//! prelude functions. They are registered with the JIT by `symbols`, under their `sparsec_jit_` names.
 //! Entry buffers are grown with the C allocator, so the C backend's `sparsec_buffer_free`
 //! and [`buffer_free`] free either backend's buffers alike.
 
