@@ -228,7 +228,8 @@ impl<'a> Translator<'a, '_> {
                     }
                     BinOp::Rem => ins.srem(a, b),
                     BinOp::Min | BinOp::Max if float => {
-                        // `a < b ? a : b` (and `>`), as the C helpers.
+                        // `a < b ? a : b` (and `>`). The C helpers take integers only:
+                        // lowering takes the min and max of indices alone.
                         let cc = if op == BinOp::Min {
                             FloatCC::LessThan
                         } else {
