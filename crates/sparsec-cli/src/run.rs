@@ -6,11 +6,11 @@ use std::time::{Duration, Instant};
 
 use miette::{miette, Report, Result, WrapErr};
 use sparsec::io::{self, MtxLayout, MtxWriteOptions};
-use sparsec::kernel::Timings;
+use sparsec::kernel::{Backend, Timings};
 use sparsec::reference;
 use sparsec::tensor::{Tensor, ValueType};
 
-use crate::spec::{self, Problem, ScheduleArgs, Source, SpecArgs, FORMAT_HELP};
+use crate::spec::{self, BackendArg, Problem, ScheduleArgs, Source, SpecArgs, FORMAT_HELP};
 
 const RUN_HELP: &str = "\
 EXAMPLES:
@@ -28,6 +28,10 @@ EXAMPLES:
   # SpMV with the row-chunked parallel schedule on 2 threads:
   sparsec run \"y(i) = A(i,j) * x(j)\" -f A:csr -i A:a.mtx -g x:dense --threads 2 \\
       -s \"split(i,i0,i1,32),parallelize(i0,CPUThread,NoRaces)\"
+
+  # SpMV compiled in process by the JIT backend (no C compiler):
+  sparsec run \"y(i) = A(i,j) * x(j)\" -f A:csr -g A:uniform -g x:dense -d i:1000 -d j:1000 \\
+      --backend jit
 
   # MTTKRP on a FROSTT tensor:
   sparsec run \"A(i,j) = B(i,k,l) * C(k,j) * D(l,j)\" -f B:sss -i B:t.tns \\
@@ -79,6 +83,9 @@ pub struct RunArgs {
     /// Also evaluate with the dense reference evaluator and compare (fails above 1e-9).
     #[arg(long)]
     pub check: bool,
+    /// Backend: `c` (gcc, cached, OpenMP threads) or `jit` (Cranelift in process, serial).
+    #[arg(long, value_enum, default_value_t = BackendArg::C)]
+    pub backend: BackendArg,
     /// Seed of the generated inputs (tensor k uses SEED + k).
     #[arg(long, value_name = "S", default_value_t = 42)]
     pub seed: u64,
@@ -168,21 +175,21 @@ pub fn run(args: &RunArgs) -> Result<()> {
     }
 
     let started = Instant::now();
-    let mut kernel = args.schedule.kernel(&statement)?;
+    let mut kernel = args.schedule.kernel(&statement, args.backend.into())?;
     if let Some(n) = args.threads {
         kernel.set_threads(n);
     }
     let compile_time = started.elapsed();
+    let (how, threads) = match (kernel.backend(), kernel.was_compiled()) {
+        // JIT kernels run their parallel loops serially.
+        (Backend::Jit, _) => ("compiled in process (JIT)", 1),
+        (Backend::C, true) => ("compiled", kernel.threads()),
+        (Backend::C, false) => ("loaded from cache", kernel.threads()),
+    };
     crate::outln!(
-        "kernel: {} in {} (loops {}; {} threads)",
-        if kernel.was_compiled() {
-            "compiled"
-        } else {
-            "loaded from cache"
-        },
+        "kernel: {how} in {} (loops {}; {threads} threads)",
         spec::ms(compile_time),
         kernel.loop_order().join(", "),
-        kernel.threads()
     );
 
     let refs: Vec<&Tensor> = inputs.iter().collect();

@@ -8,7 +8,7 @@ use miette::{miette, Report, Result, WrapErr};
 use sparsec::format::Format;
 use sparsec::io::{self, TensorFile};
 use sparsec::jit::Toolchain;
-use sparsec::kernel::Kernel;
+use sparsec::kernel::{Backend, Kernel};
 use sparsec::lower::{self, Lowered};
 use sparsec::notation::ast::{Assignment, Expr, ExprKind};
 use sparsec::notation::cin::Statement;
@@ -79,17 +79,37 @@ impl ScheduleArgs {
             .wrap_err("cannot compile the statement")
     }
 
-    /// Compile the statement with this schedule.
-    pub fn kernel(&self, statement: &Statement) -> Result<Kernel> {
-        let kernel = match self.concrete(statement)? {
-            Some(c) => Kernel::from_concrete(&c, ValueType::F64, &Toolchain::default()),
-            None => {
-                Kernel::from_statement(statement.clone(), ValueType::F64, &Toolchain::default())
-            }
-        };
-        kernel
-            .map_err(Report::new)
-            .wrap_err("cannot compile the statement")
+    /// Compile the statement with this schedule and backend.
+    pub fn kernel(&self, statement: &Statement, backend: Backend) -> Result<Kernel> {
+        let lowered = self.lower(statement)?;
+        Kernel::from_lowered(
+            statement.clone(),
+            lowered,
+            ValueType::F64,
+            &Toolchain::default(),
+            backend,
+        )
+        .map_err(Report::new)
+        .wrap_err("cannot compile the statement")
+    }
+}
+
+/// `--backend`: which backend compiles kernels.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum BackendArg {
+    /// C compiled by the system C compiler (cached), with OpenMP threads.
+    #[default]
+    C,
+    /// Cranelift in process: no C compiler, low latency, serial.
+    Jit,
+}
+
+impl From<BackendArg> for Backend {
+    fn from(b: BackendArg) -> Backend {
+        match b {
+            BackendArg::C => Backend::C,
+            BackendArg::Jit => Backend::Jit,
+        }
     }
 }
 

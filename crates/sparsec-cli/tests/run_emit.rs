@@ -411,3 +411,32 @@ fn errors_are_reported_without_panics() {
         "not the output",
     );
 }
+
+#[test]
+fn run_with_the_jit_backend() {
+    for (expr, formats) in [
+        ("y(i) = A(i,j) * x(j)", ["-f", "A:csr", "-g", "x:dense"]),
+        ("C(i,j) = A(i,k) * B(k,j)", ["-f", "A:csr", "-f", "C:csr"]),
+    ] {
+        let mut args = vec![
+            "run",
+            expr,
+            "-g",
+            "A:uniform:0.1",
+            "--backend",
+            "jit",
+            "--check",
+        ];
+        args.extend(formats);
+        if expr.starts_with('C') {
+            args.extend(["-g", "B:uniform:0.1", "-f", "B:csr"]);
+        }
+        args.extend(["-d", "i:40", "-d", "j:30", "-d", "k:20"]);
+        let out = ok(&args);
+        assert!(out.contains("compiled in process (JIT)"), "{out}");
+        assert!(out.contains("check: ok"), "{out}");
+    }
+    let refused = sparsec(&["run", "y(i) = A(i,j) * x(j)", "--backend", "llvm"]);
+    assert!(!refused.status.success());
+    assert!(stderr(&refused).contains("jit"), "{}", stderr(&refused));
+}

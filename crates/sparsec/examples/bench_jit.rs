@@ -17,6 +17,12 @@
 //! 3. **repeat**: the same kernel constructed again in that second process: the library is
 //!    found in the process's table of loaded libraries; `was_compiled()` must be false.
 //!
+//! Then, per backend (`c`, `jit`), the **cold compile-and-first-run** latency of SpMV, SpMM,
+//! SpGEMM and MTTKRP: in a fresh process (`--child first BACKEND`), on random inputs made
+//! before timing, lowering and compiling the kernel (gcc into an empty cache, or Cranelift
+//! in process) and its first run; with the steady time of a later run beside it. The JIT
+//! runs serially, so the C kernels run on one thread here too.
+//!
 //! Every process runs `gcc --version` once (the compiler's identity is part of the cache
 //! key), so phases 1 and 2 include it and phase 3 does not; its cost is printed apart.
 //! Besides `was_compiled()`, the parent checks that the cache directory's libraries are
@@ -28,10 +34,13 @@ use std::process::Command;
 use std::time::{Instant, SystemTime};
 
 use sparsec::format::Format;
+use sparsec::generate;
 use sparsec::jit::Toolchain;
-use sparsec::kernel::Kernel;
+use sparsec::kernel::{lower_with_default_parallelism, Backend, Kernel};
+use sparsec::notation::cin::Statement;
 use sparsec::notation::{self, TensorDecl};
-use sparsec::tensor::ValueType;
+use sparsec::schedule::Concrete;
+use sparsec::tensor::{Tensor, ValueType};
 
 /// Name, statement, and per tensor its dimensions and format.
 type Case = (
@@ -91,9 +100,12 @@ const CASES: &[Case] = &[
 
 const PHASES: [&str; 3] = ["cold", "disk", "repeat"];
 
-/// Construct `case`'s kernel with its cache in `dir`: seconds taken and `was_compiled()`.
-fn construct(case: &Case, dir: &Path) -> (f64, bool) {
-    let (name, expr, tensors) = case;
+/// Kernels whose cold compile-and-first-run latency is compared across backends.
+const FIRST_RUN: [&str; 4] = ["spmv", "spmm", "spgemm", "mttkrp"];
+
+/// `case`'s checked statement.
+fn bind(case: &Case) -> Statement {
+    let (_, expr, tensors) = case;
     let decls: Vec<TensorDecl> = tensors
         .iter()
         .map(|(t, dims, f)| {
@@ -102,7 +114,13 @@ fn construct(case: &Case, dir: &Path) -> (f64, bool) {
         })
         .collect();
     let assignment = notation::parse(expr).expect("statement");
-    let statement = notation::bind(&assignment, &decls, &[]).expect("declarations");
+    notation::bind(&assignment, &decls, &[]).expect("declarations")
+}
+
+/// Construct `case`'s kernel with its cache in `dir`: seconds taken and `was_compiled()`.
+fn construct(case: &Case, dir: &Path) -> (f64, bool) {
+    let name = case.0;
+    let statement = bind(case);
     let toolchain = Toolchain {
         cache_dir: dir.to_path_buf(),
         ..Toolchain::default()
@@ -113,9 +131,54 @@ fn construct(case: &Case, dir: &Path) -> (f64, bool) {
     (started.elapsed().as_secs_f64(), kernel.was_compiled())
 }
 
+/// Child process: lower and compile `case` with `backend` (C into the empty cache `dir`)
+/// and run it once on random inputs; print `COMPILE_SECONDS FIRST_RUN_SECONDS
+/// STEADY_RUN_SECONDS`.
+fn first_run(case: &Case, backend: Backend, dir: &Path) {
+    let statement = bind(case);
+    let inputs: Vec<Tensor> = statement.tensors[1..]
+        .iter()
+        .enumerate()
+        .map(|(k, t)| {
+            let coo = if t.format.is_all_dense() {
+                generate::dense(&t.dims, k as u64)
+            } else {
+                generate::uniform(&t.dims, 0.01, k as u64)
+            };
+            Tensor::from_coo(&coo, &t.format, ValueType::F64).expect("input")
+        })
+        .collect();
+    let refs: Vec<&Tensor> = inputs.iter().collect();
+    let toolchain = Toolchain {
+        cache_dir: dir.to_path_buf(),
+        ..Toolchain::default()
+    };
+    let started = Instant::now();
+    let lowered = Concrete::new(&statement)
+        .and_then(|c| lower_with_default_parallelism(&c))
+        .expect("lowering");
+    let mut kernel = Kernel::from_lowered(statement, lowered, ValueType::F64, &toolchain, backend)
+        .unwrap_or_else(|e| panic!("{}: {e}", case.0));
+    kernel.set_threads(1);
+    let compiled = started.elapsed().as_secs_f64();
+    kernel.run(&refs).expect("first run");
+    let first = started.elapsed().as_secs_f64() - compiled;
+    let again = Instant::now();
+    kernel.run(&refs).expect("second run");
+    println!("{compiled} {first} {}", again.elapsed().as_secs_f64());
+}
+
 /// Child process: time the phases asked for, one `PHASE SECONDS COMPILED` line each.
 fn child(mode: &str, name: &str, dir: &Path) {
     let case = CASES.iter().find(|c| c.0 == name).expect("known kernel");
+    let backend = match mode {
+        "first-c" => Some(Backend::C),
+        "first-jit" => Some(Backend::Jit),
+        _ => None,
+    };
+    if let Some(backend) = backend {
+        return first_run(case, backend, dir);
+    }
     let phases: &[&str] = match mode {
         "cold" => &["cold"],
         "cached" => &["disk", "repeat"],
@@ -127,8 +190,8 @@ fn child(mode: &str, name: &str, dir: &Path) {
     }
 }
 
-/// Re-execute this program as a child; returns its `(phase, seconds, compiled)` lines.
-fn spawn(mode: &str, name: &str, dir: &Path) -> Vec<(String, f64, bool)> {
+/// Re-execute this program as a child; returns its output.
+fn spawn_text(mode: &str, name: &str, dir: &Path) -> String {
     let exe = std::env::current_exe().expect("own executable");
     let out = Command::new(exe)
         .args(["--child", mode, name])
@@ -140,7 +203,12 @@ fn spawn(mode: &str, name: &str, dir: &Path) -> Vec<(String, f64, bool)> {
         "child {mode} {name} failed: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    String::from_utf8_lossy(&out.stdout)
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Re-execute this program as a child; returns its `(phase, seconds, compiled)` lines.
+fn spawn(mode: &str, name: &str, dir: &Path) -> Vec<(String, f64, bool)> {
+    spawn_text(mode, name, dir)
         .lines()
         .map(|l| {
             let f: Vec<&str> = l.split_whitespace().collect();
@@ -255,6 +323,37 @@ fn main() {
         "`{compiler} --version` (run once per process, inside cold and disk): median {:.3} ms",
         stats(version_ms).0
     );
+
+    println!();
+    println!("cold compile + first run, fresh process (C: empty cache), 1 thread; ms, medians");
+    println!(
+        "{:8} {:7} {:>9} {:>9} {:>9} {:>11}",
+        "kernel", "backend", "compile", "1st run", "total", "steady run"
+    );
+    for name in FIRST_RUN {
+        for backend in ["c", "jit"] {
+            let mut columns: [Vec<f64>; 4] = Default::default();
+            for _ in 0..runs {
+                let dir = tempfile::Builder::new()
+                    .prefix("sparsec-bench-jit-")
+                    .tempdir()
+                    .expect("temporary directory");
+                let text = spawn_text(&format!("first-{backend}"), name, dir.path());
+                let secs: Vec<f64> = text
+                    .split_whitespace()
+                    .map(|f| f.parse::<f64>().expect("seconds") * 1e3)
+                    .collect();
+                columns[0].push(secs[0]);
+                columns[1].push(secs[1]);
+                columns[2].push(secs[0] + secs[1]);
+                columns[3].push(secs[2]);
+            }
+            let [compile, first, total, steady] = columns.map(|c| stats(c).0);
+            println!(
+                "{name:8} {backend:7} {compile:>9.3} {first:>9.3} {total:>9.3} {steady:>11.3}"
+            );
+        }
+    }
     if !failures.is_empty() {
         for f in &failures {
             eprintln!("FAIL: {f}");

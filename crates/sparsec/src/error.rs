@@ -1,6 +1,6 @@
 //! The crate's error type: every stage's errors, with diagnostics where they have spans.
 
-use crate::codegen::c::BackendError;
+use crate::codegen::abi::BackendError;
 use crate::jit::JitError;
 use crate::notation::NotationError;
 use crate::schedule::{ScheduleError, ScheduleSyntaxError};

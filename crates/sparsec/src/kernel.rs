@@ -23,40 +23,23 @@
 
 use std::borrow::Cow;
 use std::ffi::c_void;
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use crate::codegen::abi;
 use crate::codegen::c::{self, CKernel};
+use crate::codegen::clif;
+#[cfg(doc)]
+use crate::codegen::clif::JitKernel;
+use crate::codegen::runtime::{sys, RawBuffer as Buffer};
 use crate::ir::{ArrayRef, OutputMode, ParamRef, ScalarArg};
-use crate::jit::{self, Library, Toolchain};
+use crate::jit::{self, Toolchain};
 use crate::lower::{self, LowerError, Lowered};
 use crate::notation::cin::Statement;
 use crate::notation::{self, TensorDecl};
 use crate::schedule::{Concrete, OmpSchedule, ParallelUnit, RaceStrategy, Schedule, Transform};
 use crate::tensor::{Coo, Tensor, ValueType, Values};
 use crate::Error;
-
-/// A kernel's growable list of emitted entries (`sparsec_buffer` in the C prelude).
-#[repr(C)]
-struct Buffer {
-    coords: *mut i64,
-    vals: *mut f64,
-    len: i64,
-    cap: i64,
-}
-
-impl Buffer {
-    const EMPTY: Buffer = Buffer {
-        coords: std::ptr::null_mut(),
-        vals: std::ptr::null_mut(),
-        len: 0,
-        cap: 0,
-    };
-}
-
-// SAFETY: a buffer owns its two heap blocks (allocated by the kernel's `realloc`) and is
-// used by one thread at a time: the kernel call that fills it, then the run that reads it.
-unsafe impl Send for Buffer {}
 
 type KernelFn = unsafe extern "C" fn(*mut *mut c_void, *const i64, *mut Buffer) -> i32;
 type FreeFn = unsafe extern "C" fn(*mut Buffer);
@@ -73,15 +56,30 @@ pub struct Timings {
     pub assemble: Duration,
 }
 
+/// Which backend turns a lowered kernel into native code.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Backend {
+    /// C printed and compiled by the system C compiler (cached on disk), with OpenMP.
+    #[default]
+    C,
+    /// Cranelift, in process: no compiler, no cache, far lower latency; runs serially.
+    Jit,
+}
+
 /// A compiled statement, ready to run on tensors of the declared shapes and formats.
 pub struct Kernel {
     statement: Statement,
     threads: usize,
     lowered: Lowered,
+    /// The C translation unit; with [`Backend::Jit`], the C equivalent of the code that
+    /// runs, for reading (the argument layout is the same).
     generated: CKernel,
     value_type: ValueType,
-    /// Holds the code `entry` and `free` point into.
-    _library: Arc<Library>,
+    backend: Backend,
+    /// The C backend's toolchain, kept to recompile with [`Kernel::with_backend`].
+    toolchain: Toolchain,
+    /// Owns the code `entry` and `free` point into: a loaded library or a [`JitKernel`].
+    _code: Box<dyn Send + Sync>,
     compiled: bool,
     entry: KernelFn,
     free: FreeFn,
@@ -123,7 +121,7 @@ impl Kernel {
     ) -> Result<Kernel, Error> {
         let concrete = Concrete::new(&statement)?;
         let lowered = lower_with_default_parallelism(&concrete)?;
-        Kernel::from_lowered(statement, lowered, value_type, toolchain)
+        Kernel::from_lowered(statement, lowered, value_type, toolchain, Backend::C)
     }
 
     /// Lower and compile a statement with a schedule (see [`crate::schedule`]).
@@ -144,28 +142,63 @@ impl Kernel {
         toolchain: &Toolchain,
     ) -> Result<Kernel, Error> {
         let lowered = lower::lower(concrete)?;
-        Kernel::from_lowered(concrete.statement().clone(), lowered, value_type, toolchain)
+        Kernel::from_lowered(
+            concrete.statement().clone(),
+            lowered,
+            value_type,
+            toolchain,
+            Backend::C,
+        )
     }
 
-    fn from_lowered(
+    /// Compile a statement lowered by [`lower::lower`] or [`lower_with_default_parallelism`]
+    /// with `backend` (`toolchain` is used by [`Backend::C`] only).
+    pub fn from_lowered(
         statement: Statement,
         mut lowered: Lowered,
         value_type: ValueType,
         toolchain: &Toolchain,
+        backend: Backend,
     ) -> Result<Kernel, Error> {
         lowered.function.set_value_type(value_type);
+        // The JIT compiles first, so that it reports its own refusals.
+        let jit_code = match backend {
+            Backend::Jit => Some(clif::compile(&lowered.function)?),
+            Backend::C => None,
+        };
         let generated = c::emit(&lowered.function)?;
-        let jit::Loaded { library, compiled } = jit::load(&generated.source, toolchain)?;
-        // SAFETY: the signatures match the C prelude and entry point printed by `codegen::c`.
-        let entry = unsafe { library.symbol::<KernelFn>(c::ENTRY)? };
-        let free = unsafe { library.symbol::<FreeFn>(c::FREE_BUFFER)? };
+        let (code, compiled, entry, free) = match jit_code {
+            None => {
+                let jit::Loaded { library, compiled } = jit::load(&generated.source, toolchain)?;
+                // SAFETY: the signatures match the C prelude and entry point printed by
+                // `codegen::c`.
+                let entry = unsafe { library.symbol::<KernelFn>(c::ENTRY)? };
+                let free = unsafe { library.symbol::<FreeFn>(c::FREE_BUFFER)? };
+                (
+                    Box::new(library) as Box<dyn Send + Sync>,
+                    compiled,
+                    entry,
+                    free,
+                )
+            }
+            Some(code) => {
+                // SAFETY: `codegen::clif` generates a function of this signature; `code`
+                // keeps it alive as long as the kernel.
+                let entry = unsafe { std::mem::transmute::<*const u8, KernelFn>(code.entry()) };
+                // The JIT's entries grow with the C runtime compiled into this library.
+                let free: FreeFn = sys::sparsec_buffer_free;
+                (Box::new(code) as Box<dyn Send + Sync>, true, entry, free)
+            }
+        };
         Ok(Kernel {
             statement,
             threads: default_threads(),
             lowered,
             generated,
             value_type,
-            _library: library,
+            backend,
+            toolchain: toolchain.clone(),
+            _code: code,
             compiled,
             entry,
             free,
@@ -173,12 +206,32 @@ impl Kernel {
         })
     }
 
+    /// The same kernel compiled with `backend` (its threads kept).
+    pub fn with_backend(self, backend: Backend) -> Result<Kernel, Error> {
+        let threads = self.threads;
+        let mut kernel = Kernel::from_lowered(
+            self.statement.clone(),
+            self.lowered.clone(),
+            self.value_type,
+            &self.toolchain,
+            backend,
+        )?;
+        kernel.threads = threads;
+        Ok(kernel)
+    }
+
+    /// The backend that compiled this kernel.
+    pub fn backend(&self) -> Backend {
+        self.backend
+    }
+
     /// The checked statement.
     pub fn statement(&self) -> &Statement {
         &self.statement
     }
 
-    /// The generated C translation unit.
+    /// The generated C translation unit (with [`Backend::Jit`]: the C equivalent of the
+    /// code that runs, for reading).
     pub fn source(&self) -> &str {
         &self.generated.source
     }
@@ -203,7 +256,8 @@ impl Kernel {
         self.threads = n.max(1);
     }
 
-    /// True when this kernel was compiled now rather than found in the cache.
+    /// True when this kernel was compiled now rather than found in the cache (always, for
+    /// [`Backend::Jit`]).
     pub fn was_compiled(&self) -> bool {
         self.compiled
     }
@@ -430,7 +484,7 @@ impl Kernel {
         if status != 0 {
             self.keep_buffers(buffers);
             let failed = (0..self.lowered.function.assumptions.len())
-                .find(|&n| c::assumption_status(n) == status)
+                .find(|&n| abi::assumption_status(n) == status)
                 .map(|n| self.lowered.function.assumptions[n].1.clone());
             return Err(Error::Input(failed.unwrap_or_else(|| {
                 "the kernel ran out of memory while producing its output".into()

@@ -27,9 +27,10 @@ use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use sparsec::format::Format;
-use sparsec::kernel::Kernel;
+use sparsec::kernel::{lower_with_default_parallelism, Backend, Kernel};
 use sparsec::notation::{self, TensorDecl};
 use sparsec::reference;
+use sparsec::schedule::Concrete;
 use sparsec::tensor::{Coo, Tensor, ValueType};
 use sparsec::Error;
 
@@ -236,7 +237,7 @@ enum Outcome {
     Unsupported(String),
 }
 
-fn run_case(case: &Case) -> Result<Outcome, String> {
+fn run_case(case: &Case, backend: Backend) -> Result<Outcome, String> {
     let assignment = notation::parse(&case.expr).map_err(|e| format!("parse: {e}"))?;
     let format_of = |name: &str, order: usize| {
         case.formats
@@ -266,7 +267,14 @@ fn run_case(case: &Case) -> Result<Outcome, String> {
         })
         .collect();
     let refs: Vec<&Tensor> = tensors.iter().collect();
-    let kernel = match Kernel::from_statement(stmt.clone(), ValueType::F64, &Default::default()) {
+    let kernel = Concrete::new(&stmt)
+        .and_then(|c| lower_with_default_parallelism(&c))
+        .map_err(Error::from)
+        .and_then(|lowered| {
+            let toolchain = Default::default();
+            Kernel::from_lowered(stmt.clone(), lowered, ValueType::F64, &toolchain, backend)
+        });
+    let kernel = match kernel {
         Ok(k) => k,
         Err(Error::Lower(e)) => {
             let msg = e.to_string();
@@ -334,26 +342,64 @@ proptest! {
 
     #[test]
     fn random_statements_match_reference(seed in any::<u64>()) {
-        let case = gen_case(seed);
-        if std::env::var_os("SPARSEC_PROP_TRACE").is_some() {
-            eprintln!("seed {seed}: running {} {:?}", case.expr, case.formats);
+        check_seed(seed, Backend::C)?;
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: cases() * 2 / 3,
+        failure_persistence: None,
+        rng_seed: rng_seed(),
+        ..ProptestConfig::default()
+    })]
+
+    /// The same cases (the first two thirds) through the Cranelift JIT backend.
+    #[test]
+    fn random_statements_match_reference_on_the_jit(seed in any::<u64>()) {
+        check_seed(seed, Backend::Jit)?;
+    }
+}
+
+/// Run the case of `seed` with `backend`: agreeing with the reference or refused as
+/// documented passes.
+fn check_seed(seed: u64, backend: Backend) -> Result<(), TestCaseError> {
+    let case = gen_case(seed);
+    if std::env::var_os("SPARSEC_PROP_TRACE").is_some() {
+        eprintln!(
+            "seed {seed}: running {} {:?} on {backend:?}",
+            case.expr, case.formats
+        );
+    }
+    let outcome = std::panic::catch_unwind(|| run_case(&case, backend));
+    match outcome {
+        Ok(Ok(Outcome::Agreed)) => {}
+        Ok(Ok(Outcome::Unsupported(msg))) => {
+            eprintln!(
+                "seed {seed}: {} {:?}: unsupported: {msg}",
+                case.expr, case.formats
+            );
         }
-        let outcome = std::panic::catch_unwind(|| run_case(&case));
-        match outcome {
-            Ok(Ok(Outcome::Agreed)) => {}
-            Ok(Ok(Outcome::Unsupported(msg))) => {
-                eprintln!("seed {seed}: {} {:?}: unsupported: {msg}", case.expr, case.formats);
-            }
-            Ok(Err(msg)) => {
-                prop_assert!(false, "seed {seed}: {} formats {:?} sizes {:?}: {msg}",
-                    case.expr, case.formats, case.sizes);
-            }
-            Err(_) => {
-                prop_assert!(false, "seed {seed}: {} formats {:?} sizes {:?}: panicked",
-                    case.expr, case.formats, case.sizes);
-            }
+        Ok(Err(msg)) => {
+            prop_assert!(
+                false,
+                "seed {seed} on {backend:?}: {} formats {:?} sizes {:?}: {msg}",
+                case.expr,
+                case.formats,
+                case.sizes
+            );
+        }
+        Err(_) => {
+            prop_assert!(
+                false,
+                "seed {seed} on {backend:?}: {} formats {:?} sizes {:?}: panicked",
+                case.expr,
+                case.formats,
+                case.sizes
+            );
         }
     }
+    Ok(())
 }
 
 /// The generator covers what it should: scalar outputs, sparse outputs, divisions.
@@ -412,7 +458,8 @@ fn replay() {
         .unwrap();
     let case = gen_case(seed);
     eprintln!("{case:#?}");
-    assert_eq!(run_case(&case), Ok(Outcome::Agreed));
+    assert_eq!(run_case(&case, Backend::C), Ok(Outcome::Agreed));
+    assert_eq!(run_case(&case, Backend::Jit), Ok(Outcome::Agreed));
 }
 
 /// Compile and run `expr` on dense-valued inputs, returning the kernel's and the

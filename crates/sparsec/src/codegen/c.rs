@@ -9,16 +9,12 @@
 use std::collections::BTreeSet;
 use std::fmt::Write;
 
+use super::abi::{assumption_status, check_units, BackendError};
 use super::runtime::{self, Section};
 use crate::ir::{
     visit, ArrayRef, BinOp, Expr, Function, Helper, Local, LocalType, LoopKind, Names, OmpSchedule,
     OperandId, OutputMode, ParallelUnit, Reduction, ScalarArg, Signature, Stmt, Type, Var,
 };
-
-/// A lowered kernel that this backend cannot print.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("the C backend cannot generate this kernel: {0}")]
-pub struct BackendError(pub String);
 
 /// Generated C source and its argument layout.
 #[derive(Clone, Debug, PartialEq)]
@@ -36,31 +32,9 @@ pub const ENTRY: &str = "sparsec_kernel";
 /// Name of the exported function that frees an output buffer.
 pub const FREE_BUFFER: &str = "sparsec_buffer_free";
 
-/// Status a kernel returns when assumption `n` of [`Lowered::assumptions`] fails.
-pub fn assumption_status(n: usize) -> i32 {
-    2 + n as i32
-}
-
 /// Print a kernel.
 pub fn emit(function: &Function) -> Result<CKernel, BackendError> {
-    let mut gpu = None;
-    visit::walk_stmts(&function.body, &mut |s| {
-        if let Stmt::For {
-            kind: LoopKind::Parallel { unit, .. },
-            ..
-        } = s
-        {
-            if !matches!(unit, ParallelUnit::CpuThread | ParallelUnit::CpuVector) {
-                gpu = Some(*unit);
-            }
-        }
-    });
-    if let Some(unit) = gpu {
-        return Err(BackendError(format!(
-            "a loop is parallelized on {unit:?}, which needs a GPU backend; this build of \
-             sparsec generates CPU code only (use CPUThread or CPUVector)"
-        )));
-    }
+    check_units(function, "C")?;
     let signature = function.signature();
     let names = Names::new(function, &signature);
 

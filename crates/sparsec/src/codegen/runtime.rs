@@ -110,6 +110,20 @@ pub struct RawBuffer {
     pub cap: i64,
 }
 
+impl RawBuffer {
+    /// A buffer with no blocks yet.
+    pub const EMPTY: RawBuffer = RawBuffer {
+        coords: std::ptr::null_mut(),
+        vals: std::ptr::null_mut(),
+        len: 0,
+        cap: 0,
+    };
+}
+
+// SAFETY: a buffer owns its two heap blocks (C `realloc`) and is used by one thread at a
+// time: the kernel call that fills it, then the run that reads it.
+unsafe impl Send for RawBuffer {}
+
 /// The runtime's exported C functions, for code that calls them by address (an
 /// in-process backend). Prefer the checked wrappers in the parent module elsewhere.
 pub mod sys {
@@ -149,12 +163,7 @@ impl EntryBuffer {
     /// An empty buffer (nothing allocated until the first push).
     pub fn new(order: usize) -> Self {
         EntryBuffer {
-            raw: RawBuffer {
-                coords: std::ptr::null_mut(),
-                vals: std::ptr::null_mut(),
-                len: 0,
-                cap: 0,
-            },
+            raw: RawBuffer::EMPTY,
             order,
         }
     }

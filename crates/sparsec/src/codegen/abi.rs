@@ -1,0 +1,50 @@
+//! The kernel ABI every backend implements, so that [`crate::kernel`] calls any of them the
+//! same way: `int sparsec_kernel(void **arrays, const int64_t *params, sparsec_buffer *out)`.
+//!
+//! The function's [`crate::ir::Signature`] gives the slots of `arrays`/`params`; `out` holds
+//! one [`crate::codegen::runtime::RawBuffer`] per thread; a nonzero status reports a failed
+//! assumption ([`assumption_status`]) or an allocation failure (`-1`).
+
+use crate::ir::{visit, Function, LoopKind, ParallelUnit, Stmt};
+
+/// A kernel that a backend cannot generate.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("the {backend} backend cannot generate this kernel: {reason}")]
+pub struct BackendError {
+    /// Which backend refused (`C`, `JIT`).
+    pub backend: &'static str,
+    /// Why.
+    pub reason: String,
+}
+
+/// Status a kernel returns when assumption `n` of [`Function::assumptions`] fails.
+pub fn assumption_status(n: usize) -> i32 {
+    2 + n as i32
+}
+
+/// Refuse loops on units that no CPU backend runs (GPU blocks, warps and threads).
+/// `backend` names the refusing backend.
+pub fn check_units(function: &Function, backend: &'static str) -> Result<(), BackendError> {
+    let mut gpu = None;
+    visit::walk_stmts(&function.body, &mut |s| {
+        if let Stmt::For {
+            kind: LoopKind::Parallel { unit, .. },
+            ..
+        } = s
+        {
+            if !matches!(unit, ParallelUnit::CpuThread | ParallelUnit::CpuVector) {
+                gpu = Some(*unit);
+            }
+        }
+    });
+    match gpu {
+        Some(unit) => Err(BackendError {
+            backend,
+            reason: format!(
+                "a loop is parallelized on {unit:?}, which needs a GPU backend; this build of \
+                 sparsec generates CPU code only (use CPUThread or CPUVector)"
+            ),
+        }),
+        None => Ok(()),
+    }
+}
