@@ -99,9 +99,9 @@ pub fn emit(args: &EmitArgs) -> Result<()> {
                     " * to a growable buffer (the struct in the prelude below, released by"
                 );
                 crate::outln!(
-                    " * `{}`). The runtime then sorts the entries, sums duplicates",
-                    c::FREE_BUFFER
+                    " * the runtime's `sparsec_buffer_free`). The runtime then sorts the entries,"
                 );
+                crate::outln!(" * sums duplicates");
                 crate::outln!(
                     " * and packs them into the levels above (sparsec::tensor::Tensor::from_coo);"
                 );

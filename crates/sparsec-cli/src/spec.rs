@@ -97,8 +97,11 @@ impl ScheduleArgs {
 /// `--backend`: which backend compiles kernels.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum BackendArg {
-    /// C compiled by the system C compiler (cached), with OpenMP threads.
+    /// The C compiler's code if cached, else the JIT's at once and the C compiler's code
+    /// from the first run after its background compilation finishes.
     #[default]
+    Tiered,
+    /// C compiled by the system C compiler (cached), with OpenMP threads.
     C,
     /// Cranelift in process: no C compiler, low latency, serial.
     Jit,
@@ -107,6 +110,7 @@ pub enum BackendArg {
 impl From<BackendArg> for Backend {
     fn from(b: BackendArg) -> Backend {
         match b {
+            BackendArg::Tiered => Backend::Tiered,
             BackendArg::C => Backend::C,
             BackendArg::Jit => Backend::Jit,
         }

@@ -450,3 +450,73 @@ fn assumptions_recompute_and_refusals() {
     let expected = reference::evaluate(kernel.statement(), &refs, None);
     assert!(out.tensor().max_difference(&expected).unwrap() <= 1e-9);
 }
+
+/// A tiered kernel with an empty cache runs the JIT's code at once, then the C compiler's
+/// once its background compilation finishes; both give the reference's values, and a
+/// second tiered kernel of the same statement starts on the cached C code.
+#[test]
+fn tiered_kernels_start_on_the_jit_and_switch_to_c() {
+    let mut r = rng(70);
+    let a = random_coo(&mut r, &[40, 30], 0.2);
+    let x = random_coo(&mut r, &[30], 1.0);
+    let (stmt, tensors) = statement(SPMV, &[("A", "dcsr")], &[("A", a), ("x", x)], &[]);
+    let cache = tempfile::tempdir().unwrap();
+    let toolchain = Toolchain {
+        cache_dir: cache.path().to_path_buf(),
+        ..Toolchain::default()
+    };
+    let lowered = || lower_with_default_parallelism(&Concrete::new(&stmt).unwrap()).unwrap();
+    let tiered = |toolchain: &Toolchain| {
+        Kernel::from_lowered(
+            stmt.clone(),
+            lowered(),
+            ValueType::F64,
+            toolchain,
+            Backend::Tiered,
+        )
+        .unwrap()
+    };
+    let kernel = tiered(&toolchain);
+    assert_eq!(kernel.backend(), Backend::Tiered);
+    // The compilation takes far longer than building the JIT's code: it cannot be done.
+    assert_eq!(kernel.running_backend(), Backend::Jit);
+    compare_with_reference(&kernel, &stmt, &tensors, "tiered, JIT tier");
+    kernel.finish_compiling().unwrap();
+    assert_eq!(kernel.running_backend(), Backend::C);
+    assert!(kernel.was_compiled());
+    compare_with_reference(&kernel, &stmt, &tensors, "tiered, C tier");
+    let again = tiered(&toolchain);
+    assert_eq!(again.running_backend(), Backend::C);
+    assert!(!again.was_compiled());
+    compare_with_reference(&again, &stmt, &tensors, "tiered, cached");
+}
+
+/// Without a working C compiler a tiered kernel keeps running the JIT's code, and says why
+/// the C compiler's could not replace it.
+#[test]
+fn tiered_kernels_survive_a_missing_compiler() {
+    let mut r = rng(71);
+    let a = random_coo(&mut r, &[20, 20], 0.2);
+    let x = random_coo(&mut r, &[20], 1.0);
+    let (stmt, tensors) = statement(SPMV, &[("A", "csr")], &[("A", a), ("x", x)], &[]);
+    let cache = tempfile::tempdir().unwrap();
+    let toolchain = Toolchain {
+        compiler: "/nonexistent/sparsec-test-cc".into(),
+        cache_dir: cache.path().to_path_buf(),
+        ..Toolchain::default()
+    };
+    let lowered = lower_with_default_parallelism(&Concrete::new(&stmt).unwrap()).unwrap();
+    let kernel = Kernel::from_lowered(
+        stmt.clone(),
+        lowered,
+        ValueType::F64,
+        &toolchain,
+        Backend::Tiered,
+    )
+    .unwrap();
+    compare_with_reference(&kernel, &stmt, &tensors, "tiered without cc");
+    let err = kernel.finish_compiling().unwrap_err().to_string();
+    assert!(err.contains("sparsec-test-cc"), "{err}");
+    assert_eq!(kernel.running_backend(), Backend::Jit);
+    compare_with_reference(&kernel, &stmt, &tensors, "tiered without cc, after");
+}

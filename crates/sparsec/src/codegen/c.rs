@@ -29,8 +29,6 @@ pub struct CKernel {
 
 /// Name of the exported kernel function.
 pub const ENTRY: &str = "sparsec_kernel";
-/// Name of the exported function that frees an output buffer.
-pub const FREE_BUFFER: &str = "sparsec_buffer_free";
 
 /// Print a kernel.
 pub fn emit(function: &Function) -> Result<CKernel, BackendError> {
@@ -105,11 +103,10 @@ pub fn emit(function: &Function) -> Result<CKernel, BackendError> {
     })
 }
 
-/// The parts of the C runtime a kernel calls: the buffer type and its `free` always (the
-/// runtime frees every kernel's buffers through it), the others where the body uses them;
-/// and the level formats' helpers it calls.
+/// The parts of the C runtime a kernel calls: the buffer type always, the others where the
+/// body uses them; and the level formats' helpers it calls.
 fn runtime_used(function: &Function) -> (BTreeSet<Section>, Vec<&'static Helper>) {
-    let mut sections = BTreeSet::from([Section::Base, Section::Free]);
+    let mut sections = BTreeSet::from([Section::Base]);
     let mut helpers = Vec::new();
     let mut note = |e: &Expr| match e {
         Expr::Bin(BinOp::Min, ..) => {

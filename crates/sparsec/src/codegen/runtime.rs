@@ -18,16 +18,15 @@ const SOURCE: &str = include_str!("runtime.c");
 const MARKER: &str = "\n/* @section ";
 
 /// A section of the runtime that a kernel prints when it needs it. Variants are in the
-/// order of the file, which is the order of dependencies. The file's `append` section has
-/// no variant: kernels print its steps inline, only the library exports it.
+/// order of the file, which is the order of dependencies. The file's `free` and `append`
+/// sections have no variant: kernels never call them (they print appending inline), only
+/// the library exports them, and the runtime frees every backend's buffers with its own.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) enum Section {
     /// Includes, the OpenMP stub, the `sparsec_buffer` type: every kernel.
     Base,
     /// `sparsec_grow`: kernels that emit entries.
     Grow,
-    /// `sparsec_buffer_free`: every kernel, whose library exports it for the runtime.
-    Free,
     /// The sorts and `sparsec_order_touched`.
     Order,
     /// `sparsec_min`.
@@ -41,7 +40,6 @@ impl Section {
         match self {
             Section::Base => "base",
             Section::Grow => "grow",
-            Section::Free => "free",
             Section::Order => "order",
             Section::Min => "min",
             Section::Max => "max",
@@ -278,12 +276,13 @@ mod tests {
         let variants = [
             Section::Base,
             Section::Grow,
-            Section::Free,
             Section::Order,
             Section::Min,
             Section::Max,
         ];
         let mut expected = variants.map(Section::name).to_vec();
+        // Kernels never call these two: only the library exports them.
+        expected.insert(2, "free");
         expected.insert(3, "append");
         assert_eq!(names, expected);
     }

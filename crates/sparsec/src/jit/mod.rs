@@ -151,6 +151,38 @@ pub fn cache_key(source: &str, toolchain: &Toolchain) -> Result<String, JitError
     Ok(hasher.finalize().to_hex()[..32].to_string())
 }
 
+/// Load `source` if it needs no compiling: already loaded in this process, or a valid
+/// entry of the disk cache. `None` when it would have to be compiled.
+pub fn load_cached(source: &str, toolchain: &Toolchain) -> Result<Option<Loaded>, JitError> {
+    let key = cache_key(source, toolchain)?;
+    if let Some(lib) = loaded().lock().expect("library table").get(&key) {
+        return Ok(Some(Loaded {
+            library: lib.clone(),
+            compiled: false,
+        }));
+    }
+    let so = toolchain.cache_dir.join(format!("{key}.so"));
+    let sum = toolchain.cache_dir.join(format!("{key}.sum"));
+    if !entry_is_valid(&so, &sum) {
+        return Ok(None);
+    }
+    match open(&so) {
+        Ok(lib) => {
+            let library = Arc::new(Library { lib, path: so });
+            loaded()
+                .lock()
+                .expect("library table")
+                .insert(key, library.clone());
+            Ok(Some(Loaded {
+                library,
+                compiled: false,
+            }))
+        }
+        // An entry that does not load is rebuilt by `load`.
+        Err(_) => Ok(None),
+    }
+}
+
 /// Compile (or find in the cache) and load `source`.
 pub fn load(source: &str, toolchain: &Toolchain) -> Result<Loaded, JitError> {
     let key = cache_key(source, toolchain)?;

@@ -21,28 +21,25 @@
 //! println!("{:?}", y.to_coo());
 //! ```
 
-use std::borrow::Cow;
-use std::ffi::c_void;
+mod bind;
+mod native;
+
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use crate::codegen::abi;
 use crate::codegen::c::{self, CKernel};
-use crate::codegen::clif;
-#[cfg(doc)]
-use crate::codegen::clif::JitKernel;
-use crate::codegen::runtime::{sys, RawBuffer as Buffer};
-use crate::ir::{ArrayRef, OutputMode, ParamRef, ScalarArg};
-use crate::jit::{self, Toolchain};
+use crate::codegen::runtime::{sys, RawBuffer};
+use crate::ir::OutputMode;
+use crate::jit::Toolchain;
 use crate::lower::{self, LowerError, Lowered};
 use crate::notation::cin::Statement;
 use crate::notation::{self, TensorDecl};
 use crate::schedule::{Concrete, OmpSchedule, ParallelUnit, RaceStrategy, Schedule, Transform};
-use crate::tensor::{Coo, Tensor, ValueType, Values};
+use crate::tensor::{Coo, Tensor, ValueType};
 use crate::Error;
-
-type KernelFn = unsafe extern "C" fn(*mut *mut c_void, *const i64, *mut Buffer) -> i32;
-type FreeFn = unsafe extern "C" fn(*mut Buffer);
+use bind::Arguments;
+use native::{Code, Tiers};
 
 /// Time spent in each phase of one run.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -64,6 +61,10 @@ pub enum Backend {
     C,
     /// Cranelift, in process: no compiler, no cache, far lower latency; runs serially.
     Jit,
+    /// The C compiler's code when the cache holds it; else the JIT's code at once while
+    /// the C compiler works in the background, and its code from the first run after it
+    /// finishes (see [`Kernel::finish_compiling`]).
+    Tiered,
 }
 
 /// A compiled statement, ready to run on tensors of the declared shapes and formats.
@@ -75,16 +76,14 @@ pub struct Kernel {
     /// runs, for reading (the argument layout is the same).
     generated: CKernel,
     value_type: ValueType,
+    /// The backend asked for.
     backend: Backend,
     /// The C backend's toolchain, kept to recompile with [`Kernel::with_backend`].
     toolchain: Toolchain,
-    /// Owns the code `entry` and `free` point into: a loaded library or a [`JitKernel`].
-    _code: Box<dyn Send + Sync>,
-    compiled: bool,
-    entry: KernelFn,
-    free: FreeFn,
+    /// The native code runs call.
+    code: Tiers,
     /// Entry buffers of the last run, kept so that later runs do not grow them again.
-    spare_buffers: Mutex<Vec<Buffer>>,
+    spare_buffers: Mutex<Vec<RawBuffer>>,
 }
 
 impl Drop for Kernel {
@@ -94,8 +93,8 @@ impl Drop for Kernel {
             .get_mut()
             .unwrap_or_else(|e| e.into_inner());
         for b in buffers.iter_mut() {
-            // SAFETY: the buffer's blocks came from this kernel's library and are freed once.
-            unsafe { (self.free)(b) };
+            // SAFETY: every backend grows buffers with the C allocator; each is freed once.
+            unsafe { sys::sparsec_buffer_free(b) };
         }
     }
 }
@@ -161,34 +160,11 @@ impl Kernel {
         backend: Backend,
     ) -> Result<Kernel, Error> {
         lowered.function.set_value_type(value_type);
-        // The JIT compiles first, so that it reports its own refusals.
-        let jit_code = match backend {
-            Backend::Jit => Some(clif::compile(&lowered.function)?),
-            Backend::C => None,
-        };
         let generated = c::emit(&lowered.function)?;
-        let (code, compiled, entry, free) = match jit_code {
-            None => {
-                let jit::Loaded { library, compiled } = jit::load(&generated.source, toolchain)?;
-                // SAFETY: the signatures match the C prelude and entry point printed by
-                // `codegen::c`.
-                let entry = unsafe { library.symbol::<KernelFn>(c::ENTRY)? };
-                let free = unsafe { library.symbol::<FreeFn>(c::FREE_BUFFER)? };
-                (
-                    Box::new(library) as Box<dyn Send + Sync>,
-                    compiled,
-                    entry,
-                    free,
-                )
-            }
-            Some(code) => {
-                // SAFETY: `codegen::clif` generates a function of this signature; `code`
-                // keeps it alive as long as the kernel.
-                let entry = unsafe { std::mem::transmute::<*const u8, KernelFn>(code.entry()) };
-                // The JIT's entries grow with the C runtime compiled into this library.
-                let free: FreeFn = sys::sparsec_buffer_free;
-                (Box::new(code) as Box<dyn Send + Sync>, true, entry, free)
-            }
+        let code = match backend {
+            Backend::C => Tiers::fixed(Code::c(&generated.source, toolchain)?),
+            Backend::Jit => Tiers::fixed(Code::jit(&lowered.function)?),
+            Backend::Tiered => Tiers::tiered(&lowered.function, &generated.source, toolchain)?,
         };
         Ok(Kernel {
             statement,
@@ -198,10 +174,7 @@ impl Kernel {
             value_type,
             backend,
             toolchain: toolchain.clone(),
-            _code: code,
-            compiled,
-            entry,
-            free,
+            code,
             spare_buffers: Mutex::new(Vec::new()),
         })
     }
@@ -220,9 +193,26 @@ impl Kernel {
         Ok(kernel)
     }
 
-    /// The backend that compiled this kernel.
+    /// The backend asked for.
     pub fn backend(&self) -> Backend {
         self.backend
+    }
+
+    /// The backend whose code runs now: [`Backend::C`] or [`Backend::Jit`] (for a tiered
+    /// kernel, the JIT until the C compiler's code is ready).
+    pub fn running_backend(&self) -> Backend {
+        self.code.current().backend
+    }
+
+    /// Wait until a tiered kernel's C compilation has finished and run its code from now
+    /// on. An error says why it failed (the JIT's code then keeps running); for other
+    /// backends there is nothing to wait for.
+    pub fn finish_compiling(&self) -> Result<(), Error> {
+        self.code.finish().map_err(|reason| {
+            Error::Input(format!(
+                "the C compiler's code could not replace the JIT's: {reason}"
+            ))
+        })
     }
 
     /// The checked statement.
@@ -256,10 +246,10 @@ impl Kernel {
         self.threads = n.max(1);
     }
 
-    /// True when this kernel was compiled now rather than found in the cache (always, for
-    /// [`Backend::Jit`]).
+    /// True when the code that runs now was compiled for this kernel rather than found in
+    /// the cache (always, for the JIT's code).
     pub fn was_compiled(&self) -> bool {
-        self.compiled
+        self.code.current().compiled
     }
 
     /// True when the output is sparse: the kernel emits its entries and they are
@@ -376,153 +366,20 @@ impl Kernel {
         initial: Option<&Tensor>,
     ) -> Result<(Produced, Timings), Error> {
         let started = Instant::now();
-        let stmt = &self.statement;
-        if inputs.len() + 1 != stmt.tensors.len() {
-            return Err(Error::Input(format!(
-                "the statement reads {} tensors but {} were given",
-                stmt.tensors.len() - 1,
-                inputs.len()
-            )));
-        }
-        for (decl, t) in stmt.tensors[1..].iter().zip(inputs) {
-            if decl.dims != t.dims() {
-                return Err(Error::Input(format!(
-                    "tensor `{}` was declared with dimensions {:?} but has {:?}",
-                    decl.name,
-                    decl.dims,
-                    t.dims()
-                )));
-            }
-        }
-        let out_decl = &stmt.tensors[0];
-        if let Some(init) = initial {
-            if init.dims() != out_decl.dims.as_slice() {
-                return Err(Error::Input(format!(
-                    "initial value of `{}` has dimensions {:?}, expected {:?}",
-                    out_decl.name,
-                    init.dims(),
-                    out_decl.dims
-                )));
-            }
-        }
-        // Inputs in the layout and value type the kernel reads.
-        let mut operands: Vec<Cow<'_, Tensor>> = Vec::with_capacity(self.lowered.operands.len());
-        let dense_output = !self.assembles_output();
-        let mut output = match (dense_output, stmt.accumulate, initial) {
-            (true, true, Some(init)) => init.convert(&out_decl.format)?,
-            (true, _, _) => Tensor::from_coo(
-                &Coo::empty(out_decl.dims.clone()),
-                &out_decl.format,
-                self.value_type,
-            )?,
-            // Sparse results are assembled from the emitted entries after the call.
-            (false, _, _) => Tensor::zeros(&[], self.value_type),
-        };
-        cast_values(&mut output, self.value_type);
-        operands.push(Cow::Owned(output));
-        for op in &self.lowered.operands[1..] {
-            let source = inputs[op.tensor - 1];
-            let mut t = if source.format() == &op.format {
-                Cow::Borrowed(source)
-            } else {
-                Cow::Owned(source.convert(&op.format)?)
-            };
-            if t.value_type() != self.value_type {
-                cast_values(t.to_mut(), self.value_type);
-            }
-            operands.push(t);
-        }
-        let signature = &self.generated.signature;
-        let mut arrays: Vec<*mut c_void> = signature
-            .arrays
-            .iter()
-            .map(|a| match *a {
-                ArrayRef::Values(operand) => match operands[operand.0].values() {
-                    Values::F64(v) => v.as_ptr() as *mut c_void,
-                    Values::F32(v) => v.as_ptr() as *mut c_void,
-                },
-                ArrayRef::Level {
-                    operand,
-                    level,
-                    kind,
-                } => operands[operand.0].levels()[level - 1]
-                    .array(kind)
-                    .expect("lowering reads only arrays its level stores")
-                    .as_ptr() as *mut c_void,
-                ArrayRef::Scratch(_) => unreachable!("scratch arrays are not arguments"),
-            })
-            .collect();
-        let params: Vec<i64> = signature
-            .scalars
-            .iter()
-            .map(|s| match *s {
-                ScalarArg::Param(ParamRef::Level {
-                    operand,
-                    level,
-                    kind,
-                }) => operands[operand.0].levels()[level - 1].param(kind),
-                ScalarArg::Param(ParamRef::Extent(n)) => stmt.vars[n].size as i64,
-                ScalarArg::Threads => self.threads as i64,
-            })
-            .collect();
-        // One entry buffer per thread; serial kernels use the first. A concurrent run of
-        // the same kernel finds none spare and starts empty ones.
-        let mut buffers = std::mem::take(&mut *self.spare_buffers.lock().expect("buffers"));
-        let wanted = self.threads.max(1);
-        for b in buffers.iter_mut().skip(wanted) {
-            // SAFETY: allocated by this kernel's library; the kernel uses fewer threads now.
-            unsafe { (self.free)(b) };
-        }
-        buffers.resize_with(wanted, || Buffer::EMPTY);
+        self.check_inputs(inputs, initial)?;
+        let mut operands = self.operands(inputs, initial)?;
+        let mut arguments = self.arguments(&operands);
         let prepared = Instant::now();
-        // SAFETY: every pointer addresses storage of the operand named by the binding and
-        // stays alive (owned by `operands`) for the call; the output's values are written
-        // through the only mutable pointer, whose tensor is not aliased elsewhere.
-        let status =
-            unsafe { (self.entry)(arrays.as_mut_ptr(), params.as_ptr(), buffers.as_mut_ptr()) };
+        let buffers = self.call(&mut arguments)?;
         let computed = Instant::now();
-        if status != 0 {
+        let produced = if self.assembles_output() {
+            let entries = self.collect_entries(&buffers, initial);
             self.keep_buffers(buffers);
-            let failed = (0..self.lowered.function.assumptions.len())
-                .find(|&n| abi::assumption_status(n) == status)
-                .map(|n| self.lowered.function.assumptions[n].1.clone());
-            return Err(Error::Input(failed.unwrap_or_else(|| {
-                "the kernel ran out of memory while producing its output".into()
-            })));
-        }
-        let produced = if dense_output {
-            Produced::Dense(operands.swap_remove(0).into_owned())
+            Produced::Entries(entries)
         } else {
-            let order = out_decl.dims.len();
-            let total: usize = buffers.iter().map(|b| b.len as usize).sum();
-            let mut coords = Vec::with_capacity(total * order);
-            let mut values = Vec::with_capacity(total);
-            for b in &mut buffers {
-                let len = b.len as usize;
-                // SAFETY: the kernel wrote `len` entries of `order` coordinates and one
-                // value to each buffer it used.
-                unsafe {
-                    if len * order > 0 {
-                        coords.extend_from_slice(std::slice::from_raw_parts(b.coords, len * order));
-                    }
-                    if len > 0 {
-                        values.extend_from_slice(std::slice::from_raw_parts(b.vals, len));
-                    }
-                }
-            }
-            let mut coo = Coo {
-                dims: out_decl.dims.clone(),
-                coords,
-                values,
-            };
-            if let (true, Some(init)) = (stmt.accumulate, initial) {
-                let init = init.to_coo();
-                coo.coords.extend_from_slice(&init.coords);
-                coo.values.extend_from_slice(&init.values);
-            }
-            Produced::Entries(coo)
+            self.keep_buffers(buffers);
+            Produced::Dense(operands.swap_remove(0).into_owned())
         };
-        self.keep_buffers(buffers);
         Ok((
             produced,
             Timings {
@@ -533,19 +390,86 @@ impl Kernel {
             },
         ))
     }
-}
 
-impl Kernel {
+    /// Call the current native code with one entry buffer per thread (serial code uses the
+    /// first); a nonzero status becomes the failed assumption's message.
+    fn call(&self, arguments: &mut Arguments) -> Result<Vec<RawBuffer>, Error> {
+        // A concurrent run of the same kernel finds no spare buffers and starts empty ones.
+        let mut buffers = std::mem::take(&mut *self.spare_buffers.lock().expect("buffers"));
+        let wanted = self.threads.max(1);
+        for b in buffers.iter_mut().skip(wanted) {
+            // SAFETY: grown with the C allocator, no longer referenced.
+            unsafe { sys::sparsec_buffer_free(b) };
+        }
+        buffers.resize_with(wanted, || RawBuffer::EMPTY);
+        let code = self.code.current();
+        // SAFETY: every pointer addresses storage of the operand its slot names and stays
+        // alive (owned by the caller's operands) for the call; the output's values are
+        // written through the only mutable pointer, whose tensor is not aliased elsewhere.
+        let status = unsafe {
+            (code.entry)(
+                arguments.arrays.as_mut_ptr(),
+                arguments.params.as_ptr(),
+                buffers.as_mut_ptr(),
+            )
+        };
+        if status == 0 {
+            return Ok(buffers);
+        }
+        self.keep_buffers(buffers);
+        let assumptions = &self.lowered.function.assumptions;
+        let failed = (0..assumptions.len())
+            .find(|&n| abi::assumption_status(n) == status)
+            .map(|n| assumptions[n].1.clone());
+        Err(Error::Input(failed.unwrap_or_else(|| {
+            "the kernel ran out of memory while producing its output".into()
+        })))
+    }
+
+    /// The entries the kernel emitted into `buffers`, in order, then for `+=` statements
+    /// those of `initial`.
+    fn collect_entries(&self, buffers: &[RawBuffer], initial: Option<&Tensor>) -> Coo {
+        let out_decl = &self.statement.tensors[0];
+        let order = out_decl.dims.len();
+        let total: usize = buffers.iter().map(|b| b.len as usize).sum();
+        let mut coords = Vec::with_capacity(total * order);
+        let mut values = Vec::with_capacity(total);
+        for b in buffers {
+            let len = b.len as usize;
+            // SAFETY: the kernel wrote `len` entries of `order` coordinates and one value to
+            // each buffer it used.
+            unsafe {
+                if len * order > 0 {
+                    coords.extend_from_slice(std::slice::from_raw_parts(b.coords, len * order));
+                }
+                if len > 0 {
+                    values.extend_from_slice(std::slice::from_raw_parts(b.vals, len));
+                }
+            }
+        }
+        let mut coo = Coo {
+            dims: out_decl.dims.clone(),
+            coords,
+            values,
+        };
+        if let (true, Some(init)) = (self.statement.accumulate, initial) {
+            let init = init.to_coo();
+            coo.coords.extend_from_slice(&init.coords);
+            coo.values.extend_from_slice(&init.values);
+        }
+        coo
+    }
+
     /// Empty the buffers and keep them for the next run (freeing any that another run
     /// kept meanwhile).
-    fn keep_buffers(&self, mut buffers: Vec<Buffer>) {
+    fn keep_buffers(&self, mut buffers: Vec<RawBuffer>) {
         for b in &mut buffers {
             b.len = 0;
         }
         let mut spare = self.spare_buffers.lock().expect("buffers");
         for b in spare.iter_mut() {
-            // SAFETY: allocated by this kernel's library, no longer referenced.
-            unsafe { (self.free)(b) };
+            // SAFETY: grown with the C allocator, no longer referenced.
+            unsafe { sys::sparsec_buffer_free(b) };
         }
         *spare = buffers;
     }
@@ -616,16 +540,4 @@ pub fn lower_with_default_parallelism(concrete: &Concrete) -> Result<Lowered, Lo
         Some(Ok(lowered)) => Ok(lowered),
         _ => lower::lower(concrete),
     }
-}
-
-fn cast_values(t: &mut Tensor, ty: ValueType) {
-    if t.value_type() == ty {
-        return;
-    }
-    let n = t.values().len();
-    let mut values = Values::zeros(ty, n);
-    for p in 0..n {
-        values.set(p, t.values().get(p));
-    }
-    *t.values_mut() = values;
 }
