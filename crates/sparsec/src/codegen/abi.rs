@@ -5,7 +5,7 @@
 //! one [`crate::codegen::runtime::RawBuffer`] per thread; a nonzero status reports a failed
 //! assumption ([`assumption_status`]) or an allocation failure (`-1`).
 
-use crate::ir::{visit, Function, LoopKind, ParallelUnit, Stmt};
+use crate::ir::{visit, Function, Loop, LoopKind, ParallelUnit, Stmt};
 
 /// A kernel that a backend cannot generate.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -27,10 +27,10 @@ pub fn assumption_status(n: usize) -> i32 {
 pub fn check_units(function: &Function, backend: &'static str) -> Result<(), BackendError> {
     let mut gpu = None;
     visit::walk_stmts(&function.body, &mut |s| {
-        if let Stmt::For {
+        if let Stmt::For(Loop {
             kind: LoopKind::Parallel { unit, .. },
             ..
-        } = s
+        }) = s
         {
             if !matches!(unit, ParallelUnit::CpuThread | ParallelUnit::CpuVector) {
                 gpu = Some(*unit);

@@ -6,6 +6,7 @@
 //! [`Signature`], which the runtime follows when it passes storage. Index arrays are `int64_t`; values are `double` or `float` per tensor. The
 //! runtime helpers come from [`super::runtime`], only those the kernel calls.
 
+use crate::ir::Loop;
 use std::collections::BTreeSet;
 use std::fmt::Write;
 
@@ -13,7 +14,7 @@ use super::abi::{assumption_status, check_units, BackendError};
 use super::runtime::{self, Section};
 use crate::ir::{
     visit, ArrayRef, BinOp, Expr, Function, Helper, Local, LocalType, LoopKind, Names, OmpSchedule,
-    OperandId, OutputMode, ParallelUnit, Reduction, ScalarArg, Signature, Stmt, Type, Var,
+    OperandId, OutputMode, ParallelUnit, Reduction, ScalarArg, Signature, Stmt, Type,
 };
 
 /// Generated C source and its argument layout.
@@ -177,9 +178,10 @@ impl Printer<'_> {
         }
     }
 
-    fn for_loop(&mut self, var: Var, start: &Expr, end: &Expr, body: &[Stmt], kind: &LoopKind) {
+    fn for_loop(&mut self, l: &Loop) {
         let names = self.names;
-        let var = names.var(var);
+        let var = names.var(l.var);
+        let (start, end, body, kind) = (&l.start, &l.end, &l.body, &l.kind);
         let head = format!(
             "for (int64_t {var} = {}; {var} < {}; {var}++)",
             expr(names, start),
@@ -302,27 +304,16 @@ impl Printer<'_> {
                 }
                 _ => self.line(&format!("{} = {};", names.var(*v), expr(names, e))),
             },
-            Stmt::Store {
-                array,
-                index,
-                value,
-                accumulate,
-            } => {
-                let op = if *accumulate { "+=" } else { "=" };
+            Stmt::Store(store) => {
+                let op = if store.accumulate { "+=" } else { "=" };
                 self.line(&format!(
                     "{}[{}] {op} {};",
-                    names.array(array),
-                    expr(names, index),
-                    expr(names, value)
+                    names.array(&store.array),
+                    expr(names, &store.index),
+                    expr(names, &store.value)
                 ));
             }
-            Stmt::For {
-                var,
-                start,
-                end,
-                body,
-                kind,
-            } => self.for_loop(*var, start, end, body, kind),
+            Stmt::For(l) => self.for_loop(l),
             Stmt::While(c, body) => {
                 self.block(&format!("while ({})", expr(names, c)), body);
                 self.line("}");
@@ -401,7 +392,7 @@ fn local_type(ty: LocalType) -> &'static str {
 fn contains_emit(s: &Stmt) -> bool {
     match s {
         Stmt::Emit { .. } => true,
-        Stmt::For { body, .. } | Stmt::While(_, body) | Stmt::Block(body) => {
+        Stmt::For(Loop { body, .. }) | Stmt::While(_, body) | Stmt::Block(body) => {
             body.iter().any(contains_emit)
         }
         Stmt::If(_, a, b) => a.iter().chain(b).any(contains_emit),

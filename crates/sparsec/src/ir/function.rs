@@ -5,7 +5,8 @@ use std::collections::BTreeSet;
 
 use super::visit;
 use super::{
-    ArrayRef, Expr, Local, LocalType, LoopKind, ParamRef, Scratch, Stmt, Type, ValueType, Var,
+    ArrayRef, BinOp, Expr, Local, LocalType, Loop, LoopKind, ParamRef, Scratch, Stmt, Store, Type,
+    ValueType, Var,
 };
 
 /// A scalar variable: the hint a backend builds its identifier from, and its type.
@@ -125,6 +126,47 @@ impl Function {
         &self.scratch[s.index()]
     }
 
+    /// The C type of `e` in this function: what it evaluates to before any conversion
+    /// (literals and loads have their own type; `-` of a truth value and arithmetic
+    /// promote like C, comparisons are truth values).
+    pub fn type_of(&self, e: &Expr) -> Type {
+        match e {
+            Expr::Int(_) | Expr::Param(_) | Expr::Symbol(_) | Expr::Call(..) => Type::Index,
+            Expr::Float(_) => Type::Value(ValueType::F64),
+            Expr::Bool(_) | Expr::Not(_) => Type::Bool,
+            Expr::Var(v) => self.var(*v).ty,
+            Expr::Load(a, _) => self.element_type(a),
+            Expr::Neg(a) => match self.type_of(a) {
+                Type::Bool => Type::Index,
+                t => t,
+            },
+            Expr::Bin(op, a, b) => match op {
+                BinOp::Lt
+                | BinOp::Le
+                | BinOp::Gt
+                | BinOp::Ge
+                | BinOp::Eq
+                | BinOp::Ne
+                | BinOp::And
+                | BinOp::Or => Type::Bool,
+                _ => Type::promote(self.type_of(a), self.type_of(b)),
+            },
+            Expr::Select(_, a, b) => Type::common(self.type_of(a), self.type_of(b)),
+        }
+    }
+
+    /// The type of the elements of `array` (flags read as indices).
+    pub fn element_type(&self, array: &ArrayRef) -> Type {
+        match array {
+            ArrayRef::Values(operand) => Type::Value(self.operands[operand.0].values),
+            ArrayRef::Level { .. } => Type::Index,
+            ArrayRef::Scratch(s) => match self.scratch_info(*s).ty {
+                LocalType::Value => Type::Value(ValueType::F64),
+                LocalType::Index | LocalType::Flag => Type::Index,
+            },
+        }
+    }
+
     /// Set the element type of every operand's values (kernels compute in one type).
     pub fn set_value_type(&mut self, ty: ValueType) {
         for op in &mut self.operands {
@@ -156,13 +198,13 @@ impl Function {
         }
         let mut threads = false;
         visit::walk_stmts(&self.body, &mut |s| match s {
-            Stmt::Store { array, .. } if !matches!(array, ArrayRef::Scratch(_)) => {
+            Stmt::Store(Store { array, .. }) if !matches!(array, ArrayRef::Scratch(_)) => {
                 arrays.insert(*array);
             }
-            Stmt::For {
+            Stmt::For(Loop {
                 kind: LoopKind::Parallel { unit, .. },
                 ..
-            } if *unit == super::ParallelUnit::CpuThread => threads = true,
+            }) if *unit == super::ParallelUnit::CpuThread => threads = true,
             _ => {}
         });
         let mut scalars: Vec<ScalarArg> = params.into_iter().map(ScalarArg::Param).collect();

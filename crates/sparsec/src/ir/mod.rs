@@ -200,6 +200,29 @@ pub enum Type {
     Bool,
 }
 
+impl Type {
+    /// The type both operands of an arithmetic operation convert to, as in C.
+    pub fn promote(a: Type, b: Type) -> Type {
+        match (a, b) {
+            (Type::Value(ValueType::F64), _) | (_, Type::Value(ValueType::F64)) => {
+                Type::Value(ValueType::F64)
+            }
+            (Type::Value(ValueType::F32), _) | (_, Type::Value(ValueType::F32)) => {
+                Type::Value(ValueType::F32)
+            }
+            _ => Type::Index,
+        }
+    }
+
+    /// The type of `c ? a : b` when `a` and `b` have these types.
+    pub fn common(a: Type, b: Type) -> Type {
+        match (a, b) {
+            (Type::Bool, Type::Bool) => Type::Bool,
+            _ => Type::promote(a, b),
+        }
+    }
+}
+
 /// Floating-point type of component values.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum ValueType {
@@ -286,21 +309,10 @@ pub enum Stmt {
     Decl(Var, Expr),
     /// Assign to a declared variable.
     Assign(Var, Expr),
-    /// `array[index] = value` (or `+=` when `accumulate`).
-    Store {
-        array: ArrayRef,
-        index: Expr,
-        value: Expr,
-        accumulate: bool,
-    },
-    /// `for (var = start; var < end; var++)`, run as `kind` says; declares `var`.
-    For {
-        var: Var,
-        start: Expr,
-        end: Expr,
-        body: Vec<Stmt>,
-        kind: LoopKind,
-    },
+    /// A store to an array.
+    Store(Store),
+    /// A counted loop.
+    For(Loop),
     /// The update inside happens atomically with respect to other parallel iterations.
     Atomic(Box<Stmt>),
     /// `while (cond) { body }`.
@@ -320,6 +332,25 @@ pub enum Stmt {
         len: Expr,
         flags: Scratch,
     },
+}
+
+/// `array[index] = value` (or `+=` when `accumulate`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Store {
+    pub array: ArrayRef,
+    pub index: Expr,
+    pub value: Expr,
+    pub accumulate: bool,
+}
+
+/// `for (var = start; var < end; var++) body`, run as `kind` says; declares `var`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Loop {
+    pub var: Var,
+    pub start: Expr,
+    pub end: Expr,
+    pub body: Vec<Stmt>,
+    pub kind: LoopKind,
 }
 
 /// Hardware a parallel loop runs on.

@@ -4,7 +4,7 @@
 
 use std::collections::{BTreeMap, HashSet};
 
-use super::{ArrayRef, Function, ParamRef, Scratch, Signature, Var};
+use super::{ArrayRef, Function, OperandId, ParamRef, Scratch, Signature, Var};
 
 /// Hands out distinct identifiers.
 #[derive(Clone, Debug, Default)]
@@ -134,19 +134,18 @@ impl Names {
     /// variables and scratch arrays in creation order.
     pub fn new(function: &Function, signature: &Signature) -> Names {
         let mut alloc = NameAllocator::new();
-        let operand_hint = |a: &ArrayRef| match a {
+        // `A2_pos`, `A1_size`: operand, level, what.
+        let level_hint = |operand: OperandId, level: usize, what: &str| {
+            format!("{}{level}_{what}", function.operands[operand.0].hint)
+        };
+        let operand_hint = |a: &ArrayRef| match *a {
             ArrayRef::Level {
                 operand,
                 level,
                 kind,
-            } => format!(
-                "{}{}_{}",
-                function.operands[operand.0].hint,
-                level,
-                kind.suffix()
-            ),
+            } => level_hint(operand, level, kind.suffix()),
             ArrayRef::Values(operand) => format!("{}_vals", function.operands[operand.0].hint),
-            ArrayRef::Scratch(s) => function.scratch_info(*s).hint.clone(),
+            ArrayRef::Scratch(s) => function.scratch_info(s).hint.clone(),
         };
         let arrays = signature
             .arrays
@@ -166,12 +165,7 @@ impl Names {
                         operand,
                         level,
                         kind,
-                    } => format!(
-                        "{}{}_{}",
-                        function.operands[operand.0].hint,
-                        level,
-                        kind.suffix()
-                    ),
+                    } => level_hint(operand, level, kind.suffix()),
                     ParamRef::Extent(n) => format!("{}_size", extent_hint(function, n)),
                 };
                 (p, alloc.fresh(&hint))
@@ -229,7 +223,7 @@ fn extent_hint(function: &Function, n: usize) -> String {
 mod tests {
     use super::*;
     use crate::ir::{
-        Expr, LocalType, LoopKind, OperandId, OperandInfo, OutputMode, Stmt, Type, ValueType,
+        Expr, LocalType, Loop, LoopKind, OperandId, OperandInfo, OutputMode, Stmt, Type, ValueType,
     };
 
     #[test]
@@ -276,7 +270,7 @@ mod tests {
             array: w,
             len: Expr::Int(1),
         });
-        f.body = vec![Stmt::For {
+        f.body = vec![Stmt::For(Loop {
             var: user,
             start: Expr::load(pos, Expr::Int(0)),
             end: Expr::Param(ParamRef::Extent(0)),
@@ -285,7 +279,7 @@ mod tests {
                 Stmt::Decl(temp, Expr::load(vals, Expr::Var(user_t0))),
             ],
             kind: LoopKind::Serial,
-        }];
+        })];
         let signature = f.signature();
         let names = Names::new(&f, &signature);
         let mut all = vec![

@@ -1,7 +1,7 @@
 //! Algebraic clean-up of IR expressions: constant folding and the identities that make
 //! inlined level functions read like hand-written code (`0 * N + i` becomes `i`).
 
-use super::{BinOp, Expr, Stmt};
+use super::{BinOp, Expr, Loop, Stmt, Store};
 
 /// Simplify an expression bottom-up.
 pub fn simplify(expr: &Expr) -> Expr {
@@ -73,32 +73,19 @@ fn simplify_stmt(stmt: Stmt) -> Option<Stmt> {
     Some(match stmt {
         Stmt::Decl(n, e) => Stmt::Decl(n, simplify(&e)),
         Stmt::Assign(n, e) => Stmt::Assign(n, simplify(&e)),
-        Stmt::Store {
-            array,
-            index,
-            value,
-            accumulate,
-        } => Stmt::Store {
-            array,
-            index: simplify(&index),
-            value: simplify(&value),
-            accumulate,
-        },
-        Stmt::For {
-            var,
-            start,
-            end,
-            body,
-            kind,
-        } => Stmt::For {
-            var,
-            start: simplify(&start),
-            end: simplify(&end),
-            body: simplify_stmts(body),
-            kind,
-        },
+        Stmt::Store(store) => Stmt::Store(Store {
+            index: simplify(&store.index),
+            value: simplify(&store.value),
+            ..store
+        }),
+        Stmt::For(l) => Stmt::For(Loop {
+            start: simplify(&l.start),
+            end: simplify(&l.end),
+            body: simplify_stmts(l.body),
+            ..l
+        }),
         Stmt::Atomic(inner) => match simplify_stmt(*inner)? {
-            s @ (Stmt::Store { .. } | Stmt::Assign(..)) => Stmt::Atomic(Box::new(s)),
+            s @ (Stmt::Store(_) | Stmt::Assign(..)) => Stmt::Atomic(Box::new(s)),
             other => other,
         },
         Stmt::While(c, body) => match simplify(&c) {

@@ -6,7 +6,7 @@ use std::collections::HashSet;
 
 use super::visit;
 use super::{
-    ArrayRef, BinOp, Expr, Function, LocalType, LoopKind, Reduction, Scratch, Stmt, Type, Var,
+    ArrayRef, Expr, Function, LocalType, Loop, LoopKind, Reduction, Scratch, Stmt, Store, Type, Var,
 };
 
 /// A broken invariant of a function, described for the compiler's developers.
@@ -87,29 +87,21 @@ impl Verifier<'_> {
                 self.used(*v)?;
                 self.assignable(*v, ty)
             }
-            Stmt::Store {
-                array,
-                index,
-                value,
-                ..
-            } => {
-                self.index(index)?;
-                self.array(array)?;
-                let ty = self.expr(value)?;
+            Stmt::Store(store) => {
+                self.index(&store.index)?;
+                self.array(&store.array)?;
+                let ty = self.expr(&store.value)?;
                 if ty == Type::Bool {
                     return self.fail("a store writes a truth value".into());
                 }
                 Ok(())
             }
-            Stmt::For {
-                var,
-                start,
-                end,
-                body,
-                kind,
-            } => {
-                self.index(start)?;
-                self.index(end)?;
+            Stmt::For(l) => {
+                let Loop {
+                    var, body, kind, ..
+                } = l;
+                self.index(&l.start)?;
+                self.index(&l.end)?;
                 if self.function.var(*var).ty != Type::Index {
                     return self.fail(format!(
                         "loop variable {} is not an index",
@@ -145,7 +137,7 @@ impl Verifier<'_> {
                 result
             }
             Stmt::Atomic(inner) => match inner.as_ref() {
-                Stmt::Store { .. } | Stmt::Assign(..) => self.stmt(inner),
+                Stmt::Store(Store { .. }) | Stmt::Assign(..) => self.stmt(inner),
                 _ => self.fail("an atomic statement is not a single update".into()),
             },
             Stmt::While(c, body) => {
@@ -264,43 +256,7 @@ impl Verifier<'_> {
         if let Some(p) = problem {
             return Err(p);
         }
-        Ok(self.type_of(e))
-    }
-
-    fn type_of(&self, e: &Expr) -> Type {
-        match e {
-            Expr::Int(_) | Expr::Param(_) | Expr::Symbol(_) | Expr::Call(..) => Type::Index,
-            Expr::Float(_) => Type::Value(super::ValueType::F64),
-            Expr::Bool(_) | Expr::Not(_) => Type::Bool,
-            Expr::Var(v) => self.function.var(*v).ty,
-            Expr::Load(a, _) => match a {
-                ArrayRef::Values(o) => Type::Value(self.function.operands[o.0].values),
-                ArrayRef::Level { .. } => Type::Index,
-                ArrayRef::Scratch(s) => match self.function.scratch_info(*s).ty {
-                    LocalType::Value => Type::Value(super::ValueType::F64),
-                    LocalType::Index | LocalType::Flag => Type::Index,
-                },
-            },
-            Expr::Neg(a) => self.type_of(a),
-            Expr::Bin(op, a, b) => match op {
-                BinOp::Lt
-                | BinOp::Le
-                | BinOp::Gt
-                | BinOp::Ge
-                | BinOp::Eq
-                | BinOp::Ne
-                | BinOp::And
-                | BinOp::Or => Type::Bool,
-                _ => match (self.type_of(a), self.type_of(b)) {
-                    (v @ Type::Value(_), _) | (_, v @ Type::Value(_)) => v,
-                    _ => Type::Index,
-                },
-            },
-            Expr::Select(_, a, b) => match (self.type_of(a), self.type_of(b)) {
-                (v @ Type::Value(_), _) | (_, v @ Type::Value(_)) => v,
-                (t, _) => t,
-            },
-        }
+        Ok(self.function.type_of(e))
     }
 }
 
@@ -328,23 +284,23 @@ mod tests {
         let mut f = function();
         let i = f.fresh_var("i", Type::Index);
         let body = edit(&mut f, i);
-        f.body = vec![Stmt::For {
+        f.body = vec![Stmt::For(Loop {
             var: i,
             start: Expr::Int(0),
             end: Expr::Param(crate::ir::ParamRef::Extent(0)),
             body,
             kind: LoopKind::Serial,
-        }];
+        })];
         verify(&f)
     }
 
     fn copy(i: Var) -> Stmt {
-        Stmt::Store {
+        Stmt::Store(Store {
             array: ArrayRef::Values(OperandId(0)),
             index: Expr::Var(i),
             value: Expr::load(ArrayRef::Values(OperandId(1)), Expr::Var(i)),
             accumulate: false,
-        }
+        })
     }
 
     #[test]
@@ -405,13 +361,13 @@ mod tests {
         assert!(err.0.contains("type"), "{err}");
         let err = verify_loop(|f, _| {
             let k = f.fresh_var("k", Type::Value(ValueType::F64));
-            vec![Stmt::For {
+            vec![Stmt::For(Loop {
                 var: k,
                 start: Expr::Int(0),
                 end: Expr::Int(3),
                 body: vec![],
                 kind: LoopKind::Serial,
-            }]
+            })]
         })
         .unwrap_err();
         assert!(err.0.contains("not an index"), "{err}");
@@ -421,12 +377,12 @@ mod tests {
     fn scratch_arrays_must_be_allocated_around_their_use() {
         let mut f = function();
         let w = f.fresh_scratch("w", LocalType::Value);
-        let store = Stmt::Store {
+        let store = Stmt::Store(Store {
             array: ArrayRef::Scratch(w),
             index: Expr::Int(0),
             value: Expr::Float(1.0),
             accumulate: true,
-        };
+        });
         f.body = vec![store];
         assert!(verify(&f).unwrap_err().0.contains("not allocated"));
         f.locals.push(Local {
@@ -439,22 +395,22 @@ mod tests {
     #[test]
     fn unresolved_symbols_and_unknown_operands_are_caught() {
         let err = verify_loop(|_, i| {
-            vec![Stmt::Store {
+            vec![Stmt::Store(Store {
                 array: ArrayRef::Values(OperandId(0)),
                 index: Expr::Symbol(Symbol::SegmentLength { var: 0 }),
                 value: Expr::Var(i),
                 accumulate: false,
-            }]
+            })]
         })
         .unwrap_err();
         assert!(err.0.contains("not resolved"), "{err}");
         let err = verify_loop(|_, i| {
-            vec![Stmt::Store {
+            vec![Stmt::Store(Store {
                 array: ArrayRef::Values(OperandId(7)),
                 index: Expr::Var(i),
                 value: Expr::Float(0.0),
                 accumulate: false,
-            }]
+            })]
         })
         .unwrap_err();
         assert!(err.0.contains("operand #7"), "{err}");

@@ -1,67 +1,56 @@
 //! Generic traversals of the IR, so that passes name only the nodes they care about.
 
-use super::{Expr, LoopKind, Reduction, Stmt};
+use super::{Expr, Loop, LoopKind, Reduction, Stmt, Store};
+
+/// The direct subexpressions of an expression, shared or mutable: one definition of the
+/// IR's expression shapes for both traversals.
+macro_rules! subexpressions {
+    ($e:expr, $each:expr) => {
+        match $e {
+            Expr::Int(_)
+            | Expr::Float(_)
+            | Expr::Bool(_)
+            | Expr::Var(_)
+            | Expr::Param(_)
+            | Expr::Symbol(_) => {}
+            Expr::Load(_, i) => $each(i),
+            Expr::Neg(a) | Expr::Not(a) => $each(a),
+            Expr::Bin(_, a, b) => {
+                $each(a);
+                $each(b);
+            }
+            Expr::Select(c, a, b) => {
+                $each(c);
+                $each(a);
+                $each(b);
+            }
+            Expr::Call(_, _, args) => args.into_iter().for_each(|a| $each(a)),
+        }
+    };
+}
 
 /// Call `f` on `e` and every subexpression, parents before children.
 pub fn walk_expr<'a>(e: &'a Expr, f: &mut impl FnMut(&'a Expr)) {
     f(e);
-    match e {
-        Expr::Int(_)
-        | Expr::Float(_)
-        | Expr::Bool(_)
-        | Expr::Var(_)
-        | Expr::Param(_)
-        | Expr::Symbol(_) => {}
-        Expr::Load(_, i) => walk_expr(i, f),
-        Expr::Neg(a) | Expr::Not(a) => walk_expr(a, f),
-        Expr::Bin(_, a, b) => {
-            walk_expr(a, f);
-            walk_expr(b, f);
-        }
-        Expr::Select(c, a, b) => {
-            walk_expr(c, f);
-            walk_expr(a, f);
-            walk_expr(b, f);
-        }
-        Expr::Call(_, _, args) => args.iter().for_each(|a| walk_expr(a, f)),
-    }
+    subexpressions!(e, |sub: &'a Expr| walk_expr(sub, f));
 }
 
 /// Call `f` on every subexpression of `e` and then on `e` itself, children first, so
 /// that `f` may replace a node after its children were rewritten.
 pub fn walk_expr_mut(e: &mut Expr, f: &mut impl FnMut(&mut Expr)) {
-    match e {
-        Expr::Int(_)
-        | Expr::Float(_)
-        | Expr::Bool(_)
-        | Expr::Var(_)
-        | Expr::Param(_)
-        | Expr::Symbol(_) => {}
-        Expr::Load(_, i) => walk_expr_mut(i, f),
-        Expr::Neg(a) | Expr::Not(a) => walk_expr_mut(a, f),
-        Expr::Bin(_, a, b) => {
-            walk_expr_mut(a, f);
-            walk_expr_mut(b, f);
-        }
-        Expr::Select(c, a, b) => {
-            walk_expr_mut(c, f);
-            walk_expr_mut(a, f);
-            walk_expr_mut(b, f);
-        }
-        Expr::Call(_, _, args) => args.iter_mut().for_each(|a| walk_expr_mut(a, f)),
-    }
+    subexpressions!(&mut *e, |sub: &mut Expr| walk_expr_mut(sub, f));
     f(e);
 }
 
 /// The statements nested directly inside `s` (bodies and branches), in order.
 pub fn children(s: &Stmt) -> Vec<&[Stmt]> {
     match s {
-        Stmt::For { body, .. } | Stmt::While(_, body) | Stmt::Block(body) => vec![body],
+        Stmt::For(Loop { body, .. }) | Stmt::While(_, body) | Stmt::Block(body) => vec![body],
         Stmt::If(_, then, otherwise) => vec![then, otherwise],
         Stmt::Atomic(inner) => vec![std::slice::from_ref(inner.as_ref())],
         Stmt::Decl(..)
         | Stmt::Assign(..)
-        | Stmt::Store { .. }
+        | Stmt::Store(Store { .. })
         | Stmt::Emit { .. }
         | Stmt::OrderTouched { .. } => Vec::new(),
     }
@@ -74,10 +63,10 @@ pub fn own_exprs(s: &Stmt) -> Vec<&Expr> {
         Stmt::Decl(_, e) | Stmt::Assign(_, e) | Stmt::While(e, _) | Stmt::If(e, _, _) => {
             vec![e]
         }
-        Stmt::Store { index, value, .. } => vec![index, value],
-        Stmt::For {
+        Stmt::Store(Store { index, value, .. }) => vec![index, value],
+        Stmt::For(Loop {
             start, end, kind, ..
-        } => {
+        }) => {
             let mut out = vec![start, end];
             if let LoopKind::Parallel {
                 reductions, locals, ..

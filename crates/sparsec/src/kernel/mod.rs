@@ -67,6 +67,17 @@ pub enum Backend {
     Tiered,
 }
 
+impl Backend {
+    /// The name errors give it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Backend::C => "C",
+            Backend::Jit => "JIT",
+            Backend::Tiered => "tiered",
+        }
+    }
+}
+
 /// A compiled statement, ready to run on tensors of the declared shapes and formats.
 pub struct Kernel {
     statement: Statement,
@@ -160,6 +171,8 @@ impl Kernel {
         backend: Backend,
     ) -> Result<Kernel, Error> {
         lowered.function.set_value_type(value_type);
+        // Refused by the backend asked for, before the C listing is printed.
+        abi::check_units(&lowered.function, backend.name())?;
         let generated = c::emit(&lowered.function)?;
         let code = match backend {
             Backend::C => Tiers::fixed(Code::c(&generated.source, toolchain)?),

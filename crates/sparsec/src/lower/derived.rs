@@ -51,13 +51,7 @@ impl Segment {
 impl Lowerer<'_> {
     /// Lower the variable `v` that `rel` replaced, from the variables it created.
     pub(super) fn recover(&mut self, step: Step, rel: &Relation) -> Result<Vec<Stmt>, LowerError> {
-        let Step {
-            var: v,
-            rest,
-            expr,
-            dest,
-            scope,
-        } = step;
+        let (v, rest, expr, dest, scope) = step.parts();
         let value = match *rel {
             Relation::Split {
                 outer, inner, by, ..
@@ -499,13 +493,7 @@ impl Lowerer<'_> {
         pos: VarId,
         o: usize,
     ) -> Result<Vec<Stmt>, LowerError> {
-        let Step {
-            var: v,
-            rest,
-            expr,
-            dest,
-            scope,
-        } = step;
+        let (v, rest, expr, dest, scope) = step.parts();
         let seg = scope
             .segments
             .get(&pos)

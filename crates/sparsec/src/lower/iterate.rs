@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 
 use super::lattice::Point;
 use super::{LExpr, LowerError, Lowerer, Scope, Step};
-use crate::ir::{Expr, LoopKind, Stmt, Type};
+use crate::ir::{Expr, Loop, LoopKind, Stmt, Type};
 use crate::notation::cin::VarId;
 use crate::schedule::lexpr;
 
@@ -191,13 +191,7 @@ impl Lowerer<'_> {
         o: usize,
         located: &[usize],
     ) -> Result<Vec<Stmt>, LowerError> {
-        let Step {
-            var: v,
-            rest,
-            expr,
-            dest,
-            scope,
-        } = step;
+        let (v, rest, expr, dest, scope) = step.parts();
         let level = self.level(o, scope).clone();
         let site = self.occ_site(o, scope);
         let stem = self.stem(o, scope);
@@ -213,13 +207,13 @@ impl Lowerer<'_> {
             let cond = conjunction(flags.into_iter().map(|f| f.1).chain([found]));
             let inner_body = self.lower(rest, expr, dest, &inner)?;
             body.push(Stmt::If(cond, inner_body, vec![]));
-            return Ok(vec![Stmt::For {
+            return Ok(vec![Stmt::For(Loop {
                 var: vname,
                 start: begin,
                 end,
                 body,
                 kind: LoopKind::Serial,
-            }]);
+            })]);
         }
         let (begin, end) = self.pos_range(o, scope);
         let (coord, found) = level
@@ -254,13 +248,13 @@ impl Lowerer<'_> {
             body.push(Stmt::If(found, located_body, vec![]));
         }
         match seg {
-            None => Ok(vec![Stmt::For {
+            None => Ok(vec![Stmt::For(Loop {
                 var: self.named(pname, Type::Index),
                 start: begin,
                 end,
                 body,
                 kind: LoopKind::Serial,
-            }]),
+            })]),
             Some(seg) => {
                 body.push(Stmt::Assign(self.named_any(pname.clone()), self.iv(seg)));
                 Ok(vec![
@@ -483,13 +477,13 @@ impl Lowerer<'_> {
             .collect();
         body.push(self.case_chain(step, &cases, &inner)?);
         body.extend(advance);
-        stmts.push(Stmt::For {
+        stmts.push(Stmt::For(Loop {
             var: vname,
             start: Expr::Int(0),
             end: self.size(v),
             body,
             kind: LoopKind::Serial,
-        });
+        }));
         Ok(stmts)
     }
 
@@ -501,13 +495,7 @@ impl Lowerer<'_> {
         cases: &[(Expr, Point)],
         inner: &Scope,
     ) -> Result<Stmt, LowerError> {
-        let Step {
-            var: v,
-            rest,
-            expr,
-            dest,
-            scope: outer,
-        } = step;
+        let (v, rest, expr, dest, outer) = step.parts();
         // A case whose condition repeats an earlier one's is unreachable (an operand that
         // is always present, such as a dense one, makes two lattice points test the same).
         let mut reachable: Vec<(Expr, &Point)> = Vec::new();

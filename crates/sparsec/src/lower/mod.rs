@@ -120,6 +120,14 @@ struct Step<'s> {
     scope: &'s Scope,
 }
 
+impl<'s> Step<'s> {
+    /// The step's variable, the variables after it, the expression, its destination and
+    /// the path's scope.
+    fn parts(self) -> (VarId, &'s [VarId], &'s LExpr, &'s Dest, &'s Scope) {
+        (self.var, self.rest, self.expr, self.dest, self.scope)
+    }
+}
+
 enum Dest {
     Output,
     /// Accumulate into workspace `name` at its variables' current values, recording

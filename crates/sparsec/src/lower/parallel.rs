@@ -9,7 +9,7 @@
 //! end (OpenMP `reduction` clauses).
 
 use super::{LowerError, Lowerer};
-use crate::ir::{ArrayRef, Expr, Local, LoopKind, OperandId, ParallelUnit, Reduction, Stmt};
+use crate::ir::{ArrayRef, Expr, Local, Loop, LoopKind, OperandId, ParallelUnit, Reduction, Stmt};
 use crate::notation::cin::VarId;
 use crate::schedule::{LoopTags, Parallel, RaceStrategy, Relation};
 
@@ -192,18 +192,18 @@ impl Lowerer<'_> {
         let loops: Vec<usize> = stmts
             .iter()
             .enumerate()
-            .filter(|(_, s)| matches!(s, Stmt::For { .. } | Stmt::While(..)))
+            .filter(|(_, s)| matches!(s, Stmt::For(Loop { .. }) | Stmt::While(..)))
             .map(|(n, _)| n)
             .collect();
         let carried = parallel && stmts.iter().any(|s| matches!(s, Stmt::Decl(..)));
         match loops.as_slice() {
-            [n] if matches!(stmts[*n], Stmt::For { .. }) && !carried => {
-                if let Stmt::For { kind: k, .. } = &mut stmts[*n] {
+            [n] if matches!(stmts[*n], Stmt::For(Loop { .. })) && !carried => {
+                if let Stmt::For(Loop { kind: k, .. }) = &mut stmts[*n] {
                     *k = kind;
                 }
                 Ok(stmts)
             }
-            [n] if matches!(stmts[*n], Stmt::For { .. }) => Err(LowerError(format!(
+            [n] if matches!(stmts[*n], Stmt::For(Loop { .. })) => Err(LowerError(format!(
                 "{text}: precondition failed: iterations are independent: the loop over `{name}` \
                  advances iterators over sparse operands from one iteration to the next; split \
                  it (split/divide) and parallelize the outer loop"

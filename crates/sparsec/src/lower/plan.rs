@@ -4,7 +4,7 @@
 
 use super::{lattice, Dest, LExpr, LowerError, Lowerer, Scope, Step};
 use crate::ir::ValueType;
-use crate::ir::{Expr, LoopKind, Stmt, Type};
+use crate::ir::{Expr, Loop, LoopKind, Stmt, Type};
 use crate::notation::cin::VarId;
 use crate::schedule::lexpr;
 
@@ -106,17 +106,15 @@ impl Lowerer<'_> {
         {
             return self.through_workspace(free_rest[0], remaining, expr, scope);
         }
+        let step = Step {
+            var: v,
+            rest,
+            expr,
+            dest,
+            scope,
+        };
         if let Some(rel) = self.plan.replaced_by(v).cloned() {
-            return self.recover(
-                Step {
-                    var: v,
-                    rest,
-                    expr,
-                    dest,
-                    scope,
-                },
-                &rel,
-            );
+            return self.recover(step, &rel);
         }
         let (setup, scope) = self.enter_position_space(v, scope)?;
         let scope = &scope;
@@ -137,24 +135,15 @@ impl Lowerer<'_> {
                 };
                 body.extend(self.lower(rest, expr, dest, &inner)?);
                 body.extend(self.flush_coalesced(&inner, scope)?);
-                Ok(vec![Stmt::For {
+                Ok(vec![Stmt::For(Loop {
                     var: self.name(v),
                     start: Expr::Int(0),
                     end,
                     body,
                     kind: LoopKind::Serial,
-                }])
+                })])
             }
-            Some(points) => self.merge(
-                Step {
-                    var: v,
-                    rest,
-                    expr,
-                    dest,
-                    scope,
-                },
-                &points,
-            ),
+            Some(points) => self.merge(Step { scope, ..step }, &points),
         };
         let (reductions, locals) = match tags.parallel {
             Some(_) => {

@@ -6,7 +6,7 @@ use std::ops::Add;
 
 use super::{parallel, Dest, LExpr, LowerError, Lowerer, Scope};
 use crate::format::LevelCoord;
-use crate::ir::{ArrayRef, BinOp, Expr, LocalType, OperandId, Stmt};
+use crate::ir::{ArrayRef, BinOp, Expr, LocalType, OperandId, Stmt, Store};
 use crate::notation::ast::Op;
 use crate::notation::cin::VarId;
 
@@ -42,12 +42,12 @@ impl Lowerer<'_> {
                 }
                 s
             }
-            Dest::Local { name, vars, .. } => vec![update(Stmt::Store {
+            Dest::Local { name, vars, .. } => vec![update(Stmt::Store(Store {
                 array: ArrayRef::Scratch(self.scratch(name, LocalType::Value)),
                 index: self.linear_index(vars),
                 value,
                 accumulate: true,
-            })],
+            }))],
             Dest::Workspace { name, vars, .. } => {
                 let at = self.linear_index(vars);
                 let count = format!("{name}\u{1}_count");
@@ -57,20 +57,20 @@ impl Lowerer<'_> {
                     Stmt::If(
                         Expr::Not(Box::new(Expr::load(seen, at.clone()))),
                         vec![
-                            Stmt::Store {
+                            Stmt::Store(Store {
                                 array: seen,
                                 index: at.clone(),
                                 value: Expr::Int(1),
                                 accumulate: false,
-                            },
-                            Stmt::Store {
+                            }),
+                            Stmt::Store(Store {
                                 array: ArrayRef::Scratch(
                                     self.scratch(&format!("{name}\u{1}_list"), LocalType::Index),
                                 ),
                                 index: self.iv(count.clone()),
                                 value: at.clone(),
                                 accumulate: false,
-                            },
+                            }),
                             Stmt::Assign(
                                 self.named_any(count.clone()),
                                 self.iv(count) + Expr::Int(1),
@@ -78,14 +78,14 @@ impl Lowerer<'_> {
                         ],
                         vec![],
                     ),
-                    Stmt::Store {
+                    Stmt::Store(Store {
                         array: ArrayRef::Scratch(
                             self.scratch(&format!("{name}\u{1}_vals"), LocalType::Value),
                         ),
                         index: at,
                         value,
                         accumulate: true,
-                    },
+                    }),
                 ]
             }
             Dest::Output if self.dense_output && scope.coalesce.is_some() => {
@@ -114,26 +114,13 @@ impl Lowerer<'_> {
                 ]
             }
             Dest::Output if self.dense_output => {
-                let out = &self.operands[0];
-                let mut pos = Expr::Int(0);
-                for (k, spec) in out.format.levels().iter().enumerate() {
-                    let LevelCoord::Mode(m) = spec.coord else {
-                        unreachable!("plain format")
-                    };
-                    let site = self.site(0, None, k);
-                    let coord = self.var(self.stmt.lhs[m]);
-                    pos = spec
-                        .format
-                        .locate(&site, &pos, &coord, &Expr::Int(0))
-                        .expect("dense levels locate")
-                        .0;
-                }
-                vec![update(Stmt::Store {
+                let pos = self.output_position();
+                vec![update(Stmt::Store(Store {
                     array: ArrayRef::Values(OperandId(0)),
                     index: pos,
                     value,
                     accumulate: self.store_accumulates,
-                })]
+                }))]
             }
             Dest::Output => vec![Stmt::Emit {
                 coords: self.stmt.lhs.iter().map(|&v| self.var(v)).collect(),
@@ -164,12 +151,12 @@ impl Lowerer<'_> {
     /// Add the accumulator into its output entry, if it has one. With `first_only`, only
     /// the first flush of a loop iteration is atomic (see [`Coalesce::contiguous_runs`]).
     pub(super) fn flush_store(&self, stem: &str, atomic: bool, first_only: bool) -> Stmt {
-        let store = Stmt::Store {
+        let store = Stmt::Store(Store {
             array: ArrayRef::Values(OperandId(0)),
             index: self.iv(format!("{stem}\u{1}_at")),
             value: self.iv(format!("{stem}\u{1}_acc")),
             accumulate: true,
-        };
+        });
         let flush = match (atomic, first_only) {
             (false, _) => vec![store],
             (true, false) => vec![Stmt::Atomic(Box::new(store))],

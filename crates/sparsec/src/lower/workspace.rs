@@ -2,7 +2,7 @@
 //! and the scratch arrays that hold them, private to the innermost parallel loop.
 
 use super::{Dest, LExpr, LowerError, Lowerer, Scope};
-use crate::ir::{ArrayRef, BinOp, Expr, Local, LocalType, LoopKind, Stmt, Type};
+use crate::ir::{ArrayRef, BinOp, Expr, Local, LocalType, Loop, LoopKind, Stmt, Store, Type};
 use crate::notation::cin::VarId;
 use crate::schedule::lexpr;
 
@@ -78,18 +78,18 @@ impl Lowerer<'_> {
         self.local(&name, len.clone(), LocalType::Value);
         let array = ArrayRef::Scratch(self.scratch(&name, LocalType::Value));
         let q = format!("{name}\u{1}_q");
-        let mut stmts = vec![Stmt::For {
+        let mut stmts = vec![Stmt::For(Loop {
             var: self.named(q.clone(), Type::Index),
             start: Expr::Int(0),
             end: len,
-            body: vec![Stmt::Store {
+            body: vec![Stmt::Store(Store {
                 array,
                 index: self.iv(q),
                 value: Expr::Float(0.0),
                 accumulate: false,
-            }],
+            })],
             kind: LoopKind::Serial,
-        }];
+        })];
         let into = Dest::Local {
             name: name.clone(),
             vars: p.vars.clone(),
@@ -227,20 +227,20 @@ impl Lowerer<'_> {
             ("vals", Expr::Float(0.0), LocalType::Value),
             ("seen", Expr::Int(0), LocalType::Flag),
         ] {
-            body.push(Stmt::Store {
+            body.push(Stmt::Store(Store {
                 array: ArrayRef::Scratch(self.scratch(&format!("{name}\u{1}_{suffix}"), ty)),
                 index: linear.clone(),
                 value: zero,
                 accumulate: false,
-            });
+            }));
         }
-        stmts.push(Stmt::For {
+        stmts.push(Stmt::For(Loop {
             var: self.named(at, Type::Index),
             start: Expr::Int(0),
             end: self.iv(count),
             body,
             kind: LoopKind::Serial,
-        });
+        }));
         Ok(stmts)
     }
 }

@@ -7,7 +7,7 @@ use cranelift_codegen::ir::{types, InstBuilder, MemFlagsData, Type, Value};
 
 use super::translate::{error, Translator};
 use crate::codegen::abi::BackendError;
-use crate::ir::{BinOp, Expr};
+use crate::ir::{BinOp, Expr, Type as IrType, ValueType};
 
 /// The C type of an expression.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -24,12 +24,12 @@ pub(super) enum Kind {
 
 impl Kind {
     /// The kind of a declared IR type.
-    pub(super) fn of(ty: crate::ir::Type) -> Kind {
+    pub(super) fn of(ty: IrType) -> Kind {
         match ty {
-            crate::ir::Type::Index => Kind::Int,
-            crate::ir::Type::Bool => Kind::Bool,
-            crate::ir::Type::Value(crate::tensor::ValueType::F64) => Kind::F64,
-            crate::ir::Type::Value(crate::tensor::ValueType::F32) => Kind::F32,
+            IrType::Index => Kind::Int,
+            IrType::Bool => Kind::Bool,
+            IrType::Value(ValueType::F64) => Kind::F64,
+            IrType::Value(ValueType::F32) => Kind::F32,
         }
     }
 
@@ -47,13 +47,19 @@ impl Kind {
         matches!(self, Kind::F32 | Kind::F64)
     }
 
+    /// The IR type of this kind.
+    fn ty(self) -> IrType {
+        match self {
+            Kind::Bool => IrType::Bool,
+            Kind::Int => IrType::Index,
+            Kind::F32 => IrType::Value(ValueType::F32),
+            Kind::F64 => IrType::Value(ValueType::F64),
+        }
+    }
+
     /// The type both operands of a binary operation convert to.
     fn promote(a: Kind, b: Kind) -> Kind {
-        match (a, b) {
-            (Kind::F64, _) | (_, Kind::F64) => Kind::F64,
-            (Kind::F32, _) | (_, Kind::F32) => Kind::F32,
-            _ => Kind::Int,
-        }
+        Kind::of(IrType::promote(a.ty(), b.ty()))
     }
 }
 
@@ -294,7 +300,10 @@ impl<'a> Translator<'a, '_> {
         a: &'a Expr,
         b: &'a Expr,
     ) -> Result<(Value, Kind), BackendError> {
-        let kind = self.common_kind(a, b)?;
+        let kind = Kind::of(IrType::common(
+            self.function.type_of(a),
+            self.function.type_of(b),
+        ));
         let c = self.cond(c)?;
         if !may_fault(a) && !may_fault(b) {
             let a = self.expr_as(a, kind)?;
@@ -312,40 +321,5 @@ impl<'a> Translator<'a, '_> {
         }
         self.b.switch_to_block(done);
         Ok((self.b.use_var(result), kind))
-    }
-
-    /// The C type of `e`, without evaluating it.
-    fn kind_of(&self, e: &Expr) -> Result<Kind, BackendError> {
-        Ok(match e {
-            Expr::Int(_) | Expr::Param(_) | Expr::Symbol(_) | Expr::Call(..) => Kind::Int,
-            Expr::Float(_) => Kind::F64,
-            Expr::Bool(_) | Expr::Not(_) => Kind::Bool,
-            Expr::Var(name) => self.var(*name)?.1,
-            Expr::Load(array, _) => self.array(array)?.2,
-            Expr::Neg(a) => match self.kind_of(a)? {
-                Kind::Bool => Kind::Int,
-                k => k,
-            },
-            Expr::Bin(op, a, b) => match op {
-                BinOp::Lt
-                | BinOp::Le
-                | BinOp::Gt
-                | BinOp::Ge
-                | BinOp::Eq
-                | BinOp::Ne
-                | BinOp::And
-                | BinOp::Or => Kind::Bool,
-                _ => Kind::promote(self.kind_of(a)?, self.kind_of(b)?),
-            },
-            Expr::Select(_, a, b) => self.common_kind(a, b)?,
-        })
-    }
-
-    /// The C type of `c ? a : b`.
-    fn common_kind(&self, a: &Expr, b: &Expr) -> Result<Kind, BackendError> {
-        Ok(match (self.kind_of(a)?, self.kind_of(b)?) {
-            (Kind::Bool, Kind::Bool) => Kind::Bool,
-            (ka, kb) => Kind::promote(ka, kb),
-        })
     }
 }

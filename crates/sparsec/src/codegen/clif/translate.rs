@@ -20,7 +20,7 @@ use crate::ir::{
 /// Translation state of one kernel function.
 pub(super) struct Translator<'a, 'f> {
     pub(super) b: &'a mut FunctionBuilder<'f>,
-    function: &'a Function,
+    pub(super) function: &'a Function,
     /// Storage arrays, loaded from `arrays[]` at entry.
     arrays: HashMap<ArrayRef, Value>,
     /// Level parameters and extents, loaded from `params[]` at entry.
@@ -266,17 +266,12 @@ impl<'a> Translator<'a, '_> {
                 let v = self.expr_as(e, kind)?;
                 self.b.def_var(var, v);
             }
-            Stmt::Store {
-                array,
-                index,
-                value,
-                accumulate,
-            } => {
-                let (base, ty, kind) = self.array(array)?;
-                let index = self.int(index)?;
+            Stmt::Store(store) => {
+                let (base, ty, kind) = self.array(&store.array)?;
+                let index = self.int(&store.index)?;
                 let at = self.element(base, ty, index);
-                let (mut v, mut k) = self.expr(value)?;
-                if *accumulate {
+                let (mut v, mut k) = self.expr(&store.value)?;
+                if store.accumulate {
                     // `a[i] += v` adds in the promoted type, then converts back (as C).
                     let old = self.b.ins().load(ty, MemFlagsData::trusted(), at, 0);
                     let old = self.widen(old, ty);
@@ -290,13 +285,8 @@ impl<'a> Translator<'a, '_> {
                 };
                 self.b.ins().store(MemFlagsData::trusted(), v, at, 0);
             }
-            Stmt::For {
-                var,
-                start,
-                end,
-                body,
-                kind,
-            } => {
+            Stmt::For(l) => {
+                let (var, start, end, body, kind) = (&l.var, &l.start, &l.end, &l.body, &l.kind);
                 // Parallel and unrolled loops run as plain loops: reductions need nothing,
                 // per-thread scratch arrays are needed once.
                 let locals = match kind {

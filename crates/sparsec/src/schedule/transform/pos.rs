@@ -91,10 +91,8 @@ impl Concrete {
         let mut next = self.clone();
         // The extent of a position space is only known at run time: lowering declares its
         // bounds when the space's first loop starts.
-        let extent = Expr::Symbol(Symbol::SegmentLength {
-            var: next.vars.len(),
-        });
-        let p = next.fresh_var(text, pos, extent)?;
+        let var = next.vars.len();
+        let p = next.fresh_var(text, pos, Expr::Symbol(Symbol::SegmentLength { var }))?;
         next.relations.push(Relation::Pos {
             parent: v,
             pos: p,
@@ -147,10 +145,8 @@ impl Concrete {
             ));
         }
         let mut next = self.clone();
-        let extent = Expr::Symbol(Symbol::CoordRange {
-            var: next.vars.len(),
-        });
-        let c = next.fresh_var(text, coord, extent)?;
+        let var = next.vars.len();
+        let c = next.fresh_var(text, coord, Expr::Symbol(Symbol::CoordRange { var }))?;
         next.relations.push(Relation::Coord {
             parent: p,
             coord: c,
