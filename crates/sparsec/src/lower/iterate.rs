@@ -6,11 +6,13 @@ use std::collections::BTreeSet;
 
 use super::lattice::Point;
 use super::{LExpr, LowerError, Lowerer, Scope, Step};
+use crate::format::{Capabilities, Properties};
 use crate::ir::{Expr, Loop, LoopKind, Stmt, Type};
 use crate::notation::cin::VarId;
 use crate::schedule::lexpr;
 
 /// How one variable's loop treats each iterator.
+#[derive(Debug, PartialEq, Eq)]
 enum Strategy {
     /// Loop over the iterated levels' coordinates (one level: a for loop; several: a
     /// two-finger merge per lattice point); locate into the others.
@@ -26,61 +28,66 @@ enum Strategy {
     },
 }
 
-impl Lowerer<'_> {
-    fn strategy(&self, points: &[Point], scope: &Scope) -> Result<Strategy, LowerError> {
-        let caps = |o: usize| self.level(o, scope).capabilities();
-        let props = |o: usize| self.level(o, scope).properties();
-        let all: BTreeSet<usize> = points
-            .iter()
-            .flat_map(|p| p.iterators.iter().copied())
-            .collect();
-        let top_universe = points.iter().any(|p| p.universe);
-        let strategy = if points.len() == 1 {
-            let p = &points[0];
-            let iterated: Vec<usize> = p
-                .iterators
-                .iter()
-                .copied()
-                .filter(|&o| !caps(o).locate)
-                .collect();
-            let locatable: Vec<usize> = p
-                .iterators
-                .iter()
-                .copied()
-                .filter(|&o| caps(o).locate)
-                .collect();
-            if !iterated.is_empty() {
-                Strategy::Coiterate {
-                    iterated,
-                    located: locatable,
-                }
-            } else if p.universe || locatable.iter().any(|&o| props(o).full) {
-                Strategy::Dense {
-                    cursors: vec![],
-                    located: locatable,
-                }
-            } else {
-                Strategy::Coiterate {
-                    iterated: vec![locatable[0]],
-                    located: locatable[1..].to_vec(),
-                }
+/// Choose how a variable's loop treats the iterators of its lattice `points`, from each
+/// iterator's current level: `level(o)` gives its capabilities and properties.
+///
+/// One point (an intersection) iterates the levels that cannot locate and locates into the
+/// others; when all can locate, it loops over the dimension if the point includes the
+/// universe or a full level, else over the first level. Several points (a union) merge
+/// ordered levels two fingers at a time, unless a full, unordered or possibly incomplete
+/// value-iterated level (a bytemap) joins the union: then the loop visits every coordinate,
+/// with cursors through the ordered sparse levels and locates into the rest.
+fn choose(points: &[Point], level: &dyn Fn(usize) -> (Capabilities, Properties)) -> Strategy {
+    let caps = |o: usize| level(o).0;
+    let props = |o: usize| level(o).1;
+    let all: BTreeSet<usize> = points
+        .iter()
+        .flat_map(|p| p.iterators.iter().copied())
+        .collect();
+    if let [p] = points {
+        let (locatable, iterated): (Vec<usize>, Vec<usize>) =
+            p.iterators.iter().partition(|&&o| caps(o).locate);
+        return if !iterated.is_empty() {
+            Strategy::Coiterate {
+                iterated,
+                located: locatable,
             }
-        } else if top_universe
-            || all.iter().any(|&o| {
-                // A level iterated by value that may not hold every coordinate (a bytemap)
-                // says per coordinate whether it is present: the loop visits every
-                // coordinate and locates into it, so each case tests `found`.
-                props(o).full || !props(o).ordered || (caps(o).coord_value_iter && !props(o).full)
-            })
-        {
-            let (located, cursors) = all.iter().partition(|&&o| props(o).full || caps(o).locate);
-            Strategy::Dense { cursors, located }
+        } else if p.universe || locatable.iter().any(|&o| props(o).full) {
+            Strategy::Dense {
+                cursors: vec![],
+                located: locatable,
+            }
         } else {
             Strategy::Coiterate {
-                iterated: all.into_iter().collect(),
-                located: vec![],
+                iterated: vec![locatable[0]],
+                located: locatable[1..].to_vec(),
             }
         };
+    }
+    let visits_every_coordinate = |o: usize| {
+        let (caps, props) = level(o);
+        props.full || !props.ordered || (caps.coord_value_iter && !props.full)
+    };
+    if points.iter().any(|p| p.universe) || all.iter().any(|&o| visits_every_coordinate(o)) {
+        let (located, cursors) = all.iter().partition(|&&o| props(o).full || caps(o).locate);
+        Strategy::Dense { cursors, located }
+    } else {
+        Strategy::Coiterate {
+            iterated: all.into_iter().collect(),
+            located: vec![],
+        }
+    }
+}
+
+impl Lowerer<'_> {
+    /// [`choose`] for the iterators' levels in `scope`, checked: merged levels are ordered
+    /// and located ones can be located.
+    fn strategy(&self, points: &[Point], scope: &Scope) -> Result<Strategy, LowerError> {
+        let props = |o: usize| self.level(o, scope).properties();
+        let strategy = choose(points, &|o| {
+            let level = self.level(o, scope);
+            (level.capabilities(), level.properties())
+        });
         let (merged, located) = match &strategy {
             Strategy::Coiterate { iterated, located } if iterated.len() > 1 => {
                 (iterated.clone(), located)
@@ -533,4 +540,128 @@ impl Lowerer<'_> {
 
 pub(super) fn conjunction(terms: impl IntoIterator<Item = Expr>) -> Expr {
     terms.into_iter().fold(Expr::Bool(true), Expr::and)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Levels by letter: `d` dense, `s` compressed, `u` compressed non-unique, `h` hashed,
+    /// `b` bytemap, `x` an unordered compressed level (as after a hashed parent).
+    fn level(letter: char) -> (Capabilities, Properties) {
+        let props = |full, ordered, unique| Properties {
+            full,
+            ordered,
+            unique,
+            branchless: false,
+            compact: full,
+        };
+        let caps = |coord_value_iter, coord_pos_iter, locate| Capabilities {
+            coord_value_iter,
+            coord_pos_iter,
+            locate,
+        };
+        match letter {
+            'd' => (caps(true, false, true), props(true, true, true)),
+            's' => (caps(false, true, false), props(false, true, true)),
+            'u' => (caps(false, true, false), props(false, true, false)),
+            'h' => (caps(false, true, true), props(false, false, true)),
+            'b' => (caps(true, false, true), props(false, true, true)),
+            'x' => (caps(false, true, false), props(false, false, true)),
+            _ => unreachable!("test level letter"),
+        }
+    }
+
+    fn point(iterators: &[usize], universe: bool) -> Point {
+        Point {
+            iterators: iterators.iter().copied().collect(),
+            universe,
+        }
+    }
+
+    /// The strategy for `points` over operands whose levels are `letters` (by index).
+    fn strategy(letters: &str, points: &[Point]) -> Strategy {
+        let letters: Vec<char> = letters.chars().collect();
+        choose(points, &|o| level(letters[o]))
+    }
+
+    fn coiterate(iterated: &[usize], located: &[usize]) -> Strategy {
+        Strategy::Coiterate {
+            iterated: iterated.to_vec(),
+            located: located.to_vec(),
+        }
+    }
+
+    fn dense(cursors: &[usize], located: &[usize]) -> Strategy {
+        Strategy::Dense {
+            cursors: cursors.to_vec(),
+            located: located.to_vec(),
+        }
+    }
+
+    #[test]
+    fn an_intersection_iterates_what_cannot_locate_and_locates_the_rest() {
+        // CSR row times a dense vector: loop over the row, locate into x.
+        assert_eq!(
+            strategy("sd", &[point(&[0, 1], false)]),
+            coiterate(&[0], &[1])
+        );
+        // Two compressed levels: a two-finger merge of both.
+        assert_eq!(
+            strategy("ss", &[point(&[0, 1], false)]),
+            coiterate(&[0, 1], &[])
+        );
+        // A hashed level locates even when it comes first.
+        assert_eq!(
+            strategy("hs", &[point(&[0, 1], false)]),
+            coiterate(&[1], &[0])
+        );
+    }
+
+    #[test]
+    fn an_intersection_of_locatable_levels_picks_a_loop() {
+        // Something full: loop over the dimension and locate everything.
+        assert_eq!(
+            strategy("dh", &[point(&[0, 1], false)]),
+            dense(&[], &[0, 1])
+        );
+        // Only hashed (not full): iterate the first, locate the second.
+        assert_eq!(
+            strategy("hh", &[point(&[0, 1], false)]),
+            coiterate(&[0], &[1])
+        );
+        // The universe point (an operand absent from the variable) covers the dimension.
+        assert_eq!(strategy("h", &[point(&[0], true)]), dense(&[], &[0]));
+    }
+
+    #[test]
+    fn a_union_of_ordered_sparse_levels_is_a_two_finger_merge() {
+        let points = [
+            point(&[0, 1], false),
+            point(&[0], false),
+            point(&[1], false),
+        ];
+        assert_eq!(strategy("ss", &points), coiterate(&[0, 1], &[]));
+        assert_eq!(strategy("su", &points), coiterate(&[0, 1], &[]));
+    }
+
+    #[test]
+    fn a_union_with_a_full_unordered_or_bytemap_level_visits_every_coordinate() {
+        let points = [
+            point(&[0, 1], false),
+            point(&[0], false),
+            point(&[1], false),
+        ];
+        // A dense operand in a sum: loop over the dimension, cursor through the sparse one.
+        assert_eq!(strategy("sd", &points), dense(&[0], &[1]));
+        // Hashed (unordered, locatable): located.
+        assert_eq!(strategy("sh", &points), dense(&[0], &[1]));
+        // Unordered and not locatable: a cursor (rejected later, as it cannot merge).
+        assert_eq!(strategy("sx", &points), dense(&[0, 1], &[]));
+        // A bytemap may lack coordinates: every coordinate, and its flag is tested.
+        assert_eq!(strategy("bs", &points), dense(&[1], &[0]));
+        // The universe in a union (a constant added): every coordinate too.
+        let with_universe = [point(&[0], true), point(&[0], false)];
+        assert_eq!(strategy("s", &with_universe), dense(&[0], &[]));
+    }
 }
