@@ -64,9 +64,11 @@ fn choose(points: &[Point], level: &dyn Fn(usize) -> (Capabilities, Properties))
             }
         };
     }
+    // A level iterated by value holds every coordinate (dense) or may lack some (a
+    // bytemap, which says so per coordinate): either way the loop visits every coordinate.
     let visits_every_coordinate = |o: usize| {
         let (caps, props) = level(o);
-        props.full || !props.ordered || (caps.coord_value_iter && !props.full)
+        props.full || !props.ordered || caps.coord_value_iter
     };
     if points.iter().any(|p| p.universe) || all.iter().any(|&o| visits_every_coordinate(o)) {
         let (located, cursors) = all.iter().partition(|&&o| props(o).full || caps(o).locate);
