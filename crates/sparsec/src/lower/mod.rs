@@ -19,6 +19,7 @@ mod lattice;
 mod levels;
 mod parallel;
 mod plan;
+mod rewrite;
 mod store;
 mod workspace;
 

@@ -1,4 +1,4 @@
-//! Concrete index notation and the scheduling language (Senanayake 2020).
+//! The scheduled statement and the scheduling language (Senanayake 2020).
 //!
 //! [`Concrete`] is a checked statement made concrete: its right-hand side with reductions
 //! placed ([`lexpr`]), one *occurrence* per tensor access with the index variable of each

@@ -1,0 +1,106 @@
+//! Rewrites of the right-hand side that only lowering performs: dropping the operands a
+//! lattice case lacks, finding the sums and precomputed products a loop must compute first,
+//! and replacing them by the temporary or workspace that then holds them.
+
+use crate::ir::{Scratch, Var};
+use crate::notation::ast::Op;
+use crate::notation::cin::VarId;
+use crate::schedule::lexpr::{LExpr, Precompute};
+
+impl LExpr {
+    /// Replace every occurrence in `absent` by `Zero` and fold the zeros away.
+    pub(super) fn without(&self, absent: &dyn Fn(usize) -> bool) -> LExpr {
+        match self {
+            LExpr::Access(o) if absent(*o) => LExpr::Zero,
+            LExpr::Neg(a) => match a.without(absent) {
+                LExpr::Zero => LExpr::Zero,
+                a => LExpr::Neg(Box::new(a)),
+            },
+            LExpr::Binary(op, a, b) => {
+                let (a, b) = (a.without(absent), b.without(absent));
+                match (op, &a, &b) {
+                    (Op::Mul, LExpr::Zero, _) | (Op::Mul, _, LExpr::Zero) => LExpr::Zero,
+                    (Op::Div, LExpr::Zero, _) => LExpr::Zero,
+                    // A missing denominator is a real zero: keep IEEE semantics (x/0).
+                    (Op::Div, _, LExpr::Zero) => {
+                        LExpr::Binary(Op::Div, Box::new(a), Box::new(LExpr::Literal(0.0)))
+                    }
+                    (Op::Add, LExpr::Zero, _) => b,
+                    (Op::Add | Op::Sub, _, LExpr::Zero) => a,
+                    (Op::Sub, LExpr::Zero, _) => LExpr::Neg(Box::new(b)),
+                    _ => LExpr::Binary(*op, Box::new(a), Box::new(b)),
+                }
+            }
+            LExpr::Sum(v, inner, a) => match a.without(absent) {
+                LExpr::Zero => LExpr::Zero,
+                a => LExpr::Sum(*v, inner.clone(), Box::new(a)),
+            },
+            LExpr::Precomputed(p) => match p.body.without(absent) {
+                LExpr::Zero => LExpr::Zero,
+                body => LExpr::Precomputed(Box::new(Precompute {
+                    body,
+                    ..(**p).clone()
+                })),
+            },
+            other => other.clone(),
+        }
+    }
+    /// The outermost precomputed subexpression that reduces over `var`.
+    pub(super) fn find_precompute(&self, var: VarId) -> Option<&Precompute> {
+        match self {
+            LExpr::Precomputed(p) if p.private.contains(&var) => Some(p),
+            LExpr::Precomputed(p) => p.body.find_precompute(var),
+            LExpr::Sum(_, _, a) | LExpr::Neg(a) => a.find_precompute(var),
+            LExpr::Binary(_, a, b) => a.find_precompute(var).or_else(|| b.find_precompute(var)),
+            _ => None,
+        }
+    }
+    /// Replace the precomputed subexpression of `workspace` by a read of the array
+    /// `array` at its variables.
+    pub(super) fn read_workspace(&self, workspace: &str, array: Scratch) -> LExpr {
+        let read = |e: &LExpr| e.read_workspace(workspace, array);
+        match self {
+            LExpr::Precomputed(p) if p.workspace == workspace => {
+                LExpr::WorkspaceRead(array, p.vars.clone())
+            }
+            LExpr::Precomputed(p) => LExpr::Precomputed(Box::new(Precompute {
+                body: read(&p.body),
+                ..(**p).clone()
+            })),
+            LExpr::Sum(v, inner, a) => LExpr::Sum(*v, inner.clone(), Box::new(read(a))),
+            LExpr::Neg(a) => LExpr::Neg(Box::new(read(a))),
+            LExpr::Binary(op, a, b) => LExpr::Binary(*op, Box::new(read(a)), Box::new(read(b))),
+            other => other.clone(),
+        }
+    }
+    /// Find a non-hoisted sum over `var`.
+    pub(super) fn find_sum(&self, var: VarId) -> Option<&LExpr> {
+        match self {
+            LExpr::Sum(v, _, _) if *v == var => Some(self),
+            LExpr::Sum(_, _, a) | LExpr::Neg(a) => a.find_sum(var),
+            LExpr::Precomputed(p) => p.body.find_sum(var),
+            LExpr::Binary(_, a, b) => a.find_sum(var).or_else(|| b.find_sum(var)),
+            _ => None,
+        }
+    }
+    /// Replace the sum over `var` by a temporary.
+    pub(super) fn replace_sum(&self, var: VarId, temp: Var) -> LExpr {
+        match self {
+            LExpr::Sum(v, _, _) if *v == var => LExpr::Temp(temp),
+            LExpr::Sum(v, inner, a) => {
+                LExpr::Sum(*v, inner.clone(), Box::new(a.replace_sum(var, temp)))
+            }
+            LExpr::Neg(a) => LExpr::Neg(Box::new(a.replace_sum(var, temp))),
+            LExpr::Precomputed(p) => LExpr::Precomputed(Box::new(Precompute {
+                body: p.body.replace_sum(var, temp),
+                ..(**p).clone()
+            })),
+            LExpr::Binary(op, a, b) => LExpr::Binary(
+                *op,
+                Box::new(a.replace_sum(var, temp)),
+                Box::new(b.replace_sum(var, temp)),
+            ),
+            other => other.clone(),
+        }
+    }
+}
