@@ -170,14 +170,19 @@ fn slice_counts(coo: &Coo, mode: usize) -> (usize, usize, usize) {
     }
 }
 
+/// Entries per slice of a mode with `slices` slices (0 for an empty mode).
+fn mean_per_slice(coo: &Coo, slices: usize) -> f64 {
+    if slices > 0 {
+        coo.len() as f64 / slices as f64
+    } else {
+        0.0
+    }
+}
+
 fn matrix_stats(out: &mut String, coo: &Coo) {
     let (rows, cols) = (coo.dims[0], coo.dims[1]);
     let (min, max, used) = slice_counts(coo, 0);
-    let mean = if rows > 0 {
-        coo.len() as f64 / rows as f64
-    } else {
-        0.0
-    };
+    let mean = mean_per_slice(coo, rows);
     let _ = writeln!(
         out,
         "entries per row:  min {min}, mean {mean:.2}, max {max}"
@@ -207,11 +212,7 @@ fn mode_stats(out: &mut String, coo: &Coo) {
     for mode in 0..coo.order() {
         let size = coo.dims[mode];
         let (min, max, used) = slice_counts(coo, mode);
-        let mean = if size > 0 {
-            coo.len() as f64 / size as f64
-        } else {
-            0.0
-        };
+        let mean = mean_per_slice(coo, size);
         let _ = writeln!(
             out,
             "                  {mode:>5} {size:>12} {:>12} {min:>10} {mean:>12.2} {max:>10}",

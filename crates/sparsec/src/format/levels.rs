@@ -303,19 +303,43 @@ impl LevelFormat for Dense {
     }
 }
 
-/// Compressed level: `pos` segment bounds and `idx` coordinates.
+/// The configurable properties of a level that stores its coordinates (compressed,
+/// singleton): whether siblings are in increasing order, and whether they are distinct
+/// (not for the upper levels of COO).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Compressed {
-    /// Configurable: siblings in increasing order.
+pub struct Siblings {
     pub ordered: bool,
-    /// Configurable: no duplicate siblings (false for the top level of COO).
     pub unique: bool,
 }
+
+impl Siblings {
+    /// The level's letter (one for unique siblings, another for duplicates) with the
+    /// suffix of a non-default order.
+    fn spelling(self, unique: char, duplicates: char) -> String {
+        let letter = if self.unique { unique } else { duplicates };
+        format!("{letter}{}", property_suffix(self.ordered, true))
+    }
+
+    /// The properties of a compact, never full level with these siblings.
+    fn properties(self, branchless: bool) -> Properties {
+        Properties {
+            full: false,
+            ordered: self.ordered,
+            unique: self.unique,
+            branchless,
+            compact: true,
+        }
+    }
+}
+
+/// Compressed level: `pos` segment bounds and `idx` coordinates.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Compressed(pub Siblings);
 
 impl Compressed {
     /// A compressed level with the given properties.
     pub fn level(ordered: bool, unique: bool) -> Level {
-        Arc::new(Compressed { ordered, unique })
+        Arc::new(Compressed(Siblings { ordered, unique }))
     }
 }
 
@@ -325,20 +349,10 @@ impl LevelFormat for Compressed {
     }
     fn spelling(&self) -> String {
         // TACO spells a non-unique compressed level `u`.
-        if self.unique {
-            format!("s{}", property_suffix(self.ordered, true))
-        } else {
-            format!("u{}", property_suffix(self.ordered, true))
-        }
+        self.0.spelling('s', 'u')
     }
     fn properties(&self) -> Properties {
-        Properties {
-            full: false,
-            ordered: self.ordered,
-            unique: self.unique,
-            branchless: false,
-            compact: true,
-        }
+        self.0.properties(false)
     }
     fn capabilities(&self) -> Capabilities {
         Capabilities {
@@ -363,7 +377,7 @@ impl LevelFormat for Compressed {
         ))
     }
     fn streaming(&self) -> Option<Streaming> {
-        self.unique.then_some(Streaming::Appended)
+        self.0.unique.then_some(Streaming::Appended)
     }
     fn pack(&self, input: &PackInput<'_>) -> Result<PackOutput, String> {
         // Segments arrive in increasing parent order (their entry ranges need not be, below
@@ -374,7 +388,7 @@ impl LevelFormat for Compressed {
         for seg in input.segments {
             check_in_range(input, seg)?;
             let start = children.len();
-            if self.unique {
+            if self.0.unique {
                 push_groups(input.coords, seg, &mut children, |_, _| 0);
             } else {
                 children.extend((seg.lo..seg.hi).map(|e| Segment {
@@ -418,17 +432,12 @@ impl LevelFormat for Compressed {
 
 /// Singleton level: one child per parent position, at the same position.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Singleton {
-    /// Configurable: siblings in increasing order.
-    pub ordered: bool,
-    /// Configurable: no duplicates (false for inner COO levels above the last).
-    pub unique: bool,
-}
+pub struct Singleton(pub Siblings);
 
 impl Singleton {
     /// A singleton level with the given properties.
     pub fn level(ordered: bool, unique: bool) -> Level {
-        Arc::new(Singleton { ordered, unique })
+        Arc::new(Singleton(Siblings { ordered, unique }))
     }
 }
 
@@ -437,20 +446,10 @@ impl LevelFormat for Singleton {
         "singleton"
     }
     fn spelling(&self) -> String {
-        if self.unique {
-            format!("q{}", property_suffix(self.ordered, true))
-        } else {
-            format!("c{}", property_suffix(self.ordered, true))
-        }
+        self.0.spelling('q', 'c')
     }
     fn properties(&self) -> Properties {
-        Properties {
-            full: false,
-            ordered: self.ordered,
-            unique: self.unique,
-            branchless: true,
-            compact: true,
-        }
+        self.0.properties(true)
     }
     fn capabilities(&self) -> Capabilities {
         Capabilities {

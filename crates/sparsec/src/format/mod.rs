@@ -18,7 +18,8 @@ use std::fmt;
 use std::sync::Arc;
 
 pub use levels::{
-    hash_locate, Bytemap, Compressed, Dense, Hashed, Offset, Range, Singleton, HASH_LOCATE,
+    hash_locate, Bytemap, Compressed, Dense, Hashed, Offset, Range, Siblings, Singleton,
+    HASH_LOCATE,
 };
 pub use parse::FormatError;
 
