@@ -5,7 +5,7 @@ use sparsec::codegen::c;
 use sparsec::format::LevelCoord;
 use sparsec::ir::OutputMode;
 
-use crate::spec::{Problem, ScheduleArgs, SpecArgs, FORMAT_HELP};
+use crate::spec::{Problem, StatementArgs, FORMAT_HELP};
 
 const EMIT_HELP: &str = "\
 EXAMPLES:
@@ -26,13 +26,8 @@ come from -d VAR:SIZE or -i files when given, and any size otherwise.
 #[derive(clap::Args, Debug, Clone)]
 #[command(after_help = format!("{EMIT_HELP}\n{FORMAT_HELP}"))]
 pub struct EmitArgs {
-    /// The statement in index notation, e.g. "y(i) = A(i,j) * x(j)".
-    #[arg(value_name = "EXPR")]
-    pub expr: String,
     #[command(flatten)]
-    pub spec: SpecArgs,
-    #[command(flatten)]
-    pub schedule: ScheduleArgs,
+    pub statement: StatementArgs,
     /// Print how the output is assembled (its levels) and the runtime prelude.
     #[arg(long, conflicts_with = "compute")]
     pub assembly: bool,
@@ -47,9 +42,9 @@ const PLACEHOLDER_SIZE: usize = 1000;
 
 /// Run the `emit` subcommand.
 pub fn emit(args: &EmitArgs) -> Result<()> {
-    let problem = Problem::new(&args.expr, &args.spec, &[])?;
+    let problem = Problem::new(&args.statement.expr, &args.statement.spec, &[])?;
     let statement = problem.bind_with_default_size(PLACEHOLDER_SIZE)?;
-    let lowered = args.schedule.lower(&statement)?;
+    let lowered = args.statement.schedule.lower(&statement)?;
     let generated = c::emit(&lowered.function).map_err(|e| Report::new(sparsec::Error::from(e)))?;
     let (prelude, kernel) = generated.source.split_at(generated.body_offset);
     if args.compute {

@@ -10,7 +10,7 @@ use sparsec::kernel::{Backend, Kernel, Timings};
 use sparsec::reference;
 use sparsec::tensor::{Tensor, ValueType};
 
-use crate::spec::{self, BackendArg, Problem, ScheduleArgs, Source, SpecArgs, FORMAT_HELP};
+use crate::spec::{self, BackendArg, Problem, Source, StatementArgs, FORMAT_HELP};
 
 const RUN_HELP: &str = "\
 EXAMPLES:
@@ -60,13 +60,8 @@ FILES: .mtx (MatrixMarket; pattern entries read as 1.0, symmetric files expanded
 #[derive(clap::Args, Debug, Clone)]
 #[command(after_help = format!("{RUN_HELP}\n{FORMAT_HELP}"))]
 pub struct RunArgs {
-    /// The statement in index notation, e.g. "y(i) = A(i,j) * x(j)".
-    #[arg(value_name = "EXPR")]
-    pub expr: String,
     #[command(flatten)]
-    pub spec: SpecArgs,
-    #[command(flatten)]
-    pub schedule: ScheduleArgs,
+    pub statement: StatementArgs,
     /// Threads of parallel loops (default: OMP_NUM_THREADS, else all cores).
     #[arg(long, value_name = "N", value_parser = spec::positive)]
     pub threads: Option<usize>,
@@ -97,7 +92,7 @@ const TOLERANCE: f64 = 1e-9;
 
 /// Run the `run` subcommand.
 pub fn run(args: &RunArgs) -> Result<()> {
-    let problem = Problem::new(&args.expr, &args.spec, &args.generate)?;
+    let problem = Problem::new(&args.statement.expr, &args.statement.spec, &args.generate)?;
     let out_name = problem.tensors[0].0.clone();
     let output_file = match &args.output {
         Some(text) => {
@@ -176,7 +171,10 @@ pub fn run(args: &RunArgs) -> Result<()> {
     }
 
     let started = Instant::now();
-    let mut kernel = args.schedule.kernel(&statement, args.backend.into())?;
+    let mut kernel = args
+        .statement
+        .schedule
+        .kernel(&statement, args.backend.into())?;
     if let Some(n) = args.threads {
         kernel.set_threads(n);
     }

@@ -26,6 +26,18 @@ FORMATS (-f NAME:FORMAT), one letter per level, outermost first (TACO letters):
   Named formats: dense, csr, csc, coo, dcsr, dcsc, csf, sv, hash, ell, dia, bcsr:RxC.
   Tensors without -f are dense.";
 
+/// The statement and how to compile it: what `run` and `emit` share.
+#[derive(clap::Args, Debug, Clone)]
+pub struct StatementArgs {
+    /// The statement in index notation, e.g. "y(i) = A(i,j) * x(j)".
+    #[arg(value_name = "EXPR")]
+    pub expr: String,
+    #[command(flatten)]
+    pub spec: SpecArgs,
+    #[command(flatten)]
+    pub schedule: ScheduleArgs,
+}
+
 /// `-f`, `-i`, `-g`, `-d`: how the tensors of an expression are stored, where they come from
 /// and how large the index variables are.
 #[derive(clap::Args, Debug, Clone, Default)]
