@@ -2,6 +2,8 @@
 
 mod common;
 use common::*;
+use sparsec::kernel::Kernel;
+use sparsec::tensor::{Coo, ValueType};
 
 #[test]
 fn spmv_csr() {
@@ -528,5 +530,42 @@ fn bytemap_merges_store_only_present_coordinates() {
             );
             assert_eq!(got.to_coo().len(), union.len(), "{expr} with {fa}, {fb}");
         }
+    }
+}
+
+/// Statements whose layouts cannot be followed are refused with a reason naming the
+/// tensor, never a panic (these panicked before).
+#[test]
+fn layouts_that_cannot_be_followed_are_clear_errors() {
+    let mut r = rng(61);
+    let refusal = |expr: &str, formats: &[(&str, &str)], inputs: &[(&str, Coo)]| {
+        let (stmt, _) = statement(expr, formats, inputs, &[]);
+        match Kernel::from_statement(stmt, ValueType::F64, &Default::default()) {
+            Ok(_) => panic!("{expr} with {formats:?} compiled"),
+            Err(e) => e.to_string(),
+        }
+    };
+    // A blocked operand summed where its compressed level is not reached by a loop.
+    let err = refusal(
+        "z = A(j,l) - C(i,l)",
+        &[("A", "bcsr:1x3")],
+        &[
+            ("A", random_coo(&mut r, &[5, 6], 0.4)),
+            ("C", random_coo(&mut r, &[4, 6], 1.0)),
+        ],
+    );
+    assert!(
+        err.contains("`A`") && err.contains("cannot be located"),
+        "{err}"
+    );
+    // Two fixed layouts read in opposite orders.
+    for f in ["ell", "bcsr:2x2"] {
+        let a = random_coo(&mut r, &[6, 6], 0.3);
+        let err = refusal(
+            "C(i,j) = A(i,j) * B(j,i)",
+            &[("A", f), ("B", f)],
+            &[("A", a.clone()), ("B", a)],
+        );
+        assert!(err.contains("cannot be reordered"), "{f}: {err}");
     }
 }

@@ -4,6 +4,7 @@
 
 use std::ops::Add;
 
+use super::iterate::conjunction;
 use super::{parallel, Dest, LExpr, LowerError, Lowerer, Scope};
 use crate::format::LevelCoord;
 use crate::ir::{ArrayRef, BinOp, Expr, LocalType, OperandId, Stmt, Store};
@@ -18,7 +19,7 @@ impl Lowerer<'_> {
         dest: &Dest,
         scope: &Scope,
     ) -> Result<Vec<Stmt>, LowerError> {
-        let value = self.value(expr, scope);
+        let value = self.value(expr, scope)?;
         let target = match dest {
             Dest::Temp { name, .. } => parallel::Target::Temp(name),
             Dest::Workspace { depth, .. } => parallel::Target::Workspace { depth: *depth },
@@ -200,25 +201,49 @@ impl Lowerer<'_> {
             .fold(Expr::Int(0), |acc, &v| acc * self.size(v) + self.var(v))
     }
 
-    pub(super) fn value(&self, expr: &LExpr, scope: &Scope) -> Expr {
-        match expr {
+    /// The value of `expr` at the current positions. An operand whose levels the loops
+    /// did not all reach (one read against its layout, see `order::conflicts`) is located
+    /// at the remaining levels' variables, which outer loops bound; it is zero where a
+    /// level does not find the coordinate, and a clear error where a level cannot locate.
+    pub(super) fn value(&self, expr: &LExpr, scope: &Scope) -> Result<Expr, LowerError> {
+        Ok(match expr {
             LExpr::Access(o) => {
                 let occ = &self.occurrences[*o];
                 let mut pos = scope.positions[*o].last().cloned().unwrap_or(Expr::Int(0));
-                // A dense operand read against its layout (see `order::conflicts`) still has
-                // levels whose variables were bound by outer loops: locate them now.
+                let mut found = Vec::new();
                 for k in scope.resolved(*o)..occ.levels.len() {
                     let site = self.site(occ.operand, Some(*o), k);
-                    let (at, found) = occ.levels[k]
-                        .locate(&site, &pos, &self.var(occ.level_vars[k]), &Expr::Int(0))
-                        .expect("only dense operands are read against their layout");
-                    debug_assert_eq!(found, Expr::Bool(true), "dense levels always find");
+                    let coord = self.var(occ.level_vars[k]);
+                    let level = &occ.levels[k];
+                    let Some((at, _)) = level.locate(&site, &pos, &coord, &Expr::Int(0)) else {
+                        let operand = &self.operands[occ.operand];
+                        return Err(LowerError(format!(
+                            "`{}` (stored as `{}`) would be read where its loops do not reach \
+                             level {} ({}), which cannot be located into; store it in a \
+                             format whose levels can (e.g. dense or hash) for this statement",
+                            self.stmt.tensors[operand.tensor].name,
+                            self.stmt.tensors[operand.tensor].format.spelling(),
+                            k + 1,
+                            level.name()
+                        )));
+                    };
+                    // `found` may read the located position: give it the position itself.
+                    let (_, holds) = level
+                        .locate(&site, &pos, &coord, &at)
+                        .expect("the level located above");
+                    found.push(holds);
                     pos = at;
                 }
-                Expr::load(ArrayRef::Values(OperandId(occ.operand)), pos)
+                let load = Expr::load(ArrayRef::Values(OperandId(occ.operand)), pos);
+                match crate::ir::simplify(&conjunction(found)) {
+                    Expr::Bool(true) => load,
+                    holds => {
+                        Expr::Select(Box::new(holds), Box::new(load), Box::new(Expr::Float(0.0)))
+                    }
+                }
             }
             LExpr::Literal(v) => Expr::Float(*v),
-            LExpr::Neg(a) => Expr::Neg(Box::new(self.value(a, scope))),
+            LExpr::Neg(a) => Expr::Neg(Box::new(self.value(a, scope)?)),
             LExpr::Binary(op, a, b) => {
                 let op = match op {
                     Op::Add => BinOp::Add,
@@ -226,7 +251,7 @@ impl Lowerer<'_> {
                     Op::Mul => BinOp::Mul,
                     Op::Div => BinOp::Div,
                 };
-                Expr::bin(op, self.value(a, scope), self.value(b, scope))
+                Expr::bin(op, self.value(a, scope)?, self.value(b, scope)?)
             }
             LExpr::Temp(t) => self.iv(*t),
             LExpr::WorkspaceRead(name, vars) => {
@@ -237,6 +262,6 @@ impl Lowerer<'_> {
             }
             LExpr::Zero => Expr::Float(0.0),
             LExpr::Sum(..) => unreachable!("every sum is lowered before its variable's loop ends"),
-        }
+        })
     }
 }
