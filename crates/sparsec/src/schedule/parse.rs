@@ -7,7 +7,7 @@
 
 use miette::SourceSpan;
 
-use super::transform::{BoundKind, Transform};
+use super::transform::{BoundKind, SplitBy, Transform};
 use super::{Concrete, OmpSchedule, ParallelUnit, RaceStrategy, ScheduleError};
 
 /// A parsed schedule: transformations applied left to right.
@@ -305,20 +305,16 @@ impl Call<'_, '_> {
                 self.arity(4, 4, "(var, outer, inner, factor)")?;
                 let (var, outer, inner) = (self.name_at(0)?, self.name_at(1)?, self.name_at(2)?);
                 let amount = self.number_at(3)?;
-                Ok(if self.name == "split" {
-                    Transform::Split {
-                        var,
-                        outer,
-                        inner,
-                        factor: amount,
-                    }
+                let by = if self.name == "split" {
+                    SplitBy::Factor(amount)
                 } else {
-                    Transform::Divide {
-                        var,
-                        outer,
-                        inner,
-                        parts: amount,
-                    }
+                    SplitBy::Parts(amount)
+                };
+                Ok(Transform::Split {
+                    var,
+                    outer,
+                    inner,
+                    by,
                 })
             }
             "fuse" => {

@@ -20,7 +20,6 @@ mod split;
 pub(crate) use loops::ceil_div;
 use loops::positive;
 pub use split::SplitBy;
-use split::SplitKind;
 
 /// Which side of a variable's range `bound` fixes, and how.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -40,17 +39,13 @@ pub enum BoundKind {
 pub enum Transform {
     Reorder(String, String),
     Order(Vec<String>),
+    /// `split` (`by` a factor: the inner loop's iterations) or `divide` (`by` parts: the
+    /// outer loop's iterations).
     Split {
         var: String,
         outer: String,
         inner: String,
-        factor: usize,
-    },
-    Divide {
-        var: String,
-        outer: String,
-        inner: String,
-        parts: usize,
+        by: SplitBy,
     },
     Fuse {
         outer: String,
@@ -124,14 +119,14 @@ impl fmt::Display for Transform {
                 var,
                 outer,
                 inner,
-                factor,
-            } => write!(f, "split({var},{outer},{inner},{factor})"),
-            Transform::Divide {
-                var,
-                outer,
-                inner,
-                parts,
-            } => write!(f, "divide({var},{outer},{inner},{parts})"),
+                by,
+            } => {
+                let (name, n) = match by {
+                    SplitBy::Factor(n) => ("split", n),
+                    SplitBy::Parts(n) => ("divide", n),
+                };
+                write!(f, "{name}({var},{outer},{inner},{n})")
+            }
             Transform::Fuse {
                 outer,
                 inner,
@@ -195,14 +190,8 @@ impl Concrete {
                 var,
                 outer,
                 inner,
-                factor,
-            } => self.strip_mine(&text, var, outer, inner, *factor, SplitKind::Split),
-            Transform::Divide {
-                var,
-                outer,
-                inner,
-                parts,
-            } => self.strip_mine(&text, var, outer, inner, *parts, SplitKind::Divide),
+                by,
+            } => self.strip_mine(&text, var, outer, inner, *by),
             Transform::Fuse {
                 outer,
                 inner,
@@ -275,7 +264,7 @@ impl Concrete {
             var: var.into(),
             outer: outer.into(),
             inner: inner.into(),
-            factor,
+            by: SplitBy::Factor(factor),
         })
     }
 
@@ -287,11 +276,11 @@ impl Concrete {
         inner: &str,
         parts: usize,
     ) -> Result<Concrete, ScheduleError> {
-        self.apply(&Transform::Divide {
+        self.apply(&Transform::Split {
             var: var.into(),
             outer: outer.into(),
             inner: inner.into(),
-            parts,
+            by: SplitBy::Parts(parts),
         })
     }
 

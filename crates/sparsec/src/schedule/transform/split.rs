@@ -12,17 +12,20 @@ impl Concrete {
         var: &str,
         outer: &str,
         inner: &str,
-        amount: usize,
-        kind: SplitKind,
+        by: SplitBy,
     ) -> Result<Concrete, ScheduleError> {
         let v = self.loop_named(text, var)?;
-        positive(text, kind.precondition(), amount)?;
+        let (precondition, amount) = match by {
+            SplitBy::Factor(n) => ("the split factor is positive", n),
+            SplitBy::Parts(n) => ("the number of parts is positive", n),
+        };
+        positive(text, precondition, amount)?;
         let mut next = self.clone();
         let extent = self.vars[v].extent.clone();
         let n = Expr::Int(amount as i64);
-        let (outer_extent, inner_extent) = match kind {
-            SplitKind::Split => (crate::ir::simplify(&ceil_div(extent, n.clone())), n.clone()),
-            SplitKind::Divide => (n.clone(), crate::ir::simplify(&ceil_div(extent, n))),
+        let (outer_extent, inner_extent) = match by {
+            SplitBy::Factor(_) => (crate::ir::simplify(&ceil_div(extent, n.clone())), n.clone()),
+            SplitBy::Parts(_) => (n.clone(), crate::ir::simplify(&ceil_div(extent, n))),
         };
         let o = next.fresh_var(text, outer, outer_extent)?;
         let i = next.fresh_var(text, inner, inner_extent)?;
@@ -30,10 +33,7 @@ impl Concrete {
             parent: v,
             outer: o,
             inner: i,
-            by: match kind {
-                SplitKind::Split => SplitBy::Factor(amount),
-                SplitKind::Divide => SplitBy::Parts(amount),
-            },
+            by,
         });
         let loops = replace_loop(&self.loop_sequence(), v, &[o, i]);
         next.with_loops(text, loops)
@@ -85,19 +85,4 @@ pub enum SplitBy {
     Factor(usize),
     /// The outer loop has this many iterations (`divide`).
     Parts(usize),
-}
-
-#[derive(Clone, Copy)]
-pub(super) enum SplitKind {
-    Split,
-    Divide,
-}
-
-impl SplitKind {
-    fn precondition(self) -> &'static str {
-        match self {
-            SplitKind::Split => "the split factor is positive",
-            SplitKind::Divide => "the number of parts is positive",
-        }
-    }
 }
