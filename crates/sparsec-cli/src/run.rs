@@ -63,7 +63,7 @@ pub struct RunArgs {
     #[command(flatten)]
     pub statement: StatementArgs,
     /// Threads of parallel loops (default: OMP_NUM_THREADS, else all cores).
-    #[arg(long, value_name = "N", value_parser = spec::positive)]
+    #[arg(long, value_name = "N", value_parser = spec::thread_count)]
     pub threads: Option<usize>,
     /// Generate an input instead of reading it: dense, uniform[:DENSITY], banded[:BW],
     /// powerlaw[:NNZ_PER_ROW], skewed[:K,C].
@@ -275,8 +275,19 @@ pub fn run(args: &RunArgs) -> Result<()> {
 }
 
 /// Reject an output file kind that cannot hold a tensor of `order`, before any work.
+/// Refuse an output file that cannot be written, before anything is computed: a kind that
+/// cannot hold the result, or a directory that does not exist.
 fn check_output_kind(path: &Path, order: usize) -> Result<()> {
     let kind = io::FileKind::from_path(path).map_err(Report::new)?;
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        if !dir.is_dir() {
+            return Err(miette!(
+                "-o {}: the directory `{}` does not exist",
+                path.display(),
+                dir.display()
+            ));
+        }
+    }
     let problem = match kind {
         io::FileKind::MatrixMarket if order > 2 => {
             Some("MatrixMarket holds only vectors and matrices; use .tns or .spt")

@@ -459,6 +459,19 @@ pub fn positive(text: &str) -> std::result::Result<usize, String> {
     }
 }
 
+/// `--threads`: a positive count no larger than the kernels accept.
+pub fn thread_count(text: &str) -> std::result::Result<usize, String> {
+    let n = positive(text)?;
+    if n > sparsec::kernel::MAX_THREADS {
+        return Err(format!(
+            "{n} threads: at most {} (this machine has {} cores)",
+            sparsec::kernel::MAX_THREADS,
+            std::thread::available_parallelism().map_or(1, |c| c.get())
+        ));
+    }
+    Ok(n)
+}
+
 /// Format a duration in milliseconds.
 pub fn ms(d: std::time::Duration) -> String {
     format!("{:.3} ms", d.as_secs_f64() * 1e3)

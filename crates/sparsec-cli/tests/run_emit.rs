@@ -440,3 +440,78 @@ fn run_with_the_jit_backend() {
     assert!(!refused.status.success());
     assert!(stderr(&refused).contains("jit"), "{}", stderr(&refused));
 }
+
+/// `SPARSEC_CC` may carry flags, and an empty `SPARSEC_CACHE_DIR` means unset: the
+/// kernel compiles (with `-O0` after sparsec's flags) and nothing lands in the working
+/// directory.
+#[test]
+fn compiler_flags_and_an_empty_cache_variable() {
+    let work = tempfile::tempdir().unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_sparsec"))
+        .args([
+            "run",
+            "y(i) = A(i,j) * x(j)",
+            "-f",
+            "A:csr",
+            "-g",
+            "A:uniform",
+            "-g",
+            "x:dense",
+            "-d",
+            "i:9",
+            "-d",
+            "j:7",
+            "--backend",
+            "c",
+            "--check",
+        ])
+        .current_dir(work.path())
+        .env("SPARSEC_CC", "gcc -O0 -g0")
+        .env("SPARSEC_CACHE_DIR", "")
+        .env("XDG_CACHE_HOME", home.path())
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).contains("check: ok"), "{}", stdout(&out));
+    let stray: Vec<_> = std::fs::read_dir(work.path()).unwrap().collect();
+    assert!(
+        stray.is_empty(),
+        "files in the working directory: {stray:?}"
+    );
+    let cached = std::fs::read_dir(home.path().join("sparsec"))
+        .unwrap()
+        .count();
+    assert!(cached > 0, "the kernel is cached under XDG_CACHE_HOME");
+}
+
+/// Requests that cannot be met are refused before any work: a thread count no OpenMP
+/// team survives, an output file in a directory that does not exist.
+#[test]
+fn impossible_requests_are_refused_up_front() {
+    let spmv = [
+        "run",
+        "y(i) = A(i,j) * x(j)",
+        "-g",
+        "A:uniform",
+        "-g",
+        "x:dense",
+        "-d",
+        "i:5",
+        "-d",
+        "j:5",
+    ];
+    let mut threads = spmv.to_vec();
+    threads.extend(["--threads", "100000"]);
+    fails(&threads, "at most 1024");
+    let mut output = spmv.to_vec();
+    output.extend(["-o", "y:/nonexistent-sparsec-dir/y.mtx"]);
+    fails(&output, "does not exist");
+    let o = sparsec(&output);
+    assert!(
+        !stdout(&o).contains("kernel:"),
+        "nothing ran: {}",
+        stdout(&o)
+    );
+}

@@ -39,9 +39,10 @@ pub enum JitError {
 /// Compiler and flags used for kernels.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Toolchain {
-    /// The compiler command (`SPARSEC_CC`, default `gcc`).
+    /// The compiler command (the first word of `SPARSEC_CC`, default `gcc`).
     pub compiler: String,
-    /// Flags (`-O3 -march=native -fPIC -shared -fopenmp` by default).
+    /// Flags (`-O3 -march=native -fPIC -shared -fopenmp` by default, then any further words
+    /// of `SPARSEC_CC`).
     pub flags: Vec<String>,
     /// Cache directory (`SPARSEC_CACHE_DIR`, default `$XDG_CACHE_HOME/sparsec` or
     /// `~/.cache/sparsec`).
@@ -50,8 +51,11 @@ pub struct Toolchain {
 
 impl Default for Toolchain {
     fn default() -> Toolchain {
-        let compiler = std::env::var("SPARSEC_CC").unwrap_or_else(|_| "gcc".into());
-        let flags = [
+        // `SPARSEC_CC` may carry flags (`gcc -O0`): they follow sparsec's, so they win.
+        let cc = std::env::var("SPARSEC_CC").unwrap_or_default();
+        let mut words = cc.split_whitespace().map(String::from);
+        let compiler = words.next().unwrap_or_else(|| "gcc".into());
+        let mut flags = [
             "-O3",
             "-march=native",
             "-fPIC",
@@ -62,12 +66,13 @@ impl Default for Toolchain {
         ]
         .map(String::from)
         .to_vec();
-        let cache_dir = std::env::var_os("SPARSEC_CACHE_DIR")
+        flags.extend(words);
+        // An empty variable means unset (not the working directory).
+        let set = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
+        let cache_dir = set("SPARSEC_CACHE_DIR")
             .map(PathBuf::from)
-            .or_else(|| {
-                std::env::var_os("XDG_CACHE_HOME").map(|d| PathBuf::from(d).join("sparsec"))
-            })
-            .or_else(|| std::env::var_os("HOME").map(|d| PathBuf::from(d).join(".cache/sparsec")))
+            .or_else(|| set("XDG_CACHE_HOME").map(|d| PathBuf::from(d).join("sparsec")))
+            .or_else(|| set("HOME").map(|d| PathBuf::from(d).join(".cache/sparsec")))
             .unwrap_or_else(|| std::env::temp_dir().join("sparsec-cache"));
         Toolchain {
             compiler,

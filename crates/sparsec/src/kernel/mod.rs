@@ -254,9 +254,10 @@ impl Kernel {
         self.threads
     }
 
-    /// Use `n` threads (at least 1) in parallel loops.
+    /// Use `n` threads in parallel loops, at least 1 and at most [`MAX_THREADS`] (a team
+    /// of a hundred thousand threads exhausts memory inside the OpenMP runtime).
     pub fn set_threads(&mut self, n: usize) {
-        self.threads = n.max(1);
+        self.threads = n.clamp(1, MAX_THREADS);
     }
 
     /// True when the code that runs now was compiled for this kernel rather than found in
@@ -530,6 +531,9 @@ fn default_threads() -> usize {
         .or_else(|| std::thread::available_parallelism().ok().map(|n| n.get()))
         .unwrap_or(1)
 }
+
+/// The most threads a kernel's parallel loops use.
+pub const MAX_THREADS: usize = 1024;
 
 /// Rows per chunk of the default parallel schedule.
 const DEFAULT_CHUNK: usize = 32;
