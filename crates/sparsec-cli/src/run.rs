@@ -161,13 +161,7 @@ pub fn run(args: &RunArgs) -> Result<()> {
         inputs.push(load(k)?.expect("checked above"));
     }
     for (decl, t) in statement.tensors[1..].iter().zip(&inputs) {
-        crate::outln!(
-            "{}: {} {}, {} stored",
-            decl.name,
-            dims_text(&decl.dims),
-            decl.format,
-            t.stored_values()
-        );
+        crate::outln!("{}: {}", decl.name, shape_text(t));
     }
 
     let started = Instant::now();
@@ -259,12 +253,7 @@ pub fn run(args: &RunArgs) -> Result<()> {
     match output_file {
         Some(file) => {
             write_output(Path::new(&file), &result)?;
-            crate::outln!(
-                "{out_name}: {} {}, {} stored, written to {file}",
-                dims_text(result.dims()),
-                result.format(),
-                result.stored_values()
-            );
+            crate::outln!("{out_name}: {}, written to {file}", shape_text(&result));
         }
         None => print_summary(&out_name, &result),
     }
@@ -390,16 +379,25 @@ fn dims_text(dims: &[usize]) -> String {
     }
 }
 
+/// `4x4 csr, 16 stored`, or `scalar` (a scalar has no format and one value).
+fn shape_text(t: &Tensor) -> String {
+    if t.dims().is_empty() {
+        "scalar".to_string()
+    } else {
+        format!(
+            "{} {}, {} stored",
+            dims_text(t.dims()),
+            t.format(),
+            t.stored_values()
+        )
+    }
+}
+
 /// A short description of the result and its first entries.
 fn print_summary(name: &str, result: &Tensor) {
     const SHOWN: usize = 8;
     let coo = result.to_coo();
-    crate::outln!(
-        "{name}: {} {}, {} stored",
-        dims_text(result.dims()),
-        result.format(),
-        result.stored_values()
-    );
+    crate::outln!("{name}: {}", shape_text(result));
     let nonzero: Vec<usize> = (0..coo.len()).filter(|&e| coo.values[e] != 0.0).collect();
     if nonzero.len() != coo.len() {
         crate::outln!("  {} nonzero", nonzero.len());

@@ -515,3 +515,22 @@ fn impossible_requests_are_refused_up_front() {
         stdout(&o)
     );
 }
+
+/// A scalar result reads as one: no empty format, no count of stored values.
+#[test]
+fn scalar_results_read_as_scalars() {
+    let out = ok(&[
+        "run",
+        "a = A(i,j) * B(i,j)",
+        "-g",
+        "A:uniform:0.9",
+        "-g",
+        "B:uniform:0.9",
+        "-d",
+        "i:4",
+        "-d",
+        "j:4",
+    ]);
+    assert!(out.contains("a: scalar\n"), "{out}");
+    assert!(out.contains("  a() = "), "{out}");
+}
