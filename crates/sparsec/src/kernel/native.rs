@@ -88,7 +88,8 @@ impl Tiers {
 
     /// The C code when the cache already holds it; else the JIT's code now, and the C
     /// compiler's as soon as a background compilation of `source` finishes. Without a
-    /// working C compiler the JIT's code stays, and [`Tiers::finish`] says why.
+    /// working C compiler the JIT's code stays, and [`Tiers::finish`] says why; what the
+    /// JIT cannot compile waits for the C compiler.
     pub(super) fn tiered(
         function: &Function,
         source: &str,
@@ -98,7 +99,12 @@ impl Tiers {
         if let Ok(Some(code)) = cached {
             return Ok(Tiers::fixed(code));
         }
-        let tiers = Tiers::fixed(Code::jit(function)?);
+        let jit = match Code::jit(function) {
+            Ok(code) => code,
+            // What the JIT cannot compile, the C compiler may: wait for it instead.
+            Err(_) => return Ok(Tiers::fixed(Code::c(source, toolchain)?)),
+        };
+        let tiers = Tiers::fixed(jit);
         if let Err(e) = cached {
             *tiers.failure.lock().expect("tiers") = Some(e.to_string());
             return Ok(tiers);
