@@ -53,7 +53,9 @@ SCHEDULES (-s): transformations separated by `,` or `.`, applied left to right:
 
 FILES: .mtx (MatrixMarket; pattern entries read as 1.0, symmetric files expanded),
   .tns (FROSTT), .spt (sparsec binary, any format). -o writes .mtx for order <= 2
-  (dense vectors and matrices as MatrixMarket `array`), .tns for any order >= 1, .spt any.
+  (scalars, dense vectors and matrices as MatrixMarket `array`), .tns and .spt any order.
+  A scalar's .tns file is one line holding its value; a 1x1 matrix or length-1 vector
+  read with -i for a tensor the statement uses without indices becomes that scalar.
 ";
 
 /// Compile and run a tensor index notation statement.
@@ -263,9 +265,8 @@ pub fn run(args: &RunArgs) -> Result<()> {
     Ok(())
 }
 
-/// Reject an output file kind that cannot hold a tensor of `order`, before any work.
 /// Refuse an output file that cannot be written, before anything is computed: a kind that
-/// cannot hold the result, or a directory that does not exist.
+/// cannot hold a tensor of `order`, or a directory that does not exist.
 fn check_output_kind(path: &Path, order: usize) -> Result<()> {
     let kind = io::FileKind::from_path(path).map_err(Report::new)?;
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
@@ -277,22 +278,14 @@ fn check_output_kind(path: &Path, order: usize) -> Result<()> {
             ));
         }
     }
-    let problem = match kind {
-        io::FileKind::MatrixMarket if order > 2 => {
-            Some("MatrixMarket holds only vectors and matrices; use .tns or .spt")
-        }
-        io::FileKind::MatrixMarket | io::FileKind::Frostt if order == 0 => {
-            Some("the output is a scalar; use .spt")
-        }
-        _ => None,
-    };
-    match problem {
-        Some(why) => Err(miette!(
-            "-o {}: cannot write an order-{order} tensor there: {why}",
+    if kind == io::FileKind::MatrixMarket && order > 2 {
+        return Err(miette!(
+            "-o {}: cannot write an order-{order} tensor there: MatrixMarket holds only \
+             scalars, vectors and matrices; use .tns or .spt",
             path.display()
-        )),
-        None => Ok(()),
+        ));
     }
+    Ok(())
 }
 
 fn write_output(path: &Path, result: &Tensor) -> Result<()> {

@@ -435,20 +435,28 @@ impl Problem {
     }
 }
 
-/// A MatrixMarket `n x 1` or `1 x n` file read for a vector becomes an order-1 tensor.
+/// Fit a file to the order the statement uses its tensor with: a MatrixMarket `n x 1` or
+/// `1 x n` file read for a vector becomes an order-1 tensor, and a file holding one
+/// component (a `1 x 1` matrix or a length-1 vector) read for a scalar becomes an order-0
+/// tensor. Only these; a scalar file is never widened, so other mismatches reach `bind`.
 fn fit_order(data: TensorFile, order: usize) -> TensorFile {
     let dims = data.dims().to_vec();
-    if order == 1 && dims.len() == 2 && (dims[0] == 1 || dims[1] == 1) {
-        let keep = if dims[1] == 1 { 0 } else { 1 };
-        let coo = data.into_coo();
-        let coords = coo.coords.chunks(2).map(|c| c[keep]).collect();
-        return TensorFile::Frostt(Coo {
-            dims: vec![dims[keep]],
-            coords,
-            values: coo.values,
-        });
-    }
-    data
+    let keep: Vec<usize> = match (order, &dims[..]) {
+        (1, &[rows, cols]) if rows == 1 || cols == 1 => vec![if cols == 1 { 0 } else { 1 }],
+        (0, &[1] | &[1, 1]) => vec![],
+        _ => return data,
+    };
+    let coo = data.into_coo();
+    let coords = coo
+        .coords
+        .chunks(dims.len())
+        .flat_map(|c| keep.iter().map(|&m| c[m]))
+        .collect();
+    TensorFile::Frostt(Coo {
+        dims: keep.iter().map(|&m| dims[m]).collect(),
+        coords,
+        values: coo.values,
+    })
 }
 
 /// Parse a count for `--time`.

@@ -534,3 +534,93 @@ fn scalar_results_read_as_scalars() {
     assert!(out.contains("a: scalar\n"), "{out}");
     assert!(out.contains("  a() = "), "{out}");
 }
+
+/// An inner product written to .mtx (a 1 x 1 array) and .tns (one value line) reads back
+/// as the reference's value; a scalar input is read from .tns and from that 1 x 1 .mtx,
+/// and a scalar file is never widened to a vector.
+#[test]
+fn scalars_in_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = generate::uniform(&[20, 30], 0.2, 5);
+    let b = generate::uniform(&[20, 30], 0.2, 6);
+    let a_path = dir.path().join("a.mtx");
+    let b_path = dir.path().join("b.tns");
+    io::write_matrix_market(&a_path, &a, &io::MtxWriteOptions::default()).unwrap();
+    io::write_tns(&b_path, &b).unwrap();
+    let (a_arg, b_arg) = (
+        format!("A:{}", a_path.display()),
+        format!("B:{}", b_path.display()),
+    );
+    let expected = reference_result(
+        "a = A(i,j) * B(i,j)",
+        &[("A", a.clone(), "ds"), ("B", b.clone(), "ds")],
+    )
+    .to_coo()
+    .values;
+    assert!(expected[0] != 0.0, "the inputs overlap: {expected:?}");
+    for (file, dims) in [("inner.mtx", vec![1, 1]), ("inner.tns", vec![])] {
+        let path = dir.path().join(file);
+        let out = ok(&[
+            "run",
+            "a = A(i,j) * B(i,j)",
+            "-f",
+            "A:csr",
+            "-f",
+            "B:csr",
+            "-i",
+            &a_arg,
+            "-i",
+            &b_arg,
+            "-o",
+            &format!("a:{}", path.display()),
+        ]);
+        assert!(out.contains("a: scalar, written to"), "{file}: {out}");
+        let read = io::read_any(&path).unwrap().into_coo();
+        assert_eq!(read.dims, dims, "{file}");
+        assert_eq!(read.values.len(), 1, "{file}");
+        let diff = (read.values[0] - expected[0]).abs();
+        assert!(
+            diff <= 1e-12 * expected[0].abs(),
+            "{file}: {read:?} vs {expected:?}"
+        );
+    }
+
+    let x = generate::dense(&[7], 8);
+    let x_path = dir.path().join("x.tns");
+    io::write_tns(&x_path, &x).unwrap();
+    let x_arg = format!("x:{}", x_path.display());
+    let alpha_path = dir.path().join("alpha.tns");
+    std::fs::write(&alpha_path, "# the factor\n-2.5\n").unwrap();
+    let y_path = dir.path().join("y.tns");
+    let inner_path = dir.path().join("inner.mtx");
+    let inner = io::read_any(&inner_path).unwrap().into_coo().values[0];
+    for (alpha, factor) in [(alpha_path.clone(), -2.5), (inner_path, inner)] {
+        let out = ok(&[
+            "run",
+            "y(i) = alpha * x(i)",
+            "-i",
+            &format!("alpha:{}", alpha.display()),
+            "-i",
+            &x_arg,
+            "--check",
+            "-o",
+            &format!("y:{}", y_path.display()),
+        ]);
+        assert!(out.contains("alpha: scalar\n"), "{out}");
+        assert!(out.contains("check: ok"), "{out}");
+        let y = io::read_tns(&y_path, None).unwrap();
+        let scaled: Vec<f64> = x.values.iter().map(|v| factor * v).collect();
+        assert_eq!((y.coords, y.values), (x.coords.clone(), scaled));
+    }
+    fails(
+        &[
+            "run",
+            "y(i) = alpha(i) * x(i)",
+            "-i",
+            &format!("alpha:{}", alpha_path.display()),
+            "-i",
+            &x_arg,
+        ],
+        "wrong number of indices for tensor `alpha`",
+    );
+}

@@ -324,7 +324,48 @@ fn tns_inconsistent_column_counts() {
         "expected 4 fields (3 indices and a value, like line 2), found 3",
     );
     expect_line_error("more.tns", "1 1 1.0\n2 2 2 2.0\n", 2, "found 4");
-    expect_line_error("one.tns", "5\n", 1, "at least one index and a value");
+}
+
+#[test]
+fn tns_scalar_files_mixing_lines_with_and_without_indices() {
+    // The first entry has no index, so the file holds a scalar; the first line with an
+    // index is named.
+    expect_line_error(
+        "scalar.tns",
+        "# a scalar
+2.5
+
+1 3.0
+2 4.0
+",
+        4,
+        "expected 1 field (a value and no indices, like line 2: the file holds a scalar), found 2",
+    );
+    expect_line_error(
+        "values.tns",
+        "2.5
+1.0 2.0 3.0
+",
+        2,
+        "found 3",
+    );
+    // And the other way round: a value alone after entries with indices.
+    expect_line_error(
+        "vector.tns",
+        "1 3.0
+
+5
+",
+        3,
+        "expected 2 fields (1 indices and a value, like line 1), found 1",
+    );
+    expect_line_error(
+        "nan.tns",
+        "x
+",
+        1,
+        "value `x` is not a number",
+    );
 }
 
 #[test]

@@ -228,3 +228,66 @@ fn read_any_and_write_any_dispatch_on_extension() {
     let err = io::write_any(dir.path().join("a.txt"), &t).unwrap_err();
     assert!(err.to_string().contains("a.txt"));
 }
+
+/// A scalar holding `value`.
+fn scalar(value: f64) -> Tensor {
+    let coo = Coo::new(vec![], vec![], vec![value]).unwrap();
+    Tensor::from_coo(&coo, &Format::dense(0), ValueType::F64).unwrap()
+}
+
+#[test]
+fn scalars_round_trip_through_tns_mtx_and_spt() {
+    let dir = tempfile::tempdir().unwrap();
+    // Not exactly representable in few digits: the text is written at full precision.
+    let value = -1.0 / 3.0;
+    let t = scalar(value);
+    let tns = dir.path().join("s.tns");
+    io::write_any(&tns, &t).unwrap();
+    assert_eq!(
+        std::fs::read_to_string(&tns).unwrap(),
+        format!("{value:?}\n")
+    );
+    let mtx = dir.path().join("s.mtx");
+    io::write_any(&mtx, &t).unwrap();
+    assert_eq!(
+        std::fs::read_to_string(&mtx).unwrap(),
+        format!("%%MatrixMarket matrix array real general\n1 1\n{value:?}\n")
+    );
+    let back = io::read_matrix_market(&mtx).unwrap();
+    assert_eq!((back.coo.dims, back.coo.values), (vec![1, 1], vec![value]));
+    for path in [&tns, &dir.path().join("s.spt")] {
+        io::write_any(path, &t).unwrap();
+        let back = io::read_any(path).unwrap();
+        assert!(back.dims().is_empty(), "{}", path.display());
+        let back = back.into_tensor(&Format::dense(0), ValueType::F64).unwrap();
+        assert_eq!(back.to_coo().values, [value], "{}", path.display());
+    }
+}
+
+#[test]
+fn tns_scalar_reading_skips_comments_and_sums_repeated_values() {
+    let coo = io::parse_tns("s.tns", b"# a scalar\n\n  2.5 # the value\n", None).unwrap();
+    assert_eq!(coo, Coo::new(vec![], vec![], vec![2.5]).unwrap());
+    // Every line of a scalar file is at the same (empty) coordinates: duplicates, summed
+    // when stored, as for any order.
+    let coo = io::parse_tns("s.tns", b"2.5\n-1\n", None).unwrap();
+    assert_eq!(coo.values, [2.5, -1.0]);
+    let t = Tensor::from_coo(&coo, &Format::dense(0), ValueType::F64).unwrap();
+    assert_eq!(t.to_coo().values, [1.5]);
+    // The order of a scalar can also be given.
+    assert_eq!(
+        io::parse_tns("s.tns", b"7\n", Some(&[])).unwrap().values,
+        [7.0]
+    );
+}
+
+#[test]
+fn mtx_scalar_is_written_as_an_array_whatever_the_layout_asked() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.mtx");
+    let coo = Coo::new(vec![], vec![], vec![4.0]).unwrap();
+    io::write_matrix_market(&path, &coo, &MtxWriteOptions::default()).unwrap();
+    let back = io::read_matrix_market(&path).unwrap();
+    assert_eq!(back.header.layout, MtxLayout::Array);
+    assert_eq!((back.coo.dims, back.coo.values), (vec![1, 1], vec![4.0]));
+}

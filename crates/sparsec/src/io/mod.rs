@@ -203,8 +203,8 @@ pub fn read_any(path: impl AsRef<Path>) -> Result<TensorFile, IoError> {
     }
 }
 
-/// Write `tensor` to a `.mtx` (order 1 or 2, coordinate real general), `.tns` or `.spt`
-/// file, chosen by extension. Text files receive the tensor's stored components, so the
+/// Write `tensor` to a `.mtx` (order 1 or 2 as coordinate real general, a scalar as a 1 x 1
+/// array), `.tns` or `.spt` file, chosen by extension. Text files receive the tensor's stored components, so the
 /// padding of ELL, DIA, BCSR and dense formats is written as explicit zeros.
 pub fn write_any(path: impl AsRef<Path>, tensor: &Tensor) -> Result<(), IoError> {
     let path = path.as_ref();

@@ -659,8 +659,9 @@ impl Body<'_> {
     }
 }
 
-/// Write a matrix (order 2) or vector (order 1, written as one column) as MatrixMarket
-/// `real general`, in the layout the options ask for.
+/// Write a matrix (order 2), vector (order 1, written as one column) or scalar (order 0,
+/// written as a 1 x 1 matrix) as MatrixMarket `real general`, in the layout the options ask
+/// for; a scalar is always written in the `array` layout, since it always has its value.
 pub fn write_matrix_market(
     path: impl AsRef<Path>,
     coo: &Coo,
@@ -668,17 +669,22 @@ pub fn write_matrix_market(
 ) -> Result<(), IoError> {
     let path = path.as_ref();
     let (rows, cols) = match coo.dims[..] {
+        [] => (1, 1),
         [n] => (n, 1),
         [r, c] => (r, c),
         _ => {
             return Err(IoError::invalid(
                 path,
                 format!(
-                    "MatrixMarket holds matrices and vectors, but this tensor has order {}; write a .tns file instead",
+                    "MatrixMarket holds matrices, vectors and scalars, but this tensor has order {}; write a .tns file instead",
                     coo.order()
                 ),
             ))
         }
+    };
+    let layout = match coo.order() {
+        0 => MtxLayout::Array,
+        _ => options.layout,
     };
     coo.validate().map_err(|e| {
         IoError::invalid(
@@ -687,11 +693,15 @@ pub fn write_matrix_market(
         )
     })?;
     let order = coo.order();
+    // Missing modes are position 0: a vector is one column, a scalar the only entry.
     let at = |e: usize| -> (i64, i64) {
         let c = &coo.coords[e * order..(e + 1) * order];
-        (c[0], if order == 2 { c[1] } else { 0 })
+        (
+            c.first().copied().unwrap_or(0),
+            c.get(1).copied().unwrap_or(0),
+        )
     };
-    let dense = match options.layout {
+    let dense = match layout {
         MtxLayout::Coordinate => None,
         MtxLayout::Array => {
             let len = rows
@@ -715,7 +725,7 @@ pub fn write_matrix_market(
     };
     let mut out = TextOut::create(path)?;
     out.bytes(b"%%MatrixMarket matrix ");
-    out.bytes(options.layout.as_str().as_bytes());
+    out.bytes(layout.as_str().as_bytes());
     out.bytes(b" real general");
     out.newline()?;
     for comment in &options.comments {
@@ -754,7 +764,7 @@ pub fn write_matrix_market(
     out.finish()
 }
 
-/// Write a tensor of order 1 or 2 as MatrixMarket (its stored components: the padding of
+/// Write a tensor of order 0, 1 or 2 as MatrixMarket (its stored components: the padding of
 /// ELL, DIA, BCSR and dense formats becomes explicit zeros in the coordinate layout).
 pub fn write_matrix_market_tensor(
     path: impl AsRef<Path>,

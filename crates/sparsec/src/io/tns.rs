@@ -1,6 +1,9 @@
 //! FROSTT (`.tns`) reading and writing: one entry per line, `i1 ... iN value`, 1-based,
 //! no header. `#` starts a comment that runs to the end of the line; blank lines are
-//! skipped. The order is the number of fields of the first entry minus one.
+//! skipped. The order is the number of fields of the first entry minus one, so a file whose
+//! lines hold a value and no indices is an order-0 tensor (a scalar). As for every order,
+//! several lines at the same coordinates are duplicates, summed when the entries are stored:
+//! a scalar file with several value lines holds their sum.
 
 use std::path::Path;
 
@@ -70,13 +73,6 @@ pub fn parse_tns(
             )),
         };
     };
-    if fields < 2 {
-        return Err(IoError::parse(
-            path,
-            line_no,
-            "an entry needs at least one index and a value, found 1 field",
-        ));
-    }
     let order = fields - 1;
     if let Some(d) = dims {
         if d.len() != order {
@@ -110,10 +106,13 @@ pub fn parse_tns(
             }
             let columns = |line: &[u8]| {
                 let found = count_fields(line);
-                (found != fields).then(|| {
-                    format!(
+                (found != fields).then(|| match order {
+                    0 => format!(
+                        "expected 1 field (a value and no indices, like line {first_line}: the file holds a scalar), found {found}"
+                    ),
+                    _ => format!(
                         "expected {fields} fields ({order} indices and a value, like line {first_line}), found {found}"
-                    )
+                    ),
                 })
             };
             for m in 0..order {
@@ -199,15 +198,10 @@ pub fn parse_tns(
     })
 }
 
-/// Write a coordinate list as FROSTT text (1-based indices, one entry per line).
+/// Write a coordinate list as FROSTT text (1-based indices, one entry per line; an
+/// order-0 tensor's entry is a line holding only its value).
 pub fn write_tns(path: impl AsRef<Path>, coo: &Coo) -> Result<(), IoError> {
     let path = path.as_ref();
-    if coo.order() == 0 {
-        return Err(IoError::invalid(
-            path,
-            "a FROSTT file needs at least one index per entry; this tensor has order 0",
-        ));
-    }
     coo.validate().map_err(|e| {
         IoError::invalid(
             path,
