@@ -4,6 +4,8 @@ use miette::{Report, Result};
 use sparsec::codegen::c;
 use sparsec::format::LevelCoord;
 use sparsec::ir::OutputMode;
+use sparsec::lower::Lowered;
+use sparsec::notation::cin::Statement;
 
 use crate::spec::{Problem, StatementArgs, FORMAT_HELP};
 
@@ -40,12 +42,23 @@ pub struct EmitArgs {
 /// time, so any value gives the same code).
 const PLACEHOLDER_SIZE: usize = 1000;
 
+/// The whole C translation unit generated for a statement (what `emit` prints by default).
+pub fn source(args: &StatementArgs) -> Result<String> {
+    Ok(generate(args)?.2.source)
+}
+
+/// The bound statement, its lowering and the C code generated for it.
+fn generate(args: &StatementArgs) -> Result<(Statement, Lowered, c::CKernel)> {
+    let problem = Problem::new(&args.expr, &args.spec, &[])?;
+    let statement = problem.bind_with_default_size(PLACEHOLDER_SIZE)?;
+    let lowered = args.schedule.lower(&statement)?;
+    let generated = c::emit(&lowered.function).map_err(|e| Report::new(sparsec::Error::from(e)))?;
+    Ok((statement, lowered, generated))
+}
+
 /// Run the `emit` subcommand.
 pub fn emit(args: &EmitArgs) -> Result<()> {
-    let problem = Problem::new(&args.statement.expr, &args.statement.spec, &[])?;
-    let statement = problem.bind_with_default_size(PLACEHOLDER_SIZE)?;
-    let lowered = args.statement.schedule.lower(&statement)?;
-    let generated = c::emit(&lowered.function).map_err(|e| Report::new(sparsec::Error::from(e)))?;
+    let (statement, lowered, generated) = generate(&args.statement)?;
     let (prelude, kernel) = generated.source.split_at(generated.body_offset);
     if args.compute {
         crate::out!("{kernel}");

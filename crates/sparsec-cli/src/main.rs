@@ -6,6 +6,7 @@ mod formats;
 mod info;
 mod run;
 mod spec;
+mod taco;
 
 use clap::{Parser, Subcommand};
 
@@ -37,6 +38,8 @@ enum Command {
     Run(run::RunArgs),
     /// Print the C code generated for a tensor index notation statement.
     Emit(emit::EmitArgs),
+    /// Run a TACO command line unchanged: `sparsec taco "y(i) = A(i,j) * x(j)" -f=A:ds ...`.
+    Taco(taco::TacoArgs),
 }
 
 fn main() -> miette::Result<()> {
@@ -47,5 +50,6 @@ fn main() -> miette::Result<()> {
         Command::Convert(args) => convert::run(&args),
         Command::Run(args) => run::run(&args),
         Command::Emit(args) => emit::emit(&args),
+        Command::Taco(args) => taco::taco(&args),
     }
 }

@@ -624,3 +624,149 @@ fn scalars_in_files() {
         "wrong number of indices for tensor `alpha`",
     );
 }
+
+/// `sparsec taco ARGS`, with ARGS as TACO's command line spells them.
+#[track_caller]
+fn taco_ok(args: &[&str]) -> String {
+    ok(&[&["taco"], args].concat())
+}
+
+#[test]
+fn taco_readme_spmv_runs_and_times() {
+    // TACO's README-style line: generated CSR matrix and dense vector, timed.
+    let out = taco_ok(&[
+        "y(i) = A(i,j) * x(j)",
+        "-f=A:ds",
+        "-g=A:u",
+        "-g=x:d",
+        "-d=i:100",
+        "-d=j:100",
+        "-time=3",
+    ]);
+    assert!(out.contains("A: 100x100 ds, 10000 stored"), "{out}");
+    assert!(
+        out.contains("3 runs") || out.matches("median").count() >= 2,
+        "{out}"
+    );
+    assert!(out.contains("compute"), "{out}");
+    // TACO's sparse fill takes 7% of each mode's coordinates: 0.49% of a matrix.
+    let out = taco_ok(&[
+        "y(i) = A(i,j) * x(j)",
+        "-f=A:ds",
+        "-g=A:s",
+        "-g=x:r",
+        "-d=i:100",
+        "-d=j:100",
+        "-nthreads=2",
+        "-s=split(i,i0,i1,16),parallelize(i0,CPUThread,NoRaces)",
+    ]);
+    assert!(out.contains("A: 100x100 ds, 49 stored"), "{out}");
+    assert!(
+        out.contains("loops i0, i1, j"),
+        "the schedule is applied: {out}"
+    );
+    assert!(!out.contains("timing:"), "timing only with -time: {out}");
+}
+
+#[test]
+fn taco_prints_the_kernels_emit_prints() {
+    // TACO's usage examples: without inputs the compute kernel is printed.
+    for (expr, format) in [
+        ("a(i) = B(i,j) * c(j)", "B:ds"),
+        ("A(i,l) = B(i,j,k) * C(j,l) * D(k,l)", "B:sss"),
+    ] {
+        let taco_f = format!("-f={format}");
+        let compute = ok(&["emit", expr, "-f", format, "--compute"]);
+        assert_eq!(taco_ok(&[expr, &taco_f]), compute);
+        assert_eq!(taco_ok(&[expr, &taco_f, "-print-compute"]), compute);
+        let assembly = ok(&["emit", expr, "-f", format, "--assembly"]);
+        assert_eq!(taco_ok(&[expr, &taco_f, "-print-assembly"]), assembly);
+        assert_eq!(
+            taco_ok(&[expr, &taco_f, "-print-assembly", "-print-compute"]),
+            format!("{assembly}{compute}")
+        );
+    }
+    // -write-source writes the whole translation unit and prints nothing else.
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("kernel.c");
+    let scheduled = [
+        "C(i,j) = A(i,k) * B(k,j)",
+        "-f=A:ds",
+        "-f=B:ds",
+        "-f=C:ds",
+        "-s=\"precompute(A(i,k)*B(k,j),j,j),assemble(C,Append)\"",
+    ];
+    let written = format!("-write-source={}", file.display());
+    assert_eq!(taco_ok(&[&scheduled[..], &[written.as_str()]].concat()), "");
+    let whole = ok(&[
+        "emit",
+        scheduled[0],
+        "-f",
+        "A:ds",
+        "-f",
+        "B:ds",
+        "-f",
+        "C:ds",
+        "-s",
+        "precompute(A(i,k)*B(k,j),j,j,workspace)",
+    ]);
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), whole);
+}
+
+#[test]
+fn taco_files_mode_orderings_and_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = generate::uniform(&[30, 20], 0.2, 11);
+    let x = generate::dense(&[20], 12);
+    let a_path = dir.path().join("a.mtx");
+    let x_path = dir.path().join("x.tns");
+    io::write_matrix_market(&a_path, &a, &io::MtxWriteOptions::default()).unwrap();
+    io::write_tns(&x_path, &x).unwrap();
+    let y_path = dir.path().join("y.tns");
+    let out = taco_ok(&[
+        "y(i) = A(i,j) * x(j)",
+        "-f=A:ds:1,0",
+        &format!("-i=A:{}", a_path.display()),
+        &format!("--i=x:{}", x_path.display()),
+        &format!("-o=y:{}", y_path.display()),
+    ]);
+    assert!(out.contains("A: 30x20 ds:1,0, "), "{out}");
+    let got = Tensor::from_coo(
+        &io::read_any(&y_path).unwrap().into_coo(),
+        &Format::dense(1),
+        ValueType::F64,
+    )
+    .unwrap();
+    let expected = reference_result("y(i) = A(i,j) * x(j)", &[("A", a, "ds:1,0"), ("x", x, "d")]);
+    let diff = got.max_difference(&expected).expect("same dims");
+    assert!(diff <= 1e-12, "difference {diff}");
+}
+
+#[test]
+fn taco_lines_sparsec_cannot_follow_are_refused() {
+    let spmv = "y(i) = A(i,j) * x(j)";
+    let err = fails(&["taco", spmv, "-cuda"], "unsupported TACO option `-cuda`");
+    assert!(
+        err.contains("-print-assembly") && err.contains("-nthreads"),
+        "{err}"
+    );
+    fails(&["taco", spmv, "-c"], "unsupported TACO option `-c`");
+    fails(
+        &["taco", spmv, "-g=A:l", "-g=x:d"],
+        "has no sparsec generator",
+    );
+    fails(&["taco", spmv, "-g=A:z", "-g=x:d"], "unknown TACO fill `z`");
+    fails(&["taco", spmv, "-g=A", "-g=x:d"], "-g");
+    fails(&["taco", spmv, "-d=A:10,10"], "sizes of a tensor's modes");
+    fails(&["taco", spmv, "-time=often"], "-time=often");
+    fails(&["taco", spmv, "-nthreads=0"], "-nthreads=0");
+    fails(&["taco", spmv, "-f"], "-f needs a value");
+    fails(&["taco", "-f=A:ds"], "no index expression");
+    fails(&["taco", spmv, "y(i) = x(i)"], "two index expressions");
+    fails(&["taco", spmv, "-f=A:dx"], "-f A:dx");
+    fails(
+        &["taco", spmv, "-f=A:ds", "-s=bound(i,ib,MaxExact)"],
+        "`bound` takes",
+    );
+    fails(&["taco", spmv, "-g=B:d", "-g=x:d"], "unknown tensor `B`");
+}

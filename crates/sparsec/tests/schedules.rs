@@ -9,7 +9,7 @@ use common::*;
 use sparsec::generate;
 use sparsec::jit::Toolchain;
 use sparsec::kernel::Kernel;
-use sparsec::schedule::{Concrete, Schedule};
+use sparsec::schedule::{Concrete, MergeStrategy, Schedule, Transform};
 use sparsec::tensor::{Coo, ValueType};
 
 /// Matrices of shape `m x n` (and some of other shapes when `any_shape`) that exercise
@@ -773,7 +773,7 @@ fn every_precondition_failure_says_which_and_why() {
     assert_refused("precompute(A(i,j)+x(j),j,j,w)", &["a product of accesses"]);
     assert_refused(
         "precompute(A(i,j)*x(j),j,i,w)",
-        &["the same variables twice"],
+        &["the consumer's or fresh names for them"],
     );
     assert_refused("precompute(A(i,j)*x(j),i,i,A)", &["fresh name"]);
     assert_refused("precompute(A(i,j)*z(j),i,i,w)", &["not a set of factors"]);
@@ -823,4 +823,232 @@ fn asserted_bounds_are_checked_when_the_kernel_runs() {
     let refs: Vec<_> = tensors.iter().collect();
     let message = kernel.run(&refs).unwrap_err().to_string();
     assert!(message.contains("exactly 32 iterations"), "{message}");
+}
+
+/// `taco` applied as TACO spells it and `sparsec` as sparsec does: both give the same
+/// concrete statement (and, when `same_parse`, the same transformations), and the TACO
+/// spelling computes the reference.
+#[track_caller]
+fn taco_spelling(
+    expr: &str,
+    formats: &[(&str, &str)],
+    sets: &[Vec<(&str, Coo)>],
+    taco: &str,
+    sparsec: &str,
+    same_parse: bool,
+) {
+    let parse = |text: &str| Schedule::parse(text).unwrap_or_else(|e| panic!("{text}: {e}"));
+    let (taco_parsed, sparsec_parsed) = (parse(taco), parse(sparsec));
+    if same_parse {
+        assert_eq!(taco_parsed, sparsec_parsed, "`{taco}` and `{sparsec}`");
+    }
+    let (stmt, _) = statement(expr, formats, &sets[0], &[]);
+    let concrete = Concrete::new(&stmt).unwrap();
+    let apply = |s: &Schedule, text: &str| {
+        s.apply(&concrete)
+            .unwrap_or_else(|e| panic!("{expr} with {text}: {e}"))
+    };
+    assert_eq!(
+        apply(&taco_parsed, taco),
+        apply(&sparsec_parsed, sparsec),
+        "`{taco}` and `{sparsec}` schedule {expr} differently"
+    );
+    check_schedule(expr, formats, sets, &[], taco);
+}
+
+#[test]
+fn taco_spellings_of_pos_bound_and_precompute() {
+    let sets = spmv_sets(30, 13, 11);
+    // `pos` by tensor name: the tensor's only access.
+    taco_spelling(
+        SPMV,
+        &[("A", "csr")],
+        &sets,
+        "pos(j,jp,A),split(jp,jp0,jp1,4)",
+        "pos(j,jp,A(i,j)),split(jp,jp0,jp1,4)",
+        false,
+    );
+    // TACO writes bound's value before its kind.
+    taco_spelling(
+        SPMV,
+        &[("A", "csr")],
+        &sets,
+        "bound(i,ib,13,MaxExact)",
+        "bound(i,ib,MaxExact,13)",
+        true,
+    );
+    taco_spelling(
+        SPMV,
+        &[("A", "csr")],
+        &sets,
+        "bound(i, ib, 16, MaxConstraint).parallelize(ib, CPUThread, NoRaces)",
+        "bound(i,ib,MaxConstraint,16),parallelize(ib,CPUThread,NoRaces)",
+        true,
+    );
+    // TACO's `-s` help example: no workspace name, a fresh one is made up.
+    taco_spelling(
+        SPMV,
+        &[("A", "csr")],
+        &sets,
+        "precompute(A(i,j)*x(j),i,i)",
+        "precompute(A(i,j)*x(j),i,i,workspace)",
+        false,
+    );
+    // A fresh producer variable names the consumer's loop.
+    taco_spelling(
+        SPMV,
+        &[("A", "csr")],
+        &sets,
+        "precompute(A(i,j)*x(j),i,iw,w)",
+        "precompute(A(i,j)*x(j),i,i,w)",
+        false,
+    );
+    let mut r = rng(31);
+    let mttkrp = vec![vec![
+        ("B", random_coo(&mut r, &[4, 5, 6], 0.2)),
+        ("C", random_coo(&mut r, &[5, 3], 1.0)),
+        ("D", random_coo(&mut r, &[6, 3, 2], 1.0)),
+    ]];
+    taco_spelling(
+        "Y(i,j,m) = B(i,k,l) * D(l,j,m) * C(k,j)",
+        &[("B", "sss")],
+        &mttkrp,
+        "order(i,k,l,j,m),precompute(B(i,k,l)*D(l,j,m),{j,m},{j,m},w)",
+        "order(i,k,l,j,m),precompute(B(i,k,l)*D(l,j,m),(j,m),(j,m),w)",
+        true,
+    );
+}
+
+#[test]
+fn unnamed_workspaces_do_not_collide() {
+    // A tensor already called `workspace`, and two unnamed precomputes.
+    let mut r = rng(32);
+    let sets = vec![vec![
+        ("B", random_coo(&mut r, &[4, 5, 6, 3], 0.2)),
+        ("workspace", random_coo(&mut r, &[5, 2], 1.0)),
+        ("D", random_coo(&mut r, &[6, 2], 1.0)),
+        ("E", random_coo(&mut r, &[3, 2], 1.0)),
+    ]];
+    let expr = "A(i,j) = B(i,k,l,m) * workspace(k,j) * D(l,j) * E(m,j)";
+    taco_spelling(
+        expr,
+        &[("B", "ssss")],
+        &sets,
+        "order(i,k,l,m,j),precompute(B(i,k,l,m)*E(m,j)*D(l,j),j,j),\
+         precompute(B(i,k,l,m)*E(m,j),j,j)",
+        "order(i,k,l,m,j),precompute(B(i,k,l,m)*E(m,j)*D(l,j),j,j,workspace1),\
+         precompute(B(i,k,l,m)*E(m,j),j,j,workspace2)",
+        false,
+    );
+}
+
+#[test]
+fn taco_directives_not_parallel_mergeby_and_assemble() {
+    let sets = spmv_sets(33, 9, 7);
+    let parsed = Schedule::parse(
+        "parallelize(i,NotParallel,NoRaces),mergeby(j,Gallop),mergeby(i,TwoFinger),assemble(y,Insert)",
+    )
+    .unwrap();
+    assert_eq!(parsed.transforms[0], Transform::Serial { var: "i".into() });
+    assert_eq!(
+        parsed.transforms[1],
+        Transform::MergeBy {
+            var: "j".into(),
+            strategy: MergeStrategy::Gallop
+        }
+    );
+    let (stmt, _) = statement(SPMV, &[("A", "csr")], &sets[0], &[]);
+    let concrete = parsed.apply(&Concrete::new(&stmt).unwrap()).unwrap();
+    let merge_of = |name: &str| {
+        concrete
+            .vars()
+            .iter()
+            .find(|v| v.name == name)
+            .map(|v| v.tags.merge)
+    };
+    assert_eq!(merge_of("j"), Some(MergeStrategy::Gallop));
+    assert_eq!(merge_of("i"), Some(MergeStrategy::TwoFinger));
+    assert!(concrete.vars().iter().all(|v| v.tags.parallel.is_none()));
+    check_schedule(
+        SPMV,
+        &[("A", "csr")],
+        &sets,
+        &[],
+        "split(i,i0,i1,4),parallelize(i1,NotParallel,IgnoreRaces),mergeby(j,Gallop),\
+         parallelize(i0,CPUThread,NoRaces),assemble(y,Append)",
+    );
+    // Sparse output, intersection: both merge strategies compute the same result.
+    let mut r = rng(34);
+    let add_sets: Vec<Vec<(&str, Coo)>> = (0..3)
+        .map(|_| {
+            vec![
+                ("A", random_coo(&mut r, &[8, 9], 0.3)),
+                ("B", random_coo(&mut r, &[8, 9], 0.3)),
+            ]
+        })
+        .collect();
+    for strategy in ["TwoFinger", "Gallop"] {
+        check_schedule(
+            "C(i,j) = A(i,j) * B(i,j)",
+            &[("A", "csr"), ("B", "csr"), ("C", "csr")],
+            &add_sets,
+            &[],
+            &format!("mergeby(j,{strategy}),assemble(C,Append)"),
+        );
+    }
+}
+
+#[test]
+fn malformed_taco_directives_name_the_problem() {
+    let mut r = rng(35);
+    let twice = vec![("A", random_coo(&mut r, &[5, 5], 0.4))];
+    let message = schedule_error(
+        "y(i) = A(i,j) * A(j,i)",
+        &[("A", "csr")],
+        &twice,
+        "pos(j,jp,A)",
+    );
+    assert!(
+        message.contains("read 2 times") && message.contains("A(i,j)"),
+        "{message}"
+    );
+    assert_refused("pos(j,jp,B)", &["`B` is not read by the right-hand side"]);
+    assert_refused("pos(j,jp,7)", &["argument 3 of `pos`", "tensor name"]);
+    assert_refused(
+        "bound(i,ib,10,Exactly)",
+        &["unknown bound kind `Exactly`", "MaxExact"],
+    );
+    assert_refused("bound(i,ib,MaxExact,Big)", &["must be a number"]);
+    assert_refused("precompute(A(i,j)*x(j),{i,j)", &["expected `,` or `}`"]);
+    assert_refused(
+        "precompute(A(i,j)*x(j),i)",
+        &["`precompute` takes", "got 2 arguments"],
+    );
+    assert_refused(
+        "precompute(A(i,j)*x(j),i,{iw,iv},w)",
+        &["the consumer's or fresh names for them"],
+    );
+    assert_refused(
+        "parallelize(i,NotParallel,Sometimes)",
+        &["unknown race strategy `Sometimes`"],
+    );
+    assert_refused("parallelize(i,Sequential,NoRaces)", &["NotParallel"]);
+    assert_refused(
+        "parallelize(q,NotParallel,NoRaces)",
+        &["the variable exists"],
+    );
+    assert_refused(
+        "parallelize(i,CPUThread,NoRaces),parallelize(i,NotParallel,NoRaces)",
+        &["already parallel"],
+    );
+    assert_refused(
+        "mergeby(j,Leapfrog)",
+        &["unknown merge strategy `Leapfrog`", "Gallop"],
+    );
+    assert_refused("mergeby(q,Gallop)", &["the variable exists"]);
+    assert_refused("assemble(A,Append)", &["`A` is not the output", "`y`"]);
+    assert_refused(
+        "assemble(y,Overwrite)",
+        &["unknown assemble strategy", "Insert"],
+    );
 }

@@ -35,7 +35,7 @@ use crate::notation::cin::{CExpr, Statement, TensorId, VarId};
 
 pub use parse::{Schedule, ScheduleSyntaxError};
 pub(crate) use transform::ceil_div;
-pub use transform::{BoundKind, ScheduleError, SplitBy, Transform};
+pub use transform::{AssembleStrategy, BoundKind, ScheduleError, SplitBy, Transform};
 
 /// How writes that several parallel iterations make to the same place are handled.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -59,6 +59,20 @@ pub struct LoopTags {
     pub parallel: Option<Parallel>,
     /// Unroll factor.
     pub unroll: Option<usize>,
+    /// How the loop co-iterates its sparse operands (`mergeby`).
+    pub merge: MergeStrategy,
+}
+
+/// How a loop intersects or unions the coordinates of several sparse operands.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum MergeStrategy {
+    /// Advance the operand with the smallest coordinate one step at a time (what lowering
+    /// emits).
+    #[default]
+    TwoFinger,
+    /// Advance by exponential then binary search to the other operand's coordinate; only
+    /// recorded so far (lowering still merges with two fingers).
+    Gallop,
 }
 
 /// A `parallelize` tag.

@@ -4,11 +4,17 @@
 //! `parallelize` takes an optional OpenMP schedule and chunk size after the race strategy
 //! (`parallelize(i0,CPUThread,NoRaces,static,4)`; default `dynamic,1`). Unit, strategy and
 //! bound names are case-insensitive.
+//!
+//! TACO's spellings are accepted as well (its `-s` option and `docs/scheduling.md`):
+//! `pos(i,ip,A)` with the tensor's name only, `bound(i,ib,100,MaxExact)` with the value
+//! before the kind, `precompute(e,{i,j},{iw,jw})` with brace lists and the workspace name
+//! left out, `parallelize(i,NotParallel,..)`, `mergeby(i,TwoFinger|Gallop)` and
+//! `assemble(T,Append|Insert)`.
 
 use miette::SourceSpan;
 
-use super::transform::{BoundKind, SplitBy, Transform};
-use super::{Concrete, OmpSchedule, ParallelUnit, RaceStrategy, ScheduleError};
+use super::transform::{AssembleStrategy, BoundKind, SplitBy, Transform};
+use super::{Concrete, MergeStrategy, OmpSchedule, ParallelUnit, RaceStrategy, ScheduleError};
 
 /// A parsed schedule: transformations applied left to right.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -27,7 +33,7 @@ pub struct ScheduleSyntaxError {
     pub span: SourceSpan,
 }
 
-/// One argument of a call: a name, a number, an access `A(i,j)`, a list `(j,k)`, or
+/// One argument of a call: a name, a number, an access `A(i,j)`, a list `(j,k)` or `{j,k}`, or
 /// (first argument of `precompute`) an expression.
 #[derive(Clone, Debug)]
 enum Arg {
@@ -144,11 +150,12 @@ impl Parser<'_> {
         Ok(Arg::Expr(self.text[start..self.at].trim().to_string()))
     }
 
-    fn list(&mut self) -> Result<Arg, ScheduleSyntaxError> {
+    /// Names separated by `,` up to `close`.
+    fn list(&mut self, close: char) -> Result<Arg, ScheduleSyntaxError> {
         let mut names = Vec::new();
         loop {
             names.push(self.word()?);
-            if self.expect_one_of(&[',', ')'])? == ')' {
+            if self.expect_one_of(&[',', close])? == close {
                 return Ok(Arg::List(names));
             }
         }
@@ -156,9 +163,12 @@ impl Parser<'_> {
 
     fn arg(&mut self) -> Result<Arg, ScheduleSyntaxError> {
         self.skip_space();
-        if self.peek() == Some('(') {
-            self.at += 1;
-            return self.list();
+        // sparsec writes variable lists in parentheses, TACO in braces.
+        for (open, close) in [('(', ')'), ('{', '}')] {
+            if self.peek() == Some(open) {
+                self.at += 1;
+                return self.list(close);
+            }
         }
         let start = self.at;
         let word = self.word()?;
@@ -287,6 +297,20 @@ impl Call<'_, '_> {
             })
     }
 
+    fn race_strategy(&self, n: usize) -> Result<RaceStrategy, ScheduleSyntaxError> {
+        self.keyword(
+            n,
+            "race strategy",
+            &[
+                ("NoRaces", RaceStrategy::NoRaces),
+                ("IgnoreRaces", RaceStrategy::IgnoreRaces),
+                ("Atomics", RaceStrategy::Atomics),
+                ("Temporary", RaceStrategy::Temporary),
+                ("ParallelReduction", RaceStrategy::ParallelReduction),
+            ],
+        )
+    }
+
     fn transform(&self) -> Result<Transform, ScheduleSyntaxError> {
         match self.name {
             "reorder" if self.args.len() != 2 => {
@@ -326,17 +350,23 @@ impl Call<'_, '_> {
                 })
             }
             "pos" => {
-                self.arity(3, 3, "(var, pos, access)")?;
-                let Arg::Access(tensor, indices) = &self.args[2] else {
-                    return Err(
-                        self.fail("argument 3 of `pos` must be an access such as A(i,j)".into())
-                    );
+                self.arity(3, 3, "(var, pos, access or tensor)")?;
+                let (tensor, indices) = match &self.args[2] {
+                    Arg::Access(tensor, indices) => (tensor.clone(), Some(indices.clone())),
+                    Arg::Name(tensor) => (tensor.clone(), None),
+                    _ => {
+                        return Err(self.fail(
+                            "argument 3 of `pos` must be an access such as A(i,j) or a tensor \
+                             name"
+                                .into(),
+                        ))
+                    }
                 };
                 Ok(Transform::Pos {
                     var: self.name_at(0)?,
                     pos: self.name_at(1)?,
-                    tensor: tensor.clone(),
-                    indices: indices.clone(),
+                    tensor,
+                    indices,
                 })
             }
             "coord" => {
@@ -347,12 +377,21 @@ impl Call<'_, '_> {
                 })
             }
             "bound" => {
-                self.arity(4, 4, "(var, bounded, kind, value)")?;
+                self.arity(
+                    4,
+                    4,
+                    "(var, bounded, kind, value) or (var, bounded, value, kind)",
+                )?;
+                // TACO writes the value before the kind, sparsec the kind first.
+                let (kind_at, value_at) = match self.args[2] {
+                    Arg::Number(_) => (3, 2),
+                    _ => (2, 3),
+                };
                 Ok(Transform::Bound {
                     var: self.name_at(0)?,
                     bounded: self.name_at(1)?,
                     kind: self.keyword(
-                        2,
+                        kind_at,
                         "bound kind",
                         &[
                             ("MinExact", BoundKind::MinExact),
@@ -361,7 +400,7 @@ impl Call<'_, '_> {
                             ("MaxConstraint", BoundKind::MaxConstraint),
                         ],
                     )?,
-                    value: self.number_at(3)?,
+                    value: self.number_at(value_at)?,
                 })
             }
             "unroll" => {
@@ -373,30 +412,31 @@ impl Call<'_, '_> {
             }
             "parallelize" => {
                 self.arity(3, 5, "(var, unit, races[, static|dynamic|guided[, chunk]])")?;
+                let unit = self.keyword(
+                    1,
+                    "parallel unit",
+                    &[
+                        ("CPUThread", Some(ParallelUnit::CpuThread)),
+                        ("CPUVector", Some(ParallelUnit::CpuVector)),
+                        ("GPUBlock", Some(ParallelUnit::GpuBlock)),
+                        ("GPUWarp", Some(ParallelUnit::GpuWarp)),
+                        ("GPUThread", Some(ParallelUnit::GpuThread)),
+                        ("NotParallel", None),
+                    ],
+                )?;
+                let Some(unit) = unit else {
+                    // TACO's unit for a serial loop: the race strategy is moot, but it is
+                    // still checked so that a misspelt one is reported.
+                    self.arity(3, 3, "(var, NotParallel, races)")?;
+                    self.race_strategy(2)?;
+                    return Ok(Transform::Serial {
+                        var: self.name_at(0)?,
+                    });
+                };
                 Ok(Transform::Parallelize {
                     var: self.name_at(0)?,
-                    unit: self.keyword(
-                        1,
-                        "parallel unit",
-                        &[
-                            ("CPUThread", ParallelUnit::CpuThread),
-                            ("CPUVector", ParallelUnit::CpuVector),
-                            ("GPUBlock", ParallelUnit::GpuBlock),
-                            ("GPUWarp", ParallelUnit::GpuWarp),
-                            ("GPUThread", ParallelUnit::GpuThread),
-                        ],
-                    )?,
-                    races: self.keyword(
-                        2,
-                        "race strategy",
-                        &[
-                            ("NoRaces", RaceStrategy::NoRaces),
-                            ("IgnoreRaces", RaceStrategy::IgnoreRaces),
-                            ("Atomics", RaceStrategy::Atomics),
-                            ("Temporary", RaceStrategy::Temporary),
-                            ("ParallelReduction", RaceStrategy::ParallelReduction),
-                        ],
-                    )?,
+                    unit,
+                    races: self.race_strategy(2)?,
                     schedule: if self.args.len() > 3 {
                         self.keyword(
                             3,
@@ -419,9 +459,9 @@ impl Call<'_, '_> {
             }
             "precompute" => {
                 self.arity(
+                    3,
                     4,
-                    4,
-                    "(expression, var or (vars), producer var or (vars), workspace)",
+                    "(expression, var or (vars), producer var or (vars)[, workspace])",
                 )?;
                 let Arg::Expr(expr) = &self.args[0] else {
                     unreachable!("the first argument of precompute is read as an expression")
@@ -430,12 +470,44 @@ impl Call<'_, '_> {
                     expr: expr.clone(),
                     vars: self.names_at(1)?,
                     producer_vars: self.names_at(2)?,
-                    workspace: self.name_at(3)?,
+                    workspace: if self.args.len() > 3 {
+                        Some(self.name_at(3)?)
+                    } else {
+                        None
+                    },
+                })
+            }
+            "mergeby" => {
+                self.arity(2, 2, "(var, TwoFinger|Gallop)")?;
+                Ok(Transform::MergeBy {
+                    var: self.name_at(0)?,
+                    strategy: self.keyword(
+                        1,
+                        "merge strategy",
+                        &[
+                            ("TwoFinger", MergeStrategy::TwoFinger),
+                            ("Gallop", MergeStrategy::Gallop),
+                        ],
+                    )?,
+                })
+            }
+            "assemble" => {
+                self.arity(2, 2, "(tensor, Append|Insert)")?;
+                Ok(Transform::Assemble {
+                    tensor: self.name_at(0)?,
+                    strategy: self.keyword(
+                        1,
+                        "assemble strategy",
+                        &[
+                            ("Append", AssembleStrategy::Append),
+                            ("Insert", AssembleStrategy::Insert),
+                        ],
+                    )?,
                 })
             }
             other => Err(self.fail(format!(
                 "unknown transformation `{other}`; expected reorder, order, split, divide, fuse, \
-                 pos, coord, bound, unroll, precompute or parallelize"
+                 pos, coord, bound, unroll, precompute, parallelize, mergeby or assemble"
             ))),
         }
     }

@@ -10,7 +10,7 @@ use std::fmt;
 
 // The submodules' moved bodies call `super::sparse_accesses`.
 use super::sparse_accesses;
-use super::{Concrete, OmpSchedule, Parallel, ParallelUnit, RaceStrategy};
+use super::{Concrete, MergeStrategy, OmpSchedule, Parallel, ParallelUnit, RaceStrategy};
 mod loops;
 mod pos;
 mod precompute;
@@ -34,6 +34,19 @@ pub enum BoundKind {
     MaxConstraint,
 }
 
+/// How a sparse output's entries are written (TACO's `assemble` directive).
+///
+/// sparsec's kernels append every result entry to a buffer that the runtime sorts and
+/// packs (in order, so appending is what happens wherever it can), so both strategies
+/// give the same code today; the directive is accepted so TACO schedules run unchanged.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum AssembleStrategy {
+    /// Append entries in order.
+    Append,
+    /// Insert entries into a preassembled structure.
+    Insert,
+}
+
 /// One scheduling transformation, as written.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Transform {
@@ -52,11 +65,12 @@ pub enum Transform {
         inner: String,
         fused: String,
     },
+    /// `indices: None` (TACO's `pos(i,ip,A)`) names the tensor's only access.
     Pos {
         var: String,
         pos: String,
         tensor: String,
-        indices: Vec<String>,
+        indices: Option<Vec<String>>,
     },
     Coord {
         pos: String,
@@ -79,12 +93,29 @@ pub enum Transform {
         schedule: OmpSchedule,
         chunk: usize,
     },
-    /// Compute the product `expr` into a dense workspace over `vars`.
+    /// Compute the product `expr` into a dense workspace over `vars`; without a
+    /// `workspace` name a fresh one is chosen when it is applied.
     Precompute {
         expr: String,
         vars: Vec<String>,
         producer_vars: Vec<String>,
-        workspace: String,
+        workspace: Option<String>,
+    },
+    /// `parallelize(var, NotParallel, ..)`: `var` stays serial (a tag that changes nothing).
+    Serial {
+        var: String,
+    },
+    /// `mergeby(var, strategy)`: how the loop of `var` co-iterates its sparse operands,
+    /// recorded on its [`super::LoopTags`]. Lowering merges with two fingers today, so
+    /// `Gallop` is a request a later lowering can honour and `TwoFinger` changes nothing.
+    MergeBy {
+        var: String,
+        strategy: MergeStrategy,
+    },
+    /// `assemble(tensor, strategy)` on the output; see [`AssembleStrategy`] (no effect).
+    Assemble {
+        tensor: String,
+        strategy: AssembleStrategy,
     },
 }
 
@@ -137,7 +168,10 @@ impl fmt::Display for Transform {
                 pos,
                 tensor,
                 indices,
-            } => write!(f, "pos({var},{pos},{tensor}({}))", indices.join(",")),
+            } => match indices {
+                Some(indices) => write!(f, "pos({var},{pos},{tensor}({}))", indices.join(",")),
+                None => write!(f, "pos({var},{pos},{tensor})"),
+            },
             Transform::Coord { pos, coord } => write!(f, "coord({pos},{coord})"),
             Transform::Bound {
                 var,
@@ -161,12 +195,23 @@ impl fmt::Display for Transform {
                 vars,
                 producer_vars,
                 workspace,
-            } => write!(
-                f,
-                "precompute({expr},({}),({}),{workspace})",
-                vars.join(","),
-                producer_vars.join(",")
-            ),
+            } => {
+                write!(
+                    f,
+                    "precompute({expr},({}),({})",
+                    vars.join(","),
+                    producer_vars.join(",")
+                )?;
+                match workspace {
+                    Some(w) => write!(f, ",{w})"),
+                    None => write!(f, ")"),
+                }
+            }
+            Transform::Serial { var } => write!(f, "parallelize({var},NotParallel,NoRaces)"),
+            Transform::MergeBy { var, strategy } => write!(f, "mergeby({var},{strategy:?})"),
+            Transform::Assemble { tensor, strategy } => {
+                write!(f, "assemble({tensor},{strategy:?})")
+            }
         }
     }
 }
@@ -175,7 +220,15 @@ impl Concrete {
     /// Apply one transformation.
     pub fn apply(&self, t: &Transform) -> Result<Concrete, ScheduleError> {
         let text = t.to_string();
-        if self.parallelized && !matches!(t, Transform::Parallelize { .. }) {
+        // Tags that do not restructure loops may follow `parallelize`, as in TACO.
+        let tag_only = matches!(
+            t,
+            Transform::Parallelize { .. }
+                | Transform::Serial { .. }
+                | Transform::MergeBy { .. }
+                | Transform::Assemble { .. }
+        );
+        if self.parallelized && !tag_only {
             return Err(ScheduleError::new(
                 &text,
                 "nothing but parallelize follows parallelize",
@@ -202,7 +255,7 @@ impl Concrete {
                 pos,
                 tensor,
                 indices,
-            } => self.position_space_of(&text, var, pos, tensor, indices),
+            } => self.position_space_of(&text, var, pos, tensor, indices.as_deref()),
             Transform::Coord { pos, coord } => self.coordinates_of(&text, pos, coord),
             Transform::Bound {
                 var,
@@ -215,7 +268,35 @@ impl Concrete {
                 vars,
                 producer_vars,
                 workspace,
-            } => self.precompute_into(&text, expr, vars, producer_vars, workspace),
+            } => self.precompute_into(&text, expr, vars, producer_vars, workspace.as_deref()),
+            Transform::Serial { var } => {
+                let v = self.loop_named(&text, var)?;
+                if let Some(p) = &self.vars[v].tags.parallel {
+                    return Err(ScheduleError::new(
+                        &text,
+                        "the loop is not parallel",
+                        format!("`{var}` is already parallel on {:?}", p.unit),
+                    ));
+                }
+                Ok(self.clone())
+            }
+            Transform::MergeBy { var, strategy } => {
+                let v = self.loop_named(&text, var)?;
+                let mut next = self.clone();
+                next.vars[v].tags.merge = *strategy;
+                Ok(next)
+            }
+            Transform::Assemble { tensor, .. } => {
+                let out = &self.statement.tensors[0].name;
+                if tensor != out {
+                    return Err(ScheduleError::new(
+                        &text,
+                        "the tensor is the statement's output",
+                        format!("`{tensor}` is not the output; the output is `{out}`"),
+                    ));
+                }
+                Ok(self.clone())
+            }
             Transform::Unroll { var, factor } => {
                 let v = self.loop_named(&text, var)?;
                 positive(&text, "the unroll factor is positive", *factor)?;
@@ -317,7 +398,7 @@ impl Concrete {
             var: var.into(),
             pos: pos.into(),
             tensor: tensor.into(),
-            indices: indices.iter().map(|s| s.to_string()).collect(),
+            indices: Some(indices.iter().map(|s| s.to_string()).collect()),
         })
     }
 
@@ -374,7 +455,7 @@ impl Concrete {
             expr: expr.into(),
             vars: vars.clone(),
             producer_vars: vars,
-            workspace: workspace.into(),
+            workspace: Some(workspace.into()),
         })
     }
 }

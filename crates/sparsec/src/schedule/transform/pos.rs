@@ -14,7 +14,7 @@ impl Concrete {
         var: &str,
         pos: &str,
         tensor: &str,
-        indices: &[String],
+        indices: Option<&[String]>,
     ) -> Result<Concrete, ScheduleError> {
         let v = self.loop_named(text, var)?;
         if self.position_space(v).is_some() {
@@ -24,22 +24,7 @@ impl Concrete {
                 format!("`{var}` already iterates a position space"),
             ));
         }
-        let access = format!("{tensor}({})", indices.join(","));
-        let occurrence = self.accesses.iter().position(|(t, idx)| {
-            self.statement.tensors[*t].name == tensor
-                && idx.len() == indices.len()
-                && idx
-                    .iter()
-                    .zip(indices)
-                    .all(|(&u, n)| self.statement.vars[u].name == *n)
-        });
-        let Some(o) = occurrence else {
-            return Err(ScheduleError::new(
-                text,
-                "the access appears in the statement",
-                format!("`{access}` is not an access of the right-hand side"),
-            ));
-        };
+        let (o, access) = self.access_named(text, tensor, indices)?;
         let roots = self.roots(v);
         let levels: Vec<usize> = self.level_vars[o]
             .iter()
@@ -210,5 +195,57 @@ impl Concrete {
         });
         let loops = replace_loop(&self.loop_sequence(), v, &[b]);
         next.with_loops(text, loops)
+    }
+
+    /// The occurrence `tensor(indices)` names, and its text; without indices, the
+    /// tensor's only access (TACO's `pos(i,ipos,A)`).
+    fn access_named(
+        &self,
+        text: &str,
+        tensor: &str,
+        indices: Option<&[String]>,
+    ) -> Result<(usize, String), ScheduleError> {
+        let name_of = |o: usize| {
+            let (t, idx) = &self.accesses[o];
+            let vars: Vec<&str> = idx
+                .iter()
+                .map(|&u| self.statement.vars[u].name.as_str())
+                .collect();
+            (&self.statement.tensors[*t].name, vars)
+        };
+        let found: Vec<usize> = (0..self.accesses.len())
+            .filter(|&o| {
+                let (t, vars) = name_of(o);
+                t == tensor && indices.is_none_or(|want| vars == want)
+            })
+            .collect();
+        let written = match indices {
+            Some(idx) => format!("{tensor}({})", idx.join(",")),
+            None => format!("`{tensor}`"),
+        };
+        match found[..] {
+            [o] => Ok((o, format!("{tensor}({})", name_of(o).1.join(",")))),
+            [] if indices.is_some() => Err(ScheduleError::new(
+                text,
+                "the access appears in the statement",
+                format!("`{written}` is not an access of the right-hand side"),
+            )),
+            [] => Err(ScheduleError::new(
+                text,
+                "the tensor is read once in the statement",
+                format!("{written} is not read by the right-hand side"),
+            )),
+            // Two equal accesses of one tensor: the first (both read the same levels).
+            [o, ..] if indices.is_some() => Ok((o, written)),
+            _ => Err(ScheduleError::new(
+                text,
+                "the tensor is read once in the statement",
+                format!(
+                    "{written} is read {} times; name the access, e.g. pos(..,..,{tensor}({}))",
+                    found.len(),
+                    name_of(found[0]).1.join(",")
+                ),
+            )),
+        }
     }
 }

@@ -12,17 +12,36 @@ impl Concrete {
         expr: &str,
         vars: &[String],
         producer_vars: &[String],
-        workspace: &str,
+        workspace: Option<&str>,
     ) -> Result<Concrete, ScheduleError> {
         let fail = |pre: &str, why: String| Err(ScheduleError::new(text, pre, why));
-        if vars != producer_vars {
+        // The producer shares the consumer's loops, so TACO's fresh producer variables
+        // (`precompute(e,i,iw)`) only name those loops; a name that already means another
+        // variable would make the schedule say something sparsec does not do.
+        let distinct =
+            (0..producer_vars.len()).all(|n| !producer_vars[..n].contains(&producer_vars[n]));
+        let renamed = distinct
+            && vars.len() == producer_vars.len()
+            && vars
+                .iter()
+                .zip(producer_vars)
+                .all(|(v, p)| v == p || self.var_named(p).is_none());
+        if !renamed {
             return fail(
                 "producer and consumer iterate the same variables",
-                "a producer with variables of its own is not supported; pass the same variables \
-                 twice"
+                "the producer variables are the consumer's or fresh names for them, one each \
+                 (a producer with variables of its own is not supported)"
                     .into(),
             );
         }
+        let fresh;
+        let workspace = match workspace {
+            Some(w) => w,
+            None => {
+                fresh = self.fresh_workspace_name();
+                fresh.as_str()
+            }
+        };
         let source = format!("{workspace}({}) = {expr}", vars.join(","));
         let assignment = match crate::notation::parse(&source) {
             Ok(a) => a,
@@ -113,6 +132,23 @@ impl Concrete {
             next.sum_edges.extend(private.iter().map(|&p| (u, p)));
         }
         next.with_loops(text, next.loop_sequence())
+    }
+
+    /// TACO's default workspace name, numbered past every tensor, variable and workspace
+    /// of the statement so that it cannot collide with one.
+    fn fresh_workspace_name(&self) -> String {
+        let mut taken: Vec<String> = self
+            .statement
+            .tensors
+            .iter()
+            .map(|t| t.name.clone())
+            .collect();
+        taken.extend(self.vars.iter().map(|v| v.name.clone()));
+        workspace_names(&self.rhs, &mut taken);
+        std::iter::once("workspace".to_string())
+            .chain((1..).map(|n| format!("workspace{n}")))
+            .find(|name| !taken.contains(name))
+            .expect("an unbounded sequence of names has one not taken")
     }
 
     /// Find the factors `wanted` in one product of `expr`; return a function that builds
@@ -226,6 +262,22 @@ impl Concrete {
             }
             _ => None,
         }
+    }
+}
+
+/// The names of the workspaces already precomputed in `expr`.
+fn workspace_names(expr: &LExpr, out: &mut Vec<String>) {
+    match expr {
+        LExpr::Precomputed(p) => {
+            out.push(p.workspace.clone());
+            workspace_names(&p.body, out);
+        }
+        LExpr::Neg(a) | LExpr::Sum(_, _, a) => workspace_names(a, out),
+        LExpr::Binary(_, a, b) => {
+            workspace_names(a, out);
+            workspace_names(b, out);
+        }
+        _ => {}
     }
 }
 
