@@ -534,3 +534,36 @@ fn scalar_results_read_as_scalars() {
     assert!(out.contains("a: scalar\n"), "{out}");
     assert!(out.contains("  a() = "), "{out}");
 }
+
+/// The same tensor through index variables of different sizes used to read out of bounds
+/// (exit 0 or a crash); it is a notation error pointing at the access.
+#[test]
+fn same_tensor_through_variables_of_different_sizes_is_refused() {
+    let err = fails(
+        &[
+            "run",
+            "y(j) = A(j) * A(i)",
+            "-d",
+            "i:7",
+            "-d",
+            "j:2",
+            "-g",
+            "A:uniform",
+        ],
+        "mode 0 of tensor `A` has size 2 (from the access `A(j)`), but index",
+    );
+    assert!(err.contains("A(i)"), "{err}");
+    fails(
+        &[
+            "run",
+            "y(i) = A(j,i) - A(i,j)",
+            "-d",
+            "i:3",
+            "-d",
+            "j:5",
+            "-g",
+            "A:uniform",
+        ],
+        "mode 0 of tensor `A` has size 5",
+    );
+}
