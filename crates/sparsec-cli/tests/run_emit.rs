@@ -567,3 +567,40 @@ fn same_tensor_through_variables_of_different_sizes_is_refused() {
         "mode 0 of tensor `A` has size 5",
     );
 }
+
+/// `--check` used to fail with "inf" whenever the result held a NaN or an infinity, even
+/// where kernel and reference agree.
+#[test]
+fn check_accepts_matching_nan_and_infinity() {
+    let dir = tempfile::tempdir().unwrap();
+    let x = dir.path().join("x.mtx");
+    let z = dir.path().join("z.mtx");
+    std::fs::write(
+        &x,
+        "%%MatrixMarket matrix coordinate real general\n3 1 3\n1 1 nan\n2 1 2\n3 1 -1\n",
+    )
+    .unwrap();
+    std::fs::write(
+        &z,
+        "%%MatrixMarket matrix coordinate real general\n3 1 2\n1 1 1\n3 1 0\n",
+    )
+    .unwrap();
+    let x_arg = format!("x:{}", x.display());
+    let z_arg = format!("z:{}", z.display());
+    let out = ok(&["run", "y(i) = x(i) * 2", "-i", &x_arg, "--check"]);
+    assert!(out.contains("y(0) = NaN"), "{out}");
+    // NaN / 1, 2 / 0 and -1 / 0 (z(1) is not stored, z(2) is a stored zero).
+    let out = ok(&[
+        "run",
+        "y(i) = x(i) / z(i)",
+        "-i",
+        &x_arg,
+        "-i",
+        &z_arg,
+        "--check",
+    ]);
+    assert!(
+        out.contains("y(1) = inf") && out.contains("y(2) = -inf"),
+        "{out}"
+    );
+}

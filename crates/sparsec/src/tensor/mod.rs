@@ -430,3 +430,18 @@ fn apply_coord(coord: LevelCoord, value: i64, logical: &mut [i64]) {
         LevelCoord::EllSlot | LevelCoord::Diagonal => {}
     }
 }
+
+/// The difference between two components when it does not depend on a scale: `Some(0.0)`
+/// when they are equal, both NaN included (a NaN input gives a NaN result on every
+/// correct path, so matching NaNs are agreement), and `Some(inf)` when exactly one is NaN
+/// or they are unequal and one is infinite (a NaN against a number, `+inf` against `-inf`
+/// or a number). `None` for two different finite numbers, which the caller scales.
+pub(crate) fn unscaled_difference(x: f64, y: f64) -> Option<f64> {
+    if x == y || (x.is_nan() && y.is_nan()) {
+        Some(0.0)
+    } else if !x.is_finite() || !y.is_finite() {
+        Some(f64::INFINITY)
+    } else {
+        None
+    }
+}
