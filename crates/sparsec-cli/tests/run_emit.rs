@@ -604,3 +604,37 @@ fn check_accepts_matching_nan_and_infinity() {
         "{out}"
     );
 }
+
+/// A loop order against an operand's storage transposes a copy of it at every run: the CLI
+/// says so once, with the operand, both layouts and the entries copied.
+#[test]
+fn reorder_that_transposes_an_operand_is_reported() {
+    let base = [
+        "run",
+        "y(i) = A(i,j) * x(j)",
+        "-f",
+        "A:csr",
+        "-g",
+        "A:uniform",
+        "-g",
+        "x:dense",
+        "-d",
+        "i:50",
+        "-d",
+        "j:40",
+    ];
+    let o = sparsec(&[&base[..], &["-s", "reorder(j,i)"]].concat());
+    assert!(o.status.success(), "{}", stderr(&o));
+    let err = stderr(&o);
+    let notes: Vec<&str> = err.lines().filter(|l| l.starts_with("note:")).collect();
+    assert_eq!(notes.len(), 1, "{err}");
+    assert!(
+        notes[0].contains("`A`")
+            && notes[0].contains("from ds to ds:1,0")
+            && notes[0].contains("20 stored entries copied"),
+        "{err}"
+    );
+    // In storage order nothing is converted.
+    let o = sparsec(&base);
+    assert!(!stderr(&o).contains("note:"), "{}", stderr(&o));
+}
