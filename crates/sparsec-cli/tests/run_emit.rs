@@ -638,3 +638,20 @@ fn reorder_that_transposes_an_operand_is_reported() {
     let o = sparsec(&base);
     assert!(!stderr(&o).contains("note:"), "{}", stderr(&o));
 }
+
+/// A dense output of 2^40 values (8 TiB) used to abort the process ("memory allocation
+/// failed"); it is refused at once, naming the output and the bytes it needs.
+#[test]
+fn output_that_cannot_be_allocated_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let x = dir.path().join("x.tns");
+    std::fs::write(&x, "1099511627776 2.5\n3 1\n").unwrap();
+    let x_arg = format!("x:{}", x.display());
+    let started = std::time::Instant::now();
+    let err = fails(
+        &["run", "y(i) = x(i)", "-i", &x_arg, "-f", "x:sv"],
+        "cannot store the output `y`",
+    );
+    assert!(err.contains("8796093022208"), "{err}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(30));
+}

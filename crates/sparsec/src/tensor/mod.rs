@@ -33,6 +33,15 @@ impl Values {
             ValueType::F32 => Values::F32(vec![0.0; len]),
         }
     }
+    /// [`Values::zeros`], or an error saying how many bytes `len` values need when they
+    /// cannot be allocated (`None`: a count that overflowed).
+    pub(crate) fn try_zeros(ty: ValueType, len: Option<usize>) -> Result<Values, String> {
+        let what = || "the values array".to_string();
+        Ok(match ty {
+            ValueType::F64 => Values::F64(crate::memory::filled(len, 0.0, &what)?),
+            ValueType::F32 => Values::F32(crate::memory::filled(len, 0.0, &what)?),
+        })
+    }
     /// Number of stored values.
     pub fn len(&self) -> usize {
         match self {
