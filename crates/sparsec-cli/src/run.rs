@@ -179,6 +179,7 @@ pub fn run(args: &RunArgs) -> Result<()> {
     }
     let compile_time = started.elapsed();
     report_kernel(&kernel, compile_time);
+    report_conversions(&kernel, &inputs);
 
     let refs: Vec<&Tensor> = inputs.iter().collect();
     let run_once = || {
@@ -338,6 +339,31 @@ fn report_kernel(kernel: &Kernel, compile_time: Duration) {
         spec::ms(compile_time),
         kernel.loop_order().join(", "),
     );
+}
+
+/// Say on stderr which operands the loop order forces to be converted at every run, and
+/// what that copies, so that the cost of a reorder against the storage order is visible.
+fn report_conversions(kernel: &Kernel, inputs: &[Tensor]) {
+    let tensors = &kernel.statement().tensors;
+    for operand in kernel.operand_layouts() {
+        let declared = &tensors[operand.tensor];
+        if operand.format == declared.format {
+            continue;
+        }
+        // Tensor 0 is the output: its converted copy is written, then converted back.
+        let what = match operand.tensor.checked_sub(1) {
+            Some(k) => format!("{} stored entries copied", inputs[k].stored_values()),
+            None => "the result is converted back after every run".to_string(),
+        };
+        eprintln!(
+            "note: the loop order ({}) does not follow the storage of `{}`: it is converted \
+             from {} to {} at every run ({what})",
+            kernel.loop_order().join(", "),
+            declared.name,
+            declared.format,
+            operand.format,
+        );
+    }
 }
 
 /// Wait for a tiered kernel's C compilation; if it failed, say so (the JIT's code keeps

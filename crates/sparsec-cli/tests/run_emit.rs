@@ -770,3 +770,124 @@ fn taco_lines_sparsec_cannot_follow_are_refused() {
     );
     fails(&["taco", spmv, "-g=B:d", "-g=x:d"], "unknown tensor `B`");
 }
+
+/// The same tensor through index variables of different sizes used to read out of bounds
+/// (exit 0 or a crash); it is a notation error pointing at the access.
+#[test]
+fn same_tensor_through_variables_of_different_sizes_is_refused() {
+    let err = fails(
+        &[
+            "run",
+            "y(j) = A(j) * A(i)",
+            "-d",
+            "i:7",
+            "-d",
+            "j:2",
+            "-g",
+            "A:uniform",
+        ],
+        "mode 0 of tensor `A` has size 2 (from the access `A(j)`), but index",
+    );
+    assert!(err.contains("A(i)"), "{err}");
+    fails(
+        &[
+            "run",
+            "y(i) = A(j,i) - A(i,j)",
+            "-d",
+            "i:3",
+            "-d",
+            "j:5",
+            "-g",
+            "A:uniform",
+        ],
+        "mode 0 of tensor `A` has size 5",
+    );
+}
+
+/// `--check` used to fail with "inf" whenever the result held a NaN or an infinity, even
+/// where kernel and reference agree.
+#[test]
+fn check_accepts_matching_nan_and_infinity() {
+    let dir = tempfile::tempdir().unwrap();
+    let x = dir.path().join("x.mtx");
+    let z = dir.path().join("z.mtx");
+    std::fs::write(
+        &x,
+        "%%MatrixMarket matrix coordinate real general\n3 1 3\n1 1 nan\n2 1 2\n3 1 -1\n",
+    )
+    .unwrap();
+    std::fs::write(
+        &z,
+        "%%MatrixMarket matrix coordinate real general\n3 1 2\n1 1 1\n3 1 0\n",
+    )
+    .unwrap();
+    let x_arg = format!("x:{}", x.display());
+    let z_arg = format!("z:{}", z.display());
+    let out = ok(&["run", "y(i) = x(i) * 2", "-i", &x_arg, "--check"]);
+    assert!(out.contains("y(0) = NaN"), "{out}");
+    // NaN / 1, 2 / 0 and -1 / 0 (z(1) is not stored, z(2) is a stored zero).
+    let out = ok(&[
+        "run",
+        "y(i) = x(i) / z(i)",
+        "-i",
+        &x_arg,
+        "-i",
+        &z_arg,
+        "--check",
+    ]);
+    assert!(
+        out.contains("y(1) = inf") && out.contains("y(2) = -inf"),
+        "{out}"
+    );
+}
+
+/// A loop order against an operand's storage transposes a copy of it at every run: the CLI
+/// says so once, with the operand, both layouts and the entries copied.
+#[test]
+fn reorder_that_transposes_an_operand_is_reported() {
+    let base = [
+        "run",
+        "y(i) = A(i,j) * x(j)",
+        "-f",
+        "A:csr",
+        "-g",
+        "A:uniform",
+        "-g",
+        "x:dense",
+        "-d",
+        "i:50",
+        "-d",
+        "j:40",
+    ];
+    let o = sparsec(&[&base[..], &["-s", "reorder(j,i)"]].concat());
+    assert!(o.status.success(), "{}", stderr(&o));
+    let err = stderr(&o);
+    let notes: Vec<&str> = err.lines().filter(|l| l.starts_with("note:")).collect();
+    assert_eq!(notes.len(), 1, "{err}");
+    assert!(
+        notes[0].contains("`A`")
+            && notes[0].contains("from ds to ds:1,0")
+            && notes[0].contains("20 stored entries copied"),
+        "{err}"
+    );
+    // In storage order nothing is converted.
+    let o = sparsec(&base);
+    assert!(!stderr(&o).contains("note:"), "{}", stderr(&o));
+}
+
+/// A dense output of 2^40 values (8 TiB) used to abort the process ("memory allocation
+/// failed"); it is refused at once, naming the output and the bytes it needs.
+#[test]
+fn output_that_cannot_be_allocated_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let x = dir.path().join("x.tns");
+    std::fs::write(&x, "1099511627776 2.5\n3 1\n").unwrap();
+    let x_arg = format!("x:{}", x.display());
+    let started = std::time::Instant::now();
+    let err = fails(
+        &["run", "y(i) = x(i)", "-i", &x_arg, "-f", "x:sv"],
+        "cannot store the output `y`",
+    );
+    assert!(err.contains("8796093022208"), "{err}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(30));
+}

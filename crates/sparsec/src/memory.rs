@@ -1,4 +1,10 @@
-//! Process-wide memory policy for programs that run kernels repeatedly.
+//! Process-wide memory policy for programs that run kernels repeatedly, and fallible
+//! allocation of tensor storage.
+//!
+//! Storage sizes come from user data (a dimension of 2^40 in a file), so packing computes
+//! them with checked arithmetic and refuses, as an error naming the bytes, any that
+//! overflows, exceeds the memory available (`MemAvailable` plus free swap) or that the
+//! allocator declines, rather than aborting the process.
 //!
 //! Assembling a sparse output allocates and frees arrays as large as the output on every
 //! run. glibc hands freed blocks of that size back to the operating system (`munmap`, or
@@ -36,4 +42,82 @@ pub fn retain_freed_memory() -> bool {
     {
         false
     }
+}
+
+/// Allocations at least this large are compared with the memory the system has available
+/// before they are made: on Linux a huge request usually succeeds (memory is overcommitted)
+/// and the process is killed while filling it, or it pages for minutes. Smaller ones are
+/// only reserved fallibly, so that checking costs nothing on the common path.
+const CHECKED_ABOVE: usize = 1 << 30;
+
+/// Memory the system can give this process now: `MemAvailable` plus free swap, from
+/// `/proc/meminfo`. `None` where that cannot be read (then only the allocator decides).
+fn available_bytes() -> Option<usize> {
+    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let kib = |key: &str| -> Option<usize> {
+        let line = info.lines().find(|l| l.starts_with(key))?;
+        line[key.len()..]
+            .trim()
+            .trim_end_matches("kB")
+            .trim()
+            .parse()
+            .ok()
+    };
+    let total = kib("MemAvailable:")?.saturating_add(kib("SwapFree:").unwrap_or(0));
+    Some(total.saturating_mul(1024))
+}
+
+/// `count * size_of::<T>()` bytes, or an error saying what needs how much: `None` for
+/// `count` is a size that overflowed before it got here.
+pub(crate) fn bytes_for<T>(
+    count: Option<usize>,
+    what: &dyn Fn() -> String,
+) -> Result<usize, String> {
+    let element = std::mem::size_of::<T>();
+    let bytes = count.and_then(|n| n.checked_mul(element));
+    let Some(bytes) = bytes else {
+        return Err(format!(
+            "{} needs more than {} bytes, beyond the address space",
+            what(),
+            usize::MAX
+        ));
+    };
+    if bytes >= CHECKED_ABOVE {
+        if let Some(available) = available_bytes() {
+            if bytes > available {
+                return Err(format!(
+                    "{} needs {bytes} bytes, more than the {available} bytes of memory available",
+                    what()
+                ));
+            }
+        }
+    }
+    Ok(bytes)
+}
+
+/// Grow `v` to `len` elements filled with `fill`, refusing (with what needs how many
+/// bytes) a size that cannot be allocated instead of aborting the process.
+pub(crate) fn resize<T: Clone>(
+    v: &mut Vec<T>,
+    len: Option<usize>,
+    fill: T,
+    what: &dyn Fn() -> String,
+) -> Result<(), String> {
+    let bytes = bytes_for::<T>(len, what)?;
+    let len = len.expect("bytes_for refuses an overflowed length");
+    v.try_reserve_exact(len.saturating_sub(v.len()))
+        .map_err(|_| format!("{} needs {bytes} bytes, which cannot be allocated", what()))?;
+    v.resize(len, fill);
+    Ok(())
+}
+
+/// A vector of `len` copies of `fill`, or an error as for [`resize`].
+pub(crate) fn filled<T: Clone>(
+    len: Option<usize>,
+    fill: T,
+    what: &dyn Fn() -> String,
+) -> Result<Vec<T>, String> {
+    let mut v = Vec::new();
+    resize(&mut v, len, fill, what)?;
+    Ok(v)
 }

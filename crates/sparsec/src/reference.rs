@@ -8,7 +8,7 @@
 use crate::format::Format;
 use crate::notation::ast::Op;
 use crate::notation::cin::{CExpr, Statement, VarId};
-use crate::tensor::{Tensor, ValueType, Values};
+use crate::tensor::{unscaled_difference, Tensor, ValueType, Values};
 
 /// The right-hand side with accesses resolved to flat arrays and strides.
 enum Node {
@@ -138,7 +138,9 @@ pub fn magnitude(stmt: &Statement, inputs: &[&Tensor], output_init: Option<&Tens
 }
 
 /// Largest difference between `got` and `expected` relative to `1 + magnitude`, per
-/// component (all three of the same dimensions).
+/// component (all three of the same dimensions). Equal non-finite components (NaN against
+/// NaN, `+inf` against `+inf`) agree; a NaN against a number or `+inf` against `-inf` is an
+/// infinite error.
 pub fn max_error(got: &Tensor, expected: &Tensor, magnitude: &Tensor) -> f64 {
     let dims = expected.dims().to_vec();
     let (g, e, m) = (
@@ -149,17 +151,17 @@ pub fn max_error(got: &Tensor, expected: &Tensor, magnitude: &Tensor) -> f64 {
     g.iter()
         .zip(&e)
         .zip(&m)
-        .map(|((g, e), m)| {
-            if g == e {
-                0.0
-            } else {
+        .map(|((&g, &e), m)| {
+            unscaled_difference(g, e).unwrap_or_else(|| {
                 let r = (g - e).abs() / (1.0 + m);
+                // A NaN magnitude (a NaN term that cancelled out of both results) leaves
+                // no scale to forgive the difference by.
                 if r.is_nan() {
                     f64::INFINITY
                 } else {
                     r
                 }
-            }
+            })
         })
         .fold(0.0, f64::max)
 }

@@ -766,6 +766,62 @@ fn error_wrong_index_count() {
     assert_eq!(label_of(&e, text).1, "y(i)");
 }
 
+/// One tensor accessed through variables of different sizes: the kernel would read out of
+/// bounds, so binding refuses it and points at the access that disagrees.
+#[test]
+fn error_mode_size_mismatch() {
+    let text = "y(j) = A(j) * A(i)";
+    let e = bind_err(
+        text,
+        &[decl("y", None), decl("A", None)],
+        &[("i", 7), ("j", 2)],
+    );
+    assert_eq!(
+        e.kind(),
+        &NotationErrorKind::ModeSizeMismatch {
+            tensor: "A".into(),
+            mode: 0,
+            var: "i".into(),
+            var_size: 7,
+            dim: 2,
+            dim_source: "from the access `A(j)`".into(),
+        }
+    );
+    assert_eq!(label_of(&e, text).1, "A(i)");
+    assert_eq!(
+        e.to_string(),
+        "mode 0 of tensor `A` has size 2 (from the access `A(j)`), but index variable `i` has size 7"
+    );
+    // A transposed second access: mode 0 is `j` (5) first, then `i` (3).
+    let text = "y(i) = A(j,i) - A(i,j)";
+    let e = bind_err(
+        text,
+        &[decl("y", None), decl("A", None)],
+        &[("i", 3), ("j", 5)],
+    );
+    assert_eq!(label_of(&e, text).1, "A(i,j)");
+    assert!(
+        matches!(
+            e.kind(),
+            NotationErrorKind::ModeSizeMismatch {
+                mode: 0,
+                dim: 5,
+                var_size: 3,
+                ..
+            }
+        ),
+        "{:?}",
+        e.kind()
+    );
+    // Equal sizes are fine, however many accesses.
+    let stmt = bind_text(
+        text,
+        &[decl("y", None), decl("A", None)],
+        &[("i", 4), ("j", 4)],
+    );
+    assert_eq!(stmt.tensors[1].dims, vec![4, 4]);
+}
+
 #[test]
 fn error_size_conflict() {
     let text = "y(i) = A(i,j) * x(j)";

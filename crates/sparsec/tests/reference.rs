@@ -226,3 +226,32 @@ fn million_point_iteration_space() {
     }
     assert!(elapsed.as_secs_f64() < 5.0, "took {elapsed:?}");
 }
+
+/// Equal non-finite components agree in both comparisons (`--check` and `max_difference`);
+/// a NaN against a number, or `+inf` against `-inf`, is an infinite difference.
+#[test]
+fn non_finite_components_compare_by_value() {
+    use sparsec::reference::{magnitude, max_error};
+    let x = dense(&[4], &[f64::NAN, 1.0, -3.0, 2.0]);
+    let z = dense(&[4], &[1.0, 0.0, 0.0, 4.0]);
+    // NaN, 1/0 = +inf, -3/0 = -inf, 0.5.
+    let (stmt, y) = run("y(i) = x(i) / z(i)", &[("x", &x), ("z", &z)], None);
+    let m = magnitude(&stmt, &[&x, &z], None);
+    let same = dense(&[4], &[f64::NAN, f64::INFINITY, f64::NEG_INFINITY, 0.5]);
+    assert_eq!(max_error(&same, &y, &m), 0.0);
+    assert_eq!(y.max_difference(&same), Some(0.0));
+    for wrong in [
+        [0.0, f64::INFINITY, f64::NEG_INFINITY, 0.5],
+        [f64::NAN, f64::NEG_INFINITY, f64::NEG_INFINITY, 0.5],
+        [f64::NAN, f64::INFINITY, 1.0, 0.5],
+    ] {
+        let wrong = dense(&[4], &wrong);
+        assert_eq!(
+            max_error(&wrong, &y, &m),
+            f64::INFINITY,
+            "{:?}",
+            wrong.values()
+        );
+        assert_eq!(y.max_difference(&wrong), Some(f64::INFINITY));
+    }
+}

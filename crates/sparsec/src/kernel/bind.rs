@@ -64,11 +64,15 @@ impl Kernel {
         let out_decl = &self.statement.tensors[0];
         let mut output = match (self.assembles_output(), self.statement.accumulate, initial) {
             (false, true, Some(init)) => init.convert(&out_decl.format)?,
+            // Fails only when the output's storage cannot be allocated: name it.
             (false, _, _) => Tensor::from_coo(
                 &Coo::empty(out_decl.dims.clone()),
                 &out_decl.format,
                 self.value_type,
-            )?,
+            )
+            .map_err(|e| {
+                Error::Input(format!("cannot store the output `{}`: {e}", out_decl.name))
+            })?,
             (true, _, _) => Tensor::zeros(&[], self.value_type),
         };
         cast_values(&mut output, self.value_type);

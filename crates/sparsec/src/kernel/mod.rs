@@ -249,6 +249,12 @@ impl Kernel {
         self.lowered.loops.iter().map(String::as_str).collect()
     }
 
+    /// What each of the kernel's operands is: an operand whose format differs from its
+    /// tensor's is a copy converted at every run (a reorder that transposes it).
+    pub fn operand_layouts(&self) -> &[lower::Operand] {
+        &self.lowered.operands
+    }
+
     /// Number of threads parallel loops use (default: `OMP_NUM_THREADS`, else all cores).
     pub fn threads(&self) -> usize {
         self.threads

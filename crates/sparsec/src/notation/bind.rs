@@ -49,6 +49,9 @@ struct Binder<'a> {
     /// Per variable: number of right-hand-side accesses that use it.
     rhs_uses: Vec<usize>,
     on_lhs: Vec<bool>,
+    /// Every access, left-hand side first, with its tensor and variables: checked against
+    /// the tensor's dimensions once all sizes are known.
+    accesses: Vec<(&'a ast::Access, TensorId, Vec<VarId>)>,
 }
 
 impl<'a> Binder<'a> {
@@ -182,7 +185,7 @@ impl<'a> Binder<'a> {
     }
 
     /// The right-hand side without reductions, collecting tensors and variables.
-    fn resolve(&mut self, expr: &ast::Expr) -> Result<CExpr, NotationError> {
+    fn resolve(&mut self, expr: &'a ast::Expr) -> Result<CExpr, NotationError> {
         Ok(match &expr.kind {
             ExprKind::Literal(x) => CExpr::Literal(*x),
             ExprKind::Neg(e) => CExpr::Neg(Box::new(self.resolve(e)?)),
@@ -215,6 +218,7 @@ impl<'a> Binder<'a> {
                     self.rhs_uses[v] += 1;
                 }
                 self.sizes_from(access, &indices)?;
+                self.accesses.push((access, tensor, indices.clone()));
                 CExpr::Access(cin::Access { tensor, indices })
             }
         })
@@ -314,9 +318,10 @@ pub fn bind(
         sizes: vec![],
         rhs_uses: vec![],
         on_lhs: vec![],
+        accesses: vec![],
     };
     let lhs = &assignment.lhs;
-    b.tensor(lhs)?;
+    let lhs_id = b.tensor(lhs)?;
     if let Some(k) = repeated(&lhs.indices) {
         return Err(b.error(
             NotationErrorKind::RepeatedOutputIndex {
@@ -330,6 +335,7 @@ pub fn bind(
         b.on_lhs[v] = true;
     }
     b.sizes_from(lhs, &lhs_vars)?;
+    b.accesses.push((lhs, lhs_id, lhs_vars.clone()));
     let rhs = b.resolve(&assignment.rhs)?;
 
     for (name, size) in var_sizes {
@@ -367,21 +373,19 @@ pub fn bind(
         });
     }
 
-    // Accesses of each tensor, to infer undeclared dimensions.
-    let mut tensor_vars: Vec<Option<Vec<VarId>>> = vec![None; b.tensors.len()];
-    tensor_vars[0] = Some(lhs_vars.clone());
-    collect_access_vars(&rhs, &mut tensor_vars);
-    let tensors = b
+    let tensors: Vec<TensorVar> = b
         .tensors
         .iter()
-        .zip(&tensor_vars)
-        .map(|((decl, arity), tv)| {
+        .enumerate()
+        .map(|(id, (decl, arity))| {
+            // An undeclared tensor takes its dimensions from its first access.
             let dims = decl.dims.clone().unwrap_or_else(|| {
-                tv.as_ref()
-                    .expect("every tensor is accessed")
+                let (_, _, first) = b
+                    .accesses
                     .iter()
-                    .map(|&v| vars[v].size)
-                    .collect()
+                    .find(|(_, t, _)| *t == id)
+                    .expect("every tensor is accessed");
+                first.iter().map(|&v| vars[v].size).collect()
             });
             TensorVar {
                 name: decl.name.clone(),
@@ -390,6 +394,7 @@ pub fn bind(
             }
         })
         .collect();
+    check_mode_sizes(&b, &tensors, &vars)?;
 
     let reduce: Vec<bool> = (0..vars.len())
         .map(|v| !b.on_lhs[v] && b.rhs_uses[v] > 0)
@@ -405,18 +410,44 @@ pub fn bind(
     })
 }
 
-fn collect_access_vars(expr: &CExpr, out: &mut [Option<Vec<VarId>>]) {
-    match expr {
-        CExpr::Access(a) => {
-            if out[a.tensor].is_none() {
-                out[a.tensor] = Some(a.indices.clone());
+/// Every access indexes each mode of its tensor with a variable of the mode's size: the
+/// generated kernel trusts this, and a mismatch reads or writes out of bounds.
+fn check_mode_sizes(
+    b: &Binder<'_>,
+    tensors: &[TensorVar],
+    vars: &[IndexVar],
+) -> Result<(), NotationError> {
+    for (access, id, indices) in &b.accesses {
+        for (mode, (&v, &dim)) in indices.iter().zip(&tensors[*id].dims).enumerate() {
+            if vars[v].size == dim {
+                continue;
             }
-        }
-        CExpr::Literal(_) => {}
-        CExpr::Neg(e) | CExpr::Sum(_, e) => collect_access_vars(e, out),
-        CExpr::Binary(_, a, b) => {
-            collect_access_vars(a, out);
-            collect_access_vars(b, out);
+            let dim_source = match &b.tensors[*id].0.dims {
+                Some(dims) => format!("declared dimensions {}", dims_text(dims)),
+                None => {
+                    let (first, _, _) = b
+                        .accesses
+                        .iter()
+                        .find(|(_, t, _)| t == id)
+                        .expect("this tensor is accessed");
+                    format!(
+                        "from the access `{}`",
+                        &b.assignment.source[first.span.start..first.span.end]
+                    )
+                }
+            };
+            return Err(b.error(
+                NotationErrorKind::ModeSizeMismatch {
+                    tensor: access.tensor.clone(),
+                    mode,
+                    var: vars[v].name.clone(),
+                    var_size: vars[v].size,
+                    dim,
+                    dim_source,
+                },
+                access.span,
+            ));
         }
     }
+    Ok(())
 }

@@ -39,6 +39,18 @@ pub enum NotationErrorKind {
         other_size: usize,
         other_source: String,
     },
+    /// An access whose index variable's size differs from the size the tensor's mode
+    /// already has (`y(j) = A(j) * A(i)` with `i` and `j` of different sizes).
+    ModeSizeMismatch {
+        tensor: String,
+        mode: usize,
+        var: String,
+        var_size: usize,
+        /// The mode's size, and where it comes from ("declared dimensions 3x4", "the
+        /// access `A(j)`").
+        dim: usize,
+        dim_source: String,
+    },
     /// `A(i,i) = ...`: an output index used twice.
     RepeatedOutputIndex { var: String },
     /// `B(i,i)` on the right-hand side: diagonal extraction, unsupported.
@@ -170,6 +182,24 @@ impl NotationError {
                 Some(format!(
                     "an index variable ranges over one dimension, so every mode it indexes must \
                      have the same size; `{var}` already has size {size} from {source}"
+                )),
+            ),
+            K::ModeSizeMismatch {
+                tensor,
+                mode,
+                var,
+                var_size,
+                dim,
+                dim_source,
+            } => (
+                format!(
+                    "mode {mode} of tensor `{tensor}` has size {dim} ({dim_source}), but index \
+                     variable `{var}` has size {var_size}"
+                ),
+                format!("`{var}` has size {var_size} here, mode {mode} of `{tensor}` has {dim}"),
+                Some(format!(
+                    "every access of `{tensor}` must index mode {mode} with a variable of size \
+                     {dim}; give `{var}` that size or use another variable"
                 )),
             ),
             K::RepeatedOutputIndex { var } => (

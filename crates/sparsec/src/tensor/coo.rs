@@ -1,6 +1,6 @@
 //! Coordinate lists: the interchange form between files, generators and formats.
 
-use super::TensorError;
+use super::{unscaled_difference, TensorError};
 
 /// A coordinate list: `values[e]` sits at `coords[e*order .. (e+1)*order]`.
 #[derive(Clone, Debug, PartialEq, Default)]
@@ -132,21 +132,15 @@ impl Coo {
         perm
     }
 
-    /// Largest scaled difference between two sorted, summed lists (absent = zero).
+    /// Largest scaled difference between two sorted, summed lists (absent = zero; equal
+    /// non-finite values, NaN against NaN included, agree).
     pub fn max_difference(&self, other: &Coo) -> f64 {
         let n = self.order();
         let (mut a, mut b) = (0, 0);
         let mut worst = 0.0f64;
         let scaled = |x: f64, y: f64| {
-            if x == y {
-                return 0.0; // also equal infinities
-            }
-            let r = (x - y).abs() / x.abs().max(y.abs()).max(1.0);
-            if r.is_nan() {
-                f64::INFINITY // a NaN or an infinity on one side only
-            } else {
-                r
-            }
+            unscaled_difference(x, y)
+                .unwrap_or_else(|| (x - y).abs() / x.abs().max(y.abs()).max(1.0))
         };
         while a < self.len() || b < other.len() {
             let ord = match (a < self.len(), b < other.len()) {

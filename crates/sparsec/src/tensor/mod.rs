@@ -33,6 +33,15 @@ impl Values {
             ValueType::F32 => Values::F32(vec![0.0; len]),
         }
     }
+    /// [`Values::zeros`], or an error saying how many bytes `len` values need when they
+    /// cannot be allocated (`None`: a count that overflowed).
+    pub(crate) fn try_zeros(ty: ValueType, len: Option<usize>) -> Result<Values, String> {
+        let what = || "the values array".to_string();
+        Ok(match ty {
+            ValueType::F64 => Values::F64(crate::memory::filled(len, 0.0, &what)?),
+            ValueType::F32 => Values::F32(crate::memory::filled(len, 0.0, &what)?),
+        })
+    }
     /// Number of stored values.
     pub fn len(&self) -> usize {
         match self {
@@ -428,5 +437,20 @@ fn apply_coord(coord: LevelCoord, value: i64, logical: &mut [i64]) {
         LevelCoord::BlockOuter { mode, block } => logical[mode] += value * block as i64,
         LevelCoord::BlockInner { mode, .. } => logical[mode] += value,
         LevelCoord::EllSlot | LevelCoord::Diagonal => {}
+    }
+}
+
+/// The difference between two components when it does not depend on a scale: `Some(0.0)`
+/// when they are equal, both NaN included (a NaN input gives a NaN result on every
+/// correct path, so matching NaNs are agreement), and `Some(inf)` when exactly one is NaN
+/// or they are unequal and one is infinite (a NaN against a number, `+inf` against `-inf`
+/// or a number). `None` for two different finite numbers, which the caller scales.
+pub(crate) fn unscaled_difference(x: f64, y: f64) -> Option<f64> {
+    if x == y || (x.is_nan() && y.is_nan()) {
+        Some(0.0)
+    } else if !x.is_finite() || !y.is_finite() {
+        Some(f64::INFINITY)
+    } else {
+        None
     }
 }

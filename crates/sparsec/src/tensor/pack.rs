@@ -15,7 +15,7 @@ pub(super) fn pack(
 ) -> Result<(Tensor, Vec<usize>), TensorError> {
     coo.validate()?;
     let moved_to = coo.sort_and_sum_tracked();
-    let (tensor, slot_of_summed) = match pack_streaming(&coo, format, value_type, track) {
+    let (tensor, slot_of_summed) = match pack_streaming(&coo, format, value_type, track)? {
         Some(packed) => packed,
         None => pack_general(&coo, format, value_type, track)?,
     };
@@ -127,7 +127,7 @@ fn pack_general(
         positions = out.positions;
         segments = out.children;
     }
-    let mut values = Values::zeros(value_type, positions);
+    let mut values = Values::try_zeros(value_type, Some(positions)).map_err(unrepresentable)?;
     let mut slot_of_summed = vec![0; if track { nnz } else { 0 }];
     for seg in &segments {
         let sum: f64 = (seg.lo..seg.hi).map(|e| coo.values[entry(e)]).sum();
@@ -161,15 +161,19 @@ fn original_slots(moved_to: Option<Vec<usize>>, slot_of_summed: Vec<usize>) -> V
 /// Pack sorted, unique entries straight into levels that take entries one at a time in
 /// storage order ([`Streaming`]), without the intermediate arrays of the general path.
 /// `None` when a level cannot, when the storage order is not the modes' order, or for
-/// scalars.
+/// scalars; an error when the storage cannot be allocated.
 fn pack_streaming(
     coo: &Coo,
     format: &Format,
     value_type: ValueType,
     track: bool,
-) -> Option<(Tensor, Vec<usize>)> {
+) -> Result<Option<(Tensor, Vec<usize>)>, TensorError> {
+    let unrepresentable = |reason: String| TensorError::Unrepresentable {
+        format: format.spelling(),
+        reason,
+    };
     let specs = format.levels();
-    let kinds: Vec<Streaming> = specs
+    let kinds: Option<Vec<Streaming>> = specs
         .iter()
         .enumerate()
         .map(|(k, spec)| {
@@ -177,10 +181,13 @@ fn pack_streaming(
                 .then(|| spec.format.streaming())
                 .flatten()
         })
-        .collect::<Option<_>>()?;
+        .collect::<Option<_>>();
+    let Some(kinds) = kinds else {
+        return Ok(None);
+    };
     let order = kinds.len();
     if order == 0 {
-        return None;
+        return Ok(None);
     }
     let sizes = &coo.dims;
     let mut pos: Vec<Vec<i64>> = vec![Vec::new(); order];
@@ -223,7 +230,9 @@ fn pack_streaming(
         let params = vec![(ParamKind::Size, sizes[k] as i64)];
         match kind {
             Streaming::Inserted => {
-                positions *= sizes[k];
+                positions = positions.checked_mul(sizes[k]).ok_or_else(|| {
+                    unrepresentable(format!("level {} has too many positions", k + 1))
+                })?;
                 levels.push(LevelStorage {
                     arrays: vec![],
                     params,
@@ -232,7 +241,13 @@ fn pack_streaming(
             Streaming::Appended => {
                 let mut starts = std::mem::take(&mut pos[k]);
                 let children = idx[k].len();
-                starts.resize(positions + 1, children as i64);
+                crate::memory::resize(
+                    &mut starts,
+                    positions.checked_add(1),
+                    children as i64,
+                    &|| format!("the positions array of level {}", k + 1),
+                )
+                .map_err(unrepresentable)?;
                 positions = children;
                 levels.push(LevelStorage {
                     arrays: vec![
@@ -244,7 +259,7 @@ fn pack_streaming(
             }
         }
     }
-    let mut values = Values::zeros(value_type, positions);
+    let mut values = Values::try_zeros(value_type, Some(positions)).map_err(unrepresentable)?;
     for (e, &v) in coo.values.iter().enumerate() {
         values.set(if leaf_appends { e } else { leaf[e] }, v);
     }
@@ -254,7 +269,7 @@ fn pack_streaming(
         levels,
         values,
     };
-    Some((tensor, if track { leaf } else { Vec::new() }))
+    Ok(Some((tensor, if track { leaf } else { Vec::new() })))
 }
 
 /// True when entry `a` is at or before entry `b` in storage order.
@@ -332,6 +347,7 @@ mod tests {
                     }
                 }
                 let streamed = pack_streaming(&coo, &format, ValueType::F64, true)
+                    .unwrap()
                     .expect("dense and compressed levels stream");
                 let general = pack_general(&coo, &format, ValueType::F64, true).unwrap();
                 assert!(

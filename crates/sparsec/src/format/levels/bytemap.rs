@@ -56,8 +56,11 @@ impl LevelFormat for Bytemap {
     }
     fn pack(&self, input: &PackInput<'_>) -> Result<PackOutput, String> {
         let children = pack_computed(input)?;
-        let positions = input.parent_positions * input.size;
-        let mut present = vec![0i64; positions];
+        let positions = input.parent_positions.checked_mul(input.size);
+        let mut present = crate::memory::filled(positions, 0i64, &|| {
+            format!("the bytemap of level {}", input.level)
+        })?;
+        let positions = present.len();
         for child in &children {
             present[child.parent] = 1;
         }

@@ -76,7 +76,7 @@ impl LevelFormat for Dense {
                 arrays: vec![],
                 params: vec![(ParamKind::Size, size as i64)],
             },
-            positions: input.parent_positions * size,
+            positions: padded_positions(input)?,
         })
     }
     fn validate(&self, input: &ValidateInput<'_>) -> Result<usize, String> {

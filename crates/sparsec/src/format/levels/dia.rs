@@ -74,7 +74,7 @@ impl LevelFormat for Range {
                     (ParamKind::Width, input.next_size as i64),
                 ],
             },
-            positions: input.parent_positions * size,
+            positions: padded_positions(input)?,
         })
     }
     fn validate(&self, input: &ValidateInput<'_>) -> Result<usize, String> {

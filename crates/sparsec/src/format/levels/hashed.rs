@@ -95,7 +95,10 @@ impl LevelFormat for Hashed {
             max_children = max_children.max(groups.len() - start);
         }
         let width = hash_width(max_children, input.size);
-        let mut idx = vec![-1i64; input.parent_positions * width];
+        let mut idx =
+            crate::memory::filled(input.parent_positions.checked_mul(width), -1i64, &|| {
+                format!("the hash table of level {}", input.level)
+            })?;
         let mut children = Vec::with_capacity(groups.len());
         for g in groups {
             let coord = input.coords[g.lo];

@@ -163,6 +163,17 @@ fn pack_computed(input: &PackInput<'_>) -> Result<Vec<Segment>, String> {
     }))
 }
 
+/// Positions a padded level gives its children (`N_k` per parent position), refused
+/// when the values they need cannot be allocated: the values array is made only after
+/// every level is packed, and a level below may multiply an impossible count further.
+fn padded_positions(input: &PackInput<'_>) -> Result<usize, String> {
+    let positions = input.parent_positions.checked_mul(input.size);
+    crate::memory::bytes_for::<f32>(positions, &|| {
+        format!("level {} (one value per position)", input.level)
+    })?;
+    Ok(positions.expect("bytes_for refuses an overflow"))
+}
+
 /// Positions of a level whose positions are computed: `N_k` per parent position.
 fn computed_positions(input: &ValidateInput<'_>) -> Result<usize, String> {
     input

@@ -1,0 +1,60 @@
+//! Storage that cannot be allocated is refused with an error naming the bytes it needs,
+//! before anything is allocated, instead of aborting the process or paging for minutes.
+
+use std::time::{Duration, Instant};
+
+use sparsec::format::Format;
+use sparsec::tensor::{Coo, Tensor, TensorError, ValueType};
+
+const HUGE: usize = 3_000_000_000;
+/// Large enough that one value per row (24 TB) exceeds any machine's memory.
+const HUGER: usize = 3_000_000_000_000;
+
+/// Pack a one-entry `dims` tensor into `format`: it must fail fast with a size error.
+fn refused(dims: &[usize], format: &str) -> String {
+    let coo = Coo::new(dims.to_vec(), vec![7; dims.len()], vec![1.0]).unwrap();
+    let format = Format::parse(format, dims.len()).unwrap();
+    let started = Instant::now();
+    let e = Tensor::from_coo(&coo, &format, ValueType::F64)
+        .expect_err("storage of tens of GiB or more is refused");
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "took {:?}: storage was allocated",
+        started.elapsed()
+    );
+    assert!(matches!(e, TensorError::Unrepresentable { .. }), "{e:?}");
+    let text = e.to_string();
+    assert!(text.contains("bytes"), "{text}");
+    text
+}
+
+#[test]
+fn impossible_storage_is_an_error() {
+    // 9e18 values: more bytes than the address space.
+    let text = refused(&[HUGE, HUGE], "dense");
+    assert!(text.contains("beyond the address space"), "{text}");
+    // Padded levels: one diagonal or ELL slot, a hash table or bytemap per row, row
+    // positions of CSR.
+    for format in ["dia", "ell", "dh", "db", "ds"] {
+        let text = refused(&[HUGER, HUGER], format);
+        assert!(text.contains("needs"), "{format}: {text}");
+    }
+    // A 2^40-long dense vector: 8 TiB.
+    let text = refused(&[1 << 40], "dense");
+    assert!(
+        text.contains("the values array needs 8796093022208 bytes"),
+        "{text}"
+    );
+}
+
+/// Large storage that fits is still made.
+#[test]
+fn large_possible_storage_is_made() {
+    let coo = Coo::new(vec![1 << 20, 4], vec![5, 3], vec![2.0]).unwrap();
+    let t = Tensor::from_coo(&coo, &Format::parse("dense", 2).unwrap(), ValueType::F64).unwrap();
+    assert_eq!(t.stored_values(), 1 << 22);
+    // Fully hashed, one entry of a 3e9 x 3e9 matrix takes a few slots.
+    let coo = Coo::new(vec![HUGE, HUGE], vec![7, 7], vec![1.0]).unwrap();
+    let t = Tensor::from_coo(&coo, &Format::parse("hash", 2).unwrap(), ValueType::F64).unwrap();
+    assert!(t.stored_values() < 16);
+}
