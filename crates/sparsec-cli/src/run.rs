@@ -47,7 +47,7 @@ GENERATORS (-g NAME:KIND); dimensions come from -d VAR:SIZE or from other inputs
 
 SCHEDULES (-s): transformations separated by `,` or `.`, applied left to right:
   reorder(a,b)  order(a,b,...)  split(i,i0,i1,F)  divide(i,i0,i1,PARTS)  fuse(i,j,f)
-  pos(j,jp,A(i,j))  bound(i,ib,MinExact|MinConstraint|MaxExact|MaxConstraint,N)
+  pos(j,jp,A(i,j))  coord(jp,jc)  bound(i,ib,MinExact|MinConstraint|MaxExact|MaxConstraint,N)
   unroll(i,F)  parallelize(i,CPUThread|CPUVector|GPU*|NotParallel,NoRaces|IgnoreRaces|
   Atomics|Temporary|ParallelReduction[,static|dynamic|guided[,CHUNK]])
   precompute(EXPR,i|(i,j),i|(i,j)[,WORKSPACE])  mergeby(i,TwoFinger|Gallop)
