@@ -80,7 +80,7 @@ pub struct RunArgs {
     /// Run N times after one warm-up and report median, min and max phase times.
     #[arg(long, value_name = "N", value_parser = spec::positive)]
     pub time: Option<usize>,
-    /// Also evaluate with the dense reference evaluator and compare (fails above 1e-9).
+    /// Also evaluate with the sparse reference evaluator and compare (fails above 1e-9).
     #[arg(long)]
     pub check: bool,
     /// Backend: `tiered` (the cached C kernel, else the JIT's at once while gcc compiles in

@@ -1,129 +1,303 @@
-//! A simple dense evaluator of concrete index notation, independent of lowering and code
-//! generation, used as the oracle in tests.
+//! A simple sparse evaluator of concrete index notation, independent of lowering and code
+//! generation, used as the oracle in tests and by `sparsec run --check`.
 //!
-//! Inputs are read into dense `f64` arrays through [`Tensor::for_each_stored`]; the
-//! right-hand side is evaluated at every point of the output's index variables, with
-//! `Sum` looping over its variable's whole range.
+//! Every subexpression is evaluated to a [`Func`]: a function of its free index variables
+//! that equals a constant `fill` everywhere except at the coordinates it lists. Inputs are
+//! read through [`Tensor::for_each_stored`] (fill 0), so the work and memory follow the
+//! stored entries rather than the index space: a product is listed only where both factors
+//! are, a `Sum` groups the listed entries by the remaining variables and adds the fill for
+//! the unlisted ones, and a nonzero literal or a division changes the fill instead of
+//! making the operand dense. A dense expansion happens only where the value genuinely
+//! varies over a variable the operand with listed entries lacks (`A(i,j) + x(k)`).
+
+use std::collections::HashMap;
 
 use crate::format::Format;
 use crate::notation::ast::Op;
 use crate::notation::cin::{CExpr, Statement, VarId};
-use crate::tensor::{unscaled_difference, Tensor, ValueType, Values};
+use crate::tensor::{unscaled_difference, Coo, Tensor, ValueType, Values};
 
-/// The right-hand side with accesses resolved to flat arrays and strides.
-enum Node {
-    Access {
-        tensor: usize,
-        /// `(variable, stride)` per mode.
-        terms: Vec<(VarId, usize)>,
-    },
-    Literal(f64),
-    Neg(Box<Node>),
-    Binary(Op, Box<Node>, Box<Node>),
-    Sum {
-        var: VarId,
-        size: usize,
-        body: Box<Node>,
-    },
+/// A function of `vars`: `entries[coords]` where listed (coordinates in `vars` order),
+/// `fill` elsewhere.
+struct Func {
+    vars: Vec<VarId>,
+    entries: HashMap<Vec<usize>, f64>,
+    fill: f64,
 }
 
-fn row_major_strides(dims: &[usize]) -> Vec<usize> {
-    let mut strides = vec![1; dims.len()];
-    for m in (0..dims.len().saturating_sub(1)).rev() {
-        strides[m] = strides[m + 1] * dims[m + 1];
+impl Func {
+    fn constant(fill: f64) -> Func {
+        Func {
+            vars: Vec::new(),
+            entries: HashMap::new(),
+            fill,
+        }
     }
-    strides
+
+    fn get(&self, key: &[usize]) -> f64 {
+        self.entries.get(key).copied().unwrap_or(self.fill)
+    }
+
+    /// A function with no listed entries is the constant `fill`: dropping its variables
+    /// keeps later operations from expanding over them.
+    fn normalized(mut self) -> Func {
+        if self.entries.is_empty() {
+            self.vars.clear();
+        }
+        self
+    }
 }
 
-fn compile(expr: &CExpr, stmt: &Statement) -> Node {
+/// What is being evaluated: the statement's values, or the magnitudes of its terms.
+struct Cx<'a> {
+    stmt: &'a Statement,
+    inputs: &'a [&'a Tensor],
+    magnitude: bool,
+}
+
+/// `x op y`, with the sparse rule for division: the numerator's zeros decide, so 0 / anything
+/// is 0 (no NaN from 0/0).
+fn apply(op: Op, x: f64, y: f64) -> f64 {
+    match op {
+        Op::Add => x + y,
+        Op::Sub => x - y,
+        Op::Mul => x * y,
+        Op::Div if x == 0.0 => 0.0,
+        Op::Div => x / y,
+    }
+}
+
+/// Calls `visit` with every assignment of coordinates below `sizes`, reusing one buffer.
+fn for_each_point(sizes: &[usize], mut visit: impl FnMut(&[usize])) {
+    if sizes.contains(&0) {
+        return;
+    }
+    let mut point = vec![0usize; sizes.len()];
+    loop {
+        visit(&point);
+        let mut m = sizes.len();
+        loop {
+            if m == 0 {
+                return;
+            }
+            m -= 1;
+            point[m] += 1;
+            if point[m] < sizes[m] {
+                break;
+            }
+            point[m] = 0;
+        }
+    }
+}
+
+fn eval(expr: &CExpr, cx: &Cx) -> Func {
     match expr {
         CExpr::Access(a) => {
-            let strides = row_major_strides(&stmt.tensors[a.tensor].dims);
-            Node::Access {
-                tensor: a.tensor,
-                terms: a.indices.iter().copied().zip(strides).collect(),
-            }
-        }
-        CExpr::Literal(x) => Node::Literal(*x),
-        CExpr::Neg(e) => Node::Neg(Box::new(compile(e, stmt))),
-        CExpr::Binary(op, a, b) => {
-            Node::Binary(*op, Box::new(compile(a, stmt)), Box::new(compile(b, stmt)))
-        }
-        CExpr::Sum(v, e) => Node::Sum {
-            var: *v,
-            size: stmt.vars[*v].size,
-            body: Box::new(compile(e, stmt)),
-        },
-    }
-}
-
-/// Evaluate `node`; with `magnitude`, evaluate the sum of the absolute values of its terms
-/// instead (the scale of its rounding error).
-fn eval(node: &Node, data: &[Vec<f64>], env: &mut [usize], magnitude: bool) -> f64 {
-    let eval = |n: &Node, env: &mut [usize]| eval(n, data, env, magnitude);
-    match node {
-        Node::Access { tensor, terms } => {
-            let idx: usize = terms.iter().map(|&(v, s)| env[v] * s).sum();
-            let x = data[*tensor][idx];
-            if magnitude {
-                x.abs()
-            } else {
-                x
-            }
-        }
-        Node::Literal(x) if magnitude => x.abs(),
-        Node::Literal(x) => *x,
-        Node::Neg(e) if magnitude => eval(e, env),
-        Node::Neg(e) => -eval(e, env),
-        Node::Binary(op, a, b) => {
-            let x = eval(a, env);
-            match op {
-                Op::Add => x + eval(b, env),
-                Op::Sub if magnitude => x + eval(b, env),
-                Op::Sub => x - eval(b, env),
-                Op::Mul => x * eval(b, env),
-                // The numerator's zeros decide: 0 / anything is 0 (no NaN from 0/0).
-                Op::Div => {
-                    if x == 0.0 {
-                        0.0
-                    } else {
-                        x / eval(b, env)
-                    }
+            let tensor = cx.inputs[a.tensor - 1];
+            let mut vars: Vec<VarId> = Vec::new();
+            for &v in &a.indices {
+                if !vars.contains(&v) {
+                    vars.push(v);
                 }
             }
-        }
-        Node::Sum { var, size, body } => {
-            let mut total = 0.0;
-            for i in 0..*size {
-                env[*var] = i;
-                total += eval(body, env);
+            // The mode that supplies each variable's coordinate; a repeated variable
+            // (`A(i,i)`) keeps only the components whose coordinates agree.
+            let first: Vec<usize> = vars
+                .iter()
+                .map(|v| a.indices.iter().position(|w| w == v).expect("listed"))
+                .collect();
+            let mut entries: HashMap<Vec<usize>, f64> = HashMap::new();
+            tensor.for_each_stored(|c, x| {
+                if a.indices.iter().zip(c).any(|(v, &cv)| {
+                    let m = first[vars.iter().position(|w| w == v).expect("listed")];
+                    c[m] != cv
+                }) {
+                    return;
+                }
+                let key = first.iter().map(|&m| c[m] as usize).collect();
+                // Duplicates add up, as they do in the tensor's value.
+                *entries.entry(key).or_insert(0.0) += x;
+            });
+            if cx.magnitude {
+                entries.values_mut().for_each(|x| *x = x.abs());
             }
-            total
+            Func {
+                vars,
+                entries,
+                fill: 0.0,
+            }
+            .normalized()
+        }
+        CExpr::Literal(x) => Func::constant(if cx.magnitude { x.abs() } else { *x }),
+        CExpr::Neg(e) => {
+            let mut f = eval(e, cx);
+            if !cx.magnitude {
+                f.entries.values_mut().for_each(|x| *x = -*x);
+                f.fill = -f.fill;
+            }
+            f
+        }
+        CExpr::Binary(op, a, b) => {
+            // Magnitudes add up: a difference's terms are as large as a sum's.
+            let op = match op {
+                Op::Sub if cx.magnitude => Op::Add,
+                op => *op,
+            };
+            binary(op, eval(a, cx), eval(b, cx), cx.stmt)
+        }
+        CExpr::Sum(v, e) => sum(*v, eval(e, cx), cx.stmt.vars[*v].size),
+    }
+}
+
+fn binary(op: Op, a: Func, b: Func, stmt: &Statement) -> Func {
+    let mut vars = a.vars.clone();
+    vars.extend(b.vars.iter().filter(|v| !a.vars.contains(v)));
+    // An unlisted factor of a product, or an unlisted numerator, is a zero that the
+    // kernels skip: the result is zero there whatever the other operand holds.
+    let a_zeroes = a.fill == 0.0 && matches!(op, Op::Mul | Op::Div);
+    let b_zeroes = b.fill == 0.0 && op == Op::Mul;
+    let fill = if a_zeroes || b_zeroes {
+        0.0
+    } else {
+        apply(op, a.fill, b.fill)
+    };
+    let b_pos: Vec<usize> = b
+        .vars
+        .iter()
+        .map(|v| vars.iter().position(|w| w == v).expect("united"))
+        .collect();
+    let mut entries = HashMap::new();
+    if a_zeroes && b_zeroes {
+        join(&a, &b, &vars, &b_pos, &mut entries);
+    } else {
+        // The result can differ from `fill` only where an operand is listed; each listed
+        // entry covers every coordinate of the variables only the other operand has.
+        let size = |v: &VarId| stmt.vars[*v].size;
+        let mut key = vec![0usize; vars.len()];
+        let mut b_key = vec![0usize; b.vars.len()];
+        if !b_zeroes {
+            let extra: Vec<usize> = vars[a.vars.len()..].iter().map(size).collect();
+            for (ak, &ax) in &a.entries {
+                key[..ak.len()].copy_from_slice(ak);
+                for_each_point(&extra, |p| {
+                    key[ak.len()..].copy_from_slice(p);
+                    b_pos.iter().zip(&mut b_key).for_each(|(&m, c)| *c = key[m]);
+                    entries.insert(key.clone(), apply(op, ax, b.get(&b_key)));
+                });
+            }
+        }
+        if !a_zeroes {
+            let a_only: Vec<usize> = (0..a.vars.len()).filter(|m| !b_pos.contains(m)).collect();
+            let extra: Vec<usize> = a_only.iter().map(|&m| size(&vars[m])).collect();
+            for (bk, &bx) in &b.entries {
+                b_pos.iter().zip(bk).for_each(|(&m, &c)| key[m] = c);
+                for_each_point(&extra, |p| {
+                    a_only.iter().zip(p).for_each(|(&m, &c)| key[m] = c);
+                    let ax = a.get(&key[..a.vars.len()]);
+                    entries.insert(key.clone(), apply(op, ax, bx));
+                });
+            }
+        }
+    }
+    Func {
+        vars,
+        entries,
+        fill,
+    }
+    .normalized()
+}
+
+/// The product of the listed entries of `a` and `b` where both are listed: a hash join on
+/// their shared variables, indexing the operand with fewer entries.
+fn join(a: &Func, b: &Func, vars: &[VarId], b_pos: &[usize], out: &mut HashMap<Vec<usize>, f64>) {
+    let shared: Vec<(usize, usize)> = b_pos
+        .iter()
+        .enumerate()
+        .filter(|&(_, &m)| m < a.vars.len())
+        .map(|(j, &m)| (m, j))
+        .collect();
+    let a_shared = |k: &[usize]| shared.iter().map(|&(m, _)| k[m]).collect::<Vec<_>>();
+    let b_shared = |k: &[usize]| shared.iter().map(|&(_, j)| k[j]).collect::<Vec<_>>();
+    let mut key = vec![0usize; vars.len()];
+    let mut emit = |ak: &[usize], ax: f64, bk: &[usize], bx: f64| {
+        key[..ak.len()].copy_from_slice(ak);
+        b_pos.iter().zip(bk).for_each(|(&m, &c)| key[m] = c);
+        out.insert(key.clone(), ax * bx);
+    };
+    if a.entries.len() <= b.entries.len() {
+        let mut index: HashMap<Vec<usize>, Vec<(&[usize], f64)>> = HashMap::new();
+        for (ak, &ax) in &a.entries {
+            index.entry(a_shared(ak)).or_default().push((ak, ax));
+        }
+        for (bk, &bx) in &b.entries {
+            for &(ak, ax) in index.get(&b_shared(bk)).into_iter().flatten() {
+                emit(ak, ax, bk, bx);
+            }
+        }
+    } else {
+        let mut index: HashMap<Vec<usize>, Vec<(&[usize], f64)>> = HashMap::new();
+        for (bk, &bx) in &b.entries {
+            index.entry(b_shared(bk)).or_default().push((bk, bx));
+        }
+        for (ak, &ax) in &a.entries {
+            for &(bk, bx) in index.get(&a_shared(ak)).into_iter().flatten() {
+                emit(ak, ax, bk, bx);
+            }
         }
     }
 }
 
-/// The tensor's components as a dense row-major array of the given dimensions.
-fn densify(t: &Tensor, dims: &[usize], what: &str) -> Vec<f64> {
-    assert_eq!(
-        t.dims(),
-        dims,
-        "{what}: tensor dimensions differ from the statement's"
-    );
-    let strides = row_major_strides(dims);
-    let mut data = vec![0.0; dims.iter().product()];
-    t.for_each_stored(|c, v| {
-        let idx: usize = c.iter().zip(&strides).map(|(&x, &s)| x as usize * s).sum();
-        data[idx] += v;
-    });
-    data
+/// `f` summed over all `size` values of `var`.
+fn sum(var: VarId, f: Func, size: usize) -> Func {
+    if size == 0 {
+        return Func::constant(0.0);
+    }
+    let Some(pos) = f.vars.iter().position(|&v| v == var) else {
+        // Constant in `var`: every term is the same.
+        let n = size as f64;
+        return Func {
+            vars: f.vars,
+            entries: f.entries.into_iter().map(|(k, x)| (k, x * n)).collect(),
+            fill: f.fill * n,
+        };
+    };
+    let mut groups: HashMap<Vec<usize>, (f64, usize)> = HashMap::new();
+    for (mut k, x) in f.entries {
+        k.remove(pos);
+        let g = groups.entry(k).or_insert((0.0, 0));
+        g.0 += x;
+        g.1 += 1;
+    }
+    // The unlisted values of `var` contribute the fill each (skipped when there are none,
+    // so that a non-finite fill does not leak into a fully listed group).
+    let unlisted = |count: usize| {
+        if count == size || f.fill == 0.0 {
+            0.0
+        } else {
+            (size - count) as f64 * f.fill
+        }
+    };
+    let mut vars = f.vars;
+    vars.remove(pos);
+    Func {
+        vars,
+        fill: unlisted(0),
+        entries: groups
+            .into_iter()
+            .map(|(k, (total, count))| (k, total + unlisted(count)))
+            .collect(),
+    }
+    .normalized()
 }
 
-/// Evaluate `stmt` densely. `inputs[k]` holds `stmt.tensors[k + 1]`; `output_init` is the
+/// Evaluate `stmt`. `inputs[k]` holds `stmt.tensors[k + 1]`; `output_init` is the
 /// output's previous contents for `+=` (zeros when `None`; ignored for `=`).
 ///
 /// Division follows the sparse rule: `a / b` is 0 wherever `a` is 0, else `a / b` in IEEE
-/// arithmetic. The result is a dense `f64` tensor of the output's dimensions.
+/// arithmetic; likewise a product is 0 wherever a factor is an unstored zero. The result
+/// is an `f64` tensor of the output's dimensions: all-dense (row-major) when the output is
+/// declared all-dense or is nonzero at its unlisted points, else in `csf` format, storing
+/// the components the evaluation listed (explicit zeros included).
 ///
 /// # Panics
 /// If the number of inputs or any tensor's dimensions disagree with the statement.
@@ -138,32 +312,60 @@ pub fn magnitude(stmt: &Statement, inputs: &[&Tensor], output_init: Option<&Tens
 }
 
 /// Largest difference between `got` and `expected` relative to `1 + magnitude`, per
-/// component (all three of the same dimensions). Equal non-finite components (NaN against
-/// NaN, `+inf` against `+inf`) agree; a NaN against a number or `+inf` against `-inf` is an
-/// infinite error.
+/// component (all three of the same dimensions, in any formats; an unstored component is
+/// zero). Equal non-finite components (NaN against NaN, `+inf` against `+inf`) agree; a NaN
+/// against a number or `+inf` against `-inf` is an infinite error.
 pub fn max_error(got: &Tensor, expected: &Tensor, magnitude: &Tensor) -> f64 {
-    let dims = expected.dims().to_vec();
-    let (g, e, m) = (
-        densify(got, &dims, "result"),
-        densify(expected, &dims, "reference"),
-        densify(magnitude, &dims, "magnitude"),
+    let dims = expected.dims();
+    for (t, what) in [(got, "result"), (magnitude, "magnitude")] {
+        assert_eq!(
+            t.dims(),
+            dims,
+            "{what}: tensor dimensions differ from the reference's"
+        );
+    }
+    let lists = [got.to_coo(), expected.to_coo(), magnitude.to_coo()];
+    let n = dims.len();
+    let mut next = [0usize; 3];
+    let mut worst = 0.0f64;
+    // Merge the three sorted lists, visiting each stored coordinate once.
+    loop {
+        let Some(least) = (0..3)
+            .filter(|&l| next[l] < lists[l].len())
+            .map(|l| lists[l].coord(next[l]))
+            .min()
+        else {
+            return worst;
+        };
+        let least = least.to_vec();
+        let mut x = [0.0; 3];
+        for l in 0..3 {
+            if next[l] < lists[l].len() && lists[l].coords[next[l] * n..][..n] == least[..] {
+                x[l] = lists[l].values[next[l]];
+                next[l] += 1;
+            }
+        }
+        let [g, e, m] = x;
+        let error = unscaled_difference(g, e).unwrap_or_else(|| {
+            let r = (g - e).abs() / (1.0 + m);
+            // A NaN magnitude (a NaN term that cancelled out of both results) leaves
+            // no scale to forgive the difference by.
+            if r.is_nan() {
+                f64::INFINITY
+            } else {
+                r
+            }
+        });
+        worst = worst.max(error);
+    }
+}
+
+fn check_dims(t: &Tensor, dims: &[usize], what: &str) {
+    assert_eq!(
+        t.dims(),
+        dims,
+        "{what}: tensor dimensions differ from the statement's"
     );
-    g.iter()
-        .zip(&e)
-        .zip(&m)
-        .map(|((&g, &e), m)| {
-            unscaled_difference(g, e).unwrap_or_else(|| {
-                let r = (g - e).abs() / (1.0 + m);
-                // A NaN magnitude (a NaN term that cancelled out of both results) leaves
-                // no scale to forgive the difference by.
-                if r.is_nan() {
-                    f64::INFINITY
-                } else {
-                    r
-                }
-            })
-        })
-        .fold(0.0, f64::max)
 }
 
 fn evaluate_as(
@@ -179,44 +381,117 @@ fn evaluate_as(
         stmt.tensors.len() - 1,
         inputs.len()
     );
-    let mut data = Vec::with_capacity(stmt.tensors.len());
-    data.push(Vec::new());
     for (k, t) in inputs.iter().enumerate() {
         let decl = &stmt.tensors[k + 1];
-        data.push(densify(t, &decl.dims, &format!("input `{}`", decl.name)));
+        check_dims(t, &decl.dims, &format!("input `{}`", decl.name));
     }
-    let out_dims = stmt.tensors[0].dims.clone();
-    let mut out = match (stmt.accumulate, output_init) {
-        (true, Some(init)) => densify(init, &out_dims, "initial output"),
-        _ => vec![0.0; out_dims.iter().product()],
-    };
-    let root = compile(&stmt.rhs, stmt);
-    let mut env = vec![0usize; stmt.vars.len()];
-    // Walk the output points in row-major order; the flat index is then the point count.
+    let out_dims = &stmt.tensors[0].dims;
+    let init = output_init.filter(|_| stmt.accumulate);
+    if let Some(init) = init {
+        check_dims(init, out_dims, "initial output");
+    }
+    let f = eval(
+        &stmt.rhs,
+        &Cx {
+            stmt,
+            inputs,
+            magnitude,
+        },
+    );
+    // The previous contents and the right-hand side's value combine per component.
+    let combine = |old: f64, x: f64| if magnitude { old.abs() + x } else { old + x };
+    // Where each of the function's variables sits on the left-hand side.
+    let lhs_pos: Vec<usize> = f
+        .vars
+        .iter()
+        .map(|v| {
+            stmt.lhs
+                .iter()
+                .position(|w| w == v)
+                .expect("the right-hand side's free variables are the left-hand side's")
+        })
+        .collect();
     let order = stmt.lhs.len();
-    let mut point = vec![0usize; order];
-    for slot in out.iter_mut() {
-        for (m, &v) in stmt.lhs.iter().enumerate() {
-            env[v] = point[m];
-        }
-        let x = eval(&root, &data, &mut env, magnitude);
-        if stmt.accumulate && magnitude {
-            *slot = slot.abs() + x;
-        } else if stmt.accumulate {
-            *slot += x;
-        } else {
-            *slot = x;
-        }
-        for m in (0..order).rev() {
-            point[m] += 1;
-            if point[m] < out_dims[m] {
-                break;
+    if stmt.tensors[0].format.is_all_dense() || f.fill != 0.0 || order == 0 {
+        let mut out = vec![f.fill; out_dims.iter().product()];
+        let strides = row_major_strides(out_dims);
+        if lhs_pos.len() == order {
+            // Every output mode has its own variable: each listed entry is one component.
+            for (k, &x) in &f.entries {
+                let flat: usize = lhs_pos.iter().zip(k).map(|(&m, &c)| c * strides[m]).sum();
+                out[flat] = x;
             }
-            point[m] = 0;
+        } else {
+            // The value is broadcast over the output variables it does not depend on.
+            let mut key = vec![0usize; f.vars.len()];
+            let mut flat = 0;
+            for_each_point(out_dims, |p| {
+                lhs_pos.iter().zip(&mut key).for_each(|(&m, c)| *c = p[m]);
+                out[flat] = f.get(&key);
+                flat += 1;
+            });
+        }
+        if let Some(init) = init {
+            // Duplicates add up first: the previous value is the tensor's component.
+            let mut old = vec![0.0; out.len()];
+            init.for_each_stored(|c, x| {
+                let flat: usize = c.iter().zip(&strides).map(|(&c, &s)| c as usize * s).sum();
+                old[flat] += x;
+            });
+            for (slot, o) in out.iter_mut().zip(old) {
+                *slot = combine(o, *slot);
+            }
+        }
+        let mut result = Tensor::zeros(out_dims, ValueType::F64);
+        *result.values_mut() = Values::F64(out);
+        return result;
+    }
+    // A sparse output with zeros where nothing is listed: store only the listed components,
+    // so that the result is as large as the kernel's rather than as the index space.
+    let free: Vec<usize> = (0..order)
+        .filter(|&m| !f.vars.contains(&stmt.lhs[m]))
+        .collect();
+    let free_sizes: Vec<usize> = free.iter().map(|&m| out_dims[m]).collect();
+    let mut components: HashMap<Vec<usize>, f64> = HashMap::new();
+    let mut c = vec![0usize; order];
+    for (k, &x) in &f.entries {
+        for (m, v) in stmt.lhs.iter().enumerate() {
+            if let Some(j) = f.vars.iter().position(|w| w == v) {
+                c[m] = k[j];
+            }
+        }
+        for_each_point(&free_sizes, |p| {
+            free.iter().zip(p).for_each(|(&m, &x)| c[m] = x);
+            components.insert(c.clone(), x);
+        });
+    }
+    if let Some(init) = init {
+        let mut old: HashMap<Vec<usize>, f64> = HashMap::new();
+        init.for_each_stored(|c, x| {
+            *old.entry(c.iter().map(|&c| c as usize).collect())
+                .or_insert(0.0) += x;
+        });
+        for (c, o) in old {
+            let x = components.get(&c).copied().unwrap_or(0.0);
+            components.insert(c, combine(o, x));
         }
     }
-    let mut result = Tensor::zeros(&out_dims, ValueType::F64);
-    *result.values_mut() = Values::F64(out);
-    debug_assert_eq!(result.format(), &Format::dense(order));
-    result
+    let mut sorted: Vec<(Vec<usize>, f64)> = components.into_iter().collect();
+    sorted.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    let coords = sorted
+        .iter()
+        .flat_map(|(c, _)| c.iter().map(|&c| c as i64))
+        .collect();
+    let values = sorted.into_iter().map(|(_, x)| x).collect();
+    let coo = Coo::new(out_dims.clone(), coords, values).expect("coordinates are in range");
+    let format = Format::parse("csf", order).expect("csf is a format of every order");
+    Tensor::from_coo_owned(coo, &format, ValueType::F64).expect("a csf tensor can be built")
+}
+
+fn row_major_strides(dims: &[usize]) -> Vec<usize> {
+    let mut strides = vec![1; dims.len()];
+    for m in (0..dims.len().saturating_sub(1)).rev() {
+        strides[m] = strides[m + 1] * dims[m + 1];
+    }
+    strides
 }

@@ -1,5 +1,5 @@
 //! Property test: random well-formed index-notation statements, compiled and run, agree
-//! with the dense reference evaluator.
+//! with the reference evaluator.
 //!
 //! Each case draws (from one seed, so a failing seed reproduces exactly): up to four
 //! operands of order 0..4 over a pool of five index variables with sizes 1..6; the

@@ -1,4 +1,4 @@
-//! The Cranelift JIT backend against the dense reference: every operand format, merges,
+//! The Cranelift JIT backend against the reference evaluator: every operand format, merges,
 //! sparse outputs (emits and ordered touched lists), structured formats, scheduled kernels
 //! (whose thread and vector loops it runs serially), `f32` values, empty and tiny tensors,
 //! explicit zeros; and its agreement with the C backend, statuses and refusals.

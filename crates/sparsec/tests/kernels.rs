@@ -1,4 +1,4 @@
-//! Differential tests of generated kernels against the dense reference evaluator.
+//! Differential tests of generated kernels against the reference evaluator.
 
 mod common;
 use common::*;

@@ -1,5 +1,5 @@
 //! Assemble once, compute many times: new input values of the same structure recompute the
-//! output's values in place, checked against a fresh run and the dense reference.
+//! output's values in place, checked against a fresh run and the reference evaluator.
 
 mod common;
 use common::*;

@@ -1,4 +1,4 @@
-//! Scheduled kernels against the dense reference: every transformation alone and in the
+//! Scheduled kernels against the reference evaluator: every transformation alone and in the
 //! paper's chains, on inputs that stress guards and position tracking (empty first/last
 //! rows, skewed rows, one row, one column, fewer nonzeros than a tile, no nonzeros), with
 //! 1 and 2 threads; random legal chains; and the message of every precondition failure.

@@ -1,5 +1,5 @@
 //! Shared helpers for differential kernel tests: random tensors and comparison of a
-//! compiled kernel against the independent dense reference evaluator.
+//! compiled kernel against the independent reference evaluator.
 #![allow(dead_code)]
 
 use rand::rngs::StdRng;
