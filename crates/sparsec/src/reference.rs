@@ -11,17 +11,50 @@
 //! varies over a variable the operand with listed entries lacks (`A(i,j) + x(k)`).
 
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 
 use crate::format::Format;
 use crate::notation::ast::Op;
 use crate::notation::cin::{CExpr, Statement, VarId};
 use crate::tensor::{unscaled_difference, Coo, Tensor, ValueType, Values};
 
+/// The Fx hash (rustc's): coordinate tuples hash several times faster than with SipHash,
+/// which dominates evaluation on millions of entries, and iteration (hence summation)
+/// order is the same on every run.
+#[derive(Default)]
+struct FxHasher(u64);
+
+impl FxHasher {
+    fn add(&mut self, x: u64) {
+        self.0 = (self.0.rotate_left(5) ^ x).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+}
+
+impl Hasher for FxHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for chunk in bytes.chunks(8) {
+            let mut word = [0u8; 8];
+            word[..chunk.len()].copy_from_slice(chunk);
+            self.add(u64::from_le_bytes(word));
+        }
+    }
+
+    fn write_usize(&mut self, x: usize) {
+        self.add(x as u64);
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+type Map<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
+
 /// A function of `vars`: `entries[coords]` where listed (coordinates in `vars` order),
 /// `fill` elsewhere.
 struct Func {
     vars: Vec<VarId>,
-    entries: HashMap<Vec<usize>, f64>,
+    entries: Map<Vec<usize>, f64>,
     fill: f64,
 }
 
@@ -29,7 +62,7 @@ impl Func {
     fn constant(fill: f64) -> Func {
         Func {
             vars: Vec::new(),
-            entries: HashMap::new(),
+            entries: Map::default(),
             fill,
         }
     }
@@ -106,7 +139,7 @@ fn eval(expr: &CExpr, cx: &Cx) -> Func {
                 .iter()
                 .map(|v| a.indices.iter().position(|w| w == v).expect("listed"))
                 .collect();
-            let mut entries: HashMap<Vec<usize>, f64> = HashMap::new();
+            let mut entries: Map<Vec<usize>, f64> = Map::default();
             tensor.for_each_stored(|c, x| {
                 if a.indices.iter().zip(c).any(|(v, &cv)| {
                     let m = first[vars.iter().position(|w| w == v).expect("listed")];
@@ -145,7 +178,14 @@ fn eval(expr: &CExpr, cx: &Cx) -> Func {
             };
             binary(op, eval(a, cx), eval(b, cx), cx.stmt)
         }
-        CExpr::Sum(v, e) => sum(*v, eval(e, cx), cx.stmt.vars[*v].size),
+        CExpr::Sum(v, e) => {
+            let size = cx.stmt.vars[*v].size;
+            if let CExpr::Binary(Op::Mul, a, b) = &**e {
+                let (a, b) = (eval(a, cx), eval(b, cx));
+                return contract(*v, size, a, b, cx.stmt);
+            }
+            sum(*v, eval(e, cx), size)
+        }
     }
 }
 
@@ -166,9 +206,9 @@ fn binary(op: Op, a: Func, b: Func, stmt: &Statement) -> Func {
         .iter()
         .map(|v| vars.iter().position(|w| w == v).expect("united"))
         .collect();
-    let mut entries = HashMap::new();
+    let mut entries = Map::default();
     if a_zeroes && b_zeroes {
-        join(&a, &b, &vars, &b_pos, &mut entries);
+        join(&a, &b, &vars, &b_pos, None, &mut entries);
     } else {
         // The result can differ from `fill` only where an operand is listed; each listed
         // entry covers every coordinate of the variables only the other operand has.
@@ -207,9 +247,44 @@ fn binary(op: Op, a: Func, b: Func, stmt: &Statement) -> Func {
     .normalized()
 }
 
+/// `Sum(var, a * b)` without listing the product over all its variables first (the
+/// intermediate of SpGEMM is much larger than its result).
+fn contract(var: VarId, size: usize, a: Func, b: Func, stmt: &Statement) -> Func {
+    let mut vars = a.vars.clone();
+    vars.extend(b.vars.iter().filter(|v| !a.vars.contains(v)));
+    let Some(drop) = vars.iter().position(|&v| v == var) else {
+        return sum(var, binary(Op::Mul, a, b, stmt), size);
+    };
+    if a.fill != 0.0 || b.fill != 0.0 {
+        return sum(var, binary(Op::Mul, a, b, stmt), size);
+    }
+    let b_pos: Vec<usize> = b
+        .vars
+        .iter()
+        .map(|v| vars.iter().position(|w| w == v).expect("united"))
+        .collect();
+    let mut entries = Map::default();
+    join(&a, &b, &vars, &b_pos, Some(drop), &mut entries);
+    vars.remove(drop);
+    Func {
+        vars,
+        entries,
+        fill: 0.0,
+    }
+    .normalized()
+}
+
 /// The product of the listed entries of `a` and `b` where both are listed: a hash join on
-/// their shared variables, indexing the operand with fewer entries.
-fn join(a: &Func, b: &Func, vars: &[VarId], b_pos: &[usize], out: &mut HashMap<Vec<usize>, f64>) {
+/// their shared variables, indexing the operand with fewer entries. With `drop`, the
+/// products are summed over the variable at that position of `vars` instead.
+fn join(
+    a: &Func,
+    b: &Func,
+    vars: &[VarId],
+    b_pos: &[usize],
+    drop: Option<usize>,
+    out: &mut Map<Vec<usize>, f64>,
+) {
     let shared: Vec<(usize, usize)> = b_pos
         .iter()
         .enumerate()
@@ -219,13 +294,48 @@ fn join(a: &Func, b: &Func, vars: &[VarId], b_pos: &[usize], out: &mut HashMap<V
     let a_shared = |k: &[usize]| shared.iter().map(|&(m, _)| k[m]).collect::<Vec<_>>();
     let b_shared = |k: &[usize]| shared.iter().map(|&(_, j)| k[j]).collect::<Vec<_>>();
     let mut key = vec![0usize; vars.len()];
+    let mut kept = Vec::with_capacity(vars.len());
     let mut emit = |ak: &[usize], ax: f64, bk: &[usize], bx: f64| {
         key[..ak.len()].copy_from_slice(ak);
         b_pos.iter().zip(bk).for_each(|(&m, &c)| key[m] = c);
-        out.insert(key.clone(), ax * bx);
+        kept.clear();
+        kept.extend(
+            key.iter()
+                .enumerate()
+                .filter(|&(m, _)| Some(m) != drop)
+                .map(|(_, &c)| c),
+        );
+        // Look up before inserting: most products land on a component already listed.
+        match out.get_mut(kept.as_slice()) {
+            Some(x) => *x += ax * bx,
+            None => {
+                out.insert(kept.clone(), ax * bx);
+            }
+        }
     };
+    // An operand whose variables are all shared is its own index (SpMV's vector).
+    if shared.len() == b.vars.len() {
+        let mut bk = vec![0usize; b.vars.len()];
+        for (ak, &ax) in &a.entries {
+            shared.iter().for_each(|&(m, j)| bk[j] = ak[m]);
+            if let Some(&bx) = b.entries.get(&bk) {
+                emit(ak, ax, &bk, bx);
+            }
+        }
+        return;
+    }
+    if shared.len() == a.vars.len() {
+        let mut ak = vec![0usize; a.vars.len()];
+        for (bk, &bx) in &b.entries {
+            shared.iter().for_each(|&(m, j)| ak[m] = bk[j]);
+            if let Some(&ax) = a.entries.get(&ak) {
+                emit(&ak, ax, bk, bx);
+            }
+        }
+        return;
+    }
     if a.entries.len() <= b.entries.len() {
-        let mut index: HashMap<Vec<usize>, Vec<(&[usize], f64)>> = HashMap::new();
+        let mut index: Map<Vec<usize>, Vec<(&[usize], f64)>> = Map::default();
         for (ak, &ax) in &a.entries {
             index.entry(a_shared(ak)).or_default().push((ak, ax));
         }
@@ -235,7 +345,7 @@ fn join(a: &Func, b: &Func, vars: &[VarId], b_pos: &[usize], out: &mut HashMap<V
             }
         }
     } else {
-        let mut index: HashMap<Vec<usize>, Vec<(&[usize], f64)>> = HashMap::new();
+        let mut index: Map<Vec<usize>, Vec<(&[usize], f64)>> = Map::default();
         for (bk, &bx) in &b.entries {
             index.entry(b_shared(bk)).or_default().push((bk, bx));
         }
@@ -261,7 +371,7 @@ fn sum(var: VarId, f: Func, size: usize) -> Func {
             fill: f.fill * n,
         };
     };
-    let mut groups: HashMap<Vec<usize>, (f64, usize)> = HashMap::new();
+    let mut groups: Map<Vec<usize>, (f64, usize)> = Map::default();
     for (mut k, x) in f.entries {
         k.remove(pos);
         let g = groups.entry(k).or_insert((0.0, 0));
@@ -452,7 +562,7 @@ fn evaluate_as(
         .filter(|&m| !f.vars.contains(&stmt.lhs[m]))
         .collect();
     let free_sizes: Vec<usize> = free.iter().map(|&m| out_dims[m]).collect();
-    let mut components: HashMap<Vec<usize>, f64> = HashMap::new();
+    let mut components: Map<Vec<usize>, f64> = Map::default();
     let mut c = vec![0usize; order];
     for (k, &x) in &f.entries {
         for (m, v) in stmt.lhs.iter().enumerate() {
@@ -466,7 +576,7 @@ fn evaluate_as(
         });
     }
     if let Some(init) = init {
-        let mut old: HashMap<Vec<usize>, f64> = HashMap::new();
+        let mut old: Map<Vec<usize>, f64> = Map::default();
         init.for_each_stored(|c, x| {
             *old.entry(c.iter().map(|&c| c as usize).collect())
                 .or_insert(0.0) += x;
