@@ -891,3 +891,62 @@ fn output_that_cannot_be_allocated_is_refused() {
     assert!(err.contains("8796093022208"), "{err}");
     assert!(started.elapsed() < std::time::Duration::from_secs(30));
 }
+
+/// A kernel cached with a compiler still loads after that compiler is gone (its identity
+/// is remembered in the cache); one that is not cached says the compiler is missing.
+#[test]
+fn cached_kernels_load_without_their_compiler() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let cc = dir.path().join("sparsec-test-gcc");
+    std::fs::write(&cc, "#!/bin/sh\nexec gcc \"$@\"\n").unwrap();
+    std::fs::set_permissions(&cc, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let cache = dir.path().join("cache");
+    let run = |expr: &str| {
+        Command::new(env!("CARGO_BIN_EXE_sparsec"))
+            .args([
+                "run",
+                expr,
+                "-f",
+                "A:csr",
+                "-g",
+                "A:uniform:0.3",
+                "-g",
+                "x:dense",
+                "-d",
+                "i:9",
+                "-d",
+                "j:9",
+                "--backend",
+                "c",
+                "--check",
+            ])
+            .env("SPARSEC_CC", &cc)
+            .env("SPARSEC_CACHE_DIR", &cache)
+            .env("NO_COLOR", "1")
+            .output()
+            .unwrap()
+    };
+    let first = run("y(i) = A(i,j) * x(j)");
+    assert!(
+        stdout(&first).contains("kernel: compiled"),
+        "{}",
+        stderr(&first)
+    );
+    std::fs::remove_file(&cc).unwrap();
+    let again = run("y(i) = A(i,j) * x(j)");
+    assert!(again.status.success(), "{}", stderr(&again));
+    assert!(
+        stdout(&again).contains("loaded from cache"),
+        "{}",
+        stdout(&again)
+    );
+    assert!(stdout(&again).contains("check: ok"), "{}", stdout(&again));
+    let other = run("y(i) = A(i,j) * x(j) * 2");
+    assert!(!other.status.success());
+    let err = stderr(&other);
+    assert!(
+        err.contains("sparsec-test-gcc") && !err.contains("panicked"),
+        "{err}"
+    );
+}

@@ -143,12 +143,37 @@ fn compiler_identity(compiler: &str) -> Result<String, JitError> {
     Ok(id)
 }
 
+/// The compiler's identity (`--version`), remembered in the cache directory so that kernels
+/// cached with it still load when the compiler cannot run (uninstalled, off `PATH`).
+fn toolchain_identity(toolchain: &Toolchain) -> Result<String, JitError> {
+    let hash = blake3::hash(toolchain.compiler.as_bytes()).to_hex();
+    let record = toolchain
+        .cache_dir
+        .join(format!("compiler-{}.id", &hash[..16]));
+    match compiler_identity(&toolchain.compiler) {
+        Ok(id) => {
+            if std::fs::read_to_string(&record).ok().as_deref() != Some(id.as_str()) {
+                // Best effort: without the record, only a missing compiler is refused.
+                let tmp = record.with_extension(format!("id.{}", unique_suffix()));
+                let written = std::fs::create_dir_all(&toolchain.cache_dir)
+                    .and_then(|()| std::fs::write(&tmp, &id))
+                    .and_then(|()| std::fs::rename(&tmp, &record));
+                if written.is_err() {
+                    let _ = std::fs::remove_file(&tmp);
+                }
+            }
+            Ok(id)
+        }
+        Err(missing) => std::fs::read_to_string(&record).map_err(|_| missing),
+    }
+}
+
 /// Cache key of a source under a toolchain.
 pub fn cache_key(source: &str, toolchain: &Toolchain) -> Result<String, JitError> {
     let mut hasher = blake3::Hasher::new();
     hasher.update(source.as_bytes());
     hasher.update(b"\0");
-    hasher.update(compiler_identity(&toolchain.compiler)?.as_bytes());
+    hasher.update(toolchain_identity(toolchain)?.as_bytes());
     for f in &toolchain.flags {
         hasher.update(b"\0");
         hasher.update(f.as_bytes());
