@@ -335,24 +335,40 @@ fn join(
         return;
     }
     if a.entries.len() <= b.entries.len() {
-        let mut index: Map<Vec<usize>, Vec<(&[usize], f64)>> = Map::default();
-        for (ak, &ax) in &a.entries {
-            index.entry(a_shared(ak)).or_default().push((ak, ax));
-        }
-        for (bk, &bx) in &b.entries {
-            for &(ak, ax) in index.get(&b_shared(bk)).into_iter().flatten() {
-                emit(ak, ax, bk, bx);
-            }
-        }
+        hash_join(
+            &a.entries,
+            a_shared,
+            &b.entries,
+            b_shared,
+            |ak, ax, bk, bx| emit(ak, ax, bk, bx),
+        );
     } else {
-        let mut index: Map<Vec<usize>, Vec<(&[usize], f64)>> = Map::default();
-        for (bk, &bx) in &b.entries {
-            index.entry(b_shared(bk)).or_default().push((bk, bx));
-        }
-        for (ak, &ax) in &a.entries {
-            for &(bk, bx) in index.get(&a_shared(ak)).into_iter().flatten() {
-                emit(ak, ax, bk, bx);
-            }
+        hash_join(
+            &b.entries,
+            b_shared,
+            &a.entries,
+            a_shared,
+            |bk, bx, ak, ax| emit(ak, ax, bk, bx),
+        );
+    }
+}
+
+/// Call `f` on every pair of entries of `build` and `probe` whose keys agree, indexing the
+/// `build` side (the smaller one) by its key.
+fn hash_join(
+    build: &Map<Vec<usize>, f64>,
+    build_key: impl Fn(&[usize]) -> Vec<usize>,
+    probe: &Map<Vec<usize>, f64>,
+    probe_key: impl Fn(&[usize]) -> Vec<usize>,
+    mut f: impl FnMut(&[usize], f64, &[usize], f64),
+) {
+    let mut index: Map<Vec<usize>, Vec<(&[usize], f64)>> = Map::default();
+    for (k, &x) in build {
+        index.entry(build_key(k)).or_default().push((k, x));
+    }
+    for (pk, &px) in probe {
+        for &(bk, bx) in index.get(&probe_key(pk)).into_iter().flatten() {
+            f(bk, bx, pk, px);
         }
     }
 }

@@ -108,26 +108,15 @@ pub fn emit(function: &Function) -> Result<CKernel, BackendError> {
 /// body uses them; and the level formats' helpers it calls.
 fn runtime_used(function: &Function) -> (BTreeSet<Section>, Vec<&'static Helper>) {
     let mut sections = BTreeSet::from([Section::Base]);
-    let mut helpers = Vec::new();
-    let mut note = |e: &Expr| match e {
+    function.walk_exprs(&mut |e| match e {
         Expr::Bin(BinOp::Min, ..) => {
             sections.insert(Section::Min);
         }
         Expr::Bin(BinOp::Max, ..) => {
             sections.insert(Section::Max);
         }
-        Expr::Call(helper, ..) if !helpers.iter().any(|h: &&Helper| h == helper) => {
-            helpers.push(*helper);
-        }
         _ => {}
-    };
-    visit::walk_stmt_exprs(&function.body, &mut note);
-    for (e, _) in &function.assumptions {
-        visit::walk_expr(e, &mut note);
-    }
-    for l in &function.locals {
-        visit::walk_expr(&l.len, &mut note);
-    }
+    });
     visit::walk_stmts(&function.body, &mut |s| match s {
         Stmt::Emit { .. } => {
             sections.insert(Section::Grow);
@@ -137,7 +126,7 @@ fn runtime_used(function: &Function) -> (BTreeSet<Section>, Vec<&'static Helper>
         }
         _ => {}
     });
-    (sections, helpers)
+    (sections, function.helpers())
 }
 
 struct Printer<'a> {

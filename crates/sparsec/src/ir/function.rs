@@ -5,8 +5,8 @@ use std::collections::BTreeSet;
 
 use super::visit;
 use super::{
-    ArrayRef, BinOp, Expr, Local, LocalType, Loop, LoopKind, ParamRef, Scratch, Stmt, Store, Type,
-    ValueType, Var,
+    ArrayRef, BinOp, Expr, Helper, Local, LocalType, Loop, LoopKind, ParamRef, Scratch, Stmt,
+    Store, Type, ValueType, Var,
 };
 
 /// A scalar variable: the hint a backend builds its identifier from, and its type.
@@ -174,6 +174,31 @@ impl Function {
         }
     }
 
+    /// Call `f` on every expression the function evaluates and their subexpressions: the
+    /// body's, the entry checks' and the lengths of the scratch arrays around the body.
+    pub fn walk_exprs<'a>(&'a self, f: &mut impl FnMut(&'a Expr)) {
+        visit::walk_stmt_exprs(&self.body, f);
+        for (e, _) in &self.assumptions {
+            visit::walk_expr(e, f);
+        }
+        for l in &self.locals {
+            visit::walk_expr(&l.len, f);
+        }
+    }
+
+    /// The level formats' helpers the function calls, each once, in order of first call.
+    pub fn helpers(&self) -> Vec<&'static Helper> {
+        let mut helpers: Vec<&'static Helper> = Vec::new();
+        self.walk_exprs(&mut |e| {
+            if let Expr::Call(helper, ..) = e {
+                if !helpers.contains(helper) {
+                    helpers.push(helper);
+                }
+            }
+        });
+        helpers
+    }
+
     /// The arguments the function reads: every operand array and level parameter it
     /// uses (sorted, so the layout is deterministic), every extent, then the thread
     /// count when a loop runs on threads.
@@ -189,13 +214,7 @@ impl Function {
             }
             _ => {}
         };
-        visit::walk_stmt_exprs(&self.body, &mut note);
-        for (e, _) in &self.assumptions {
-            visit::walk_expr(e, &mut note);
-        }
-        for l in &self.locals {
-            visit::walk_expr(&l.len, &mut note);
-        }
+        self.walk_exprs(&mut note);
         let mut threads = false;
         visit::walk_stmts(&self.body, &mut |s| match s {
             Stmt::Store(Store { array, .. }) if !matches!(array, ArrayRef::Scratch(_)) => {

@@ -22,7 +22,7 @@ use cranelift_module::{default_libcall_names, Linkage, Module};
 use std::collections::HashMap;
 
 use crate::codegen::abi::{self, BackendError};
-use crate::ir::{visit, Expr, Function, Helper};
+use crate::ir::Function;
 
 /// Name of the backend in errors.
 const BACKEND: &str = "JIT";
@@ -72,7 +72,7 @@ pub fn compile(function: &Function) -> Result<JitKernel, BackendError> {
     let mut jit = JITBuilder::with_flags(&[("opt_level", "speed")], default_libcall_names())
         .map_err(|e| cranelift_error("target the host", e))?;
     let mut symbols: Vec<runtime::Symbol> = runtime::symbols().into();
-    let helpers = helpers_called(function);
+    let helpers = function.helpers();
     symbols.extend(helpers.iter().map(|h| runtime::Symbol {
         name: h.name,
         address: h.native as *const u8,
@@ -151,21 +151,4 @@ pub fn compile(function: &Function) -> Result<JitKernel, BackendError> {
         module: Some(module),
         entry,
     })
-}
-
-/// The level formats' helpers `function` calls, each once.
-fn helpers_called(function: &Function) -> Vec<&'static Helper> {
-    let mut helpers: Vec<&'static Helper> = Vec::new();
-    let mut note = |e: &Expr| {
-        if let Expr::Call(helper, ..) = e {
-            if !helpers.contains(helper) {
-                helpers.push(helper);
-            }
-        }
-    };
-    visit::walk_stmt_exprs(&function.body, &mut note);
-    for (e, _) in &function.assumptions {
-        visit::walk_expr(e, &mut note);
-    }
-    helpers
 }
