@@ -1,19 +1,5 @@
 //! Helpers shared by the CLI tests.
 
-use std::path::{Path, PathBuf};
-
-/// The shared data file or directory `rel` (relative to `shared/data` beside the
-/// repository). Panics naming the missing path: a test that needs the data must fail when
-/// it is absent, not pass without checking anything.
-pub fn shared_data(rel: &str) -> PathBuf {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data");
-    let path = root.join(rel);
-    assert!(
-        path.exists(),
-        "shared data {} is missing (expected under {}, see its SOURCES.md); these tests need \
-         it and do not skip",
-        path.display(),
-        root.display()
-    );
-    path
-}
+#[path = "../../../sparsec/tests/common/shared_data.rs"]
+mod shared_data;
+pub use shared_data::shared_data;

@@ -2,6 +2,11 @@
 //! compiled kernel against the independent reference evaluator.
 #![allow(dead_code)]
 
+mod shared_data;
+// Not every test binary reads the shared data.
+#[allow(unused_imports)]
+pub use shared_data::shared_data;
+
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use sparsec::format::Format;
@@ -142,20 +147,4 @@ pub fn compare_with_reference(
     );
     assert_eq!(got.format(), &stmt.tensors[0].format);
     got
-}
-
-/// The shared data file or directory `rel` (relative to `shared/data` beside the
-/// repository, `""` for the directory itself). Panics naming the missing path: a test that
-/// needs the data must fail when it is absent, not pass without checking anything.
-pub fn shared_data(rel: &str) -> std::path::PathBuf {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data");
-    let path = root.join(rel);
-    assert!(
-        path.exists(),
-        "shared data {} is missing (expected under {}, see its SOURCES.md); these tests need \
-         it and do not skip",
-        path.display(),
-        root.display()
-    );
-    path
 }
