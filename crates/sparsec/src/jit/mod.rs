@@ -185,68 +185,64 @@ pub fn cache_key(source: &str, toolchain: &Toolchain) -> Result<String, JitError
 /// entry of the disk cache. `None` when it would have to be compiled.
 pub fn load_cached(source: &str, toolchain: &Toolchain) -> Result<Option<Loaded>, JitError> {
     let key = cache_key(source, toolchain)?;
-    if let Some(lib) = loaded().lock().expect("library table").get(&key) {
-        return Ok(Some(Loaded {
-            library: lib.clone(),
-            compiled: false,
-        }));
-    }
-    let so = toolchain.cache_dir.join(format!("{key}.so"));
-    let sum = toolchain.cache_dir.join(format!("{key}.sum"));
-    if !entry_is_valid(&so, &sum) {
-        return Ok(None);
-    }
-    match open(&so) {
-        Ok(lib) => {
-            let library = Arc::new(Library { lib, path: so });
-            loaded()
-                .lock()
-                .expect("library table")
-                .insert(key, library.clone());
-            Ok(Some(Loaded {
-                library,
-                compiled: false,
-            }))
-        }
-        // An entry that does not load is rebuilt by `load`.
-        Err(_) => Ok(None),
-    }
+    Ok(find(&key, toolchain).map(|library| Loaded {
+        library,
+        compiled: false,
+    }))
 }
 
 /// Compile (or find in the cache) and load `source`.
 pub fn load(source: &str, toolchain: &Toolchain) -> Result<Loaded, JitError> {
     let key = cache_key(source, toolchain)?;
-    if let Some(lib) = loaded().lock().expect("library table").get(&key) {
+    if let Some(library) = find(&key, toolchain) {
         return Ok(Loaded {
-            library: lib.clone(),
+            library,
             compiled: false,
         });
     }
-    let cache_err = |path: &Path, e: std::io::Error| JitError::Cache {
-        path: path.display().to_string(),
-        reason: e.to_string(),
-    };
+    // Not cached, or an entry that fails its checksum or does not load: (re)build it.
     let dir = &toolchain.cache_dir;
-    std::fs::create_dir_all(dir).map_err(|e| cache_err(dir, e))?;
-    let so = dir.join(format!("{key}.so"));
-    let sum = dir.join(format!("{key}.sum"));
-    let mut compiled = false;
-    if !entry_is_valid(&so, &sum) {
-        compile(source, toolchain, dir, &key, &so, &sum)?;
-        compiled = true;
-    }
-    let lib = open(&so).or_else(|_| {
-        // A valid checksum but an unloadable file: rebuild once.
-        compile(source, toolchain, dir, &key, &so, &sum)?;
-        compiled = true;
-        open(&so)
+    std::fs::create_dir_all(dir).map_err(|e| JitError::Cache {
+        path: dir.display().to_string(),
+        reason: e.to_string(),
     })?;
-    let library = Arc::new(Library { lib, path: so });
+    let (so, sum) = entry_paths(&key, toolchain);
+    compile(source, toolchain, dir, &key, &so, &sum)?;
+    let library = register(key, open(&so)?, so);
+    Ok(Loaded {
+        library,
+        compiled: true,
+    })
+}
+
+/// The library and checksum files of cache entry `key`.
+fn entry_paths(key: &str, toolchain: &Toolchain) -> (PathBuf, PathBuf) {
+    let dir = &toolchain.cache_dir;
+    (dir.join(format!("{key}.so")), dir.join(format!("{key}.sum")))
+}
+
+/// Entry `key` without compiling: from this process's table, or from the disk cache when
+/// its checksum holds and it loads (then added to the table).
+fn find(key: &str, toolchain: &Toolchain) -> Option<Arc<Library>> {
+    if let Some(lib) = loaded().lock().expect("library table").get(key) {
+        return Some(lib.clone());
+    }
+    let (so, sum) = entry_paths(key, toolchain);
+    if !entry_is_valid(&so, &sum) {
+        return None;
+    }
+    let lib = open(&so).ok()?;
+    Some(register(key.to_string(), lib, so))
+}
+
+/// Keep a loaded library in the process's table under `key`.
+fn register(key: String, lib: libloading::Library, path: PathBuf) -> Arc<Library> {
+    let library = Arc::new(Library { lib, path });
     loaded()
         .lock()
         .expect("library table")
         .insert(key, library.clone());
-    Ok(Loaded { library, compiled })
+    library
 }
 
 fn entry_is_valid(so: &Path, sum: &Path) -> bool {
