@@ -218,7 +218,10 @@ pub fn load(source: &str, toolchain: &Toolchain) -> Result<Loaded, JitError> {
 /// The library and checksum files of cache entry `key`.
 fn entry_paths(key: &str, toolchain: &Toolchain) -> (PathBuf, PathBuf) {
     let dir = &toolchain.cache_dir;
-    (dir.join(format!("{key}.so")), dir.join(format!("{key}.sum")))
+    (
+        dir.join(format!("{key}.so")),
+        dir.join(format!("{key}.sum")),
+    )
 }
 
 /// Entry `key` without compiling: from this process's table, or from the disk cache when
