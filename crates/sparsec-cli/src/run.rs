@@ -355,13 +355,23 @@ fn report_conversions(kernel: &Kernel, inputs: &[Tensor]) {
             Some(k) => format!("{} stored entries copied", inputs[k].stored_values()),
             None => "the result is converted back after every run".to_string(),
         };
+        let why = if declared.format.is_plain() {
+            format!(
+                "the loop order ({}) does not follow the storage of `{}`",
+                kernel.loop_order().join(", "),
+                declared.name
+            )
+        } else {
+            format!(
+                "this statement cannot read the blocks, slots or diagonals of `{}` in place \
+                 (they are summed under `+`, `-` or a reduction, or other operands impose \
+                 another loop order)",
+                declared.name
+            )
+        };
         eprintln!(
-            "note: the loop order ({}) does not follow the storage of `{}`: it is converted \
-             from {} to {} at every run ({what})",
-            kernel.loop_order().join(", "),
-            declared.name,
-            declared.format,
-            operand.format,
+            "note: {why}: it is converted from {} to {} at every run ({what})",
+            declared.format, operand.format,
         );
     }
 }

@@ -121,6 +121,55 @@ fn divide_into_parts() {
     }
 }
 
+/// Variables computed by `fuse` and `split` where operands are added or a constant is:
+/// every coordinate is visited and each operand is located (sparse levels by search).
+#[test]
+fn derived_variables_under_addition() {
+    let mut r = rng(71);
+    let (i, j, k) = (4, 5, 3);
+    let cubes = |r: &mut rand::rngs::StdRng, d: f64| {
+        vec![
+            ("A", random_coo(r, &[i, j, k], d)),
+            ("B", random_coo(r, &[i, j, k], d)),
+        ]
+    };
+    let sets = vec![cubes(&mut r, 0.3), cubes(&mut r, 0.0), cubes(&mut r, 1.0)];
+    let add3 = "C(i,j,k) = A(i,j,k) + B(i,j,k)";
+    for formats in [
+        [("A", "ddd"), ("B", "ddd"), ("C", "ddd")],
+        [("A", "sss"), ("B", "sss"), ("C", "ddd")],
+        [("A", "dsd"), ("B", "sss"), ("C", "sss")],
+        [("A", "hhh"), ("B", "dss"), ("C", "dsd")],
+    ] {
+        for schedule in [
+            "fuse(i,j,f),fuse(f,k,g)",
+            "fuse(i,j,f),split(f,f0,f1,4)",
+            "split(j,j0,j1,2),split(k,k0,k1,2)",
+            "fuse(i,j,f),fuse(f,k,g),split(g,g0,g1,8),parallelize(g0,CPUThread,NoRaces)",
+        ] {
+            check_schedule(add3, &formats, &sets, &[], schedule);
+        }
+    }
+    check_schedule(
+        "C(i,j,k) = A(i,j,k) - 2 * B(i,j,k) + 1",
+        &[("A", "sss"), ("B", "dsd")],
+        &sets,
+        &[],
+        "fuse(i,j,f),fuse(f,k,g)",
+    );
+    let matrices: Vec<Vec<(&str, Coo)>> = matrices(72, 9, 7)
+        .into_iter()
+        .map(|a| vec![("A", a.clone()), ("B", a)])
+        .collect();
+    check_schedule(
+        "y(i) = A(i,j) + B(i,j) + 1",
+        &[("A", "csr"), ("B", "dcsr")],
+        &matrices,
+        &[],
+        "split(i,i0,i1,4)",
+    );
+}
+
 #[test]
 fn paper_a1_spmv_row_chunks() {
     for (m, n) in [(41, 19), (1, 30), (30, 1), (1, 1)] {

@@ -340,6 +340,24 @@ impl Format {
         Format::with_mode_order(levels, &(0..order).collect::<Vec<_>>()).expect("dense is valid")
     }
 
+    /// The plain format a structured layout (blocks, ELL slots, DIA diagonals) is read
+    /// through when a statement cannot use the layout itself: a dense outer level and
+    /// compressed ones below it, modes in their natural order (CSR for a matrix, CSF
+    /// with a dense root above). A plain format is its own equivalent.
+    pub fn plain_equivalent(&self) -> Format {
+        if self.is_plain() {
+            return self.clone();
+        }
+        let levels = (0..self.order)
+            .map(|k| match k {
+                0 => Dense::level(),
+                _ => Compressed::level(true, true),
+            })
+            .collect();
+        Format::with_mode_order(levels, &(0..self.order).collect::<Vec<_>>())
+            .expect("one level per mode is a valid plain format")
+    }
+
     /// Parse a format string (see the crate documentation for the syntax).
     pub fn parse(text: &str, order: usize) -> Result<Format, FormatError> {
         parse::parse_format(text, order)

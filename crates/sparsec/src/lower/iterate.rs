@@ -423,7 +423,7 @@ impl Lowerer<'_> {
                 (cond, case.clone())
             });
             let cases: Vec<(Expr, Point)> = cases.collect();
-            body.push(self.case_chain(step, &cases, &inner)?);
+            body.push(self.case_chain(step, &[], &cases, &inner)?);
             body.extend(advance);
             stmts.push(Stmt::While(alive, body));
         }
@@ -484,7 +484,7 @@ impl Lowerer<'_> {
                 (cond, case.clone())
             })
             .collect();
-        body.push(self.case_chain(step, &cases, &inner)?);
+        body.push(self.case_chain(step, &[], &cases, &inner)?);
         body.extend(advance);
         stmts.push(Stmt::For(Loop {
             var: vname,
@@ -497,10 +497,12 @@ impl Lowerer<'_> {
     }
 
     /// `if (case 1) {...} else if (case 2) {...}`: each case recurses with the operands
-    /// absent from it removed from the expression.
+    /// absent from it removed from the expression, first resolving `then` (variables whose
+    /// values are already set, computed together with the step's), then the loops after.
     pub(super) fn case_chain(
         &mut self,
         step: Step,
+        then: &[VarId],
         cases: &[(Expr, Point)],
         inner: &Scope,
     ) -> Result<Stmt, LowerError> {
@@ -532,7 +534,7 @@ impl Lowerer<'_> {
             let body = if case_expr == LExpr::Zero {
                 vec![]
             } else {
-                self.lower(&live, &case_expr, dest, inner)?
+                self.resolve_all(then, &live, &case_expr, dest, inner)?
             };
             chain = vec![Stmt::If(cond.clone(), body, chain)];
         }

@@ -187,9 +187,9 @@ pub fn lower(plan: &Concrete) -> Result<Lowered, LowerError> {
         let tensor = &stmt.tensors[*t];
         let reordered = plan.reordered.contains(&o);
         let format = if reordered {
-            reordered_format(&tensor.format, &plan.order, indices)?
+            reordered_format(plan.access_format(o), &plan.order, indices)?
         } else {
-            tensor.format.clone()
+            plan.access_format(o).clone()
         };
         let operand = match operands
             .iter()
