@@ -564,3 +564,70 @@ fn bytemap_merges_store_only_present_coordinates() {
         }
     }
 }
+
+/// A level below a non-unique one that would be located or iterated by value (a dense,
+/// bytemap or hashed level under `u`) is read through a CSR/CSF copy: iterated under one
+/// duplicate only, it summed part of the entries.
+#[test]
+fn levels_below_duplicates() {
+    let mut r = rng(64);
+    for (m, n, d) in [(6, 3, 0.5), (1, 1, 1.0), (5, 4, 0.0), (9, 7, 0.2)] {
+        for f in ["ub", "ud", "uh", "uq", "us", "ubs", "uhq"] {
+            let order = f.len();
+            if order == 2 {
+                let a = random_coo(&mut r, &[m, n], d);
+                let b = random_coo(&mut r, &[m, n], d);
+                let x = random_coo(&mut r, &[n], 1.0);
+                check(
+                    "y(i) = A(i,j) * x(j)",
+                    &[("A", f)],
+                    &[("A", a.clone()), ("x", x)],
+                );
+                check("y(j) = A(i,j) + 1", &[("A", f)], &[("A", a.clone())]);
+                check(
+                    "C(i,j) = A(i,j) + B(i,j)",
+                    &[("A", f), ("B", "csr")],
+                    &[("A", a), ("B", b)],
+                );
+            } else {
+                let a = random_coo(&mut r, &[m, n, 3], d);
+                check("y(j) = A(j,i,k)", &[("A", f)], &[("A", a.clone())]);
+                check("y(k) = A(i,j,k) * 2 - 1", &[("A", f)], &[("A", a)]);
+            }
+        }
+    }
+}
+
+/// Stored values follow IEEE arithmetic, explicit zeros included (`0 / 0` is NaN where
+/// both are stored); an unstored numerator or factor is a structural zero.
+#[test]
+fn division_by_stored_and_unstored_zeros() {
+    let a = Coo::new(vec![5], vec![0, 2, 3], vec![0.0, 2.0, -1.0]).unwrap();
+    let b = Coo::new(vec![5], vec![0, 3, 4], vec![0.0, 0.0, 4.0]).unwrap();
+    for (fa, fb) in [
+        ("dense", "dense"),
+        ("sv", "sv"),
+        ("sv", "dense"),
+        ("dense", "hash"),
+    ] {
+        let formats = [("A", fa), ("B", fb)];
+        let inputs = [("A", a.clone()), ("B", b.clone())];
+        for expr in [
+            "y(i) = A(i) / A(i)",
+            "y(i) = A(i) / B(i)",
+            "y(i) = A(i) * (1 / B(i))",
+        ] {
+            let got = check(expr, &formats, &inputs);
+            let at = |i: usize| {
+                let coo = got.to_coo();
+                (0..coo.values.len())
+                    .find(|&e| coo.coords[e] == i as i64)
+                    .map_or(0.0, |e| coo.values[e])
+            };
+            if expr == "y(i) = A(i) / A(i)" {
+                assert!(at(0).is_nan(), "{expr} {formats:?}: stored 0 / 0");
+                assert_eq!(at(2), 1.0);
+            }
+        }
+    }
+}

@@ -1023,8 +1023,14 @@ fn taco_directives_not_parallel_mergeby_and_assemble() {
         &[("A", "csr")],
         &sets,
         &[],
-        "split(i,i0,i1,4),parallelize(i1,NotParallel,IgnoreRaces),mergeby(j,Gallop),\
+        "split(i,i0,i1,4),parallelize(i1,NotParallel,IgnoreRaces),mergeby(j,TwoFinger),\
          parallelize(i0,CPUThread,NoRaces),assemble(y,Append)",
+    );
+    // SpMV's `j` loop iterates one operand: there is nothing to gallop over.
+    let message = schedule_error(SPMV, &[("A", "csr")], &sets[0], "mergeby(j,Gallop)");
+    assert!(
+        message.contains("mergeby(j,Gallop): precondition failed"),
+        "{message}"
     );
     // Sparse output, intersection: both merge strategies compute the same result.
     let mut r = rng(34);
@@ -1043,6 +1049,80 @@ fn taco_directives_not_parallel_mergeby_and_assemble() {
             &add_sets,
             &[],
             &format!("mergeby(j,{strategy}),assemble(C,Append)"),
+        );
+    }
+}
+
+/// `mergeby(j,Gallop)` intersects by exponential and binary search: the same results as
+/// two fingers on short-against-long segments, empty and one-entry segments, duplicates
+/// (non-unique levels), three operands, sparse and dense outputs, 1 and 2 threads; and
+/// different code.
+#[test]
+fn galloping_intersections() {
+    let mut r = rng(36);
+    let skewed = generate::skewed_rows(40, 60, 1.0, 1.2, 5);
+    let sets: Vec<Vec<(&str, Coo)>> = vec![
+        vec![
+            ("A", random_coo(&mut r, &[40, 60], 0.5)),
+            ("B", random_coo(&mut r, &[40, 60], 0.05)),
+            ("D", random_coo(&mut r, &[40, 60], 0.3)),
+        ],
+        vec![
+            ("A", skewed.clone()),
+            ("B", random_coo(&mut r, &[40, 60], 0.02)),
+            ("D", skewed),
+        ],
+        vec![
+            ("A", random_coo(&mut r, &[40, 60], 0.0)),
+            ("B", random_coo(&mut r, &[40, 60], 0.9)),
+            ("D", random_coo(&mut r, &[40, 60], 1.0)),
+        ],
+    ];
+    for (expr, formats) in [
+        (
+            "C(i,j) = A(i,j) * B(i,j)",
+            vec![("A", "csr"), ("B", "csr"), ("C", "csr")],
+        ),
+        (
+            "C(i,j) = A(i,j) * B(i,j)",
+            vec![("A", "dcsr"), ("B", "csr"), ("C", "dense")],
+        ),
+        ("y(i) = A(i,j) * B(i,j)", vec![("A", "du"), ("B", "ds")]),
+        (
+            "C(i,j) = A(i,j) * B(i,j) * D(i,j)",
+            vec![("A", "csr"), ("B", "csr"), ("D", "csr"), ("C", "csr")],
+        ),
+        ("z = A(i,j) * B(i,j)", vec![("A", "ss"), ("B", "ss")]),
+    ] {
+        let sets: Vec<Vec<(&str, Coo)>> = sets
+            .iter()
+            .map(|set| {
+                set.iter()
+                    .filter(|(name, _)| expr.contains(&format!("{name}(")))
+                    .cloned()
+                    .collect()
+            })
+            .collect();
+        check_schedule(expr, &formats, &sets, &[], "mergeby(j,Gallop)");
+        if !expr.starts_with('z') {
+            check_schedule(
+                expr,
+                &formats,
+                &sets,
+                &[],
+                "mergeby(j,Gallop),parallelize(i,CPUThread,NoRaces)",
+            );
+        }
+        let source = |schedule: &str| {
+            let (stmt, _) = statement(expr, &formats, &sets[0], &[]);
+            let parsed = Schedule::parse(schedule).unwrap();
+            let kernel = Kernel::scheduled(stmt, &parsed, ValueType::F64, &Toolchain::default());
+            kernel.unwrap().kernel_source().to_string()
+        };
+        assert_ne!(
+            source("mergeby(j,Gallop)"),
+            source("mergeby(j,TwoFinger)"),
+            "{expr}"
         );
     }
 }

@@ -340,22 +340,23 @@ impl Format {
         Format::with_mode_order(levels, &(0..order).collect::<Vec<_>>()).expect("dense is valid")
     }
 
-    /// The plain format a structured layout (blocks, ELL slots, DIA diagonals) is read
-    /// through when a statement cannot use the layout itself: a dense outer level and
-    /// compressed ones below it, modes in their natural order (CSR for a matrix, CSF
-    /// with a dense root above). A plain format is its own equivalent.
-    pub fn plain_equivalent(&self) -> Format {
-        if self.is_plain() {
-            return self.clone();
-        }
+    /// The format an operand is read through when a statement cannot use its own: a
+    /// dense outer level and compressed (ordered, unique) ones below it, in this format's
+    /// mode order, or the natural order for a structured layout (blocks, ELL slots, DIA
+    /// diagonals): CSR or CSC for a matrix, CSF with a dense root above. It can hold any
+    /// tensor, every level can be iterated, merged and searched, and it is its own
+    /// equivalent.
+    pub fn general_equivalent(&self) -> Format {
+        let modes = self
+            .mode_order()
+            .unwrap_or_else(|| (0..self.order).collect());
         let levels = (0..self.order)
             .map(|k| match k {
                 0 => Dense::level(),
                 _ => Compressed::level(true, true),
             })
             .collect();
-        Format::with_mode_order(levels, &(0..self.order).collect::<Vec<_>>())
-            .expect("one level per mode is a valid plain format")
+        Format::with_mode_order(levels, &modes).expect("one level per mode is a valid format")
     }
 
     /// Parse a format string (see the crate documentation for the syntax).

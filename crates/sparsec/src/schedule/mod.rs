@@ -71,8 +71,8 @@ pub enum MergeStrategy {
     /// emits).
     #[default]
     TwoFinger,
-    /// Advance by exponential then binary search to the other operand's coordinate; only
-    /// recorded so far (lowering still merges with two fingers).
+    /// Move each operand behind the largest coordinate straight to it, by exponential
+    /// then binary search (an intersection of two or more operands iterated by position).
     Gallop,
 }
 
@@ -197,8 +197,10 @@ impl Concrete {
     /// An operand stored in a structured layout (ELL, DIA, BCSR) that this statement
     /// cannot read as stored (an ELL slot or DIA diagonal summed under `+`, `-`, a
     /// denominator or another reduction; a layout that the loop order other operands
-    /// impose reads backwards) is read through a copy in its plain equivalent
-    /// ([`Format::plain_equivalent`]), converted at run time as reordered operands are.
+    /// impose reads backwards), or one with a level other than a singleton below a
+    /// non-unique one (a segment under each duplicate), is read
+    /// through a copy in its general equivalent ([`Format::general_equivalent`]),
+    /// converted at run time as reordered operands are.
     pub fn new(statement: &Statement) -> Result<Concrete, LowerError> {
         let mut accesses = Vec::new();
         collect_accesses(&statement.rhs, &mut accesses);
@@ -210,7 +212,7 @@ impl Concrete {
             match Concrete::with_formats(statement, &formats)? {
                 Ok(concrete) => return Ok(concrete),
                 // Each retry makes one more access plain, so this ends.
-                Err(o) => formats[o] = formats[o].plain_equivalent(),
+                Err(o) => formats[o] = formats[o].general_equivalent(),
             }
         }
     }
@@ -336,6 +338,15 @@ impl Concrete {
                     computed(v) && !caps.locate && !searchable
                 });
             if unreachable && !format.is_plain() {
+                return Ok(Err(o));
+            }
+            // Under a non-unique level only a branchless one (singleton, as in COO) has one
+            // child per duplicate; any other level's segments, one per duplicate, would be
+            // read as one unmerged sequence or under one duplicate only.
+            let below_duplicates = format.levels().windows(2).any(|pair| {
+                !pair[0].format.properties().unique && !pair[1].format.properties().branchless
+            });
+            if below_duplicates {
                 return Ok(Err(o));
             }
         }
