@@ -425,10 +425,52 @@ fn sum(var: VarId, f: Func, size: usize) -> Func {
     .normalized()
 }
 
+/// The right-hand side with every reduction distributed over the products and numerators
+/// around it: a `Sum` whose path up to the root, or up to the `Sum` that encloses it,
+/// passes only through `*`, unary minus and numerators becomes a sum of the whole
+/// expression at that level (`c(i) * sum_j A(i,j)` is `sum_j c(i) * A(i,j)`). Equal in
+/// real arithmetic; under IEEE it decides the non-finite cases (`(sum_j a(j)) / 0` with
+/// a zero term is NaN when distributed, and kernels distribute, as TACO's do). Operands of
+/// `+`, `-` and denominators keep their sums.
+pub fn distribute_reductions(rhs: &CExpr) -> CExpr {
+    fn within(e: &CExpr, linear: bool, pulled: &mut Vec<VarId>) -> CExpr {
+        let boxed = |e: CExpr| Box::new(e);
+        match e {
+            CExpr::Access(_) | CExpr::Literal(_) => e.clone(),
+            CExpr::Neg(a) => CExpr::Neg(boxed(within(a, linear, pulled))),
+            CExpr::Binary(op, a, b) => {
+                let (left, right) = match op {
+                    Op::Mul => (linear, linear),
+                    Op::Div => (linear, false),
+                    Op::Add | Op::Sub => (false, false),
+                };
+                CExpr::Binary(
+                    *op,
+                    boxed(within(a, left, pulled)),
+                    boxed(within(b, right, pulled)),
+                )
+            }
+            CExpr::Sum(v, body) if linear => {
+                pulled.push(*v);
+                within(body, true, pulled)
+            }
+            CExpr::Sum(v, body) => CExpr::Sum(*v, boxed(distribute_reductions(body))),
+        }
+    }
+    let mut pulled = Vec::new();
+    let body = within(rhs, true, &mut pulled);
+    pulled
+        .into_iter()
+        .rev()
+        .fold(body, |e, v| CExpr::Sum(v, Box::new(e)))
+}
+
 /// Evaluate `stmt`. `inputs[k]` holds `stmt.tensors[k + 1]`; `output_init` is the
 /// output's previous contents for `+=` (zeros when `None`; ignored for `=`).
 ///
-/// Stored values follow IEEE arithmetic (explicit zeros included: `0 / 0` is NaN), and an
+/// Reductions distribute over the products and numerators around them
+/// ([`distribute_reductions`]). Stored values follow IEEE arithmetic (explicit zeros
+/// included: `0 / 0` is NaN), and an
 /// unstored entry is a structural zero that annihilates: a product is 0 wherever a factor
 /// is unstored, and `a / b` is 0 wherever `a` is (an infinite or NaN other operand
 /// included), as the kernels skip those coordinates. The result
@@ -528,7 +570,7 @@ fn evaluate_as(
         check_dims(init, out_dims, "initial output");
     }
     let f = eval(
-        &stmt.rhs,
+        &distribute_reductions(&stmt.rhs),
         &Cx {
             stmt,
             inputs,

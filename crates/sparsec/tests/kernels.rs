@@ -572,7 +572,9 @@ fn bytemap_merges_store_only_present_coordinates() {
 fn levels_below_duplicates() {
     let mut r = rng(64);
     for (m, n, d) in [(6, 3, 0.5), (1, 1, 1.0), (5, 4, 0.0), (9, 7, 0.2)] {
-        for f in ["ub", "ud", "uh", "uq", "us", "ubs", "uhq"] {
+        for f in [
+            "ub", "ud", "uh", "uq", "us", "ubs", "uhq", "uqd", "uqb", "ucq",
+        ] {
             let order = f.len();
             if order == 2 {
                 let a = random_coo(&mut r, &[m, n], d);
@@ -616,6 +618,9 @@ fn division_by_stored_and_unstored_zeros() {
             "y(i) = A(i) / A(i)",
             "y(i) = A(i) / B(i)",
             "y(i) = A(i) * (1 / B(i))",
+            // The sum over `j` distributes over the division: a NaN term where B(i) is 0.
+            "y(i) = A(j) / B(i)",
+            "y(i) = (A(j) + 1) / B(i) - B(j) * 3",
         ] {
             let got = check(expr, &formats, &inputs);
             let at = |i: usize| {

@@ -346,6 +346,8 @@ fn dense_oracle(stmt: &Statement, inputs: &[&Tensor], magnitude: bool) -> Vec<f6
                 }),
         }
     }
+    // The same algebra as the evaluator's: reductions distributed over their factors.
+    let rhs = sparsec::reference::distribute_reductions(&stmt.rhs);
     let dims = &stmt.tensors[0].dims;
     let mut out = vec![];
     let mut env = vec![0; stmt.vars.len()];
@@ -355,7 +357,7 @@ fn dense_oracle(stmt: &Statement, inputs: &[&Tensor], magnitude: bool) -> Vec<f6
             env[v] = rest % dims[m];
             rest /= dims[m];
         }
-        out.push(eval(&stmt.rhs, stmt, &data, &mut env, magnitude).0);
+        out.push(eval(&rhs, stmt, &data, &mut env, magnitude).0);
     }
     out
 }

@@ -340,11 +340,14 @@ impl Concrete {
             if unreachable && !format.is_plain() {
                 return Ok(Err(o));
             }
-            // Under a non-unique level only a branchless one (singleton, as in COO) has one
-            // child per duplicate; any other level's segments, one per duplicate, would be
-            // read as one unmerged sequence or under one duplicate only.
-            let below_duplicates = format.levels().windows(2).any(|pair| {
-                !pair[0].format.properties().unique && !pair[1].format.properties().branchless
+            // Below a non-unique level, coordinate prefixes repeat; only branchless levels
+            // (singletons, as in COO) have one child per repeated prefix. Any other level's
+            // segments, one per duplicate, would be read as one unmerged sequence or under
+            // one duplicate only.
+            let levels = format.levels();
+            let below_duplicates = (1..levels.len()).any(|k| {
+                let repeats = levels[..k].iter().any(|l| !l.format.properties().unique);
+                repeats && !levels[k].format.properties().branchless
             });
             if below_duplicates {
                 return Ok(Err(o));
