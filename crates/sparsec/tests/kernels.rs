@@ -321,6 +321,39 @@ fn structured_formats_outside_linear_position_are_refused() {
     );
 }
 
+/// Found by the statement fuzzer: an ELL or DIA operand that is a factor of a reduction
+/// which is itself a term (`y(j) = Σ_i A(j,i) + c`) summed its slots at the root, adding `c`
+/// once per slot; it is refused like any other non-linear position.
+#[test]
+fn structured_formats_inside_a_summed_term_are_refused() {
+    use sparsec::notation::TensorDecl;
+    for f in ["ell", "dia"] {
+        let a = sparsec::format::Format::parse(f, 2).unwrap();
+        for expr in ["y(j) = A(j,i) + c", "y(i) = A(i,j) * x(j) + z(i)"] {
+            let decls: Vec<TensorDecl> = [
+                TensorDecl::new("y"),
+                TensorDecl::new("A")
+                    .with_dims(&[3, 3])
+                    .with_format(a.clone()),
+                TensorDecl::new("c").with_dims(&[]),
+                TensorDecl::new("x").with_dims(&[3]),
+                TensorDecl::new("z").with_dims(&[3]),
+            ]
+            .into_iter()
+            .filter(|d| expr.contains(d.name.as_str()))
+            .collect();
+            let err = sparsec::kernel::Kernel::compile(expr, &decls, &[])
+                .err()
+                .unwrap_or_else(|| panic!("{expr} with A:{f} compiled"));
+            assert!(
+                err.to_string()
+                    .contains("factor of the whole right-hand side"),
+                "{expr} with A:{f}: {err}"
+            );
+        }
+    }
+}
+
 #[test]
 fn blocked_formats() {
     let mut r = rng(7);

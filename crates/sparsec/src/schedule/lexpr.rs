@@ -56,15 +56,31 @@ impl LExpr {
         linear: &mut Vec<bool>,
         hoisted: &mut Vec<VarId>,
     ) -> LExpr {
+        LExpr::convert(expr, hoistable_position, true, linear, hoisted)
+    }
+
+    /// [`LExpr::from_cin`] below a point; `at_root` says whether `hoisted` is the whole
+    /// right-hand side's list. Inside a non-hoisted sum, accesses are factors of the sum's
+    /// temporary, not of the whole right-hand side, so they are not `linear`: a sum over an
+    /// extra storage coordinate hoisted to the root would repeat the terms added to the
+    /// sum (`Σ_slot (Σ_i B(j,i) + c)` adds `c` once per slot).
+    fn convert(
+        expr: &CExpr,
+        hoistable_position: bool,
+        at_root: bool,
+        linear: &mut Vec<bool>,
+        hoisted: &mut Vec<VarId>,
+    ) -> LExpr {
         match expr {
             CExpr::Access(_) => {
-                linear.push(hoistable_position);
+                linear.push(hoistable_position && at_root);
                 LExpr::Access(linear.len() - 1)
             }
             CExpr::Literal(v) => LExpr::Literal(*v),
-            CExpr::Neg(a) => LExpr::Neg(Box::new(LExpr::from_cin(
+            CExpr::Neg(a) => LExpr::Neg(Box::new(LExpr::convert(
                 a,
                 hoistable_position,
+                at_root,
                 linear,
                 hoisted,
             ))),
@@ -76,18 +92,18 @@ impl LExpr {
                 };
                 LExpr::Binary(
                     *op,
-                    Box::new(LExpr::from_cin(a, left_linear, linear, hoisted)),
-                    Box::new(LExpr::from_cin(b, right_linear, linear, hoisted)),
+                    Box::new(LExpr::convert(a, left_linear, at_root, linear, hoisted)),
+                    Box::new(LExpr::convert(b, right_linear, at_root, linear, hoisted)),
                 )
             }
             CExpr::Sum(v, body) => {
                 if hoistable_position {
                     hoisted.push(*v);
-                    LExpr::from_cin(body, true, linear, hoisted)
+                    LExpr::convert(body, true, at_root, linear, hoisted)
                 } else {
                     // Inside a temporary, sums in linear position accumulate into it.
                     let mut inner = Vec::new();
-                    let body = LExpr::from_cin(body, true, linear, &mut inner);
+                    let body = LExpr::convert(body, true, false, linear, &mut inner);
                     LExpr::Sum(*v, inner, Box::new(body))
                 }
             }
