@@ -97,6 +97,9 @@ pub struct Case {
     pub schedule: Option<String>,
     pub threads: usize,
     pub backend: BackendChoice,
+    /// Whether a denominator is not a constant: where it is zero, kernels and the
+    /// reference must agree on `0 / 0` and `x / 0`.
+    pub divides_by_tensor: bool,
 }
 
 /// The seed of case `index` of a run with `seed`: cases do not depend on each other, so any
@@ -179,11 +182,16 @@ impl Case {
     /// A one-line summary of the case's features, for reports.
     pub fn describe(&self) -> String {
         format!(
-            "{} threads={} backend={} schedule={}",
+            "{} threads={} backend={} schedule={}{}",
             self.expr,
             self.threads,
             self.backend.as_str(),
-            self.schedule.as_deref().unwrap_or("-")
+            self.schedule.as_deref().unwrap_or("-"),
+            if self.divides_by_tensor {
+                " (divides by a tensor)"
+            } else {
+                ""
+            }
         )
     }
 }
@@ -232,6 +240,8 @@ struct Generator<'r> {
     vars: Vec<Var>,
     /// Input tensors so far: their index variables at first use.
     tensors: Vec<Vec<usize>>,
+    /// Whether a denominator so far is not a constant.
+    divides_by_tensor: bool,
 }
 
 impl<'r> Generator<'r> {
@@ -240,6 +250,7 @@ impl<'r> Generator<'r> {
             rng,
             vars: Vec::new(),
             tensors: Vec::new(),
+            divides_by_tensor: false,
         }
     }
 
@@ -303,6 +314,7 @@ impl<'r> Generator<'r> {
             schedule,
             threads,
             backend,
+            divides_by_tensor: self.divides_by_tensor,
         }
     }
 
@@ -345,7 +357,9 @@ impl<'r> Generator<'r> {
             // infinities that say little about the compiler.
             Expr::Literal(*[2.0, 4.0, 0.5, -3.0].choose(self.rng).expect("non-empty"))
         } else {
-            self.expr(depth + 1)
+            let denominator = self.expr(depth + 1);
+            self.divides_by_tensor |= op == '/' && !matches!(denominator, Expr::Literal(_));
+            denominator
         };
         Expr::Binary(op, Box::new(left), Box::new(right))
     }

@@ -22,11 +22,14 @@ pub enum Class {
     Timeout,
     /// The kernel's result differs from the reference's.
     Wrong,
+    /// Lowering produced a function its own verifier rejects (an internal error, reported
+    /// by debug builds; a release build would compile the broken function).
+    InvalidIr,
 }
 
 impl Class {
     /// Every class, in report order.
-    pub const ALL: [Class; 8] = [
+    pub const ALL: [Class; 9] = [
         Class::Correct,
         Class::ClearError,
         Class::Unsupported,
@@ -35,6 +38,7 @@ impl Class {
         Class::CompileError,
         Class::Timeout,
         Class::Wrong,
+        Class::InvalidIr,
     ];
 
     /// The class's name in reports.
@@ -48,6 +52,7 @@ impl Class {
             Class::CompileError => "C compile error",
             Class::Timeout => "timeout",
             Class::Wrong => "wrong",
+            Class::InvalidIr => "invalid IR",
         }
     }
 
@@ -55,7 +60,7 @@ impl Class {
     pub fn is_bug(self) -> bool {
         matches!(
             self,
-            Class::Panic | Class::Signal | Class::CompileError | Class::Wrong
+            Class::Panic | Class::Signal | Class::CompileError | Class::Wrong | Class::InvalidIr
         )
     }
 }
@@ -69,7 +74,8 @@ pub struct Outcome {
 }
 
 /// Classify a finished run. `scheduled` says whether the case gave a schedule, which makes a
-/// failed precondition the schedule's fault rather than a refusal of the statement.
+/// failed precondition the schedule's fault rather than a refusal of the statement; without
+/// a schedule, every refusal to compile is sparsec's own limitation.
 pub fn classify(status: ExitStatus, stdout: &str, stderr: &str, scheduled: bool) -> Outcome {
     use std::os::unix::process::ExitStatusExt;
     let outcome = |class, message: &str| Outcome {
@@ -95,11 +101,18 @@ pub fn classify(status: ExitStatus, stdout: &str, stderr: &str, scheduled: bool)
         Class::Wrong
     } else if message.contains("failed on the generated kernel") {
         Class::CompileError
+    } else if message.contains("invalid IR") {
+        Class::InvalidIr
+    } else if scheduled
+        && (message.contains("precondition failed")
+            || message.contains("cannot apply to the same loop"))
+    {
+        // The schedule asked for something that does not hold for this statement.
+        Class::ClearError
     } else if message.contains("not supported")
         || message.contains("unsupported")
         || message.contains("cannot generate this kernel")
-        || (message.contains("cannot compile this statement")
-            && !(scheduled && message.contains("precondition failed")))
+        || message.contains("cannot compile this statement")
     {
         Class::Unsupported
     } else {
@@ -109,15 +122,24 @@ pub fn classify(status: ExitStatus, stdout: &str, stderr: &str, scheduled: bool)
 }
 
 /// The error as one line: miette's report from its `Error:` on (notes printed before it
-/// are not the error), with its frame characters and line breaks removed.
+/// are not the error), without its diagnostic code, source snippet and help, frame
+/// characters and line breaks; an outer "cannot compile the statement" is dropped when a
+/// cause follows.
 fn error_message(stderr: &str) -> String {
     let report = stderr.find("Error:").map_or(stderr, |at| &stderr[at..]);
     let mut text = String::new();
     for line in report.lines() {
+        let line = line.trim().trim_start_matches("Error:").trim();
+        // The source snippet and the help repeat the statement, not the reason.
+        if line.starts_with('╭') || line.starts_with("help:") {
+            break;
+        }
+        // A diagnostic code alone on the `Error:` line (`sparsec::notation`).
+        if !line.contains(' ') && line.contains("::") {
+            continue;
+        }
         let line = line
-            .trim()
-            .trim_start_matches("Error:")
-            .trim_start_matches(['×', '│', '╰', '─', '▶', '├', '┬', '╭', ':', ' '])
+            .trim_start_matches(['×', '│', '╰', '─', '▶', '├', '┬', ':', ' '])
             .trim();
         if line.is_empty() {
             continue;
@@ -127,7 +149,10 @@ fn error_message(stderr: &str) -> String {
         }
         text.push_str(line);
     }
-    text
+    match text.strip_prefix("cannot compile the statement ") {
+        Some(cause) => cause.to_string(),
+        None => text,
+    }
 }
 
 fn signal_name(signal: i32) -> String {
@@ -207,6 +232,16 @@ mod tests {
         assert_eq!(
             normalise("split(i,i0,i1,4): precondition failed: A(i,(j)) is 3"),
             "split(..): precondition failed: A(..) is N"
+        );
+    }
+
+    #[test]
+    fn error_message_drops_code_snippet_and_help() {
+        let stderr = "Error: sparsec::notation\n\n  × index `i` is repeated:\n  │ not \
+                      supported\n   ╭─[expression:1:12]\n 1 │ Y(i) = A(i,i)\n  help: use another\n";
+        assert_eq!(
+            error_message(stderr),
+            "index `i` is repeated: not supported"
         );
     }
 

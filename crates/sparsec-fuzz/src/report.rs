@@ -120,6 +120,11 @@ impl Tally {
             let n = self.counts.get(&class).copied().unwrap_or(0);
             let _ = writeln!(s, "  {:<16} {n}", class.name());
         }
+        let _ = writeln!(
+            s,
+            "  (wrong results of statements that divide by a tensor: {})",
+            self.wrong_dividing()
+        );
         let _ = writeln!(s, "unsupported, by reason:");
         write_group_counts(&mut s, &self.unsupported);
         let _ = writeln!(s, "clear errors, by reason:");
@@ -194,6 +199,15 @@ impl Tally {
         Ok(())
     }
 
+    /// Wrong results of statements with a non-constant denominator, which `0 / 0` and
+    /// `x / 0` decide apart from the rest.
+    fn wrong_dividing(&self) -> usize {
+        self.failures
+            .iter()
+            .filter(|f| f.class == Class::Wrong && f.description.ends_with("(divides by a tensor)"))
+            .count()
+    }
+
     fn header(&self, elapsed: Duration, replay: &str) -> String {
         let mut s = String::new();
         let _ = writeln!(
@@ -207,7 +221,12 @@ impl Tally {
             .iter()
             .map(|c| format!("{} {}", c.name(), self.counts.get(c).copied().unwrap_or(0)))
             .collect();
-        let _ = writeln!(s, "{}\n", counts.join(", "));
+        let _ = writeln!(
+            s,
+            "{} (wrong results of statements that divide by a tensor: {})\n",
+            counts.join(", "),
+            self.wrong_dividing()
+        );
         s
     }
 }
