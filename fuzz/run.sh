@@ -59,25 +59,39 @@ cargo build -p sparsec-cli -p sparsec-fuzz
 fuzz build --sanitizer none "${profile[@]}"
 echo "fuzz: built in $((SECONDS - started)) s"
 
+# The run uses copies of the binaries, so that a rebuild while it runs (a long run takes an
+# hour) does not change the code under test halfway.
+bin="$report_dir/bin"
+rm -rf "$bin"
+mkdir -p "$bin"
+cp "$target_dir/debug/sparsec" "$target_dir/debug/sparsec-fuzz" "$bin/"
+host=$(rustc -vV | sed -n 's/^host: //p')
+fuzz_out="fuzz/target/$host/$([ "${profile[0]}" = --dev ] && echo debug || echo release)"
+targets=$(fuzz list)
+for target in $targets; do
+  cp "$fuzz_out/$target" "$bin/fuzz-$target"
+done
+
 # The statement fuzzer in the background; the parser targets one after another beside it.
-"$target_dir/debug/sparsec-fuzz" --seed "$seed" --count "$statements" \
+"$bin/sparsec-fuzz" --seed "$seed" --count "$statements" \
   --seconds "$statement_seconds" --jobs "$jobs" --report-dir "$report_dir" \
   > "$report_dir/statements.txt" 2>&1 &
 statement_pid=$!
 
 parsers_failed=0
-for target in $(fuzz list); do
+for target in $targets; do
   # New inputs libFuzzer finds go to a scratch corpus, so that the committed seeds stay as
-  # they are.
+  # they are; a crashing input is written to the report directory.
   scratch="$report_dir/corpus/$target"
-  mkdir -p "$scratch"
-  if fuzz run "$target" --sanitizer none "${profile[@]}" "$scratch" "corpus/$target" -- \
+  mkdir -p "$scratch" "$report_dir/artifacts"
+  if "$bin/fuzz-$target" "$scratch" "fuzz/corpus/$target" \
       -max_total_time="$parser_seconds" -rss_limit_mb=2048 -timeout=20 \
+      -artifact_prefix="$report_dir/artifacts/$target-" \
       > "$report_dir/parser-$target.txt" 2>&1; then
     echo "fuzz: $target: $(grep -Eo 'Done [0-9]+ runs in [0-9]+ second' "$report_dir/parser-$target.txt" | tail -1)"
   else
     parsers_failed=1
-    echo "fuzz: $target FAILED (fuzz/artifacts/$target holds the input):"
+    echo "fuzz: $target FAILED:"
     grep -E 'panicked|ERROR|SUMMARY|Test unit written' "$report_dir/parser-$target.txt" | head -8
   fi
 done

@@ -66,7 +66,10 @@ fuzz_target!(|data: &[u8]| {
             TensorDecl::new(name).with_format(format)
         })
         .collect();
-    let sizes: Vec<(String, usize)> = ["i", "j", "k", "l"].iter().map(|v| (v.to_string(), 4)).collect();
+    let sizes: Vec<(String, usize)> = ["i", "j", "k", "l"]
+        .iter()
+        .map(|v| (v.to_string(), 4))
+        .collect();
     let statement = notation::bind(&assignment, &decls, &sizes).expect("fixed statement binds");
     let concrete = Concrete::new(&statement).expect("fixed statement has a default schedule");
     if let Ok(scheduled) = schedule.apply(&concrete) {

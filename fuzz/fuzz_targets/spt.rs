@@ -21,7 +21,17 @@ fuzz_target!(|content: &[u8]| {
         .to_coo();
     // Bit patterns, so that stored NaNs compare equal to themselves.
     let bits = |values: &[f64]| values.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
-    assert_eq!(again.dims, entries.dims, "dimensions change through encode and decode");
-    assert_eq!(again.coords, entries.coords, "coordinates change through encode and decode");
-    assert_eq!(bits(&again.values), bits(&entries.values), "values change through encode and decode");
+    assert_eq!(
+        again.dims, entries.dims,
+        "dimensions change through encode and decode"
+    );
+    assert_eq!(
+        again.coords, entries.coords,
+        "coordinates change through encode and decode"
+    );
+    assert_eq!(
+        bits(&again.values),
+        bits(&entries.values),
+        "values change through encode and decode"
+    );
 });

@@ -12,6 +12,7 @@ fuzz_target!(|data: &[u8]| {
     let dims: Vec<usize> = (0..usize::from(choice % 4)).map(|m| 2 + m).collect();
     let given = (choice & 4 != 0).then_some(&dims[..]);
     if let Ok(coo) = parse_tns("fuzz.tns", text, given) {
-        coo.validate().expect("a parsed tensor's coordinates fit its dimensions");
+        coo.validate()
+            .expect("a parsed tensor's coordinates fit its dimensions");
     }
 });
