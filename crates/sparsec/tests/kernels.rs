@@ -353,6 +353,32 @@ fn structured_operand_summed_under_addition_reads_a_plain_copy() {
     assert_eq!(read.spelling(), "ds");
 }
 
+/// Found by the statement fuzzer: an ELL or DIA operand that is a factor of a reduction
+/// which is itself a term (`y(j) = Σ_i A(j,i) + c`) summed its slots at the root, adding `c`
+/// once per slot. It is read through a CSR copy and agrees with the reference.
+#[test]
+fn structured_formats_inside_a_summed_term() {
+    let mut r = rng(65);
+    for f in ["ell", "dia"] {
+        for (n, d) in [(3, 0.5), (7, 0.3), (1, 1.0), (4, 0.0)] {
+            let a = random_coo(&mut r, &[n, n], d);
+            let c = Coo::new(vec![], vec![], vec![2.5]).unwrap();
+            check(
+                "y(j) = A(j,i) + c",
+                &[("A", f)],
+                &[("A", a.clone()), ("c", c)],
+            );
+            let x = random_coo(&mut r, &[n], 1.0);
+            let z = random_coo(&mut r, &[n], 0.5);
+            check(
+                "y(i) = A(i,j) * x(j) + z(i)",
+                &[("A", f)],
+                &[("A", a), ("x", x), ("z", z)],
+            );
+        }
+    }
+}
+
 #[test]
 fn blocked_formats() {
     let mut r = rng(7);
