@@ -1127,6 +1127,30 @@ fn galloping_intersections() {
     }
 }
 
+/// Found by the statement fuzzer: fusing a free variable with a variable summed into a
+/// temporary per value of it summed across values (and used the free one before its
+/// recovery); it is a precondition failure.
+#[test]
+fn fusing_into_a_reduction_evaluated_per_value_is_refused() {
+    let mut r = rng(37);
+    let inputs = vec![
+        ("A", random_coo(&mut r, &[6], 0.5)),
+        ("B", random_coo(&mut r, &[], 1.0)),
+        ("C", random_coo(&mut r, &[11, 6], 0.5)),
+    ];
+    let message = schedule_error(
+        "Y = (A(i) + B) * A(i) - (C(j,i) - 3.25) * A(i)",
+        &[("C", "hb:0,1")],
+        &inputs,
+        "fuse(i,j,f1)",
+    );
+    assert!(
+        message.contains("fuse(i,j,f1): precondition failed")
+            && message.contains("`j` must stay inside `i`"),
+        "{message}"
+    );
+}
+
 #[test]
 fn malformed_taco_directives_name_the_problem() {
     let mut r = rng(35);

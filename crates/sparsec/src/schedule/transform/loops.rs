@@ -115,19 +115,21 @@ impl Concrete {
             .unwrap_or(usize::MAX)
     }
 
-    /// `a` is recovered before any loop derived from `b` starts.
+    /// `a` is recovered before any loop derived from `b` starts, or (for storage levels)
+    /// `a` and `b` are fused in that order and recovered together.
     fn resolved_before(&self, a: VarId, b: VarId) -> bool {
+        self.recovered_before_loops_of(a, b) || matches!(self.created_by_fuse_of(a, b), Some(true))
+    }
+
+    /// `a` is recovered before any loop derived from `b` starts.
+    fn recovered_before_loops_of(&self, a: VarId, b: VarId) -> bool {
         let first_of_b = self
             .descendants(b)
             .iter()
             .map(|&d| self.position_of(d))
             .min()
             .unwrap_or(usize::MAX);
-        if self.position_of(a) < first_of_b {
-            return true;
-        }
-        // Two levels fused in storage order are recovered together.
-        matches!(self.created_by_fuse_of(a, b), Some(true))
+        self.position_of(a) < first_of_b
     }
 
     /// `Some(true)` when `a` and `b` are fused with `a` outer.
@@ -140,8 +142,10 @@ impl Concrete {
     }
 
     fn check_order(&mut self, text: &str) -> Result<(), ScheduleError> {
+        // A reduction computed into a temporary per value of `u` cannot share a loop with
+        // `u` (a fused loop would sum across values of `u`).
         for &(u, v) in &self.sum_edges {
-            if !self.resolved_before(u, v) {
+            if !self.recovered_before_loops_of(u, v) {
                 return Err(ScheduleError::new(
                     text,
                     "no computation moves out of a reduction it does not distribute over",
