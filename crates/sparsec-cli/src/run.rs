@@ -355,17 +355,21 @@ fn report_conversions(kernel: &Kernel, inputs: &[Tensor]) {
             Some(k) => format!("{} stored entries copied", inputs[k].stored_values()),
             None => "the result is converted back after every run".to_string(),
         };
-        let why = if declared.format.is_plain() {
+        let transposed = matches!(
+            (declared.format.mode_order(), operand.format.mode_order()),
+            (Some(stored), Some(read)) if stored != read
+        );
+        let why = if !transposed {
             format!(
-                "the loop order ({}) does not follow the storage of `{}`",
-                kernel.loop_order().join(", "),
+                "this statement cannot read the layout of `{}` in place (blocks, slots or \
+                 diagonals summed under `+`, `-` or a reduction, levels below a non-unique \
+                 level, or an order other operands impose)",
                 declared.name
             )
         } else {
             format!(
-                "this statement cannot read the blocks, slots or diagonals of `{}` in place \
-                 (they are summed under `+`, `-` or a reduction, or other operands impose \
-                 another loop order)",
+                "the loop order ({}) does not follow the storage of `{}`",
+                kernel.loop_order().join(", "),
                 declared.name
             )
         };

@@ -599,7 +599,7 @@ fn levels_below_duplicates() {
     let mut r = rng(64);
     for (m, n, d) in [(6, 3, 0.5), (1, 1, 1.0), (5, 4, 0.0), (9, 7, 0.2)] {
         for f in [
-            "ub", "ud", "uh", "uq", "us", "ubs", "uhq", "uqd", "uqb", "ucq",
+            "ub", "ud", "uh", "uq", "us", "ubs", "uhq", "uqd", "uqb", "ucq", "uqq", "ucc",
         ] {
             let order = f.len();
             if order == 2 {

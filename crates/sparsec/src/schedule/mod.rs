@@ -341,13 +341,17 @@ impl Concrete {
                 return Ok(Err(o));
             }
             // Below a non-unique level, coordinate prefixes repeat; only branchless levels
-            // (singletons, as in COO) have one child per repeated prefix. Any other level's
-            // segments, one per duplicate, would be read as one unmerged sequence or under
-            // one duplicate only.
+            // (singletons, as in COO) have one child per repeated prefix, and of those only
+            // the last level's coordinates are unique within the repeats (COO is `ucq`:
+            // a middle singleton repeats its coordinate too, so it must say so). Any other
+            // level's segments, one per duplicate, would be read as one unmerged sequence
+            // or under one duplicate only.
             let levels = format.levels();
             let below_duplicates = (1..levels.len()).any(|k| {
                 let repeats = levels[..k].iter().any(|l| !l.format.properties().unique);
-                repeats && !levels[k].format.properties().branchless
+                let properties = levels[k].format.properties();
+                let last = k + 1 == levels.len();
+                repeats && !(properties.branchless && (last || !properties.unique))
             });
             if below_duplicates {
                 return Ok(Err(o));
