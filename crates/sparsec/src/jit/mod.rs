@@ -351,8 +351,10 @@ mod tests {
 
     #[test]
     fn large_sources_are_compiled_at_o2_and_user_flags_still_win() {
-        let mut toolchain = Toolchain::default();
-        toolchain.flags = ["-O3", "-fPIC", "-O0"].map(String::from).to_vec();
+        let toolchain = Toolchain {
+            flags: ["-O3", "-fPIC", "-O0"].map(String::from).to_vec(),
+            ..Default::default()
+        };
         let small = "int f(void) { return 0; }";
         let large = "x".repeat(LARGE_SOURCE_BYTES + 1);
         assert_eq!(flags_for(small, &toolchain), ["-O3", "-fPIC", "-O0"]);
