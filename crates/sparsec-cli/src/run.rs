@@ -363,7 +363,8 @@ fn report_conversions(kernel: &Kernel, inputs: &[Tensor]) {
             format!(
                 "this statement cannot read the layout of `{}` in place (blocks, slots or \
                  diagonals summed under `+`, `-` or a reduction, levels below a non-unique \
-                 level, or an order other operands impose)",
+                 level, a level the schedule's computed variables cannot locate into, or \
+                 an order other operands impose)",
                 declared.name
             )
         } else {

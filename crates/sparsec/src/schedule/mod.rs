@@ -328,16 +328,20 @@ impl Concrete {
         // by locate or by search in ordered unique coordinates.
         for (o, format) in formats.iter().enumerate() {
             let computed = |v: VarId| relations.iter().any(|r| r.parents().contains(&v));
-            let unreachable = format
-                .levels()
-                .iter()
-                .zip(&level_vars[o])
-                .any(|(spec, &v)| {
-                    let (caps, props) = (spec.format.capabilities(), spec.format.properties());
-                    let searchable = props.ordered && props.unique && caps.coord_pos_iter;
-                    computed(v) && !caps.locate && !searchable
-                });
-            if unreachable && !format.is_plain() {
+            let levels = format.levels();
+            let unreachable =
+                levels
+                    .iter()
+                    .zip(&level_vars[o])
+                    .enumerate()
+                    .any(|(k, (spec, &v))| {
+                        let (caps, props) = (spec.format.capabilities(), spec.format.properties());
+                        let searchable = props.ordered && props.unique && caps.coord_pos_iter;
+                        let below_duplicates =
+                            levels[..k].iter().any(|l| !l.format.properties().unique);
+                        computed(v) && (below_duplicates || !(caps.locate || searchable))
+                    });
+            if unreachable && format.general_equivalent() != *format {
                 return Ok(Err(o));
             }
             // Below a non-unique level, coordinate prefixes repeat; only branchless levels

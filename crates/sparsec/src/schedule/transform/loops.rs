@@ -141,7 +141,43 @@ impl Concrete {
         })
     }
 
+    /// Operands that store a variable the schedule computes (by `split`, `divide`, `fuse`
+    /// or `bound`) are located at it; a plain layout that cannot be (a level that neither
+    /// locates nor is ordered with unique coordinates, or one below a non-unique level) is
+    /// read through its general equivalent instead, which keeps the mode order and so the
+    /// level variables. Operands iterated by a position space keep their layout.
+    fn read_computed_through_copies(&mut self) {
+        let computed = |c: &Concrete, v: VarId| {
+            matches!(
+                c.replaced_by(v),
+                Some(Relation::Split { .. } | Relation::Fuse { .. } | Relation::Bound { .. })
+            )
+        };
+        for o in 0..self.accesses.len() {
+            let in_position_space = self
+                .relations
+                .iter()
+                .any(|r| matches!(r, Relation::Pos { occurrence, .. } if *occurrence == o));
+            let format = &self.formats[o];
+            if in_position_space || !format.is_plain() {
+                continue;
+            }
+            let levels = format.levels();
+            let unreachable = self.level_vars[o].iter().enumerate().any(|(k, &v)| {
+                let level = &levels[k].format;
+                let (caps, props) = (level.capabilities(), level.properties());
+                let searchable = props.ordered && props.unique && caps.coord_pos_iter;
+                let below_duplicates = levels[..k].iter().any(|l| !l.format.properties().unique);
+                computed(self, v) && (below_duplicates || !(caps.locate || searchable))
+            });
+            if unreachable {
+                self.formats[o] = format.general_equivalent();
+            }
+        }
+    }
+
     fn check_order(&mut self, text: &str) -> Result<(), ScheduleError> {
+        self.read_computed_through_copies();
         // A reduction computed into a temporary per value of `u` cannot share a loop with
         // `u` (a fused loop would sum across values of `u`).
         for &(u, v) in &self.sum_edges {
