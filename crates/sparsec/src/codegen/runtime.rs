@@ -145,7 +145,7 @@ pub mod sys {
         /// `seen`, in increasing order: by a radix sort, an introsort or a scan of the flags
         /// between the smallest and largest, whichever is cheaper. Reads `seen` there.
         pub fn sparsec_order_touched(list: *mut i64, n: i64, seen: *const c_char);
-        /// The threads a balanced parallel loop of `work` units runs on: one per 32768
+        /// The threads a balanced parallel loop of `work` units runs on: one per 262144
         /// units, at least 1, at most `threads`.
         pub fn sparsec_team(threads: i64, work: i64) -> i64;
     }
@@ -298,8 +298,8 @@ mod tests {
     fn teams_grow_with_the_work_up_to_the_threads() {
         let team = |threads, work| unsafe { sys::sparsec_team(threads, work) };
         assert_eq!(team(4, 0), 1);
-        assert_eq!(team(4, 65_535), 1);
-        assert_eq!(team(4, 65_536), 2);
+        assert_eq!(team(4, 524_287), 1);
+        assert_eq!(team(4, 524_288), 2);
         assert_eq!(team(4, 1 << 40), 4);
         assert_eq!(team(1, 1 << 40), 1);
     }
