@@ -328,11 +328,7 @@ fn report_kernel(kernel: &Kernel, compile_time: Duration) {
         (_, _, true) => "compiled",
         (_, _, false) => "loaded from cache",
     };
-    // The JIT's code runs parallel loops serially.
-    let threads = match kernel.running_backend() {
-        Backend::Jit => 1,
-        _ => kernel.threads(),
-    };
+    let threads = kernel.threads_used();
     let plural = if threads == 1 { "thread" } else { "threads" };
     crate::outln!(
         "kernel: {how} in {} (loops {}; {threads} {plural})",

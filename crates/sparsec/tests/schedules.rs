@@ -51,7 +51,7 @@ fn check_schedule(
 ) {
     let (stmt, _) = statement(expr, formats, &input_sets[0], sizes);
     let parsed = Schedule::parse(schedule).unwrap_or_else(|e| panic!("{schedule}: {e}"));
-    let mut kernel = Kernel::scheduled(stmt, &parsed, ValueType::F64, &Toolchain::default())
+    let mut kernel = Kernel::scheduled(stmt, &parsed, ValueType::F64, &split_toolchain())
         .unwrap_or_else(|e| panic!("{expr} with {schedule}: {e}"));
     for inputs in input_sets {
         let (stmt, tensors) = statement(expr, formats, inputs, sizes);
@@ -703,8 +703,7 @@ fn random_legal_chains() {
         let Ok(concrete) = applied else {
             continue;
         };
-        let Ok(mut kernel) =
-            Kernel::from_concrete(&concrete, ValueType::F64, &Toolchain::default())
+        let Ok(mut kernel) = Kernel::from_concrete(&concrete, ValueType::F64, &split_toolchain())
         else {
             continue;
         };

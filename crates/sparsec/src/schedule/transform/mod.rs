@@ -427,7 +427,8 @@ impl Concrete {
         })
     }
 
-    /// `parallelize(var, unit, races)` with OpenMP `schedule(dynamic, 1)`.
+    /// `parallelize(var, unit, races)`, in contiguous blocks of equal work, one per thread
+    /// ([`OmpSchedule::Balanced`]).
     pub fn parallelize(
         &self,
         var: &str,
@@ -438,7 +439,7 @@ impl Concrete {
             var: var.into(),
             unit,
             races,
-            schedule: OmpSchedule::Dynamic,
+            schedule: OmpSchedule::Balanced,
             chunk: 1,
         })
     }
