@@ -1198,6 +1198,17 @@ fn fusing_into_a_reduction_evaluated_per_value_is_refused() {
             && message.contains("`j` must stay inside `i`"),
         "{message}"
     );
+    // Two sums in different terms cannot share one loop either (this generated C that
+    // did not compile).
+    let inputs = vec![
+        ("A", random_coo(&mut r, &[4], 0.5)),
+        ("B", random_coo(&mut r, &[5], 0.5)),
+    ];
+    let message = schedule_error("Y = -(A(j) * A(j) - B(k))", &[], &inputs, "fuse(j,k,f1)");
+    assert!(
+        message.contains("fused variables belong to the same reduction"),
+        "{message}"
+    );
 }
 
 #[test]

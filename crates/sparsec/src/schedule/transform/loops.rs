@@ -176,6 +176,17 @@ impl Concrete {
         }
     }
 
+    /// The non-hoisted reduction that sums `v` (its own variable or one hoisted into its
+    /// temporary), or `None` for the output's variables and the reductions hoisted to it.
+    fn reduction_of(&self, v: VarId) -> Option<usize> {
+        let mut sums = Vec::new();
+        super::super::lexpr::sums(&self.rhs, &mut sums);
+        sums.iter().rposition(|sum| match sum {
+            super::super::lexpr::LExpr::Sum(own, inner, _) => *own == v || inner.contains(&v),
+            _ => false,
+        })
+    }
+
     fn check_order(&mut self, text: &str) -> Result<(), ScheduleError> {
         self.read_computed_through_copies();
         // A reduction computed into a temporary per value of `u` cannot share a loop with
@@ -191,6 +202,31 @@ impl Concrete {
                         self.vars[v].name, self.vars[u].name, self.vars[v].name, self.vars[u].name
                     ),
                 ));
+            }
+        }
+        // One loop cannot run over variables that different temporaries sum (or one that a
+        // temporary sums and one outside it): each temporary's loops are its own.
+        for rel in &self.relations {
+            if let Relation::Fuse { outer, inner, .. } = *rel {
+                let contexts = |v: VarId| -> Vec<Option<usize>> {
+                    self.roots(v)
+                        .into_iter()
+                        .map(|r| self.reduction_of(r))
+                        .collect()
+                };
+                let (a, b) = (contexts(outer), contexts(inner));
+                if a.iter().chain(&b).any(|c| *c != a[0]) {
+                    return Err(ScheduleError::new(
+                        text,
+                        "fused variables belong to the same reduction",
+                        format!(
+                            "`{}` and `{}` belong to different reductions (a term under `+`, \
+                             `-` or a denominator is reduced into its own temporary, with the \
+                             output's variables outside it)",
+                            self.vars[outer].name, self.vars[inner].name
+                        ),
+                    ));
+                }
             }
         }
         let before = |a: VarId, b: VarId| self.resolved_before(a, b);
