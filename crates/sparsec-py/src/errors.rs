@@ -43,6 +43,18 @@ create_exception!(
     "Arrays or tensors given to sparsec are malformed or do not match the statement."
 );
 
+create_exception!(
+    sparsec,
+    FileError,
+    Error,
+    "A file could not be read or written (the message names it, and the line for text files)."
+);
+
+/// The Python exception for a file error.
+pub fn file(err: sparsec::io::IoError) -> PyErr {
+    FileError::new_err(err.to_string())
+}
+
 /// The Python exception for a sparsec error. Errors that point into the expression or the
 /// schedule text carry the same annotated excerpt as the command line's report.
 pub fn to_py(err: sparsec::Error) -> PyErr {
@@ -93,5 +105,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("CompileError", py.get_type::<CompileError>())?;
     m.add("FormatError", py.get_type::<FormatError>())?;
     m.add("InputError", py.get_type::<InputError>())?;
+    m.add("FileError", py.get_type::<FileError>())?;
     Ok(())
 }

@@ -24,5 +24,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<kernel::PyAssembled>()?;
     m.add_function(wrap_pyfunction!(kernel::cache_info, m)?)?;
     m.add_function(wrap_pyfunction!(format_spelling, m)?)?;
+    m.add_function(wrap_pyfunction!(tensor::read, m)?)?;
     Ok(())
 }

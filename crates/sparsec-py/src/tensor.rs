@@ -280,6 +280,13 @@ impl PyTensor {
         built(self.tensor.convert(&format))
     }
 
+    /// Write to `path`: `.mtx` (order 1 or 2), `.tns`, `.spt` (any format, exactly) or
+    /// `.h5` (binsparse; formats of dense and compressed levels).
+    fn write(&self, py: Python<'_>, path: std::path::PathBuf) -> PyResult<()> {
+        py.detach(|| sparsec::io::write_any(&path, &self.tensor))
+            .map_err(errors::file)
+    }
+
     fn __repr__(&self) -> String {
         format!(
             "sparsec.Tensor(shape={:?}, format='{}', dtype={}, stored_values={})",
@@ -373,4 +380,25 @@ pub fn compressed_parts(
         arrays::index_array(py, indices),
         arrays::value_array(py, values),
     ))
+}
+
+/// Read `path` (`.mtx`, `.tns`, `.spt` or binsparse `.h5`) into `format` (default: the
+/// stored format of `.spt` and binsparse files, else CSR for matrices and CSF otherwise).
+#[pyfunction]
+#[pyo3(signature = (path, format=None))]
+pub fn read(py: Python<'_>, path: std::path::PathBuf, format: Option<&str>) -> PyResult<PyTensor> {
+    let file = py
+        .detach(|| sparsec::io::read_any(&path))
+        .map_err(errors::file)?;
+    let order = file.dims().len();
+    let format = match (format, &file) {
+        (Some(text), _) => parse_format(text, order)?,
+        (None, sparsec::io::TensorFile::Binary(t)) => t.format().clone(),
+        (None, _) => parse_format(if order == 2 { "csr" } else { "csf" }, order)?,
+    };
+    let value_type = match &file {
+        sparsec::io::TensorFile::Binary(t) => t.value_type(),
+        _ => ValueType::F64,
+    };
+    built(py.detach(|| file.into_tensor(&format, value_type)))
 }

@@ -27,6 +27,7 @@ a copy: the arrays the kernel produced become the NumPy arrays.
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Mapping
 from typing import Any
@@ -38,6 +39,7 @@ from . import _native
 from ._native import (
     CompileError,
     Error,
+    FileError,
     FormatError,
     InputError,
     NotationError,
@@ -49,6 +51,7 @@ __all__ = [
     "Assembled",
     "CompileError",
     "Error",
+    "FileError",
     "FormatError",
     "InputError",
     "Kernel",
@@ -58,6 +61,7 @@ __all__ = [
     "cache_info",
     "compile",
     "evaluate",
+    "read",
 ]
 
 
@@ -292,8 +296,22 @@ class Tensor:
             return sparse.GCXS(coo)
         raise InputError(f"pydata/sparse format must be \"coo\" or \"gcxs\", not {format!r}")
 
+    def write(self, path: str | os.PathLike[str]) -> None:
+        """Write to ``path``: ``.mtx`` (order 1 or 2), ``.tns``, ``.spt`` (sparsec's
+        binary file, any format exactly) or ``.h5`` (binsparse in HDF5: CSR, CSC, COO,
+        DCSR, DCSC, DVEC, DMAT, CVEC under their names, other formats of dense and
+        compressed levels as custom descriptors)."""
+        self._native.write(os.fspath(path))
+
     def __repr__(self) -> str:
         return repr(self._native)
+
+
+def read(path: str | os.PathLike[str], format: str | None = None) -> Tensor:
+    """Read a ``.mtx``, ``.tns``, ``.spt`` or binsparse ``.h5`` file into ``format``
+    (default: the stored format of ``.spt`` and binsparse files, else CSR for matrices
+    and CSF for other orders)."""
+    return Tensor(_native.read(os.fspath(path), format))
 
 
 class Assembled:

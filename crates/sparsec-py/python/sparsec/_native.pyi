@@ -1,5 +1,6 @@
 """Type stubs of the ``sparsec._native`` extension module (Rust, pyo3)."""
 
+import os
 from typing import Any
 
 import numpy as np
@@ -21,6 +22,9 @@ class FormatError(Error):
 
 class InputError(Error):
     """Arrays or tensors given to sparsec are malformed or do not match the statement."""
+
+class FileError(Error):
+    """A file could not be read or written."""
 
 class Tensor:
     """A tensor stored in a sparsec format (levels of index arrays and a value array)."""
@@ -52,6 +56,7 @@ class Tensor:
     def to_dense(self) -> np.ndarray: ...
     def compressed_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]: ...
     def convert(self, format: str) -> Tensor: ...
+    def write(self, path: str | os.PathLike[str]) -> None: ...
 
 class Assembled:
     """An output assembled once, whose values ``Kernel.compute`` recomputes in place."""
@@ -104,3 +109,4 @@ class Kernel:
 
 def cache_info() -> dict[str, int]: ...
 def format_spelling(text: str, order: int) -> str: ...
+def read(path: str | os.PathLike[str], format: str | None = None) -> Tensor: ...
