@@ -1,6 +1,7 @@
 """binsparse files: sparsec reads what the reference implementation (`binsparse` on PyPI)
 writes and the reference reads what sparsec writes, for every format both know."""
 
+import json
 import os
 import subprocess
 
@@ -64,7 +65,7 @@ def test_sparsec_reads_reference_files(tmp_path, rng, kind, shape):
     a = random_matrix(rng, shape)
     tensor, fmt = reference_tensor(kind, a)
     path = tmp_path / "a.bsp.h5"
-    binsparse.save_binsparse(path, tensor)
+    binsparse.save_binsparse(tensor, path)
     t = sparsec.read(path)
     assert t.format == sparsec._native.format_spelling(fmt, 2)
     np.testing.assert_array_equal(t.to_numpy(), a.toarray())
@@ -75,7 +76,7 @@ def test_sparsec_reads_reference_vectors(tmp_path, rng, kind):
     x = rng.standard_normal(11) * (rng.random(11) < 0.5)
     tensor, fmt = reference_tensor(kind, x)
     path = tmp_path / "x.h5"
-    binsparse.save_binsparse(path, tensor)
+    binsparse.save_binsparse(tensor, path)
     t = sparsec.read(path)
     assert t.format == sparsec._native.format_spelling(fmt, 1)
     np.testing.assert_array_equal(t.to_numpy(), x)
@@ -92,7 +93,7 @@ def test_reference_custom_format_and_int32_values(tmp_path, rng):
         ),
     )
     path = tmp_path / "custom.h5"
-    binsparse.save_binsparse(path, custom, alias=False)
+    binsparse.save_binsparse(custom, path, alias=False)
     t = sparsec.read(path)
     expected = sp.csr_array((np.arange(c.nnz, dtype=float), c.indices, c.indptr), shape=a.shape)
     np.testing.assert_array_equal(t.to_numpy(), expected.toarray())
@@ -107,7 +108,10 @@ def test_reference_reads_sparsec_files(tmp_path, rng, fmt, kind):
     path = tmp_path / "a.h5"
     sparsec.Tensor.from_scipy(a, fmt).write(path)
     loaded = binsparse.load_binsparse(path)
-    assert loaded.format == kind
+    # The reference loads COO as COOR and DMAT as DMATR, the same layouts.
+    assert loaded.format == {"COO": "COOR", "DMAT": "DMATR"}.get(kind, kind)
+    with h5py.File(path) as f:
+        assert json.loads(f.attrs["binsparse"])["binsparse"]["format"] == kind
     expected, _ = reference_tensor(kind, a)
     for field in ("pointers_to_1", "indices_0", "indices_1", "values"):
         if hasattr(expected, field):

@@ -509,6 +509,16 @@ impl Reader<'_> {
                 .filter(|&m| m < order)
                 .ok_or_else(|| format!("`transpose` does not name a dimension for level {depth}"))
         };
+        if dims.contains(&0) {
+            // No component exists; the arrays are empty or describe nothing.
+            if values.is_empty() {
+                return Ok(Coo::empty(dims.to_vec()));
+            }
+            return Err(format!(
+                "the shape {dims:?} has no components, but {} values are stored",
+                values.len()
+            ));
+        }
         // Positions of the current level, each with the storage coordinates above it.
         let mut count: usize = 1;
         let mut prefix: Vec<i64> = Vec::new();
