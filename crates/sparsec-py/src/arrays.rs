@@ -30,14 +30,22 @@ fn describe(obj: &Bound<'_, PyAny>) -> String {
     }
 }
 
+/// The elements of `array` in row-major order: one copy of its memory when it is
+/// C-contiguous, else a walk through its strides. (`as_slice` alone would also accept a
+/// Fortran-ordered array and read it column by column.)
+fn row_major<T: numpy::Element + Copy, D: numpy::ndarray::Dimension>(
+    array: &numpy::PyReadonlyArray<'_, T, D>,
+) -> Vec<T> {
+    match array.as_slice() {
+        Ok(s) if array.is_c_contiguous() => s.to_vec(),
+        _ => array.as_array().iter().copied().collect(),
+    }
+}
+
 /// A 1-D array of `int64` or `int32` indices, as `i64`.
 pub fn indices(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Vec<i64>> {
     if let Ok(a) = obj.cast::<PyArray1<i64>>() {
-        let a = a.readonly();
-        return Ok(match a.as_slice() {
-            Ok(s) => s.to_vec(),
-            Err(_) => a.as_array().iter().copied().collect(),
-        });
+        return Ok(row_major(&a.readonly()));
     }
     if let Ok(a) = obj.cast::<PyArray1<i32>>() {
         let a = a.readonly();
@@ -103,13 +111,11 @@ pub fn values(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Values> {
 pub fn dense(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<(Vec<usize>, Values)> {
     if let Ok(a) = obj.cast::<PyArrayDyn<f64>>() {
         let a = a.readonly();
-        let v = a.as_array();
-        return Ok((v.shape().to_vec(), Values::F64(v.iter().copied().collect())));
+        return Ok((a.shape().to_vec(), Values::F64(row_major(&a))));
     }
     if let Ok(a) = obj.cast::<PyArrayDyn<f32>>() {
         let a = a.readonly();
-        let v = a.as_array();
-        return Ok((v.shape().to_vec(), Values::F32(v.iter().copied().collect())));
+        return Ok((a.shape().to_vec(), Values::F32(row_major(&a))));
     }
     Err(errors::input(format!(
         "{what} must be a NumPy array of float64 or float32 values, not {}",

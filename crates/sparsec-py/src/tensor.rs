@@ -2,8 +2,8 @@
 
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
-use sparsec::format::Format;
-use sparsec::ir::ArrayKind;
+use sparsec::format::{Format, LevelStorage};
+use sparsec::ir::{ArrayKind, ParamKind};
 use sparsec::tensor::{Coo, Tensor, ValueType, Values};
 
 use crate::arrays;
@@ -103,9 +103,11 @@ impl PyTensor {
         let format = parse_format(format, dims.len())?;
         let value_type = values.value_type();
         if format == Format::dense(dims.len()) {
-            let mut tensor = Tensor::zeros(&dims, value_type);
-            *tensor.values_mut() = values;
-            return Ok(PyTensor { tensor });
+            if let Some(levels) = plain_levels(&format, &dims, |_, _| None) {
+                return Ok(PyTensor {
+                    tensor: Tensor::from_parts(dims, format, levels, values),
+                });
+            }
         }
         let mut coo = Coo::empty(dims.clone());
         let mut coord = vec![0i64; dims.len()];
@@ -166,19 +168,20 @@ impl PyTensor {
         if is_scipy_compressed(&format, column_major)
             && is_canonical(&indptr, &indices, outer, inner)
         {
-            let empty = Tensor::from_coo_owned(Coo::empty(dims), &format, value_type)
-                .map_err(|e| errors::to_py(e.into()))?;
-            let (dims, format, mut levels, _) = empty.into_parts();
-            for (kind, array) in &mut levels[1].arrays {
-                match kind {
-                    ArrayKind::Pos => *array = std::mem::take(&mut indptr),
-                    ArrayKind::Idx => *array = std::mem::take(&mut indices),
-                    _ => {}
-                }
-            }
-            return Ok(PyTensor {
-                tensor: Tensor::from_parts(dims, format, levels, values),
+            let levels = plain_levels(&format, &dims, |level, kind| match (level, kind) {
+                (1, ArrayKind::Pos) => Some(std::mem::take(&mut indptr)),
+                (1, ArrayKind::Idx) => Some(std::mem::take(&mut indices)),
+                _ => None,
             });
+            if let Some(levels) = levels {
+                return Ok(PyTensor {
+                    tensor: Tensor::from_parts(dims, format, levels, values),
+                });
+            }
+            return Err(errors::format(format!(
+                "format `{}` does not store the arrays of compressed rows or columns",
+                format.spelling()
+            )));
         }
         if indptr.len() != outer + 1
             || indptr.first() != Some(&0)
@@ -296,6 +299,38 @@ impl PyTensor {
             self.tensor.stored_values()
         )
     }
+}
+
+/// The level storage of a plain `format` over `dims` whose levels store only a size
+/// parameter and the arrays `array(level, kind)` gives (`level` counted from 0), without
+/// packing anything; `None` when a level needs an array not given or another parameter.
+fn plain_levels(
+    format: &Format,
+    dims: &[usize],
+    mut array: impl FnMut(usize, ArrayKind) -> Option<Vec<i64>>,
+) -> Option<Vec<LevelStorage>> {
+    let modes = format.mode_order()?;
+    format
+        .levels()
+        .iter()
+        .zip(modes)
+        .enumerate()
+        .map(|(k, (spec, mode))| {
+            let arrays = spec
+                .format
+                .arrays()
+                .iter()
+                .map(|&kind| array(k, kind).map(|a| (kind, a)))
+                .collect::<Option<Vec<_>>>()?;
+            let params = spec
+                .format
+                .params()
+                .iter()
+                .map(|&kind| (kind == ParamKind::Size).then(|| (kind, dims[mode] as i64)))
+                .collect::<Option<Vec<_>>>()?;
+            Some(LevelStorage { arrays, params })
+        })
+        .collect()
 }
 
 /// Values widened to `f64`, as coordinate lists hold them.

@@ -102,9 +102,11 @@ def _pydata_sparse_type(obj: Any) -> str | None:
 def _native_tensor(obj: Any, format: str | None, name: str = "tensor") -> _native.Tensor:
     """A native tensor holding ``obj``, stored in ``format`` when that is given."""
     if isinstance(obj, Tensor):
-        return obj._native if format is None else obj._native.convert(format)
+        obj = obj._native
     if isinstance(obj, _native.Tensor):
-        return obj if format is None else obj.convert(format)
+        if format is None or _native.format_spelling(format, obj.order) == obj.format:
+            return obj
+        return obj.convert(format)
     if _sp.issparse(obj):
         return _from_scipy(obj, format, name)
     kind = _pydata_sparse_type(obj)
