@@ -166,7 +166,7 @@ fn parse_levels(mut desc: &Value) -> Result<Vec<Level1>, String> {
         let rank = desc
             .get("rank")
             .and_then(Value::as_u64)
-            .filter(|&r| r >= 1 && r <= 64)
+            .filter(|r| (1..=64).contains(r))
             .ok_or_else(|| format!("the {kind} level needs a `rank` from 1 to 64"))?
             as usize;
         levels.push(match kind {
