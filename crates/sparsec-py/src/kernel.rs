@@ -201,22 +201,26 @@ impl PyKernel {
     }
 
     /// The compiled kernel for `key`: the last one, one from the memo, or a new one.
+    /// No lock is held while the GIL is released: another thread holding the GIL may be
+    /// waiting for it.
     fn kernel_for(
         &self,
         py: Python<'_>,
         key: KernelKey,
         formats: &[Format],
     ) -> PyResult<Arc<Kernel>> {
-        let mut last = self.last.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some((k, kernel)) = last.as_ref() {
-            if *k == key {
-                return Ok(kernel.clone());
+        {
+            let last = self.last.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some((k, kernel)) = last.as_ref() {
+                if *k == key {
+                    return Ok(kernel.clone());
+                }
             }
         }
-        let kernel =
-            py.detach(|| compile_memoized(&key, formats, self.schedule.as_ref().map(|s| &s.1)));
-        let kernel = kernel.map_err(errors::to_py)?;
-        *last = Some((key, kernel.clone()));
+        let kernel = py
+            .detach(|| compile_memoized(&key, formats, self.schedule.as_ref().map(|s| &s.1)))
+            .map_err(errors::to_py)?;
+        *self.last.lock().unwrap_or_else(|e| e.into_inner()) = Some((key, kernel.clone()));
         Ok(kernel)
     }
 
@@ -490,6 +494,7 @@ impl PyKernel {
             .map_err(errors::to_py)?;
         Ok(PyAssembled {
             kernel,
+            value_type: assembled.tensor().value_type(),
             assembled: Mutex::new(assembled),
         })
     }
@@ -513,14 +518,18 @@ impl PyKernel {
                  types, or by another kernel; assemble it again",
             ));
         }
-        let mut output = assembled
-            .assembled
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
-        let output: &mut Assembled = &mut output;
-        py.detach(|| kernel.compute(&tensors, initial, output))
-            .map(|_| ())
-            .map_err(errors::to_py)
+        // The lock is taken without the GIL, so that a thread holding the GIL and waiting
+        // for it cannot keep this one from finishing.
+        py.detach(|| {
+            let mut output = assembled
+                .assembled
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
+            let output: &mut Assembled = &mut output;
+            kernel.compute(&tensors, initial, output)
+        })
+        .map(|_| ())
+        .map_err(errors::to_py)
     }
 
     /// The C source of the kernel last run (for the JIT backend, the C equivalent of the
@@ -584,25 +593,26 @@ impl PyKernel {
 pub struct PyAssembled {
     kernel: Arc<Kernel>,
     assembled: Mutex<Assembled>,
+    value_type: ValueType,
 }
 
 #[pymethods]
 impl PyAssembled {
     /// A copy of the output as it is now (see `Kernel.run` for its form).
     fn output<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let tensor = self
-            .assembled
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .tensor()
-            .clone();
+        let tensor = py.detach(|| {
+            self.assembled
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .tensor()
+                .clone()
+        });
         output_to_py(py, tensor)
     }
 
     /// The dtype of the output's values.
     #[getter]
     fn dtype(&self) -> &'static str {
-        let assembled = self.assembled.lock().unwrap_or_else(|e| e.into_inner());
-        dtype_name(assembled.tensor().value_type())
+        dtype_name(self.value_type)
     }
 }
