@@ -152,3 +152,24 @@ def test_cli_converts_mtx_to_binsparse_and_back(tmp_path):
     back = tmp_path / "back.mtx"
     subprocess.run([exe, "convert", str(out), str(back)], check=True, capture_output=True)
     np.testing.assert_allclose(scipy.io.mmread(back).toarray(), a.toarray())
+
+
+def test_unsorted_and_duplicate_entries_in_reference_files_are_summed(tmp_path):
+    # Row 0 holds column 2 twice and its columns out of order; COO entries unsorted.
+    csr = binsparse.CSRMatrix(
+        (2, 3), 4, pointers_to_1=np.array([0, 3, 4]), indices_1=np.array([2, 0, 2, 1]), values=np.array([1.0, 2.0, 3.0, 4.0])
+    )
+    coo = binsparse.COOMatrix(
+        (2, 3), 3, indices_0=np.array([1, 0, 1]), indices_1=np.array([1, 2, 1]), values=np.array([5.0, 6.0, 7.0])
+    )
+    binsparse.save_binsparse(csr, tmp_path / "csr.h5")
+    binsparse.save_binsparse(coo, tmp_path / "coo.h5")
+    np.testing.assert_array_equal(sparsec.read(tmp_path / "csr.h5").to_numpy(), [[2.0, 0.0, 4.0], [0.0, 4.0, 0.0]])
+    np.testing.assert_array_equal(sparsec.read(tmp_path / "coo.h5").to_numpy(), [[0.0, 0.0, 6.0], [0.0, 12.0, 0.0]])
+
+
+def test_files_that_are_not_binsparse_are_refused(tmp_path):
+    with h5py.File(tmp_path / "plain.h5", "w") as f:
+        f["values"] = np.ones(3)
+    with pytest.raises(sparsec.FileError, match="no `binsparse` attribute"):
+        sparsec.read(tmp_path / "plain.h5")

@@ -32,7 +32,7 @@ pub const BINSPARSE_VERSION: &str = "0.1.0";
 /// One level of a binsparse descriptor (the `element` level that ends every descriptor is
 /// implicit).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Level1 {
+enum BinsparseLevel {
     Dense { rank: usize },
     Sparse { rank: usize },
 }
@@ -41,20 +41,20 @@ enum Level1 {
 /// position (`None`: the identity).
 #[derive(Clone, Debug, PartialEq, Eq)]
 struct Layout {
-    levels: Vec<Level1>,
+    levels: Vec<BinsparseLevel>,
     transpose: Option<Vec<usize>>,
 }
 
-const D: Level1 = Level1::Dense { rank: 1 };
-const S: Level1 = Level1::Sparse { rank: 1 };
+const D: BinsparseLevel = BinsparseLevel::Dense { rank: 1 };
+const S: BinsparseLevel = BinsparseLevel::Sparse { rank: 1 };
 
 /// The formats binsparse names, with their layouts.
 fn named_layouts() -> [(&'static str, Layout); 12] {
-    let layout = |levels: &[Level1], transposed: bool| Layout {
+    let layout = |levels: &[BinsparseLevel], transposed: bool| Layout {
         levels: levels.to_vec(),
         transpose: transposed.then(|| vec![1, 0]),
     };
-    let coo = Level1::Sparse { rank: 2 };
+    let coo = BinsparseLevel::Sparse { rank: 2 };
     [
         ("DVEC", layout(&[D], false)),
         ("DMAT", layout(&[D, D], false)),
@@ -97,7 +97,7 @@ fn layout_of(format: &Format) -> Result<Layout, String> {
                     .iter()
                     .take_while(|s| s.format.name() == "singleton")
                     .count();
-                levels.push(Level1::Sparse {
+                levels.push(BinsparseLevel::Sparse {
                     rank: 1 + singletons,
                 });
                 k += singletons;
@@ -119,9 +119,9 @@ fn format_of(layout: &Layout, order: usize) -> Result<Format, String> {
     let mut levels: Vec<Level> = Vec::new();
     for level in &layout.levels {
         match *level {
-            Level1::Dense { rank } => levels.extend((0..rank).map(|_| Dense::level())),
-            Level1::Sparse { rank: 1 } => levels.push(Compressed::level(true, true)),
-            Level1::Sparse { rank } => {
+            BinsparseLevel::Dense { rank } => levels.extend((0..rank).map(|_| Dense::level())),
+            BinsparseLevel::Sparse { rank: 1 } => levels.push(Compressed::level(true, true)),
+            BinsparseLevel::Sparse { rank } => {
                 levels.push(Compressed::level(true, false));
                 levels.extend((2..rank).map(|_| Singleton::level(true, false)));
                 levels.push(Singleton::level(true, true));
@@ -141,19 +141,19 @@ fn format_of(layout: &Layout, order: usize) -> Result<Format, String> {
     Format::with_mode_order(levels, &mode_order).map_err(|e| format!("transpose: {e}"))
 }
 
-fn level_json(levels: &[Level1]) -> Value {
+fn level_json(levels: &[BinsparseLevel]) -> Value {
     match levels.split_first() {
         None => json!({ "level_desc": "element" }),
-        Some((Level1::Dense { rank }, rest)) => {
+        Some((BinsparseLevel::Dense { rank }, rest)) => {
             json!({ "level_desc": "dense", "rank": rank, "level": level_json(rest) })
         }
-        Some((Level1::Sparse { rank }, rest)) => {
+        Some((BinsparseLevel::Sparse { rank }, rest)) => {
             json!({ "level_desc": "sparse", "rank": rank, "level": level_json(rest) })
         }
     }
 }
 
-fn parse_levels(mut desc: &Value) -> Result<Vec<Level1>, String> {
+fn parse_levels(mut desc: &Value) -> Result<Vec<BinsparseLevel>, String> {
     let mut levels = Vec::new();
     loop {
         let kind = desc
@@ -170,8 +170,8 @@ fn parse_levels(mut desc: &Value) -> Result<Vec<Level1>, String> {
             .ok_or_else(|| format!("the {kind} level needs a `rank` from 1 to 64"))?
             as usize;
         levels.push(match kind {
-            "dense" => Level1::Dense { rank },
-            "sparse" => Level1::Sparse { rank },
+            "dense" => BinsparseLevel::Dense { rank },
+            "sparse" => BinsparseLevel::Sparse { rank },
             other => return Err(format!("unknown level_desc `{other}`")),
         });
         desc = desc
@@ -531,7 +531,7 @@ impl Reader<'_> {
             .fold(values.len(), usize::max);
         for level in &layout.levels {
             match *level {
-                Level1::Dense { rank } => {
+                BinsparseLevel::Dense { rank } => {
                     let sizes = (depth..depth + rank)
                         .map(|d| mode_of(d).map(|m| dims[m]))
                         .collect::<Result<Vec<_>, _>>()?;
@@ -560,7 +560,7 @@ impl Reader<'_> {
                     prefix = expanded;
                     count = next;
                 }
-                Level1::Sparse { rank } => {
+                BinsparseLevel::Sparse { rank } => {
                     let indices = (depth..depth + rank)
                         .map(|d| self.indices(&format!("indices_{d}")))
                         .collect::<Result<Vec<_>, _>>()?;
@@ -597,7 +597,7 @@ impl Reader<'_> {
                 }
             }
             depth += match *level {
-                Level1::Dense { rank } | Level1::Sparse { rank } => rank,
+                BinsparseLevel::Dense { rank } | BinsparseLevel::Sparse { rank } => rank,
             };
         }
         if count != values.len() {
