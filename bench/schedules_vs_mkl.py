@@ -5,8 +5,9 @@ In one run, at 1 and 2 threads: SpMV, SpMM, MTTKRP and SDDMM with the CPU schedu
 the scheduling paper (/work/shared/spec/scheduling.md section 6) driven through the
 `sparsec run` CLI, MKL's inspector-executor sparse BLAS through `sparse_dot_mkl`, and
 scipy/numpy (single-threaded, reported once per kernel and input), on identical data.
-Prints a table of medians, sparsec/MKL and sparsec/SciPy ratios with geometric means,
-SpMV bandwidth next to a STREAM-style copy bandwidth, and writes a CSV.
+Prints a table of medians, sparsec/MKL, sparsec/SciPy and sparsec/best-peer ratios with
+geometric means, SpMV bandwidth next to STREAM-style copy and triad bandwidths measured in
+the same run, and writes a CSV.
 
     python3 bench/schedules_vs_mkl.py                          # full run
     python3 bench/schedules_vs_mkl.py --quick --runs 3 \\
@@ -609,8 +610,10 @@ class Row:
     assembly_ms: float = float("nan")
     gbps: float = float("nan")  # SpMV only
     copy_fraction: float = float("nan")  # gbps / STREAM copy at the same threads
+    triad_fraction: float = float("nan")  # gbps / STREAM triad at the same threads
     ratio_mkl: float = float("nan")  # sparsec / the faster MKL row, same threads
     ratio_scipy: float = float("nan")  # sparsec / SciPy (single-threaded)
+    ratio_best: float = float("nan")  # sparsec / the fastest peer (MKL same threads, SciPy)
 
     @property
     def ok(self) -> bool:
@@ -672,8 +675,8 @@ def spmv_bytes(a: sp.csr_matrix) -> int:
     return a.nnz * (8 + 8) + rows * 8 * 2 + cols * 8
 
 
-def stream_copy(dir_: str, threads: List[int]) -> Tuple[Dict[int, float], str]:
-    """Best STREAM-style copy GB/s per thread count, from bench/stream_copy.c."""
+def stream_copy(dir_: str, threads: List[int]) -> Tuple[Dict[int, Tuple[float, float]], str]:
+    """Best STREAM-style (copy, triad) GB/s per thread count, from bench/stream_copy.c."""
     src = os.path.join(ROOT, "bench", "stream_copy.c")
     exe = os.path.join(dir_, "stream_copy")
     compiler = shutil.which("gcc") or shutil.which("cc")
@@ -687,13 +690,14 @@ def stream_copy(dir_: str, threads: List[int]) -> Tuple[Dict[int, float], str]:
     for t in threads:
         p = subprocess.run([exe], capture_output=True, text=True,
                            env=dict(os.environ, OMP_NUM_THREADS=str(t)))
-        m = re.search(r"best_copy_gbps\s+([0-9.]+)", p.stdout)
+        m = re.search(r"best_copy_gbps\s+([0-9.]+)\s+best_triad_gbps\s+([0-9.]+)", p.stdout)
         if m:
-            out[t] = float(m.group(1))
+            out[t] = (float(m.group(1)), float(m.group(2)))
     return out, ""
 
 
-def measure_input(args, inp: Input, kernels: List[Kernel], mkl, stream: Dict[int, float],
+def measure_input(args, inp: Input, kernels: List[Kernel], mkl,
+                  stream: Dict[int, Tuple[float, float]],
                   warnings: List[str]) -> List[Row]:
     t0 = time.perf_counter()
     data = load_matrix(inp.path) if inp.order == 2 else load_tensor(inp.path)
@@ -760,7 +764,7 @@ def mkl_rows(kernel: Kernel, inp: Input, nnz: int, threads: int, state, mkl, run
 
 def add_ratios(rows: List[Row]) -> None:
     """sparsec / MKL at the same thread count (the faster of MKL's two rows), sparsec /
-    SciPy (single-threaded)."""
+    SciPy (single-threaded), sparsec / the faster of the two."""
     mkl: Dict[int, float] = {}
     for r in rows:
         if r.tool.startswith("mkl") and r.ok:
@@ -770,13 +774,19 @@ def add_ratios(rows: List[Row]) -> None:
         if r.tool == "sparsec" and r.ok:
             r.ratio_mkl = r.median_ms / mkl.get(r.threads, float("nan"))
             r.ratio_scipy = r.median_ms / scipy_ms
+            best = min((t for t in (mkl.get(r.threads), scipy_ms)
+                        if t is not None and math.isfinite(t)), default=float("nan"))
+            r.ratio_best = r.median_ms / best
 
 
-def add_bandwidth(rows: List[Row], nbytes: int, stream: Dict[int, float]) -> None:
+def add_bandwidth(rows: List[Row], nbytes: int,
+                  stream: Dict[int, Tuple[float, float]]) -> None:
     for r in rows:
         if r.ok and r.median_ms > 0:
             r.gbps = nbytes / (r.median_ms * 1e-3) / 1e9
-            r.copy_fraction = r.gbps / stream.get(r.threads, float("nan"))
+            copy, triad = stream.get(r.threads, (float("nan"), float("nan")))
+            r.copy_fraction = r.gbps / copy
+            r.triad_fraction = r.gbps / triad
 
 
 # --------------------------------------------------------------------------------------
@@ -821,7 +831,8 @@ def call_overheads(mkl, runs: int = 200) -> str:
 
 
 def report(rows: List[Row], kernels: List[Kernel], args, mkl_note: str, overheads: str,
-           stream: Dict[int, float], stream_problem: str, load: Tuple[float, float],
+           stream: Dict[int, Tuple[float, float]], stream_problem: str,
+           load: Tuple[float, float],
            inputs: List[Input], warnings: List[str]) -> None:
     print(f"\nmedian of {args.runs} runs after one warm-up; times in ms; sparsec time = "
           "compute + assembly medians of `sparsec run --time`; ratios = sparsec / peer "
@@ -839,10 +850,11 @@ def report(rows: List[Row], kernels: List[Kernel], args, mkl_note: str, overhead
             print(f"input {inp.name}: {inp.note}, {inp.path}")
     print(f"per-call overhead of the Python peers (SpMV of a 1 x 1 matrix): {overheads}")
     if stream:
-        print("STREAM copy: " + ", ".join(f"{t} thread{'s' * (t > 1)} {stream[t]:.1f} GB/s"
-                                          for t in sorted(stream)))
+        print("STREAM copy / triad: " + ", ".join(
+            f"{t} thread{'s' * (t > 1)} {stream[t][0]:.1f} / {stream[t][1]:.1f} GB/s"
+            for t in sorted(stream)))
     elif stream_problem:
-        print(f"STREAM copy: not measured ({stream_problem})")
+        print(f"STREAM: not measured ({stream_problem})")
     for kernel in kernels:
         krows = [r for r in rows if r.kernel == kernel.name]
         if not krows:
@@ -853,18 +865,21 @@ def report(rows: List[Row], kernels: List[Kernel], args, mkl_note: str, overhead
             print(kernel.mkl_note)
         spmv = kernel.name == "spmv"
         headers = ["input", "nnz", "thr", "tool", "schedule", "median ms", "asm ms",
-                   "sparsec/MKL", "sparsec/SciPy"] + (["GB/s", "of copy"] if spmv else [])
+                   "sparsec/MKL", "sparsec/SciPy", "sparsec/best"] + \
+            (["GB/s", "of copy", "of triad"] if spmv else [])
         table = []
         for r in krows:
             time_cell = fmt(r.median_ms) if r.ok else r.status.split(":")[0]
             cells = [r.input, str(r.nnz), str(r.threads), r.tool, r.variant, time_cell,
-                     fmt(r.assembly_ms), fmt(r.ratio_mkl, 2), fmt(r.ratio_scipy, 2)]
+                     fmt(r.assembly_ms), fmt(r.ratio_mkl, 2), fmt(r.ratio_scipy, 2),
+                     fmt(r.ratio_best, 2)]
             if spmv:
-                cells += [fmt(r.gbps, 2), fmt(100 * r.copy_fraction, 0) + "%"
-                          if math.isfinite(r.copy_fraction) else "-"]
+                cells += [fmt(r.gbps, 2)] + [fmt(100 * f, 0) + "%" if math.isfinite(f) else "-"
+                                             for f in (r.copy_fraction, r.triad_fraction)]
             table.append(cells)
-        print_table(headers, table, right={1, 2, 5, 6, 7, 8, 9, 10})
+        print_table(headers, table, right={1, 2, 5, 6, 7, 8, 9, 10, 11, 12})
     print_geomeans(rows)
+    print_speedups(rows, args.threads)
     failed: Dict[str, List[str]] = {}
     for r in rows:
         if not r.ok:
@@ -895,11 +910,35 @@ def print_geomeans(rows: List[Row]) -> None:
     for (kernel, variant, threads), rs in groups.items():
         vs_mkl = [r.ratio_mkl for r in rs if math.isfinite(r.ratio_mkl)]
         vs_scipy = [r.ratio_scipy for r in rs if math.isfinite(r.ratio_scipy)]
+        vs_best = [r.ratio_best for r in rs if math.isfinite(r.ratio_best)]
         table.append([kernel, variant, str(threads),
                       fmt(geomean(vs_mkl), 3), str(len(vs_mkl)),
-                      fmt(geomean(vs_scipy), 3), str(len(vs_scipy))])
-    print_table(["kernel", "schedule", "thr", "sparsec/MKL", "n", "sparsec/SciPy", "n"],
-                table, right={2, 3, 4, 5, 6})
+                      fmt(geomean(vs_scipy), 3), str(len(vs_scipy)),
+                      fmt(geomean(vs_best), 3), str(len(vs_best))])
+    print_table(["kernel", "schedule", "thr", "sparsec/MKL", "n", "sparsec/SciPy", "n",
+                 "sparsec/best", "n"], table, right={2, 3, 4, 5, 6, 7, 8})
+
+
+def print_speedups(rows: List[Row], threads: List[int]) -> None:
+    """sparsec's time at the fewest threads over its time at the most, per kernel and
+    schedule: the geometric mean and the worst input."""
+    if len(threads) < 2:
+        return
+    lo, hi = min(threads), max(threads)
+    times: Dict[Tuple[str, str, str], Dict[int, float]] = {}
+    for r in rows:
+        if r.tool == "sparsec" and r.ok:
+            times.setdefault((r.kernel, r.variant, r.input), {})[r.threads] = r.median_ms
+    groups: Dict[Tuple[str, str], List[Tuple[float, str]]] = {}
+    for (kernel, variant, inp), t in times.items():
+        if lo in t and hi in t and t[hi] > 0:
+            groups.setdefault((kernel, variant), []).append((t[lo] / t[hi], inp))
+    print(f"\n### sparsec speed-up from {lo} to {hi} threads (time at {lo} / time at {hi})")
+    table = [[kernel, variant, fmt(geomean([s for s, _ in xs]), 2),
+              f"{min(xs)[0]:.2f} ({min(xs)[1]})", str(len(xs))]
+             for (kernel, variant), xs in groups.items()]
+    print_table(["kernel", "schedule", "geomean", "worst (input)", "n"], table,
+                right={2, 4})
 
 
 def write_csv(path: str, rows: List[Row]) -> None:

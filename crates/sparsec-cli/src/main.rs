@@ -1,14 +1,7 @@
-//! The `sparsec` command line: a thin dispatcher over one module per subcommand.
-
-mod convert;
-mod emit;
-mod formats;
-mod info;
-mod run;
-mod spec;
-mod taco;
+//! The `sparsec` command line: a thin dispatcher over the library's module per subcommand.
 
 use clap::{Parser, Subcommand};
+use sparsec_cli::{convert, emit, formats, info, run, taco};
 
 /// sparsec: a sparse tensor algebra compiler.
 #[derive(Parser)]

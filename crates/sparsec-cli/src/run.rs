@@ -328,11 +328,7 @@ fn report_kernel(kernel: &Kernel, compile_time: Duration) {
         (_, _, true) => "compiled",
         (_, _, false) => "loaded from cache",
     };
-    // The JIT's code runs parallel loops serially.
-    let threads = match kernel.running_backend() {
-        Backend::Jit => 1,
-        _ => kernel.threads(),
-    };
+    let threads = kernel.threads_used();
     let plural = if threads == 1 { "thread" } else { "threads" };
     crate::outln!(
         "kernel: {how} in {} (loops {}; {threads} {plural})",
@@ -355,13 +351,28 @@ fn report_conversions(kernel: &Kernel, inputs: &[Tensor]) {
             Some(k) => format!("{} stored entries copied", inputs[k].stored_values()),
             None => "the result is converted back after every run".to_string(),
         };
+        let transposed = matches!(
+            (declared.format.mode_order(), operand.format.mode_order()),
+            (Some(stored), Some(read)) if stored != read
+        );
+        let why = if !transposed {
+            format!(
+                "this statement cannot read the layout of `{}` in place (blocks, slots or \
+                 diagonals summed under `+`, `-` or a reduction, levels below a non-unique \
+                 level, a level the schedule's computed variables cannot locate into, or \
+                 an order other operands impose)",
+                declared.name
+            )
+        } else {
+            format!(
+                "the loop order ({}) does not follow the storage of `{}`",
+                kernel.loop_order().join(", "),
+                declared.name
+            )
+        };
         eprintln!(
-            "note: the loop order ({}) does not follow the storage of `{}`: it is converted \
-             from {} to {} at every run ({what})",
-            kernel.loop_order().join(", "),
-            declared.name,
-            declared.format,
-            operand.format,
+            "note: {why}: it is converted from {} to {} at every run ({what})",
+            declared.format, operand.format,
         );
     }
 }

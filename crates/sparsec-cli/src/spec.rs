@@ -9,7 +9,7 @@ use sparsec::format::Format;
 use sparsec::io::{self, TensorFile};
 use sparsec::jit::Toolchain;
 use sparsec::kernel::{Backend, Kernel};
-use sparsec::lower::{self, Lowered};
+use sparsec::lower::Lowered;
 use sparsec::notation::ast::{Assignment, Expr, ExprKind};
 use sparsec::notation::cin::Statement;
 use sparsec::notation::{self, TensorDecl};
@@ -57,7 +57,8 @@ pub struct SpecArgs {
 #[derive(clap::Args, Debug, Clone, Default)]
 pub struct ScheduleArgs {
     /// Scheduling transformations, e.g. "split(i,i0,i1,32),parallelize(i0,CPUThread,NoRaces)".
-    /// Without one, the outermost loop runs on all threads when that is race-free.
+    /// Unless they parallelize a loop, the outermost loop runs on all threads when that is
+    /// race-free.
     #[arg(short = 's', long = "schedule", value_name = "TRANSFORMS")]
     pub schedule: Option<String>,
 }
@@ -82,10 +83,10 @@ impl ScheduleArgs {
     /// Lower the statement with this schedule.
     pub fn lower(&self, statement: &Statement) -> Result<Lowered> {
         let lowered = match self.concrete(statement)? {
-            Some(c) => lower::lower(&c),
-            None => Concrete::new(statement)
-                .and_then(|c| sparsec::kernel::lower_with_default_parallelism(&c)),
-        };
+            Some(c) => Ok(c),
+            None => Concrete::new(statement),
+        }
+        .and_then(|c| sparsec::kernel::lower_with_default_parallelism(&c));
         lowered
             .map_err(|e| Report::new(sparsec::Error::from(e)))
             .wrap_err("cannot compile the statement")

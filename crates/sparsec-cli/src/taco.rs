@@ -72,9 +72,33 @@ struct Request {
     write_source: Option<PathBuf>,
 }
 
-/// Run the `taco` subcommand.
-pub fn taco(args: &TacoArgs) -> Result<()> {
-    let request = Request::parse(&args.args)?;
+/// A TACO command line in sparsec's terms: what [`taco`] prints and runs.
+#[derive(Debug)]
+pub struct Translation {
+    /// The expression with its formats, inputs, sizes and schedule.
+    pub statement: StatementArgs,
+    /// sparsec generators (`-g NAME:KIND`) for TACO's fills.
+    pub generate: Vec<String>,
+    /// `-o NAME:FILE`.
+    pub output: Option<String>,
+    /// Timed runs (`-time`).
+    pub time: Option<usize>,
+    /// Threads (`-nthreads`).
+    pub threads: Option<usize>,
+    /// Whether the compute kernel is printed (asked for, or nothing else to do).
+    pub print_compute: bool,
+    /// Whether the assembly kernel is printed.
+    pub print_assembly: bool,
+    /// Where the whole C source is written (`-write-source`).
+    pub write_source: Option<PathBuf>,
+    /// Whether the statement runs: an input is read or generated.
+    pub evaluate: bool,
+}
+
+/// Translate TACO's arguments (the expression and `-NAME=VALUE` options) without reading
+/// any file or compiling anything.
+pub fn translate(args: &[String]) -> Result<Translation> {
+    let request = Request::parse(args)?;
     let Some(expr) = request.expr.clone() else {
         return Err(miette!(
             help = "e.g. sparsec taco \"y(i) = A(i,j) * x(j)\" -f=A:ds",
@@ -103,25 +127,41 @@ pub fn taco(args: &TacoArgs) -> Result<()> {
     // TACO prints the compute kernel when it is asked for nothing else.
     let print_compute = request.print_compute
         || !(request.print_assembly || evaluate || request.write_source.is_some());
-    if request.print_assembly {
-        emit_with(&statement, true, false)?;
+    Ok(Translation {
+        statement,
+        generate,
+        output: request.output,
+        time: request.time,
+        threads: request.threads,
+        print_compute,
+        print_assembly: request.print_assembly,
+        write_source: request.write_source,
+        evaluate,
+    })
+}
+
+/// Run the `taco` subcommand.
+pub fn taco(args: &TacoArgs) -> Result<()> {
+    let t = translate(&args.args)?;
+    if t.print_assembly {
+        emit_with(&t.statement, true, false)?;
     }
-    if print_compute {
-        emit_with(&statement, false, true)?;
+    if t.print_compute {
+        emit_with(&t.statement, false, true)?;
     }
-    if let Some(file) = &request.write_source {
-        let source = emit::source(&statement)?;
+    if let Some(file) = &t.write_source {
+        let source = emit::source(&t.statement)?;
         std::fs::write(file, source)
             .into_diagnostic()
             .wrap_err_with(|| format!("-write-source={}", file.display()))?;
     }
-    if evaluate {
+    if t.evaluate {
         run::run(&RunArgs {
-            statement,
-            threads: request.threads,
-            generate,
-            output: request.output,
-            time: request.time,
+            statement: t.statement,
+            threads: t.threads,
+            generate: t.generate,
+            output: t.output,
+            time: t.time,
             check: false,
             backend: BackendArg::Tiered,
             seed: 42,

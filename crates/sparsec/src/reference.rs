@@ -56,6 +56,10 @@ struct Func {
     vars: Vec<VarId>,
     entries: Map<Vec<usize>, f64>,
     fill: f64,
+    /// The fill is a structural zero: the unlisted coordinates are entries no operand
+    /// stores (rather than values computed there), which annihilate a product or a
+    /// numerator whatever the other operand holds there, infinities included.
+    structural: bool,
 }
 
 impl Func {
@@ -64,6 +68,7 @@ impl Func {
             vars: Vec::new(),
             entries: Map::default(),
             fill,
+            structural: false,
         }
     }
 
@@ -88,14 +93,12 @@ struct Cx<'a> {
     magnitude: bool,
 }
 
-/// `x op y`, with the sparse rule for division: the numerator's zeros decide, so 0 / anything
-/// is 0 (no NaN from 0/0).
+/// `x op y` in IEEE arithmetic (stored values, explicit zeros included).
 fn apply(op: Op, x: f64, y: f64) -> f64 {
     match op {
         Op::Add => x + y,
         Op::Sub => x - y,
         Op::Mul => x * y,
-        Op::Div if x == 0.0 => 0.0,
         Op::Div => x / y,
     }
 }
@@ -158,6 +161,7 @@ fn eval(expr: &CExpr, cx: &Cx) -> Func {
                 vars,
                 entries,
                 fill: 0.0,
+                structural: true,
             }
             .normalized()
         }
@@ -194,9 +198,10 @@ fn binary(op: Op, a: Func, b: Func, stmt: &Statement) -> Func {
     vars.extend(b.vars.iter().filter(|v| !a.vars.contains(v)));
     // An unlisted factor of a product, or an unlisted numerator, is a zero that the
     // kernels skip: the result is zero there whatever the other operand holds.
-    let a_zeroes = a.fill == 0.0 && matches!(op, Op::Mul | Op::Div);
-    let b_zeroes = b.fill == 0.0 && op == Op::Mul;
-    let fill = if a_zeroes || b_zeroes {
+    let a_zeroes = a.structural && matches!(op, Op::Mul | Op::Div);
+    let b_zeroes = b.structural && op == Op::Mul;
+    let structural = a_zeroes || b_zeroes || (a.structural && b.structural);
+    let fill = if structural {
         0.0
     } else {
         apply(op, a.fill, b.fill)
@@ -243,6 +248,7 @@ fn binary(op: Op, a: Func, b: Func, stmt: &Statement) -> Func {
         vars,
         entries,
         fill,
+        structural,
     }
     .normalized()
 }
@@ -255,7 +261,7 @@ fn contract(var: VarId, size: usize, a: Func, b: Func, stmt: &Statement) -> Func
     let Some(drop) = vars.iter().position(|&v| v == var) else {
         return sum(var, binary(Op::Mul, a, b, stmt), size);
     };
-    if a.fill != 0.0 || b.fill != 0.0 {
+    if !a.structural || !b.structural {
         return sum(var, binary(Op::Mul, a, b, stmt), size);
     }
     let b_pos: Vec<usize> = b
@@ -270,6 +276,7 @@ fn contract(var: VarId, size: usize, a: Func, b: Func, stmt: &Statement) -> Func
         vars,
         entries,
         fill: 0.0,
+        structural: true,
     }
     .normalized()
 }
@@ -384,7 +391,8 @@ fn sum(var: VarId, f: Func, size: usize) -> Func {
         return Func {
             vars: f.vars,
             entries: f.entries.into_iter().map(|(k, x)| (k, x * n)).collect(),
-            fill: f.fill * n,
+            fill: if f.structural { 0.0 } else { f.fill * n },
+            structural: f.structural,
         };
     };
     let mut groups: Map<Vec<usize>, (f64, usize)> = Map::default();
@@ -397,7 +405,7 @@ fn sum(var: VarId, f: Func, size: usize) -> Func {
     // The unlisted values of `var` contribute the fill each (skipped when there are none,
     // so that a non-finite fill does not leak into a fully listed group).
     let unlisted = |count: usize| {
-        if count == size || f.fill == 0.0 {
+        if count == size || f.structural {
             0.0
         } else {
             (size - count) as f64 * f.fill
@@ -408,6 +416,7 @@ fn sum(var: VarId, f: Func, size: usize) -> Func {
     Func {
         vars,
         fill: unlisted(0),
+        structural: f.structural,
         entries: groups
             .into_iter()
             .map(|(k, (total, count))| (k, total + unlisted(count)))
@@ -416,11 +425,55 @@ fn sum(var: VarId, f: Func, size: usize) -> Func {
     .normalized()
 }
 
+/// The right-hand side with every reduction distributed over the products and numerators
+/// around it: a `Sum` whose path up to the root, or up to the `Sum` that encloses it,
+/// passes only through `*`, unary minus and numerators becomes a sum of the whole
+/// expression at that level (`c(i) * sum_j A(i,j)` is `sum_j c(i) * A(i,j)`). Equal in
+/// real arithmetic; under IEEE it decides the non-finite cases (`(sum_j a(j)) / 0` with
+/// a zero term is NaN when distributed, and kernels distribute, as TACO's do). Operands of
+/// `+`, `-` and denominators keep their sums.
+pub fn distribute_reductions(rhs: &CExpr) -> CExpr {
+    fn within(e: &CExpr, linear: bool, pulled: &mut Vec<VarId>) -> CExpr {
+        let boxed = |e: CExpr| Box::new(e);
+        match e {
+            CExpr::Access(_) | CExpr::Literal(_) => e.clone(),
+            CExpr::Neg(a) => CExpr::Neg(boxed(within(a, linear, pulled))),
+            CExpr::Binary(op, a, b) => {
+                let (left, right) = match op {
+                    Op::Mul => (linear, linear),
+                    Op::Div => (linear, false),
+                    Op::Add | Op::Sub => (false, false),
+                };
+                CExpr::Binary(
+                    *op,
+                    boxed(within(a, left, pulled)),
+                    boxed(within(b, right, pulled)),
+                )
+            }
+            CExpr::Sum(v, body) if linear => {
+                pulled.push(*v);
+                within(body, true, pulled)
+            }
+            CExpr::Sum(v, body) => CExpr::Sum(*v, boxed(distribute_reductions(body))),
+        }
+    }
+    let mut pulled = Vec::new();
+    let body = within(rhs, true, &mut pulled);
+    pulled
+        .into_iter()
+        .rev()
+        .fold(body, |e, v| CExpr::Sum(v, Box::new(e)))
+}
+
 /// Evaluate `stmt`. `inputs[k]` holds `stmt.tensors[k + 1]`; `output_init` is the
 /// output's previous contents for `+=` (zeros when `None`; ignored for `=`).
 ///
-/// Division follows the sparse rule: `a / b` is 0 wherever `a` is 0, else `a / b` in IEEE
-/// arithmetic; likewise a product is 0 wherever a factor is an unstored zero. The result
+/// Reductions distribute over the products and numerators around them
+/// ([`distribute_reductions`]). Stored values follow IEEE arithmetic (explicit zeros
+/// included: `0 / 0` is NaN), and an
+/// unstored entry is a structural zero that annihilates: a product is 0 wherever a factor
+/// is unstored, and `a / b` is 0 wherever `a` is (an infinite or NaN other operand
+/// included), as the kernels skip those coordinates. The result
 /// is an `f64` tensor of the output's dimensions: all-dense (row-major) when the output is
 /// declared all-dense or is nonzero at its unlisted points, else in `csf` format, storing
 /// the components the evaluation listed (explicit zeros included).
@@ -517,7 +570,7 @@ fn evaluate_as(
         check_dims(init, out_dims, "initial output");
     }
     let f = eval(
-        &stmt.rhs,
+        &distribute_reductions(&stmt.rhs),
         &Cx {
             stmt,
             inputs,

@@ -272,6 +272,10 @@ fn bad_format_strings_are_explained() {
     assert!(err("csr", 3).contains("order-2"));
     assert!(err("bcsr", 2).contains("block sizes"));
     assert!(err("bcsr:0x2", 2).contains("positive"));
+    // Found by the format fuzz target: storing one entry allocated a whole 8.9e7-value block.
+    assert!(err("bcsr:1x88888888", 2).contains("more than 65536 values"));
+    assert!(err("bcsr:99999999999x99999999999", 2).contains("more than 65536 values"));
+    assert!(Format::parse("bcsr:256x256", 2).is_ok());
     assert!(err("qs", 2).contains("singleton level cannot be the first"));
     assert!(err("d(!z)s", 2).contains("unknown level property"));
     assert!(err("rs", 2).contains("only occurs in DIA"));

@@ -112,20 +112,27 @@ fn reduction_is_placed_around_its_term_only() {
 }
 
 #[test]
-fn division_is_zero_where_the_numerator_is_zero() {
+fn division_by_stored_and_structural_zeros() {
+    // `a` stores only its nonzeros; `b` and `d` are dense (every component stored).
     let a = tensor(&[5], &[0.0, 2.0, 0.0, 3.0, -1.0], "sv");
     let b = dense(&[5], &[0.0, 4.0, 5.0, 0.0, 0.0]);
+    let d = dense(&[5], &[0.0, 2.0, 0.0, 3.0, -1.0]);
     let (_, y) = run("y(i) = a(i) / b(i)", &[("a", &a), ("b", &b)], None);
     let y = values(&y);
-    assert_eq!(y[0], 0.0, "0 / 0 is 0, not NaN");
+    assert_eq!(
+        y[0], 0.0,
+        "an unstored numerator is a structural 0, even over 0"
+    );
     assert_eq!(y[1], 0.5);
     assert_eq!(y[2], 0.0);
     assert_eq!(y[3], f64::INFINITY);
     assert_eq!(y[4], f64::NEG_INFINITY);
-    // The numerator as a whole decides: (a - a) / b is 0 everywhere.
-    let (_, y) = run("y(i) = (a(i) - a(i)) / b(i)", &[("a", &a), ("b", &b)], None);
-    assert_eq!(values(&y), vec![0.0; 5]);
-    // A literal numerator is nonzero everywhere.
+    // Stored zeros follow IEEE: 0 / 0 is NaN.
+    let (_, y) = run("y(i) = d(i) / b(i)", &[("d", &d), ("b", &b)], None);
+    let y = values(&y);
+    assert!(y[0].is_nan(), "a stored 0 / a stored 0 is NaN");
+    assert_eq!(y[2], 0.0);
+    // A literal numerator is stored everywhere: IEEE throughout.
     let (_, y) = run("y(i) = 1 / b(i)", &[("b", &b)], None);
     assert_eq!(values(&y)[1], 0.25);
     assert_eq!(values(&y)[0], f64::INFINITY);
@@ -261,7 +268,9 @@ fn non_finite_components_compare_by_value() {
 
 /// A dense oracle for the sparse evaluator: the right-hand side at every point of the
 /// index space (`Sum` loops over its variable's whole range), on dense copies of the
-/// inputs. `magnitude` evaluates the sum of the terms' absolute values instead.
+/// inputs that remember which components are stored. `magnitude` evaluates the sum of the
+/// terms' absolute values instead. Stored values follow IEEE arithmetic; an unstored
+/// component is a structural zero that annihilates products and numerators.
 fn dense_oracle(stmt: &Statement, inputs: &[&Tensor], magnitude: bool) -> Vec<f64> {
     fn strides(dims: &[usize]) -> Vec<usize> {
         let mut s = vec![1; dims.len()];
@@ -270,51 +279,75 @@ fn dense_oracle(stmt: &Statement, inputs: &[&Tensor], magnitude: bool) -> Vec<f6
         }
         s
     }
-    let data: Vec<Vec<f64>> = inputs
+    // Per input, each component's value and whether it is stored.
+    let data: Vec<Vec<(f64, bool)>> = inputs
         .iter()
         .map(|t| {
             let st = strides(t.dims());
-            let mut d = vec![0.0; t.dims().iter().product()];
+            let mut d = vec![(0.0, false); t.dims().iter().product()];
             t.for_each_stored(|c, v| {
-                d[c.iter()
+                let at = c
+                    .iter()
                     .zip(&st)
                     .map(|(&c, &s)| c as usize * s)
-                    .sum::<usize>()] += v;
+                    .sum::<usize>();
+                d[at] = (d[at].0 + v, true);
             });
             d
         })
         .collect();
-    fn eval(e: &CExpr, s: &Statement, d: &[Vec<f64>], env: &mut [usize], mag: bool) -> f64 {
+    /// The value at the current point, and whether it is a structural zero.
+    fn eval(
+        e: &CExpr,
+        s: &Statement,
+        d: &[Vec<(f64, bool)>],
+        env: &mut [usize],
+        mag: bool,
+    ) -> (f64, bool) {
         let abs = |x: f64| if mag { x.abs() } else { x };
         match e {
             CExpr::Access(a) => {
                 let st = strides(&s.tensors[a.tensor].dims);
                 let flat: usize = a.indices.iter().zip(&st).map(|(&v, &s)| env[v] * s).sum();
-                abs(d[a.tensor - 1][flat])
+                let (x, stored) = d[a.tensor - 1][flat];
+                (abs(x), !stored)
             }
-            CExpr::Literal(x) => abs(*x),
+            CExpr::Literal(x) => (abs(*x), false),
             CExpr::Neg(e) if mag => eval(e, s, d, env, mag),
-            CExpr::Neg(e) => -eval(e, s, d, env, mag),
+            CExpr::Neg(e) => {
+                let (x, structural) = eval(e, s, d, env, mag);
+                (-x, structural)
+            }
             CExpr::Binary(op, a, b) => {
-                let x = eval(a, s, d, env, mag);
-                let y = eval(b, s, d, env, mag);
-                match op {
+                let (x, x_structural) = eval(a, s, d, env, mag);
+                let (y, y_structural) = eval(b, s, d, env, mag);
+                let structural = match op {
+                    Op::Mul => x_structural || y_structural,
+                    Op::Div => x_structural,
+                    Op::Add | Op::Sub => x_structural && y_structural,
+                };
+                let value = match op {
+                    _ if structural => 0.0,
                     Op::Add => x + y,
                     Op::Sub if mag => x + y,
                     Op::Sub => x - y,
                     Op::Mul => x * y,
-                    Op::Div if x == 0.0 => 0.0,
                     Op::Div => x / y,
-                }
+                };
+                (value, structural)
             }
             CExpr::Sum(v, body) => (0..s.vars[*v].size)
                 .map(|i| {
                     env[*v] = i;
                     eval(body, s, d, env, mag)
                 })
-                .sum(),
+                .fold((0.0, true), |(total, all), (x, structural)| {
+                    (total + x, all && structural)
+                }),
         }
     }
+    // The same algebra as the evaluator's: reductions distributed over their factors.
+    let rhs = sparsec::reference::distribute_reductions(&stmt.rhs);
     let dims = &stmt.tensors[0].dims;
     let mut out = vec![];
     let mut env = vec![0; stmt.vars.len()];
@@ -324,7 +357,7 @@ fn dense_oracle(stmt: &Statement, inputs: &[&Tensor], magnitude: bool) -> Vec<f6
             env[v] = rest % dims[m];
             rest /= dims[m];
         }
-        out.push(eval(&stmt.rhs, stmt, &data, &mut env, magnitude));
+        out.push(eval(&rhs, stmt, &data, &mut env, magnitude).0);
     }
     out
 }

@@ -19,6 +19,7 @@
 #include <omp.h>
 #else
 static inline int omp_get_thread_num(void) { return 0; }
+static inline int omp_get_num_threads(void) { return 1; }
 #endif
 
 typedef struct {
@@ -188,3 +189,18 @@ SPARSEC_RT_INLINE int64_t sparsec_min(int64_t a, int64_t b) { return a < b ? a :
 
 /* @section max */
 SPARSEC_RT_INLINE int64_t sparsec_max(int64_t a, int64_t b) { return a > b ? a : b; }
+
+/* @section team */
+/* The threads a parallel loop of `work` units (entries and rows) runs on: one per
+   SPARSEC_GRAIN units, at least 1 and at most `threads`. Waking a team and its closing
+   barrier cost tens of microseconds on an idle machine, and up to a scheduler time slice
+   (milliseconds) when other processes hold the cores, so a thread only joins for about
+   a quarter of a millisecond of work. Tests compile with -DSPARSEC_GRAIN=1 to split small
+   inputs too. */
+#ifndef SPARSEC_GRAIN
+#define SPARSEC_GRAIN 262144
+#endif
+SPARSEC_RT_INLINE int64_t sparsec_team(int64_t threads, int64_t work) {
+  int64_t team = work / SPARSEC_GRAIN;
+  return team < 1 ? 1 : team < threads ? team : threads;
+}

@@ -33,6 +33,8 @@ pub(crate) enum Section {
     Min,
     /// `sparsec_max`.
     Max,
+    /// `sparsec_team`: kernels with a balanced parallel loop.
+    Team,
 }
 
 impl Section {
@@ -43,6 +45,7 @@ impl Section {
             Section::Order => "order",
             Section::Min => "min",
             Section::Max => "max",
+            Section::Team => "team",
         }
     }
 }
@@ -142,6 +145,9 @@ pub mod sys {
         /// `seen`, in increasing order: by a radix sort, an introsort or a scan of the flags
         /// between the smallest and largest, whichever is cheaper. Reads `seen` there.
         pub fn sparsec_order_touched(list: *mut i64, n: i64, seen: *const c_char);
+        /// The threads a balanced parallel loop of `work` units runs on: one per 262144
+        /// units, at least 1, at most `threads`.
+        pub fn sparsec_team(threads: i64, work: i64) -> i64;
     }
 }
 
@@ -279,12 +285,23 @@ mod tests {
             Section::Order,
             Section::Min,
             Section::Max,
+            Section::Team,
         ];
         let mut expected = variants.map(Section::name).to_vec();
         // Kernels never call these two: only the library exports them.
         expected.insert(2, "free");
         expected.insert(3, "append");
         assert_eq!(names, expected);
+    }
+
+    #[test]
+    fn teams_grow_with_the_work_up_to_the_threads() {
+        let team = |threads, work| unsafe { sys::sparsec_team(threads, work) };
+        assert_eq!(team(4, 0), 1);
+        assert_eq!(team(4, 524_287), 1);
+        assert_eq!(team(4, 524_288), 2);
+        assert_eq!(team(4, 1 << 40), 4);
+        assert_eq!(team(1, 1 << 40), 1);
     }
 
     #[test]

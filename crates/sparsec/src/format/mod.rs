@@ -340,6 +340,27 @@ impl Format {
         Format::with_mode_order(levels, &(0..order).collect::<Vec<_>>()).expect("dense is valid")
     }
 
+    /// The format an operand is read through when a statement cannot use its own: a
+    /// dense outer level and compressed (ordered, unique) ones below it, in this format's
+    /// mode order, or the natural order for a structured layout (blocks, ELL slots, DIA
+    /// diagonals): a compressed vector, CSR or CSC for a matrix, CSF with a dense root
+    /// above. It can hold any
+    /// tensor, every level can be iterated, merged and searched, and it is its own
+    /// equivalent.
+    pub fn general_equivalent(&self) -> Format {
+        let modes = self
+            .mode_order()
+            .unwrap_or_else(|| (0..self.order).collect());
+        // A vector's one level is compressed: a dense copy of a sparse vector could be huge.
+        let levels = (0..self.order)
+            .map(|k| match k {
+                0 if self.order > 1 => Dense::level(),
+                _ => Compressed::level(true, true),
+            })
+            .collect();
+        Format::with_mode_order(levels, &modes).expect("one level per mode is a valid format")
+    }
+
     /// Parse a format string (see the crate documentation for the syntax).
     pub fn parse(text: &str, order: usize) -> Result<Format, FormatError> {
         parse::parse_format(text, order)

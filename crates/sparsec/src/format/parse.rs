@@ -230,6 +230,11 @@ fn parse_mode_order(text: &str, order: usize) -> Result<Vec<usize>, FormatError>
     Ok(modes)
 }
 
+/// Most values one BCSR block may hold. Every stored block is dense, so a tensor with a
+/// single entry already allocates a whole block: without a limit, `bcsr:1x88888888` made
+/// storing a 3 x 4 matrix exhaust memory instead of failing.
+const MAX_BLOCK_VALUES: usize = 1 << 16;
+
 fn parse_blocks(text: &str) -> Result<(usize, usize), FormatError> {
     let bad = || {
         FormatError::new(format!(
@@ -241,6 +246,13 @@ fn parse_blocks(text: &str) -> Result<(usize, usize), FormatError> {
     let c: usize = c.trim().parse().map_err(|_| bad())?;
     if r == 0 || c == 0 {
         return Err(bad());
+    }
+    if r.checked_mul(c)
+        .is_none_or(|values| values > MAX_BLOCK_VALUES)
+    {
+        return Err(FormatError::new(format!(
+            "blocks of `{text}` would hold more than {MAX_BLOCK_VALUES} values each"
+        )));
     }
     Ok((r, c))
 }

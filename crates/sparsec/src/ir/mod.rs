@@ -16,6 +16,7 @@
 //! - every array is an operand's or a scratch array allocated around its use;
 //! - no [`Symbol`] is left after lowering.
 
+pub mod analysis;
 mod function;
 pub mod interp;
 mod names;
@@ -371,9 +372,18 @@ pub enum ParallelUnit {
 /// OpenMP loop scheduling of a `CpuThread` loop.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum OmpSchedule {
+    /// OpenMP `schedule(static, chunk)`.
     Static,
+    /// OpenMP `schedule(dynamic, chunk)`.
     Dynamic,
+    /// OpenMP `schedule(guided, chunk)`.
     Guided,
+    /// One contiguous block of iterations per thread, of about equal work where the work
+    /// of an iteration is known (see [`analysis::work_before`]; else of equal length), on
+    /// no more threads than the work keeps busy; the chunk is unused. The default: static
+    /// blocks keep each thread on its own rows (and a sparse output's entries in order),
+    /// and dynamic chunks of a few rows cost more in scheduling than they gain.
+    Balanced,
 }
 
 /// How a `for` loop runs.

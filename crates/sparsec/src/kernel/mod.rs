@@ -30,7 +30,7 @@ use std::time::{Duration, Instant};
 use crate::codegen::abi;
 use crate::codegen::c::{self, CKernel};
 use crate::codegen::runtime::{sys, RawBuffer};
-use crate::ir::OutputMode;
+use crate::ir::{OutputMode, ScalarArg};
 use crate::jit::Toolchain;
 use crate::lower::{self, LowerError, Lowered};
 use crate::notation::cin::Statement;
@@ -145,13 +145,14 @@ impl Kernel {
         Kernel::from_concrete(&concrete, value_type, toolchain)
     }
 
-    /// Lower and compile a scheduled concrete statement as it is.
+    /// Lower and compile a scheduled concrete statement (with the default parallel loop
+    /// when its schedule parallelizes none, see [`lower_with_default_parallelism`]).
     pub fn from_concrete(
         concrete: &Concrete,
         value_type: ValueType,
         toolchain: &Toolchain,
     ) -> Result<Kernel, Error> {
-        let lowered = lower::lower(concrete)?;
+        let lowered = lower_with_default_parallelism(concrete)?;
         Kernel::from_lowered(
             concrete.statement().clone(),
             lowered,
@@ -258,6 +259,22 @@ impl Kernel {
     /// Number of threads parallel loops use (default: `OMP_NUM_THREADS`, else all cores).
     pub fn threads(&self) -> usize {
         self.threads
+    }
+
+    /// The most threads a run of the code that runs now uses: [`Kernel::threads`] when the
+    /// C compiler's code has a loop on threads, else 1 (serial loops, or the JIT's code).
+    /// Balanced loops may use fewer on small inputs.
+    pub fn threads_used(&self) -> usize {
+        let on_threads = self
+            .lowered
+            .function
+            .signature()
+            .scalars
+            .contains(&ScalarArg::Threads);
+        match self.running_backend() {
+            Backend::C if on_threads => self.threads,
+            _ => 1,
+        }
     }
 
     /// Use `n` threads in parallel loops, at least 1 and at most [`MAX_THREADS`] (a team
@@ -541,12 +558,13 @@ fn default_threads() -> usize {
 /// The most threads a kernel's parallel loops use.
 pub const MAX_THREADS: usize = 1024;
 
-/// Rows per chunk of the default parallel schedule.
-const DEFAULT_CHUNK: usize = 32;
-
 /// Lower with the outermost loop parallel on CPU threads when that is valid without races
-/// (its iterations write disjoint parts of a dense output), else serially.
+/// (its iterations write disjoint parts of a dense output) and the schedule parallelizes
+/// no loop itself, else as scheduled.
 pub fn lower_with_default_parallelism(concrete: &Concrete) -> Result<Lowered, LowerError> {
+    if concrete.parallelized {
+        return lower::lower(concrete);
+    }
     let outermost = concrete.loops().first().map(|s| s.to_string());
     let parallel = outermost.and_then(|var| {
         concrete
@@ -554,8 +572,8 @@ pub fn lower_with_default_parallelism(concrete: &Concrete) -> Result<Lowered, Lo
                 var,
                 unit: ParallelUnit::CpuThread,
                 races: RaceStrategy::NoRaces,
-                schedule: OmpSchedule::Dynamic,
-                chunk: DEFAULT_CHUNK,
+                schedule: OmpSchedule::Balanced,
+                chunk: 1,
             })
             .ok()
     });

@@ -174,8 +174,11 @@ impl Lowerer<'_> {
         let Some(points) = lattice::build(expr, &indexes) else {
             return self.resolve_all(then, rest, expr, dest, scope);
         };
+        if points.len() > 1 || points[0].universe {
+            return self.resolve_union(vars, rest, expr, dest, scope, &points);
+        }
         let located: Vec<usize> = points[0].iterators.iter().copied().collect();
-        self.check_located(v, &points, &located, scope)?;
+        self.check_reachable(v, &located, scope)?;
         let (mut body, flags, inner) = self.locate_all(&located, v, scope);
         let cond = conjunction(flags.into_iter().map(|f| f.1));
         body.push(Stmt::If(
@@ -186,20 +189,58 @@ impl Lowerer<'_> {
         Ok(body)
     }
 
-    fn check_located(
+    /// A computed variable where operands are added (or a constant is): the loops that
+    /// computed it visit every coordinate, so each operand that stores it is located, and
+    /// the lattice's cases test which were found (as a dense loop over the dimension does).
+    fn resolve_union(
+        &mut self,
+        vars: &[VarId],
+        rest: &[VarId],
+        expr: &LExpr,
+        dest: &Dest,
+        scope: &Scope,
+        points: &[lattice::Point],
+    ) -> Result<Vec<Stmt>, LowerError> {
+        let (&v, then) = vars.split_first().expect("a variable to resolve");
+        let located: Vec<usize> = points
+            .iter()
+            .flat_map(|p| p.iterators.iter().copied())
+            .collect::<std::collections::BTreeSet<usize>>()
+            .into_iter()
+            .collect();
+        self.check_reachable(v, &located, scope)?;
+        let (mut body, flags, inner) = self.locate_all(&located, v, scope);
+        let cases: Vec<(Expr, lattice::Point)> = points
+            .iter()
+            .map(|case| {
+                let cond = conjunction(
+                    flags
+                        .iter()
+                        .filter(|(o, _)| case.iterators.contains(o))
+                        .map(|f| f.1.clone()),
+                );
+                (cond, case.clone())
+            })
+            .collect();
+        let step = Step {
+            var: v,
+            rest,
+            expr,
+            dest,
+            scope,
+        };
+        body.push(self.case_chain(step, then, &cases, &inner)?);
+        Ok(body)
+    }
+
+    /// Every operand in `located` can be reached at the computed coordinate `v`.
+    fn check_reachable(
         &self,
         v: VarId,
-        points: &[lattice::Point],
         located: &[usize],
         scope: &Scope,
     ) -> Result<(), LowerError> {
         let name = &self.plan.vars[v].name;
-        if points.len() > 1 || points[0].universe {
-            return Err(LowerError(format!(
-                "`{name}` is computed from other loops (a schedule or a blocked format), so it \
-                 must occur in a product of operands: here it also occurs under `+`/`-`"
-            )));
-        }
         if let Some(&o) = located.iter().find(|&&o| !self.reachable(o, scope)) {
             return Err(LowerError(format!(
                 "`{name}` is computed from other loops (a schedule or a blocked format), so every \
@@ -604,10 +645,10 @@ impl Lowerer<'_> {
                     .copied()
                     .filter(|&x| x != o)
                     .collect();
-                if !points[0].iterators.contains(&o) {
+                if points.len() > 1 || points[0].universe || !points[0].iterators.contains(&o) {
                     return Err(self.position_error(pos, r));
                 }
-                self.check_located(r, &points, &located, &inner)
+                self.check_reachable(r, &located, &inner)
                     .map_err(|_| self.position_error(pos, r))?;
             }
             stmts.push(Stmt::Decl(self.named(self.name(r), Type::Index), coord));

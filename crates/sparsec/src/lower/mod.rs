@@ -34,7 +34,7 @@ use crate::ir::{
 };
 use crate::notation::cin::{Statement, TensorId, VarId};
 use crate::schedule::lexpr::LExpr;
-use crate::schedule::{reordered_format, Concrete, Parallel};
+use crate::schedule::{reordered_format, Concrete, MergeStrategy, Parallel};
 use keys::Tables;
 
 pub use crate::error::LowerError;
@@ -171,6 +171,8 @@ struct Lowerer<'a> {
     index_vars: Vec<Var>,
     /// The function's variable and scratch tables, with the keys lowering knows them by.
     tables: RefCell<Tables>,
+    /// Variables at least one of whose loops intersects by galloping (`mergeby`).
+    galloped: BTreeSet<VarId>,
 }
 
 /// Lower a scheduled concrete statement.
@@ -187,9 +189,9 @@ pub fn lower(plan: &Concrete) -> Result<Lowered, LowerError> {
         let tensor = &stmt.tensors[*t];
         let reordered = plan.reordered.contains(&o);
         let format = if reordered {
-            reordered_format(&tensor.format, &plan.order, indices)?
+            reordered_format(plan.access_format(o), &plan.order, indices)?
         } else {
-            tensor.format.clone()
+            plan.access_format(o).clone()
         };
         let operand = match operands
             .iter()
@@ -288,6 +290,7 @@ pub fn lower(plan: &Concrete) -> Result<Lowered, LowerError> {
             untyped: HashSet::new(),
             scratch: HashMap::new(),
         }),
+        galloped: BTreeSet::new(),
     };
     let scope = Scope {
         positions: vec![Vec::new(); count],
@@ -298,6 +301,7 @@ pub fn lower(plan: &Concrete) -> Result<Lowered, LowerError> {
         guarded: BTreeSet::new(),
     };
     let body = lowerer.lower(&plan.order, &plan.rhs, &Dest::Output, &scope)?;
+    lowerer.check_gallop_requests()?;
     let locals = lowerer.locals_at(0);
     let mut function = lowerer.tables.into_inner().function;
     function.body = crate::ir::simplify_stmts(body);
@@ -342,6 +346,26 @@ impl Lowerer<'_> {
                     self.iv(format!("{stem}\u{1}_cend")) - self.iv(format!("{stem}\u{1}_cbegin"))
                 }
             })
+    }
+
+    /// A `mergeby(v, Gallop)` that no loop could honour is an error, not a silent
+    /// two-finger merge.
+    fn check_gallop_requests(&self) -> Result<(), LowerError> {
+        let requested = self.plan.vars.iter().enumerate();
+        let ignored = requested
+            .filter(|(v, var)| {
+                var.tags.merge == MergeStrategy::Gallop && !self.galloped.contains(v)
+            })
+            .map(|(_, var)| var.name.as_str())
+            .next();
+        match ignored {
+            Some(name) => Err(LowerError(format!(
+                "mergeby({name},Gallop): precondition failed: a galloping merge intersects two \
+                 or more operands iterated by position, but no loop over `{name}` does (it \
+                 iterates one operand, a dense range, or a union under `+`/`-`)"
+            ))),
+            None => Ok(()),
+        }
     }
 
     /// True when `v` is, or is derived from, a variable of the output.

@@ -44,28 +44,26 @@ pub struct Precompute {
 }
 
 impl LExpr {
-    /// Convert from concrete index notation. Accesses are numbered left to right;
-    /// `linear[n]` records whether access `n` sits in linear position (a factor of the
-    /// whole right-hand side), where a sum over an extra storage coordinate may be hoisted.
-    /// Sums whose path to the root passes only through `*`, unary minus, numerators and
+    /// Convert from concrete index notation. Accesses are numbered left to right
+    /// (`next_access` counts them). Sums whose path to the root passes only through `*`, unary minus, numerators and
     /// other such sums are *hoistable*: they become plain loops accumulating into the
     /// destination and vanish from the expression.
     pub fn from_cin(
         expr: &CExpr,
         hoistable_position: bool,
-        linear: &mut Vec<bool>,
+        next_access: &mut usize,
         hoisted: &mut Vec<VarId>,
     ) -> LExpr {
         match expr {
             CExpr::Access(_) => {
-                linear.push(hoistable_position);
-                LExpr::Access(linear.len() - 1)
+                *next_access += 1;
+                LExpr::Access(*next_access - 1)
             }
             CExpr::Literal(v) => LExpr::Literal(*v),
             CExpr::Neg(a) => LExpr::Neg(Box::new(LExpr::from_cin(
                 a,
                 hoistable_position,
-                linear,
+                next_access,
                 hoisted,
             ))),
             CExpr::Binary(op, a, b) => {
@@ -76,18 +74,18 @@ impl LExpr {
                 };
                 LExpr::Binary(
                     *op,
-                    Box::new(LExpr::from_cin(a, left_linear, linear, hoisted)),
-                    Box::new(LExpr::from_cin(b, right_linear, linear, hoisted)),
+                    Box::new(LExpr::from_cin(a, left_linear, next_access, hoisted)),
+                    Box::new(LExpr::from_cin(b, right_linear, next_access, hoisted)),
                 )
             }
             CExpr::Sum(v, body) => {
                 if hoistable_position {
                     hoisted.push(*v);
-                    LExpr::from_cin(body, true, linear, hoisted)
+                    LExpr::from_cin(body, true, next_access, hoisted)
                 } else {
                     // Inside a temporary, sums in linear position accumulate into it.
                     let mut inner = Vec::new();
-                    let body = LExpr::from_cin(body, true, linear, &mut inner);
+                    let body = LExpr::from_cin(body, true, next_access, &mut inner);
                     LExpr::Sum(*v, inner, Box::new(body))
                 }
             }

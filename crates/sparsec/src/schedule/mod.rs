@@ -31,6 +31,7 @@ pub use crate::error::LowerError;
 use crate::format::{Format, LevelCoord};
 use crate::ir::{Expr, ParamRef, Symbol};
 pub use crate::ir::{OmpSchedule, ParallelUnit};
+use crate::notation::ast::Op;
 use crate::notation::cin::{CExpr, Statement, TensorId, VarId};
 
 pub use parse::{Schedule, ScheduleSyntaxError};
@@ -70,8 +71,8 @@ pub enum MergeStrategy {
     /// emits).
     #[default]
     TwoFinger,
-    /// Advance by exponential then binary search to the other operand's coordinate; only
-    /// recorded so far (lowering still merges with two fingers).
+    /// Move each operand behind the largest coordinate straight to it, by exponential
+    /// then binary search (an intersection of two or more operands iterated by position).
     Gallop,
 }
 
@@ -173,6 +174,8 @@ pub struct Concrete {
     pub(crate) rhs: LExpr,
     /// Tensor and index variables of each access, in order of appearance.
     pub(crate) accesses: Vec<(TensorId, Vec<VarId>)>,
+    /// The layout each access is read in (see [`Concrete::access_format`]).
+    formats: Vec<Format>,
     pub(crate) vars: Vec<LoopVar>,
     /// Variable of each storage level of each occurrence.
     pub(crate) level_vars: Vec<Vec<VarId>>,
@@ -190,11 +193,47 @@ pub struct Concrete {
 
 impl Concrete {
     /// Concretize a checked statement with the default loop order.
+    ///
+    /// An operand stored in a structured layout (ELL, DIA, BCSR) that this statement
+    /// cannot read as stored (an ELL slot or DIA diagonal summed under `+`, `-`, a
+    /// denominator or another reduction; a layout that the loop order other operands
+    /// impose reads backwards), or one with a level other than a singleton below a
+    /// non-unique one (a segment under each duplicate), is read
+    /// through a copy in its general equivalent ([`Format::general_equivalent`]),
+    /// converted at run time as reordered operands are.
     pub fn new(statement: &Statement) -> Result<Concrete, LowerError> {
+        let mut accesses = Vec::new();
+        collect_accesses(&statement.rhs, &mut accesses);
+        let mut formats: Vec<Format> = accesses
+            .iter()
+            .map(|(t, _)| statement.tensors[*t].format.clone())
+            .collect();
+        loop {
+            match Concrete::with_formats(statement, &formats)? {
+                Ok(concrete) => return Ok(concrete),
+                // Each retry makes one more access plain, so this ends.
+                Err(o) => formats[o] = formats[o].general_equivalent(),
+            }
+        }
+    }
+
+    /// The format occurrence `o` is read in before any reordering: its tensor's, or the
+    /// plain equivalent when the statement cannot read that layout.
+    pub(crate) fn access_format(&self, o: usize) -> &Format {
+        &self.formats[o]
+    }
+
+    /// [`Concrete::new`] with each access read in `formats[o]`; `Ok(Err(o))` when access
+    /// `o`'s structured layout cannot serve this statement.
+    fn with_formats(
+        statement: &Statement,
+        formats: &[Format],
+    ) -> Result<Result<Concrete, usize>, LowerError> {
         let stmt = statement;
-        let mut linear = Vec::new();
         let mut hoisted = Vec::new();
-        let rhs = LExpr::from_cin(&stmt.rhs, true, &mut linear, &mut hoisted);
+        let rhs = LExpr::from_cin(&stmt.rhs, true, &mut 0, &mut hoisted);
+        let mut factors = Vec::new();
+        factors_of_whole(&stmt.rhs, true, &mut factors);
         let mut accesses = Vec::new();
         collect_accesses(&stmt.rhs, &mut accesses);
         let mut vars: Vec<LoopVar> = stmt
@@ -214,23 +253,16 @@ impl Concrete {
         for (o, (t, indices)) in accesses.iter().enumerate() {
             let tensor = &stmt.tensors[*t];
             let mut lvars = Vec::new();
-            for (k, spec) in tensor.format.levels().iter().enumerate() {
+            for (k, spec) in formats[o].levels().iter().enumerate() {
                 match spec.coord {
                     LevelCoord::Mode(m) => lvars.push(indices[m]),
                     // Storage levels that hold no mode (the ELL slot, the DIA diagonal) get
                     // a fresh variable each, summed over: A(i,j) is the sum of A'(s,i,j)
-                    // over the slots s.
+                    // over the slots s. That sum distributes only over a factor of the
+                    // whole right-hand side.
                     LevelCoord::EllSlot | LevelCoord::Diagonal => {
-                        if !linear[o] {
-                            return Err(LowerError(format!(
-                                "`{}` is stored as `{}`, whose extra slot/diagonal level is summed \
-                                 over; that is only valid where `{}` is a factor of the whole \
-                                 right-hand side (not under `+`, `-` or a denominator); convert it \
-                                 to csr for this statement",
-                                tensor.name,
-                                tensor.format.spelling(),
-                                tensor.name
-                            )));
+                        if !factors[o] {
+                            return Ok(Err(o));
                         }
                         hoisted.push(vars.len());
                         lvars.push(vars.len());
@@ -252,12 +284,9 @@ impl Concrete {
                         let inner = matches!(spec.coord, LevelCoord::BlockInner { .. });
                         let (outer_var, inner_var) = match blocked[original] {
                             Some((o_var, i_var, b)) if b == block => (o_var, i_var),
-                            Some(_) => {
-                                return Err(LowerError(format!(
-                                    "index variable `{}` is blocked with two different block sizes",
-                                    stmt.vars[original].name
-                                )))
-                            }
+                            // Blocked differently by an earlier operand: read this one
+                            // unblocked.
+                            Some(_) => return Ok(Err(o)),
                             None => {
                                 let base = vars.len();
                                 let root = &stmt.vars[original].name;
@@ -274,7 +303,12 @@ impl Concrete {
                                     });
                                 }
                                 blocked[original] = Some((base, base + 1, block));
-                                hoisted.extend([base, base + 1]);
+                                // Its loops enclose the non-hoisted sums only when the
+                                // variable itself does.
+                                let free = stmt.lhs.contains(&original);
+                                if free || hoisted.contains(&original) {
+                                    hoisted.extend([base, base + 1]);
+                                }
                                 relations.push(Relation::Split {
                                     parent: original,
                                     outer: base,
@@ -290,28 +324,75 @@ impl Concrete {
             }
             level_vars.push(lvars);
         }
-        let fixed: Vec<bool> = accesses
-            .iter()
-            .map(|(t, _)| !stmt.tensors[*t].format.is_plain())
-            .collect();
+        // A variable other operands' blocks compute is reached in a structured layout only
+        // by locate or by search in ordered unique coordinates.
+        for (o, format) in formats.iter().enumerate() {
+            let computed = |v: VarId| relations.iter().any(|r| r.parents().contains(&v));
+            let levels = format.levels();
+            let unreachable =
+                levels
+                    .iter()
+                    .zip(&level_vars[o])
+                    .enumerate()
+                    .any(|(k, (spec, &v))| {
+                        let (caps, props) = (spec.format.capabilities(), spec.format.properties());
+                        let searchable = props.ordered && props.unique && caps.coord_pos_iter;
+                        let below_duplicates =
+                            levels[..k].iter().any(|l| !l.format.properties().unique);
+                        computed(v) && (below_duplicates || !(caps.locate || searchable))
+                    });
+            if unreachable && format.general_equivalent() != *format {
+                return Ok(Err(o));
+            }
+            // Below a non-unique level, coordinate prefixes repeat; only branchless levels
+            // (singletons, as in COO) have one child per repeated prefix, and of those only
+            // the last level's coordinates are unique within the repeats (COO is `ucq`:
+            // a middle singleton repeats its coordinate too, so it must say so). Any other
+            // level's segments, one per duplicate, would be read as one unmerged sequence
+            // or under one duplicate only.
+            let levels = format.levels();
+            let below_duplicates = (1..levels.len()).any(|k| {
+                let repeats = levels[..k].iter().any(|l| !l.format.properties().unique);
+                let properties = levels[k].format.properties();
+                let last = k + 1 == levels.len();
+                repeats && !(properties.branchless && (last || !properties.unique))
+            });
+            if below_duplicates {
+                return Ok(Err(o));
+            }
+        }
+        let fixed: Vec<bool> = formats.iter().map(|f| !f.is_plain()).collect();
         let free: BTreeSet<VarId> = stmt.lhs.iter().copied().collect();
         let sum_edges = reduction_edges(&rhs, &free, &hoisted);
-        let mut edges = sum_edges.clone();
+        let mut edges = Vec::new();
         for rel in &relations {
             for c in rel.children() {
                 edges.extend(rel.parents().into_iter().map(|p| (c, p)));
+            }
+        }
+        // A variable a reduction must stay inside is recovered before every loop derived
+        // from the reduction's variable starts (blocked storage splits both into loops).
+        // (Loops a blocked format derives from the reduction's own variable count among
+        // the hoisted ones but are the reduction's loops.)
+        for &(outer, summed) in &sum_edges {
+            let mut derived = vec![summed];
+            let mut next = 0;
+            while let Some(&u) = derived.get(next) {
+                let children = relations.iter().filter(|r| r.parents().contains(&u));
+                derived.extend(children.flat_map(Relation::children));
+                next += 1;
+            }
+            if !derived.contains(&outer) {
+                edges.extend(derived.into_iter().map(|u| (outer, u)));
             }
         }
         // Dense operands neither constrain the order nor drive it: the loops iterate the
         // sparse operands' levels outside, the variables only dense operands use inside
         // (SpMM `i,j,k`, SDDMM `i,j,k`, MTTKRP `i,k,l,j`), and a dense operand read
         // against its layout is transposed once per run.
-        let dense: Vec<bool> = accesses
+        let dense: Vec<bool> = formats
             .iter()
-            .map(|(t, _)| {
-                let f = &stmt.tensors[*t].format;
-                f.is_plain() && f.is_all_dense()
-            })
+            .map(|f| f.is_plain() && f.is_all_dense())
             .collect();
         let sparse_levels: Vec<Vec<VarId>> = level_vars
             .iter()
@@ -337,24 +418,18 @@ impl Concrete {
         let before = |a: VarId, b: VarId| position(a) < position(b);
         let sparse = sparse_accesses(stmt, &accesses);
         let place = |v: VarId| position(v).unwrap_or(usize::MAX);
-        let mut reordered = order::conflicts(&level_vars, &fixed, &sparse, &before, &place)
-            .map_err(|o| {
-                let tensor = &stmt.tensors[accesses[o].0];
-                LowerError(format!(
-                    "`{}` is stored as `{}`, a layout that cannot be reordered, and the loop \
-                     order that other fixed layouts of this statement impose reads it against \
-                     its layout; convert one of them (e.g. to csr) for this statement",
-                    tensor.name,
-                    tensor.format.spelling()
-                ))
-            })?;
+        let mut reordered = match order::conflicts(&level_vars, &fixed, &sparse, &before, &place) {
+            Ok(reordered) => reordered,
+            Err(o) => return Ok(Err(o)),
+        };
         reordered.extend(chosen.reordered);
         reordered.sort_unstable();
         reordered.dedup();
-        Ok(Concrete {
+        Ok(Ok(Concrete {
             statement: stmt.clone(),
             rhs,
             accesses,
+            formats: formats.to_vec(),
             vars,
             level_vars,
             fixed,
@@ -363,7 +438,7 @@ impl Concrete {
             order: chosen.order,
             reordered,
             parallelized: false,
-        })
+        }))
     }
 
     /// The checked statement.
@@ -449,6 +524,25 @@ impl Concrete {
     /// Look up a variable by name.
     pub(crate) fn var_named(&self, name: &str) -> Option<VarId> {
         self.vars.iter().position(|v| v.name == name)
+    }
+}
+
+/// Whether each access, left to right, is a factor of the whole right-hand side: its path
+/// to the root passes only through `*`, unary minus, numerators and reductions.
+fn factors_of_whole(expr: &CExpr, factor: bool, out: &mut Vec<bool>) {
+    match expr {
+        CExpr::Access(_) => out.push(factor),
+        CExpr::Literal(_) => {}
+        CExpr::Neg(a) | CExpr::Sum(_, a) => factors_of_whole(a, factor, out),
+        CExpr::Binary(op, a, b) => {
+            let (left, right) = match op {
+                Op::Mul => (factor, factor),
+                Op::Div => (factor, false),
+                Op::Add | Op::Sub => (false, false),
+            };
+            factors_of_whole(a, left, out);
+            factors_of_whole(b, right, out);
+        }
     }
 }
 

@@ -2,8 +2,9 @@
 //! `split(i,i0,i1,32),order(i0,i1,j),parallelize(i0,CPUThread,NoRaces)`.
 //!
 //! `parallelize` takes an optional OpenMP schedule and chunk size after the race strategy
-//! (`parallelize(i0,CPUThread,NoRaces,static,4)`; default `dynamic,1`). Unit, strategy and
-//! bound names are case-insensitive.
+//! (`parallelize(i0,CPUThread,NoRaces,static,4)`; chunk 1 when only the schedule is given).
+//! Without them the loop runs in `balanced` blocks: one contiguous block of about equal
+//! work per thread. Unit, strategy and bound names are case-insensitive.
 //!
 //! TACO's spellings are accepted as well (its `-s` option and `docs/scheduling.md`):
 //! `pos(i,ip,A)` with the tensor's name only, `bound(i,ib,100,MaxExact)` with the value
@@ -411,7 +412,11 @@ impl Call<'_, '_> {
                 })
             }
             "parallelize" => {
-                self.arity(3, 5, "(var, unit, races[, static|dynamic|guided[, chunk]])")?;
+                self.arity(
+                    3,
+                    5,
+                    "(var, unit, races[, static|dynamic|guided|balanced[, chunk]])",
+                )?;
                 let unit = self.keyword(
                     1,
                     "parallel unit",
@@ -445,10 +450,11 @@ impl Call<'_, '_> {
                                 ("static", OmpSchedule::Static),
                                 ("dynamic", OmpSchedule::Dynamic),
                                 ("guided", OmpSchedule::Guided),
+                                ("balanced", OmpSchedule::Balanced),
                             ],
                         )?
                     } else {
-                        OmpSchedule::Dynamic
+                        OmpSchedule::Balanced
                     },
                     chunk: if self.args.len() > 4 {
                         self.number_at(4)?

@@ -10,6 +10,7 @@ pub use shared_data::shared_data;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use sparsec::format::Format;
+use sparsec::jit::Toolchain;
 use sparsec::kernel::Kernel;
 use sparsec::notation::cin::Statement;
 use sparsec::notation::{self, TensorDecl};
@@ -147,4 +148,13 @@ pub fn compare_with_reference(
     );
     assert_eq!(got.format(), &stmt.tensors[0].format);
     got
+}
+
+/// The default toolchain, but with kernels that split every balanced parallel loop between
+/// the threads however little work it has (`SPARSEC_GRAIN=1`; by default small loops run on
+/// one thread), so that small inputs exercise the threads' blocks.
+pub fn split_toolchain() -> Toolchain {
+    let mut toolchain = Toolchain::default();
+    toolchain.flags.push("-DSPARSEC_GRAIN=1".into());
+    toolchain
 }

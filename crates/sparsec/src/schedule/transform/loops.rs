@@ -115,19 +115,21 @@ impl Concrete {
             .unwrap_or(usize::MAX)
     }
 
-    /// `a` is recovered before any loop derived from `b` starts.
+    /// `a` is recovered before any loop derived from `b` starts, or (for storage levels)
+    /// `a` and `b` are fused in that order and recovered together.
     fn resolved_before(&self, a: VarId, b: VarId) -> bool {
+        self.recovered_before_loops_of(a, b) || matches!(self.created_by_fuse_of(a, b), Some(true))
+    }
+
+    /// `a` is recovered before any loop derived from `b` starts.
+    fn recovered_before_loops_of(&self, a: VarId, b: VarId) -> bool {
         let first_of_b = self
             .descendants(b)
             .iter()
             .map(|&d| self.position_of(d))
             .min()
             .unwrap_or(usize::MAX);
-        if self.position_of(a) < first_of_b {
-            return true;
-        }
-        // Two levels fused in storage order are recovered together.
-        matches!(self.created_by_fuse_of(a, b), Some(true))
+        self.position_of(a) < first_of_b
     }
 
     /// `Some(true)` when `a` and `b` are fused with `a` outer.
@@ -139,9 +141,47 @@ impl Concrete {
         })
     }
 
+    /// Operands that store a variable the schedule computes (by `split`, `divide`, `fuse`
+    /// or `bound`) are located at it; a plain layout that cannot be (a level that neither
+    /// locates nor is ordered with unique coordinates, or one below a non-unique level) is
+    /// read through its general equivalent instead, which keeps the mode order and so the
+    /// level variables. Operands iterated by a position space keep their layout.
+    fn read_computed_through_copies(&mut self) {
+        let computed = |c: &Concrete, v: VarId| {
+            matches!(
+                c.replaced_by(v),
+                Some(Relation::Split { .. } | Relation::Fuse { .. } | Relation::Bound { .. })
+            )
+        };
+        for o in 0..self.accesses.len() {
+            let in_position_space = self
+                .relations
+                .iter()
+                .any(|r| matches!(r, Relation::Pos { occurrence, .. } if *occurrence == o));
+            let format = &self.formats[o];
+            if in_position_space || !format.is_plain() {
+                continue;
+            }
+            let levels = format.levels();
+            let unreachable = self.level_vars[o].iter().enumerate().any(|(k, &v)| {
+                let level = &levels[k].format;
+                let (caps, props) = (level.capabilities(), level.properties());
+                let searchable = props.ordered && props.unique && caps.coord_pos_iter;
+                let below_duplicates = levels[..k].iter().any(|l| !l.format.properties().unique);
+                computed(self, v) && (below_duplicates || !(caps.locate || searchable))
+            });
+            if unreachable {
+                self.formats[o] = format.general_equivalent();
+            }
+        }
+    }
+
     fn check_order(&mut self, text: &str) -> Result<(), ScheduleError> {
+        self.read_computed_through_copies();
+        // A reduction computed into a temporary per value of `u` cannot share a loop with
+        // `u` (a fused loop would sum across values of `u`).
         for &(u, v) in &self.sum_edges {
-            if !self.resolved_before(u, v) {
+            if !self.recovered_before_loops_of(u, v) {
                 return Err(ScheduleError::new(
                     text,
                     "no computation moves out of a reduction it does not distribute over",

@@ -105,9 +105,10 @@ pub enum Transform {
     Serial {
         var: String,
     },
-    /// `mergeby(var, strategy)`: how the loop of `var` co-iterates its sparse operands,
-    /// recorded on its [`super::LoopTags`]. Lowering merges with two fingers today, so
-    /// `Gallop` is a request a later lowering can honour and `TwoFinger` changes nothing.
+    /// `mergeby(var, strategy)`: how the loop of `var` intersects its sparse operands,
+    /// recorded on its [`super::LoopTags`]: `Gallop` searches ahead (lowering refuses it
+    /// where no loop of `var` intersects operands iterated by position), `TwoFinger` is
+    /// the default.
     MergeBy {
         var: String,
         strategy: MergeStrategy,
@@ -426,7 +427,8 @@ impl Concrete {
         })
     }
 
-    /// `parallelize(var, unit, races)` with OpenMP `schedule(dynamic, 1)`.
+    /// `parallelize(var, unit, races)`, in contiguous blocks of equal work, one per thread
+    /// ([`OmpSchedule::Balanced`]).
     pub fn parallelize(
         &self,
         var: &str,
@@ -437,7 +439,7 @@ impl Concrete {
             var: var.into(),
             unit,
             races,
-            schedule: OmpSchedule::Dynamic,
+            schedule: OmpSchedule::Balanced,
             chunk: 1,
         })
     }

@@ -60,7 +60,7 @@ impl Concrete {
                 ),
             ));
         }
-        let format = &self.statement.tensors[self.accesses[o].0].format;
+        let format = self.access_format(o);
         let leaf = &format.levels()[*levels.last().expect("a level")].format;
         if !leaf.capabilities().coord_pos_iter {
             return Err(ScheduleError::new(
@@ -112,8 +112,7 @@ impl Concrete {
                 format!("`{pos}` was not created by pos (split it after coord instead)"),
             ));
         };
-        let (t, _) = &self.accesses[occurrence];
-        let levels = self.statement.tensors[*t].format.levels();
+        let levels = self.access_format(occurrence).levels();
         let level = self.level_vars[occurrence]
             .iter()
             .position(|&u| u == parent)

@@ -1,0 +1,12 @@
+//! The `sparsec` command line as a library: one module per subcommand, which the binary
+//! (`main.rs`) only dispatches to. Being a library lets fuzz targets and tests reach the
+//! parts that need no process, such as the translation of a TACO command line
+//! ([`taco::translate`]).
+
+pub mod convert;
+pub mod emit;
+pub mod formats;
+pub mod info;
+pub mod run;
+pub mod spec;
+pub mod taco;

@@ -1,0 +1,256 @@
+//! Counts per class, reasons grouped, and the report files: `failures.txt` (every bug and
+//! timeout with its command), `unsupported.txt` and `clear-errors.txt` (refusals grouped by
+//! normalised reason, one example command each, every case listed for replay).
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crate::outcome::{normalise, Class, Outcome};
+
+/// Cases of one normalised reason.
+#[derive(Debug)]
+struct Group {
+    /// Case indices, in the order they finished.
+    cases: Vec<u64>,
+    /// The first case's command and full message.
+    example_command: String,
+    example_message: String,
+}
+
+/// One case that is a bug or timed out.
+#[derive(Debug)]
+struct Failure {
+    class: Class,
+    index: u64,
+    command: String,
+    message: String,
+    description: String,
+}
+
+/// Everything a run found so far.
+#[derive(Debug)]
+pub struct Tally {
+    seed: u64,
+    counts: BTreeMap<Class, usize>,
+    unsupported: BTreeMap<String, Group>,
+    clear: BTreeMap<String, Group>,
+    failures: Vec<Failure>,
+}
+
+/// What the caller should do with a finished case's files.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Keep {
+    /// Nothing to keep.
+    Nothing,
+    /// Keep the case's directory: a failure, or the first example of a reason.
+    Directory,
+}
+
+impl Tally {
+    /// An empty tally for a run with `seed`.
+    pub fn new(seed: u64) -> Tally {
+        Tally {
+            seed,
+            counts: BTreeMap::new(),
+            unsupported: BTreeMap::new(),
+            clear: BTreeMap::new(),
+            failures: Vec::new(),
+        }
+    }
+
+    /// Count case `index`, run as `command`, and say whether its files are worth keeping.
+    pub fn add(&mut self, index: u64, outcome: &Outcome, command: &str, description: &str) -> Keep {
+        *self.counts.entry(outcome.class).or_default() += 1;
+        let groups = match outcome.class {
+            Class::Correct => return Keep::Nothing,
+            Class::Unsupported => &mut self.unsupported,
+            Class::ClearError => &mut self.clear,
+            class => {
+                self.failures.push(Failure {
+                    class,
+                    index,
+                    command: command.to_string(),
+                    message: outcome.message.clone(),
+                    description: description.to_string(),
+                });
+                return Keep::Directory;
+            }
+        };
+        let reason = normalise(&outcome.message);
+        let mut keep = Keep::Nothing;
+        let group = groups.entry(reason).or_insert_with(|| {
+            keep = Keep::Directory;
+            Group {
+                cases: Vec::new(),
+                example_command: command.to_string(),
+                example_message: outcome.message.clone(),
+            }
+        });
+        group.cases.push(index);
+        keep
+    }
+
+    /// Cases counted.
+    pub fn total(&self) -> usize {
+        self.counts.values().sum()
+    }
+
+    /// Bugs found (panics, signals, C compile errors, wrong results).
+    pub fn bugs(&self) -> usize {
+        self.counts
+            .iter()
+            .filter(|(c, _)| c.is_bug())
+            .map(|(_, n)| n)
+            .sum()
+    }
+
+    /// The counts per class and the refusals grouped, as printed at the end of a run.
+    pub fn summary(&self, elapsed: Duration) -> String {
+        let mut s = String::new();
+        let _ = writeln!(
+            s,
+            "sparsec-fuzz: seed {}, {} statements in {:.0} s",
+            self.seed,
+            self.total(),
+            elapsed.as_secs_f64()
+        );
+        for class in Class::ALL {
+            let n = self.counts.get(&class).copied().unwrap_or(0);
+            let _ = writeln!(s, "  {:<16} {n}", class.name());
+        }
+        let _ = writeln!(
+            s,
+            "  (wrong results of statements that divide by a tensor: {})",
+            self.wrong_dividing()
+        );
+        let _ = writeln!(s, "unsupported, by reason:");
+        write_group_counts(&mut s, &self.unsupported);
+        let _ = writeln!(s, "clear errors, by reason:");
+        write_group_counts(&mut s, &self.clear);
+        if !self.failures.is_empty() {
+            let _ = writeln!(s, "failures:");
+            for f in &self.failures {
+                let _ = writeln!(
+                    s,
+                    "  [{}] case {}: {}",
+                    f.class.name(),
+                    f.index,
+                    first_line(&f.message)
+                );
+                let _ = writeln!(s, "    {}", f.command);
+            }
+        }
+        s
+    }
+
+    /// Write `failures.txt`, `unsupported.txt` and `clear-errors.txt` into `dir`.
+    pub fn write(&self, dir: &Path, elapsed: Duration, replay: &str) -> std::io::Result<()> {
+        std::fs::create_dir_all(dir)?;
+        let header = self.header(elapsed, replay);
+
+        let mut failures = header.clone();
+        let _ = writeln!(
+            failures,
+            "Panics, signals, C compile errors, wrong results and timeouts, each with the \
+             command that reproduces it.\n"
+        );
+        for class in Class::ALL
+            .into_iter()
+            .filter(|c| c.is_bug() || *c == Class::Timeout)
+        {
+            for f in self.failures.iter().filter(|f| f.class == class) {
+                let _ = writeln!(failures, "[{}] case {}", class.name(), f.index);
+                let _ = writeln!(failures, "  statement: {}", f.description);
+                let _ = writeln!(failures, "  command:   {}", f.command);
+                let _ = writeln!(failures, "  replay:    {replay} --case {}", f.index);
+                let _ = writeln!(failures, "  message:   {}\n", f.message);
+            }
+        }
+        write_file(&dir.join("failures.txt"), &failures)?;
+
+        for (name, what, groups) in [
+            (
+                "unsupported.txt",
+                "Well-formed statements sparsec refused as beyond what it compiles",
+                &self.unsupported,
+            ),
+            (
+                "clear-errors.txt",
+                "Cases refused with a user error (illegal schedule, format that cannot hold the data)",
+                &self.clear,
+            ),
+        ] {
+            let mut text = header.clone();
+            let total: usize = groups.values().map(|g| g.cases.len()).sum();
+            let _ = writeln!(text, "{what}: {total}, by normalised reason.\n");
+            write_group_counts(&mut text, groups);
+            let _ = writeln!(text);
+            for (reason, group) in sorted(groups) {
+                let _ = writeln!(text, "== {} x {reason}", group.cases.len());
+                let _ = writeln!(text, "  example: {}", group.example_command);
+                let _ = writeln!(text, "  message: {}", group.example_message);
+                let cases: Vec<String> = group.cases.iter().map(u64::to_string).collect();
+                let _ = writeln!(text, "  cases:   {}\n", cases.join(" "));
+            }
+            write_file(&dir.join(name), &text)?;
+        }
+        Ok(())
+    }
+
+    /// Wrong results of statements with a non-constant denominator, which `0 / 0` and
+    /// `x / 0` decide apart from the rest.
+    fn wrong_dividing(&self) -> usize {
+        self.failures
+            .iter()
+            .filter(|f| f.class == Class::Wrong && f.description.ends_with("(divides by a tensor)"))
+            .count()
+    }
+
+    fn header(&self, elapsed: Duration, replay: &str) -> String {
+        let mut s = String::new();
+        let _ = writeln!(
+            s,
+            "sparsec-fuzz seed {}: {} statements in {:.0} s (replay case N: {replay} --case N)",
+            self.seed,
+            self.total(),
+            elapsed.as_secs_f64()
+        );
+        let counts: Vec<String> = Class::ALL
+            .iter()
+            .map(|c| format!("{} {}", c.name(), self.counts.get(c).copied().unwrap_or(0)))
+            .collect();
+        let _ = writeln!(
+            s,
+            "{} (wrong results of statements that divide by a tensor: {})\n",
+            counts.join(", "),
+            self.wrong_dividing()
+        );
+        s
+    }
+}
+
+fn sorted(groups: &BTreeMap<String, Group>) -> Vec<(&String, &Group)> {
+    let mut v: Vec<_> = groups.iter().collect();
+    v.sort_by(|a, b| b.1.cases.len().cmp(&a.1.cases.len()).then(a.0.cmp(b.0)));
+    v
+}
+
+fn write_group_counts(s: &mut String, groups: &BTreeMap<String, Group>) {
+    for (reason, group) in sorted(groups) {
+        let _ = writeln!(s, "  {:>6}  {reason}", group.cases.len());
+    }
+}
+
+fn first_line(text: &str) -> &str {
+    text.lines().next().unwrap_or("")
+}
+
+/// Write through a temporary file and a rename, so that a reader never sees half a report.
+fn write_file(path: &Path, text: &str) -> std::io::Result<()> {
+    let mut temporary = PathBuf::from(path);
+    temporary.set_extension("txt.partial");
+    std::fs::write(&temporary, text)?;
+    std::fs::rename(&temporary, path)
+}

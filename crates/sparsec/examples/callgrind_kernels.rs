@@ -1,0 +1,136 @@
+//! One generated kernel on fixed inputs, run once, for counting its instructions under
+//! callgrind (`bench/callgrind_guard.py` runs it and compares the counts with the
+//! baseline kept in `bench/callgrind_baseline.json`).
+//!
+//! ```text
+//! cargo build --release -p sparsec --example callgrind_kernels
+//! valgrind --tool=callgrind --toggle-collect=sparsec_kernel \
+//!     target/release/examples/callgrind_kernels spmv
+//! callgrind_kernels --list     # the kernels' names
+//! ```
+//!
+//! Inputs come from `sparsec::generate` with fixed seeds, so every run counts the same
+//! work. The kernel is compiled (or loaded from the kernel cache) and its inputs packed
+//! before it runs, on one thread, with the default schedule; only `sparsec_kernel` (and
+//! what it calls) is counted, not the assembly of a sparse output in Rust.
+
+use sparsec::format::Format;
+use sparsec::generate;
+use sparsec::kernel::Kernel;
+use sparsec::notation::TensorDecl;
+use sparsec::tensor::{Coo, Tensor, ValueType};
+
+/// Name, statement, formats by tensor (output first), and the inputs' coordinates.
+struct Case {
+    name: &'static str,
+    expr: &'static str,
+    formats: &'static [(&'static str, &'static str)],
+    inputs: fn() -> Vec<Coo>,
+}
+
+const CASES: &[Case] = &[
+    Case {
+        name: "spmv",
+        expr: "y(i) = A(i,j) * x(j)",
+        formats: &[("y", "d"), ("A", "csr"), ("x", "d")],
+        inputs: || {
+            vec![
+                generate::uniform(&[20_000, 20_000], 5e-4, 1),
+                vector(20_000),
+            ]
+        },
+    },
+    Case {
+        name: "spmv_powerlaw",
+        expr: "y(i) = A(i,j) * x(j)",
+        formats: &[("y", "d"), ("A", "csr"), ("x", "d")],
+        inputs: || {
+            vec![
+                generate::power_law([20_000, 20_000], 200_000, 1.0, 2),
+                vector(20_000),
+            ]
+        },
+    },
+    Case {
+        name: "spmm",
+        expr: "C(i,k) = A(i,j) * B(j,k)",
+        formats: &[("C", "dd"), ("A", "csr"), ("B", "dd")],
+        inputs: || {
+            vec![
+                generate::uniform(&[5_000, 5_000], 2e-3, 3),
+                generate::dense(&[5_000, 32], 4),
+            ]
+        },
+    },
+    Case {
+        name: "spgemm",
+        expr: "C(i,j) = A(i,k) * B(k,j)",
+        formats: &[("C", "csr"), ("A", "csr"), ("B", "csr")],
+        inputs: || {
+            vec![
+                generate::uniform(&[5_000, 5_000], 1e-3, 5),
+                generate::uniform(&[5_000, 5_000], 1e-3, 6),
+            ]
+        },
+    },
+    Case {
+        name: "mttkrp",
+        expr: "A(i,r) = T(i,j,k) * B(j,r) * C(k,r)",
+        formats: &[("A", "dd"), ("T", "sss"), ("B", "dd"), ("C", "dd")],
+        inputs: || {
+            vec![
+                generate::uniform(&[200, 200, 200], 1e-2, 7),
+                generate::dense(&[200, 16], 8),
+                generate::dense(&[200, 16], 9),
+            ]
+        },
+    },
+    Case {
+        name: "ttv",
+        expr: "Y(i,j) = T(i,j,k) * v(k)",
+        formats: &[("Y", "dd"), ("T", "sss"), ("v", "d")],
+        inputs: || vec![generate::uniform(&[200, 200, 200], 1e-2, 10), vector(200)],
+    },
+];
+
+fn vector(n: usize) -> Coo {
+    generate::dense(&[n], 11)
+}
+
+fn main() {
+    let name = std::env::args().nth(1).unwrap_or_default();
+    if name == "--list" {
+        CASES.iter().for_each(|c| println!("{}", c.name));
+        return;
+    }
+    let Some(case) = CASES.iter().find(|c| c.name == name) else {
+        eprintln!("usage: callgrind_kernels NAME|--list");
+        std::process::exit(2);
+    };
+    let coos = (case.inputs)();
+    let assignment = sparsec::notation::parse(case.expr).expect("statement");
+    let mut decls = vec![TensorDecl::new(case.formats[0].0).with_format(
+        Format::parse(case.formats[0].1, assignment.lhs.indices.len()).expect("format"),
+    )];
+    let mut inputs = Vec::new();
+    for ((tensor, format), coo) in case.formats[1..].iter().zip(&coos) {
+        let format = Format::parse(format, coo.order()).expect("format");
+        decls.push(
+            TensorDecl::new(*tensor)
+                .with_format(format.clone())
+                .with_dims(&coo.dims),
+        );
+        inputs.push(Tensor::from_coo(coo, &format, ValueType::F64).expect("pack"));
+    }
+    let mut kernel = Kernel::compile(case.expr, &decls, &[]).expect("compile");
+    kernel.set_threads(1);
+    let refs: Vec<&Tensor> = inputs.iter().collect();
+    let out = kernel.run(&refs).expect("run");
+    let mut checksum = 0.0;
+    out.for_each_stored(|_, v| checksum += v);
+    println!(
+        "{} stored {} checksum {checksum:.9e}",
+        case.name,
+        out.stored_values()
+    );
+}

@@ -1,0 +1,249 @@
+//! Facts about loops that backends use to print faster code without changing what it
+//! computes: which loops are sums into one scalar (their additions may be reassociated,
+//! and nothing else may), and how much work each iteration of a loop over a compressed
+//! level's parents does (so that threads get contiguous blocks of equal work).
+
+use std::collections::HashMap;
+
+use super::{visit, ArrayKind, ArrayRef, BinOp, Expr, Function, Loop, LoopKind, Stmt, Type, Var};
+
+/// A loop whose only effect is adding a value into one scalar declared outside it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SumReduction {
+    /// The value variable the loop adds into.
+    pub accumulator: Var,
+    /// True when a load's index depends on a value loaded in the loop (`x[idx[p]]`): SIMD
+    /// code would need gathers, which are slower than scalar loads on many x86 cores.
+    pub indirect: bool,
+}
+
+/// The sum `l` computes, when it is a serial loop whose body only declares variables and
+/// adds into one value variable declared outside it (`acc += e`, with `acc` read nowhere
+/// else): no stores, branches, nested loops or calls. Its iterations then differ only in
+/// the order of the additions into `acc`, so a backend may split `acc` into partial sums.
+pub fn sum_reduction(function: &Function, l: &Loop) -> Option<SumReduction> {
+    if l.kind != LoopKind::Serial {
+        return None;
+    }
+    let mut accumulator = None;
+    let mut declared = vec![l.var];
+    let mut loaded = Vec::new();
+    let mut indirect = false;
+    let mut ok = true;
+    visit::walk_stmts(&l.body, &mut |s| match s {
+        Stmt::Decl(v, e) => {
+            declared.push(*v);
+            if reads_load(e) || depends_on(e, &loaded) {
+                loaded.push(*v);
+            }
+        }
+        Stmt::Assign(v, Expr::Bin(BinOp::Add, a, _))
+            if **a == Expr::Var(*v) && accumulator.is_none_or(|acc| acc == *v) =>
+        {
+            accumulator = Some(*v)
+        }
+        Stmt::Block(_) => {}
+        _ => ok = false,
+    });
+    let acc = accumulator?;
+    if !ok || declared.contains(&acc) || !matches!(function.var(acc).ty, Type::Value(_)) {
+        return None;
+    }
+    // `acc` may appear only as the left operand of its own updates.
+    let mut reads_acc = false;
+    visit::walk_stmts(&l.body, &mut |s| {
+        let value = match s {
+            Stmt::Decl(_, e) => e,
+            Stmt::Assign(_, Expr::Bin(_, _, e)) => e,
+            _ => return,
+        };
+        visit::walk_expr(value, &mut |e| match e {
+            Expr::Var(v) if *v == acc => reads_acc = true,
+            Expr::Call(..) => reads_acc = true,
+            Expr::Load(_, index) if depends_on(index, &loaded) || reads_load(index) => {
+                indirect = true
+            }
+            _ => {}
+        });
+    });
+    (!reads_acc).then_some(SumReduction {
+        accumulator: acc,
+        indirect,
+    })
+}
+
+/// True when `e` loads from an array.
+fn reads_load(e: &Expr) -> bool {
+    let mut found = false;
+    visit::walk_expr(e, &mut |e| found |= matches!(e, Expr::Load(..)));
+    found
+}
+
+fn depends_on(e: &Expr, vars: &[Var]) -> bool {
+    let mut found = false;
+    visit::walk_expr(e, &mut |e| {
+        found |= matches!(e, Expr::Var(v) if vars.contains(v))
+    });
+    found
+}
+
+/// The work done by the iterations of `l` before iteration `l.var`, as an expression of
+/// `l.var` that does not decrease as it grows and can be evaluated for every value from
+/// `l.start` to `l.end` included: the number of positions that the loops over compressed
+/// levels nested in `l`'s body (`for p in pos[q]..pos[q + 1]`, through as many levels as
+/// their positions chain) visit before it, plus `l.var` itself, so that empty iterations
+/// count too. Positions count once per iteration of the dense loops nested unconditionally
+/// inside the innermost of those loops (SpMM's columns). `None` when no loop over a
+/// compressed level is nested unconditionally in the body.
+pub fn work_before(l: &Loop) -> Option<Expr> {
+    let (array, q, inner) = segment_loop(&l.body, l.var, &mut HashMap::new())?;
+    // What is left of `q` but the loop's variable must be in scope before the loop.
+    let mut inside = Vec::new();
+    visit::walk_stmts(&l.body, &mut |s| match s {
+        Stmt::Decl(v, _) | Stmt::For(Loop { var: v, .. }) => inside.push(*v),
+        _ => {}
+    });
+    if depends_on(&q, &inside) {
+        return None;
+    }
+    let mut before = Expr::load(array, q);
+    // A loop over each position's own segment in the next level down: the work is that
+    // level's positions.
+    let mut outer = inner;
+    while let Some((below, q, next)) = segment_loop(&outer.body, outer.var, &mut HashMap::new()) {
+        if q != Expr::Var(outer.var) {
+            break;
+        }
+        before = Expr::load(below, before);
+        outer = next;
+    }
+    // Dense loops inside the innermost one (SpMM's columns) multiply every position's work.
+    let mut per_position = Expr::Int(1);
+    let mut body = &outer.body;
+    while let Some(dense) = dense_loop(body) {
+        per_position = per_position * dense.end.clone();
+        body = &dense.body;
+    }
+    Some(super::simplify(&(before * per_position + Expr::Var(l.var))))
+}
+
+/// The first loop in `body` (unconditionally, at any depth of plain blocks) that runs from
+/// 0 to a bound fixed by the kernel's parameters.
+fn dense_loop(body: &[Stmt]) -> Option<&Loop> {
+    body.iter().find_map(|s| match s {
+        Stmt::Block(inner) => dense_loop(inner),
+        Stmt::For(l) if l.start == Expr::Int(0) && parameters_only(&l.end) => Some(l),
+        _ => None,
+    })
+}
+
+/// True when `e` is built from parameters and non-negative constants with `+` and `*`.
+fn parameters_only(e: &Expr) -> bool {
+    match e {
+        Expr::Int(n) => *n >= 0,
+        Expr::Param(_) => true,
+        Expr::Bin(BinOp::Add | BinOp::Mul, a, b) => parameters_only(a) && parameters_only(b),
+        _ => false,
+    }
+}
+
+/// The first loop in `body` (unconditionally, at any depth of plain blocks) that runs
+/// over `pos[q]..pos[q + 1]` with `q` a position of iteration `var` (`var` itself, or
+/// `base + var` with `base` free of `var`): the array `pos`, `q` and the loop. `defs`
+/// holds the variables declared before, by value.
+fn segment_loop<'a>(
+    body: &'a [Stmt],
+    var: Var,
+    defs: &mut HashMap<Var, Expr>,
+) -> Option<(ArrayRef, Expr, &'a Loop)> {
+    for s in body {
+        match s {
+            Stmt::Decl(v, e) => {
+                defs.insert(*v, e.clone());
+            }
+            Stmt::Block(inner) => {
+                if let Some(found) = segment_loop(inner, var, defs) {
+                    return Some(found);
+                }
+            }
+            Stmt::For(inner) => {
+                if let Some((array, q)) = segment_of(inner, var, defs) {
+                    return Some((array, q, inner));
+                }
+                forget_assigned(std::slice::from_ref(s), defs);
+            }
+            other => forget_assigned(std::slice::from_ref(other), defs),
+        }
+    }
+    None
+}
+
+/// `(pos, q)` when `inner` runs over `pos[q]..pos[q + 1]` with `q` ascending in `var`.
+fn segment_of(inner: &Loop, var: Var, defs: &HashMap<Var, Expr>) -> Option<(ArrayRef, Expr)> {
+    let (Expr::Load(array, start), Expr::Load(end_array, end)) = (&inner.start, &inner.end) else {
+        return None;
+    };
+    if !matches!(
+        array,
+        ArrayRef::Level {
+            kind: ArrayKind::Pos,
+            ..
+        }
+    ) || array != end_array
+        || super::simplify(&(*start.clone() + Expr::Int(1))) != super::simplify(end)
+    {
+        return None;
+    }
+    let q = substitute(start, defs)?;
+    let ascending = match &q {
+        Expr::Var(v) => *v == var,
+        Expr::Bin(BinOp::Add, base, last) => **last == Expr::Var(var) && affine_free_of(base, var),
+        _ => false,
+    };
+    ascending.then_some((*array, q))
+}
+
+/// `e` with the variables declared before replaced by their values.
+fn substitute(e: &Expr, defs: &HashMap<Var, Expr>) -> Option<Expr> {
+    let mut out = e.clone();
+    // Each round replaces one level of declarations; a chain longer than this is not a
+    // position computed from the loop's variable.
+    for _ in 0..16 {
+        let mut changed = false;
+        visit::walk_expr_mut(&mut out, &mut |e| {
+            if let Expr::Var(v) = e {
+                if let Some(value) = defs.get(v) {
+                    *e = value.clone();
+                    changed = true;
+                }
+            }
+        });
+        if !changed {
+            return Some(super::simplify(&out));
+        }
+    }
+    None
+}
+
+/// True when `e` is built from integer constants, parameters and variables other than
+/// `var` with `+` and `*` only, so that adding `var` to it keeps the order of `var`.
+fn affine_free_of(e: &Expr, var: Var) -> bool {
+    match e {
+        Expr::Int(n) => *n >= 0,
+        Expr::Param(_) => true,
+        Expr::Var(v) => *v != var,
+        Expr::Bin(BinOp::Add | BinOp::Mul, a, b) => {
+            affine_free_of(a, var) && affine_free_of(b, var)
+        }
+        _ => false,
+    }
+}
+
+/// Drop the variables that `stmts` assign from `defs`: their declared values no longer hold.
+fn forget_assigned(stmts: &[Stmt], defs: &mut HashMap<Var, Expr>) {
+    visit::walk_stmts(stmts, &mut |s| {
+        if let Stmt::Assign(v, _) = s {
+            defs.remove(v);
+        }
+    });
+}

@@ -1,0 +1,309 @@
+//! Differential tests of the C backend's faster forms: sums split into partial sums or
+//! printed as SIMD reductions, and parallel loops in contiguous blocks of equal work on a
+//! team sized by the work. Each test checks that the form it exercises was generated, then
+//! compares the kernel's results with the reference at 1, 2 and 3 threads.
+
+mod common;
+use common::*;
+
+use sparsec::generate;
+use sparsec::jit::Toolchain;
+use sparsec::kernel::{Backend, Kernel};
+use sparsec::schedule::Schedule;
+use sparsec::tensor::{Coo, ValueType};
+
+/// Compile `expr` (the default schedule, or `schedule`) with `toolchain`, check that its
+/// kernel contains every piece of `expected`, and compare its results with the reference
+/// on every input set at 1, 2 and 3 threads.
+fn check_threads(
+    expr: &str,
+    formats: &[(&str, &str)],
+    input_sets: &[Vec<(&str, Coo)>],
+    schedule: Option<&str>,
+    toolchain: &Toolchain,
+    expected: &[&str],
+) {
+    let (stmt, _) = statement(expr, formats, &input_sets[0], &[]);
+    let mut kernel = match schedule {
+        None => Kernel::from_statement(stmt, ValueType::F64, toolchain),
+        Some(text) => Kernel::scheduled(
+            stmt,
+            &Schedule::parse(text).unwrap(),
+            ValueType::F64,
+            toolchain,
+        ),
+    }
+    .unwrap_or_else(|e| panic!("{expr}: {e}"));
+    for piece in expected {
+        assert!(
+            kernel.kernel_source().contains(piece),
+            "{expr} with {formats:?}: `{piece}` not in\n{}",
+            kernel.kernel_source()
+        );
+    }
+    for inputs in input_sets {
+        let (stmt, tensors) = statement(expr, formats, inputs, &[]);
+        for threads in [1, 2, 3] {
+            kernel.set_threads(threads);
+            let what = format!("{expr} with {formats:?}, {threads} threads");
+            compare_with_reference(&kernel, &stmt, &tensors, &what);
+        }
+    }
+}
+
+/// A matrix whose row `i` holds `lengths[i % lengths.len()]` entries.
+fn rows_of_lengths(rows: usize, cols: usize, lengths: &[usize]) -> Coo {
+    let (mut coords, mut values) = (Vec::new(), Vec::new());
+    for i in 0..rows {
+        let n = lengths[i % lengths.len()].min(cols);
+        for k in 0..n {
+            coords.extend([i as i64, ((k * 7 + i) % cols) as i64]);
+            values.push(1.0 + (i * 31 + k) as f64 % 5.0);
+        }
+    }
+    Coo::new(vec![rows, cols], coords, values).unwrap()
+}
+
+/// Every entry in the last row: all but one of the balanced blocks are empty.
+fn last_row_only(rows: usize, cols: usize) -> Coo {
+    let coords = (0..cols)
+        .flat_map(|j| [rows as i64 - 1, j as i64])
+        .collect();
+    Coo::new(vec![rows, cols], coords, vec![0.5; cols]).unwrap()
+}
+
+fn vector(n: usize) -> Coo {
+    generate::dense(&[n], 99)
+}
+
+#[test]
+fn indirect_sums_split_into_partial_sums_for_every_row_length() {
+    // Rows of 0 to 10 entries: the four-way loop's remainders 0 to 3, rows shorter than
+    // one round, and empty rows.
+    let lengths: Vec<usize> = (0..=10).collect();
+    let sets = vec![
+        vec![("A", rows_of_lengths(97, 40, &lengths)), ("x", vector(40))],
+        vec![("A", Coo::empty(vec![97, 40])), ("x", vector(40))],
+    ];
+    for format in ["csr", "dcsr"] {
+        check_threads(
+            "y(i) = A(i,j) * x(j)",
+            &[("A", format)],
+            &sets,
+            None,
+            &Toolchain::default(),
+            &["sparsec_acc3", "__asm__"],
+        );
+    }
+    // TTV: the sum over a tensor's last level.
+    let t = generate::uniform(&[12, 10, 30], 0.2, 5);
+    check_threads(
+        "Y(i,j) = T(i,j,k) * v(k)",
+        &[("T", "sss")],
+        &[vec![("T", t), ("v", vector(30))]],
+        None,
+        &Toolchain::default(),
+        &["sparsec_acc1"],
+    );
+}
+
+#[test]
+fn direct_sums_are_simd_reductions() {
+    // A dense row times a vector: contiguous loads, no gathers.
+    let a = generate::dense(&[9, 37], 3);
+    check_threads(
+        "y(i) = A(i,j) * x(j)",
+        &[("A", "dd")],
+        &[vec![("A", a), ("x", vector(37))]],
+        None,
+        &Toolchain::default(),
+        &["#pragma omp simd reduction(+:"],
+    );
+}
+
+#[test]
+fn the_jit_runs_split_sums_serially() {
+    let lengths: Vec<usize> = (0..=9).collect();
+    let inputs = vec![("A", rows_of_lengths(50, 20, &lengths)), ("x", vector(20))];
+    let (stmt, tensors) = statement("y(i) = A(i,j) * x(j)", &[("A", "csr")], &inputs, &[]);
+    let c = Kernel::from_statement(stmt.clone(), ValueType::F64, &Toolchain::default()).unwrap();
+    assert!(c.kernel_source().contains("sparsec_acc1"));
+    let jit = c.with_backend(Backend::Jit).unwrap();
+    compare_with_reference(&jit, &stmt, &tensors, "SpMV through the JIT");
+}
+
+#[test]
+fn balanced_blocks_cover_every_row_once() {
+    let skewed = generate::skewed_rows(300, 200, 1.0, 1.015, 7);
+    let power = generate::power_law([400, 300], 3000, 1.0, 8);
+    let sets = vec![
+        vec![("A", skewed), ("x", vector(200))],
+        vec![("A", last_row_only(200, 200)), ("x", vector(200))],
+        vec![
+            ("A", rows_of_lengths(200, 200, &[0, 0, 0, 5])),
+            ("x", vector(200)),
+        ],
+        vec![("A", Coo::empty(vec![200, 200])), ("x", vector(200))],
+        vec![("A", rows_of_lengths(1, 200, &[3])), ("x", vector(200))],
+    ];
+    let sets: Vec<_> = sets
+        .into_iter()
+        .map(|set| {
+            // Every input set has one shape: pad the smaller ones' dimensions.
+            set.into_iter()
+                .map(|(name, coo)| {
+                    let dims = if coo.order() == 2 {
+                        vec![400, 300]
+                    } else {
+                        vec![300]
+                    };
+                    (name, Coo::new(dims, coo.coords, coo.values).unwrap())
+                })
+                .collect::<Vec<_>>()
+        })
+        .chain([vec![("A", power), ("x", vector(300))]])
+        .collect();
+    for format in ["csr", "dcsr"] {
+        check_threads(
+            "y(i) = A(i,j) * x(j)",
+            &[("A", format)],
+            &sets,
+            None,
+            &split_toolchain(),
+            &["sparsec_team(", "sparsec_goal"],
+        );
+    }
+    // Dense B: the blocks follow A's rows, weighted by their entries.
+    let b = generate::dense(&[300, 5], 9);
+    let spmm: Vec<_> = sets
+        .iter()
+        .map(|set| vec![set[0].clone(), ("B", b.clone())])
+        .collect();
+    check_threads(
+        "C(i,k) = A(i,j) * B(j,k)",
+        &[("A", "csr")],
+        &spmm,
+        None,
+        &split_toolchain(),
+        &["sparsec_team("],
+    );
+}
+
+#[test]
+fn balanced_blocks_weigh_the_entries_of_deeper_levels() {
+    // MTTKRP over a CSF tensor: each `i` weighs its entries at the last level.
+    let t = generate::uniform(&[40, 30, 20], 0.05, 11);
+    let empty = Coo::empty(vec![40, 30, 20]);
+    let sets: Vec<_> = [t, empty]
+        .into_iter()
+        .map(|t| {
+            vec![
+                ("T", t),
+                ("B", generate::dense(&[30, 4], 12)),
+                ("C", generate::dense(&[20, 4], 13)),
+            ]
+        })
+        .collect();
+    check_threads(
+        "A(i,r) = T(i,j,k) * B(j,r) * C(k,r)",
+        &[("T", "sss")],
+        &sets,
+        None,
+        &split_toolchain(),
+        &["sparsec_w0 = (T3_pos[T2_pos["],
+    );
+}
+
+#[test]
+fn balanced_blocks_keep_sparse_outputs_in_order() {
+    let a = generate::power_law([120, 80], 900, 1.0, 14);
+    let b = generate::uniform(&[80, 90], 0.05, 15);
+    check_threads(
+        "C(i,j) = A(i,k) * B(k,j)",
+        &[("A", "csr"), ("B", "csr"), ("C", "csr")],
+        &[vec![("A", a.clone()), ("B", b)]],
+        None,
+        &split_toolchain(),
+        &["sparsec_out = out + sparsec_t"],
+    );
+    // Element-wise into a sparse output, with rows that are empty in one operand: the
+    // rows merge two operands, so they have no one measure of work and get equal blocks.
+    let c = rows_of_lengths(120, 80, &[0, 3, 0, 7]);
+    check_threads(
+        "C(i,j) = A(i,j) + B(i,j)",
+        &[("A", "csr"), ("B", "csr"), ("C", "csr")],
+        &[vec![("A", a), ("B", c)]],
+        None,
+        &split_toolchain(),
+        &["#pragma omp for schedule(static)"],
+    );
+}
+
+#[test]
+fn parallelize_without_a_schedule_is_balanced_and_with_one_is_kept() {
+    let inputs = vec![vec![
+        ("A", generate::skewed_rows(200, 100, 1.0, 1.02, 16)),
+        ("x", vector(100)),
+    ]];
+    let spmv = "y(i) = A(i,j) * x(j)";
+    check_threads(
+        spmv,
+        &[("A", "csr")],
+        &inputs,
+        Some("parallelize(i,CPUThread,NoRaces)"),
+        &split_toolchain(),
+        &["sparsec_team("],
+    );
+    check_threads(
+        spmv,
+        &[("A", "csr")],
+        &inputs,
+        Some("parallelize(i,CPUThread,NoRaces,dynamic,4)"),
+        &split_toolchain(),
+        &["schedule(dynamic, 4)"],
+    );
+    // A reduction across the balanced blocks: each thread's partial sums are combined.
+    check_threads(
+        "y(j) = A(i,j) * x(i)",
+        &[("A", "csr")],
+        &[vec![
+            ("A", generate::skewed_rows(200, 100, 1.0, 1.02, 17)),
+            ("x", vector(200)),
+        ]],
+        Some("parallelize(i,CPUThread,Atomics)"),
+        &split_toolchain(),
+        &["sparsec_team(", "omp atomic"],
+    );
+}
+
+#[test]
+fn schedules_without_parallelize_keep_the_default_parallel_loop() {
+    let inputs = vec![vec![
+        ("A", generate::uniform(&[130, 60], 0.1, 18)),
+        ("x", vector(60)),
+    ]];
+    check_threads(
+        "y(i) = A(i,j) * x(j)",
+        &[("A", "csr")],
+        &inputs,
+        Some("split(i,i0,i1,16)"),
+        &split_toolchain(),
+        &["#pragma omp parallel"],
+    );
+    let (stmt, _) = statement("y(i) = A(i,j) * x(j)", &[("A", "csr")], &inputs[0], &[]);
+    let mut kernel = Kernel::scheduled(
+        stmt.clone(),
+        &Schedule::parse("split(i,i0,i1,16)").unwrap(),
+        ValueType::F64,
+        &Toolchain::default(),
+    )
+    .unwrap();
+    kernel.set_threads(2);
+    assert_eq!(kernel.threads_used(), 2);
+    // A kernel without a thread loop reports one thread whatever it was given.
+    let serial = "a = A(i,j) * x(j)";
+    let (stmt, _) = statement(serial, &[("A", "csr")], &inputs[0], &[]);
+    let mut kernel = Kernel::from_statement(stmt, ValueType::F64, &Toolchain::default()).unwrap();
+    kernel.set_threads(2);
+    assert_eq!(kernel.threads_used(), 1, "{}", kernel.kernel_source());
+}
