@@ -14,6 +14,7 @@ EXAMPLES
   sparsec convert fao_trade.tns fao.spt --format sss:2,0,1
   sparsec convert fao_trade.tns fao.tns --dims 339,183,183
   sparsec convert A.spt A.mtx
+  sparsec convert bcsstk13.mtx bcsstk13.bsp.h5 --format csc   (built with --features binsparse)
   sparsec convert small.mtx small-dense.mtx --array
 
 Text outputs (.mtx, .tns) receive the stored components of the tensor: without --format
@@ -32,10 +33,11 @@ pub enum ValueTypeArg {
 #[derive(clap::Args)]
 #[command(after_long_help = format!("{}\n\n{EXAMPLES}", crate::formats::FORMAT_HELP))]
 pub struct ConvertArgs {
-    /// Input file: .mtx, .tns or .spt.
+    /// Input file: .mtx, .tns, .spt or .h5 (binsparse; needs the `binsparse` feature).
     pub input: PathBuf,
 
-    /// Output file: .mtx (order <= 2), .tns (any order) or .spt (keeps the format).
+    /// Output file: .mtx (order <= 2), .tns (any order), .spt (keeps the format) or .h5
+    /// (binsparse: formats of dense and compressed levels, named CSR, COO, ... or custom).
     pub output: PathBuf,
 
     /// Storage format to build, e.g. csr, csc, coo, dcsr, csf, ell, dia, bcsr:4x4, ds:1,0,
@@ -106,7 +108,7 @@ pub fn run(args: &ConvertArgs) -> miette::Result<()> {
     let spelling = match (&args.format, &file) {
         (Some(f), _) => Some(f.clone()),
         (None, TensorFile::Binary(t)) => Some(t.format().spelling()),
-        (None, _) if out_kind == FileKind::Binary => {
+        (None, _) if matches!(out_kind, FileKind::Binary | FileKind::Binsparse) => {
             Some(if order == 2 { "csr" } else { "csf" }.to_string())
         }
         (None, _) => None,
@@ -137,6 +139,7 @@ pub fn run(args: &ConvertArgs) -> miette::Result<()> {
         }
         FileKind::Frostt => io::write_tns(&args.output, &tensor.to_coo())?,
         FileKind::Binary => io::write_spt(&args.output, &tensor)?,
+        FileKind::Binsparse => io::write_binsparse_file(&args.output, &tensor)?,
     }
     println!(
         "wrote {}: format {}, {} stored values",

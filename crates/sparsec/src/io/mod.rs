@@ -15,6 +15,8 @@
 //! ```
 
 mod binary;
+#[cfg(feature = "binsparse")]
+mod binsparse;
 mod mtx;
 mod scan;
 mod tns;
@@ -23,6 +25,8 @@ use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 
 pub use binary::{decode_spt, encode_spt, read_spt, write_spt, SPT_MAGIC, SPT_VERSION};
+#[cfg(feature = "binsparse")]
+pub use binsparse::{read_binsparse, write_binsparse, BINSPARSE_VERSION};
 pub use mtx::{
     parse_matrix_market, read_matrix_market, write_matrix_market, write_matrix_market_tensor,
     MatrixMarket, MtxField, MtxHeader, MtxLayout, MtxSymmetry, MtxWriteOptions,
@@ -115,6 +119,9 @@ pub enum FileKind {
     Frostt,
     /// `.spt`: sparsec binary tensor.
     Binary,
+    /// `.h5` or `.hdf5` (`a.bsp.h5`): binsparse in HDF5, read and written when sparsec is
+    /// built with the `binsparse` feature.
+    Binsparse,
 }
 
 impl FileKind {
@@ -128,13 +135,14 @@ impl FileKind {
             Some("mtx") => Ok(FileKind::MatrixMarket),
             Some("tns") => Ok(FileKind::Frostt),
             Some("spt") => Ok(FileKind::Binary),
+            Some("h5" | "hdf5") => Ok(FileKind::Binsparse),
             Some(other) => Err(IoError::invalid(
                 path,
-                format!("unknown extension `.{other}`; expected .mtx (MatrixMarket), .tns (FROSTT) or .spt (sparsec binary)"),
+                format!("unknown extension `.{other}`; expected .mtx (MatrixMarket), .tns (FROSTT), .spt (sparsec binary) or .h5 (binsparse)"),
             )),
             None => Err(IoError::invalid(
                 path,
-                "no file extension; expected .mtx (MatrixMarket), .tns (FROSTT) or .spt (sparsec binary)",
+                "no file extension; expected .mtx (MatrixMarket), .tns (FROSTT), .spt (sparsec binary) or .h5 (binsparse)",
             )),
         }
     }
@@ -147,7 +155,7 @@ pub enum TensorFile {
     MatrixMarket(MatrixMarket),
     /// A FROSTT file: its entries.
     Frostt(Coo),
-    /// A binary tensor, in the format it was stored in.
+    /// A binary tensor (`.spt` or binsparse), in the format it was stored in.
     Binary(Tensor),
 }
 
@@ -193,13 +201,14 @@ impl TensorFile {
     }
 }
 
-/// Read a `.mtx`, `.tns` or `.spt` file, chosen by extension.
+/// Read a `.mtx`, `.tns`, `.spt` or binsparse `.h5` file, chosen by extension.
 pub fn read_any(path: impl AsRef<Path>) -> Result<TensorFile, IoError> {
     let path = path.as_ref();
     match FileKind::from_path(path)? {
         FileKind::MatrixMarket => read_matrix_market(path).map(TensorFile::MatrixMarket),
         FileKind::Frostt => read_tns(path, None).map(TensorFile::Frostt),
         FileKind::Binary => read_spt(path).map(TensorFile::Binary),
+        FileKind::Binsparse => read_binsparse_file(path).map(TensorFile::Binary),
     }
 }
 
@@ -214,7 +223,41 @@ pub fn write_any(path: impl AsRef<Path>, tensor: &Tensor) -> Result<(), IoError>
         }
         FileKind::Frostt => write_tns(path, &tensor.to_coo()),
         FileKind::Binary => write_spt(path, tensor),
+        FileKind::Binsparse => write_binsparse_file(path, tensor),
     }
+}
+
+/// Read a binsparse file ([`read_binsparse`]).
+#[cfg(feature = "binsparse")]
+pub fn read_binsparse_file(path: &Path) -> Result<Tensor, IoError> {
+    read_binsparse(path)
+}
+
+/// Read a binsparse file: an error, since sparsec was built without the `binsparse` feature.
+#[cfg(not(feature = "binsparse"))]
+pub fn read_binsparse_file(path: &Path) -> Result<Tensor, IoError> {
+    Err(binsparse_unavailable(path))
+}
+
+/// Write a binsparse file ([`write_binsparse`]).
+#[cfg(feature = "binsparse")]
+pub fn write_binsparse_file(path: &Path, tensor: &Tensor) -> Result<(), IoError> {
+    write_binsparse(path, tensor)
+}
+
+/// Write a binsparse file: an error, since sparsec was built without the `binsparse` feature.
+#[cfg(not(feature = "binsparse"))]
+pub fn write_binsparse_file(path: &Path, _tensor: &Tensor) -> Result<(), IoError> {
+    Err(binsparse_unavailable(path))
+}
+
+#[cfg(not(feature = "binsparse"))]
+fn binsparse_unavailable(path: &Path) -> IoError {
+    IoError::invalid(
+        path,
+        "binsparse (.h5) files need sparsec built with the `binsparse` feature \
+         (cargo build --features binsparse, with the HDF5 library: apt-get install libhdf5-dev)",
+    )
 }
 
 pub(crate) fn read_bytes(path: &Path) -> Result<Vec<u8>, IoError> {

@@ -229,6 +229,13 @@ impl Tensor {
         }
     }
 
+    /// Take the tensor apart without copying: dimensions, format, level storage and
+    /// values (the inverse of [`Tensor::from_parts`]), so that the arrays can be handed to
+    /// another owner, such as a NumPy array.
+    pub fn into_parts(self) -> (Vec<usize>, Format, Vec<LevelStorage>, Values) {
+        (self.dims, self.format, self.levels, self.values)
+    }
+
     /// Dimension sizes, one per mode.
     pub fn dims(&self) -> &[usize] {
         &self.dims

@@ -1,0 +1,484 @@
+"""sparsec: a sparse tensor algebra compiler, from NumPy and SciPy.
+
+Write a computation in tensor index notation, say how each tensor is stored, and sparsec
+generates a kernel for exactly that combination, compiles it once (the C compiler's output
+is cached on disk, and every kernel is memoized in the process) and runs it on your arrays::
+
+    import numpy as np, scipy.sparse as sp, sparsec
+    A = sp.random_array((1000, 1000), density=0.01, format="csr")
+    x = np.ones(1000)
+    y = sparsec.evaluate("y(i) = A(i,j) * x(j)", A=A, x=x)          # a NumPy array
+    spmv = sparsec.compile("y(i) = A(i,j) * x(j)", formats={"A": "csr"})
+    y = spmv(A=A, x=x)                                               # compiled once
+
+Inputs may be NumPy arrays, ``scipy.sparse`` arrays or matrices, ``pydata/sparse`` COO
+and GCXS arrays, or :class:`Tensor` (any sparsec format). Outputs are NumPy arrays for a
+dense output, ``scipy.sparse`` CSR/CSC/COO arrays when the output format is one of those,
+and :class:`Tensor` for formats SciPy lacks.
+
+Copies: sparsec's storage holds int64 indices and float64/float32 values in arrays it
+owns, so each input is copied once into it (int32 indices are widened in the same pass;
+non-contiguous and Fortran-ordered arrays are read through their strides, never misread).
+Integer and boolean values are converted to float64; complex values are refused. Canonical
+CSR/CSC (sorted, no duplicates) is taken as is; other input is sorted and its duplicates
+summed, as SciPy's ``sum_duplicates`` would. Outputs are handed to NumPy and SciPy without
+a copy: the arrays the kernel produced become the NumPy arrays.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import scipy.sparse as _sp
+
+from . import _native
+from ._native import (
+    CompileError,
+    Error,
+    FileError,
+    FormatError,
+    InputError,
+    NotationError,
+    ScheduleError,
+    cache_info,
+)
+
+__all__ = [
+    "Assembled",
+    "CompileError",
+    "Error",
+    "FileError",
+    "FormatError",
+    "InputError",
+    "Kernel",
+    "NotationError",
+    "ScheduleError",
+    "Tensor",
+    "cache_info",
+    "compile",
+    "evaluate",
+    "read",
+]
+
+
+def _float_values(values: Any, what: str) -> np.ndarray:
+    """``values`` as a float64 or float32 array (other real dtypes converted to float64)."""
+    array = np.asarray(values)
+    if array.dtype in (np.float64, np.float32):
+        return array
+    if np.issubdtype(array.dtype, np.complexfloating):
+        raise InputError(f"{what} has complex values ({array.dtype}), which sparsec does not support")
+    if array.dtype == np.bool_ or np.issubdtype(array.dtype, np.integer) or np.issubdtype(
+        array.dtype, np.floating
+    ):
+        return array.astype(np.float64)
+    raise InputError(f"{what} has values of dtype {array.dtype}, which sparsec does not support")
+
+
+def _index_array(indices: Any) -> np.ndarray:
+    """Indices as an int32 or int64 array (other integer dtypes widened to int64)."""
+    array = np.asarray(indices)
+    if array.dtype in (np.int64, np.int32) or not np.issubdtype(array.dtype, np.integer):
+        return array
+    return array.astype(np.int64)
+
+
+def _pydata_sparse_type(obj: Any) -> str | None:
+    """``"COO"`` or ``"GCXS"`` when ``obj`` is a pydata/sparse array of that kind."""
+    module = sys.modules.get("sparse")
+    if module is None:
+        return None
+    for kind in ("COO", "GCXS"):
+        cls = getattr(module, kind, None)
+        if cls is not None and isinstance(obj, cls):
+            return kind
+    return None
+
+
+def _native_tensor(obj: Any, format: str | None, name: str = "tensor") -> _native.Tensor:
+    """A native tensor holding ``obj``, stored in ``format`` when that is given."""
+    if isinstance(obj, Tensor):
+        obj = obj._native
+    if isinstance(obj, _native.Tensor):
+        if format is None or _native.format_spelling(format, obj.order) == obj.format:
+            return obj
+        return obj.convert(format)
+    if _sp.issparse(obj):
+        return _from_scipy(obj, format, name)
+    kind = _pydata_sparse_type(obj)
+    if kind == "GCXS" and obj.ndim == 2 and tuple(obj.compressed_axes) in ((0,), (1,)):
+        column_major = tuple(obj.compressed_axes) == (1,)
+        return _native.Tensor.from_compressed(
+            list(obj.shape),
+            _index_array(obj.indptr),
+            _index_array(obj.indices),
+            _float_values(obj.data, name),
+            format or ("csc" if column_major else "csr"),
+            column_major,
+        )
+    if kind is not None:
+        coo = obj if kind == "COO" else obj.tocoo()
+        return _native.Tensor.from_coo(
+            list(coo.shape),
+            _index_array(coo.coords),
+            _float_values(coo.data, name),
+            format or "coo",
+        )
+    array = np.asarray(obj)
+    if array.dtype == object:
+        raise InputError(f"{name} is a {type(obj).__name__}, which sparsec cannot read as a tensor")
+    return _native.Tensor.from_dense(_float_values(array, name), format or "dense")
+
+
+def _from_scipy(matrix: Any, format: str | None, name: str) -> _native.Tensor:
+    kind = matrix.format
+    if kind not in ("csr", "csc", "coo"):
+        # BSR, DIA, LIL and DOK have no arrays sparsec reads: convert (a copy).
+        matrix, kind = matrix.tocsr(), "csr"
+    data = _float_values(matrix.data, name)
+    shape = list(matrix.shape)
+    if kind == "coo":
+        coords = np.stack([_index_array(c) for c in matrix.coords]) if matrix.nnz else np.zeros(
+            (len(shape), 0), dtype=np.int64
+        )
+        return _native.Tensor.from_coo(shape, coords, data, format or "coo")
+    return _native.Tensor.from_compressed(
+        shape,
+        _index_array(matrix.indptr),
+        _index_array(matrix.indices),
+        data,
+        format or kind,
+        kind == "csc",
+    )
+
+
+def _is_format(spelling: str, name: str, order: int) -> bool:
+    try:
+        return spelling == _native.format_spelling(name, order)
+    except FormatError:
+        return False
+
+
+def _to_python(result: Any) -> Any:
+    """A kernel's output as NumPy, SciPy or :class:`Tensor` (see ``_native.Kernel.run``)."""
+    if isinstance(result, tuple):
+        kind, shape, indptr, indices, data = result
+        cls = _sp.csr_array if kind == "csr" else _sp.csc_array
+        return cls((data, indices, indptr), shape=shape, copy=False)
+    if isinstance(result, _native.Tensor):
+        if result.order in (1, 2) and _is_format(result.format, "coo", result.order):
+            coords, values = result.to_coo()
+            return _sp.coo_array((values, tuple(coords)), shape=result.shape)
+        return Tensor(result)
+    return result
+
+
+class Tensor:
+    """A tensor stored in any sparsec format.
+
+    Build one with :meth:`from_numpy`, :meth:`from_scipy`, :meth:`from_sparse`,
+    :meth:`from_coo` or :meth:`from_any`; ``format`` is a sparsec format string: named
+    (``"dense"``, ``"csr"``, ``"csc"``, ``"coo"``, ``"dcsr"``, ``"dcsc"``, ``"csf"``,
+    ``"sv"``, ``"hash"``, ``"ell"``, ``"dia"``, ``"bcsr:RxC"``) or one letter per level
+    (``"ds"`` is CSR, ``"ds:1,0"`` CSC).
+    """
+
+    __slots__ = ("_native",)
+
+    def __init__(self, native: _native.Tensor) -> None:
+        """Wrap a native tensor; use the ``from_*`` constructors to build one."""
+        if not isinstance(native, _native.Tensor):
+            raise TypeError("use Tensor.from_numpy, from_scipy, from_sparse, from_coo or from_any")
+        self._native = native
+
+    @classmethod
+    def from_any(cls, obj: Any, format: str | None = None) -> Tensor:
+        """A tensor from a NumPy array, ``scipy.sparse`` array, pydata/sparse array or
+        Tensor, in ``format`` (default: the layout it already has)."""
+        return cls(_native_tensor(obj, format))
+
+    @classmethod
+    def from_numpy(cls, array: Any, format: str = "dense") -> Tensor:
+        """A tensor from a dense array; sparse formats keep its nonzero components."""
+        return cls(_native_tensor(np.asarray(array), format))
+
+    @classmethod
+    def from_scipy(cls, matrix: Any, format: str | None = None) -> Tensor:
+        """A tensor from a ``scipy.sparse`` array or matrix (default format: CSR for CSR,
+        CSC for CSC, COO for COO, CSR for the others)."""
+        if not _sp.issparse(matrix):
+            raise InputError(f"expected a scipy.sparse array or matrix, not {type(matrix).__name__}")
+        return cls(_from_scipy(matrix, format, "matrix"))
+
+    @classmethod
+    def from_sparse(cls, array: Any, format: str | None = None) -> Tensor:
+        """A tensor from a pydata/sparse ``COO`` or ``GCXS`` array."""
+        if _pydata_sparse_type(array) is None:
+            raise InputError(f"expected a pydata/sparse COO or GCXS array, not {type(array).__name__}")
+        return cls(_native_tensor(array, format))
+
+    @classmethod
+    def from_coo(
+        cls, shape: tuple[int, ...], coords: Any, values: Any, format: str = "coo"
+    ) -> Tensor:
+        """A tensor from coordinates (one row per mode) and values; unsorted entries are
+        sorted and duplicates summed."""
+        coords = _index_array(coords)
+        if coords.ndim == 1 and coords.size == 0:
+            coords = coords.reshape(len(shape), 0)
+        return cls(_native.Tensor.from_coo(list(shape), coords, _float_values(values, "values"), format))
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """Dimension sizes."""
+        return self._native.shape
+
+    @property
+    def ndim(self) -> int:
+        """Number of modes."""
+        return self._native.order
+
+    @property
+    def format(self) -> str:
+        """The format, as sparsec spells it (``"ds"`` for CSR)."""
+        return self._native.format
+
+    @property
+    def dtype(self) -> np.dtype:
+        """The value type (float64 or float32)."""
+        return np.dtype(self._native.dtype)
+
+    @property
+    def stored_values(self) -> int:
+        """Number of stored values, padding of non-compact formats included."""
+        return self._native.stored_values
+
+    def convert(self, format: str) -> Tensor:
+        """The same tensor in another format."""
+        return Tensor(self._native.convert(format))
+
+    def to_coo(self) -> tuple[np.ndarray, np.ndarray]:
+        """Coordinates (``(ndim, nnz)`` int64, row-major order) and values."""
+        return self._native.to_coo()
+
+    def to_numpy(self) -> np.ndarray:
+        """Every component, as a dense NumPy array."""
+        return self._native.to_dense()
+
+    def to_scipy(self, format: str | None = None) -> Any:
+        """A ``scipy.sparse`` array of a matrix: ``"csr"``, ``"csc"`` or ``"coo"`` (default:
+        CSR or CSC when stored so, else COO)."""
+        if self.ndim != 2:
+            raise InputError(f"scipy.sparse holds matrices; this tensor has {self.ndim} modes")
+        if format is None:
+            format = next((f for f in ("csr", "csc") if _is_format(self.format, f, 2)), "coo")
+        if format in ("csr", "csc"):
+            source = self._native if _is_format(self.format, format, 2) else self._native.convert(format)
+            indptr, indices, data = source.compressed_arrays()
+            cls = _sp.csr_array if format == "csr" else _sp.csc_array
+            return cls((data, indices, indptr), shape=self.shape, copy=False)
+        if format == "coo":
+            coords, values = self.to_coo()
+            return _sp.coo_array((values, tuple(coords)), shape=self.shape)
+        raise InputError(f"scipy.sparse format must be \"csr\", \"csc\" or \"coo\", not {format!r}")
+
+    def to_sparse(self, format: str = "coo") -> Any:
+        """A pydata/sparse array: ``"coo"`` or ``"gcxs"`` (needs the ``sparse`` package)."""
+        import sparse
+
+        coords, values = self.to_coo()
+        coo = sparse.COO(coords, values, shape=self.shape, has_duplicates=False, sorted=True)
+        if format == "coo":
+            return coo
+        if format == "gcxs":
+            return sparse.GCXS(coo)
+        raise InputError(f"pydata/sparse format must be \"coo\" or \"gcxs\", not {format!r}")
+
+    def write(self, path: str | os.PathLike[str]) -> None:
+        """Write to ``path``: ``.mtx`` (order 1 or 2), ``.tns``, ``.spt`` (sparsec's
+        binary file, any format exactly) or ``.h5`` (binsparse in HDF5: CSR, CSC, COO,
+        DCSR, DCSC, DVEC, DMAT, CVEC under their names, other formats of dense and
+        compressed levels as custom descriptors)."""
+        self._native.write(os.fspath(path))
+
+    def __repr__(self) -> str:
+        return repr(self._native)
+
+
+def read(path: str | os.PathLike[str], format: str | None = None) -> Tensor:
+    """Read a ``.mtx``, ``.tns``, ``.spt`` or binsparse ``.h5`` file into ``format``
+    (default: the stored format of ``.spt`` and binsparse files, else CSR for matrices
+    and CSF for other orders)."""
+    return Tensor(_native.read(os.fspath(path), format))
+
+
+class Assembled:
+    """A sparse output assembled once, whose values :meth:`Kernel.compute` recomputes in
+    place for inputs with new values and the same nonzero structure."""
+
+    __slots__ = ("_native",)
+
+    def __init__(self, native: _native.Assembled) -> None:
+        self._native = native
+
+    def output(self) -> Any:
+        """A copy of the output as it is now (NumPy, SciPy or :class:`Tensor`)."""
+        return _to_python(self._native.output())
+
+
+class Kernel:
+    """A compiled statement: call it with the input tensors by name, as often as you
+    like. It is compiled once for each combination of input shapes, formats and value
+    type, and that kernel is shared by the whole process."""
+
+    __slots__ = ("_native", "_formats")
+
+    def __init__(self, native: _native.Kernel, formats: Mapping[str, str]) -> None:
+        self._native = native
+        self._formats = dict(formats)
+
+    def _inputs(self, tensors: Mapping[str, Any]) -> dict[str, _native.Tensor]:
+        missing = [n for n in self._native.inputs if n not in tensors]
+        if missing:
+            raise InputError(
+                f"`{self._native.expr}` reads {', '.join(self._native.inputs)}; "
+                f"missing: {', '.join(missing)}"
+            )
+        return {
+            name: _native_tensor(obj, self._formats.get(name), name) for name, obj in tensors.items()
+        }
+
+    def _initial(self, initial: Any) -> _native.Tensor | None:
+        if initial is None:
+            return None
+        return _native_tensor(initial, self._formats.get(self._native.output), "initial")
+
+    def __call__(self, initial: Any = None, **tensors: Any) -> Any:
+        """Run on the named tensors; ``initial`` is the output's starting value for
+        ``+=`` statements."""
+        return _to_python(self._native.run(self._inputs(tensors), self._initial(initial)))
+
+    def assemble(self, initial: Any = None, **tensors: Any) -> Assembled:
+        """Run once and keep the output's structure for :meth:`compute`."""
+        return Assembled(self._native.assemble(self._inputs(tensors), self._initial(initial)))
+
+    def compute(self, assembled: Assembled, initial: Any = None, **tensors: Any) -> None:
+        """Recompute ``assembled``'s values in place for inputs of the same structure
+        (a different structure raises :class:`InputError`: assemble again)."""
+        self._native.compute(assembled._native, self._inputs(tensors), self._initial(initial))
+
+    @property
+    def expr(self) -> str:
+        """The statement."""
+        return self._native.expr
+
+    @property
+    def inputs(self) -> list[str]:
+        """Names of the input tensors."""
+        return self._native.inputs
+
+    @property
+    def output(self) -> str:
+        """Name of the output tensor."""
+        return self._native.output
+
+    @property
+    def source(self) -> str:
+        """The generated C of the kernel last run."""
+        return self._native.source
+
+    @property
+    def loop_order(self) -> list[str]:
+        """Loops of the kernel last run, outermost first."""
+        return self._native.loop_order
+
+    @property
+    def was_compiled(self) -> bool:
+        """True when the kernel last run was compiled for this process rather than found
+        in the disk cache."""
+        return self._native.was_compiled
+
+    @property
+    def backend(self) -> str:
+        """The backend asked for: ``"c"``, ``"jit"`` or ``"tiered"``."""
+        return self._native.backend
+
+    @property
+    def running_backend(self) -> str:
+        """The backend whose code runs now: ``"c"`` or ``"jit"``."""
+        return self._native.running_backend
+
+    @property
+    def threads(self) -> int:
+        """Threads of the parallel loops."""
+        return self._native.threads
+
+    def finish_compiling(self) -> None:
+        """Wait for a tiered kernel's C compilation and use its code from now on."""
+        self._native.finish_compiling()
+
+    def __repr__(self) -> str:
+        return f"sparsec.Kernel({self._native.expr!r})"
+
+
+def compile(
+    expr: str,
+    *,
+    formats: Mapping[str, str] | None = None,
+    schedule: str | None = None,
+    threads: int | None = None,
+    backend: str = "tiered",
+    dtype: str | None = None,
+    shapes: Mapping[str, tuple[int, ...]] | None = None,
+) -> Kernel:
+    """Compile ``expr`` (tensor index notation, e.g. ``"y(i) = A(i,j) * x(j)"``).
+
+    ``formats`` maps tensor names to format strings (inputs default to the layout they
+    come in, the output to dense); ``schedule`` is a string of scheduling transformations
+    (``"split(i,i0,i1,32),parallelize(i0,CPUThread,NoRaces)"``); ``threads`` the threads of
+    parallel loops (default: ``OMP_NUM_THREADS`` or all cores); ``backend`` is ``"c"``
+    (the C compiler, cached on disk), ``"jit"`` (in process, serial, no compiler) or
+    ``"tiered"`` (the cached C kernel if there is one, else the JIT's code at once and the
+    C compiler's as soon as it is ready); ``dtype`` is ``"float64"`` or ``"float32"``
+    (default: float32 when every input is, else float64). With ``shapes``
+    (``{name: shape}`` for every input) the kernel is compiled now, else at the first call.
+    """
+    native = _native.Kernel(
+        expr,
+        formats=dict(formats or {}),
+        schedule=schedule,
+        threads=threads,
+        backend=backend,
+        dtype=dtype,
+    )
+    if shapes is not None:
+        native.compile_for_shapes({name: list(shape) for name, shape in shapes.items()})
+    return Kernel(native, formats or {})
+
+
+def evaluate(
+    expr: str,
+    /,
+    *,
+    formats: Mapping[str, str] | None = None,
+    schedule: str | None = None,
+    threads: int | None = None,
+    backend: str = "tiered",
+    dtype: str | None = None,
+    initial: Any = None,
+    **tensors: Any,
+) -> Any:
+    """Compile ``expr`` (or take it from the process's memo) and run it on ``tensors``.
+
+    ``sparsec.evaluate("y(i) = A(i,j) * x(j)", A=A, x=x)``; the options are those of
+    :func:`compile`. Returns a NumPy array for a dense output, a ``scipy.sparse`` array
+    for a CSR, CSC or COO output, else a :class:`Tensor`.
+    """
+    kernel = compile(
+        expr, formats=formats, schedule=schedule, threads=threads, backend=backend, dtype=dtype
+    )
+    return kernel(initial=initial, **tensors)

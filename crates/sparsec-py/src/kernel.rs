@@ -1,0 +1,618 @@
+//! `sparsec._native.Kernel`: a statement compiled once per combination of shapes, formats,
+//! schedule and value type, memoized for the whole process.
+//!
+//! The memo means a second `compile` or `evaluate` of the same statement does not lower or
+//! compile again; a new process finds the C compiler's output in the disk cache
+//! (`SPARSEC_CACHE_DIR`), so the C compiler runs once per kernel, ever.
+
+use std::collections::HashMap;
+use std::sync::{Arc, LazyLock, Mutex, MutexGuard};
+
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyTuple};
+use sparsec::format::Format;
+use sparsec::jit::Toolchain;
+use sparsec::kernel::{lower_with_default_parallelism, Assembled, Backend, Kernel};
+use sparsec::notation::ast::{Access, Expr, ExprKind};
+use sparsec::notation::{self, TensorDecl};
+use sparsec::schedule::{Concrete, Schedule};
+use sparsec::tensor::{Tensor, ValueType};
+
+use crate::arrays;
+use crate::errors;
+use crate::tensor::{compressed_parts, dtype_name, parse_format, PyTensor};
+
+/// What makes two compiled kernels the same.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+struct KernelKey {
+    expr: String,
+    /// Output first, then the inputs in the order they appear: name, format spelling,
+    /// shape (inputs only; the output's follows from them).
+    tensors: Vec<(String, String, Option<Vec<usize>>)>,
+    schedule: Option<String>,
+    threads: Option<usize>,
+    backend: Backend,
+    value_type: ValueType,
+}
+
+#[derive(Default)]
+struct Memo {
+    kernels: HashMap<KernelKey, Arc<Kernel>>,
+    hits: u64,
+    misses: u64,
+}
+
+static MEMO: LazyLock<Mutex<Memo>> = LazyLock::new(Mutex::default);
+
+fn memo() -> MutexGuard<'static, Memo> {
+    // A panic while the lock was held cannot leave the map half-updated: use it as it is.
+    MEMO.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Kernels compiled in this process, and how often compiling found one already there.
+#[pyfunction]
+pub fn cache_info(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
+    let m = memo();
+    let info = PyDict::new(py);
+    info.set_item("kernels", m.kernels.len())?;
+    info.set_item("hits", m.hits)?;
+    info.set_item("misses", m.misses)?;
+    Ok(info)
+}
+
+fn parse_backend(name: &str) -> PyResult<Backend> {
+    match name {
+        "c" => Ok(Backend::C),
+        "jit" => Ok(Backend::Jit),
+        "tiered" => Ok(Backend::Tiered),
+        other => Err(errors::input(format!(
+            "unknown backend `{other}`; use \"c\", \"jit\" or \"tiered\""
+        ))),
+    }
+}
+
+fn parse_dtype(name: &str) -> PyResult<ValueType> {
+    match name {
+        "float64" => Ok(ValueType::F64),
+        "float32" => Ok(ValueType::F32),
+        other => Err(errors::input(format!(
+            "unsupported dtype `{other}`; use \"float64\" or \"float32\""
+        ))),
+    }
+}
+
+fn backend_name(backend: Backend) -> &'static str {
+    match backend {
+        Backend::C => "c",
+        Backend::Jit => "jit",
+        Backend::Tiered => "tiered",
+    }
+}
+
+/// Tensors named by the assignment, output first, then in order of first appearance,
+/// each with its number of indices.
+fn accessed_tensors(lhs: &Access, rhs: &Expr) -> Vec<(String, usize)> {
+    fn walk(e: &Expr, out: &mut Vec<(String, usize)>) {
+        match &e.kind {
+            ExprKind::Access(a) => {
+                if !out.iter().any(|(n, _)| n == &a.tensor) {
+                    out.push((a.tensor.clone(), a.indices.len()));
+                }
+            }
+            ExprKind::Literal(_) => {}
+            ExprKind::Neg(x) => walk(x, out),
+            ExprKind::Binary(_, l, r) => {
+                walk(l, out);
+                walk(r, out);
+            }
+        }
+    }
+    let mut out = vec![(lhs.tensor.clone(), lhs.indices.len())];
+    walk(rhs, &mut out);
+    out
+}
+
+/// What the kernel needs to know of an input to be compiled for it.
+struct InputInfo {
+    dims: Vec<usize>,
+    /// The tensor's own format, read when no format is given for it.
+    format: Format,
+    value_type: ValueType,
+}
+
+/// A statement, compiled for the shapes and value type of the tensors it is run on.
+#[pyclass(name = "Kernel", module = "sparsec._native", frozen)]
+pub struct PyKernel {
+    expr: String,
+    /// Output first, then inputs: name and number of indices.
+    tensors: Vec<(String, usize)>,
+    accumulate: bool,
+    /// Format texts given by name.
+    formats: HashMap<String, String>,
+    schedule: Option<(String, Schedule)>,
+    threads: Option<usize>,
+    backend: Backend,
+    dtype: Option<ValueType>,
+    /// The kernel of the last call, with the key it was compiled for.
+    last: Mutex<Option<(KernelKey, Arc<Kernel>)>>,
+}
+
+impl PyKernel {
+    fn output_name(&self) -> &str {
+        &self.tensors[0].0
+    }
+
+    /// The key of the kernel for `inputs` (by name), with the format of each tensor.
+    fn key(&self, inputs: &HashMap<String, InputInfo>) -> PyResult<(KernelKey, Vec<Format>)> {
+        let value_type = self.dtype.unwrap_or_else(|| {
+            let all_f32 =
+                !inputs.is_empty() && inputs.values().all(|t| t.value_type == ValueType::F32);
+            if all_f32 {
+                ValueType::F32
+            } else {
+                ValueType::F64
+            }
+        });
+        let mut tensors = Vec::with_capacity(self.tensors.len());
+        let mut formats = Vec::with_capacity(self.tensors.len());
+        for (k, (name, order)) in self.tensors.iter().enumerate() {
+            if k == 0 {
+                let text = self.formats.get(name).map_or("dense", String::as_str);
+                let format = parse_format(text, *order)?;
+                tensors.push((name.clone(), format.spelling(), None));
+                formats.push(format);
+                continue;
+            }
+            let tensor = inputs
+                .get(name)
+                .ok_or_else(|| errors::input(format!("no tensor given for `{name}`")))?;
+            if tensor.dims.len() != *order {
+                return Err(errors::input(format!(
+                    "`{name}` is accessed with {order} indices but has {} modes (shape {:?})",
+                    tensor.dims.len(),
+                    tensor.dims
+                )));
+            }
+            let format = match self.formats.get(name) {
+                Some(text) => parse_format(text, *order)?,
+                None => tensor.format.clone(),
+            };
+            tensors.push((name.clone(), format.spelling(), Some(tensor.dims.clone())));
+            formats.push(format);
+        }
+        if let Some(extra) = inputs
+            .keys()
+            .find(|n| !self.tensors[1..].iter().any(|(t, _)| &t == n))
+        {
+            return Err(errors::input(format!(
+                "`{extra}` is not an input of `{}`",
+                self.expr
+            )));
+        }
+        let key = KernelKey {
+            expr: self.expr.clone(),
+            tensors,
+            schedule: self.schedule.as_ref().map(|(text, _)| text.clone()),
+            threads: self.threads,
+            backend: self.backend,
+            value_type,
+        };
+        Ok((key, formats))
+    }
+
+    /// The compiled kernel for `key`: the last one, one from the memo, or a new one.
+    /// No lock is held while the GIL is released: another thread holding the GIL may be
+    /// waiting for it.
+    fn kernel_for(
+        &self,
+        py: Python<'_>,
+        key: KernelKey,
+        formats: &[Format],
+    ) -> PyResult<Arc<Kernel>> {
+        {
+            let last = self.last.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some((k, kernel)) = last.as_ref() {
+                if *k == key {
+                    return Ok(kernel.clone());
+                }
+            }
+        }
+        let kernel = py
+            .detach(|| compile_memoized(&key, formats, self.schedule.as_ref().map(|s| &s.1)))
+            .map_err(errors::to_py)?;
+        *self.last.lock().unwrap_or_else(|e| e.into_inner()) = Some((key, kernel.clone()));
+        Ok(kernel)
+    }
+
+    /// Resolve `inputs` by name to tensors and find the kernel for them; the tensors come
+    /// back in statement order.
+    fn prepare<'a>(
+        &self,
+        py: Python<'_>,
+        inputs: &'a HashMap<String, PyRef<'a, PyTensor>>,
+    ) -> PyResult<(Arc<Kernel>, Vec<&'a Tensor>)> {
+        let by_name: HashMap<String, &Tensor> =
+            inputs.iter().map(|(n, t)| (n.clone(), &t.tensor)).collect();
+        let infos = by_name
+            .iter()
+            .map(|(n, t)| {
+                let info = InputInfo {
+                    dims: t.dims().to_vec(),
+                    format: t.format().clone(),
+                    value_type: t.value_type(),
+                };
+                (n.clone(), info)
+            })
+            .collect();
+        let (key, formats) = self.key(&infos)?;
+        let kernel = self.kernel_for(py, key, &formats)?;
+        let ordered = kernel.statement().tensors[1..]
+            .iter()
+            .map(|decl| {
+                by_name
+                    .get(&decl.name)
+                    .copied()
+                    .ok_or_else(|| errors::input(format!("no tensor given for `{}`", decl.name)))
+            })
+            .collect::<PyResult<_>>()?;
+        Ok((kernel, ordered))
+    }
+
+    /// The initial value of a `+=` output, checked.
+    fn initial<'a>(
+        &self,
+        initial: Option<&'a PyRef<'a, PyTensor>>,
+    ) -> PyResult<Option<&'a Tensor>> {
+        match initial {
+            Some(_) if !self.accumulate => Err(errors::input(format!(
+                "`{}` was given an initial value, which only `+=` statements use",
+                self.output_name()
+            ))),
+            Some(t) => Ok(Some(&t.tensor)),
+            None => Ok(None),
+        }
+    }
+
+    fn current(&self) -> PyResult<Arc<Kernel>> {
+        let last = self.last.lock().unwrap_or_else(|e| e.into_inner());
+        last.as_ref().map(|(_, k)| k.clone()).ok_or_else(|| {
+            errors::input(
+                "the kernel has not been compiled yet: call it, or compile it with `shapes`",
+            )
+        })
+    }
+}
+
+/// Bind, lower and compile the kernel of `key`, or take it from the memo.
+fn compile_memoized(
+    key: &KernelKey,
+    formats: &[Format],
+    schedule: Option<&Schedule>,
+) -> Result<Arc<Kernel>, sparsec::Error> {
+    let mut memo = memo();
+    if let Some(kernel) = memo.kernels.get(key) {
+        let kernel = kernel.clone();
+        memo.hits += 1;
+        return Ok(kernel);
+    }
+    let decls: Vec<TensorDecl> = key
+        .tensors
+        .iter()
+        .zip(formats)
+        .map(|((name, _, dims), format)| {
+            let decl = TensorDecl::new(name).with_format(format.clone());
+            match dims {
+                Some(d) => decl.with_dims(d),
+                None => decl,
+            }
+        })
+        .collect();
+    let statement = notation::bind(&notation::parse(&key.expr)?, &decls, &[])?;
+    let concrete = Concrete::new(&statement)?;
+    let lowered = match schedule {
+        Some(s) => sparsec::lower::lower(&s.apply(&concrete)?)?,
+        None => lower_with_default_parallelism(&concrete)?,
+    };
+    let mut kernel = Kernel::from_lowered(
+        statement,
+        lowered,
+        key.value_type,
+        &Toolchain::default(),
+        key.backend,
+    )?;
+    if let Some(n) = key.threads {
+        kernel.set_threads(n);
+    }
+    let kernel = Arc::new(kernel);
+    memo.misses += 1;
+    memo.kernels.insert(key.clone(), kernel.clone());
+    Ok(kernel)
+}
+
+/// A kernel's output for Python, moved without copying: a NumPy array for a dense
+/// (row-major) output, `(kind, shape, indptr, indices, data)` for a CSR or CSC one, a
+/// tensor for any other format.
+fn output_to_py(py: Python<'_>, tensor: Tensor) -> PyResult<Bound<'_, PyAny>> {
+    let order = tensor.order();
+    if tensor.format() == &Format::dense(order) {
+        let (dims, _, _, values) = tensor.into_parts();
+        return arrays::shaped_array(py, &dims, values);
+    }
+    let kind = ["csr", "csc"]
+        .into_iter()
+        .find(|name| order == 2 && Format::parse(name, 2).is_ok_and(|f| &f == tensor.format()));
+    match kind {
+        Some(kind) => {
+            let shape = PyTuple::new(py, tensor.dims())?;
+            let (indptr, indices, data) = compressed_parts(tensor, py)?;
+            Ok((kind, shape, indptr, indices, data)
+                .into_pyobject(py)?
+                .into_any())
+        }
+        None => Ok(Bound::new(py, PyTensor { tensor })?.into_any()),
+    }
+}
+
+#[pymethods]
+impl PyKernel {
+    /// Parse `expr` and remember how to compile it; compiling happens for the shapes of
+    /// the tensors it is run on (or those given to `compile_for_shapes`).
+    #[new]
+    #[pyo3(signature = (expr, formats=None, schedule=None, threads=None, backend="tiered", dtype=None))]
+    fn new(
+        expr: &str,
+        formats: Option<HashMap<String, String>>,
+        schedule: Option<String>,
+        threads: Option<usize>,
+        backend: &str,
+        dtype: Option<&str>,
+    ) -> PyResult<PyKernel> {
+        let assignment = notation::parse(expr).map_err(|e| errors::to_py(e.into()))?;
+        let tensors = accessed_tensors(&assignment.lhs, &assignment.rhs);
+        let formats = formats.unwrap_or_default();
+        if let Some(name) = formats
+            .keys()
+            .find(|n| !tensors.iter().any(|(t, _)| &t == n))
+        {
+            return Err(errors::input(format!(
+                "a format is given for `{name}`, which `{expr}` does not use"
+            )));
+        }
+        for (name, order) in &tensors {
+            if let Some(text) = formats.get(name) {
+                parse_format(text, *order)?;
+            }
+        }
+        let schedule = schedule
+            .map(|text| {
+                Schedule::parse(&text)
+                    .map(|s| (text, s))
+                    .map_err(|e| errors::to_py(e.into()))
+            })
+            .transpose()?;
+        if threads == Some(0) {
+            return Err(errors::input("threads must be at least 1"));
+        }
+        Ok(PyKernel {
+            expr: expr.to_string(),
+            tensors,
+            accumulate: assignment.accumulate,
+            formats,
+            schedule,
+            threads,
+            backend: parse_backend(backend)?,
+            dtype: dtype.map(parse_dtype).transpose()?,
+            last: Mutex::new(None),
+        })
+    }
+
+    /// The expression.
+    #[getter]
+    fn expr(&self) -> &str {
+        &self.expr
+    }
+
+    /// Names of the input tensors, in order of appearance.
+    #[getter]
+    fn inputs(&self) -> Vec<String> {
+        self.tensors[1..].iter().map(|(n, _)| n.clone()).collect()
+    }
+
+    /// Name of the output tensor.
+    #[getter]
+    fn output(&self) -> String {
+        self.output_name().to_string()
+    }
+
+    /// The output's format, spelled as sparsec spells it (`d` per level when dense).
+    #[getter]
+    fn output_format(&self) -> PyResult<String> {
+        let (name, order) = &self.tensors[0];
+        let text = self.formats.get(name).map_or("dense", String::as_str);
+        Ok(parse_format(text, *order)?.spelling())
+    }
+
+    /// True for `+=` statements, which add into an initial value of the output.
+    #[getter]
+    fn accumulate(&self) -> bool {
+        self.accumulate
+    }
+
+    /// Compile for inputs of these shapes (`{name: shape}`) in the formats given (dense
+    /// where none is), without running.
+    fn compile_for_shapes(
+        &self,
+        py: Python<'_>,
+        shapes: HashMap<String, Vec<i64>>,
+    ) -> PyResult<()> {
+        let value_type = self.dtype.unwrap_or(ValueType::F64);
+        let infos = shapes
+            .into_iter()
+            .map(|(name, shape)| {
+                let dims = crate::tensor::dimensions(&shape)?;
+                let info = InputInfo {
+                    format: Format::dense(dims.len()),
+                    dims,
+                    value_type,
+                };
+                Ok((name, info))
+            })
+            .collect::<PyResult<HashMap<_, _>>>()?;
+        let (key, formats) = self.key(&infos)?;
+        self.kernel_for(py, key, &formats).map(|_| ())
+    }
+
+    /// Run on `inputs` (`{name: Tensor}`), adding into `initial` for `+=` statements.
+    #[pyo3(signature = (inputs, initial=None))]
+    fn run<'py>(
+        &self,
+        py: Python<'py>,
+        inputs: HashMap<String, PyRef<'py, PyTensor>>,
+        initial: Option<PyRef<'py, PyTensor>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let (kernel, tensors) = self.prepare(py, &inputs)?;
+        let initial = self.initial(initial.as_ref())?;
+        let result = py
+            .detach(|| kernel.run_timed(&tensors, initial))
+            .map_err(errors::to_py)?;
+        output_to_py(py, result.0)
+    }
+
+    /// Run once and keep the output's structure, so that `compute` recomputes its values
+    /// for inputs with new values and the same nonzero structure.
+    #[pyo3(signature = (inputs, initial=None))]
+    fn assemble(
+        &self,
+        py: Python<'_>,
+        inputs: HashMap<String, PyRef<'_, PyTensor>>,
+        initial: Option<PyRef<'_, PyTensor>>,
+    ) -> PyResult<PyAssembled> {
+        let (kernel, tensors) = self.prepare(py, &inputs)?;
+        let initial = self.initial(initial.as_ref())?;
+        let assembled = py
+            .detach(|| kernel.assemble(&tensors, initial))
+            .map_err(errors::to_py)?;
+        Ok(PyAssembled {
+            kernel,
+            value_type: assembled.tensor().value_type(),
+            assembled: Mutex::new(assembled),
+        })
+    }
+
+    /// Recompute the values of `assembled` in place for `inputs` of the structure it was
+    /// assembled for.
+    #[pyo3(signature = (assembled, inputs, initial=None))]
+    fn compute(
+        &self,
+        py: Python<'_>,
+        assembled: PyRef<'_, PyAssembled>,
+        inputs: HashMap<String, PyRef<'_, PyTensor>>,
+        initial: Option<PyRef<'_, PyTensor>>,
+    ) -> PyResult<()> {
+        let (kernel, tensors) = self.prepare(py, &inputs)?;
+        let initial = self.initial(initial.as_ref())?;
+        let assembled: &PyAssembled = &assembled;
+        if !Arc::ptr_eq(&kernel, &assembled.kernel) {
+            return Err(errors::input(
+                "this output was assembled for tensors of other shapes, formats or value \
+                 types, or by another kernel; assemble it again",
+            ));
+        }
+        // The lock is taken without the GIL, so that a thread holding the GIL and waiting
+        // for it cannot keep this one from finishing.
+        py.detach(|| {
+            let mut output = assembled
+                .assembled
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
+            let output: &mut Assembled = &mut output;
+            kernel.compute(&tensors, initial, output)
+        })
+        .map(|_| ())
+        .map_err(errors::to_py)
+    }
+
+    /// The C source of the kernel last run (for the JIT backend, the C equivalent of the
+    /// code that runs).
+    #[getter]
+    fn source(&self) -> PyResult<String> {
+        Ok(self.current()?.source().to_string())
+    }
+
+    /// Loops of the kernel last run, outermost first.
+    #[getter]
+    fn loop_order(&self) -> PyResult<Vec<String>> {
+        Ok(self
+            .current()?
+            .loop_order()
+            .into_iter()
+            .map(String::from)
+            .collect())
+    }
+
+    /// True when the code of the kernel last run was produced for it rather than found in
+    /// the kernel cache (always for the JIT's code).
+    #[getter]
+    fn was_compiled(&self) -> PyResult<bool> {
+        Ok(self.current()?.was_compiled())
+    }
+
+    /// The backend asked for: `"c"`, `"jit"` or `"tiered"`.
+    #[getter]
+    fn backend(&self) -> &'static str {
+        backend_name(self.backend)
+    }
+
+    /// The backend whose code runs now (`"c"` or `"jit"`).
+    #[getter]
+    fn running_backend(&self) -> PyResult<&'static str> {
+        Ok(backend_name(self.current()?.running_backend()))
+    }
+
+    /// Threads of parallel loops.
+    #[getter]
+    fn threads(&self) -> PyResult<usize> {
+        Ok(self.current()?.threads())
+    }
+
+    /// Wait until a tiered kernel's C compilation has finished and use its code from now
+    /// on.
+    fn finish_compiling(&self, py: Python<'_>) -> PyResult<()> {
+        let kernel = self.current()?;
+        py.detach(|| kernel.finish_compiling())
+            .map_err(errors::to_py)
+    }
+
+    fn __repr__(&self) -> String {
+        format!("sparsec.Kernel('{}')", self.expr)
+    }
+}
+
+/// An output assembled once, whose values `Kernel.compute` recomputes in place.
+#[pyclass(name = "Assembled", module = "sparsec._native", frozen)]
+pub struct PyAssembled {
+    kernel: Arc<Kernel>,
+    assembled: Mutex<Assembled>,
+    value_type: ValueType,
+}
+
+#[pymethods]
+impl PyAssembled {
+    /// A copy of the output as it is now (see `Kernel.run` for its form).
+    fn output<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let tensor = py.detach(|| {
+            self.assembled
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .tensor()
+                .clone()
+        });
+        output_to_py(py, tensor)
+    }
+
+    /// The dtype of the output's values.
+    #[getter]
+    fn dtype(&self) -> &'static str {
+        dtype_name(self.value_type)
+    }
+}

@@ -1,0 +1,29 @@
+//! The `sparsec._native` Python extension module: sparsec's tensors and kernels for the
+//! `sparsec` Python package, whose Python part (`python/sparsec`) converts NumPy, SciPy
+//! and pydata/sparse objects and calls in here for all the work.
+
+mod arrays;
+mod errors;
+mod kernel;
+mod tensor;
+
+use pyo3::prelude::*;
+
+/// The spelling sparsec gives the format `text` for a tensor of `order` modes (`"csr"` is
+/// `"ds"`): two texts name the same format exactly when their spellings are equal.
+#[pyfunction]
+fn format_spelling(text: &str, order: usize) -> PyResult<String> {
+    Ok(tensor::parse_format(text, order)?.spelling())
+}
+
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    errors::register(m)?;
+    m.add_class::<tensor::PyTensor>()?;
+    m.add_class::<kernel::PyKernel>()?;
+    m.add_class::<kernel::PyAssembled>()?;
+    m.add_function(wrap_pyfunction!(kernel::cache_info, m)?)?;
+    m.add_function(wrap_pyfunction!(format_spelling, m)?)?;
+    m.add_function(wrap_pyfunction!(tensor::read, m)?)?;
+    Ok(())
+}
