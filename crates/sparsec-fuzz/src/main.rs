@@ -14,6 +14,7 @@ mod outcome;
 mod report;
 mod schedule_gen;
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -56,9 +57,14 @@ struct Args {
     /// Run only case N, print its command and output, and keep its files.
     #[arg(long, value_name = "N")]
     case: Option<u64>,
-    /// Exit with status 0 even when bugs were found (panic, signal, C compile error, wrong).
+    /// Exit with status 0 even when bugs were found (panic, signal, C compile error,
+    /// invalid IR, wrong).
     #[arg(long)]
     no_fail: bool,
+    /// Cases of this seed that reproduce known bugs, which do not fail the run: one per line,
+    /// `CASE  what bug`; `#` starts a comment.
+    #[arg(long, value_name = "FILE")]
+    known: Option<PathBuf>,
 }
 
 /// A finished case.
@@ -120,7 +126,11 @@ fn run(args: &Args) -> Result<ExitCode, String> {
         args.seed,
         quote(&report_dir.display().to_string())
     );
-    let mut tally = Tally::new(args.seed);
+    let known = match &args.known {
+        Some(path) => read_known(path)?,
+        None => BTreeMap::new(),
+    };
+    let mut tally = Tally::new(args.seed, known);
     let (send, receive) = mpsc::channel::<Finished>();
     std::thread::scope(|scope| -> Result<(), String> {
         for _ in 0..args.jobs.max(1) {
@@ -193,6 +203,29 @@ fn run(args: &Args) -> Result<ExitCode, String> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// Read a `--known` file: `CASE  what bug` per line, `#` comments.
+fn read_known(path: &Path) -> Result<BTreeMap<u64, String>, String> {
+    let text =
+        std::fs::read_to_string(path).map_err(|e| format!("--known {}: {e}", path.display()))?;
+    let mut known = BTreeMap::new();
+    for (n, line) in text.lines().enumerate() {
+        let line = line.split('#').next().unwrap_or("").trim();
+        if line.is_empty() {
+            continue;
+        }
+        let (case, bug) = line.split_once(char::is_whitespace).unwrap_or((line, ""));
+        let case: u64 = case.parse().map_err(|_| {
+            format!(
+                "--known {}:{}: `{case}` is not a case number",
+                path.display(),
+                n + 1
+            )
+        })?;
+        known.insert(case, bug.trim().to_string());
+    }
+    Ok(known)
 }
 
 /// Run case `index` alone, printing everything about it.

@@ -24,6 +24,8 @@ struct Group {
 struct Failure {
     class: Class,
     index: u64,
+    /// The known bug this case reproduces, from `--known`.
+    known: Option<String>,
     command: String,
     message: String,
     description: String,
@@ -33,6 +35,10 @@ struct Failure {
 #[derive(Debug)]
 pub struct Tally {
     seed: u64,
+    /// Cases that reproduce known, documented bugs: case index and the bug.
+    known: BTreeMap<u64, String>,
+    /// Known cases that no longer fail.
+    fixed: Vec<u64>,
     counts: BTreeMap<Class, usize>,
     unsupported: BTreeMap<String, Group>,
     clear: BTreeMap<String, Group>,
@@ -49,10 +55,12 @@ pub enum Keep {
 }
 
 impl Tally {
-    /// An empty tally for a run with `seed`.
-    pub fn new(seed: u64) -> Tally {
+    /// An empty tally for a run with `seed`, whose cases in `known` reproduce known bugs.
+    pub fn new(seed: u64, known: BTreeMap<u64, String>) -> Tally {
         Tally {
             seed,
+            known,
+            fixed: Vec::new(),
             counts: BTreeMap::new(),
             unsupported: BTreeMap::new(),
             clear: BTreeMap::new(),
@@ -63,6 +71,10 @@ impl Tally {
     /// Count case `index`, run as `command`, and say whether its files are worth keeping.
     pub fn add(&mut self, index: u64, outcome: &Outcome, command: &str, description: &str) -> Keep {
         *self.counts.entry(outcome.class).or_default() += 1;
+        let known = self.known.get(&index).cloned();
+        if known.is_some() && !outcome.class.is_bug() {
+            self.fixed.push(index);
+        }
         let groups = match outcome.class {
             Class::Correct => return Keep::Nothing,
             Class::Unsupported => &mut self.unsupported,
@@ -71,6 +83,7 @@ impl Tally {
                 self.failures.push(Failure {
                     class,
                     index,
+                    known,
                     command: command.to_string(),
                     message: outcome.message.clone(),
                     description: description.to_string(),
@@ -97,13 +110,13 @@ impl Tally {
         self.counts.values().sum()
     }
 
-    /// Bugs found (panics, signals, C compile errors, wrong results).
+    /// New bugs found: panics, signals, C compile errors, invalid IR and wrong results in
+    /// cases that `--known` does not list.
     pub fn bugs(&self) -> usize {
-        self.counts
+        self.failures
             .iter()
-            .filter(|(c, _)| c.is_bug())
-            .map(|(_, n)| n)
-            .sum()
+            .filter(|f| f.class.is_bug() && f.known.is_none())
+            .count()
     }
 
     /// The counts per class and the refusals grouped, as printed at the end of a run.
@@ -161,7 +174,7 @@ impl Tally {
             .filter(|c| c.is_bug() || *c == Class::Timeout)
         {
             for f in self.failures.iter().filter(|f| f.class == class) {
-                let _ = writeln!(failures, "[{}] case {}", class.name(), f.index);
+                let _ = writeln!(failures, "[{}] case {}", label(f), f.index);
                 let _ = writeln!(failures, "  statement: {}", f.description);
                 let _ = writeln!(failures, "  command:   {}", f.command);
                 let _ = writeln!(failures, "  replay:    {replay} --case {}", f.index);
@@ -240,6 +253,14 @@ fn sorted(groups: &BTreeMap<String, Group>) -> Vec<(&String, &Group)> {
 fn write_group_counts(s: &mut String, groups: &BTreeMap<String, Group>) {
     for (reason, group) in sorted(groups) {
         let _ = writeln!(s, "  {:>6}  {reason}", group.cases.len());
+    }
+}
+
+/// A failure's class, and the known bug it reproduces if any.
+fn label(f: &Failure) -> String {
+    match &f.known {
+        Some(bug) => format!("{}, known: {bug}", f.class.name()),
+        None => f.class.name().to_string(),
     }
 }
 
