@@ -133,11 +133,7 @@ impl Tally {
             let n = self.counts.get(&class).copied().unwrap_or(0);
             let _ = writeln!(s, "  {:<16} {n}", class.name());
         }
-        let _ = writeln!(
-            s,
-            "  (wrong results of statements that divide by a tensor: {})",
-            self.wrong_dividing()
-        );
+        let _ = writeln!(s, "  ({})", self.wrong_families());
         let _ = writeln!(s, "unsupported, by reason:");
         write_group_counts(&mut s, &self.unsupported);
         let _ = writeln!(s, "clear errors, by reason:");
@@ -212,13 +208,25 @@ impl Tally {
         Ok(())
     }
 
-    /// Wrong results of statements with a non-constant denominator, which `0 / 0` and
-    /// `x / 0` decide apart from the rest.
-    fn wrong_dividing(&self) -> usize {
-        self.failures
-            .iter()
-            .filter(|f| f.class == Class::Wrong && f.description.ends_with("(divides by a tensor)"))
-            .count()
+    /// The wrong results by the features of the known bug families: a non-constant
+    /// denominator (`0 / 0`), a non-unique level over a non-singleton one, neither.
+    fn wrong_families(&self) -> String {
+        let wrong = || self.failures.iter().filter(|f| f.class == Class::Wrong);
+        let dividing = wrong()
+            .filter(|f| f.description.contains("(divides by a tensor)"))
+            .count();
+        let nonunique = wrong()
+            .filter(|f| {
+                !f.description.contains("(divides by a tensor)")
+                    && f.description.contains("(non-unique level")
+            })
+            .count();
+        let total = wrong().count();
+        format!(
+            "wrong results: {dividing} divide by a tensor, {nonunique} others have a non-unique \
+             level over a non-singleton level, {} neither",
+            total - dividing - nonunique
+        )
     }
 
     fn header(&self, elapsed: Duration, replay: &str) -> String {
@@ -234,12 +242,7 @@ impl Tally {
             .iter()
             .map(|c| format!("{} {}", c.name(), self.counts.get(c).copied().unwrap_or(0)))
             .collect();
-        let _ = writeln!(
-            s,
-            "{} (wrong results of statements that divide by a tensor: {})\n",
-            counts.join(", "),
-            self.wrong_dividing()
-        );
+        let _ = writeln!(s, "{}\n{}\n", counts.join(", "), self.wrong_families());
         s
     }
 }
