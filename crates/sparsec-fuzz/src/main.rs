@@ -15,6 +15,7 @@ mod report;
 mod schedule_gen;
 
 use std::collections::BTreeMap;
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -44,8 +45,9 @@ struct Args {
     /// Statements run at the same time.
     #[arg(long, default_value_t = 2)]
     jobs: usize,
-    /// Directory of the reports (failures.txt, unsupported.txt, clear-errors.txt) and of
-    /// the files of kept cases (cases/).
+    /// Directory of the reports (failures.txt, unsupported.txt, clear-errors.txt, and
+    /// outcomes.tsv with every case's class and message) and of the files of kept cases
+    /// (cases/).
     #[arg(long, value_name = "DIR", default_value = "fuzz-reports")]
     report_dir: PathBuf,
     /// Seconds a statement may run before it counts as a timeout.
@@ -131,6 +133,10 @@ fn run(args: &Args) -> Result<ExitCode, String> {
         None => BTreeMap::new(),
     };
     let mut tally = Tally::new(args.seed, known);
+    let outcomes_path = report_dir.join("outcomes.tsv");
+    let mut outcomes = std::fs::File::create(&outcomes_path)
+        .map(std::io::BufWriter::new)
+        .map_err(|e| format!("{}: {e}", outcomes_path.display()))?;
     let (send, receive) = mpsc::channel::<Finished>();
     std::thread::scope(|scope| -> Result<(), String> {
         for _ in 0..args.jobs.max(1) {
@@ -159,6 +165,14 @@ fn run(args: &Args) -> Result<ExitCode, String> {
                 .join("cases")
                 .join(case_dir_name(args.seed, finished.case.index));
             let command = shell_command(&runner.sparsec, &finished.case.run_args(&kept));
+            writeln!(
+                outcomes,
+                "{}\t{}\t{}",
+                finished.case.index,
+                finished.outcome.class.name(),
+                finished.outcome.message.replace(['\t', '\n'], " ")
+            )
+            .map_err(|e| format!("{}: {e}", outcomes_path.display()))?;
             let keep = tally.add(
                 finished.case.index,
                 &finished.outcome,
@@ -182,6 +196,9 @@ fn run(args: &Args) -> Result<ExitCode, String> {
                 tally
                     .write(&report_dir, started.elapsed(), &replay_command)
                     .map_err(|e| format!("writing reports: {e}"))?;
+                outcomes
+                    .flush()
+                    .map_err(|e| format!("{}: {e}", outcomes_path.display()))?;
                 eprintln!(
                     "sparsec-fuzz: {} statements, {} bugs",
                     tally.total(),
