@@ -596,12 +596,13 @@ impl<'r> Generator<'r> {
 }
 
 /// Whether the format letters put a non-unique compressed level (`u`) above a level other
-/// than a singleton (COO's `uq` is the usual use of `u`; `ub`, `us`, `ud`, `uh` are not).
+/// than a singleton, directly or not (COO's `uqq` is the usual use of `u`; `ub`, `usd`,
+/// `uqbs` are not).
 fn nonunique_over_stored(format: &str) -> bool {
     let letters = format.split(':').next().unwrap_or("");
     letters
         .char_indices()
-        .any(|(k, c)| c == 'u' && letters[k + 1..].starts_with(['b', 'd', 'h', 's', 'u']))
+        .any(|(k, c)| c == 'u' && letters[k + 1..].contains(['b', 'd', 'h', 's', 'u']))
 }
 
 /// `(i,j)` for the variables `vars`; an order-0 access prints as the bare name, or as `()`
@@ -693,10 +694,10 @@ mod tests {
 
     #[test]
     fn nonunique_levels_over_stored_ones() {
-        for yes in ["ub", "usd:2,0,1", "sub", "uu"] {
+        for yes in ["ub", "usd:2,0,1", "sub", "uu", "uqbs"] {
             assert!(nonunique_over_stored(yes), "{yes}");
         }
-        for no in ["uqq", "coo", "su", "u", "csr", "bcsr:2x2"] {
+        for no in ["uqq", "duqq", "coo", "su", "u", "csr", "bcsr:2x2"] {
             assert!(!nonunique_over_stored(no), "{no}");
         }
     }
