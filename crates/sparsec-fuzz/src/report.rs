@@ -144,13 +144,22 @@ impl Tally {
                 let _ = writeln!(
                     s,
                     "  [{}] case {}: {}",
-                    f.class.name(),
+                    label(f),
                     f.index,
                     first_line(&f.message)
                 );
                 let _ = writeln!(s, "    {}", f.command);
             }
         }
+        if !self.fixed.is_empty() {
+            let fixed: Vec<String> = self.fixed.iter().map(u64::to_string).collect();
+            let _ = writeln!(
+                s,
+                "known failures that now pass (remove them from the --known list): {}",
+                fixed.join(" ")
+            );
+        }
+        let _ = writeln!(s, "new bugs: {}", self.bugs());
         s
     }
 
