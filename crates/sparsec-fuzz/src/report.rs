@@ -287,3 +287,50 @@ fn write_file(path: &Path, text: &str) -> std::io::Result<()> {
     std::fs::write(&temporary, text)?;
     std::fs::rename(&temporary, path)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn outcome(class: Class, message: &str) -> Outcome {
+        Outcome {
+            class,
+            message: message.to_string(),
+        }
+    }
+
+    #[test]
+    fn known_failures_do_not_count_as_new_bugs() {
+        let known = BTreeMap::from([(1, "0/0".to_string()), (2, "fixed since".to_string())]);
+        let mut tally = Tally::new(7, known);
+        tally.add(1, &outcome(Class::Wrong, "check FAILED"), "cmd1", "s1");
+        tally.add(2, &outcome(Class::Correct, ""), "cmd2", "s2");
+        assert_eq!(tally.bugs(), 0);
+        tally.add(3, &outcome(Class::Panic, "panicked at x"), "cmd3", "s3");
+        assert_eq!(tally.bugs(), 1);
+        let summary = tally.summary(Duration::from_secs(1));
+        assert!(summary.contains("[wrong, known: 0/0] case 1"), "{summary}");
+        assert!(summary.contains("now pass (remove them from the --known list): 2"));
+        assert!(summary.contains("new bugs: 1"));
+    }
+
+    #[test]
+    fn refusals_group_by_reason_and_keep_the_first_example() {
+        let mut tally = Tally::new(7, BTreeMap::new());
+        let first = tally.add(
+            4,
+            &outcome(Class::Unsupported, "level 2 of `A` is x"),
+            "c4",
+            "",
+        );
+        let second = tally.add(
+            5,
+            &outcome(Class::Unsupported, "level 3 of `B` is x"),
+            "c5",
+            "",
+        );
+        assert_eq!((first, second), (Keep::Directory, Keep::Nothing));
+        let summary = tally.summary(Duration::from_secs(1));
+        assert!(summary.contains("2  level N of `_` is x"), "{summary}");
+    }
+}
