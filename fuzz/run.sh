@@ -57,6 +57,10 @@ report_dir=$(cd "$report_dir" && pwd)
 export SPARSEC_CACHE_DIR="${SPARSEC_CACHE_DIR:-$PWD/target/kernel-cache}"
 target_dir=${CARGO_TARGET_DIR:-$PWD/target}
 
+# libFuzzer itself is C++, built by libfuzzer-sys.
+if ! command -v c++ >/dev/null 2>&1; then
+  apt-get update -qq && apt-get install -y -qq g++
+fi
 if ! command -v cargo-fuzz >/dev/null 2>&1; then
   cargo install cargo-fuzz --locked
 fi
