@@ -48,7 +48,12 @@ struct Args {
     /// Directory of the reports (failures.txt, unsupported.txt, clear-errors.txt, and
     /// outcomes.tsv with every case's class and message) and of the files of kept cases
     /// (cases/).
-    #[arg(long, value_name = "DIR", default_value = "fuzz-reports")]
+    #[arg(
+        long,
+        alias = "report",
+        value_name = "DIR",
+        default_value = "fuzz-reports"
+    )]
     report_dir: PathBuf,
     /// Seconds a statement may run before it counts as a timeout.
     #[arg(long, value_name = "S", default_value_t = 60)]
