@@ -64,6 +64,10 @@ struct Args {
     /// Run only case N, print its command and output, and keep its files.
     #[arg(long, value_name = "N")]
     case: Option<u64>,
+    /// Run nothing: print case number and summary of the first `--count` cases, one per
+    /// line (for grouping a run's reported cases by their features).
+    #[arg(long, requires = "count")]
+    describe: bool,
     /// Exit with status 0 even when bugs were found (panic, signal, C compile error,
     /// invalid IR, wrong).
     #[arg(long)]
@@ -117,6 +121,12 @@ fn run(args: &Args) -> Result<ExitCode, String> {
     };
     if let Some(index) = args.case {
         return replay(&runner, args.seed, index, &report_dir);
+    }
+    if args.describe {
+        for index in 0..args.count.unwrap_or(0) {
+            println!("{index}\t{}", Case::generate(args.seed, index).describe());
+        }
+        return Ok(ExitCode::SUCCESS);
     }
     if args.count.is_none() && args.seconds.is_none() {
         return Err("give --count N, --seconds S, or both".into());
