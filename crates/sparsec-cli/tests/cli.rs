@@ -267,3 +267,23 @@ fn bad_input_fails_with_a_readable_message() {
     let err = fails(&["info", s(&spt)]);
     assert!(err.contains("junk.spt") && err.contains("magic"), "{err}");
 }
+
+/// Schedules with multibyte whitespace or characters fail with a diagnostic pointing into the
+/// text, never a panic (the schedule fuzz target found one on U+0085).
+#[test]
+fn schedules_with_multibyte_characters_are_refused_cleanly() {
+    for schedule in ["G\u{85}", "split(é", "split(i,\u{2028}", "\u{85}x"] {
+        let stderr = fails(&[
+            "emit",
+            "y(i) = A(i,j) * x(j)",
+            "-f",
+            "A:csr",
+            "-s",
+            schedule,
+        ]);
+        assert!(
+            stderr.contains("invalid schedule"),
+            "{schedule:?}: {stderr}"
+        );
+    }
+}

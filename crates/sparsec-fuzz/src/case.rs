@@ -179,20 +179,28 @@ impl Case {
             .collect()
     }
 
-    /// A one-line summary of the case's features, for reports.
+    /// A one-line summary of the case's features, for reports: the statement, threads,
+    /// backend and schedule, and the features behind the known families of wrong results.
     pub fn describe(&self) -> String {
-        format!(
-            "{} threads={} backend={} schedule={}{}",
+        let mut text = format!(
+            "{} threads={} backend={} schedule={}",
             self.expr,
             self.threads,
             self.backend.as_str(),
             self.schedule.as_deref().unwrap_or("-"),
-            if self.divides_by_tensor {
-                " (divides by a tensor)"
-            } else {
-                ""
-            }
-        )
+        );
+        if self
+            .inputs
+            .iter()
+            .filter_map(|i| i.format.as_deref())
+            .any(nonunique_over_stored)
+        {
+            text.push_str(" (non-unique level over a non-singleton level)");
+        }
+        if self.divides_by_tensor {
+            text.push_str(" (divides by a tensor)");
+        }
+        text
     }
 }
 
@@ -587,6 +595,16 @@ impl<'r> Generator<'r> {
     }
 }
 
+/// Whether the format letters put a non-unique compressed level (`u`) above a level other
+/// than a singleton, directly or not (COO's `uqq` is the usual use of `u`; `ub`, `usd`,
+/// `uqbs` are not).
+fn nonunique_over_stored(format: &str) -> bool {
+    let letters = format.split(':').next().unwrap_or("");
+    letters
+        .char_indices()
+        .any(|(k, c)| c == 'u' && letters[k + 1..].contains(['b', 'd', 'h', 's', 'u']))
+}
+
 /// `(i,j)` for the variables `vars`; an order-0 access prints as the bare name, or as `()`
 /// when `empty_parens`.
 pub fn access_text(all: &[Var], vars: &[usize], empty_parens: bool) -> String {
@@ -638,4 +656,49 @@ pub fn print_expr(e: &Expr, vars: &[Var], out: &mut String, parent: u8) {
 /// The name of input tensor `tensor` as printed.
 pub fn tensor_name(tensor: usize) -> &'static str {
     TENSOR_NAMES[tensor]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_case_is_the_same_every_time() {
+        let dir = Path::new("/d");
+        for index in 0..200 {
+            let (a, b) = (Case::generate(9, index), Case::generate(9, index));
+            assert_eq!(a.run_args(dir), b.run_args(dir));
+            assert_eq!(a.inputs.len(), b.inputs.len());
+            for (x, y) in a.inputs.iter().zip(&b.inputs) {
+                assert_eq!(x.entries, y.entries);
+            }
+        }
+        assert_ne!(
+            Case::generate(9, 0).run_args(dir),
+            Case::generate(10, 0).run_args(dir)
+        );
+    }
+
+    #[test]
+    fn inputs_fit_their_dimensions() {
+        for index in 0..500 {
+            let case = Case::generate(3, index);
+            for input in &case.inputs {
+                for (coords, _) in &input.entries {
+                    assert_eq!(coords.len(), input.dims.len());
+                    assert!(coords.iter().zip(&input.dims).all(|(c, d)| c < d));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn nonunique_levels_over_stored_ones() {
+        for yes in ["ub", "usd:2,0,1", "sub", "uu", "uqbs"] {
+            assert!(nonunique_over_stored(yes), "{yes}");
+        }
+        for no in ["uqq", "duqq", "coo", "su", "u", "csr", "bcsr:2x2"] {
+            assert!(!nonunique_over_stored(no), "{no}");
+        }
+    }
 }

@@ -14,6 +14,8 @@ mod outcome;
 mod report;
 mod schedule_gen;
 
+use std::collections::BTreeMap;
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -43,9 +45,15 @@ struct Args {
     /// Statements run at the same time.
     #[arg(long, default_value_t = 2)]
     jobs: usize,
-    /// Directory of the reports (failures.txt, unsupported.txt, clear-errors.txt) and of
-    /// the files of kept cases (cases/).
-    #[arg(long, value_name = "DIR", default_value = "fuzz-reports")]
+    /// Directory of the reports (failures.txt, unsupported.txt, clear-errors.txt, and
+    /// outcomes.tsv with every case's class and message) and of the files of kept cases
+    /// (cases/).
+    #[arg(
+        long,
+        alias = "report",
+        value_name = "DIR",
+        default_value = "fuzz-reports"
+    )]
     report_dir: PathBuf,
     /// Seconds a statement may run before it counts as a timeout.
     #[arg(long, value_name = "S", default_value_t = 60)]
@@ -56,9 +64,18 @@ struct Args {
     /// Run only case N, print its command and output, and keep its files.
     #[arg(long, value_name = "N")]
     case: Option<u64>,
-    /// Exit with status 0 even when bugs were found (panic, signal, C compile error, wrong).
+    /// Run nothing: print case number and summary of the first `--count` cases, one per
+    /// line (for grouping a run's reported cases by their features).
+    #[arg(long, requires = "count")]
+    describe: bool,
+    /// Exit with status 0 even when bugs were found (panic, signal, C compile error,
+    /// invalid IR, wrong).
     #[arg(long)]
     no_fail: bool,
+    /// Cases of this seed that reproduce known bugs, which do not fail the run: one per line,
+    /// `CASE  what bug`; `#` starts a comment.
+    #[arg(long, value_name = "FILE")]
+    known: Option<PathBuf>,
 }
 
 /// A finished case.
@@ -105,6 +122,12 @@ fn run(args: &Args) -> Result<ExitCode, String> {
     if let Some(index) = args.case {
         return replay(&runner, args.seed, index, &report_dir);
     }
+    if args.describe {
+        for index in 0..args.count.unwrap_or(0) {
+            println!("{index}\t{}", Case::generate(args.seed, index).describe());
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
     if args.count.is_none() && args.seconds.is_none() {
         return Err("give --count N, --seconds S, or both".into());
     }
@@ -120,7 +143,15 @@ fn run(args: &Args) -> Result<ExitCode, String> {
         args.seed,
         quote(&report_dir.display().to_string())
     );
-    let mut tally = Tally::new(args.seed);
+    let known = match &args.known {
+        Some(path) => read_known(path)?,
+        None => BTreeMap::new(),
+    };
+    let mut tally = Tally::new(args.seed, known);
+    let outcomes_path = report_dir.join("outcomes.tsv");
+    let mut outcomes = std::fs::File::create(&outcomes_path)
+        .map(std::io::BufWriter::new)
+        .map_err(|e| format!("{}: {e}", outcomes_path.display()))?;
     let (send, receive) = mpsc::channel::<Finished>();
     std::thread::scope(|scope| -> Result<(), String> {
         for _ in 0..args.jobs.max(1) {
@@ -149,6 +180,14 @@ fn run(args: &Args) -> Result<ExitCode, String> {
                 .join("cases")
                 .join(case_dir_name(args.seed, finished.case.index));
             let command = shell_command(&runner.sparsec, &finished.case.run_args(&kept));
+            writeln!(
+                outcomes,
+                "{}\t{}\t{}",
+                finished.case.index,
+                finished.outcome.class.name(),
+                finished.outcome.message.replace(['\t', '\n'], " ")
+            )
+            .map_err(|e| format!("{}: {e}", outcomes_path.display()))?;
             let keep = tally.add(
                 finished.case.index,
                 &finished.outcome,
@@ -172,6 +211,9 @@ fn run(args: &Args) -> Result<ExitCode, String> {
                 tally
                     .write(&report_dir, started.elapsed(), &replay_command)
                     .map_err(|e| format!("writing reports: {e}"))?;
+                outcomes
+                    .flush()
+                    .map_err(|e| format!("{}: {e}", outcomes_path.display()))?;
                 eprintln!(
                     "sparsec-fuzz: {} statements, {} bugs",
                     tally.total(),
@@ -193,6 +235,29 @@ fn run(args: &Args) -> Result<ExitCode, String> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// Read a `--known` file: `CASE  what bug` per line, `#` comments.
+fn read_known(path: &Path) -> Result<BTreeMap<u64, String>, String> {
+    let text =
+        std::fs::read_to_string(path).map_err(|e| format!("--known {}: {e}", path.display()))?;
+    let mut known = BTreeMap::new();
+    for (n, line) in text.lines().enumerate() {
+        let line = line.split('#').next().unwrap_or("").trim();
+        if line.is_empty() {
+            continue;
+        }
+        let (case, bug) = line.split_once(char::is_whitespace).unwrap_or((line, ""));
+        let case: u64 = case.parse().map_err(|_| {
+            format!(
+                "--known {}:{}: `{case}` is not a case number",
+                path.display(),
+                n + 1
+            )
+        })?;
+        known.insert(case, bug.trim().to_string());
+    }
+    Ok(known)
 }
 
 /// Run case `index` alone, printing everything about it.

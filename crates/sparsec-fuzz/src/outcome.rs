@@ -214,9 +214,22 @@ pub fn normalise(message: &str) -> String {
             _ => out.push(c),
         }
     }
+    // Options and format spellings quoted without backticks (`-f A:q: format ...`, `in
+    // format dq:`) name the case's tensors and formats.
+    let mut words: Vec<String> = Vec::new();
+    for word in out.split(' ') {
+        let after_flag = words
+            .last()
+            .is_some_and(|w| ["-f", "-i", "-g", "-o", "-d", "format"].contains(&w.as_str()));
+        if after_flag && !word.is_empty() && !word.starts_with('`') {
+            words.push(if word.ends_with(':') { "_:" } else { "_" }.to_string());
+        } else {
+            words.push(word.to_string());
+        }
+    }
+    let out = words.join(" ");
     // A long message's tail (help text, source snippets) varies more than it explains.
-    let cut: String = out.chars().take(220).collect();
-    cut
+    out.chars().take(220).collect()
 }
 
 #[cfg(test)]
@@ -228,6 +241,10 @@ mod tests {
         assert_eq!(
             normalise("level 2 of `A` is unordered; read /tmp/x/A.mtx"),
             "level N of `_` is unordered; read PATH"
+        );
+        assert_eq!(
+            normalise("-f A:q: format `q`: cannot; cannot store `A` in format dq: no"),
+            "-f _: format `_`: cannot; cannot store `_` in format _: no"
         );
         assert_eq!(
             normalise("split(i,i0,i1,4): precondition failed: A(i,(j)) is 3"),

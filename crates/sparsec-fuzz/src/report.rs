@@ -24,6 +24,8 @@ struct Group {
 struct Failure {
     class: Class,
     index: u64,
+    /// The known bug this case reproduces, from `--known`.
+    known: Option<String>,
     command: String,
     message: String,
     description: String,
@@ -33,6 +35,10 @@ struct Failure {
 #[derive(Debug)]
 pub struct Tally {
     seed: u64,
+    /// Cases that reproduce known, documented bugs: case index and the bug.
+    known: BTreeMap<u64, String>,
+    /// Known cases that no longer fail.
+    fixed: Vec<u64>,
     counts: BTreeMap<Class, usize>,
     unsupported: BTreeMap<String, Group>,
     clear: BTreeMap<String, Group>,
@@ -49,10 +55,12 @@ pub enum Keep {
 }
 
 impl Tally {
-    /// An empty tally for a run with `seed`.
-    pub fn new(seed: u64) -> Tally {
+    /// An empty tally for a run with `seed`, whose cases in `known` reproduce known bugs.
+    pub fn new(seed: u64, known: BTreeMap<u64, String>) -> Tally {
         Tally {
             seed,
+            known,
+            fixed: Vec::new(),
             counts: BTreeMap::new(),
             unsupported: BTreeMap::new(),
             clear: BTreeMap::new(),
@@ -63,6 +71,10 @@ impl Tally {
     /// Count case `index`, run as `command`, and say whether its files are worth keeping.
     pub fn add(&mut self, index: u64, outcome: &Outcome, command: &str, description: &str) -> Keep {
         *self.counts.entry(outcome.class).or_default() += 1;
+        let known = self.known.get(&index).cloned();
+        if known.is_some() && !outcome.class.is_bug() {
+            self.fixed.push(index);
+        }
         let groups = match outcome.class {
             Class::Correct => return Keep::Nothing,
             Class::Unsupported => &mut self.unsupported,
@@ -71,6 +83,7 @@ impl Tally {
                 self.failures.push(Failure {
                     class,
                     index,
+                    known,
                     command: command.to_string(),
                     message: outcome.message.clone(),
                     description: description.to_string(),
@@ -97,13 +110,13 @@ impl Tally {
         self.counts.values().sum()
     }
 
-    /// Bugs found (panics, signals, C compile errors, wrong results).
+    /// New bugs found: panics, signals, C compile errors, invalid IR and wrong results in
+    /// cases that `--known` does not list.
     pub fn bugs(&self) -> usize {
-        self.counts
+        self.failures
             .iter()
-            .filter(|(c, _)| c.is_bug())
-            .map(|(_, n)| n)
-            .sum()
+            .filter(|f| f.class.is_bug() && f.known.is_none())
+            .count()
     }
 
     /// The counts per class and the refusals grouped, as printed at the end of a run.
@@ -120,11 +133,7 @@ impl Tally {
             let n = self.counts.get(&class).copied().unwrap_or(0);
             let _ = writeln!(s, "  {:<16} {n}", class.name());
         }
-        let _ = writeln!(
-            s,
-            "  (wrong results of statements that divide by a tensor: {})",
-            self.wrong_dividing()
-        );
+        let _ = writeln!(s, "  ({})", self.wrong_families());
         let _ = writeln!(s, "unsupported, by reason:");
         write_group_counts(&mut s, &self.unsupported);
         let _ = writeln!(s, "clear errors, by reason:");
@@ -135,13 +144,22 @@ impl Tally {
                 let _ = writeln!(
                     s,
                     "  [{}] case {}: {}",
-                    f.class.name(),
+                    label(f),
                     f.index,
                     first_line(&f.message)
                 );
                 let _ = writeln!(s, "    {}", f.command);
             }
         }
+        if !self.fixed.is_empty() {
+            let fixed: Vec<String> = self.fixed.iter().map(u64::to_string).collect();
+            let _ = writeln!(
+                s,
+                "known failures that now pass (remove them from the --known list): {}",
+                fixed.join(" ")
+            );
+        }
+        let _ = writeln!(s, "new bugs: {}", self.bugs());
         s
     }
 
@@ -161,7 +179,7 @@ impl Tally {
             .filter(|c| c.is_bug() || *c == Class::Timeout)
         {
             for f in self.failures.iter().filter(|f| f.class == class) {
-                let _ = writeln!(failures, "[{}] case {}", class.name(), f.index);
+                let _ = writeln!(failures, "[{}] case {}", label(f), f.index);
                 let _ = writeln!(failures, "  statement: {}", f.description);
                 let _ = writeln!(failures, "  command:   {}", f.command);
                 let _ = writeln!(failures, "  replay:    {replay} --case {}", f.index);
@@ -199,13 +217,25 @@ impl Tally {
         Ok(())
     }
 
-    /// Wrong results of statements with a non-constant denominator, which `0 / 0` and
-    /// `x / 0` decide apart from the rest.
-    fn wrong_dividing(&self) -> usize {
-        self.failures
-            .iter()
-            .filter(|f| f.class == Class::Wrong && f.description.ends_with("(divides by a tensor)"))
-            .count()
+    /// The wrong results by the features of the known bug families: a non-constant
+    /// denominator (`0 / 0`), a non-unique level over a non-singleton one, neither.
+    fn wrong_families(&self) -> String {
+        let wrong = || self.failures.iter().filter(|f| f.class == Class::Wrong);
+        let dividing = wrong()
+            .filter(|f| f.description.contains("(divides by a tensor)"))
+            .count();
+        let nonunique = wrong()
+            .filter(|f| {
+                !f.description.contains("(divides by a tensor)")
+                    && f.description.contains("(non-unique level")
+            })
+            .count();
+        let total = wrong().count();
+        format!(
+            "wrong results: {dividing} divide by a tensor, {nonunique} others have a non-unique \
+             level over a non-singleton level, {} neither",
+            total - dividing - nonunique
+        )
     }
 
     fn header(&self, elapsed: Duration, replay: &str) -> String {
@@ -221,12 +251,7 @@ impl Tally {
             .iter()
             .map(|c| format!("{} {}", c.name(), self.counts.get(c).copied().unwrap_or(0)))
             .collect();
-        let _ = writeln!(
-            s,
-            "{} (wrong results of statements that divide by a tensor: {})\n",
-            counts.join(", "),
-            self.wrong_dividing()
-        );
+        let _ = writeln!(s, "{}\n{}\n", counts.join(", "), self.wrong_families());
         s
     }
 }
@@ -243,6 +268,14 @@ fn write_group_counts(s: &mut String, groups: &BTreeMap<String, Group>) {
     }
 }
 
+/// A failure's class, and the known bug it reproduces if any.
+fn label(f: &Failure) -> String {
+    match &f.known {
+        Some(bug) => format!("{}, known: {bug}", f.class.name()),
+        None => f.class.name().to_string(),
+    }
+}
+
 fn first_line(text: &str) -> &str {
     text.lines().next().unwrap_or("")
 }
@@ -253,4 +286,51 @@ fn write_file(path: &Path, text: &str) -> std::io::Result<()> {
     temporary.set_extension("txt.partial");
     std::fs::write(&temporary, text)?;
     std::fs::rename(&temporary, path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn outcome(class: Class, message: &str) -> Outcome {
+        Outcome {
+            class,
+            message: message.to_string(),
+        }
+    }
+
+    #[test]
+    fn known_failures_do_not_count_as_new_bugs() {
+        let known = BTreeMap::from([(1, "0/0".to_string()), (2, "fixed since".to_string())]);
+        let mut tally = Tally::new(7, known);
+        tally.add(1, &outcome(Class::Wrong, "check FAILED"), "cmd1", "s1");
+        tally.add(2, &outcome(Class::Correct, ""), "cmd2", "s2");
+        assert_eq!(tally.bugs(), 0);
+        tally.add(3, &outcome(Class::Panic, "panicked at x"), "cmd3", "s3");
+        assert_eq!(tally.bugs(), 1);
+        let summary = tally.summary(Duration::from_secs(1));
+        assert!(summary.contains("[wrong, known: 0/0] case 1"), "{summary}");
+        assert!(summary.contains("now pass (remove them from the --known list): 2"));
+        assert!(summary.contains("new bugs: 1"));
+    }
+
+    #[test]
+    fn refusals_group_by_reason_and_keep_the_first_example() {
+        let mut tally = Tally::new(7, BTreeMap::new());
+        let first = tally.add(
+            4,
+            &outcome(Class::Unsupported, "level 2 of `A` is x"),
+            "c4",
+            "",
+        );
+        let second = tally.add(
+            5,
+            &outcome(Class::Unsupported, "level 3 of `B` is x"),
+            "c5",
+            "",
+        );
+        assert_eq!((first, second), (Keep::Directory, Keep::Nothing));
+        let summary = tally.summary(Duration::from_secs(1));
+        assert!(summary.contains("2  level N of `_` is x"), "{summary}");
+    }
 }

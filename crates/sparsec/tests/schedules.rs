@@ -1265,3 +1265,27 @@ fn malformed_taco_directives_name_the_problem() {
         &["unknown assemble strategy", "Insert"],
     );
 }
+
+/// Found by the schedule fuzz target: U+0085 (NEXT LINE) is whitespace two bytes long, and
+/// skipping it one byte at a time sliced the text inside it (a panic).
+#[test]
+fn multibyte_whitespace_and_characters_in_schedules() {
+    assert!(Schedule::parse("G\u{85}").is_err());
+    for text in ["é", "split(é", "split(i,\u{2028}", "précompute(i)"] {
+        let err = Schedule::parse(text).expect_err(text);
+        let span = err.span;
+        let end = span.offset() + span.len();
+        assert!(
+            text.is_char_boundary(span.offset())
+                && (end > text.len() || text.is_char_boundary(end)),
+            "{text:?}: span {span:?} cuts a character"
+        );
+    }
+    // Whitespace alone is the empty schedule, whatever its encoding.
+    assert!(Schedule::parse("\u{85}\u{3000} ")
+        .unwrap()
+        .transforms
+        .is_empty());
+    let spaced = Schedule::parse("split(i,\u{a0}i0,\u{85}i1,4)\u{3000}").unwrap();
+    assert_eq!(spaced, Schedule::parse("split(i,i0,i1,4)").unwrap());
+}

@@ -84,10 +84,13 @@ impl Schedule {
 
 impl Parser<'_> {
     fn error(&self, start: usize, message: impl Into<String>) -> ScheduleSyntaxError {
+        // At least the whole character at `start`, so that the span ends on a character
+        // boundary (one byte past the end of the text at its end).
+        let first = self.text[start..].chars().next().map_or(1, char::len_utf8);
         ScheduleSyntaxError {
             message: message.into(),
             text: self.text.to_string(),
-            span: (start, self.at.saturating_sub(start).max(1)).into(),
+            span: (start, self.at.saturating_sub(start).max(first)).into(),
         }
     }
 
@@ -96,8 +99,9 @@ impl Parser<'_> {
     }
 
     fn skip_space(&mut self) {
-        while self.peek().is_some_and(char::is_whitespace) {
-            self.at += 1;
+        // Whitespace is any Unicode whitespace, some of it several bytes long (U+0085).
+        while let Some(c) = self.peek().filter(|c| c.is_whitespace()) {
+            self.at += c.len_utf8();
         }
     }
 
