@@ -1209,6 +1209,22 @@ fn fusing_into_a_reduction_evaluated_per_value_is_refused() {
         message.contains("fused variables belong to the same reduction"),
         "{message}"
     );
+    // A position space over an operand the loop order transposes (this panicked).
+    let inputs = vec![
+        ("A", random_coo(&mut r, &[2, 4, 1, 6, 4], 0.3)),
+        ("B", random_coo(&mut r, &[], 1.0)),
+        ("C", random_coo(&mut r, &[], 1.0)),
+    ];
+    let message = schedule_error(
+        "Y(j,l,k) = (A(i,k,j,m,l) + B) * C",
+        &[("A", "dssss")],
+        &inputs,
+        "pos(j,jp1,A(i,k,j,m,l)),coord(jp1,jp1c2)",
+    );
+    assert!(
+        message.contains("the operand of a position space is read in its storage order"),
+        "{message}"
+    );
 }
 
 #[test]

@@ -234,6 +234,34 @@ impl Concrete {
         let place = |v: VarId| self.position_of(v);
         match order::conflicts(&self.level_vars, &self.fixed, &sparse, &before, &place) {
             Ok(reordered) => {
+                // A position space iterates the stored levels; a transposed copy has others.
+                let transposed = |o: usize| {
+                    let stored = self.access_format(o);
+                    let indices = &self.accesses[o].1;
+                    super::super::reordered_format(stored, &self.order, indices)
+                        .map_or(true, |read| read != *stored)
+                };
+                let transposed_space = self.relations.iter().find_map(|r| match *r {
+                    Relation::Pos { occurrence, .. }
+                        if reordered.contains(&occurrence) && transposed(occurrence) =>
+                    {
+                        Some(occurrence)
+                    }
+                    _ => None,
+                });
+                if let Some(o) = transposed_space {
+                    let (t, _) = &self.accesses[o];
+                    return Err(ScheduleError::new(
+                        text,
+                        "the operand of a position space is read in its storage order",
+                        format!(
+                            "the loop order reads `{}` against its layout, so it would be \
+                             transposed and its positions would not be the stored ones; order \
+                             the loops as `{}` stores its levels",
+                            self.statement.tensors[*t].name, self.statement.tensors[*t].name
+                        ),
+                    ));
+                }
                 self.reordered = reordered;
                 Ok(())
             }
