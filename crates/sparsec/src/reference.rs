@@ -170,7 +170,11 @@ fn eval(expr: &CExpr, cx: &Cx) -> Func {
             let mut f = eval(e, cx);
             if !cx.magnitude {
                 f.entries.values_mut().for_each(|x| *x = -*x);
-                f.fill = -f.fill;
+                // A structural zero has no sign (kernels drop the negated absent operand):
+                // `1 / -A(i)` is +inf where `A` stores nothing, as `1 / A(i)` is.
+                if !f.structural {
+                    f.fill = -f.fill;
+                }
             }
             f
         }

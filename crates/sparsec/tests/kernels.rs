@@ -647,6 +647,8 @@ fn division_by_stored_and_unstored_zeros() {
             // The sum over `j` distributes over the division: a NaN term where B(i) is 0.
             "y(i) = A(j) / B(i)",
             "y(i) = (A(j) + 1) / B(i) - B(j) * 3",
+            // An absent operand has no sign: 1 / -A(i) is +inf where A stores nothing.
+            "y(i) = 1 / -A(i) * 2",
         ] {
             let got = check(expr, &formats, &inputs);
             let at = |i: usize| {

@@ -316,7 +316,7 @@ fn dense_oracle(stmt: &Statement, inputs: &[&Tensor], magnitude: bool) -> Vec<f6
             CExpr::Neg(e) if mag => eval(e, s, d, env, mag),
             CExpr::Neg(e) => {
                 let (x, structural) = eval(e, s, d, env, mag);
-                (-x, structural)
+                (if structural { x } else { -x }, structural)
             }
             CExpr::Binary(op, a, b) => {
                 let (x, x_structural) = eval(a, s, d, env, mag);
