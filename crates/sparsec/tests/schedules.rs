@@ -608,6 +608,48 @@ fn precompute_into_a_two_dimensional_workspace() {
     );
 }
 
+/// A product precomputed inside another workspace's producer: the outer workspace's
+/// variables are bound where the inner one is consumed, so they are not its reductions
+/// (found by the statement fuzzer: a panic in lowering, and C reading an unbound `i`).
+#[test]
+fn precompute_inside_a_precomputed_workspace() {
+    let mut r = rng(31);
+    let sets: Vec<Vec<(&str, Coo)>> = [0.3, 0.0]
+        .iter()
+        .map(|&d| {
+            vec![
+                ("A", random_coo(&mut r, &[], 1.0)),
+                ("B", random_coo(&mut r, &[8, 2, 4], d)),
+            ]
+        })
+        .collect();
+    for format in ["hbs:1,0,2", "sss:1,0,2", "dds:1,0,2"] {
+        check_schedule(
+            "Y = A * B(j,i,k)",
+            &[("B", format)],
+            &sets,
+            &[],
+            "precompute(A*B(j,i,k),(j,k),(jw1,kw2)),reorder(i,j),precompute(A*B(j,i,k),k,kw3)",
+        );
+    }
+    let sets = vec![vec![
+        ("A", random_coo(&mut r, &[5, 4], 0.5)),
+        ("B", random_coo(&mut r, &[4, 6], 1.0)),
+    ]];
+    let (stmt, _) = statement("Y = A(k,i) * B(i,j) / 2", &[("A", "uu")], &sets[0], &[]);
+    let refused = Schedule::parse(
+        "split(i,io,ii,3),precompute(A(k,i)*B(i,j),i,iw),precompute(A(k,i)*B(i,j),(j,k),(jw,kw),w)",
+    )
+    .map_err(sparsec::Error::from)
+    .and_then(|s| Kernel::scheduled(stmt, &s, ValueType::F64, &Toolchain::default()))
+    .err()
+    .expect("the inner workspace would be indexed by every variable of the product");
+    assert!(
+        refused.to_string().contains("nothing is saved"),
+        "{refused}"
+    );
+}
+
 #[test]
 fn fused_position_space_of_a_third_order_tensor() {
     let mut r = rng(13);

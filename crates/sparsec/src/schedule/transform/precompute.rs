@@ -99,6 +99,9 @@ impl Concrete {
         let others: Vec<usize> = all.into_iter().filter(|o| !matched.contains(o)).collect();
         let mut outside = vars_of(&others);
         outside.extend(stmt.lhs.iter().copied());
+        // A workspace precomputed around the expression is indexed by its own variables:
+        // they are bound where the expression is evaluated, as the left-hand side's are.
+        enclosing_workspace_vars(&self.rhs, &matched, &mut outside);
         if let Some(&v) = w_vars.iter().find(|v| !inside.contains(v)) {
             return fail(
                 "the workspace's variables index the expression",
@@ -276,6 +279,30 @@ fn workspace_names(expr: &LExpr, out: &mut Vec<String>) {
         LExpr::Binary(_, a, b) => {
             workspace_names(a, out);
             workspace_names(b, out);
+        }
+        _ => {}
+    }
+}
+
+/// The variables of every workspace precomputed around one of the occurrences `matched`.
+fn enclosing_workspace_vars(
+    expr: &LExpr,
+    matched: &[usize],
+    out: &mut std::collections::BTreeSet<VarId>,
+) {
+    match expr {
+        LExpr::Precomputed(p) => {
+            let mut inside = Vec::new();
+            p.body.occurrences(&mut inside);
+            if inside.iter().any(|o| matched.contains(o)) {
+                out.extend(p.vars.iter().copied());
+                enclosing_workspace_vars(&p.body, matched, out);
+            }
+        }
+        LExpr::Neg(a) | LExpr::Sum(_, _, a) => enclosing_workspace_vars(a, matched, out),
+        LExpr::Binary(_, a, b) => {
+            enclosing_workspace_vars(a, matched, out);
+            enclosing_workspace_vars(b, matched, out);
         }
         _ => {}
     }
