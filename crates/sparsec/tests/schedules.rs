@@ -875,6 +875,20 @@ fn every_precondition_failure_says_which_and_why() {
         "precompute(A(i,j)*x(j),(i,j),(i,j),w)",
         &["reduces over a variable only it uses"],
     );
+    // A workspace's producer sums its private variables alone: fusing one with a loop
+    // outside the producer (in either order of the two transformations) is refused.
+    for schedule in [
+        "fuse(i,j,f),pos(f,fp,A),precompute(A(i,j)*x(j),i,iw)",
+        "precompute(A(i,j)*x(j),i,iw),fuse(i,j,f)",
+    ] {
+        assert_refused(
+            schedule,
+            &[
+                "fused variables belong to the same reduction",
+                "producer of workspace `workspace` sums over `j` alone",
+            ],
+        );
+    }
     assert_refused("frobnicate(i)", &["unknown transformation `frobnicate`"]);
 }
 

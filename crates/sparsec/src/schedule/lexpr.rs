@@ -107,6 +107,22 @@ impl LExpr {
     }
 }
 
+/// The precomputed workspaces in `expr`, each before the ones nested in its body.
+pub fn precomputes<'e>(expr: &'e LExpr, out: &mut Vec<&'e Precompute>) {
+    match expr {
+        LExpr::Precomputed(p) => {
+            out.push(p);
+            precomputes(&p.body, out);
+        }
+        LExpr::Neg(a) | LExpr::Sum(_, _, a) => precomputes(a, out),
+        LExpr::Binary(_, a, b) => {
+            precomputes(a, out);
+            precomputes(b, out);
+        }
+        _ => {}
+    }
+}
+
 /// Variables bound by the non-hoisted sums in `expr` (a sum's own variable and the
 /// sums nested in linear position inside it).
 pub fn summed_vars(sum: &LExpr, out: &mut Vec<VarId>) {

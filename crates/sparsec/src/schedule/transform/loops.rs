@@ -205,17 +205,42 @@ impl Concrete {
             }
         }
         // One loop cannot run over variables that different temporaries sum (or one that a
-        // temporary sums and one outside it): each temporary's loops are its own.
+        // temporary sums and one outside it): each temporary's loops are its own. A
+        // precomputed workspace's producer reduces its private variables the same way.
+        let mut workspaces = Vec::new();
+        super::super::lexpr::precomputes(&self.rhs, &mut workspaces);
         for rel in &self.relations {
             if let Relation::Fuse { outer, inner, .. } = *rel {
-                let contexts = |v: VarId| -> Vec<Option<usize>> {
+                let contexts = |v: VarId| -> Vec<(Option<usize>, Option<usize>)> {
                     self.roots(v)
                         .into_iter()
-                        .map(|r| self.reduction_of(r))
+                        .map(|r| {
+                            let producer = workspaces.iter().rposition(|w| w.private.contains(&r));
+                            (self.reduction_of(r), producer)
+                        })
                         .collect()
                 };
                 let (a, b) = (contexts(outer), contexts(inner));
-                if a.iter().chain(&b).any(|c| *c != a[0]) {
+                if let Some(&(_, producer)) = a.iter().chain(&b).find(|c| c.1 != a[0].1) {
+                    let w = &workspaces[producer.or(a[0].1).expect("one side is private")];
+                    return Err(ScheduleError::new(
+                        text,
+                        "fused variables belong to the same reduction",
+                        format!(
+                            "`{}` and `{}` cannot share a loop: the producer of workspace `{}` \
+                             sums over {} alone, and its result is read outside that loop",
+                            self.vars[outer].name,
+                            self.vars[inner].name,
+                            w.workspace,
+                            w.private
+                                .iter()
+                                .map(|&v| format!("`{}`", self.vars[v].name))
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        ),
+                    ));
+                }
+                if a.iter().chain(&b).any(|c| c.0 != a[0].0) {
                     return Err(ScheduleError::new(
                         text,
                         "fused variables belong to the same reduction",

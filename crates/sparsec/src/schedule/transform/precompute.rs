@@ -101,7 +101,15 @@ impl Concrete {
         outside.extend(stmt.lhs.iter().copied());
         // A workspace precomputed around the expression is indexed by its own variables:
         // they are bound where the expression is evaluated, as the left-hand side's are.
-        enclosing_workspace_vars(&self.rhs, &matched, &mut outside);
+        let mut workspaces = Vec::new();
+        lexpr::precomputes(&self.rhs, &mut workspaces);
+        for w in workspaces {
+            let mut occurrences = Vec::new();
+            w.body.occurrences(&mut occurrences);
+            if occurrences.iter().any(|o| matched.contains(o)) {
+                outside.extend(w.vars.iter().copied());
+            }
+        }
         if let Some(&v) = w_vars.iter().find(|v| !inside.contains(v)) {
             return fail(
                 "the workspace's variables index the expression",
@@ -147,7 +155,9 @@ impl Concrete {
             .map(|t| t.name.clone())
             .collect();
         taken.extend(self.vars.iter().map(|v| v.name.clone()));
-        workspace_names(&self.rhs, &mut taken);
+        let mut workspaces = Vec::new();
+        lexpr::precomputes(&self.rhs, &mut workspaces);
+        taken.extend(workspaces.iter().map(|w| w.workspace.clone()));
         std::iter::once("workspace".to_string())
             .chain((1..).map(|n| format!("workspace{n}")))
             .find(|name| !taken.contains(name))
@@ -265,46 +275,6 @@ impl Concrete {
             }
             _ => None,
         }
-    }
-}
-
-/// The names of the workspaces already precomputed in `expr`.
-fn workspace_names(expr: &LExpr, out: &mut Vec<String>) {
-    match expr {
-        LExpr::Precomputed(p) => {
-            out.push(p.workspace.clone());
-            workspace_names(&p.body, out);
-        }
-        LExpr::Neg(a) | LExpr::Sum(_, _, a) => workspace_names(a, out),
-        LExpr::Binary(_, a, b) => {
-            workspace_names(a, out);
-            workspace_names(b, out);
-        }
-        _ => {}
-    }
-}
-
-/// The variables of every workspace precomputed around one of the occurrences `matched`.
-fn enclosing_workspace_vars(
-    expr: &LExpr,
-    matched: &[usize],
-    out: &mut std::collections::BTreeSet<VarId>,
-) {
-    match expr {
-        LExpr::Precomputed(p) => {
-            let mut inside = Vec::new();
-            p.body.occurrences(&mut inside);
-            if inside.iter().any(|o| matched.contains(o)) {
-                out.extend(p.vars.iter().copied());
-                enclosing_workspace_vars(&p.body, matched, out);
-            }
-        }
-        LExpr::Neg(a) | LExpr::Sum(_, _, a) => enclosing_workspace_vars(a, matched, out),
-        LExpr::Binary(_, a, b) => {
-            enclosing_workspace_vars(a, matched, out);
-            enclosing_workspace_vars(b, matched, out);
-        }
-        _ => {}
     }
 }
 
