@@ -632,11 +632,11 @@ fn precompute_inside_a_precomputed_workspace() {
             "precompute(A*B(j,i,k),(j,k),(jw1,kw2)),reorder(i,j),precompute(A*B(j,i,k),k,kw3)",
         );
     }
-    let sets = vec![vec![
+    let inputs = vec![
         ("A", random_coo(&mut r, &[5, 4], 0.5)),
         ("B", random_coo(&mut r, &[4, 6], 1.0)),
-    ]];
-    let (stmt, _) = statement("Y = A(k,i) * B(i,j) / 2", &[("A", "uu")], &sets[0], &[]);
+    ];
+    let (stmt, _) = statement("Y = A(k,i) * B(i,j) / 2", &[("A", "uu")], &inputs, &[]);
     let refused = Schedule::parse(
         "split(i,io,ii,3),precompute(A(k,i)*B(i,j),i,iw),precompute(A(k,i)*B(i,j),(j,k),(jw,kw),w)",
     )
