@@ -410,7 +410,7 @@ impl<'r> Generator<'r> {
         let mut vars: Vec<usize> = (0..self.vars.len()).collect();
         vars.shuffle(self.rng);
         vars.truncate(order);
-        // Rarely a diagonal access `B(i,i)`: well formed, and refused by sparsec.
+        // Rarely a diagonal access `B(i,i)`.
         if order >= 2 && self.rng.gen_bool(0.02) {
             vars[1] = vars[0];
         }

@@ -520,3 +520,24 @@ fn tiered_kernels_survive_a_missing_compiler() {
     assert_eq!(kernel.running_backend(), Backend::Jit);
     compare_with_reference(&kernel, &stmt, &tensors, "tiered without cc, after");
 }
+
+/// Diagonal accesses through the JIT: searched levels, their guards and the guarded load.
+#[test]
+fn diagonal_accesses() {
+    let mut r = rng(41);
+    for (n, d) in [(6, 0.4), (1, 1.0), (4, 0.0)] {
+        let a = random_coo(&mut r, &[n, n], d);
+        let x = random_coo(&mut r, &[n], 0.6);
+        let t = random_coo(&mut r, &[n, n, n], d);
+        for f in ["csr", "coo", "dcsc", "hash", "ell"] {
+            check(
+                "y(i) = A(i,i) * x(i) + x(i)",
+                &[("A", f)],
+                &[("A", a.clone()), ("x", x.clone())],
+            );
+        }
+        for f in ["sss", "coo", "dsd"] {
+            check("z = T(i,i,i)", &[("T", f)], &[("T", t.clone())]);
+        }
+    }
+}

@@ -892,25 +892,6 @@ fn error_repeated_output_index() {
 }
 
 #[test]
-fn error_diagonal_access() {
-    let text = "y(i) = B(i,i)";
-    let e = bind_err(text, &[decl("y", None), decl("B", Some(&[2, 2]))], &[]);
-    assert_eq!(
-        e.kind(),
-        &NotationErrorKind::DiagonalAccess {
-            tensor: "B".into(),
-            var: "i".into()
-        }
-    );
-    assert!(
-        e.to_string()
-            .contains("diagonal extraction is not supported"),
-        "{e}"
-    );
-    assert_eq!(e.span(), Span { start: 11, end: 12 });
-}
-
-#[test]
 fn error_output_on_right() {
     let text = "A(i,j) = A(i,j) * B(i,j)";
     let e = bind_err(text, &[decl("A", None), decl("B", Some(&[2, 2]))], &[]);

@@ -183,11 +183,23 @@ impl Lowerer<'_> {
         scope: &Scope,
         name: &str,
     ) -> (Vec<Stmt>, (Expr, Expr)) {
+        self.search_for(o, self.var(v), scope, name)
+    }
+
+    /// The first position of occurrence `o`'s current segment whose coordinate is not
+    /// below `target` (the level is ordered), and whether its coordinate is `target`.
+    pub(super) fn search_for(
+        &self,
+        o: usize,
+        target: Expr,
+        scope: &Scope,
+        name: &str,
+    ) -> (Vec<Stmt>, (Expr, Expr)) {
         let level = self.level(o, scope);
         let site = self.occ_site(o, scope);
         let (begin, end) = self.pos_range(o, scope);
         let crd = |q: Expr| level.pos_access(&site, &q).expect("searchable level").0;
-        let (stmts, pos, found) = self.lower_bound(name, begin, end, &crd, self.var(v));
+        let (stmts, pos, found) = self.lower_bound(name, begin, end, &crd, target);
         (stmts, (pos, found))
     }
 

@@ -7,7 +7,7 @@ use std::ops::Add;
 use super::iterate::conjunction;
 use super::{parallel, Dest, LExpr, LowerError, Lowerer, Scope};
 use crate::format::LevelCoord;
-use crate::ir::{ArrayRef, BinOp, Expr, LocalType, OperandId, Stmt, Store};
+use crate::ir::{ArrayRef, BinOp, Expr, LocalType, OperandId, Stmt, Store, Type};
 use crate::notation::ast::Op;
 use crate::notation::cin::VarId;
 
@@ -19,7 +19,8 @@ impl Lowerer<'_> {
         dest: &Dest,
         scope: &Scope,
     ) -> Result<Vec<Stmt>, LowerError> {
-        let value = self.value(expr, scope)?;
+        let mut prelude = Vec::new();
+        let value = self.value(expr, scope, &mut prelude)?;
         let target = match dest {
             Dest::Temp { name, .. } => parallel::Target::Temp(name),
             Dest::Workspace { depth, .. } => parallel::Target::Workspace { depth: *depth },
@@ -32,7 +33,7 @@ impl Lowerer<'_> {
         };
         let atomic = self.resolve_races(target)?;
         let update = |s: Stmt| if atomic { Stmt::Atomic(Box::new(s)) } else { s };
-        Ok(match dest {
+        let stores = match dest {
             Dest::Temp { name, touched } => {
                 let mut s = vec![update(Stmt::Assign(
                     self.named_any(name.clone()),
@@ -127,7 +128,9 @@ impl Lowerer<'_> {
                 coords: self.stmt.lhs.iter().map(|&v| self.var(v)).collect(),
                 value,
             }],
-        })
+        };
+        prelude.extend(stores);
+        Ok(prelude)
     }
 
     /// Position of the current output coordinates in the dense output's values.
@@ -201,39 +204,130 @@ impl Lowerer<'_> {
             .fold(Expr::Int(0), |acc, &v| acc * self.size(v) + self.var(v))
     }
 
+    /// Locate occurrence `o` at the levels its loops did not reach, whose variables outer
+    /// loops bound: by `locate`, or by binary search in an ordered level of unique
+    /// coordinates (a diagonal access `A(i,i)` reaches its second `i` level this way).
+    /// Returns the position and the conditions under which it holds the coordinates.
+    ///
+    /// A search that does not find its coordinate leaves a position that may lie past its
+    /// segment, so every later level that reads memory is located only when the earlier
+    /// ones were found (its position and flag start at 0 and false).
+    fn locate_unreached(
+        &self,
+        o: usize,
+        scope: &Scope,
+        prelude: &mut Vec<Stmt>,
+    ) -> Result<(Expr, Vec<Expr>), LowerError> {
+        let occ = &self.occurrences[o];
+        let mut pos = scope.positions[o].last().cloned().unwrap_or(Expr::Int(0));
+        let mut found = Vec::new();
+        let mut reached = scope.clone();
+        let mut searched = false;
+        for k in scope.resolved(o)..occ.levels.len() {
+            let site = self.site(occ.operand, Some(o), k);
+            let coord = self.var(occ.level_vars[k]);
+            let level = &occ.levels[k];
+            let located = level.locate(&site, &pos, &coord, &Expr::Int(0));
+            let reads = located
+                .as_ref()
+                .is_none_or(|(at, holds)| reads_memory(at) || reads_memory(holds));
+            if let Some((at, _)) = located.clone().filter(|_| !(searched && reads)) {
+                // `found` may read the located position: give it the position itself.
+                let (_, holds) = level
+                    .locate(&site, &pos, &coord, &at)
+                    .expect("the level located above");
+                found.push(holds);
+                pos = at;
+                reached = reached.with(o, pos.clone(), None);
+                continue;
+            }
+            let props = level.properties();
+            // A non-unique level is searched for the run of its duplicates of `coord`,
+            // which the levels below it continue as one segment; a last level has none.
+            let searchable = props.ordered
+                && level.capabilities().coord_pos_iter
+                && (props.unique || k + 1 < occ.levels.len());
+            if located.is_none() && !searchable {
+                let operand = &self.operands[occ.operand];
+                return Err(LowerError(format!(
+                    "`{}` (stored as `{}`) would be read where its loops do not reach level \
+                     {} ({}), which cannot be located into; store it in a format whose \
+                     levels can (e.g. dense or hash) for this statement",
+                    self.stmt.tensors[operand.tensor].name,
+                    self.stmt.tensors[operand.tensor].format.spelling(),
+                    k + 1,
+                    level.name()
+                )));
+            }
+            let stem = self.stem(o, &reached);
+            let name = format!("p{stem}");
+            let run_end = format!("{name}\u{1}_run_end");
+            let (mut stmts, (at, holds)) = match located {
+                Some(_) => {
+                    let (at, holds) = level
+                        .locate(&site, &pos, &coord, &self.iv(name.clone()))
+                        .expect("the level located above");
+                    (vec![], (at, holds))
+                }
+                None => self.search(o, occ.level_vars[k], &reached, &name),
+            };
+            let mut declared = vec![(name.clone(), at)];
+            if !props.unique {
+                let (run, (end, _)) = self.search_for(
+                    o,
+                    Add::add(coord.clone(), Expr::Int(1)),
+                    &reached,
+                    &format!("{name}\u{1}_next"),
+                );
+                stmts.extend(run);
+                declared.push((run_end.clone(), end));
+            }
+            if searched {
+                let flag = format!("{stem}\u{1}_found");
+                let guard = conjunction(std::mem::take(&mut found));
+                for (var, value) in declared {
+                    prelude.push(Stmt::Decl(
+                        self.named(var.clone(), Type::Index),
+                        Expr::Int(0),
+                    ));
+                    stmts.push(Stmt::Assign(self.named_any(var), value));
+                }
+                stmts.push(Stmt::Assign(self.named_any(flag.clone()), holds));
+                prelude.push(Stmt::Decl(
+                    self.named(flag.clone(), Type::Bool),
+                    Expr::Bool(false),
+                ));
+                prelude.push(Stmt::If(guard, stmts, vec![]));
+                found.push(self.iv(flag));
+            } else {
+                prelude.extend(stmts);
+                for (var, value) in declared {
+                    prelude.push(Stmt::Decl(self.named(var, Type::Index), value));
+                }
+                found.push(holds);
+            }
+            searched = true;
+            pos = self.iv(name);
+            let segment_end = (!props.unique).then(|| self.iv(run_end));
+            reached = reached.with(o, pos.clone(), segment_end);
+        }
+        Ok((pos, found))
+    }
+
     /// The value of `expr` at the current positions. An operand whose levels the loops
     /// did not all reach (one read against its layout, see `order::conflicts`) is located
     /// at the remaining levels' variables, which outer loops bound; it is zero where a
     /// level does not find the coordinate, and a clear error where a level cannot locate.
-    pub(super) fn value(&self, expr: &LExpr, scope: &Scope) -> Result<Expr, LowerError> {
+    pub(super) fn value(
+        &self,
+        expr: &LExpr,
+        scope: &Scope,
+        prelude: &mut Vec<Stmt>,
+    ) -> Result<Expr, LowerError> {
         Ok(match expr {
             LExpr::Access(o) => {
                 let occ = &self.occurrences[*o];
-                let mut pos = scope.positions[*o].last().cloned().unwrap_or(Expr::Int(0));
-                let mut found = Vec::new();
-                for k in scope.resolved(*o)..occ.levels.len() {
-                    let site = self.site(occ.operand, Some(*o), k);
-                    let coord = self.var(occ.level_vars[k]);
-                    let level = &occ.levels[k];
-                    let Some((at, _)) = level.locate(&site, &pos, &coord, &Expr::Int(0)) else {
-                        let operand = &self.operands[occ.operand];
-                        return Err(LowerError(format!(
-                            "`{}` (stored as `{}`) would be read where its loops do not reach \
-                             level {} ({}), which cannot be located into; store it in a \
-                             format whose levels can (e.g. dense or hash) for this statement",
-                            self.stmt.tensors[operand.tensor].name,
-                            self.stmt.tensors[operand.tensor].format.spelling(),
-                            k + 1,
-                            level.name()
-                        )));
-                    };
-                    // `found` may read the located position: give it the position itself.
-                    let (_, holds) = level
-                        .locate(&site, &pos, &coord, &at)
-                        .expect("the level located above");
-                    found.push(holds);
-                    pos = at;
-                }
+                let (pos, found) = self.locate_unreached(*o, scope, prelude)?;
                 let load = Expr::load(ArrayRef::Values(OperandId(occ.operand)), pos);
                 match crate::ir::simplify(&conjunction(found)) {
                     Expr::Bool(true) => load,
@@ -243,7 +337,7 @@ impl Lowerer<'_> {
                 }
             }
             LExpr::Literal(v) => Expr::Float(*v),
-            LExpr::Neg(a) => Expr::Neg(Box::new(self.value(a, scope)?)),
+            LExpr::Neg(a) => Expr::Neg(Box::new(self.value(a, scope, prelude)?)),
             LExpr::Binary(op, a, b) => {
                 let op = match op {
                     Op::Add => BinOp::Add,
@@ -251,7 +345,11 @@ impl Lowerer<'_> {
                     Op::Mul => BinOp::Mul,
                     Op::Div => BinOp::Div,
                 };
-                Expr::bin(op, self.value(a, scope)?, self.value(b, scope)?)
+                Expr::bin(
+                    op,
+                    self.value(a, scope, prelude)?,
+                    self.value(b, scope, prelude)?,
+                )
             }
             LExpr::Temp(t) => self.iv(*t),
             LExpr::WorkspaceRead(name, vars) => {
@@ -264,4 +362,13 @@ impl Lowerer<'_> {
             LExpr::Sum(..) => unreachable!("every sum is lowered before its variable's loop ends"),
         })
     }
+}
+
+/// True when evaluating `e` loads from an array or calls a helper.
+fn reads_memory(e: &Expr) -> bool {
+    let mut reads = false;
+    crate::ir::visit::walk_expr(e, &mut |x| {
+        reads |= matches!(x, Expr::Load(..) | Expr::Call(..));
+    });
+    reads
 }

@@ -204,15 +204,6 @@ impl<'a> Binder<'a> {
                     ));
                 }
                 let tensor = self.tensor(access)?;
-                if let Some(k) = repeated(&access.indices) {
-                    return Err(self.error(
-                        NotationErrorKind::DiagonalAccess {
-                            tensor: access.tensor.clone(),
-                            var: access.indices[k].clone(),
-                        },
-                        access.index_spans[k],
-                    ));
-                }
                 let indices = self.access_vars(access);
                 for &v in &indices {
                     self.rhs_uses[v] += 1;

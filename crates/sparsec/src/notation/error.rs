@@ -53,8 +53,6 @@ pub enum NotationErrorKind {
     },
     /// `A(i,i) = ...`: an output index used twice.
     RepeatedOutputIndex { var: String },
-    /// `B(i,i)` on the right-hand side: diagonal extraction, unsupported.
-    DiagonalAccess { tensor: String, var: String },
     /// The output tensor read on the right-hand side (unsupported).
     OutputOnRight { tensor: String },
     /// An index variable whose size no tensor and no explicit size gives.
@@ -210,14 +208,6 @@ impl NotationError {
                      diagonal is not supported"
                         .into(),
                 ),
-            ),
-            K::DiagonalAccess { tensor, var } => (
-                format!(
-                    "index variable `{var}` is repeated in an access of `{tensor}`: diagonal \
-                     extraction is not supported"
-                ),
-                format!("`{var}` used a second time in this access"),
-                Some("use a distinct index variable for every mode of an access".into()),
             ),
             K::OutputOnRight { tensor } => (
                 format!(
