@@ -151,8 +151,12 @@ fn eval(expr: &CExpr, cx: &Cx) -> Func {
                     return;
                 }
                 let key = first.iter().map(|&m| c[m] as usize).collect();
-                // Duplicates add up, as they do in the tensor's value.
-                *entries.entry(key).or_insert(0.0) += x;
+                // Duplicates add up, as they do in the tensor's value; a single entry keeps
+                // its value exactly (-0 included, which `0.0 + x` would make +0).
+                entries
+                    .entry(key)
+                    .and_modify(|sum: &mut f64| *sum += x)
+                    .or_insert(x);
             });
             if cx.magnitude {
                 entries.values_mut().for_each(|x| *x = x.abs());
@@ -231,7 +235,13 @@ fn binary(op: Op, a: Func, b: Func, stmt: &Statement) -> Func {
                 for_each_point(&extra, |p| {
                     key[ak.len()..].copy_from_slice(p);
                     b_pos.iter().zip(&mut b_key).for_each(|(&m, c)| *c = key[m]);
-                    entries.insert(key.clone(), apply(op, ax, b.get(&b_key)));
+                    let value = match b.entries.get(&b_key) {
+                        // An absent term leaves the other as it is (`x + absent` is `x`,
+                        // even for x = -0), as the kernels drop it.
+                        None if b.structural && matches!(op, Op::Add | Op::Sub) => ax,
+                        bx => apply(op, ax, bx.copied().unwrap_or(b.fill)),
+                    };
+                    entries.insert(key.clone(), value);
                 });
             }
         }
@@ -242,8 +252,13 @@ fn binary(op: Op, a: Func, b: Func, stmt: &Statement) -> Func {
                 b_pos.iter().zip(bk).for_each(|(&m, &c)| key[m] = c);
                 for_each_point(&extra, |p| {
                     a_only.iter().zip(p).for_each(|(&m, &c)| key[m] = c);
-                    let ax = a.get(&key[..a.vars.len()]);
-                    entries.insert(key.clone(), apply(op, ax, bx));
+                    let value = match (op, a.entries.get(&key[..a.vars.len()])) {
+                        // `absent - x` is `-x`, not `0 - x` (which is +0 for x = +0).
+                        (Op::Add, None) if a.structural => bx,
+                        (Op::Sub, None) if a.structural => -bx,
+                        (op, ax) => apply(op, ax.copied().unwrap_or(a.fill), bx),
+                    };
+                    entries.insert(key.clone(), value);
                 });
             }
         }

@@ -324,41 +324,86 @@ impl Lowerer<'_> {
         scope: &Scope,
         prelude: &mut Vec<Stmt>,
     ) -> Result<Expr, LowerError> {
+        let (value, holds) = self.guarded_value(expr, scope, prelude)?;
+        Ok(match holds {
+            None => value,
+            Some(holds) => {
+                Expr::Select(Box::new(holds), Box::new(value), Box::new(Expr::Float(0.0)))
+            }
+        })
+    }
+
+    /// The value of `expr` and, when it reads located operands, the condition under which
+    /// they were found: elsewhere the value is an unstored entry's structural zero, which
+    /// annihilates the products and numerators around it (an unsigned `+0`, whatever
+    /// the other factors hold, as where lowering drops an absent operand from a case).
+    fn guarded_value(
+        &self,
+        expr: &LExpr,
+        scope: &Scope,
+        prelude: &mut Vec<Stmt>,
+    ) -> Result<(Expr, Option<Expr>), LowerError> {
         Ok(match expr {
             LExpr::Access(o) => {
                 let occ = &self.occurrences[*o];
                 let (pos, found) = self.locate_unreached(*o, scope, prelude)?;
                 let load = Expr::load(ArrayRef::Values(OperandId(occ.operand)), pos);
                 match crate::ir::simplify(&conjunction(found)) {
-                    Expr::Bool(true) => load,
-                    holds => {
-                        Expr::Select(Box::new(holds), Box::new(load), Box::new(Expr::Float(0.0)))
-                    }
+                    Expr::Bool(true) => (load, None),
+                    holds => (load, Some(holds)),
                 }
             }
-            LExpr::Literal(v) => Expr::Float(*v),
-            LExpr::Neg(a) => Expr::Neg(Box::new(self.value(a, scope, prelude)?)),
-            LExpr::Binary(op, a, b) => {
-                let op = match op {
-                    Op::Add => BinOp::Add,
-                    Op::Sub => BinOp::Sub,
-                    Op::Mul => BinOp::Mul,
-                    Op::Div => BinOp::Div,
+            LExpr::Neg(a) => {
+                let (a, holds) = self.guarded_value(a, scope, prelude)?;
+                (Expr::Neg(Box::new(a)), holds)
+            }
+            LExpr::Binary(Op::Mul, a, b) => {
+                let (a, a_holds) = self.guarded_value(a, scope, prelude)?;
+                let (b, b_holds) = self.guarded_value(b, scope, prelude)?;
+                let holds = match (a_holds, b_holds) {
+                    (Some(x), Some(y)) => Some(Expr::and(x, y)),
+                    (x, y) => x.or(y),
                 };
-                Expr::bin(
-                    op,
-                    self.value(a, scope, prelude)?,
-                    self.value(b, scope, prelude)?,
-                )
+                (Expr::bin(BinOp::Mul, a, b), holds)
             }
-            LExpr::Temp(t) => self.iv(*t),
-            LExpr::WorkspaceRead(name, vars) => {
-                Expr::load(ArrayRef::Scratch(*name), self.linear_index(vars))
+            LExpr::Binary(Op::Div, a, b) => {
+                let (a, holds) = self.guarded_value(a, scope, prelude)?;
+                let b = self.value(b, scope, prelude)?;
+                (Expr::bin(BinOp::Div, a, b), holds)
             }
+            LExpr::Binary(op, a, b) => {
+                // An absent term leaves the other one as it is (`-b` for `absent - b`),
+                // as a lattice case without it computes.
+                let (a, a_holds) = self.guarded_value(a, scope, prelude)?;
+                let (b, b_holds) = self.guarded_value(b, scope, prelude)?;
+                let (op, b_alone) = match op {
+                    Op::Add => (BinOp::Add, b.clone()),
+                    _ => (BinOp::Sub, Expr::Neg(Box::new(b.clone()))),
+                };
+                let both = Expr::bin(op, a.clone(), b);
+                let select = |holds: Expr, then: Expr, otherwise: Expr| {
+                    Expr::Select(Box::new(holds), Box::new(then), Box::new(otherwise))
+                };
+                match (a_holds, b_holds) {
+                    (None, None) => (both, None),
+                    (Some(x), None) => (select(x, both, b_alone), None),
+                    (None, Some(y)) => (select(y, both, a), None),
+                    (Some(x), Some(y)) => (
+                        select(x.clone(), select(y.clone(), both, a), b_alone),
+                        Some(Expr::bin(BinOp::Or, x, y)),
+                    ),
+                }
+            }
+            LExpr::Literal(v) => (Expr::Float(*v), None),
+            LExpr::Temp(t) => (self.iv(*t), None),
+            LExpr::WorkspaceRead(name, vars) => (
+                Expr::load(ArrayRef::Scratch(*name), self.linear_index(vars)),
+                None,
+            ),
             LExpr::Precomputed(_) => {
                 unreachable!("a workspace is computed before its first private loop")
             }
-            LExpr::Zero => Expr::Float(0.0),
+            LExpr::Zero => (Expr::Float(0.0), None),
             LExpr::Sum(..) => unreachable!("every sum is lowered before its variable's loop ends"),
         })
     }
