@@ -13,6 +13,7 @@
 //! already in order).
 
 mod derived;
+mod gallop;
 mod iterate;
 mod keys;
 mod lattice;
