@@ -210,18 +210,7 @@ impl Lowerer<'_> {
             .collect();
         self.check_reachable(v, &located, scope)?;
         let (mut body, flags, inner) = self.locate_all(&located, v, scope);
-        let cases: Vec<(Expr, lattice::Point)> = points
-            .iter()
-            .map(|case| {
-                let cond = conjunction(
-                    flags
-                        .iter()
-                        .filter(|(o, _)| case.iterators.contains(o))
-                        .map(|f| f.1.clone()),
-                );
-                (cond, case.clone())
-            })
-            .collect();
+        let cases = super::iterate::lattice_cases(points, &flags);
         let step = Step {
             var: v,
             rest,

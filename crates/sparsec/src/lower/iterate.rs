@@ -430,22 +430,13 @@ impl Lowerer<'_> {
             body.push(Stmt::Decl(self.named(vname, Type::Index), minimum));
             let (locates, flags, inner) = self.locate_all(located, v, &inner);
             body.extend(locates);
-            let cases = points.iter().filter(|q| q.within(point)).map(|case| {
-                let cond = conjunction(
-                    coords
-                        .iter()
-                        .filter(|(o, _)| case.iterators.contains(o))
-                        .map(|(_, c)| Expr::eq(c.clone(), self.iv(vname)))
-                        .chain(
-                            flags
-                                .iter()
-                                .filter(|(o, _)| case.iterators.contains(o))
-                                .map(|f| f.1.clone()),
-                        ),
-                );
-                (cond, case.clone())
-            });
-            let cases: Vec<(Expr, Point)> = cases.collect();
+            let conditions: Vec<(usize, Expr)> = coords
+                .iter()
+                .map(|(o, c)| (*o, Expr::eq(c.clone(), self.iv(vname))))
+                .chain(flags)
+                .collect();
+            let within: Vec<Point> = points.iter().filter(|q| q.within(point)).cloned().collect();
+            let cases = lattice_cases(&within, &conditions);
             body.push(self.case_chain(step, &[], &cases, &inner)?);
             body.extend(advance);
             stmts.push(Stmt::While(alive, body));
@@ -495,18 +486,7 @@ impl Lowerer<'_> {
         let (locates, flags, inner) = self.locate_all(located, v, &inner);
         body.extend(locates);
         let conditions: Vec<(usize, Expr)> = matched.into_iter().chain(flags).collect();
-        let cases: Vec<(Expr, Point)> = points
-            .iter()
-            .map(|case| {
-                let cond = conjunction(
-                    conditions
-                        .iter()
-                        .filter(|(o, _)| case.iterators.contains(o))
-                        .map(|c| c.1.clone()),
-                );
-                (cond, case.clone())
-            })
-            .collect();
+        let cases = lattice_cases(points, &conditions);
         body.push(self.case_chain(step, &[], &cases, &inner)?);
         body.extend(advance);
         stmts.push(Stmt::For(Loop {
@@ -567,6 +547,23 @@ impl Lowerer<'_> {
 
 pub(super) fn conjunction(terms: impl IntoIterator<Item = Expr>) -> Expr {
     terms.into_iter().fold(Expr::Bool(true), Expr::and)
+}
+
+/// Each lattice point with its condition: the conjunction of the conditions of the
+/// iterators it merges (their coordinate matches, or their located levels found it).
+pub(super) fn lattice_cases(points: &[Point], conditions: &[(usize, Expr)]) -> Vec<(Expr, Point)> {
+    points
+        .iter()
+        .map(|case| {
+            let cond = conjunction(
+                conditions
+                    .iter()
+                    .filter(|(o, _)| case.iterators.contains(o))
+                    .map(|c| c.1.clone()),
+            );
+            (cond, case.clone())
+        })
+        .collect()
 }
 
 #[cfg(test)]
