@@ -1361,3 +1361,46 @@ fn multibyte_whitespace_and_characters_in_schedules() {
     let spaced = Schedule::parse("split(i,\u{a0}i0,\u{85}i1,4)\u{3000}").unwrap();
     assert_eq!(spaced, Schedule::parse("split(i,i0,i1,4)").unwrap());
 }
+
+/// A reduction over no stored entries is a structural zero where it is a factor of a
+/// product or a numerator: it annihilates infinities and NaN, and its sign is +0, on one
+/// and two threads and with the reduction loop itself on threads (found by the statement
+/// fuzzer: `0 * inf` made NaN, and an empty sum divided by 0 made NaN).
+#[test]
+fn empty_reductions_annihilate_the_products_they_are_factors_of() {
+    let mut r = rng(33);
+    let mut q = random_coo(&mut r, &[7, 5], 0.4);
+    for (e, v) in q.values.iter_mut().enumerate() {
+        *v = [f64::INFINITY, f64::NEG_INFINITY, -0.0, 1.5][e % 4];
+    }
+    let x = random_coo(&mut r, &[7], 1.0);
+    let sets: Vec<Vec<(&str, Coo)>> = [0.3, 0.0, 1.0]
+        .iter()
+        .map(|&d| {
+            let mut p = random_coo(&mut r, &[7, 6], d);
+            // Rows 2 and 5 of P stay empty.
+            let keep: Vec<usize> = (0..p.values.len())
+                .filter(|&e| p.coords[2 * e] % 3 != 2)
+                .collect();
+            p.coords = keep
+                .iter()
+                .flat_map(|&e| [p.coords[2 * e], p.coords[2 * e + 1]])
+                .collect();
+            p.values = keep.iter().map(|&e| p.values[e]).collect();
+            vec![("P", p), ("Q", q.clone()), ("x", x.clone())]
+        })
+        .collect();
+    for schedule in [
+        "parallelize(i,CPUThread,NoRaces)",
+        "parallelize(j,CPUThread,Temporary)",
+        "parallelize(j,CPUThread,Atomics)",
+    ] {
+        for expr in [
+            "y(i) = P(i,j) * Q(i,k) + x(i)",
+            "y(i) = -(P(i,j) * Q(i,k)) / x(i) - x(i)",
+            "y(i) = P(i,j) / 0 + x(i)",
+        ] {
+            check_schedule(expr, &[("P", "csr"), ("Q", "csr")], &sets, &[], schedule);
+        }
+    }
+}

@@ -141,7 +141,11 @@ enum Dest {
     },
     Temp {
         name: String,
+        /// A flag set when the temporary is first added into (read by one thread).
         touched: Option<String>,
+        /// A second temporary counting the entries added, reduced across threads as the
+        /// temporary is (see `Lowerer::touched_temps`).
+        counted: Option<String>,
     },
     /// Accumulate into a precomputed workspace at its variables' current values.
     Local {
@@ -174,6 +178,9 @@ struct Lowerer<'a> {
     tables: RefCell<Tables>,
     /// Variables at least one of whose loops intersects by galloping (`mergeby`).
     galloped: BTreeSet<VarId>,
+    /// Reduction temporaries that a product or numerator reads, with the temporary that
+    /// counts the entries they summed (see `store.rs::guarded_value`).
+    touched_temps: BTreeMap<Var, Var>,
 }
 
 /// Lower a scheduled concrete statement.
@@ -292,6 +299,7 @@ pub fn lower(plan: &Concrete) -> Result<Lowered, LowerError> {
             scratch: HashMap::new(),
         }),
         galloped: BTreeSet::new(),
+        touched_temps: BTreeMap::new(),
     };
     let scope = Scope {
         positions: vec![Vec::new(); count],

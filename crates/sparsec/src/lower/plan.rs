@@ -56,9 +56,20 @@ impl Lowerer<'_> {
                 self.named(temp.clone(), Type::Value(ValueType::F64)),
                 Expr::Float(0.0),
             )];
+            // A reduction that annihilates where it summed nothing counts what it summed.
+            let counted = expr.sum_annihilates(root).then(|| self.temp());
+            if let Some(count) = &counted {
+                stmts.push(Stmt::Decl(
+                    self.named(count.clone(), Type::Value(ValueType::F64)),
+                    Expr::Float(0.0),
+                ));
+                self.touched_temps
+                    .insert(self.named_any(&temp), self.named_any(count.clone()));
+            }
             let into = Dest::Temp {
                 name: temp.clone(),
                 touched: None,
+                counted,
             };
             stmts.extend(self.lower(&sub, body, &into, scope)?);
             stmts.extend(self.lower(
@@ -85,6 +96,7 @@ impl Lowerer<'_> {
             let into = Dest::Temp {
                 name: temp.clone(),
                 touched: touched.clone(),
+                counted: None,
             };
             stmts.extend(self.lower(remaining, expr, &into, scope)?);
             let store = self.store(&LExpr::Temp(self.named_any(&temp)), dest, scope)?;

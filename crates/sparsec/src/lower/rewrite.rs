@@ -83,6 +83,22 @@ impl LExpr {
             _ => None,
         }
     }
+    /// True when the sum over `var` is a factor of a product or in a numerator, where a
+    /// reduction over no stored entries is a structural zero that annihilates.
+    pub(super) fn sum_annihilates(&self, var: VarId) -> bool {
+        fn walk(e: &LExpr, var: VarId, factor: bool) -> Option<bool> {
+            match e {
+                LExpr::Sum(v, _, _) if *v == var => Some(factor),
+                LExpr::Sum(_, _, a) | LExpr::Neg(a) => walk(a, var, factor),
+                LExpr::Precomputed(p) => walk(&p.body, var, factor),
+                LExpr::Binary(Op::Mul, a, b) => walk(a, var, true).or_else(|| walk(b, var, true)),
+                LExpr::Binary(Op::Div, a, b) => walk(a, var, true).or_else(|| walk(b, var, false)),
+                LExpr::Binary(_, a, b) => walk(a, var, false).or_else(|| walk(b, var, false)),
+                _ => None,
+            }
+        }
+        walk(self, var, false).unwrap_or(false)
+    }
     /// Replace the sum over `var` by a temporary.
     pub(super) fn replace_sum(&self, var: VarId, temp: Var) -> LExpr {
         match self {

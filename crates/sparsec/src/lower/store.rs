@@ -34,13 +34,29 @@ impl Lowerer<'_> {
         let atomic = self.resolve_races(target)?;
         let update = |s: Stmt| if atomic { Stmt::Atomic(Box::new(s)) } else { s };
         let stores = match dest {
-            Dest::Temp { name, touched } => {
+            Dest::Temp {
+                name,
+                touched,
+                counted,
+            } => {
                 let mut s = vec![update(Stmt::Assign(
                     self.named_any(name.clone()),
                     Add::add(self.iv(name.clone()), value),
                 ))];
                 if let Some(flag) = touched {
                     s.push(Stmt::Assign(self.named_any(flag.clone()), Expr::Bool(true)));
+                }
+                if let Some(count) = counted {
+                    let atomic = self.resolve_races(parallel::Target::Temp(count))?;
+                    let add = Stmt::Assign(
+                        self.named_any(count.clone()),
+                        Add::add(self.iv(count.clone()), Expr::Float(1.0)),
+                    );
+                    s.push(if atomic {
+                        Stmt::Atomic(Box::new(add))
+                    } else {
+                        add
+                    });
                 }
                 s
             }
@@ -395,7 +411,12 @@ impl Lowerer<'_> {
                 }
             }
             LExpr::Literal(v) => (Expr::Float(*v), None),
-            LExpr::Temp(t) => (self.iv(*t), None),
+            LExpr::Temp(t) => (
+                self.iv(*t),
+                self.touched_temps
+                    .get(t)
+                    .map(|&count| Expr::bin(BinOp::Gt, Expr::Var(count), Expr::Float(0.0))),
+            ),
             LExpr::WorkspaceRead(name, vars) => (
                 Expr::load(ArrayRef::Scratch(*name), self.linear_index(vars)),
                 None,
