@@ -856,6 +856,14 @@ fn every_precondition_failure_says_which_and_why() {
         &["same loop"],
     );
     assert_refused("parallelize(i,GPUBlock,NoRaces)", &["needs a GPU backend"]);
+    // Found by the statement fuzzer: gcc rejected the OpenMP.
+    assert_refused(
+        "parallelize(j,CPUThread,Atomics),parallelize(i,CPUVector,IgnoreRaces)",
+        &[
+            "no thread loop inside a vector loop",
+            "`j` is nested in `i`",
+        ],
+    );
     assert_refused(
         "split(i,i0,i1)",
         &["`split` takes (var, outer, inner, factor)"],

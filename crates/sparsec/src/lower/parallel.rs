@@ -33,6 +33,27 @@ fn tag_text(name: &str, p: &Parallel) -> String {
 }
 
 impl Lowerer<'_> {
+    /// A loop on threads cannot run inside a vectorised one: OpenMP allows no parallel
+    /// region inside a `simd` loop (gcc rejects the C).
+    pub(super) fn check_nesting(&self, v: VarId, p: &Parallel) -> Result<(), LowerError> {
+        let vector = self
+            .parallel
+            .iter()
+            .find(|outer| outer.1.unit == ParallelUnit::CpuVector);
+        match vector {
+            Some((outer, q, _)) if p.unit == ParallelUnit::CpuThread => Err(LowerError(format!(
+                "{}: precondition failed: no thread loop inside a vector loop: `{}` is nested \
+                 in `{}`, which {} vectorises, and OpenMP runs no threads inside a `simd` \
+                 loop; parallelize the outer loop on threads and the inner one as a vector",
+                tag_text(&self.plan.vars[v].name, p),
+                self.plan.vars[v].name,
+                self.plan.vars[*outer].name,
+                tag_text(&self.plan.vars[*outer].name, q),
+            ))),
+            _ => Ok(()),
+        }
+    }
+
     /// Decide how a store to `target` handles races with the enclosing parallel loops;
     /// true when it must be atomic.
     pub(super) fn resolve_races(&mut self, target: Target<'_>) -> Result<bool, LowerError> {

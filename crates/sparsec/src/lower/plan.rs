@@ -132,6 +132,7 @@ impl Lowerer<'_> {
         let scope = &scope;
         let tags = self.plan.vars[v].tags.clone();
         if let Some(p) = &tags.parallel {
+            self.check_nesting(v, p)?;
             self.parallel.push((v, p.clone(), Vec::new()));
         }
         let indexes = |o: usize| self.indexes(o, v, scope);
