@@ -57,7 +57,9 @@ pub fn schedule(
         racy_ok,
     };
     chain.collect(rhs);
-    let count = chain.rng.gen_range(1..=3);
+    // Now and then a longer chain, so that combinations (pos then coord then precompute,
+    // a split inside a fused space, ...) come up often enough to count.
+    let count = chain.rng.gen_range(1..=3) + usize::from(chain.rng.gen_bool(0.3)) * 2;
     let mut steps = Vec::new();
     for k in 0..count {
         let last = k + 1 == count;

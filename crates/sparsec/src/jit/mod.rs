@@ -174,12 +174,20 @@ fn toolchain_identity(toolchain: &Toolchain) -> Result<String, JitError> {
 /// `-O2`) for no measurable gain in code whose time goes to branches.
 const LARGE_SOURCE_BYTES: usize = 64 * 1024;
 
+/// Sources above this size are compiled at `-O0`: a union of five sparse operands over
+/// four nested loops prints 850 KB of cases, which gcc takes 90 s to compile at `-O1` and
+/// 7 s at `-O0`.
+const HUGE_SOURCE_BYTES: usize = 256 * 1024;
+
 /// The flags `source` is compiled with: the toolchain's, with sparsec's default `-O3`
-/// lowered to `-O2` for a large source (flags the user added come later and still win).
+/// lowered to `-O2` for a large source and `-O0` for a huge one (flags the user added come
+/// later and still win).
 fn flags_for<'t>(source: &str, toolchain: &'t Toolchain) -> Vec<&'t str> {
     let mut flags: Vec<&str> = toolchain.flags.iter().map(String::as_str).collect();
-    if source.len() > LARGE_SOURCE_BYTES {
-        if let Some(first) = flags.first_mut().filter(|f| **f == "-O3") {
+    if let Some(first) = flags.first_mut().filter(|f| **f == "-O3") {
+        if source.len() > HUGE_SOURCE_BYTES {
+            *first = "-O0";
+        } else if source.len() > LARGE_SOURCE_BYTES {
             *first = "-O2";
         }
     }
@@ -350,14 +358,16 @@ mod tests {
     use super::*;
 
     #[test]
-    fn large_sources_are_compiled_at_o2_and_user_flags_still_win() {
+    fn large_sources_are_compiled_at_o2_huge_ones_at_o0_and_user_flags_still_win() {
         let toolchain = Toolchain {
             flags: ["-O3", "-fPIC", "-O0"].map(String::from).to_vec(),
             ..Default::default()
         };
         let small = "int f(void) { return 0; }";
         let large = "x".repeat(LARGE_SOURCE_BYTES + 1);
+        let huge = "x".repeat(HUGE_SOURCE_BYTES + 1);
         assert_eq!(flags_for(small, &toolchain), ["-O3", "-fPIC", "-O0"]);
         assert_eq!(flags_for(&large, &toolchain), ["-O2", "-fPIC", "-O0"]);
+        assert_eq!(flags_for(&huge, &toolchain), ["-O0", "-fPIC", "-O0"]);
     }
 }
