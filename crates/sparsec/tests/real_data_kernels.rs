@@ -1,7 +1,8 @@
 //! Differential tests of generated kernels on the shared real matrices and tensors
 //! (`/work/shared/data`, see its SOURCES.md): SpMV and `y = b - A x` on every matrix (CSR,
 //! and CSC / COO / DCSR on a few), SpMM with four dense columns and SpGEMM (`A A^T`, and
-//! `A A` for square matrices) on the smaller ones, and TTV / MTTKRP on every tensor.
+//! `A A` for square matrices) on the smaller ones, the trace and diagonal scaling
+//! (`A(i,i)`) on every square matrix, and TTV / MTTKRP on every tensor.
 //!
 //! Every result is compared with a simple independent Rust loop over the file's
 //! coordinates (duplicates summed, explicit zeros kept); where the dense iteration space
@@ -402,5 +403,44 @@ fn mttkrp_every_tensor() {
             }
         }
         compare(&format!("{name} mttkrp"), &a, &exp);
+    }
+}
+
+/// Diagonal accesses on every square matrix: the trace and the diagonal times a vector,
+/// in formats whose second level is located, binary searched or searched for a run of
+/// duplicates, against a loop over the file's coordinates.
+#[test]
+fn diagonal_every_square_matrix() {
+    for (name, a) in matrices() {
+        let (m, n) = (a.dims[0], a.dims[1]);
+        if m != n {
+            continue;
+        }
+        let x = dense(&[n], 3);
+        let mut trace = Expected::new();
+        let mut scaled = Expected::new();
+        for e in 0..a.len() {
+            let c = a.coord(e);
+            if c[0] == c[1] {
+                add(&mut trace, vec![], a.values[e]);
+                add(
+                    &mut scaled,
+                    vec![c[0]],
+                    a.values[e] * dense_get(&x, c[0] as usize),
+                );
+            }
+        }
+        for f in ["csr", "csc", "coo", "hash"] {
+            let at = pack(&a, f);
+            let k = kernel("t = A(i,i)", &[("t", &[], ""), ("A", &[m, n], f)]);
+            let t = k.run(&[&at]).unwrap();
+            compare(&format!("{name} trace {f}"), &t, &trace);
+            let k = kernel(
+                "y(i) = A(i,i) * x(i)",
+                &[("y", &[], "d"), ("A", &[m, n], f), ("x", &[n], "d")],
+            );
+            let y = k.run(&[&at, &x]).unwrap();
+            compare(&format!("{name} diagonal scaling {f}"), &y, &scaled);
+        }
     }
 }
