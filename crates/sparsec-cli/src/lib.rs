@@ -10,3 +10,4 @@ pub mod info;
 pub mod run;
 pub mod spec;
 pub mod taco;
+pub mod tune;

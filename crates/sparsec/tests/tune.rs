@@ -9,7 +9,7 @@ use std::time::Duration;
 use rand::SeedableRng;
 use sparsec::kernel::Backend;
 use sparsec::tensor::{Coo, Tensor};
-use sparsec::tune::{self, cache, Draw, MeasureOptions, Measurer, Strategy};
+use sparsec::tune::{self, cache, Draw, MeasureError, MeasureOptions, Measurer, Strategy};
 
 use common::{random_coo, rng, statement};
 
@@ -188,7 +188,7 @@ fn every_sampled_point_computes_the_reference_result() {
                     Ok(_) => fit += 1,
                     // The formats cannot hold these inputs (a singleton level under a
                     // parent with several entries): not a point for them.
-                    Err(sparsec::Error::Tensor(_)) => {}
+                    Err(MeasureError::Unfit(_)) => {}
                     Err(e) => panic!("{what}: {}: {e}", point.key()),
                 }
                 let again = space

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use crate::jit::Toolchain;
 use crate::kernel::{Backend, Kernel};
 use crate::reference;
-use crate::tensor::{Tensor, ValueType};
+use crate::tensor::{Tensor, TensorError, ValueType};
 use crate::Error;
 
 use super::space::{Candidate, Space};
@@ -21,7 +21,7 @@ const TOLERANCE: f64 = 1e-9;
 pub struct MeasureOptions {
     /// Runs after the warm-up whose median is the runtime.
     pub repeats: usize,
-    /// Time after which no more runs of one candidate start.
+    /// Time after which no more timed runs of one candidate start.
     pub cap: Duration,
     /// The backend that compiles candidates.
     pub backend: Backend,
@@ -86,16 +86,16 @@ impl Measurer {
         &self.inputs
     }
 
-    /// Measure `candidate`. An [`Error::Tensor`] says that the candidate's formats cannot
-    /// hold these inputs or the result (the formats' packing decides), any other error
-    /// that the candidate failed. Runs stop early once they have taken `give_up_after` in all
-    /// (a candidate already far slower than the best need not be known precisely).
+    /// Measure `candidate`. With `give_up_after`, a first run in a child process that
+    /// takes longer is killed ([`MeasureError::TimedOut`]), and a warm-up run that takes
+    /// longer is the only run: a candidate far slower than the best need not be known
+    /// precisely.
     pub fn measure(
         &self,
         space: &Space,
         candidate: &Candidate,
         give_up_after: Option<Duration>,
-    ) -> Result<Measurement, Error> {
+    ) -> Result<Measurement, MeasureError> {
         let converting = Instant::now();
         let mut converted: Vec<Option<Tensor>> = vec![None; self.inputs.len()];
         for (k, &t) in space.tuned().iter().enumerate() {
@@ -104,7 +104,11 @@ impl Measurer {
             }
             let format = &candidate.point.formats[k];
             if format != self.inputs[t - 1].format() {
-                converted[t - 1] = Some(self.inputs[t - 1].convert(format)?);
+                converted[t - 1] = Some(
+                    self.inputs[t - 1]
+                        .convert(format)
+                        .map_err(MeasureError::Unfit)?,
+                );
             }
         }
         let conversion = converting.elapsed();
@@ -121,34 +125,58 @@ impl Measurer {
             ValueType::F64,
             &Toolchain::default(),
             self.options.backend,
-        )?;
+        )
+        .map_err(MeasureError::Failed)?;
         kernel.set_threads(candidate.point.threads);
         let compile = compiling.elapsed();
 
-        let started = Instant::now();
-        let (result, _) = kernel.run_timed(&refs, None)?;
+        if let Some(limit) = give_up_after {
+            // A run can take far longer than the whole budget (a loop order that binary
+            // searches a compressed level at every coordinate); a run in a child process
+            // that can be killed finds out first. It runs on one thread: OpenMP's thread
+            // pool does not survive `fork`.
+            let serial_limit = limit * candidate.point.threads.max(1) as u32;
+            match run_in_child(serial_limit, || {
+                kernel.set_threads(1);
+                kernel.run_timed(&refs, None).is_ok()
+            }) {
+                ChildRun::Finished => {}
+                ChildRun::TimedOut => return Err(MeasureError::TimedOut(serial_limit)),
+                ChildRun::Failed(status) => {
+                    return Err(MeasureError::Failed(Error::Tune(format!(
+                        "the candidate `{}` failed in a trial run (wait status {status})",
+                        candidate.point.key()
+                    ))))
+                }
+            }
+            kernel.set_threads(candidate.point.threads);
+        }
+        let (result, first) = kernel
+            .run_timed(&refs, None)
+            .map_err(MeasureError::from_run)?;
+        let warm_up = first.prepare + first.compute + first.assemble;
         let error = reference::max_error(&result, &self.expected, &self.magnitude);
         if error > TOLERANCE || error.is_nan() {
-            return Err(Error::Tune(format!(
+            return Err(MeasureError::Failed(Error::Tune(format!(
                 "the candidate `{}` computes a result that differs from the reference's by \
                  {error:.3e} of the terms' magnitude",
                 candidate.point.key()
-            )));
+            ))));
         }
-        let warm_up = started.elapsed();
-        let cap = give_up_after.map_or(self.options.cap, |g| g.min(self.options.cap));
-        let mut times = Vec::with_capacity(self.options.repeats);
-        if warm_up < cap {
+        // A candidate far slower than the best is known well enough from one run.
+        let mut times = vec![warm_up];
+        if give_up_after.is_none_or(|limit| warm_up < limit) {
+            times.clear();
             let timing = Instant::now();
             while times.len() < self.options.repeats.max(1) {
-                let (_, t) = kernel.run_timed(&refs, None)?;
+                let (_, t) = kernel
+                    .run_timed(&refs, None)
+                    .map_err(MeasureError::from_run)?;
                 times.push(t.prepare + t.compute + t.assemble);
-                if timing.elapsed() + warm_up >= cap {
+                if timing.elapsed() >= self.options.cap {
                     break;
                 }
             }
-        } else {
-            times.push(warm_up);
         }
         Ok(Measurement {
             runtime: median(&mut times),
@@ -156,6 +184,84 @@ impl Measurer {
             conversion,
             compile,
         })
+    }
+}
+
+/// Why a candidate has no measurement.
+#[derive(Debug, thiserror::Error)]
+pub enum MeasureError {
+    /// Its formats cannot hold these inputs or the result (a singleton level under a
+    /// parent with several entries, say): the formats' packing decides, per input.
+    #[error("its formats cannot hold these tensors: {0}")]
+    Unfit(#[source] TensorError),
+    /// One run took longer than this on one thread.
+    #[error("one run takes more than {0:?} on one thread")]
+    TimedOut(Duration),
+    /// It failed to compile, run or compute the reference's result: a bug, since every
+    /// point of the space should.
+    #[error(transparent)]
+    Failed(Error),
+}
+
+impl MeasureError {
+    /// A run's error: the output format that cannot hold the result is
+    /// [`MeasureError::Unfit`], anything else a failure.
+    fn from_run(e: Error) -> MeasureError {
+        match e {
+            Error::Tensor(t) => MeasureError::Unfit(t),
+            other => MeasureError::Failed(other),
+        }
+    }
+}
+
+/// How a run in a child process ended.
+enum ChildRun {
+    Finished,
+    TimedOut,
+    /// It failed or crashed: the wait status.
+    Failed(i32),
+}
+
+/// Run `work` in a forked child process, killing it after `limit`; `work` returning false
+/// counts as a failure.
+fn run_in_child(limit: Duration, work: impl FnOnce() -> bool) -> ChildRun {
+    // SAFETY: the child only runs `work` (a kernel run: plain computation and allocation on
+    // this thread) and leaves with `_exit`, running no destructors or atexit handlers of
+    // the parent's state.
+    let pid = unsafe { libc::fork() };
+    if pid == 0 {
+        let ok = work();
+        // SAFETY: ends the child at once.
+        unsafe { libc::_exit(if ok { 0 } else { 1 }) };
+    }
+    if pid < 0 {
+        // No child could be made: run nothing, and let the measurement that follows take
+        // its time.
+        return ChildRun::Finished;
+    }
+    let started = Instant::now();
+    let mut pause = Duration::from_micros(100);
+    loop {
+        let mut status = 0;
+        // SAFETY: `pid` is our child; `status` is a valid out-parameter.
+        let waited = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
+        if waited == pid {
+            return if libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0 {
+                ChildRun::Finished
+            } else {
+                ChildRun::Failed(status)
+            };
+        }
+        if started.elapsed() > limit {
+            // SAFETY: kill and reap our own child.
+            unsafe {
+                libc::kill(pid, libc::SIGKILL);
+                libc::waitpid(pid, &mut status, 0);
+            }
+            return ChildRun::TimedOut;
+        }
+        std::thread::sleep(pause);
+        pause = (pause * 2).min(Duration::from_millis(10));
     }
 }
 

@@ -30,7 +30,7 @@ use crate::tensor::Tensor;
 use crate::Error;
 
 pub use cache::Choice;
-pub use measure::{MeasureOptions, Measurement, Measurer};
+pub use measure::{MeasureError, MeasureOptions, Measurement, Measurer};
 pub use search::{Progress, Strategy, Tuned};
 pub use space::{Candidate, Draw, ParallelLoop, Point, Space};
 

@@ -9,7 +9,7 @@ use rand::SeedableRng;
 
 use crate::Error;
 
-use super::measure::{Measurement, Measurer};
+use super::measure::{MeasureError, Measurement, Measurer};
 use super::space::{Draw, Point, Space};
 
 /// How a search draws its candidates.
@@ -41,8 +41,8 @@ pub struct Progress<'a> {
     pub measured: usize,
     /// The best runtime so far.
     pub best: Duration,
-    /// The candidate just measured, if it could be.
-    pub last: Option<&'a Point>,
+    /// The candidate just measured and its measurement, if it could be measured.
+    pub last: Option<(&'a Point, &'a Measurement)>,
 }
 
 /// A search's outcome.
@@ -61,6 +61,8 @@ pub struct Tuned {
     /// Candidates whose formats cannot hold these inputs (a singleton level under a
     /// parent with several entries, say): the formats' packing decides, per input.
     pub unfit: usize,
+    /// Candidates stopped because one run took over ten times the best's.
+    pub timed_out: usize,
     /// Candidates that failed otherwise, with the reason. Each is a bug: every point of
     /// the space should compile and compute the reference's result.
     pub failures: Vec<String>,
@@ -99,11 +101,14 @@ pub fn search(
 ) -> Result<Tuned, Error> {
     let started = Instant::now();
     let default = space.default_point()?;
-    let default_measurement = measurer.measure(space, &default, None)?;
+    let default_measurement = measurer
+        .measure(space, &default, None)
+        .map_err(|e| Error::Tune(format!("measuring sparsec's default failed: {e}")))?;
     let mut best = (default.point.clone(), default_measurement.clone());
     let mut seen: HashSet<String> = HashSet::from([default.point.key()]);
     let mut failures = Vec::new();
     let mut unfit = 0;
+    let mut timed_out = 0;
     let mut measured = 1;
     let mut rng = StdRng::seed_from_u64(seed);
     let draw = match strategy {
@@ -121,19 +126,24 @@ pub fn search(
             continue;
         }
         repeats_in_a_row = 0;
-        // Ten times the best is far enough from it to stop timing precisely.
-        let give_up = best.1.runtime * 10;
+        // Ten times the best is far enough from it to stop timing precisely (and at least
+        // a few milliseconds, above the cost of starting a child process).
+        let give_up = (best.1.runtime * 10).max(Duration::from_millis(20));
         let outcome = measurer.measure(space, &candidate, Some(give_up));
         measured += 1;
-        let last = match outcome {
+        let last = match &outcome {
             Ok(m) => {
                 if m.runtime < best.1.runtime {
-                    best = (candidate.point.clone(), m);
+                    best = (candidate.point.clone(), m.clone());
                 }
-                Some(&candidate.point)
+                Some((&candidate.point, m))
             }
-            Err(Error::Tensor(_)) => {
+            Err(MeasureError::Unfit(_)) => {
                 unfit += 1;
+                None
+            }
+            Err(MeasureError::TimedOut(_)) => {
+                timed_out += 1;
                 None
             }
             Err(e) => {
@@ -156,6 +166,7 @@ pub fn search(
         default_measurement,
         measured,
         unfit,
+        timed_out,
         failures,
         tuning_time: started.elapsed(),
     })

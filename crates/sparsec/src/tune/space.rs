@@ -112,6 +112,8 @@ pub struct Space {
     statement: Statement,
     tuned: Vec<TensorId>,
     max_threads: usize,
+    /// Stored entries of each tuned tensor (an estimate for the output).
+    nonzeros: Vec<usize>,
     /// Stored positions a candidate format may use, per tuned tensor.
     position_limit: Vec<usize>,
 }
@@ -127,16 +129,19 @@ impl Space {
                 !statement.tensors[t].dims.is_empty() && !f.is_all_dense()
             })
             .collect();
-        let position_limit = tuned
+        let nonzeros: Vec<usize> = tuned.iter().map(|&t| nonzeros[t]).collect();
+        let position_limit = nonzeros
             .iter()
-            .map(|&t| {
-                (nonzeros[t].saturating_mul(MAX_POSITIONS_PER_NONZERO)).max(MIN_POSITION_ALLOWANCE)
+            .map(|n| {
+                n.saturating_mul(MAX_POSITIONS_PER_NONZERO)
+                    .max(MIN_POSITION_ALLOWANCE)
             })
             .collect();
         Space {
             statement: statement.clone(),
             tuned,
             max_threads: max_threads.max(1),
+            nonzeros,
             position_limit,
         }
     }
@@ -168,34 +173,23 @@ impl Space {
             .map(|&t| self.statement.tensors[t].format.clone())
             .collect();
         self.candidate(formats, "", self.max_threads)
-            .map_err(|e| e.unwrap_or_else(|| crate::Error::Tune("no default point".into())))
     }
 
     /// The candidate of `formats` (one per tuned tensor), `schedule` text and `threads`:
     /// exactly what `sparsec run -f ... -s SCHEDULE --threads N` compiles.
-    ///
-    /// `Err(None)` when the formats use more memory than [`Space`] allows.
     pub fn candidate(
         &self,
         formats: Vec<Format>,
         schedule: &str,
         threads: usize,
-    ) -> Result<Candidate, Option<crate::Error>> {
-        for (k, f) in formats.iter().enumerate() {
-            let t = self.tuned[k];
-            if positions_bound(f, &self.statement.tensors[t].dims, self.position_limit[k])
-                > self.position_limit[k]
-            {
-                return Err(None);
-            }
-        }
+    ) -> Result<Candidate, crate::Error> {
         let statement = self.with_formats(&formats);
-        let concrete = Concrete::new(&statement).map_err(|e| Some(e.into()))?;
+        let concrete = Concrete::new(&statement).map_err(crate::Error::from)?;
         let scheduled = Schedule::parse(schedule)
-            .map_err(|e| Some(e.into()))?
+            .map_err(crate::Error::from)?
             .apply(&concrete)
-            .map_err(|e| Some(e.into()))?;
-        let lowered = lower_with_default_parallelism(&scheduled).map_err(|e| Some(e.into()))?;
+            .map_err(crate::Error::from)?;
+        let lowered = lower_with_default_parallelism(&scheduled).map_err(crate::Error::from)?;
         let (splits, order, parallel) = describe(&statement, &scheduled, schedule);
         Ok(Candidate {
             point: Point {
@@ -230,7 +224,7 @@ impl Space {
         for (k, &t) in self.tuned.iter().enumerate() {
             let dims = &self.statement.tensors[t].dims;
             let format = self.draw_format(rng, dims.len())?;
-            if positions_bound(&format, dims, self.position_limit[k]) > self.position_limit[k] {
+            if positions_bound(&format, dims, self.nonzeros[k]) > self.position_limit[k] {
                 return None;
             }
             formats.push(format);
@@ -348,27 +342,23 @@ fn fresh_name(base: &str, taken: &[String]) -> String {
         .expect("an unbounded sequence")
 }
 
-/// An upper bound of the stored positions of `format` for a tensor of `dims` with at most
-/// `nonzeros` entries: a full level multiplies its parent's positions by its dimension, any
-/// other level stores at most one position per entry. Stops counting above `nonzeros`
-/// times the largest block, enough to compare with a limit.
-fn positions_bound(format: &Format, dims: &[usize], limit: usize) -> usize {
+/// An upper bound of the stored positions of `format` for a tensor of `dims` with
+/// `nonzeros` entries: a full level multiplies its parent's positions by its extent, any
+/// other level stores at most one position per entry.
+fn positions_bound(format: &Format, dims: &[usize], nonzeros: usize) -> usize {
     use crate::format::LevelCoord;
     let mut positions = 1usize;
     for spec in format.levels() {
         let extent = match spec.coord {
             LevelCoord::Mode(m) => dims[m],
-            // Block indices and structured coordinates: bounded by the whole mode (a block
-            // side is at most the mode; the outer index at most the mode too).
-            _ => dims.iter().copied().max().unwrap_or(1),
+            LevelCoord::BlockOuter { mode, block } => dims[mode].div_ceil(block.max(1)),
+            LevelCoord::BlockInner { block, .. } => block,
+            LevelCoord::EllSlot | LevelCoord::Diagonal => dims.iter().sum(),
         };
-        positions = if spec.format.properties().full {
-            positions.saturating_mul(extent)
-        } else {
-            positions
-                .saturating_mul(extent)
-                .min(limit.saturating_add(1))
-        };
+        positions = positions.saturating_mul(extent);
+        if !spec.format.properties().full {
+            positions = positions.min(nonzeros);
+        }
     }
     positions
 }
