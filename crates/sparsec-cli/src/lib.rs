@@ -3,6 +3,7 @@
 //! parts that need no process, such as the translation of a TACO command line
 //! ([`taco::translate`]).
 
+pub mod collect;
 pub mod convert;
 pub mod emit;
 pub mod formats;

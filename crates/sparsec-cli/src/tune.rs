@@ -30,11 +30,17 @@ kernel cache), keyed by the statement, the inputs' structure and --threads.";
 
 /// Choose formats and schedule together for these inputs.
 #[derive(clap::Args, Debug, Clone)]
-#[command(after_help = TUNE_HELP)]
+#[command(
+    after_help = TUNE_HELP,
+    args_conflicts_with_subcommands = true,
+    subcommand_negates_reqs = true
+)]
 pub struct TuneArgs {
+    #[command(subcommand)]
+    pub command: Option<TuneCommand>,
     /// The statement in index notation, e.g. "y(i) = A(i,j) * x(j)".
-    #[arg(value_name = "EXPR")]
-    pub expr: String,
+    #[arg(value_name = "EXPR", required = true)]
+    pub expr: Option<String>,
     #[command(flatten)]
     pub spec: SpecArgs,
     /// Generate an input instead of reading it (as `sparsec run -g`).
@@ -64,6 +70,13 @@ pub struct TuneArgs {
     pub json: bool,
 }
 
+/// `sparsec tune`'s subcommands.
+#[derive(clap::Subcommand, Debug, Clone)]
+pub enum TuneCommand {
+    /// Measure (input, schedule, runtime) tuples into a JSON-lines dataset (resumable).
+    Collect(crate::collect::CollectArgs),
+}
+
 /// `--search`.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SearchArg {
@@ -83,7 +96,12 @@ fn seconds(text: &str) -> std::result::Result<f64, String> {
 
 /// Run the `tune` subcommand.
 pub fn tune(args: &TuneArgs) -> Result<()> {
-    let problem = Problem::new(&args.expr, &args.spec, &args.generate)?;
+    let expr = match (&args.command, &args.expr) {
+        (Some(TuneCommand::Collect(collect)), _) => return crate::collect::collect(collect),
+        (None, Some(expr)) => expr,
+        (None, None) => return Err(miette!("sparsec tune: give the statement to tune")),
+    };
+    let problem = Problem::new(expr, &args.spec, &args.generate)?;
     let statement = problem.bind()?;
     if statement.accumulate {
         return Err(miette!(
@@ -127,9 +145,9 @@ pub fn tune(args: &TuneArgs) -> Result<()> {
     for failure in &tuned.failures {
         eprintln!("warning: a candidate failed (a bug in sparsec): {failure}");
     }
-    let command = reproduce(args, &choice);
+    let command = reproduce(expr, args, &choice);
     if args.json {
-        crate::outln!("{}", json(args, &tuned, &choice, &command));
+        crate::outln!("{}", json(expr, args, &tuned, &choice, &command));
     } else {
         report(args, &tuned, &choice);
         crate::outln!("{command}");
@@ -188,7 +206,13 @@ fn report(args: &TuneArgs, tuned: &Tuned, choice: &tune::Choice) {
     );
 }
 
-fn json(args: &TuneArgs, tuned: &Tuned, choice: &tune::Choice, command: &str) -> String {
+fn json(
+    expr: &str,
+    args: &TuneArgs,
+    tuned: &Tuned,
+    choice: &tune::Choice,
+    command: &str,
+) -> String {
     let formats: serde_json::Map<String, serde_json::Value> = choice
         .formats
         .iter()
@@ -196,7 +220,7 @@ fn json(args: &TuneArgs, tuned: &Tuned, choice: &tune::Choice, command: &str) ->
         .collect();
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
     serde_json::json!({
-        "expr": args.expr,
+        "expr": expr,
         "search": match args.search {
             SearchArg::Random => "random",
             SearchArg::FormatOnly => "format-only",
@@ -222,8 +246,8 @@ fn json(args: &TuneArgs, tuned: &Tuned, choice: &tune::Choice, command: &str) ->
 
 /// The `sparsec run` command that reproduces the choice: the same statement, inputs,
 /// generators, sizes and seed, with the chosen formats, schedule and threads.
-fn reproduce(args: &TuneArgs, choice: &tune::Choice) -> String {
-    let mut words: Vec<String> = vec!["sparsec".into(), "run".into(), args.expr.clone()];
+fn reproduce(expr: &str, args: &TuneArgs, choice: &tune::Choice) -> String {
+    let mut words: Vec<String> = vec!["sparsec".into(), "run".into(), expr.to_string()];
     let tuned_name = |text: &str| {
         let name = text.split_once(':').map_or(text, |(n, _)| n.trim());
         choice.formats.iter().any(|(n, _)| n == name)

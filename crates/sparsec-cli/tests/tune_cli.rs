@@ -1,5 +1,6 @@
 //! `sparsec tune`: its last line is a `sparsec run` command that reproduces the choice,
-//! `sparsec run --tuned` reuses the cached choice, and `--json` is one JSON object.
+//! `sparsec run --tuned` reuses the cached choice, `--json` is one JSON object, and
+//! `sparsec tune collect` writes its dataset and resumes.
 
 use std::path::Path;
 use std::process::Command;
@@ -212,4 +213,76 @@ fn json_output_of_a_statement_with_two_sparse_operands_and_a_sparse_output() {
         .as_str()
         .expect("command")
         .starts_with("sparsec run "));
+}
+
+/// `(input, sample, point)` of every record of a dataset file, sorted.
+fn records(path: &Path) -> Vec<(String, u64, String)> {
+    let mut out: Vec<(String, u64, String)> = std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).expect("a JSON line");
+            assert_eq!(v["status"], "ok", "{v}");
+            (
+                v["input"].as_str().unwrap().to_string(),
+                v["sample"].as_u64().unwrap(),
+                v["point"].to_string(),
+            )
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+#[test]
+fn collect_writes_json_lines_and_resumes_after_an_interruption() {
+    let dir = tempfile::tempdir().unwrap();
+    let matrix = dir.path().join("m.mtx");
+    std::fs::write(&matrix, matrix_market()).unwrap();
+    let out = dir.path().join("data.jsonl");
+    let data = matrix.display().to_string();
+    let target = out.display().to_string();
+    let args = [
+        "tune",
+        "collect",
+        "y(i) = A(i,j) * x(j)",
+        "-f",
+        "A:csr",
+        "-g",
+        "x:dense",
+        "--data",
+        &data,
+        "--augment",
+        "3",
+        "--family",
+        "banded:2@30",
+        "--per-input",
+        "2",
+        "--out",
+        &target,
+        "--threads",
+        "2",
+        "--cap",
+        "0.5",
+        "--repeats",
+        "1",
+    ];
+    ok(dir.path(), &args);
+    let full = records(&out);
+    // 4 inputs from the file (itself and 3 variants) and one family, 3 records each.
+    assert_eq!(full.len(), 5 * 3);
+    let inputs: std::collections::HashSet<&str> = full.iter().map(|r| r.0.as_str()).collect();
+    assert_eq!(inputs.len(), 5, "{inputs:?}");
+
+    // Interrupted after four records and in the middle of the fifth: resuming measures
+    // the rest, the same points, once each.
+    let text = std::fs::read_to_string(&out).unwrap();
+    let kept: Vec<&str> = text.lines().take(4).collect();
+    std::fs::write(
+        &out,
+        format!("{}\n{{\"input\":\"m\",\"sam", kept.join("\n")),
+    )
+    .unwrap();
+    ok(dir.path(), &args);
+    assert_eq!(records(&out), full);
 }

@@ -4,6 +4,7 @@
 //! - [`space`]: the SuperSchedule template of a statement and its valid points;
 //! - [`measure`]: converting inputs, compiling and timing one candidate;
 //! - [`search`]: random search and the format-only baseline under a time budget;
+//! - [`augment`]: resized and block-densified variants of real inputs for data collection;
 //! - [`cache`]: results keyed by a fingerprint of the statement and the inputs' structure.
 //!
 //! ```no_run
@@ -18,6 +19,7 @@
 //! # Ok(()) }
 //! ```
 
+pub mod augment;
 pub mod cache;
 pub mod measure;
 pub mod search;
