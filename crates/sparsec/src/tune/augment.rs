@@ -54,10 +54,10 @@ pub fn densify_blocks(coo: &Coo, blocks: usize, side: usize, seed: u64) -> Coo {
         for cell in 0..cells {
             let mut rest = cell;
             let mut point = Vec::with_capacity(order);
-            for m in 0..order {
-                let c = corner[m] + (rest % side) as i64;
+            for (&start, &dim) in corner.iter().zip(&coo.dims) {
+                let c = start + (rest % side) as i64;
                 rest /= side;
-                if c >= coo.dims[m] as i64 {
+                if c >= dim as i64 {
                     break;
                 }
                 point.push(c);
