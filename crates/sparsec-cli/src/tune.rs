@@ -74,7 +74,7 @@ pub struct TuneArgs {
 #[derive(clap::Subcommand, Debug, Clone)]
 pub enum TuneCommand {
     /// Measure (input, schedule, runtime) tuples into a JSON-lines dataset (resumable).
-    Collect(crate::collect::CollectArgs),
+    Collect(Box<crate::collect::CollectArgs>),
 }
 
 /// `--search`.
