@@ -8,6 +8,8 @@ pub mod convert;
 pub mod emit;
 pub mod formats;
 pub mod info;
+#[cfg(feature = "plot")]
+pub mod plot;
 pub mod run;
 pub mod spec;
 pub mod taco;

@@ -68,6 +68,10 @@ pub struct TuneArgs {
     /// Print the result as one JSON object instead of text.
     #[arg(long)]
     pub json: bool,
+    /// Draw the first sparse matrix input's nonzero pattern with the chosen blocks (red)
+    /// and tiles (blue) into this PNG file (needs the `plot` feature).
+    #[arg(long, value_name = "FILE.png")]
+    pub plot: Option<std::path::PathBuf>,
 }
 
 /// `sparsec tune`'s subcommands.
@@ -108,7 +112,15 @@ pub fn tune(args: &TuneArgs) -> Result<()> {
             "sparsec tune takes `=` statements; `+=` adds into an output it does not measure"
         ));
     }
+    if args.plot.is_some() && !cfg!(feature = "plot") {
+        return Err(miette!(
+            help = "build sparsec with `cargo build --features plot`",
+            "--plot: built without the `plot` feature"
+        ));
+    }
     let (_, inputs) = load_tensors(&problem, &statement, args.seed)?;
+    // The plot draws an input as it was given, so keep it when one is asked for.
+    let plotted = args.plot.as_ref().map(|_| inputs.clone());
     let options = TuneOptions {
         threads: args
             .threads
@@ -145,6 +157,12 @@ pub fn tune(args: &TuneArgs) -> Result<()> {
     for failure in &tuned.failures {
         eprintln!("warning: a candidate failed (a bug in sparsec): {failure}");
     }
+    #[cfg(feature = "plot")]
+    if let (Some(path), Some(inputs)) = (&args.plot, &plotted) {
+        draw(path, &statement, inputs, &tuned)?;
+    }
+    #[cfg(not(feature = "plot"))]
+    let _ = plotted;
     let command = reproduce(expr, args, &choice);
     if args.json {
         crate::outln!("{}", json(expr, args, &tuned, &choice, &command));
@@ -153,6 +171,33 @@ pub fn tune(args: &TuneArgs) -> Result<()> {
         crate::outln!("{command}");
     }
     Ok(())
+}
+
+/// The spy plot of the first sparse matrix input, with the choice's blocks and tiles.
+#[cfg(feature = "plot")]
+fn draw(
+    path: &std::path::Path,
+    statement: &sparsec::notation::cin::Statement,
+    inputs: &[sparsec::tensor::Tensor],
+    tuned: &Tuned,
+) -> Result<()> {
+    let space = tune::space_of(statement, inputs, tuned.default.threads);
+    let found = space
+        .tuned()
+        .iter()
+        .enumerate()
+        .find(|&(_, &t)| t > 0 && statement.tensors[t].dims.len() == 2);
+    let Some((k, &t)) = found else {
+        return Err(miette!("--plot: the statement has no sparse matrix input"));
+    };
+    crate::plot::spy(
+        path,
+        statement,
+        t,
+        &inputs[t - 1],
+        &tuned.best.formats[k],
+        &tuned.best,
+    )
 }
 
 fn report(args: &TuneArgs, tuned: &Tuned, choice: &tune::Choice) {

@@ -140,11 +140,13 @@ impl Measurer {
                 kernel.set_threads(1);
                 kernel.run_timed(&refs, None).is_ok()
             }) {
-                ChildRun::Finished => {}
+                // An error the run returns is returned again by the run below, where it
+                // can be told apart (a format that cannot hold the result is unfit).
+                ChildRun::Finished | ChildRun::Returned => {}
                 ChildRun::TimedOut => return Err(MeasureError::TimedOut(serial_limit)),
-                ChildRun::Failed(status) => {
+                ChildRun::Crashed(status) => {
                     return Err(MeasureError::Failed(Error::Tune(format!(
-                        "the candidate `{}` failed in a trial run (wait status {status})",
+                        "the candidate `{}` crashed in a trial run (wait status {status})",
                         candidate.point.key()
                     ))))
                 }
@@ -216,14 +218,16 @@ impl MeasureError {
 
 /// How a run in a child process ended.
 enum ChildRun {
+    /// `work` returned true.
     Finished,
+    /// `work` returned false.
+    Returned,
     TimedOut,
-    /// It failed or crashed: the wait status.
-    Failed(i32),
+    /// It ended otherwise (a signal): the wait status.
+    Crashed(i32),
 }
 
-/// Run `work` in a forked child process, killing it after `limit`; `work` returning false
-/// counts as a failure.
+/// Run `work` in a forked child process, killing it after `limit`.
 fn run_in_child(limit: Duration, work: impl FnOnce() -> bool) -> ChildRun {
     // SAFETY: the child only runs `work` (a kernel run: plain computation and allocation on
     // this thread) and leaves with `_exit`, running no destructors or atexit handlers of
@@ -246,10 +250,10 @@ fn run_in_child(limit: Duration, work: impl FnOnce() -> bool) -> ChildRun {
         // SAFETY: `pid` is our child; `status` is a valid out-parameter.
         let waited = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
         if waited == pid {
-            return if libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0 {
-                ChildRun::Finished
-            } else {
-                ChildRun::Failed(status)
+            return match (libc::WIFEXITED(status), libc::WEXITSTATUS(status)) {
+                (true, 0) => ChildRun::Finished,
+                (true, 1) => ChildRun::Returned,
+                _ => ChildRun::Crashed(status),
             };
         }
         if started.elapsed() > limit {

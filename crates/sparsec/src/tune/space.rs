@@ -41,6 +41,9 @@ const MAX_POSITIONS_PER_NONZERO: usize = 16;
 /// Positions any format may use, however few nonzeros the input has.
 const MIN_POSITION_ALLOWANCE: usize = 1 << 16;
 
+/// The share of [`Draw::Everything`] draws that keep sparsec's default schedule.
+const FORMAT_ONLY_SHARE: f64 = 0.25;
+
 /// How many draws [`Space::sample`] makes before it reports that no point was found.
 const MAX_DRAWS: usize = 200;
 
@@ -230,7 +233,10 @@ impl Space {
             formats.push(format);
         }
         let threads = *self.thread_counts().choose(rng).expect("at least one");
-        if draw == Draw::FormatsOnly {
+        // The format-only points are part of the space; a quarter of the draws keep the
+        // default schedule, so that a search of formats and schedules together does not
+        // lose the format-only search's best points for want of draws.
+        if draw == Draw::FormatsOnly || rng.gen_bool(FORMAT_ONLY_SHARE) {
             return self.candidate(formats, "", threads).ok();
         }
         let statement = self.with_formats(&formats);
