@@ -3,10 +3,14 @@
 //! parts that need no process, such as the translation of a TACO command line
 //! ([`taco::translate`]).
 
+pub mod collect;
 pub mod convert;
 pub mod emit;
 pub mod formats;
 pub mod info;
+#[cfg(feature = "plot")]
+pub mod plot;
 pub mod run;
 pub mod spec;
 pub mod taco;
+pub mod tune;

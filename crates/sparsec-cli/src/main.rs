@@ -1,7 +1,7 @@
 //! The `sparsec` command line: a thin dispatcher over the library's module per subcommand.
 
 use clap::{Parser, Subcommand};
-use sparsec_cli::{convert, emit, formats, info, run, taco};
+use sparsec_cli::{convert, emit, formats, info, run, taco, tune};
 
 /// sparsec: a sparse tensor algebra compiler.
 #[derive(Parser)]
@@ -33,6 +33,8 @@ enum Command {
     Emit(emit::EmitArgs),
     /// Run a TACO command line unchanged: `sparsec taco "y(i) = A(i,j) * x(j)" -f=A:ds ...`.
     Taco(taco::TacoArgs),
+    /// Choose the sparse operands' formats and the schedule together for given inputs.
+    Tune(tune::TuneArgs),
 }
 
 fn main() -> miette::Result<()> {
@@ -44,5 +46,6 @@ fn main() -> miette::Result<()> {
         Command::Run(args) => run::run(&args),
         Command::Emit(args) => emit::emit(&args),
         Command::Taco(args) => taco::taco(&args),
+        Command::Tune(args) => tune::tune(&args),
     }
 }

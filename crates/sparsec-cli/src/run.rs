@@ -10,7 +10,9 @@ use sparsec::kernel::{Backend, Kernel, Timings};
 use sparsec::reference;
 use sparsec::tensor::{Tensor, ValueType};
 
-use crate::spec::{self, BackendArg, Problem, Source, StatementArgs, FORMAT_HELP};
+use sparsec::notation::cin::Statement;
+
+use crate::spec::{self, BackendArg, Problem, ScheduleArgs, Source, StatementArgs, FORMAT_HELP};
 
 const RUN_HELP: &str = "\
 EXAMPLES:
@@ -90,6 +92,10 @@ pub struct RunArgs {
     /// Seed of the generated inputs (tensor k uses SEED + k).
     #[arg(long, value_name = "S", default_value_t = 42)]
     pub seed: u64,
+    /// Use the formats, schedule and threads `sparsec tune` chose for this statement and
+    /// inputs of this structure (an error when none is cached).
+    #[arg(long)]
+    pub tuned: bool,
 }
 
 /// Largest accepted scaled difference between kernel and reference.
@@ -131,50 +137,24 @@ pub fn run(args: &RunArgs) -> Result<()> {
         ));
     }
 
-    // Inputs, in the statement's order and formats.
-    let load = |k: usize| -> Result<Option<Tensor>> {
-        let decl = &statement.tensors[k];
-        let tensor = match problem.sources[k].as_ref() {
-            None => return Ok(None),
-            Some(Source::File(path, data)) => data
-                .clone()
-                .into_tensor(&decl.format, ValueType::F64)
-                .map_err(|e| {
-                    miette!(
-                        "cannot store `{}` from {} in format {}: {e}",
-                        decl.name,
-                        path.display(),
-                        decl.format
-                    )
-                })?,
-            Some(Source::Generated(kind)) => {
-                let coo = kind.generate(&decl.dims, args.seed.wrapping_add(k as u64));
-                Tensor::from_coo(&coo, &decl.format, ValueType::F64).map_err(|e| {
-                    miette!(
-                        "cannot store generated `{}` in format {}: {e}",
-                        decl.name,
-                        decl.format
-                    )
-                })?
-            }
-        };
-        Ok(Some(tensor))
+    let (initial, inputs) = load_tensors(&problem, &statement, args.seed)?;
+    let (statement, inputs, schedule, threads) = if args.tuned {
+        use_tuned_choice(&args.statement.schedule, statement, inputs, args.threads)?
+    } else {
+        (
+            statement,
+            inputs,
+            args.statement.schedule.clone(),
+            args.threads,
+        )
     };
-    let initial = load(0)?;
-    let mut inputs = Vec::with_capacity(statement.tensors.len() - 1);
-    for k in 1..statement.tensors.len() {
-        inputs.push(load(k)?.expect("checked above"));
-    }
     for (decl, t) in statement.tensors[1..].iter().zip(&inputs) {
         crate::outln!("{}: {}", decl.name, shape_text(t));
     }
 
     let started = Instant::now();
-    let mut kernel = args
-        .statement
-        .schedule
-        .kernel(&statement, args.backend.into())?;
-    if let Some(n) = args.threads {
+    let mut kernel = schedule.kernel(&statement, args.backend.into())?;
+    if let Some(n) = threads {
         kernel.set_threads(n);
     }
     let compile_time = started.elapsed();
@@ -267,6 +247,114 @@ pub fn run(args: &RunArgs) -> Result<()> {
     // this kernel finds the C compiler's code in the cache.
     finish_compiling(&kernel);
     Ok(())
+}
+
+/// The statement's tensors in their declared formats, read or generated (generated tensor
+/// `k` with seed `seed + k`): the output's initial value, if given, and the inputs.
+pub fn load_tensors(
+    problem: &Problem,
+    statement: &Statement,
+    seed: u64,
+) -> Result<(Option<Tensor>, Vec<Tensor>)> {
+    let load = |k: usize| -> Result<Option<Tensor>> {
+        let decl = &statement.tensors[k];
+        let tensor = match problem.sources[k].as_ref() {
+            None => return Ok(None),
+            Some(Source::File(path, data)) => data
+                .clone()
+                .into_tensor(&decl.format, ValueType::F64)
+                .map_err(|e| {
+                    miette!(
+                        "cannot store `{}` from {} in format {}: {e}",
+                        decl.name,
+                        path.display(),
+                        decl.format
+                    )
+                })?,
+            Some(Source::Generated(kind)) => {
+                let coo = kind.generate(&decl.dims, seed.wrapping_add(k as u64));
+                Tensor::from_coo(&coo, &decl.format, ValueType::F64).map_err(|e| {
+                    miette!(
+                        "cannot store generated `{}` in format {}: {e}",
+                        decl.name,
+                        decl.format
+                    )
+                })?
+            }
+        };
+        Ok(Some(tensor))
+    };
+    let initial = load(0)?;
+    let mut inputs = Vec::with_capacity(statement.tensors.len() - 1);
+    for k in 1..statement.tensors.len() {
+        inputs.push(load(k)?.ok_or_else(|| {
+            miette!(
+                "missing input: no data for tensor `{}`",
+                statement.tensors[k].name
+            )
+        })?);
+    }
+    Ok((initial, inputs))
+}
+
+/// `--tuned`: the choice `sparsec tune` cached for this statement and inputs' structure
+/// (the statement with its formats, the inputs converted to them, its schedule and threads).
+fn use_tuned_choice(
+    given: &ScheduleArgs,
+    statement: Statement,
+    inputs: Vec<Tensor>,
+    threads: Option<usize>,
+) -> Result<(Statement, Vec<Tensor>, ScheduleArgs, Option<usize>)> {
+    if given.schedule.is_some() {
+        return Err(miette!(
+            "--tuned and -s both give a schedule; --tuned uses the one `sparsec tune` chose"
+        ));
+    }
+    let max_threads = threads.unwrap_or_else(sparsec::kernel::default_threads);
+    let choice = sparsec::tune::lookup(&statement, &inputs, max_threads)
+        .map_err(Report::new)?
+        .ok_or_else(|| {
+            miette!(
+                help = "run `sparsec tune` with the same expression, formats, inputs and \
+                        --threads first",
+                "--tuned: no tuned choice is cached for this statement and inputs on {max_threads} \
+                 threads"
+            )
+        })?;
+    let tuned = choice.apply_formats(&statement);
+    let mut converted = Vec::with_capacity(inputs.len());
+    for (decl, input) in tuned.tensors[1..].iter().zip(inputs) {
+        converted.push(if input.format() == &decl.format {
+            input
+        } else {
+            input.convert(&decl.format).map_err(|e| {
+                miette!(
+                    "--tuned: cannot convert `{}` to {}: {e}",
+                    decl.name,
+                    decl.format
+                )
+            })?
+        });
+    }
+    let formats: Vec<String> = choice
+        .formats
+        .iter()
+        .map(|(n, f)| format!("{n}:{f}"))
+        .collect();
+    let schedule = (!choice.schedule.is_empty()).then(|| choice.schedule.clone());
+    crate::outln!(
+        "tuned: {} with {} on {} threads ({:.2}x over the default when tuned)",
+        formats.join(" "),
+        schedule.as_deref().unwrap_or("the default schedule"),
+        choice.threads,
+        choice.speedup
+    );
+    Ok((
+        tuned,
+        converted,
+        ScheduleArgs { schedule },
+        Some(choice.threads),
+    ))
 }
 
 /// Refuse an output file that cannot be written, before anything is computed: a kind that

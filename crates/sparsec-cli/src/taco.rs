@@ -165,6 +165,7 @@ pub fn taco(args: &TacoArgs) -> Result<()> {
             check: false,
             backend: BackendArg::Tiered,
             seed: 42,
+            tuned: false,
         })?;
     }
     Ok(())

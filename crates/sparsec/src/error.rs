@@ -35,6 +35,9 @@ pub enum Error {
     /// Inputs do not match the compiled statement.
     #[error("{0}")]
     Input(String),
+    /// The autotuner could not measure or choose a candidate (`crate::tune`).
+    #[error("{0}")]
+    Tune(String),
 }
 
 /// A statement that cannot be compiled as its formats and schedule say (and why): made

@@ -61,5 +61,6 @@ pub mod notation;
 pub mod reference;
 pub mod schedule;
 pub mod tensor;
+pub mod tune;
 
 pub use error::Error;

@@ -546,7 +546,7 @@ impl Assembled {
 }
 
 /// `OMP_NUM_THREADS` when set, else the number of cores.
-fn default_threads() -> usize {
+pub fn default_threads() -> usize {
     std::env::var("OMP_NUM_THREADS")
         .ok()
         .and_then(|v| v.split(',').next()?.trim().parse().ok())

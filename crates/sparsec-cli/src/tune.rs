@@ -1,0 +1,341 @@
+//! `sparsec tune`: choose the storage formats of the sparse operands and the schedule
+//! together for these inputs, measure the choice against sparsec's default, cache it for
+//! `sparsec run --tuned`, and print a `sparsec run` command that reproduces it.
+
+use std::time::Duration;
+
+use indicatif::{ProgressBar, ProgressStyle};
+use miette::{miette, Report, Result};
+use sparsec::kernel::Backend;
+use sparsec::tune::{self, MeasureOptions, Strategy, TuneOptions, Tuned};
+
+use crate::run::load_tensors;
+use crate::spec::{self, Problem, SpecArgs};
+
+const TUNE_HELP: &str = "\
+EXAMPLES:
+  # Tune SpMV on a matrix for 30 seconds on 2 threads:
+  sparsec tune \"y(i) = A(i,j) * x(j)\" -f A:csr -i A:bcsstk13.mtx -g x:dense --threads 2
+
+  # The same, as JSON, with the format-only baseline instead of the full search:
+  sparsec tune \"y(i) = A(i,j) * x(j)\" -f A:csr -i A:m.mtx -g x:dense --search format-only --json
+
+  # Later runs on inputs of the same structure reuse the choice without searching:
+  sparsec run \"y(i) = A(i,j) * x(j)\" -f A:csr -i A:bcsstk13.mtx -g x:dense --threads 2 --tuned
+
+The tensors declared sparse with -f (and a sparse output) are the ones whose formats are
+tuned; dense tensors keep their layout. Every candidate's result is checked against the
+reference evaluator. Choices are cached under SPARSEC_TUNE_DIR (default: tune/ in the
+kernel cache), keyed by the statement, the inputs' structure and --threads.";
+
+/// Choose formats and schedule together for these inputs.
+#[derive(clap::Args, Debug, Clone)]
+#[command(
+    after_help = TUNE_HELP,
+    args_conflicts_with_subcommands = true,
+    subcommand_negates_reqs = true
+)]
+pub struct TuneArgs {
+    #[command(subcommand)]
+    pub command: Option<TuneCommand>,
+    /// The statement in index notation, e.g. "y(i) = A(i,j) * x(j)".
+    #[arg(value_name = "EXPR", required = true)]
+    pub expr: Option<String>,
+    #[command(flatten)]
+    pub spec: SpecArgs,
+    /// Generate an input instead of reading it (as `sparsec run -g`).
+    #[arg(short = 'g', long = "generate", value_name = "NAME:KIND")]
+    pub generate: Vec<String>,
+    /// The most threads a candidate may use (default: OMP_NUM_THREADS, else all cores).
+    #[arg(long, value_name = "N", value_parser = spec::thread_count)]
+    pub threads: Option<usize>,
+    /// Wall-clock budget of the search in seconds, compilation and measurement included.
+    #[arg(long, value_name = "SECONDS", default_value_t = 30.0, value_parser = seconds)]
+    pub budget: f64,
+    /// How candidates are drawn: `random` (formats and schedules together) or
+    /// `format-only` (formats with sparsec's default schedule).
+    #[arg(long, value_enum, default_value_t = SearchArg::Random)]
+    pub search: SearchArg,
+    /// Timed runs per candidate after a warm-up (the median is kept).
+    #[arg(long, value_name = "N", default_value_t = 7, value_parser = spec::positive)]
+    pub repeats: usize,
+    /// No more runs of one candidate start after this many seconds.
+    #[arg(long, value_name = "SECONDS", default_value_t = 2.0, value_parser = seconds)]
+    pub cap: f64,
+    /// Seed of the generated inputs (as `sparsec run --seed`) and of the search.
+    #[arg(long, value_name = "S", default_value_t = 42)]
+    pub seed: u64,
+    /// Print the result as one JSON object instead of text.
+    #[arg(long)]
+    pub json: bool,
+    /// Draw the first sparse matrix input's nonzero pattern with the chosen blocks (red)
+    /// and tiles (blue) into this PNG file (needs the `plot` feature).
+    #[arg(long, value_name = "FILE.png")]
+    pub plot: Option<std::path::PathBuf>,
+}
+
+/// `sparsec tune`'s subcommands.
+#[derive(clap::Subcommand, Debug, Clone)]
+pub enum TuneCommand {
+    /// Measure (input, schedule, runtime) tuples into a JSON-lines dataset (resumable).
+    Collect(Box<crate::collect::CollectArgs>),
+}
+
+/// `--search`.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SearchArg {
+    /// Formats and schedules drawn together at random.
+    Random,
+    /// Formats drawn at random with sparsec's default schedule.
+    FormatOnly,
+}
+
+/// A positive, finite number of seconds.
+fn seconds(text: &str) -> std::result::Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(s) if s.is_finite() && s > 0.0 => Ok(s),
+        _ => Err(format!("`{text}` is not a positive number of seconds")),
+    }
+}
+
+/// Run the `tune` subcommand.
+pub fn tune(args: &TuneArgs) -> Result<()> {
+    let expr = match (&args.command, &args.expr) {
+        (Some(TuneCommand::Collect(collect)), _) => return crate::collect::collect(collect),
+        (None, Some(expr)) => expr,
+        (None, None) => return Err(miette!("sparsec tune: give the statement to tune")),
+    };
+    let problem = Problem::new(expr, &args.spec, &args.generate)?;
+    let statement = problem.bind()?;
+    if statement.accumulate {
+        return Err(miette!(
+            "sparsec tune takes `=` statements; `+=` adds into an output it does not measure"
+        ));
+    }
+    if args.plot.is_some() && !cfg!(feature = "plot") {
+        return Err(miette!(
+            help = "build sparsec with `cargo build --features plot`",
+            "--plot: built without the `plot` feature"
+        ));
+    }
+    let (_, inputs) = load_tensors(&problem, &statement, args.seed)?;
+    // The plot draws an input as it was given, so keep it when one is asked for.
+    let plotted = args.plot.as_ref().map(|_| inputs.clone());
+    let options = TuneOptions {
+        threads: args
+            .threads
+            .unwrap_or_else(sparsec::kernel::default_threads),
+        budget: Duration::from_secs_f64(args.budget),
+        strategy: match args.search {
+            SearchArg::Random => Strategy::Random,
+            SearchArg::FormatOnly => Strategy::FormatOnly,
+        },
+        seed: args.seed,
+        measure: MeasureOptions {
+            repeats: args.repeats,
+            cap: Duration::from_secs_f64(args.cap),
+            backend: Backend::C,
+        },
+    };
+    let bar = ProgressBar::new(options.budget.as_millis() as u64);
+    bar.set_style(
+        ProgressStyle::with_template(
+            "{spinner} tuning [{elapsed_precise}] {wide_bar} ETA {eta} {msg}",
+        )
+        .expect("a valid template"),
+    );
+    let (tuned, choice) = tune::tune(&statement, inputs, &options, |p| {
+        bar.set_position(p.elapsed.as_millis() as u64);
+        bar.set_message(format!(
+            "{} measured, best {}",
+            p.measured,
+            spec::ms(p.best)
+        ));
+    })
+    .map_err(Report::new)?;
+    bar.finish_and_clear();
+    for failure in &tuned.failures {
+        eprintln!("warning: a candidate failed (a bug in sparsec): {failure}");
+    }
+    #[cfg(feature = "plot")]
+    if let (Some(path), Some(inputs)) = (&args.plot, &plotted) {
+        draw(path, &statement, inputs, &tuned)?;
+    }
+    #[cfg(not(feature = "plot"))]
+    let _ = plotted;
+    let command = reproduce(expr, args, &choice);
+    if args.json {
+        crate::outln!("{}", json(expr, args, &tuned, &choice, &command));
+    } else {
+        report(args, &tuned, &choice);
+        crate::outln!("{command}");
+    }
+    Ok(())
+}
+
+/// The spy plot of the first sparse matrix input, with the choice's blocks and tiles.
+#[cfg(feature = "plot")]
+fn draw(
+    path: &std::path::Path,
+    statement: &sparsec::notation::cin::Statement,
+    inputs: &[sparsec::tensor::Tensor],
+    tuned: &Tuned,
+) -> Result<()> {
+    let space = tune::space_of(statement, inputs, tuned.default.threads);
+    let found = space
+        .tuned()
+        .iter()
+        .enumerate()
+        .find(|&(_, &t)| t > 0 && statement.tensors[t].dims.len() == 2);
+    let Some((k, &t)) = found else {
+        return Err(miette!("--plot: the statement has no sparse matrix input"));
+    };
+    crate::plot::spy(
+        path,
+        statement,
+        t,
+        &inputs[t - 1],
+        &tuned.best.formats[k],
+        &tuned.best,
+    )
+}
+
+fn report(args: &TuneArgs, tuned: &Tuned, choice: &tune::Choice) {
+    let formats: Vec<String> = choice
+        .formats
+        .iter()
+        .map(|(n, f)| format!("{n}:{f}"))
+        .collect();
+    let search = match args.search {
+        SearchArg::Random => "random search",
+        SearchArg::FormatOnly => "format-only search",
+    };
+    crate::outln!(
+        "searched {} candidates in {:.1} s ({search}; {} could not hold the inputs, {} \
+         stopped at ten times the best)",
+        tuned.measured,
+        tuned.tuning_time.as_secs_f64(),
+        tuned.unfit,
+        tuned.timed_out
+    );
+    crate::outln!(
+        "default:  {} on {} threads",
+        spec::ms(tuned.default_measurement.runtime),
+        tuned.default.threads
+    );
+    crate::outln!("formats:  {}", formats.join(" "));
+    crate::outln!(
+        "schedule: {}",
+        if choice.schedule.is_empty() {
+            "sparsec's default"
+        } else {
+            &choice.schedule
+        }
+    );
+    crate::outln!("loops:    {}", tuned.best.order.join(", "));
+    crate::outln!("threads:  {}", choice.threads);
+    crate::outln!(
+        "runtime:  {} (median of {} runs), {:.2}x over sparsec's default",
+        spec::ms(tuned.best_measurement.runtime),
+        tuned.best_measurement.runs,
+        tuned.speedup()
+    );
+    let pays = match tuned.break_even_runs() {
+        Some(runs) => format!("pays for itself after {} runs", runs.ceil()),
+        None => "never pays for itself (the default is the fastest measured)".to_string(),
+    };
+    crate::outln!(
+        "cost:     tuning {:.1} s, conversion {}; {pays}",
+        tuned.tuning_time.as_secs_f64(),
+        spec::ms(tuned.best_measurement.conversion)
+    );
+}
+
+fn json(
+    expr: &str,
+    args: &TuneArgs,
+    tuned: &Tuned,
+    choice: &tune::Choice,
+    command: &str,
+) -> String {
+    let formats: serde_json::Map<String, serde_json::Value> = choice
+        .formats
+        .iter()
+        .map(|(n, f)| (n.clone(), f.spelling().into()))
+        .collect();
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    serde_json::json!({
+        "expr": expr,
+        "search": match args.search {
+            SearchArg::Random => "random",
+            SearchArg::FormatOnly => "format-only",
+        },
+        "formats": formats,
+        "schedule": choice.schedule,
+        "loops": tuned.best.order,
+        "threads": choice.threads,
+        "default_ms": ms(tuned.default_measurement.runtime),
+        "tuned_ms": ms(tuned.best_measurement.runtime),
+        "speedup": tuned.speedup(),
+        "tuning_s": tuned.tuning_time.as_secs_f64(),
+        "conversion_ms": ms(tuned.best_measurement.conversion),
+        "break_even_runs": tuned.break_even_runs(),
+        "measured": tuned.measured,
+        "unfit": tuned.unfit,
+        "timed_out": tuned.timed_out,
+        "failures": tuned.failures,
+        "command": command,
+    })
+    .to_string()
+}
+
+/// The `sparsec run` command that reproduces the choice: the same statement, inputs,
+/// generators, sizes and seed, with the chosen formats, schedule and threads.
+fn reproduce(expr: &str, args: &TuneArgs, choice: &tune::Choice) -> String {
+    let mut words: Vec<String> = vec!["sparsec".into(), "run".into(), expr.to_string()];
+    let tuned_name = |text: &str| {
+        let name = text.split_once(':').map_or(text, |(n, _)| n.trim());
+        choice.formats.iter().any(|(n, _)| n == name)
+    };
+    for f in args.spec.formats.iter().filter(|f| !tuned_name(f)) {
+        words.extend(["-f".into(), f.clone()]);
+    }
+    for (name, format) in &choice.formats {
+        words.extend(["-f".into(), format!("{name}:{format}")]);
+    }
+    for (flag, values) in [
+        ("-i", &args.spec.inputs),
+        ("-g", &args.generate),
+        ("-d", &args.spec.dims),
+    ] {
+        for v in values {
+            words.extend([flag.into(), v.clone()]);
+        }
+    }
+    if !args.generate.is_empty() {
+        words.extend(["--seed".into(), args.seed.to_string()]);
+    }
+    words.extend(["--threads".into(), choice.threads.to_string()]);
+    if !choice.schedule.is_empty() {
+        words.extend(["-s".into(), choice.schedule.clone()]);
+    }
+    words
+        .iter()
+        .map(|w| shell_quote(w))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// `word` as a POSIX shell reads it back: bare when it holds only safe characters, else
+/// in single quotes.
+fn shell_quote(word: &str) -> String {
+    let safe = !word.is_empty()
+        && word
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "_-./:,=+@%".contains(c));
+    if safe {
+        word.to_string()
+    } else {
+        format!("'{}'", word.replace('\'', r"'\''"))
+    }
+}

@@ -1,0 +1,341 @@
+//! `sparsec tune`: its last line is a `sparsec run` command that reproduces the choice,
+//! `sparsec run --tuned` reuses the cached choice, `--json` is one JSON object, and
+//! `sparsec tune collect` writes its dataset and resumes.
+
+use std::path::Path;
+use std::process::Command;
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// Run the binary with the tuning cache in `cache`; require success and return stdout.
+fn ok(cache: &Path, args: &[&str]) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_sparsec"))
+        .args(args)
+        .env("SPARSEC_TUNE_DIR", cache)
+        .output()
+        .expect("run sparsec");
+    assert!(
+        out.status.success(),
+        "sparsec {args:?} failed:\n{}{}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+    text(&out.stdout)
+}
+
+/// The value of the `key:` line of `sparsec tune`'s report.
+fn field<'a>(report: &'a str, key: &str) -> &'a str {
+    report
+        .lines()
+        .find_map(|l| l.strip_prefix(key))
+        .unwrap_or_else(|| panic!("no `{key}` line in\n{report}"))
+        .trim()
+}
+
+/// The loops `sparsec run` reports (`kernel: ... (loops i, j; 2 threads)`).
+fn run_loops(output: &str) -> &str {
+    let line = output
+        .lines()
+        .find(|l| l.starts_with("kernel:"))
+        .unwrap_or_else(|| panic!("no kernel line in\n{output}"));
+    let start = line.find("(loops ").expect("loops") + "(loops ".len();
+    let end = start + line[start..].find(';').expect(";");
+    &line[start..end]
+}
+
+/// A 40 x 40 matrix with a dense 8 x 8 block, a diagonal and a few scattered entries.
+fn matrix_market() -> String {
+    let mut entries = Vec::new();
+    for i in 0..8 {
+        for j in 0..8 {
+            entries.push((i, j));
+        }
+    }
+    for i in 8..40 {
+        entries.push((i, i));
+        entries.push((i, (i * 7) % 40));
+    }
+    entries.sort();
+    entries.dedup();
+    let mut s = format!(
+        "%%MatrixMarket matrix coordinate real general\n40 40 {}\n",
+        entries.len()
+    );
+    for (k, (i, j)) in entries.iter().enumerate() {
+        s.push_str(&format!("{} {} {}\n", i + 1, j + 1, 1.0 + k as f64 / 8.0));
+    }
+    s
+}
+
+#[test]
+fn last_line_reproduces_the_choice_and_run_tuned_reuses_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("tune cache");
+    // A space in the path: the printed command must quote it.
+    let matrix = dir.path().join("my matrix.mtx");
+    std::fs::write(&matrix, matrix_market()).unwrap();
+    let input = format!("A:{}", matrix.display());
+    let expr = "y(i) = A(i,j) * x(j)";
+    let args = [
+        "tune",
+        expr,
+        "-f",
+        "A:csr",
+        "-i",
+        &input,
+        "-g",
+        "x:dense",
+        "--threads",
+        "2",
+        "--budget",
+        "3",
+        "--cap",
+        "0.2",
+    ];
+    let report = ok(&cache, &args);
+    let last = report.lines().last().expect("output");
+    assert!(last.starts_with("sparsec run "), "{report}");
+    let loops = field(&report, "loops:");
+
+    // The last line, run by a shell, compiles the same loops and computes the right result.
+    let binary = env!("CARGO_BIN_EXE_sparsec");
+    let command = format!("'{binary}'{} --check", &last["sparsec".len()..]);
+    let out = Command::new("sh")
+        .args(["-c", &command])
+        .output()
+        .expect("run sh");
+    let stdout = text(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{command}\n{stdout}{}",
+        text(&out.stderr)
+    );
+    assert!(stdout.contains("check: ok"), "{stdout}");
+    assert_eq!(run_loops(&stdout), loops, "{command}\n{stdout}");
+
+    // `--tuned` finds the cached choice for this structure without searching.
+    let run = [
+        "run",
+        expr,
+        "-f",
+        "A:csr",
+        "-i",
+        &input,
+        "-g",
+        "x:dense",
+        "--threads",
+        "2",
+        "--tuned",
+        "--check",
+    ];
+    let stdout = ok(&cache, &run);
+    assert!(stdout.contains("tuned: "), "{stdout}");
+    assert!(stdout.contains("check: ok"), "{stdout}");
+    assert_eq!(run_loops(&stdout), loops, "{stdout}");
+
+    // Another structure (a generated matrix) has no cached choice: a clear error.
+    let out = Command::new(binary)
+        .args([
+            "run",
+            expr,
+            "-f",
+            "A:csr",
+            "-g",
+            "A:uniform",
+            "-g",
+            "x:dense",
+            "-d",
+            "i:40",
+            "-d",
+            "j:40",
+            "--threads",
+            "2",
+            "--tuned",
+        ])
+        .env("SPARSEC_TUNE_DIR", &cache)
+        .output()
+        .unwrap();
+    let stderr = text(&out.stderr);
+    assert!(!out.status.success());
+    assert!(stderr.contains("no tuned choice is cached"), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}
+
+#[test]
+fn json_output_of_a_statement_with_two_sparse_operands_and_a_sparse_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let stdout = ok(
+        dir.path(),
+        &[
+            "tune",
+            "C(i,j) = A(i,k) * B(k,j)",
+            "-f",
+            "A:csr",
+            "-f",
+            "B:csr",
+            "-f",
+            "C:csr",
+            "-g",
+            "A:uniform:0.1",
+            "-g",
+            "B:uniform:0.1",
+            "-d",
+            "i:30",
+            "-d",
+            "k:20",
+            "-d",
+            "j:25",
+            "--threads",
+            "2",
+            "--budget",
+            "2",
+            "--cap",
+            "0.2",
+            "--json",
+        ],
+    );
+    let value: serde_json::Value = serde_json::from_str(stdout.trim()).expect("one JSON object");
+    let formats = value["formats"].as_object().expect("formats");
+    // Every sparse tensor's format is chosen: both operands and the output.
+    for name in ["A", "B", "C"] {
+        assert!(formats.contains_key(name), "{value}");
+    }
+    assert!(value["speedup"].as_f64().expect("speedup") >= 1.0);
+    assert!(value["measured"].as_u64().expect("measured") >= 1);
+    assert_eq!(
+        value["failures"].as_array().expect("failures").len(),
+        0,
+        "{value}"
+    );
+    assert!(value["command"]
+        .as_str()
+        .expect("command")
+        .starts_with("sparsec run "));
+}
+
+/// `(input, sample, point)` of every record of a dataset file, sorted.
+fn records(path: &Path) -> Vec<(String, u64, String)> {
+    let mut out: Vec<(String, u64, String)> = std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).expect("a JSON line");
+            // Measured, or a format that cannot hold the input; never a failure.
+            let status = v["status"].as_str().unwrap();
+            assert!(["ok", "unfit", "timed_out"].contains(&status), "{v}");
+            (
+                v["input"].as_str().unwrap().to_string(),
+                v["sample"].as_u64().unwrap(),
+                v["point"].to_string(),
+            )
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+#[test]
+fn collect_writes_json_lines_and_resumes_after_an_interruption() {
+    let dir = tempfile::tempdir().unwrap();
+    let matrix = dir.path().join("m.mtx");
+    std::fs::write(&matrix, matrix_market()).unwrap();
+    let out = dir.path().join("data.jsonl");
+    let data = matrix.display().to_string();
+    let target = out.display().to_string();
+    let args = [
+        "tune",
+        "collect",
+        "y(i) = A(i,j) * x(j)",
+        "-f",
+        "A:csr",
+        "-g",
+        "x:dense",
+        "--data",
+        &data,
+        "--augment",
+        "3",
+        "--family",
+        "banded:2@30",
+        "--per-input",
+        "2",
+        "--out",
+        &target,
+        "--threads",
+        "2",
+        "--cap",
+        "0.5",
+        "--repeats",
+        "1",
+    ];
+    ok(dir.path(), &args);
+    let full = records(&out);
+    // 4 inputs from the file (itself and 3 variants) and one family, 3 records each.
+    assert_eq!(full.len(), 5 * 3);
+    let inputs: std::collections::HashSet<&str> = full.iter().map(|r| r.0.as_str()).collect();
+    assert_eq!(inputs.len(), 5, "{inputs:?}");
+
+    // Interrupted after four records and in the middle of the fifth: resuming measures
+    // the rest, the same points, once each.
+    let text = std::fs::read_to_string(&out).unwrap();
+    let kept: Vec<&str> = text.lines().take(4).collect();
+    std::fs::write(
+        &out,
+        format!("{}\n{{\"input\":\"m\",\"sam", kept.join("\n")),
+    )
+    .unwrap();
+    ok(dir.path(), &args);
+    assert_eq!(records(&out), full);
+}
+
+/// `--plot` writes a PNG spy plot (with the `plot` feature) or says how to get one.
+#[test]
+fn plot_writes_a_png_or_says_it_needs_the_feature() {
+    let dir = tempfile::tempdir().unwrap();
+    let png = dir.path().join("spy.png");
+    let args = [
+        "tune",
+        "y(i) = A(i,j) * x(j)",
+        "-f",
+        "A:csr",
+        "-g",
+        "A:banded:3",
+        "-g",
+        "x:dense",
+        "-d",
+        "i:300",
+        "-d",
+        "j:200",
+        "--threads",
+        "1",
+        "--budget",
+        "1",
+        "--cap",
+        "0.2",
+        "--plot",
+        png.to_str().unwrap(),
+    ];
+    let out = Command::new(env!("CARGO_BIN_EXE_sparsec"))
+        .args(args)
+        .env("SPARSEC_TUNE_DIR", dir.path())
+        .output()
+        .unwrap();
+    if cfg!(feature = "plot") {
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        let bytes = std::fs::read(&png).unwrap();
+        assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n");
+        // IHDR: width and height, big-endian, after the signature and the chunk header;
+        // the longer side (300 rows) is drawn at one pixel per row.
+        let width = u32::from_be_bytes(bytes[16..20].try_into().unwrap());
+        let height = u32::from_be_bytes(bytes[20..24].try_into().unwrap());
+        assert_eq!((width, height), (200, 300));
+    } else {
+        assert!(!out.status.success());
+        assert!(
+            text(&out.stderr).contains("--features plot"),
+            "{}",
+            text(&out.stderr)
+        );
+    }
+}

@@ -1,0 +1,282 @@
+//! Measuring a candidate: convert the inputs to its formats (timed apart), compile, and
+//! take the median of repeated runs under a time cap, checking the result against the
+//! reference evaluator's (a wrong candidate is an error, never a choice).
+
+use std::time::{Duration, Instant};
+
+use crate::jit::Toolchain;
+use crate::kernel::{Backend, Kernel};
+use crate::reference;
+use crate::tensor::{Tensor, TensorError, ValueType};
+use crate::Error;
+
+use super::space::{Candidate, Space};
+
+/// Largest accepted difference from the reference's result, relative to the terms'
+/// magnitude (as `sparsec run --check`).
+const TOLERANCE: f64 = 1e-9;
+
+/// How a candidate is measured.
+#[derive(Clone, Debug)]
+pub struct MeasureOptions {
+    /// Runs after the warm-up whose median is the runtime.
+    pub repeats: usize,
+    /// Time after which no more timed runs of one candidate start.
+    pub cap: Duration,
+    /// The backend that compiles candidates.
+    pub backend: Backend,
+}
+
+impl Default for MeasureOptions {
+    fn default() -> MeasureOptions {
+        MeasureOptions {
+            repeats: 7,
+            cap: Duration::from_secs(2),
+            backend: Backend::C,
+        }
+    }
+}
+
+/// What measuring one candidate found.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Measurement {
+    /// Median time of one run (preparation, compute and assembly of the output).
+    pub runtime: Duration,
+    /// Runs the median is taken over.
+    pub runs: usize,
+    /// Converting the inputs from their declared formats to the candidate's.
+    pub conversion: Duration,
+    /// Compiling (or loading from the cache) the candidate's kernel.
+    pub compile: Duration,
+}
+
+/// Measures candidates of one space on one set of inputs.
+pub struct Measurer {
+    /// Inputs in their declared formats (tensor `k + 1` of the statement at `k`).
+    inputs: Vec<Tensor>,
+    /// The reference evaluator's result, which every candidate must reproduce.
+    expected: Tensor,
+    /// The reference's magnitude of the terms of each output component.
+    magnitude: Tensor,
+    options: MeasureOptions,
+}
+
+impl Measurer {
+    /// A measurer of `space`'s candidates on `inputs` (in the declared formats); runs the
+    /// reference evaluator once to learn the scale of the result.
+    pub fn new(
+        space: &Space,
+        inputs: Vec<Tensor>,
+        options: MeasureOptions,
+    ) -> Result<Measurer, Error> {
+        let refs: Vec<&Tensor> = inputs.iter().collect();
+        let statement = space.statement();
+        let expected = reference::evaluate(statement, &refs, None);
+        let magnitude = reference::magnitude(statement, &refs, None);
+        Ok(Measurer {
+            inputs,
+            expected,
+            magnitude,
+            options,
+        })
+    }
+
+    /// The inputs in their declared formats.
+    pub fn inputs(&self) -> &[Tensor] {
+        &self.inputs
+    }
+
+    /// Measure `candidate`. With `give_up_after`, a first run in a child process that
+    /// takes longer is killed ([`MeasureError::TimedOut`]), and a warm-up run that takes
+    /// longer is the only run: a candidate far slower than the best need not be known
+    /// precisely.
+    pub fn measure(
+        &self,
+        space: &Space,
+        candidate: &Candidate,
+        give_up_after: Option<Duration>,
+    ) -> Result<Measurement, MeasureError> {
+        let converting = Instant::now();
+        let mut converted: Vec<Option<Tensor>> = vec![None; self.inputs.len()];
+        for (k, &t) in space.tuned().iter().enumerate() {
+            if t == 0 {
+                continue; // the output is produced in its format, not converted
+            }
+            let format = &candidate.point.formats[k];
+            if format != self.inputs[t - 1].format() {
+                converted[t - 1] = Some(
+                    self.inputs[t - 1]
+                        .convert(format)
+                        .map_err(MeasureError::Unfit)?,
+                );
+            }
+        }
+        let conversion = converting.elapsed();
+        let refs: Vec<&Tensor> = converted
+            .iter()
+            .zip(&self.inputs)
+            .map(|(c, i)| c.as_ref().unwrap_or(i))
+            .collect();
+
+        let compiling = Instant::now();
+        let mut kernel = Kernel::from_lowered(
+            candidate.statement.clone(),
+            candidate.lowered.clone(),
+            ValueType::F64,
+            &Toolchain::default(),
+            self.options.backend,
+        )
+        .map_err(MeasureError::Failed)?;
+        kernel.set_threads(candidate.point.threads);
+        let compile = compiling.elapsed();
+
+        if let Some(limit) = give_up_after {
+            // A run can take far longer than the whole budget (a loop order that binary
+            // searches a compressed level at every coordinate); a run in a child process
+            // that can be killed finds out first. It runs on one thread: OpenMP's thread
+            // pool does not survive `fork`.
+            let serial_limit = limit * candidate.point.threads.max(1) as u32;
+            match run_in_child(serial_limit, || {
+                kernel.set_threads(1);
+                kernel.run_timed(&refs, None).is_ok()
+            }) {
+                // An error the run returns is returned again by the run below, where it
+                // can be told apart (a format that cannot hold the result is unfit).
+                ChildRun::Finished | ChildRun::Returned => {}
+                ChildRun::TimedOut => return Err(MeasureError::TimedOut(serial_limit)),
+                ChildRun::Crashed(status) => {
+                    return Err(MeasureError::Failed(Error::Tune(format!(
+                        "the candidate `{}` crashed in a trial run (wait status {status})",
+                        candidate.point.key()
+                    ))))
+                }
+            }
+            kernel.set_threads(candidate.point.threads);
+        }
+        let (result, first) = kernel
+            .run_timed(&refs, None)
+            .map_err(MeasureError::from_run)?;
+        let warm_up = first.prepare + first.compute + first.assemble;
+        let error = reference::max_error(&result, &self.expected, &self.magnitude);
+        if error > TOLERANCE || error.is_nan() {
+            return Err(MeasureError::Failed(Error::Tune(format!(
+                "the candidate `{}` computes a result that differs from the reference's by \
+                 {error:.3e} of the terms' magnitude",
+                candidate.point.key()
+            ))));
+        }
+        // A candidate far slower than the best is known well enough from one run.
+        let mut times = vec![warm_up];
+        if give_up_after.is_none_or(|limit| warm_up < limit) {
+            times.clear();
+            let timing = Instant::now();
+            while times.len() < self.options.repeats.max(1) {
+                let (_, t) = kernel
+                    .run_timed(&refs, None)
+                    .map_err(MeasureError::from_run)?;
+                times.push(t.prepare + t.compute + t.assemble);
+                if timing.elapsed() >= self.options.cap {
+                    break;
+                }
+            }
+        }
+        Ok(Measurement {
+            runtime: median(&mut times),
+            runs: times.len(),
+            conversion,
+            compile,
+        })
+    }
+}
+
+/// Why a candidate has no measurement.
+#[derive(Debug, thiserror::Error)]
+pub enum MeasureError {
+    /// Its formats cannot hold these inputs or the result (a singleton level under a
+    /// parent with several entries, say): the formats' packing decides, per input.
+    #[error("its formats cannot hold these tensors: {0}")]
+    Unfit(#[source] TensorError),
+    /// One run took longer than this on one thread.
+    #[error("one run takes more than {0:?} on one thread")]
+    TimedOut(Duration),
+    /// It failed to compile, run or compute the reference's result: a bug, since every
+    /// point of the space should.
+    #[error(transparent)]
+    Failed(Error),
+}
+
+impl MeasureError {
+    /// A run's error: the output format that cannot hold the result is
+    /// [`MeasureError::Unfit`], anything else a failure.
+    fn from_run(e: Error) -> MeasureError {
+        match e {
+            Error::Tensor(t) => MeasureError::Unfit(t),
+            other => MeasureError::Failed(other),
+        }
+    }
+}
+
+/// How a run in a child process ended.
+enum ChildRun {
+    /// `work` returned true.
+    Finished,
+    /// `work` returned false.
+    Returned,
+    TimedOut,
+    /// It ended otherwise (a signal): the wait status.
+    Crashed(i32),
+}
+
+/// Run `work` in a forked child process, killing it after `limit`.
+fn run_in_child(limit: Duration, work: impl FnOnce() -> bool) -> ChildRun {
+    // SAFETY: the child only runs `work` (a kernel run: plain computation and allocation on
+    // this thread) and leaves with `_exit`, running no destructors or atexit handlers of
+    // the parent's state.
+    let pid = unsafe { libc::fork() };
+    if pid == 0 {
+        let ok = work();
+        // SAFETY: ends the child at once.
+        unsafe { libc::_exit(if ok { 0 } else { 1 }) };
+    }
+    if pid < 0 {
+        // No child could be made: run nothing, and let the measurement that follows take
+        // its time.
+        return ChildRun::Finished;
+    }
+    let started = Instant::now();
+    let mut pause = Duration::from_micros(100);
+    loop {
+        let mut status = 0;
+        // SAFETY: `pid` is our child; `status` is a valid out-parameter.
+        let waited = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
+        if waited == pid {
+            return match (libc::WIFEXITED(status), libc::WEXITSTATUS(status)) {
+                (true, 0) => ChildRun::Finished,
+                (true, 1) => ChildRun::Returned,
+                _ => ChildRun::Crashed(status),
+            };
+        }
+        if started.elapsed() > limit {
+            // SAFETY: kill and reap our own child.
+            unsafe {
+                libc::kill(pid, libc::SIGKILL);
+                libc::waitpid(pid, &mut status, 0);
+            }
+            return ChildRun::TimedOut;
+        }
+        std::thread::sleep(pause);
+        pause = (pause * 2).min(Duration::from_millis(10));
+    }
+}
+
+/// The median of `times` (the mean of the middle two for an even count).
+pub fn median(times: &mut [Duration]) -> Duration {
+    assert!(!times.is_empty(), "the median of no times");
+    times.sort_unstable();
+    let n = times.len();
+    if n % 2 == 1 {
+        times[n / 2]
+    } else {
+        (times[n / 2 - 1] + times[n / 2]) / 2
+    }
+}

@@ -1,0 +1,145 @@
+//! Autotuning: choosing the storage formats of the sparse operands and the schedule
+//! together, per input (WACO, `../shared/spec/autotuning-waco.md`).
+//!
+//! - [`space`]: the SuperSchedule template of a statement and its valid points;
+//! - [`measure`]: converting inputs, compiling and timing one candidate;
+//! - [`search`]: random search and the format-only baseline under a time budget;
+//! - [`augment`]: resized and block-densified variants of real inputs for data collection;
+//! - [`cache`]: results keyed by a fingerprint of the statement and the inputs' structure.
+//!
+//! ```no_run
+//! # use sparsec::{notation::cin::Statement, tensor::Tensor, tune};
+//! # fn demo(statement: &Statement, inputs: Vec<Tensor>) -> Result<(), sparsec::Error> {
+//! let options = tune::TuneOptions::default();
+//! let (tuned, choice) = tune::tune(statement, inputs.clone(), &options, |_| {})?;
+//! println!("{:.2}x over the default: {:?}", tuned.speedup(), choice);
+//! // Later, on inputs of the same structure, without searching:
+//! let again = tune::lookup(statement, &inputs, options.threads)?;
+//! assert_eq!(again, Some(choice));
+//! # Ok(()) }
+//! ```
+
+pub mod augment;
+pub mod cache;
+pub mod measure;
+pub mod search;
+pub mod space;
+
+use std::time::Duration;
+
+use crate::notation::cin::Statement;
+use crate::tensor::Tensor;
+use crate::Error;
+
+pub use cache::Choice;
+pub use measure::{MeasureError, MeasureOptions, Measurement, Measurer};
+pub use search::{Progress, Strategy, Tuned};
+pub use space::{Candidate, Draw, ParallelLoop, Point, Space};
+
+/// How [`tune`] searches.
+#[derive(Clone, Debug)]
+pub struct TuneOptions {
+    /// The most threads a point may use.
+    pub threads: usize,
+    /// Wall-clock budget of the search, compilation and measurement included.
+    pub budget: Duration,
+    /// How candidates are drawn.
+    pub strategy: Strategy,
+    /// Seed of the candidates' random draws.
+    pub seed: u64,
+    /// How each candidate is measured.
+    pub measure: MeasureOptions,
+}
+
+impl Default for TuneOptions {
+    fn default() -> TuneOptions {
+        TuneOptions {
+            threads: crate::kernel::default_threads(),
+            budget: Duration::from_secs(30),
+            strategy: Strategy::Random,
+            seed: 0,
+            measure: MeasureOptions::default(),
+        }
+    }
+}
+
+/// The space of `statement` on `inputs` (tensor `k + 1` of the statement at `k`, in their
+/// declared formats).
+pub fn space_of(statement: &Statement, inputs: &[Tensor], threads: usize) -> Space {
+    let input_entries: usize = inputs.iter().map(Tensor::stored_values).sum();
+    // The output's entries are not known before a run; the inputs' total bounds the
+    // memory its candidate formats may take.
+    let nonzeros: Vec<usize> = std::iter::once(input_entries)
+        .chain(inputs.iter().map(Tensor::stored_values))
+        .collect();
+    Space::new(statement, &nonzeros, threads)
+}
+
+/// Search for the best formats and schedule of `statement` on `inputs`, store the choice
+/// in the cache ([`cache::cache_dir`]) and return it with the search's figures.
+pub fn tune(
+    statement: &Statement,
+    inputs: Vec<Tensor>,
+    options: &TuneOptions,
+    progress: impl FnMut(&Progress),
+) -> Result<(Tuned, Choice), Error> {
+    let space = space_of(statement, &inputs, options.threads);
+    let key = cache::fingerprint(statement, &inputs, options.threads);
+    let measurer = Measurer::new(&space, inputs, options.measure.clone())?;
+    let tuned = search::search(
+        &space,
+        &measurer,
+        options.strategy,
+        options.budget,
+        options.seed,
+        progress,
+    )?;
+    let choice = choice_of(&space, &tuned);
+    cache::store(&cache::cache_dir(), &key, &choice)?;
+    Ok((tuned, choice))
+}
+
+/// The cached choice for `statement` on inputs of the structure of `inputs` with at most
+/// `threads` threads, if [`tune`] stored one.
+pub fn lookup(
+    statement: &Statement,
+    inputs: &[Tensor],
+    threads: usize,
+) -> Result<Option<Choice>, Error> {
+    let key = cache::fingerprint(statement, inputs, threads);
+    cache::load(&cache::cache_dir(), &key, |name| {
+        statement
+            .tensors
+            .iter()
+            .find(|t| t.name == name)
+            .map(|t| t.dims.len())
+    })
+}
+
+/// The choice a search made, by tensor name.
+pub fn choice_of(space: &Space, tuned: &Tuned) -> Choice {
+    Choice {
+        formats: space
+            .tuned()
+            .iter()
+            .zip(&tuned.best.formats)
+            .map(|(&t, f)| (space.statement().tensors[t].name.clone(), f.clone()))
+            .collect(),
+        schedule: tuned.best.schedule.clone(),
+        threads: tuned.best.threads,
+        speedup: tuned.speedup(),
+    }
+}
+
+impl Choice {
+    /// `statement` with this choice's formats.
+    pub fn apply_formats(&self, statement: &Statement) -> Statement {
+        let mut statement = statement.clone();
+        for (name, format) in &self.formats {
+            if let Some(t) = statement.tensors.iter_mut().find(|t| &t.name == name) {
+                t.format = format.clone();
+            }
+        }
+        statement
+    }
+}

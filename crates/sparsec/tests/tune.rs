@@ -1,0 +1,324 @@
+//! The autotuner: every point of the space lowers, compiles and computes the reference's
+//! result; a point's schedule text reproduces it; the cache round-trips; a search returns
+//! a measured choice.
+
+mod common;
+
+use std::time::Duration;
+
+use rand::SeedableRng;
+use sparsec::kernel::Backend;
+use sparsec::tensor::{Coo, Tensor};
+use sparsec::tune::{self, cache, Draw, MeasureError, MeasureOptions, Measurer, Strategy};
+
+use common::{random_coo, rng, statement};
+
+/// A kernel of the issue: expression, formats, and the shape of each input (its COO is
+/// drawn by the test).
+struct Kernel {
+    expr: &'static str,
+    formats: &'static [(&'static str, &'static str)],
+    inputs: &'static [(&'static str, Shape)],
+}
+
+/// How an input of a test kernel is shaped.
+#[derive(Clone, Copy)]
+enum Shape {
+    /// A sparse input of these dimensions and density.
+    Sparse(&'static [usize], f64),
+    /// A dense operand.
+    Dense(&'static [usize]),
+}
+
+const KERNELS: &[Kernel] = &[
+    Kernel {
+        expr: "y(i) = A(i,j) * x(j)",
+        formats: &[("A", "csr")],
+        inputs: &[
+            ("A", Shape::Sparse(&[13, 9], 0.2)),
+            ("x", Shape::Dense(&[9])),
+        ],
+    },
+    Kernel {
+        expr: "C(i,j) = A(i,k) * B(k,j)",
+        formats: &[("A", "csr")],
+        inputs: &[
+            ("A", Shape::Sparse(&[11, 8], 0.2)),
+            ("B", Shape::Dense(&[8, 4])),
+        ],
+    },
+    Kernel {
+        expr: "D(i,j) = A(i,j) * B(i,k) * C(k,j)",
+        formats: &[("A", "csr"), ("D", "csr")],
+        inputs: &[
+            ("A", Shape::Sparse(&[9, 10], 0.25)),
+            ("B", Shape::Dense(&[9, 4])),
+            ("C", Shape::Dense(&[4, 10])),
+        ],
+    },
+    Kernel {
+        expr: "D(i,j) = A(i,k,l) * B(k,j) * C(l,j)",
+        formats: &[("A", "sss")],
+        inputs: &[
+            ("A", Shape::Sparse(&[6, 5, 7], 0.1)),
+            ("B", Shape::Dense(&[5, 3])),
+            ("C", Shape::Dense(&[7, 3])),
+        ],
+    },
+    Kernel {
+        expr: "C(i,j) = A(i,k) * B(k,j)",
+        formats: &[("A", "csr"), ("B", "csr"), ("C", "csr")],
+        inputs: &[
+            ("A", Shape::Sparse(&[10, 8], 0.2)),
+            ("B", Shape::Sparse(&[8, 9], 0.2)),
+        ],
+    },
+    Kernel {
+        expr: "C(i,j) = A(i,j) + B(i,j)",
+        formats: &[("A", "csr"), ("B", "csr"), ("C", "csr")],
+        inputs: &[
+            ("A", Shape::Sparse(&[12, 7], 0.2)),
+            ("B", Shape::Sparse(&[12, 7], 0.3)),
+        ],
+    },
+    Kernel {
+        expr: "y(i,j) = A(i,j,k) * x(k)",
+        formats: &[("A", "sss")],
+        inputs: &[
+            ("A", Shape::Sparse(&[5, 6, 8], 0.15)),
+            ("x", Shape::Dense(&[8])),
+        ],
+    },
+];
+
+/// Variants of every sparse input: as drawn, empty, 1 x 1 (every dimension 1) and skewed
+/// (the first slice full, the rest as drawn).
+#[derive(Clone, Copy, Debug)]
+enum Variant {
+    Random,
+    Empty,
+    Unit,
+    Skewed,
+}
+
+fn inputs_of(kernel: &Kernel, variant: Variant, seed: u64) -> Vec<(&'static str, Coo)> {
+    let mut r = rng(seed);
+    kernel
+        .inputs
+        .iter()
+        .map(|&(name, shape)| {
+            let coo = match (shape, variant) {
+                (Shape::Dense(dims), Variant::Unit) | (Shape::Sparse(dims, _), Variant::Unit) => {
+                    random_coo(&mut r, &vec![1; dims.len()], 1.0)
+                }
+                (Shape::Dense(dims), _) => random_coo(&mut r, dims, 1.0),
+                (Shape::Sparse(dims, _), Variant::Empty) => Coo::empty(dims.to_vec()),
+                (Shape::Sparse(dims, density), Variant::Random) => {
+                    random_coo(&mut r, dims, density)
+                }
+                (Shape::Sparse(dims, density), Variant::Skewed) => {
+                    let mut coo = random_coo(&mut r, dims, density);
+                    let slice: usize = dims[1..].iter().product();
+                    for p in 0..slice {
+                        let mut rest = p;
+                        let mut c = vec![0i64; dims.len()];
+                        for m in (1..dims.len()).rev() {
+                            c[m] = (rest % dims[m]) as i64;
+                            rest /= dims[m];
+                        }
+                        coo.coords.extend(c);
+                        coo.values.push(1.0 + p as f64);
+                    }
+                    coo
+                }
+            };
+            (name, coo)
+        })
+        .collect()
+}
+
+fn quick(backend: Backend) -> MeasureOptions {
+    MeasureOptions {
+        repeats: 1,
+        cap: Duration::from_millis(50),
+        backend,
+    }
+}
+
+/// Every sampled point of every kernel compiles and computes the reference's result (the
+/// measurer checks it), on random, empty, 1 x 1 and skewed inputs; most through the JIT,
+/// a few through the C compiler (threads, OpenMP schedules); and rebuilding a point from
+/// its formats, schedule text and threads gives the same loops.
+#[test]
+fn every_sampled_point_computes_the_reference_result() {
+    let variants = [
+        Variant::Random,
+        Variant::Empty,
+        Variant::Unit,
+        Variant::Skewed,
+    ];
+    for (n, kernel) in KERNELS.iter().enumerate() {
+        let mut splits = 0;
+        let mut reformatted = 0;
+        let mut reordered = 0;
+        let mut total = 0;
+        let mut fit = 0;
+        for (v, &variant) in variants.iter().enumerate() {
+            let seed = (n * 10 + v) as u64;
+            let inputs = inputs_of(kernel, variant, seed);
+            let (stmt, tensors) = statement(kernel.expr, kernel.formats, &inputs, &[]);
+            let space = tune::space_of(&stmt, &tensors, 4);
+            let default = space.default_point().expect("the default point");
+            let jit = Measurer::new(&space, tensors.clone(), quick(Backend::Jit)).unwrap();
+            let c = Measurer::new(&space, tensors.clone(), quick(Backend::C)).unwrap();
+            let mut draws = rand::rngs::StdRng::seed_from_u64(seed);
+            let what = format!("{} on {variant:?} inputs", kernel.expr);
+            for k in 0..12 {
+                let draw = if k % 4 == 3 {
+                    Draw::FormatsOnly
+                } else {
+                    Draw::Everything
+                };
+                let candidate = space
+                    .sample(&mut draws, draw)
+                    .unwrap_or_else(|| panic!("{what}: no point found"));
+                let point = &candidate.point;
+                let measurer = if k < 2 { &c } else { &jit };
+                match measurer.measure(&space, &candidate, None) {
+                    Ok(_) => fit += 1,
+                    // The formats cannot hold these inputs (a singleton level under a
+                    // parent with several entries): not a point for them.
+                    Err(MeasureError::Unfit(_)) => {}
+                    Err(e) => panic!("{what}: {}: {e}", point.key()),
+                }
+                let again = space
+                    .candidate(point.formats.clone(), &point.schedule, point.threads)
+                    .unwrap_or_else(|_| panic!("{what}: {} does not rebuild", point.key()));
+                assert_eq!(again.point, *point, "{what}");
+                total += 1;
+                splits += usize::from(point.splits.iter().any(|&s| s > 1));
+                reformatted += usize::from(point.formats != default.point.formats);
+                reordered += usize::from(point.order != default.point.order);
+            }
+        }
+        // The space is not degenerate: formats change, and schedules split and reorder.
+        eprintln!(
+            "{}: {total} points, {fit} fit, {reformatted} reformatted, {splits} split, \
+             {reordered} reordered",
+            kernel.expr
+        );
+        assert!(
+            fit > total / 2,
+            "{}: most points cannot hold the inputs",
+            kernel.expr
+        );
+        assert!(
+            reformatted > total / 3,
+            "{}: formats rarely change",
+            kernel.expr
+        );
+        assert!(splits > 0, "{}: no point splits", kernel.expr);
+    }
+}
+
+/// The cache stores and loads a choice; the fingerprint follows the structure of the
+/// inputs, not their values, and the thread count.
+#[test]
+fn cache_round_trip_and_fingerprint() {
+    let kernel = &KERNELS[0];
+    let inputs = inputs_of(kernel, Variant::Random, 1);
+    let (stmt, tensors) = statement(kernel.expr, kernel.formats, &inputs, &[]);
+    let key = cache::fingerprint(&stmt, &tensors, 2);
+    assert_eq!(key, cache::fingerprint(&stmt, &tensors, 2));
+    assert_ne!(key, cache::fingerprint(&stmt, &tensors, 1));
+
+    // New values, same structure: same fingerprint.
+    let mut revalued = tensors.clone();
+    for p in 0..revalued[0].values().len() {
+        let x = revalued[0].values().get(p);
+        revalued[0].values_mut().set(p, x * 2.0 + 1.0);
+    }
+    assert_eq!(key, cache::fingerprint(&stmt, &revalued, 2));
+
+    // One more nonzero: another fingerprint.
+    let mut coo = inputs[0].1.clone();
+    let full = Tensor::from_coo(&coo, &tensors[0].format().clone(), Default::default()).unwrap();
+    let missing = (0..13 * 9)
+        .map(|p| [(p / 9) as i64, (p % 9) as i64])
+        .find(|c| {
+            let mut found = false;
+            full.for_each_stored(|s, _| found |= s == c);
+            !found
+        })
+        .expect("a free position");
+    coo.coords.extend(missing);
+    coo.values.push(1.0);
+    let mut grown = tensors.clone();
+    grown[0] = Tensor::from_coo(&coo, tensors[0].format(), Default::default()).unwrap();
+    assert_ne!(key, cache::fingerprint(&stmt, &grown, 2));
+
+    let dir = tempfile::tempdir().unwrap();
+    let order_of = |name: &str| {
+        stmt.tensors
+            .iter()
+            .find(|t| t.name == name)
+            .map(|t| t.dims.len())
+    };
+    assert_eq!(cache::load(dir.path(), &key, order_of).unwrap(), None);
+    let choice = tune::Choice {
+        formats: vec![(
+            "A".to_string(),
+            sparsec::format::Format::parse("sd:1,0", 2).unwrap(),
+        )],
+        schedule: "split(i,i0,i1,4),parallelize(i0,CPUThread,NoRaces,dynamic,8)".to_string(),
+        threads: 2,
+        speedup: 1.5,
+    };
+    cache::store(dir.path(), &key, &choice).unwrap();
+    assert_eq!(
+        cache::load(dir.path(), &key, order_of).unwrap(),
+        Some(choice)
+    );
+
+    // A damaged entry is an error naming the file and line, not a panic or a silent miss.
+    std::fs::write(
+        dir.path().join(format!("{key}.txt")),
+        "sparsec-tune 1\nthreads x\n",
+    )
+    .unwrap();
+    let err = cache::load(dir.path(), &key, order_of)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains(":2:"), "{err}");
+}
+
+/// Both searches return a measured choice at least as fast as the default they measured,
+/// count their candidates, and every candidate they measured was correct.
+#[test]
+fn searches_return_measured_choices() {
+    let kernel = &KERNELS[0];
+    let inputs = inputs_of(kernel, Variant::Random, 3);
+    let (stmt, tensors) = statement(kernel.expr, kernel.formats, &inputs, &[]);
+    let space = tune::space_of(&stmt, &tensors, 2);
+    let measurer = Measurer::new(&space, tensors, quick(Backend::Jit)).unwrap();
+    for strategy in [Strategy::Random, Strategy::FormatOnly] {
+        let mut calls = 0;
+        let tuned = tune::search::search(
+            &space,
+            &measurer,
+            strategy,
+            Duration::from_millis(300),
+            7,
+            |_| calls += 1,
+        )
+        .unwrap();
+        assert!(tuned.failures.is_empty(), "{:?}", tuned.failures);
+        assert_eq!(calls + 1, tuned.measured);
+        assert!(tuned.measured > 1, "{}: nothing measured", strategy.name());
+        assert!(tuned.best_measurement.runtime <= tuned.default_measurement.runtime);
+        assert!(tuned.speedup() >= 1.0);
+        if strategy == Strategy::FormatOnly {
+            assert_eq!(tuned.best.schedule, "");
+        }
+    }
+}
