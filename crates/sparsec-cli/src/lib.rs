@@ -9,4 +9,5 @@ pub mod formats;
 pub mod info;
 pub mod run;
 pub mod spec;
+pub mod spf;
 pub mod taco;

@@ -21,8 +21,8 @@
 //! println!("{:?}", y.to_coo());
 //! ```
 
-mod bind;
-mod native;
+pub(crate) mod bind;
+pub(crate) mod native;
 
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -546,7 +546,7 @@ impl Assembled {
 }
 
 /// `OMP_NUM_THREADS` when set, else the number of cores.
-fn default_threads() -> usize {
+pub(crate) fn default_threads() -> usize {
     std::env::var("OMP_NUM_THREADS")
         .ok()
         .and_then(|v| v.split(',').next()?.trim().parse().ok())
