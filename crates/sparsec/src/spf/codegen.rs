@@ -53,6 +53,8 @@ struct Scheduled<'p> {
     stmt: &'p Statement,
     /// Per execution dimension: `Some(c)` for a constant, `None` for a loop.
     dims: Vec<Option<i64>>,
+    /// Per execution dimension, the domain variable it scans (for printed names).
+    names: Vec<String>,
     constraints: Vec<Constraint>,
     target: Access,
     value: BodyExpr,
@@ -67,14 +69,6 @@ struct Space {
 
 /// Lower a parsed computation.
 pub fn lower(prog: &Program) -> Result<Lowered, SpfError> {
-    let Some(output) = &prog.output else {
-        return Err(SpfError::general(
-            "a computation needs an `output NAME[dims];`".into(),
-        ));
-    };
-    if prog.statements.is_empty() {
-        return Err(SpfError::general("a computation needs a statement".into()));
-    }
     let symbols = prog.symbols();
     let mut formats = Vec::new();
     for input in &prog.inputs {
@@ -82,6 +76,11 @@ pub fn lower(prog: &Program) -> Result<Lowered, SpfError> {
             .map_err(|e| SpfError::new(format!("{e}"), input.span))?;
         formats.push(format);
     }
+    let Some(output) = &prog.output else {
+        return Err(SpfError::general(
+            "a computation needs an `output NAME[dims];`".into(),
+        ));
+    };
     let mut operands = vec![OperandInfo {
         hint: output.name.clone(),
         values: ValueType::F64,
@@ -103,6 +102,9 @@ pub fn lower(prog: &Program) -> Result<Lowered, SpfError> {
     };
     cx.bind_ufs()?;
     cx.bind_spaces()?;
+    if prog.statements.is_empty() {
+        return Err(SpfError::general("a computation needs a statement".into()));
+    }
     let scheduled = prog
         .statements
         .iter()
@@ -202,6 +204,10 @@ fn schedule_statement(stmt: &Statement) -> Result<Scheduled<'_>, SpfError> {
         .iter()
         .map(Affine::as_constant)
         .collect();
+    let mut names = vec![String::new(); stmt.schedule.outputs.len()];
+    for (v, &(d, _, _)) in inverse.iter().enumerate() {
+        names[d] = stmt.domain.vars[v].clone();
+    }
     let constraints = stmt
         .domain
         .constraints
@@ -230,6 +236,7 @@ fn schedule_statement(stmt: &Statement) -> Result<Scheduled<'_>, SpfError> {
     Ok(Scheduled {
         stmt,
         dims,
+        names,
         constraints,
         target: access(&stmt.target),
         value: body(&stmt.value, &access),
@@ -517,7 +524,8 @@ impl Context<'_> {
         let empty = Expr::bin(BinOp::Gt, lo.clone(), hi.clone());
         let inside = Expr::and(Expr::bin(BinOp::Ge, lo, Expr::Int(0)), Expr::lt(hi, size));
         let check = ir::simplify(&Expr::bin(BinOp::Or, empty, inside));
-        if check != Expr::Bool(true) {
+        let known = self.function.assumptions.iter().any(|(c, _)| *c == check);
+        if check != Expr::Bool(true) && !known {
             self.function.assumptions.push((
                 check,
                 format!(
@@ -616,20 +624,38 @@ impl Context<'_> {
         Some((ir::simplify(&lo), ir::simplify(&hi)))
     }
 
+    /// `e` as an IR expression: positive terms first, then the negative ones subtracted
+    /// and the constant, without unit coefficients.
     fn affine(&self, e: &Affine, env: &[Option<Var>]) -> Expr {
-        let mut out = Expr::Int(e.constant);
-        for (c, t) in &e.terms {
-            let term = match t {
-                Term::Var(d) => Expr::Var(env[*d].expect("outer dimensions are bound")),
-                Term::Sym(s) => self.symbol(s),
-                Term::Uf(name, args) => {
-                    let array = self.ufs[self.uf_number(name)].1;
-                    Expr::load(array, self.affine(&args[0], env))
-                }
-            };
-            out = out + Expr::Int(*c) * term;
+        let term = |t: &Term| match t {
+            Term::Var(d) => Expr::Var(env[*d].expect("outer dimensions are bound")),
+            Term::Sym(s) => self.symbol(s),
+            Term::Uf(name, args) => {
+                let array = self.ufs[self.uf_number(name)].1;
+                Expr::load(array, self.affine(&args[0], env))
+            }
+        };
+        let scaled = |c: i64, t: &Term| match c.abs() {
+            1 => term(t),
+            k => Expr::Int(k) * term(t),
+        };
+        let mut out: Option<Expr> = None;
+        for (c, t) in e.terms.iter().filter(|(c, _)| *c > 0) {
+            let x = scaled(*c, t);
+            out = Some(match out {
+                Some(o) => o + x,
+                None => x,
+            });
         }
-        ir::simplify(&out)
+        for (c, t) in e.terms.iter().filter(|(c, _)| *c < 0) {
+            out = Some(out.unwrap_or(Expr::Int(0)) - scaled(*c, t));
+        }
+        match (out, e.constant) {
+            (None, k) => Expr::Int(k),
+            (Some(o), 0) => o,
+            (Some(o), k) if k < 0 => o - Expr::Int(-k),
+            (Some(o), k) => o + Expr::Int(k),
+        }
     }
 
     fn constraint(&self, c: &Constraint, env: &[Option<Var>]) -> Expr {
@@ -785,8 +811,7 @@ impl Context<'_> {
             .iter()
             .map(|i| classify(&all[i.stmt].constraints, d))
             .collect();
-        let hint = all[items[0].stmt].stmt.domain.vars.get(d).cloned();
-        let hint = hint.unwrap_or_else(|| format!("c{d}"));
+        let hint = all[items[0].stmt].names[d].clone();
         let defined = ats.iter().filter(|a| a.definition.is_some()).count();
         if defined > 0 {
             let first = ats[0].definition.clone();
@@ -827,18 +852,14 @@ impl Context<'_> {
                     all[item.stmt].stmt.span,
                 ));
             }
-            let lower = at
-                .lower
-                .iter()
-                .map(|b| self.affine(b, env))
-                .reduce(Expr::max);
-            let upper = at
-                .upper
-                .iter()
-                .map(|b| self.affine(b, env) + Expr::Int(1))
-                .reduce(Expr::min);
-            starts.push(ir::simplify(&lower.expect("nonempty")));
-            ends.push(ir::simplify(&upper.expect("nonempty")));
+            let lower = dedup(at.lower.iter().map(|b| self.affine(b, env)));
+            let upper = dedup(
+                at.upper
+                    .iter()
+                    .map(|b| self.affine(&b.add_scaled(1, &Affine::constant(1)), env)),
+            );
+            starts.push(lower.into_iter().reduce(Expr::max).expect("nonempty"));
+            ends.push(upper.into_iter().reduce(Expr::min).expect("nonempty"));
         }
         let same = starts.iter().all(|s| *s == starts[0]) && ends.iter().all(|e| *e == ends[0]);
         if !same
@@ -863,8 +884,11 @@ impl Context<'_> {
                 ));
             }
         }
-        let start = starts.into_iter().reduce(Expr::min).expect("nonempty");
-        let end = ends.into_iter().reduce(Expr::max).expect("nonempty");
+        let start = dedup(starts)
+            .into_iter()
+            .reduce(Expr::min)
+            .expect("nonempty");
+        let end = dedup(ends).into_iter().reduce(Expr::max).expect("nonempty");
         let body = self.scan(all, d + 1, items, env, false, leaf)?;
         env[d] = None;
         Ok(vec![Stmt::For(Loop {
@@ -946,19 +970,26 @@ impl Context<'_> {
                 kind: LoopKind::Serial,
             })
         };
-        // Inspector: the statements' loops in their sequential order, computing levels.
-        let mut out = self.scan(
-            all,
-            0,
-            items.clone(),
-            env,
-            false,
-            &Leaf::Levels {
+        // Inspector: the loops of the statements that read earlier rows, in their
+        // sequential order, computing levels.
+        let writers = deps::row_functions(&scheduled_views(all))?;
+        let readers: Vec<Item> = items
+            .iter()
+            .filter(|i| {
+                let s = &all[i.stmt];
+                !deps::flow_sources(&writers, &s.value, &s.constraints).is_empty()
+            })
+            .cloned()
+            .collect();
+        let mut out = Vec::new();
+        if !readers.is_empty() {
+            let leaf = Leaf::Levels {
                 lev,
                 first: first.clone(),
-                rows: deps::row_functions(&scheduled_views(all))?,
-            },
-        )?;
+                rows: writers,
+            };
+            out = self.scan(all, 0, readers, env, false, &leaf)?;
+        }
         // Count the rows of each level, then place the rows in level order.
         out.push(Stmt::Decl(levels, Expr::Int(0)));
         out.push(counted(
@@ -1038,6 +1069,17 @@ fn parallel_kind() -> LoopKind {
         reductions: Vec::new(),
         locals: Vec::new(),
     }
+}
+
+/// The expressions, each once, in order.
+fn dedup(exprs: impl IntoIterator<Item = Expr>) -> Vec<Expr> {
+    let mut out: Vec<Expr> = Vec::new();
+    for e in exprs {
+        if !out.contains(&e) {
+            out.push(e);
+        }
+    }
+    out
 }
 
 fn conjunction(conds: Vec<Expr>) -> Expr {

@@ -3,6 +3,7 @@
 //! arrays and scalars laid out in the generated function's signature, as
 //! [`crate::kernel::Kernel`] does for index notation.
 
+use std::borrow::Cow;
 use std::ffi::c_void;
 
 use super::codegen::{self, Extra, Lowered};
@@ -131,8 +132,13 @@ impl SpfKernel {
                     )));
                 }
             }
-            let mut t = tensor.convert(format)?;
-            cast_values(&mut t, ValueType::F64);
+            let t = if tensor.format() == format && tensor.value_type() == ValueType::F64 {
+                Cow::Borrowed(tensor)
+            } else {
+                let mut t = tensor.convert(format)?;
+                cast_values(&mut t, ValueType::F64);
+                Cow::Owned(t)
+            };
             operands.push(t);
         }
         let symbols: Vec<i64> = symbols
@@ -165,6 +171,19 @@ impl SpfKernel {
                 .array(kind)
                 .expect("checked when lowering")
         };
+        // The range of a UF's values: segment bounds increase (an invariant checked when a
+        // tensor is built or read), so they lie between the first and the last; coordinate
+        // arrays are scanned (a hashed level marks empty slots with negative values).
+        let uf_range = |n: usize| -> (i64, i64) {
+            match (prog.ufs[n].array, uf_array(n)) {
+                (_, []) => (0, -1),
+                (UfArray::Pos, [first, .., last]) => (*first, *last),
+                (UfArray::Pos, [only]) => (*only, *only),
+                (UfArray::Crd, a) => a
+                    .iter()
+                    .fold((i64::MAX, i64::MIN), |(lo, hi), &x| (lo.min(x), hi.max(x))),
+            }
+        };
         let mut params: Vec<i64> = Vec::new();
         for arg in &self.generated.signature.scalars {
             params.push(match *arg {
@@ -173,8 +192,8 @@ impl SpfKernel {
                     match self.lowered.extras[n - symbols.len()] {
                         Extra::ValuesLen { input } => operands[input].values().len() as i64,
                         Extra::UfLen(u) => uf_array(u).len() as i64,
-                        Extra::UfMin(u) => uf_array(u).iter().copied().min().unwrap_or(0),
-                        Extra::UfMax(u) => uf_array(u).iter().copied().max().unwrap_or(-1),
+                        Extra::UfMin(u) => uf_range(u).0,
+                        Extra::UfMax(u) => uf_range(u).1,
                     }
                 }
                 ScalarArg::Param(ParamRef::Level {
