@@ -12,5 +12,6 @@ pub mod info;
 pub mod plot;
 pub mod run;
 pub mod spec;
+pub mod spf;
 pub mod taco;
 pub mod tune;

@@ -1,7 +1,7 @@
 //! The `sparsec` command line: a thin dispatcher over the library's module per subcommand.
 
 use clap::{Parser, Subcommand};
-use sparsec_cli::{convert, emit, formats, info, run, taco, tune};
+use sparsec_cli::{convert, emit, formats, info, run, spf, taco, tune};
 
 /// sparsec: a sparse tensor algebra compiler.
 #[derive(Parser)]
@@ -31,6 +31,9 @@ enum Command {
     Run(run::RunArgs),
     /// Print the C code generated for a tensor index notation statement.
     Emit(emit::EmitArgs),
+    /// Sparse polyhedral computations (`.spf` files): print their code or run them.
+    #[command(subcommand)]
+    Spf(spf::SpfCommand),
     /// Run a TACO command line unchanged: `sparsec taco "y(i) = A(i,j) * x(j)" -f=A:ds ...`.
     Taco(taco::TacoArgs),
     /// Choose the sparse operands' formats and the schedule together for given inputs.
@@ -47,5 +50,6 @@ fn main() -> miette::Result<()> {
         Command::Emit(args) => emit::emit(&args),
         Command::Taco(args) => taco::taco(&args),
         Command::Tune(args) => tune::tune(&args),
+        Command::Spf(cmd) => spf::spf(&cmd),
     }
 }

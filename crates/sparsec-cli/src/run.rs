@@ -359,7 +359,7 @@ fn use_tuned_choice(
 
 /// Refuse an output file that cannot be written, before anything is computed: a kind that
 /// cannot hold a tensor of `order`, or a directory that does not exist.
-fn check_output_kind(path: &Path, order: usize) -> Result<()> {
+pub(crate) fn check_output_kind(path: &Path, order: usize) -> Result<()> {
     let kind = io::FileKind::from_path(path).map_err(Report::new)?;
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         if !dir.is_dir() {
@@ -380,7 +380,8 @@ fn check_output_kind(path: &Path, order: usize) -> Result<()> {
     Ok(())
 }
 
-fn write_output(path: &Path, result: &Tensor) -> Result<()> {
+/// Write a result to `path` (dense vectors and matrices as MatrixMarket arrays).
+pub(crate) fn write_output(path: &Path, result: &Tensor) -> Result<()> {
     let dense_matrix_market = io::FileKind::from_path(path).ok()
         == Some(io::FileKind::MatrixMarket)
         && result.format().is_all_dense()
@@ -473,7 +474,8 @@ fn finish_compiling(kernel: &Kernel) {
     }
 }
 
-fn report_phase(name: &str, mut times: Vec<Duration>) {
+/// Print the median, min and max of one phase's times.
+pub(crate) fn report_phase(name: &str, mut times: Vec<Duration>) {
     times.sort_unstable();
     let n = times.len();
     let median = if n % 2 == 1 {
@@ -515,7 +517,7 @@ fn shape_text(t: &Tensor) -> String {
 }
 
 /// A short description of the result and its first entries.
-fn print_summary(name: &str, result: &Tensor) {
+pub(crate) fn print_summary(name: &str, result: &Tensor) {
     const SHOWN: usize = 8;
     let coo = result.to_coo();
     crate::outln!("{name}: {}", shape_text(result));

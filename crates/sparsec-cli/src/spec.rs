@@ -440,7 +440,7 @@ impl Problem {
 /// `1 x n` file read for a vector becomes an order-1 tensor, and a file holding one
 /// component (a `1 x 1` matrix or a length-1 vector) read for a scalar becomes an order-0
 /// tensor. Only these; a scalar file is never widened, so other mismatches reach `bind`.
-fn fit_order(data: TensorFile, order: usize) -> TensorFile {
+pub(crate) fn fit_order(data: TensorFile, order: usize) -> TensorFile {
     let dims = data.dims().to_vec();
     let keep: Vec<usize> = match (order, &dims[..]) {
         (1, &[rows, cols]) if rows == 1 || cols == 1 => vec![if cols == 1 { 0 } else { 1 }],

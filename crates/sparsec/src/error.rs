@@ -32,6 +32,10 @@ pub enum Error {
     /// A tensor could not be built in the requested format.
     #[error(transparent)]
     Tensor(#[from] TensorError),
+    /// A sparse polyhedral computation does not parse or cannot be compiled.
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Spf(#[from] crate::spf::SpfError),
     /// Inputs do not match the compiled statement.
     #[error("{0}")]
     Input(String),

@@ -60,6 +60,7 @@ pub mod memory;
 pub mod notation;
 pub mod reference;
 pub mod schedule;
+pub mod spf;
 pub mod tensor;
 pub mod tune;
 

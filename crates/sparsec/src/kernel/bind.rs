@@ -133,7 +133,8 @@ impl Kernel {
     }
 }
 
-fn cast_values(t: &mut Tensor, ty: ValueType) {
+/// Convert `t`'s values to `ty` in place.
+pub(crate) fn cast_values(t: &mut Tensor, ty: ValueType) {
     if t.value_type() == ty {
         return;
     }

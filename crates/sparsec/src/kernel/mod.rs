@@ -21,8 +21,8 @@
 //! println!("{:?}", y.to_coo());
 //! ```
 
-mod bind;
-mod native;
+pub(crate) mod bind;
+pub(crate) mod native;
 
 use std::sync::Mutex;
 use std::time::{Duration, Instant};

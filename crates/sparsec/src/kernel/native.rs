@@ -14,12 +14,12 @@ use crate::jit::{self, JitError, Toolchain};
 use crate::Error;
 
 /// `int sparsec_kernel(void **arrays, const int64_t *params, sparsec_buffer *out)`.
-pub(super) type KernelFn =
+pub(crate) type KernelFn =
     unsafe extern "C" fn(*mut *mut c_void, *const i64, *mut RawBuffer) -> i32;
 
 /// Native code of one kernel.
-pub(super) struct Code {
-    pub(super) entry: KernelFn,
+pub(crate) struct Code {
+    pub(crate) entry: KernelFn,
     /// [`Backend::C`] or [`Backend::Jit`]: which one produced it.
     pub(super) backend: Backend,
     /// Produced now rather than found in the kernel cache.
@@ -30,7 +30,7 @@ pub(super) struct Code {
 
 impl Code {
     /// The C translation unit `source`, compiled (or found in the cache) and loaded.
-    pub(super) fn c(source: &str, toolchain: &Toolchain) -> Result<Code, JitError> {
+    pub(crate) fn c(source: &str, toolchain: &Toolchain) -> Result<Code, JitError> {
         Code::from_library(jit::load(source, toolchain)?)
     }
 

@@ -1,0 +1,132 @@
+//! `sparsec spf emit|run`: print the C code of a sparse polyhedral computation (`.spf`,
+//! see docs/spf.md), or run it on tensor files with the input, output and timing
+//! conventions of `sparsec run`.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use miette::{miette, IntoDiagnostic, Report, Result, WrapErr};
+use sparsec::format::Format;
+use sparsec::io::{self, TensorFile};
+use sparsec::jit::Toolchain;
+use sparsec::spf::SpfKernel;
+use sparsec::tensor::{Tensor, ValueType};
+
+use crate::run::{check_output_kind, print_summary, report_phase, write_output};
+use crate::spec::{self, fit_order, split_pair};
+
+/// The `spf` subcommands.
+#[derive(clap::Subcommand, Debug, Clone)]
+pub enum SpfCommand {
+    /// Print the C code generated for a computation.
+    Emit {
+        /// The computation (`.spf`).
+        program: PathBuf,
+    },
+    /// Run a computation on tensor files.
+    Run(SpfRunArgs),
+}
+
+/// `sparsec spf run PROG -i NAME:FILE ... [-o NAME:FILE] [--threads N] [--time N]`.
+#[derive(clap::Args, Debug, Clone)]
+#[command(
+    after_help = "EXAMPLE:\n  sparsec spf run examples/spf/lower_solve_wavefront.spf \
+                        -i L:l.mtx -i b:b.mtx -o x:x.mtx --threads 2 --time 10"
+)]
+pub struct SpfRunArgs {
+    /// The computation (`.spf`).
+    pub program: PathBuf,
+    /// Read an input from a file (.mtx, .tns, .spt).
+    #[arg(short = 'i', long = "input", value_name = "NAME:FILE")]
+    pub inputs: Vec<String>,
+    /// Write the output to a file (.mtx, .tns or .spt).
+    #[arg(short = 'o', long = "output", value_name = "NAME:FILE")]
+    pub output: Option<String>,
+    /// Threads of parallel loops (default: OMP_NUM_THREADS, else all cores).
+    #[arg(long, value_name = "N", value_parser = spec::thread_count)]
+    pub threads: Option<usize>,
+    /// Run N times after one warm-up and report the median, min and max times.
+    #[arg(long, value_name = "N", value_parser = spec::positive)]
+    pub time: Option<usize>,
+}
+
+/// Run an `spf` subcommand.
+pub fn spf(cmd: &SpfCommand) -> Result<()> {
+    match cmd {
+        SpfCommand::Emit { program } => {
+            let kernel = compile(program)?;
+            crate::out!("{}", kernel.source());
+            Ok(())
+        }
+        SpfCommand::Run(args) => run(args),
+    }
+}
+
+fn compile(path: &Path) -> Result<SpfKernel> {
+    let text = std::fs::read_to_string(path)
+        .into_diagnostic()
+        .wrap_err_with(|| format!("cannot read {}", path.display()))?;
+    SpfKernel::compile(&path.display().to_string(), &text, &Toolchain::default())
+        .map_err(Report::new)
+}
+
+fn run(args: &SpfRunArgs) -> Result<()> {
+    let mut kernel = compile(&args.program)?;
+    if let Some(n) = args.threads {
+        kernel.set_threads(n);
+    }
+    let output = match &args.output {
+        Some(text) => {
+            let (name, file) = split_pair("-o", text, "FILE")?;
+            if name != kernel.output_name() {
+                return Err(miette!(
+                    "-o {text}: the output of this computation is `{}`",
+                    kernel.output_name()
+                ));
+            }
+            check_output_kind(Path::new(file), 2)?;
+            Some(PathBuf::from(file))
+        }
+        None => None,
+    };
+    let mut tensors: Vec<(String, Tensor)> = Vec::new();
+    for text in &args.inputs {
+        let (name, file) = split_pair("-i", text, "FILE")?;
+        let order = kernel.input_order(name).ok_or_else(|| {
+            miette!(
+                "-i {text}: `{name}` is not an input of this computation (inputs: {})",
+                kernel.input_names().join(", ")
+            )
+        })?;
+        let data = io::read_any(file).map_err(Report::new)?;
+        let tensor = match fit_order(data, order) {
+            TensorFile::Binary(t) => t,
+            other => {
+                let coo = other.into_coo();
+                // Every input has at least one dimension (the grammar asks for one).
+                let format = Format::parse("coo", coo.dims.len()).map_err(|e| miette!("{e}"))?;
+                Tensor::from_coo(&coo, &format, ValueType::F64)
+                    .map_err(|e| miette!("-i {text}: {e}"))?
+            }
+        };
+        tensors.push((name.to_string(), tensor));
+    }
+    let inputs: Vec<(&str, &Tensor)> = tensors.iter().map(|(n, t)| (n.as_str(), t)).collect();
+    let result = kernel.run(&inputs).map_err(Report::new)?;
+    if let Some(n) = args.time {
+        let times: Vec<Duration> = (0..n)
+            .map(|_| {
+                let start = Instant::now();
+                kernel.run(&inputs).map(|_| start.elapsed())
+            })
+            .collect::<Result<_, _>>()
+            .map_err(Report::new)?;
+        crate::outln!("{n} runs (after one warm-up):");
+        report_phase("run", times);
+    }
+    match output {
+        Some(path) => write_output(&path, &result)?,
+        None => print_summary(kernel.output_name(), &result),
+    }
+    Ok(())
+}

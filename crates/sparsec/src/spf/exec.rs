@@ -1,0 +1,260 @@
+//! Compiling a computation with the C backend and running it on tensors: inputs are
+//! converted to the declared formats, symbols bound from their dimensions, and the
+//! arrays and scalars laid out in the generated function's signature, as
+//! [`crate::kernel::Kernel`] does for index notation.
+
+use std::borrow::Cow;
+use std::ffi::c_void;
+
+use super::codegen::{self, Extra, Lowered};
+use super::parse::{Dim, Program, UfArray};
+use super::{parse_program, SpfError};
+use crate::codegen::abi;
+use crate::codegen::c::{self, CKernel};
+use crate::codegen::runtime::{sys, RawBuffer};
+use crate::ir::{ArrayKind, ArrayRef, ParamRef, ScalarArg};
+use crate::jit::Toolchain;
+use crate::kernel::bind::cast_values;
+use crate::kernel::default_threads;
+use crate::kernel::native::Code;
+use crate::tensor::{Tensor, ValueType, Values};
+use crate::Error;
+
+/// A compiled computation.
+pub struct SpfKernel {
+    program: Program,
+    lowered: Lowered,
+    generated: CKernel,
+    code: Code,
+    threads: usize,
+}
+
+impl SpfKernel {
+    /// Parse, lower and compile the computation `text` (`name` labels its diagnostics).
+    pub fn compile(name: &str, text: &str, toolchain: &Toolchain) -> Result<SpfKernel, Error> {
+        let with_source = |e: SpfError| Error::Spf(e.in_source(name, text));
+        let program = parse_program(text).map_err(with_source)?;
+        let lowered = codegen::lower(&program).map_err(with_source)?;
+        let generated = c::emit(&lowered.function)?;
+        let code = Code::c(&generated.source, toolchain)?;
+        Ok(SpfKernel {
+            program,
+            lowered,
+            generated,
+            code,
+            threads: default_threads(),
+        })
+    }
+
+    /// The generated C translation unit.
+    pub fn source(&self) -> &str {
+        &self.generated.source
+    }
+
+    /// The lowered computation (its IR function and argument bindings).
+    pub fn lowered(&self) -> &Lowered {
+        &self.lowered
+    }
+
+    /// The declared inputs' names, in declaration order.
+    pub fn input_names(&self) -> Vec<&str> {
+        self.program
+            .inputs
+            .iter()
+            .map(|t| t.name.as_str())
+            .collect()
+    }
+
+    /// The number of dimensions input `name` is declared with, if it is an input.
+    pub fn input_order(&self, name: &str) -> Option<usize> {
+        let decl = self.program.inputs.iter().find(|t| t.name == name)?;
+        Some(decl.dims.len())
+    }
+
+    /// The output's name.
+    pub fn output_name(&self) -> &str {
+        &self
+            .program
+            .output
+            .as_ref()
+            .expect("lowering checked it")
+            .name
+    }
+
+    /// Threads of parallel loops.
+    pub fn set_threads(&mut self, n: usize) {
+        self.threads = n.max(1);
+    }
+
+    /// Run on `inputs` (by name); returns the output, dense.
+    pub fn run(&self, inputs: &[(&str, &Tensor)]) -> Result<Tensor, Error> {
+        let prog = &self.program;
+        for (name, _) in inputs {
+            if !prog.inputs.iter().any(|t| t.name == *name) {
+                return Err(Error::Input(format!(
+                    "`{name}` is not an input of this computation (inputs: {})",
+                    self.input_names().join(", ")
+                )));
+            }
+        }
+        let mut symbols: Vec<Option<i64>> = vec![None; self.lowered.symbols.len()];
+        let mut operands = Vec::with_capacity(prog.inputs.len());
+        for (decl, format) in prog.inputs.iter().zip(&self.lowered.formats) {
+            let tensor = inputs
+                .iter()
+                .find(|(n, _)| *n == decl.name)
+                .map(|(_, t)| *t)
+                .ok_or_else(|| Error::Input(format!("input `{}` is missing", decl.name)))?;
+            if tensor.order() != decl.dims.len() {
+                return Err(Error::Input(format!(
+                    "`{}` is declared with {} dimensions but has {}",
+                    decl.name,
+                    decl.dims.len(),
+                    tensor.order()
+                )));
+            }
+            for (k, (dim, &size)) in decl.dims.iter().zip(tensor.dims()).enumerate() {
+                let size = size as i64;
+                let (expected, what) = match dim {
+                    Dim::Int(n) => (Some(*n), format!("{n}")),
+                    Dim::Sym(s) => {
+                        let slot = &mut symbols[self.symbol_index(s)];
+                        slot.get_or_insert(size);
+                        (*slot, s.clone())
+                    }
+                };
+                if expected != Some(size) {
+                    return Err(Error::Input(format!(
+                        "dimension {} of `{}` is {size} but `{what}` is {}",
+                        k + 1,
+                        decl.name,
+                        expected.map_or("unbound".into(), |e| e.to_string())
+                    )));
+                }
+            }
+            let t = if tensor.format() == format && tensor.value_type() == ValueType::F64 {
+                Cow::Borrowed(tensor)
+            } else {
+                let mut t = tensor.convert(format)?;
+                cast_values(&mut t, ValueType::F64);
+                Cow::Owned(t)
+            };
+            operands.push(t);
+        }
+        let symbols: Vec<i64> = symbols
+            .into_iter()
+            .zip(&self.lowered.symbols)
+            .map(|(v, s)| {
+                v.ok_or_else(|| {
+                    Error::Input(format!("symbol `{s}` is not a dimension of any input"))
+                })
+            })
+            .collect::<Result<_, _>>()?;
+        let output_decl = prog.output.as_ref().expect("lowering checked it");
+        let dims: Vec<usize> = output_decl
+            .dims
+            .iter()
+            .map(|d| match d {
+                Dim::Int(n) => *n as usize,
+                Dim::Sym(s) => symbols[self.symbol_index(s)] as usize,
+            })
+            .collect();
+        let mut output = Tensor::zeros(&dims, ValueType::F64);
+        let uf_array = |n: usize| -> &[i64] {
+            let uf = &prog.ufs[n];
+            let input = prog.inputs.iter().position(|t| t.name == uf.tensor);
+            let kind = match uf.array {
+                UfArray::Pos => ArrayKind::Pos,
+                UfArray::Crd => ArrayKind::Idx,
+            };
+            operands[input.expect("bound at parse time")].levels()[uf.level - 1]
+                .array(kind)
+                .expect("checked when lowering")
+        };
+        // The range of a UF's values: segment bounds increase (an invariant checked when a
+        // tensor is built or read), so they lie between the first and the last; coordinate
+        // arrays are scanned (a hashed level marks empty slots with negative values).
+        let uf_range = |n: usize| -> (i64, i64) {
+            match (prog.ufs[n].array, uf_array(n)) {
+                (_, []) => (0, -1),
+                (UfArray::Pos, [first, .., last]) => (*first, *last),
+                (UfArray::Pos, [only]) => (*only, *only),
+                (UfArray::Crd, a) => a
+                    .iter()
+                    .fold((i64::MAX, i64::MIN), |(lo, hi), &x| (lo.min(x), hi.max(x))),
+            }
+        };
+        let mut params: Vec<i64> = Vec::new();
+        for arg in &self.generated.signature.scalars {
+            params.push(match *arg {
+                ScalarArg::Param(ParamRef::Extent(n)) if n < symbols.len() => symbols[n],
+                ScalarArg::Param(ParamRef::Extent(n)) => {
+                    match self.lowered.extras[n - symbols.len()] {
+                        Extra::ValuesLen { input } => operands[input].values().len() as i64,
+                        Extra::UfLen(u) => uf_array(u).len() as i64,
+                        Extra::UfMin(u) => uf_range(u).0,
+                        Extra::UfMax(u) => uf_range(u).1,
+                    }
+                }
+                ScalarArg::Param(ParamRef::Level {
+                    operand,
+                    level,
+                    kind,
+                }) => operands[operand.0 - 1].levels()[level - 1].param(kind),
+                ScalarArg::Threads => self.threads as i64,
+            });
+        }
+        let output_values = match output.values_mut() {
+            Values::F64(v) => v.as_mut_ptr() as *mut c_void,
+            Values::F32(_) => unreachable!("created as f64"),
+        };
+        let mut arrays: Vec<*mut c_void> = Vec::new();
+        for a in &self.generated.signature.arrays {
+            arrays.push(match *a {
+                ArrayRef::Values(op) if op.0 == 0 => output_values,
+                ArrayRef::Values(op) => match operands[op.0 - 1].values() {
+                    Values::F64(v) => v.as_ptr() as *mut c_void,
+                    Values::F32(_) => unreachable!("cast to f64"),
+                },
+                ArrayRef::Level {
+                    operand,
+                    level,
+                    kind,
+                } => operands[operand.0 - 1].levels()[level - 1]
+                    .array(kind)
+                    .expect("checked when lowering")
+                    .as_ptr() as *mut c_void,
+                ArrayRef::Scratch(_) => unreachable!("scratch arrays are not arguments"),
+            });
+        }
+        let mut buffers: Vec<RawBuffer> = (0..self.threads).map(|_| RawBuffer::EMPTY).collect();
+        // SAFETY: every pointer addresses storage of a tensor in `operands` or `output`,
+        // alive for the call; the entry checks keep every index the kernel computes inside
+        // the arrays (see `codegen`); only the output is written through its pointer.
+        let status = unsafe {
+            (self.code.entry)(arrays.as_mut_ptr(), params.as_ptr(), buffers.as_mut_ptr())
+        };
+        for b in &mut buffers {
+            // SAFETY: a dense-output kernel allocates no blocks; freeing null ones is a no-op.
+            unsafe { sys::sparsec_buffer_free(b) };
+        }
+        if status == 0 {
+            return Ok(output);
+        }
+        let assumptions = &self.lowered.function.assumptions;
+        let failed = (0..assumptions.len())
+            .find(|&n| abi::assumption_status(n) == status)
+            .map(|n| assumptions[n].1.clone());
+        Err(Error::Input(failed.unwrap_or_else(|| {
+            format!("the kernel failed with status {status}")
+        })))
+    }
+
+    fn symbol_index(&self, name: &str) -> usize {
+        self.lowered
+            .symbols
+            .iter()
+            .position(|s| s == name)
+            .expect("symbols come from the declarations")
+    }
+}

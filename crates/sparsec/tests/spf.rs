@@ -1,0 +1,387 @@
+//! The sparse polyhedral front end: the example programs (`examples/spf`) run on random
+//! and real matrices against plain Rust references (forward and backward substitution,
+//! one Gauss-Seidel sweep, SpMV over the summed entries), and program errors point at
+//! their span. Real matrices come from the shared data and the tests fail when it is
+//! missing.
+
+mod common;
+use common::{random_coo, rng, shared_data};
+
+use std::collections::BTreeMap;
+
+use sparsec::format::Format;
+use sparsec::io;
+use sparsec::jit::Toolchain;
+use sparsec::spf::{self, SpfKernel};
+use sparsec::tensor::{Coo, Tensor, ValueType};
+use sparsec::Error;
+
+const SPMV: &str = include_str!("../../../examples/spf/spmv.spf");
+const LOWER: &str = include_str!("../../../examples/spf/lower_solve.spf");
+const LOWER_WAVEFRONT: &str = include_str!("../../../examples/spf/lower_solve_wavefront.spf");
+const UPPER: &str = include_str!("../../../examples/spf/upper_solve.spf");
+const GAUSS_SEIDEL: &str = include_str!("../../../examples/spf/gauss_seidel.spf");
+
+fn compile(name: &str, text: &str) -> SpfKernel {
+    SpfKernel::compile(name, text, &Toolchain::default())
+        .unwrap_or_else(|e| panic!("{name}: {:?}", miette::Report::new(e)))
+}
+
+/// Rows of a square matrix's summed entries: `rows[i]` maps column to value.
+fn rows(coo: &Coo) -> Vec<BTreeMap<usize, f64>> {
+    let mut rows = vec![BTreeMap::new(); coo.dims[0]];
+    for (e, v) in coo.values.iter().enumerate() {
+        let (i, j) = (coo.coords[2 * e] as usize, coo.coords[2 * e + 1] as usize);
+        *rows[i].entry(j).or_insert(0.0) += v;
+    }
+    rows
+}
+
+/// The strictly lower (or upper) triangle of a square matrix's entries, unsorted and with
+/// its duplicates, plus a diagonal that dominates each row (so that the solves are well
+/// conditioned), stored as one explicit entry per row.
+fn triangle(coo: &Coo, lower: bool) -> Coo {
+    let n = coo.dims[0];
+    let mut coords = Vec::new();
+    let mut values = Vec::new();
+    let mut diag = vec![1.0; n];
+    for (e, v) in coo.values.iter().enumerate() {
+        let (i, j) = (coo.coords[2 * e], coo.coords[2 * e + 1]);
+        if (lower && j < i) || (!lower && j > i) {
+            coords.extend([i, j]);
+            values.push(*v);
+            diag[i as usize] += v.abs();
+        }
+    }
+    for (i, d) in diag.iter().enumerate() {
+        coords.extend([i as i64, i as i64]);
+        values.push(*d);
+    }
+    Coo::new(vec![n, n], coords, values).unwrap()
+}
+
+fn vector(values: Vec<f64>) -> Tensor {
+    let n = values.len();
+    let coords = (0..n as i64).collect();
+    Tensor::from_coo(
+        &Coo::new(vec![n], coords, values).unwrap(),
+        &Format::dense(1),
+        ValueType::F64,
+    )
+    .unwrap()
+}
+
+fn matrix(coo: &Coo) -> Tensor {
+    Tensor::from_coo(coo, &Format::parse("coo", 2).unwrap(), ValueType::F64).unwrap()
+}
+
+fn dense_values(t: &Tensor) -> Vec<f64> {
+    (0..t.values().len()).map(|p| t.values().get(p)).collect()
+}
+
+fn rhs(n: usize) -> Vec<f64> {
+    (0..n).map(|i| 1.0 + (i % 7) as f64 * 0.5).collect()
+}
+
+/// Forward (lower) or backward (upper) substitution over the summed entries.
+fn substitute(coo: &Coo, b: &[f64], lower: bool) -> Vec<f64> {
+    let rows = rows(coo);
+    let n = b.len();
+    let mut x = vec![0.0; n];
+    let order: Vec<usize> = if lower {
+        (0..n).collect()
+    } else {
+        (0..n).rev().collect()
+    };
+    for i in order {
+        let mut s = b[i];
+        for (&j, v) in &rows[i] {
+            if (lower && j < i) || (!lower && j > i) {
+                s -= v * x[j];
+            }
+        }
+        x[i] = s / rows[i][&i];
+    }
+    x
+}
+
+fn gauss_seidel(coo: &Coo, b: &[f64], x0: &[f64]) -> Vec<f64> {
+    let rows = rows(coo);
+    let mut x = x0.to_vec();
+    for i in 0..b.len() {
+        let mut s = b[i];
+        for (&j, v) in &rows[i] {
+            if j != i {
+                s -= v * x[j];
+            }
+        }
+        x[i] = s / rows[i][&i];
+    }
+    x
+}
+
+fn spmv(coo: &Coo, x: &[f64]) -> Vec<f64> {
+    let mut y = vec![0.0; coo.dims[0]];
+    for (e, v) in coo.values.iter().enumerate() {
+        y[coo.coords[2 * e] as usize] += v * x[coo.coords[2 * e + 1] as usize];
+    }
+    y
+}
+
+fn assert_close(what: &str, got: &[f64], want: &[f64]) {
+    assert_eq!(got.len(), want.len(), "{what}: length");
+    for (i, (g, w)) in got.iter().zip(want).enumerate() {
+        assert!(
+            (g - w).abs() <= 1e-9 * (1.0 + w.abs()),
+            "{what}: entry {i} is {g}, expected {w}"
+        );
+    }
+}
+
+/// Every solver on one square matrix's triangles, serial and level-set on 1 and 2 threads.
+fn check_solvers(what: &str, coo: &Coo, kernels: &mut Kernels) {
+    let n = coo.dims[0];
+    let b = rhs(n);
+    let bt = vector(b.clone());
+    let lower = triangle(coo, true);
+    let want = substitute(&lower, &b, true);
+    let l = matrix(&lower);
+    let x = kernels.lower.run(&[("L", &l), ("b", &bt)]).unwrap();
+    assert_close(&format!("{what}: lower solve"), &dense_values(&x), &want);
+    for threads in [1, 2] {
+        kernels.wavefront.set_threads(threads);
+        let x = kernels.wavefront.run(&[("L", &l), ("b", &bt)]).unwrap();
+        assert_close(
+            &format!("{what}: level-set lower solve, {threads} threads"),
+            &dense_values(&x),
+            &want,
+        );
+    }
+    let upper = triangle(coo, false);
+    let u = matrix(&upper);
+    let x = kernels.upper.run(&[("U", &u), ("b", &bt)]).unwrap();
+    assert_close(
+        &format!("{what}: upper solve"),
+        &dense_values(&x),
+        &substitute(&upper, &b, false),
+    );
+    // Gauss-Seidel on the whole matrix with a dominant diagonal.
+    let mut full = triangle(coo, true);
+    let up = triangle(coo, false);
+    full.coords.extend_from_slice(&up.coords);
+    full.values.extend_from_slice(&up.values);
+    let x0: Vec<f64> = (0..n).map(|i| (i % 3) as f64 - 1.0).collect();
+    let a = matrix(&full);
+    let x = kernels
+        .gauss_seidel
+        .run(&[("A", &a), ("b", &bt), ("x0", &vector(x0.clone()))])
+        .unwrap();
+    assert_close(
+        &format!("{what}: Gauss-Seidel sweep"),
+        &dense_values(&x),
+        &gauss_seidel(&full, &b, &x0),
+    );
+}
+
+struct Kernels {
+    lower: SpfKernel,
+    wavefront: SpfKernel,
+    upper: SpfKernel,
+    gauss_seidel: SpfKernel,
+    spmv: SpfKernel,
+}
+
+fn kernels() -> Kernels {
+    Kernels {
+        lower: compile("lower_solve.spf", LOWER),
+        wavefront: compile("lower_solve_wavefront.spf", LOWER_WAVEFRONT),
+        upper: compile("upper_solve.spf", UPPER),
+        gauss_seidel: compile("gauss_seidel.spf", GAUSS_SEIDEL),
+        spmv: compile("spmv.spf", SPMV),
+    }
+}
+
+fn check_spmv(what: &str, coo: &Coo, kernels: &mut Kernels) {
+    let x: Vec<f64> = (0..coo.dims[1]).map(|j| 0.5 + (j % 5) as f64).collect();
+    let a = matrix(coo);
+    for threads in [1, 2] {
+        kernels.spmv.set_threads(threads);
+        let y = kernels
+            .spmv
+            .run(&[("A", &a), ("x", &vector(x.clone()))])
+            .unwrap();
+        assert_close(&format!("{what}: SpMV"), &dense_values(&y), &spmv(coo, &x));
+    }
+}
+
+#[test]
+fn kernels_match_references_on_random_matrices() {
+    let mut kernels = kernels();
+    let mut rng = rng(7);
+    // Empty, 1x1, then random sizes and densities (duplicates, explicit zeros, unsorted).
+    for (n, density) in [
+        (0, 0.5),
+        (1, 1.0),
+        (1, 0.0),
+        (5, 0.6),
+        (40, 0.1),
+        (300, 0.02),
+    ] {
+        let coo = random_coo(&mut rng, &[n, n], density);
+        check_solvers(&format!("random {n}x{n}"), &coo, &mut kernels);
+        check_spmv(&format!("random {n}x{n}"), &coo, &mut kernels);
+    }
+    for (n, m) in [(3, 8), (9, 2), (0, 4)] {
+        let coo = random_coo(&mut rng, &[n, m], 0.4);
+        check_spmv(&format!("random {n}x{m}"), &coo, &mut kernels);
+    }
+}
+
+#[test]
+fn kernels_match_references_on_real_matrices() {
+    let mut kernels = kernels();
+    let dir = shared_data("matrices");
+    let mut paths: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "mtx"))
+        .collect();
+    paths.sort();
+    assert!(!paths.is_empty(), "no matrices in {}", dir.display());
+    let mut square = 0;
+    for path in paths {
+        let coo = io::read_matrix_market(&path).unwrap().coo;
+        if coo.values.len() > 400_000 {
+            continue;
+        }
+        let what = path.file_name().unwrap().to_string_lossy().into_owned();
+        check_spmv(&what, &coo, &mut kernels);
+        if coo.dims[0] == coo.dims[1] {
+            check_solvers(&what, &coo, &mut kernels);
+            square += 1;
+        }
+    }
+    assert!(square >= 5, "only {square} square matrices were checked");
+}
+
+/// The error a program gives, with the text it points at.
+fn error(text: &str) -> (String, String) {
+    match SpfKernel::compile("test.spf", text, &Toolchain::default()) {
+        Err(Error::Spf(e)) => {
+            let (a, b) = e.span().expect("the error points at a span");
+            (e.message.clone(), text[a..b].to_string())
+        }
+        Err(e) => panic!("expected a program error, got {e}"),
+        Ok(_) => panic!("expected an error"),
+    }
+}
+
+#[test]
+fn program_errors_point_at_their_span() {
+    let base = "input A[N, N] : csr;\noutput y[N];\nuf rowptr = A.pos(2);\ndata Av = A.vals;\n";
+    let stmt = |domain: &str, body: &str| {
+        format!("{base}stmt S domain {domain} schedule {{[i, k] -> [i, k]}} body {body};\n")
+    };
+    let (msg, at) = error(&stmt(
+        "{[i, k] : 0 <= i < N && rowptr(i) <= k < colptr(i)}",
+        "y(i) += Av(k)",
+    ));
+    assert!(msg.contains("not a bound uninterpreted function"), "{msg}");
+    assert_eq!(at, "colptr");
+    let (msg, at) = error(&stmt(
+        "{[i, k] : 0 <= i < N && i * k <= 3}",
+        "y(i) += Av(k)",
+    ));
+    assert!(msg.contains("non-affine"), "{msg}");
+    assert_eq!(at, "i * k");
+    let (msg, at) = error(&stmt(
+        "{[i, k] : 0 <= i < M && 0 <= k < N}",
+        "y(i) += Av(k)",
+    ));
+    assert!(msg.contains("`M` is neither"), "{msg}");
+    assert_eq!(at, "M");
+    let (msg, at) = error(&stmt("{[i, k] : 0 <= i < N && 0 <= k}", "y(i) += Av(k)"));
+    assert!(msg.contains("cannot bound an index"), "{msg}");
+    assert_eq!(at, "Av(k)");
+    let (msg, at) = error(&stmt(
+        "{[i, k] : 0 <= i < N && 0 <= k < N}",
+        "z(i) += Av(k)",
+    ));
+    assert!(msg.contains("not a data space"), "{msg}");
+    assert_eq!(at, "z(i)");
+    let (msg, at) = error(&stmt("{[i, k] : 0 <= i < N && 0 <= k < N}", "Av(k) = 1"));
+    assert!(msg.contains("is an input"), "{msg}");
+    assert_eq!(at, "Av(k)");
+    let (msg, at) = error(&format!("{base}stmt S domain {{[i] : 0 <= i < N}} $"));
+    assert!(msg.contains("unexpected character"), "{msg}");
+    assert_eq!(at, "$");
+    let (msg, at) = error("input A[N] : csr;");
+    assert!(msg.contains("csr"), "{msg}");
+    assert_eq!(at, "input A[N] : csr;");
+    let (msg, at) = error(&format!("{base}uf col = A.crd(1);\n"));
+    assert!(msg.contains("has no `crd` array"), "{msg}");
+    assert_eq!(at, "uf col = A.crd(1);");
+}
+
+#[test]
+fn illegal_parallel_outer_loops_are_refused_with_the_dependence() {
+    // Forward substitution reads earlier rows of x: not parallel, but a wavefront.
+    let parallel = LOWER.replace("data Lv = L.vals;", "data Lv = L.vals;\nparallel;");
+    let (msg, at) = error(&parallel);
+    assert!(msg.contains("flow dependence"), "{msg}");
+    assert_eq!(at, "x(j)");
+    // Gauss-Seidel reads later rows of x0 only, but earlier rows of x: with `j > i` reads
+    // of x the wavefront is refused (an anti-dependence).
+    let anti = GAUSS_SEIDEL
+        .replace("Av(k) * x0(j)", "Av(k) * x(j)")
+        .replace("data Av = A.vals;", "data Av = A.vals;\nwavefront;");
+    let (msg, at) = error(&anti);
+    assert!(msg.contains("do not order earlier"), "{msg}");
+    assert_eq!(at, "x(j)");
+}
+
+#[test]
+fn inputs_that_do_not_fit_are_errors() {
+    let mut k = compile("spmv.spf", SPMV);
+    k.set_threads(1);
+    let a = matrix(&Coo::new(vec![2, 3], vec![0, 2, 1, 0], vec![1.0, 2.0]).unwrap());
+    let e = k
+        .run(&[("A", &a), ("x", &vector(vec![1.0; 2]))])
+        .unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("dimension 1 of `x` is 2 but `M` is 3"),
+        "{e}"
+    );
+    let e = k.run(&[("A", &a)]).unwrap_err();
+    assert!(e.to_string().contains("input `x` is missing"), "{e}");
+}
+
+#[test]
+fn sets_and_maps_parse_print_and_invert() {
+    let set =
+        spf::parse_set("{[i,k,j] : 0 <= i < N && rowptr(i) <= k < rowptr(i+1) && j = col(k)}")
+            .unwrap();
+    assert_eq!(
+        set.to_string(),
+        "{[i, k, j] : i >= 0 && -i + N - 1 >= 0 && k - rowptr(i) >= 0 && \
+         -k + rowptr(i + 1) - 1 >= 0 && j - col(k) = 0}"
+    );
+    let again = spf::parse_set(&set.to_string()).unwrap();
+    assert_eq!(again, set);
+    let both = set
+        .intersect(&spf::parse_set("{[a,b,c] : a >= 0 && c < 4}").unwrap())
+        .unwrap();
+    assert_eq!(both.constraints.len(), set.constraints.len() + 1);
+    assert!(spf::parse_set("{[i] : 0 <= i && 1 <= 0}")
+        .unwrap()
+        .simplify()
+        .is_obviously_empty());
+    let map = spf::parse_map("{[i,j] -> [j, 0, -i + 2]}").unwrap();
+    let inverse = map.inverse().unwrap();
+    assert_eq!(inverse.to_string(), "{[o0, o1, o2] -> [-o2 + 2, o0]}");
+    assert!(spf::parse_map("{[i,j] -> [i + j, 0]}")
+        .unwrap()
+        .inverse()
+        .is_none());
+}
