@@ -4,7 +4,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 use sparsec::format::{Format, IndexArray, LevelStorage};
 use sparsec::ir::{ArrayKind, ParamKind};
-use sparsec::tensor::{Coo, Tensor, ValueType, Values};
+use sparsec::tensor::{Coo, IndexWidth, Tensor, ValueType, Values};
 
 use crate::arrays;
 use crate::errors;
@@ -234,6 +234,16 @@ impl PyTensor {
     #[getter]
     fn dtype(&self) -> &'static str {
         dtype_name(self.tensor.value_type())
+    }
+
+    /// `"int32"` when every index array is 32-bit, else `"int64"` (tensors are built with
+    /// the narrowest width; CSR/CSC arrays keep the width they came with).
+    #[getter]
+    fn index_dtype(&self) -> &'static str {
+        match self.tensor.index_width() {
+            IndexWidth::I32 => "int32",
+            IndexWidth::I64 => "int64",
+        }
     }
 
     /// Number of stored values, padding of non-compact formats included.
