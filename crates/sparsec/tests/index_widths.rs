@@ -248,3 +248,32 @@ fn storage_reads_back_the_same_at_both_widths() {
     );
     assert_eq!(hashed.index_width(), IndexWidth::I64);
 }
+
+/// A hashed level assembled from parts with `int32_t` coordinates is refused with an
+/// error, never read as `int64_t`.
+#[test]
+fn narrow_hashed_storage_from_parts_is_refused() {
+    let coo = Coo::new(vec![4], vec![1, 3], vec![2.0, 5.0]).unwrap();
+    let hashed = Format::parse("h", 1).unwrap();
+    let t = Tensor::from_coo(&coo, &hashed, ValueType::F64).unwrap();
+    let (dims, format, mut levels, values) = t.clone().into_parts();
+    for (_, array) in &mut levels[0].arrays {
+        *array = std::mem::take(array).with_width(IndexWidth::I32).unwrap();
+    }
+    let narrow = Tensor::from_parts(dims, format, levels, values);
+    let decls = [
+        TensorDecl::new("s"),
+        TensorDecl::new("a").with_dims(&[4]).with_format(hashed),
+        TensorDecl::new("x").with_dims(&[4]),
+    ];
+    let x = Tensor::from_coo(
+        &Coo::new(vec![4], vec![0, 1, 2, 3], vec![1.0; 4]).unwrap(),
+        &Format::dense(1),
+        ValueType::F64,
+    )
+    .unwrap();
+    let kernel = Kernel::compile("s = a(i) * x(i)", &decls, &[]).unwrap();
+    assert_eq!(kernel.run(&[&t, &x]).unwrap().values().get(0), 7.0);
+    let err = kernel.run(&[&narrow, &x]).unwrap_err().to_string();
+    assert!(err.contains("int32_t"), "{err}");
+}

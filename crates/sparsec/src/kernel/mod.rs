@@ -217,8 +217,13 @@ impl Kernel {
         if let Some((_, tiers)) = variants.iter().find(|(n, _)| n == narrow) {
             return Ok(tiers.current());
         }
+        // Compiling under the lock: a concurrent run with the same widths waits for this
+        // compilation instead of starting its own.
         let mut function = self.lowered.function.clone();
         function.narrow_arrays = narrow.clone();
+        // Storage built from parts may hold `int32_t` where a helper reads `int64_t`.
+        crate::ir::verify(&function)
+            .map_err(|e| Error::Input(format!("the inputs' index widths: {e}")))?;
         let (_, tiers) = compile_code(&function, self.backend, &self.toolchain)?;
         let tiers = Arc::new(tiers);
         variants.push((narrow.clone(), tiers.clone()));
