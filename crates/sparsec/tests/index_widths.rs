@@ -8,7 +8,6 @@ use common::*;
 
 use sparsec::format::Format;
 use sparsec::io;
-use sparsec::ir::ArrayRef;
 use sparsec::kernel::{Backend, Kernel};
 use sparsec::notation::TensorDecl;
 use sparsec::tensor::{Coo, IndexWidth, Tensor, ValueType};
@@ -69,12 +68,7 @@ fn check_widths(expr: &str, formats: &[(&str, &str)], input_sets: &[Vec<(&str, C
             "{expr}: {:?}",
             kernel.index_widths()
         );
-        if kernel
-            .index_widths()
-            .iter()
-            .any(|(a, _)| matches!(a, ArrayRef::Level { .. }))
-            && backend == Backend::C
-        {
+        if !kernel.index_widths().is_empty() && backend == Backend::C {
             assert!(kernel.kernel_source().contains("const int32_t *restrict"));
         }
         for inputs in input_sets {
