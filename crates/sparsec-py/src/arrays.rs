@@ -1,7 +1,7 @@
 //! Reading NumPy arrays into sparsec's storage and handing storage back to NumPy.
 //!
-//! sparsec stores `i64` index arrays and `f64`/`f32` values in vectors it owns, so every
-//! input array is copied once, in one pass that also widens `int32` indices; reading goes
+//! sparsec stores `int32`/`int64` index arrays and `f64`/`f32` values in vectors it owns, so
+//! every input array is copied once, at its own width; reading goes
 //! through NumPy's strides, so non-contiguous and Fortran-ordered arrays are read as they
 //! are meant, never misread. Arrays of any other dtype are refused with an error naming
 //! it. Storage going out (kernel outputs) is moved into NumPy arrays without a copy.
@@ -12,6 +12,7 @@ use numpy::{
     PyUntypedArrayMethods,
 };
 use pyo3::prelude::*;
+use sparsec::format::IndexArray;
 use sparsec::tensor::Values;
 
 use crate::errors;
@@ -42,14 +43,13 @@ fn row_major<T: numpy::Element + Copy, D: numpy::ndarray::Dimension>(
     }
 }
 
-/// A 1-D array of `int64` or `int32` indices, as `i64`.
-pub fn indices(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Vec<i64>> {
+/// A 1-D array of `int64` or `int32` indices, at its own width.
+pub fn indices(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<IndexArray> {
     if let Ok(a) = obj.cast::<PyArray1<i64>>() {
-        return Ok(row_major(&a.readonly()));
+        return Ok(IndexArray::I64(row_major(&a.readonly())));
     }
     if let Ok(a) = obj.cast::<PyArray1<i32>>() {
-        let a = a.readonly();
-        return Ok(a.as_array().iter().map(|&i| i as i64).collect());
+        return Ok(IndexArray::I32(row_major(&a.readonly())));
     }
     Err(errors::input(format!(
         "{what} must be a 1-dimensional NumPy array of int32 or int64 indices, not {}",
@@ -123,9 +123,12 @@ pub fn dense(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<(Vec<usize>, Values
     )))
 }
 
-/// A vector of indices as a NumPy array, without copying.
-pub fn index_array(py: Python<'_>, v: Vec<i64>) -> Bound<'_, PyAny> {
-    PyArray1::from_vec(py, v).into_any()
+/// Indices as a NumPy array of their width (`int32` or `int64`), without copying.
+pub fn index_array(py: Python<'_>, indices: IndexArray) -> Bound<'_, PyAny> {
+    match indices {
+        IndexArray::I32(v) => PyArray1::from_vec(py, v).into_any(),
+        IndexArray::I64(v) => PyArray1::from_vec(py, v).into_any(),
+    }
 }
 
 /// Values as a 1-D NumPy array of their own dtype, without copying.

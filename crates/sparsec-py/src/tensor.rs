@@ -2,9 +2,9 @@
 
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
-use sparsec::format::{Format, LevelStorage};
+use sparsec::format::{Format, IndexArray, LevelStorage};
 use sparsec::ir::{ArrayKind, ParamKind};
-use sparsec::tensor::{Coo, Tensor, ValueType, Values};
+use sparsec::tensor::{Coo, IndexWidth, Tensor, ValueType, Values};
 
 use crate::arrays;
 use crate::errors;
@@ -150,6 +150,9 @@ impl PyTensor {
         }
         let mut indptr = arrays::indices(indptr, "indptr")?;
         let mut indices = arrays::indices(indices, "indices")?;
+        let canonical = |indptr: &IndexArray, indices: &IndexArray, outer, inner| {
+            is_canonical(&indptr.to_i64(), &indices.to_i64(), outer, inner)
+        };
         let values = arrays::values(data, "data")?;
         let format = parse_format(format, 2)?;
         let (outer, inner) = if column_major {
@@ -165,9 +168,9 @@ impl PyTensor {
             )));
         }
         let value_type = values.value_type();
-        if is_scipy_compressed(&format, column_major)
-            && is_canonical(&indptr, &indices, outer, inner)
+        if is_scipy_compressed(&format, column_major) && canonical(&indptr, &indices, outer, inner)
         {
+            // The indices keep the width they came with.
             let levels = plain_levels(&format, &dims, |level, kind| match (level, kind) {
                 (1, ArrayKind::Pos) => Some(std::mem::take(&mut indptr)),
                 (1, ArrayKind::Idx) => Some(std::mem::take(&mut indices)),
@@ -183,6 +186,7 @@ impl PyTensor {
                 format.spelling()
             )));
         }
+        let (indptr, indices) = (indptr.to_i64(), indices.to_i64());
         if indptr.len() != outer + 1
             || indptr.first() != Some(&0)
             || indptr[outer] as u64 != indices.len() as u64
@@ -230,6 +234,16 @@ impl PyTensor {
     #[getter]
     fn dtype(&self) -> &'static str {
         dtype_name(self.tensor.value_type())
+    }
+
+    /// `"int32"` when every index array is 32-bit, else `"int64"` (tensors are built with
+    /// the narrowest width; CSR/CSC arrays keep the width they came with).
+    #[getter]
+    fn index_dtype(&self) -> &'static str {
+        match self.tensor.index_width() {
+            IndexWidth::I32 => "int32",
+            IndexWidth::I64 => "int64",
+        }
     }
 
     /// Number of stored values, padding of non-compact formats included.
@@ -307,7 +321,7 @@ impl PyTensor {
 fn plain_levels(
     format: &Format,
     dims: &[usize],
-    mut array: impl FnMut(usize, ArrayKind) -> Option<Vec<i64>>,
+    mut array: impl FnMut(usize, ArrayKind) -> Option<IndexArray>,
 ) -> Option<Vec<LevelStorage>> {
     let modes = format.mode_order()?;
     format

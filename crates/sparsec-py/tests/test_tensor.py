@@ -26,8 +26,10 @@ def test_scipy_round_trip_keeps_the_structure(rng, index_dtype):
     a.indptr = a.indptr.astype(index_dtype)
     t = sparsec.Tensor.from_scipy(a)
     assert t.format == "ds" and t.shape == (30, 20) and t.stored_values == a.nnz
+    assert t.index_dtype == index_dtype
     b = t.to_scipy()
     assert b.format == "csr"
+    assert b.indptr.dtype == index_dtype and b.indices.dtype == index_dtype
     np.testing.assert_array_equal(b.indptr, a.indptr)
     np.testing.assert_array_equal(b.indices, a.indices)
     np.testing.assert_array_equal(b.data, a.data)

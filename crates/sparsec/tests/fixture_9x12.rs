@@ -47,7 +47,11 @@ fn build(format: &str) -> Tensor {
 }
 
 fn array(t: &Tensor, level: usize, kind: ArrayKind) -> Vec<i64> {
-    t.levels()[level - 1].array(kind).unwrap().to_vec()
+    t.levels()[level - 1]
+        .array(kind)
+        .unwrap()
+        .to_i64()
+        .into_owned()
 }
 
 fn vals(t: &Tensor) -> Vec<f64> {
@@ -235,7 +239,7 @@ fn hashed_vector_locate_follows_linear_probing() {
     let mut storage = levels[0].clone();
     storage.arrays = vec![(
         ArrayKind::Idx,
-        vec![0, 12, 13, 3, 14, 5, 6, -1, 8, -1, -1, -1],
+        vec![0i64, 12, 13, 3, 14, 5, 6, -1, 8, -1, -1, -1].into(),
     )];
     storage.params = vec![(ParamKind::Size, 16), (ParamKind::Width, 12)];
     let hashed = &t.format().levels()[0].format;

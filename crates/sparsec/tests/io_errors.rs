@@ -471,7 +471,7 @@ fn binary_dia_column_offsets_must_be_the_row_offsets() {
     let coo = Coo::new(vec![3, 3], vec![0, 0, 1, 2], vec![1.0, 2.0]).unwrap();
     let t = Tensor::from_coo(&coo, &Format::parse("dia", 2).unwrap(), ValueType::F64).unwrap();
     let mut levels = t.levels().to_vec();
-    levels[2].arrays = vec![(sparsec::ir::ArrayKind::Offset, vec![0, 2])];
+    levels[2].arrays = vec![(sparsec::ir::ArrayKind::Offset, vec![0i64, 2].into())];
     let bad = Tensor::from_parts(
         t.dims().to_vec(),
         t.format().clone(),
@@ -498,7 +498,10 @@ fn binary_bytemap_flags_are_checked() {
         (vec![0, 1, 0, 0, 0], "present has 5 entries, expected 6"),
     ] {
         let mut levels = t.levels().to_vec();
-        levels[1].arrays = vec![(sparsec::ir::ArrayKind::Present, flags)];
+        levels[1].arrays = vec![(
+            sparsec::ir::ArrayKind::Present,
+            sparsec::format::IndexArray::I32(flags),
+        )];
         let bad = Tensor::from_parts(
             t.dims().to_vec(),
             t.format().clone(),

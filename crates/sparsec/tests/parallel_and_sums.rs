@@ -210,7 +210,7 @@ fn balanced_blocks_weigh_the_entries_of_deeper_levels() {
         &sets,
         None,
         &split_toolchain(),
-        &["sparsec_w0 = (T3_pos[T2_pos["],
+        &["sparsec_w0 = ((int64_t)T3_pos[(int64_t)T2_pos["],
     );
 }
 

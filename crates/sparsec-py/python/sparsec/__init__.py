@@ -16,9 +16,9 @@ and GCXS arrays, or :class:`Tensor` (any sparsec format). Outputs are NumPy arra
 dense output, ``scipy.sparse`` CSR/CSC/COO arrays when the output format is one of those,
 and :class:`Tensor` for formats SciPy lacks.
 
-Copies: sparsec's storage holds int64 indices and float64/float32 values in arrays it
-owns, so each input is copied once into it (int32 indices are widened in the same pass;
-non-contiguous and Fortran-ordered arrays are read through their strides, never misread).
+Copies: sparsec's storage holds int32 or int64 indices and float64/float32 values in
+arrays it owns, so each input is copied once into it (int32 and int64 indices keep their
+width, and kernels read either; non-contiguous and Fortran-ordered arrays are read through their strides, never misread).
 Integer and boolean values are converted to float64; complex values are refused. Canonical
 CSR/CSC (sorted, no duplicates) is taken as is; other input is sorted and its duplicates
 summed, as SciPy's ``sum_duplicates`` would. Outputs are handed to NumPy and SciPy without
@@ -251,6 +251,12 @@ class Tensor:
     def dtype(self) -> np.dtype:
         """The value type (float64 or float32)."""
         return np.dtype(self._native.dtype)
+
+    @property
+    def index_dtype(self) -> np.dtype:
+        """The index width (int32 when every index array is 32-bit, else int64). Tensors are
+        built with the narrowest width; CSR/CSC arrays from SciPy keep their own."""
+        return np.dtype(self._native.index_dtype)
 
     @property
     def stored_values(self) -> int:

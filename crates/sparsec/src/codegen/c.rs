@@ -14,8 +14,8 @@ use std::fmt::Write;
 use super::abi::{assumption_status, check_units, BackendError};
 use super::runtime::{self, Section};
 use crate::ir::{
-    visit, ArrayRef, BinOp, Expr, Function, Helper, Local, LocalType, LoopKind, Names, OmpSchedule,
-    OperandId, OutputMode, ParallelUnit, Reduction, ScalarArg, Signature, Stmt, Type,
+    visit, ArrayRef, BinOp, Element, Expr, Function, Helper, Local, LocalType, LoopKind, Names,
+    OmpSchedule, OperandId, OutputMode, ParallelUnit, Reduction, ScalarArg, Signature, Stmt, Type,
 };
 
 /// Generated C source and its argument layout.
@@ -50,12 +50,12 @@ pub fn emit(function: &Function) -> Result<CKernel, BackendError> {
         "int {ENTRY}(void **arrays, const int64_t *params, sparsec_buffer *out) {{"
     );
     let _ = writeln!(out, "  (void)arrays; (void)params; (void)out;");
-    for (n, a) in signature.arrays.iter().enumerate() {
+    for (n, (a, element)) in signature.arrays.iter().zip(&signature.elements).enumerate() {
         let name = names.array(a);
         let writable = matches!(a, ArrayRef::Values(OperandId(0)));
-        let ty = match a {
-            ArrayRef::Values(operand) => function.operands[operand.0].values.c_name(),
-            _ => "int64_t",
+        let ty = match element {
+            Element::Value(ty) => ty.c_name(),
+            Element::Index(width) => width.c_name(),
         };
         let constness = if writable { "" } else { "const " };
         let _ = writeln!(
@@ -642,6 +642,10 @@ fn expr(names: &Names, e: &Expr) -> String {
         Expr::Var(v) => names.var(*v).to_string(),
         Expr::Param(p) => names.param(p).to_string(),
         Expr::Symbol(s) => unreachable!("lowering resolves every symbol ({s:?})"),
+        // A narrow index widens before any arithmetic, which may exceed `int32_t`.
+        Expr::Load(a, i) if names.is_narrow(a) => {
+            format!("(int64_t){}[{}]", names.array(a), expr(names, i))
+        }
         Expr::Load(a, i) => format!("{}[{}]", names.array(a), expr(names, i)),
         Expr::Neg(a) => format!("-{}", atom(names, a)),
         Expr::Not(a) => format!("!{}", atom(names, a)),

@@ -11,12 +11,15 @@
 //! coordinate of the logical tensor the level stores: a mode (plain formats and any mode
 //! ordering), a block index or offset (BCSR), the ELL slot, or the DIA diagonal.
 
+mod index;
 mod levels;
 mod parse;
 
+use std::borrow::Cow;
 use std::fmt;
 use std::sync::Arc;
 
+pub use index::IndexArray;
 pub use levels::{
     hash_locate, Bytemap, Compressed, Dense, Hashed, Offset, Range, Siblings, Singleton,
     HASH_LOCATE,
@@ -92,18 +95,15 @@ pub type Pair = (Expr, Expr);
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct LevelStorage {
     /// Arrays, by kind (only those in [`LevelFormat::arrays`]).
-    pub arrays: Vec<(ArrayKind, Vec<i64>)>,
+    pub arrays: Vec<(ArrayKind, IndexArray)>,
     /// Scalar parameters (size, width).
     pub params: Vec<(ParamKind, i64)>,
 }
 
 impl LevelStorage {
     /// The array of `kind`, if the level has one.
-    pub fn array(&self, kind: ArrayKind) -> Option<&[i64]> {
-        self.arrays
-            .iter()
-            .find(|(k, _)| *k == kind)
-            .map(|(_, a)| a.as_slice())
+    pub fn array(&self, kind: ArrayKind) -> Option<&IndexArray> {
+        self.arrays.iter().find(|(k, _)| *k == kind).map(|(_, a)| a)
     }
     /// The parameter of `kind` (0 when the level has none).
     pub fn param(&self, kind: ParamKind) -> i64 {
@@ -117,10 +117,17 @@ impl LevelStorage {
 
 /// A tensor's levels, as the IR interpreter reads them (level `k` is `self[k - 1]`).
 impl crate::ir::interp::LevelArrays for Vec<LevelStorage> {
-    fn array(&self, level: usize, kind: ArrayKind) -> &[i64] {
+    fn array(&self, level: usize, kind: ArrayKind) -> Cow<'_, [i64]> {
         self[level - 1]
             .array(kind)
             .unwrap_or_else(|| panic!("level {level} has no {kind:?} array"))
+            .to_i64()
+    }
+    fn load(&self, level: usize, kind: ArrayKind, index: usize) -> i64 {
+        self[level - 1]
+            .array(kind)
+            .unwrap_or_else(|| panic!("level {level} has no {kind:?} array"))
+            .get(index)
     }
     fn param(&self, level: usize, kind: ParamKind) -> i64 {
         self[level - 1].param(kind)
@@ -198,9 +205,11 @@ pub struct ValidateInput<'a> {
 }
 
 impl ValidateInput<'_> {
-    /// The array of `kind` (empty if the level has none).
-    pub fn array(&self, kind: ArrayKind) -> &[i64] {
-        self.storage.array(kind).unwrap_or(&[])
+    /// The array of `kind` as `int64_t` (empty if the level has none).
+    pub fn array(&self, kind: ArrayKind) -> Cow<'_, [i64]> {
+        self.storage
+            .array(kind)
+            .map_or(Cow::Borrowed(&[][..]), IndexArray::to_i64)
     }
 }
 
@@ -224,6 +233,11 @@ pub trait LevelFormat: fmt::Debug + Send + Sync {
     /// Scalar parameters the level stores.
     fn params(&self) -> &'static [ParamKind] {
         &[ParamKind::Size]
+    }
+    /// True when the level's arrays may be stored as `int32_t` when their indices fit;
+    /// false for a level whose helper (see [`crate::ir::Helper`]) reads `int64_t` arrays.
+    fn narrowable(&self) -> bool {
+        true
     }
     /// `coord_iter(i1..i_{k-1}) -> <begin, end>`.
     fn coord_iter(&self, _site: &LevelSite) -> Option<Pair> {

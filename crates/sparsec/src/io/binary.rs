@@ -98,7 +98,7 @@ pub fn encode_spt(tensor: &Tensor) -> Vec<u8> {
         for (kind, array) in &level.arrays {
             out.push(array_tag(*kind));
             out.extend_from_slice(&(array.len() as u64).to_le_bytes());
-            for &x in array {
+            for &x in array.to_i64().iter() {
                 out.extend_from_slice(&x.to_le_bytes());
             }
         }
@@ -257,7 +257,7 @@ fn decode(bytes: &[u8]) -> Result<Tensor, String> {
                 .chunks_exact(8)
                 .map(|c| i64::from_le_bytes(c.try_into().expect("8 bytes")))
                 .collect();
-            arrays.push((kind, array));
+            arrays.push((kind, array.into()));
         }
         let nparams = r.count(false, 9, "parameter count")?;
         let mut params = Vec::with_capacity(nparams);
@@ -298,7 +298,7 @@ fn decode(bytes: &[u8]) -> Result<Tensor, String> {
         ));
     }
     check_structure(&format, &dims, &levels, values.len())?;
-    Ok(Tensor::from_parts(dims, format, levels, values))
+    Ok(Tensor::from_parts(dims, format, levels, values).with_narrowest_indices())
 }
 
 /// Check that the level storage is what the format's levels need and that every array

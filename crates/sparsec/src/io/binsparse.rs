@@ -22,7 +22,7 @@ use hdf5::types::{FloatSize, IntSize, TypeDescriptor, VarLenAscii, VarLenUnicode
 use serde_json::{json, Map, Value};
 
 use super::IoError;
-use crate::format::{Compressed, Dense, Format, Level, Singleton};
+use crate::format::{Compressed, Dense, Format, IndexArray, Level, Singleton};
 use crate::ir::ArrayKind;
 use crate::tensor::{Coo, Tensor, ValueType, Values};
 
@@ -218,14 +218,18 @@ pub fn write_binsparse(path: impl AsRef<Path>, tensor: &Tensor) -> Result<(), Io
     let h5 = |e: hdf5::Error| IoError::invalid(path, format!("HDF5: {e}"));
     let file = hdf5::File::create(path).map_err(h5)?;
     let mut data_types = Map::new();
-    let mut write_indices = |name: String, array: &[i64]| -> Result<(), IoError> {
-        file.new_dataset_builder()
-            .with_data(array)
-            .create(name.as_str())
-            .map_err(h5)?;
-        data_types.insert(name, json!("int64"));
+    // Each index array is written at the width it is stored with.
+    let mut write_indices = |name: String, array: &IndexArray| -> Result<(), IoError> {
+        let builder = file.new_dataset_builder();
+        let (created, data_type) = match array {
+            IndexArray::I32(a) => (builder.with_data(a).create(name.as_str()), "int32"),
+            IndexArray::I64(a) => (builder.with_data(a).create(name.as_str()), "int64"),
+        };
+        created.map_err(h5)?;
+        data_types.insert(name, json!(data_type));
         Ok(())
     };
+    let no_array = IndexArray::default();
     for (k, (spec, storage)) in tensor
         .format()
         .levels()
@@ -233,7 +237,7 @@ pub fn write_binsparse(path: impl AsRef<Path>, tensor: &Tensor) -> Result<(), Io
         .zip(tensor.levels())
         .enumerate()
     {
-        let array = |kind| storage.array(kind).unwrap_or(&[]);
+        let array = |kind| storage.array(kind).unwrap_or(&no_array);
         match spec.format.name() {
             "compressed" if k > 0 => {
                 write_indices(format!("pointers_to_{k}"), array(ArrayKind::Pos))?;

@@ -5,8 +5,8 @@ use std::collections::BTreeSet;
 
 use super::visit;
 use super::{
-    ArrayRef, BinOp, Expr, Helper, Local, LocalType, Loop, LoopKind, ParamRef, Scratch, Stmt,
-    Store, Type, ValueType, Var,
+    ArrayRef, BinOp, Expr, Helper, IndexWidth, Local, LocalType, Loop, LoopKind, ParamRef, Scratch,
+    Stmt, Store, Type, ValueType, Var,
 };
 
 /// A scalar variable: the hint a backend builds its identifier from, and its type.
@@ -50,11 +50,22 @@ pub enum ScalarArg {
     Threads,
 }
 
+/// Element type of an operand array the function is passed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Element {
+    /// An index array of this width.
+    Index(IndexWidth),
+    /// A value array.
+    Value(ValueType),
+}
+
 /// The arguments a caller passes, in order: the ABI every backend and the runtime share.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Signature {
     /// Operand arrays (never scratch arrays), in `arrays[]` order.
     pub arrays: Vec<ArrayRef>,
+    /// The element type of each of `arrays`.
+    pub elements: Vec<Element>,
     /// Scalars, in `params[]` order.
     pub scalars: Vec<ScalarArg>,
 }
@@ -80,6 +91,9 @@ pub struct Function {
     pub locals: Vec<Local>,
     pub body: Vec<Stmt>,
     pub output: OutputMode,
+    /// The operands' index arrays stored as `int32_t`; every other one is `int64_t`.
+    /// Lowering leaves it empty; a kernel sets it to what its inputs hold.
+    pub narrow_arrays: BTreeSet<ArrayRef>,
 }
 
 impl Function {
@@ -95,6 +109,7 @@ impl Function {
             locals: Vec::new(),
             body: Vec::new(),
             output,
+            narrow_arrays: BTreeSet::new(),
         }
     }
 
@@ -231,9 +246,29 @@ impl Function {
         if threads {
             scalars.push(ScalarArg::Threads);
         }
+        let arrays: Vec<ArrayRef> = arrays.into_iter().collect();
+        let elements = arrays.iter().map(|a| self.element(a)).collect();
         Signature {
-            arrays: arrays.into_iter().collect(),
+            arrays,
+            elements,
             scalars,
+        }
+    }
+
+    /// The element type of an operand array.
+    pub fn element(&self, array: &ArrayRef) -> Element {
+        match array {
+            ArrayRef::Values(operand) => Element::Value(self.operands[operand.0].values),
+            _ => Element::Index(self.index_width(array)),
+        }
+    }
+
+    /// The width of an operand's index array (see [`Function::narrow_arrays`]).
+    pub fn index_width(&self, array: &ArrayRef) -> IndexWidth {
+        if self.narrow_arrays.contains(array) {
+            IndexWidth::I32
+        } else {
+            IndexWidth::I64
         }
     }
 }

@@ -6,12 +6,16 @@
 //! It runs the level functions that the level formats emit, so reading storage back (and
 //! the tests of each level) uses exactly the description the code generator inlines.
 
+use std::borrow::Cow;
+
 use super::{ArrayKind, ArrayRef, BinOp, Expr, ParamKind, ParamRef};
 
 /// The index arrays and level parameters of one tensor, as level functions read them.
 pub trait LevelArrays {
-    /// Array `kind` of 1-based level `level`.
-    fn array(&self, level: usize, kind: ArrayKind) -> &[i64];
+    /// Array `kind` of 1-based level `level`, as `int64_t` (what helpers read).
+    fn array(&self, level: usize, kind: ArrayKind) -> Cow<'_, [i64]>;
+    /// Element `index` of array `kind` of 1-based level `level`, widened.
+    fn load(&self, level: usize, kind: ArrayKind, index: usize) -> i64;
     /// Parameter `kind` of 1-based level `level`.
     fn param(&self, level: usize, kind: ParamKind) -> i64;
 }
@@ -24,9 +28,9 @@ pub struct Env<'a> {
 }
 
 impl Env<'_> {
-    fn array(&self, array: &ArrayRef) -> &[i64] {
+    fn level_array(array: &ArrayRef) -> (usize, ArrayKind) {
         match *array {
-            ArrayRef::Level { level, kind, .. } => self.levels.array(level, kind),
+            ArrayRef::Level { level, kind, .. } => (level, kind),
             _ => panic!("level functions only read level arrays"),
         }
     }
@@ -43,7 +47,8 @@ impl Env<'_> {
             Expr::Param(ParamRef::Level { level, kind, .. }) => self.levels.param(*level, *kind),
             Expr::Load(array, index) => {
                 let i = self.eval(index);
-                self.array(array)[i as usize]
+                let (level, kind) = Env::level_array(array);
+                self.levels.load(level, kind, i as usize)
             }
             Expr::Neg(a) => -self.eval(a),
             Expr::Not(a) => (self.eval(a) == 0) as i64,
@@ -76,7 +81,8 @@ impl Env<'_> {
             }
             Expr::Call(helper, array, args) => {
                 let args: Vec<i64> = args.iter().map(|a| self.eval(a)).collect();
-                (helper.eval)(self.array(array), &args)
+                let (level, kind) = Env::level_array(array);
+                (helper.eval)(&self.levels.array(level, kind), &args)
             }
         }
     }

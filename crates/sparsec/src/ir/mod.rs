@@ -24,7 +24,9 @@ mod simplify;
 mod verify;
 pub mod visit;
 
-pub use function::{Function, OperandInfo, OutputMode, ScalarArg, ScratchInfo, Signature, VarInfo};
+pub use function::{
+    Element, Function, OperandInfo, OutputMode, ScalarArg, ScratchInfo, Signature, VarInfo,
+};
 pub use names::{NameAllocator, Names};
 pub use simplify::{simplify, simplify_stmts};
 pub use verify::{verify, VerifyError};
@@ -240,6 +242,27 @@ impl ValueType {
         match self {
             ValueType::F64 => "double",
             ValueType::F32 => "float",
+        }
+    }
+}
+
+/// Element type of an operand's index array (positions, coordinates, offsets, flags).
+/// Every index is computed in `int64_t`; a narrow array's loads are widened.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum IndexWidth {
+    /// `int32_t`: chosen for a tensor whose every index fits.
+    I32,
+    /// `int64_t`.
+    #[default]
+    I64,
+}
+
+impl IndexWidth {
+    /// The C spelling.
+    pub fn c_name(self) -> &'static str {
+        match self {
+            IndexWidth::I32 => "int32_t",
+            IndexWidth::I64 => "int64_t",
         }
     }
 }

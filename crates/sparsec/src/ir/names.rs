@@ -2,7 +2,7 @@
 //! distinct C identifier made from its hint, so no user-chosen name (`t0`, `A_vals`,
 //! `int`) can collide with another name or with the runtime's.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 use super::{ArrayRef, Function, OperandId, ParamRef, Scratch, Signature, Var};
 
@@ -127,6 +127,8 @@ pub struct Names {
     scratch: Vec<String>,
     arrays: BTreeMap<ArrayRef, String>,
     params: BTreeMap<ParamRef, String>,
+    /// The function's `int32_t` index arrays, whose loads a backend widens.
+    narrow: BTreeSet<ArrayRef>,
 }
 
 impl Names {
@@ -182,6 +184,7 @@ impl Names {
             scratch,
             arrays,
             params,
+            narrow: function.narrow_arrays.clone(),
         }
     }
 
@@ -201,6 +204,11 @@ impl Names {
             ArrayRef::Scratch(s) => self.scratch(*s),
             _ => &self.arrays[a],
         }
+    }
+
+    /// True when `a` holds `int32_t` indices (see [`Function::narrow_arrays`]).
+    pub fn is_narrow(&self, a: &ArrayRef) -> bool {
+        self.narrow.contains(a)
     }
 
     /// The identifier of a parameter.

@@ -248,6 +248,14 @@ impl Verifier<'_> {
             Expr::Symbol(s) if problem.is_none() => {
                 problem = Some(VerifyError(format!("symbol {s:?} was not resolved")))
             }
+            Expr::Call(helper, a, _)
+                if problem.is_none() && self.function.narrow_arrays.contains(a) =>
+            {
+                problem = Some(VerifyError(format!(
+                    "{} reads an `int64_t` array, but {a:?} is stored as `int32_t`",
+                    helper.name
+                )))
+            }
             Expr::Load(a, _) | Expr::Call(_, a, _) if problem.is_none() => {
                 problem = self.array(a).err()
             }

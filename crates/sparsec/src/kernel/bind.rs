@@ -3,10 +3,11 @@
 //! parameters laid out in the slots of the function's signature.
 
 use std::borrow::Cow;
+use std::collections::BTreeSet;
 use std::ffi::c_void;
 
 use super::Kernel;
-use crate::ir::{ArrayRef, ParamRef, ScalarArg};
+use crate::ir::{ArrayRef, IndexWidth, ParamRef, ScalarArg};
 use crate::tensor::{Coo, Tensor, ValueType, Values};
 use crate::Error;
 
@@ -14,6 +15,8 @@ use crate::Error;
 pub(super) struct Arguments {
     pub(super) arrays: Vec<*mut c_void>,
     pub(super) params: Vec<i64>,
+    /// The arrays among them that hold `int32_t` indices: the code called must read them so.
+    pub(super) narrow: BTreeSet<ArrayRef>,
 }
 
 impl Kernel {
@@ -97,6 +100,7 @@ impl Kernel {
     /// The pointers are valid while `operands` lives.
     pub(super) fn arguments(&self, operands: &[Cow<'_, Tensor>]) -> Arguments {
         let signature = &self.generated.signature;
+        let mut narrow = BTreeSet::new();
         let arrays = signature
             .arrays
             .iter()
@@ -109,10 +113,15 @@ impl Kernel {
                     operand,
                     level,
                     kind,
-                } => operands[operand.0].levels()[level - 1]
-                    .array(kind)
-                    .expect("lowering reads only arrays its level stores")
-                    .as_ptr() as *mut c_void,
+                } => {
+                    let array = operands[operand.0].levels()[level - 1]
+                        .array(kind)
+                        .expect("lowering reads only arrays its level stores");
+                    if array.width() == IndexWidth::I32 {
+                        narrow.insert(*a);
+                    }
+                    array.as_ptr() as *mut c_void
+                }
                 ArrayRef::Scratch(_) => unreachable!("scratch arrays are not arguments"),
             })
             .collect();
@@ -129,7 +138,11 @@ impl Kernel {
                 ScalarArg::Threads => self.threads as i64,
             })
             .collect();
-        Arguments { arrays, params }
+        Arguments {
+            arrays,
+            params,
+            narrow,
+        }
     }
 }
 

@@ -24,13 +24,14 @@
 pub(crate) mod bind;
 pub(crate) mod native;
 
-use std::sync::Mutex;
+use std::collections::BTreeSet;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::codegen::abi;
 use crate::codegen::c::{self, CKernel};
 use crate::codegen::runtime::{sys, RawBuffer};
-use crate::ir::{OutputMode, ScalarArg};
+use crate::ir::{ArrayRef, Function, IndexWidth, OutputMode, ScalarArg};
 use crate::jit::Toolchain;
 use crate::lower::{self, LowerError, Lowered};
 use crate::notation::cin::Statement;
@@ -91,8 +92,12 @@ pub struct Kernel {
     backend: Backend,
     /// The C backend's toolchain, kept to recompile with [`Kernel::with_backend`].
     toolchain: Toolchain,
-    /// The native code runs call.
+    /// The native code runs call when the inputs' index arrays are as the kernel was
+    /// compiled for (every narrowable one `int32_t`, see [`Kernel::index_widths`]).
     code: Tiers,
+    /// Code compiled on first use for inputs with other index widths, by the set of
+    /// `int32_t` arrays it reads.
+    variants: Mutex<Vec<(BTreeSet<ArrayRef>, Arc<Tiers>)>>,
     /// Entry buffers of the last run, kept so that later runs do not grow them again.
     spare_buffers: Mutex<Vec<RawBuffer>>,
 }
@@ -172,14 +177,8 @@ impl Kernel {
         backend: Backend,
     ) -> Result<Kernel, Error> {
         lowered.function.set_value_type(value_type);
-        // Refused by the backend asked for, before the C listing is printed.
-        abi::check_units(&lowered.function, backend.name())?;
-        let generated = c::emit(&lowered.function)?;
-        let code = match backend {
-            Backend::C => Tiers::fixed(Code::c(&generated.source, toolchain)?),
-            Backend::Jit => Tiers::fixed(Code::jit(&lowered.function)?),
-            Backend::Tiered => Tiers::tiered(&lowered.function, &generated.source, toolchain)?,
-        };
+        lowered.function.narrow_arrays = narrowable_inputs(&lowered);
+        let (generated, code) = compile_code(&lowered.function, backend, toolchain)?;
         Ok(Kernel {
             statement,
             threads: default_threads(),
@@ -189,8 +188,46 @@ impl Kernel {
             backend,
             toolchain: toolchain.clone(),
             code,
+            variants: Mutex::new(Vec::new()),
             spare_buffers: Mutex::new(Vec::new()),
         })
+    }
+
+    /// The width of each index array the kernel reads, as its main code reads them
+    /// (inputs with other widths run code compiled for them on first use).
+    pub fn index_widths(&self) -> Vec<(ArrayRef, IndexWidth)> {
+        let function = &self.lowered.function;
+        self.generated
+            .signature
+            .arrays
+            .iter()
+            .filter(|a| matches!(a, ArrayRef::Level { .. }))
+            .map(|a| (*a, function.index_width(a)))
+            .collect()
+    }
+
+    /// The code that reads the `narrow` arrays as `int32_t` and the others as `int64_t`:
+    /// the main code, or a variant compiled (with the same backend) the first time inputs
+    /// of these widths arrive.
+    fn code_for(&self, narrow: &BTreeSet<ArrayRef>) -> Result<Arc<Code>, Error> {
+        if *narrow == self.lowered.function.narrow_arrays {
+            return Ok(self.code.current());
+        }
+        let mut variants = self.variants.lock().expect("variants");
+        if let Some((_, tiers)) = variants.iter().find(|(n, _)| n == narrow) {
+            return Ok(tiers.current());
+        }
+        // Compiling under the lock: a concurrent run with the same widths waits for this
+        // compilation instead of starting its own.
+        let mut function = self.lowered.function.clone();
+        function.narrow_arrays = narrow.clone();
+        // Storage built from parts may hold `int32_t` where a helper reads `int64_t`.
+        crate::ir::verify(&function)
+            .map_err(|e| Error::Input(format!("the inputs' index widths: {e}")))?;
+        let (_, tiers) = compile_code(&function, self.backend, &self.toolchain)?;
+        let tiers = Arc::new(tiers);
+        variants.push((narrow.clone(), tiers.clone()));
+        Ok(tiers.current())
     }
 
     /// The same kernel compiled with `backend` (its threads kept).
@@ -439,7 +476,13 @@ impl Kernel {
             unsafe { sys::sparsec_buffer_free(b) };
         }
         buffers.resize_with(wanted, || RawBuffer::EMPTY);
-        let code = self.code.current();
+        let code = match self.code_for(&arguments.narrow) {
+            Ok(code) => code,
+            Err(e) => {
+                self.keep_buffers(buffers);
+                return Err(e);
+            }
+        };
         // SAFETY: every pointer addresses storage of the operand its slot names and stays
         // alive (owned by the caller's operands) for the call; the output's values are
         // written through the only mutable pointer, whose tensor is not aliased elsewhere.
@@ -543,6 +586,42 @@ impl Assembled {
     pub fn into_tensor(self) -> Tensor {
         self.tensor
     }
+}
+
+/// The C listing of `function` and its native code from `backend` (refused by that
+/// backend, before the listing is printed, when it cannot compile the function).
+fn compile_code(
+    function: &Function,
+    backend: Backend,
+    toolchain: &Toolchain,
+) -> Result<(CKernel, Tiers), Error> {
+    abi::check_units(function, backend.name())?;
+    let generated = c::emit(function)?;
+    let code = match backend {
+        Backend::C => Tiers::fixed(Code::c(&generated.source, toolchain)?),
+        Backend::Jit => Tiers::fixed(Code::jit(function)?),
+        Backend::Tiered => Tiers::tiered(function, &generated.source, toolchain)?,
+    };
+    Ok((generated, code))
+}
+
+/// The index arrays of the inputs that tensors store as `int32_t` when their indices fit
+/// (those of narrowable levels): the widths a kernel's main code reads, since tensors are
+/// built with the narrowest width.
+fn narrowable_inputs(lowered: &Lowered) -> BTreeSet<ArrayRef> {
+    lowered
+        .function
+        .signature()
+        .arrays
+        .into_iter()
+        .filter(|a| match *a {
+            ArrayRef::Level { operand, level, .. } => lowered.operands[operand.0].format.levels()
+                [level - 1]
+                .format
+                .narrowable(),
+            _ => false,
+        })
+        .collect()
 }
 
 /// `OMP_NUM_THREADS` when set, else the number of cores.

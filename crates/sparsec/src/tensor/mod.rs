@@ -12,11 +12,11 @@ use std::fmt;
 
 pub use coo::Coo;
 
-use crate::format::{Format, LevelCoord, LevelSite, LevelStorage};
+use crate::format::{Format, IndexArray, LevelCoord, LevelSite, LevelStorage};
 use crate::ir::interp::Env;
 use crate::ir::Expr;
 
-pub use crate::ir::ValueType;
+pub use crate::ir::{IndexWidth, ValueType};
 
 /// Component values, indexed by the positions of the last level.
 #[derive(Clone, Debug, PartialEq)]
@@ -234,6 +234,66 @@ impl Tensor {
     /// another owner, such as a NumPy array.
     pub fn into_parts(self) -> (Vec<usize>, Format, Vec<LevelStorage>, Values) {
         (self.dims, self.format, self.levels, self.values)
+    }
+
+    /// The width of its index arrays: [`IndexWidth::I64`] when any of them holds
+    /// `int64_t` (hashed levels always do), else [`IndexWidth::I32`] (also when it has
+    /// none).
+    pub fn index_width(&self) -> IndexWidth {
+        let wide = self
+            .levels
+            .iter()
+            .flat_map(|l| &l.arrays)
+            .any(|(_, a)| a.width() == IndexWidth::I64);
+        if wide {
+            IndexWidth::I64
+        } else {
+            IndexWidth::I32
+        }
+    }
+
+    /// The same tensor with the index arrays of every narrowable level at `width`.
+    /// Tensors are built and read with the narrowest width their indices fit
+    /// ([`Tensor::with_narrowest_indices`]); this keeps a tensor at `int64_t`, or asks
+    /// for `int32_t` and fails when an index does not fit.
+    pub fn with_index_width(mut self, width: IndexWidth) -> Result<Tensor, TensorError> {
+        if width == IndexWidth::I32 && !self.narrowable_arrays().all(|a| a.fits(width)) {
+            return Err(TensorError::Unrepresentable {
+                format: self.format.spelling(),
+                reason: "an index does not fit in 32 bits".into(),
+            });
+        }
+        for (spec, level) in self.format.levels().iter().zip(&mut self.levels) {
+            if spec.format.narrowable() {
+                for (_, array) in &mut level.arrays {
+                    let taken = std::mem::replace(array, IndexArray::I64(Vec::new()));
+                    *array = taken.with_width(width).expect("checked to fit");
+                }
+            }
+        }
+        Ok(self)
+    }
+
+    /// The same tensor with `int32_t` index arrays when every index of its narrowable
+    /// levels fits, else as it is: what packing, reading and converting choose.
+    pub fn with_narrowest_indices(self) -> Tensor {
+        let fits = self.narrowable_arrays().all(|a| a.fits(IndexWidth::I32));
+        if fits {
+            self.with_index_width(IndexWidth::I32)
+                .expect("every index fits")
+        } else {
+            self
+        }
+    }
+
+    /// The index arrays of the levels that may be stored as `int32_t`.
+    fn narrowable_arrays(&self) -> impl Iterator<Item = &IndexArray> {
+        self.format
+            .levels()
+            .iter()
+            .zip(&self.levels)
+            .filter(|(spec, _)| spec.format.narrowable())
+            .flat_map(|(_, level)| level.arrays.iter().map(|(_, a)| a))
     }
 
     /// Dimension sizes, one per mode.

@@ -19,6 +19,7 @@ pub(super) fn pack(
         Some(packed) => packed,
         None => pack_general(&coo, format, value_type, track)?,
     };
+    let tensor = tensor.with_narrowest_indices();
     Ok((tensor, original_slots(moved_to, slot_of_summed)))
 }
 
@@ -251,8 +252,8 @@ fn pack_streaming(
                 positions = children;
                 levels.push(LevelStorage {
                     arrays: vec![
-                        (ArrayKind::Pos, starts),
-                        (ArrayKind::Idx, std::mem::take(&mut idx[k])),
+                        (ArrayKind::Pos, starts.into()),
+                        (ArrayKind::Idx, std::mem::take(&mut idx[k]).into()),
                     ],
                     params,
                 });

@@ -98,10 +98,13 @@ impl<'a> Translator<'a, '_> {
         self.expr_as(e, Kind::Bool)
     }
 
-    /// Zero-extend a byte element to an integer; other elements are as loaded.
+    /// Zero-extend a byte element and sign-extend an `int32_t` index to an integer; other
+    /// elements are as loaded.
     pub(super) fn widen(&mut self, v: Value, ty: Type) -> Value {
         if ty == types::I8 {
             self.b.ins().uextend(types::I64, v)
+        } else if ty == types::I32 {
+            self.b.ins().sextend(types::I64, v)
         } else {
             v
         }

@@ -13,8 +13,8 @@ use super::runtime;
 use super::BACKEND;
 use crate::codegen::abi::{self, BackendError};
 use crate::ir::{
-    ArrayRef, Expr, Function, Helper, Local, LocalType, LoopKind, OutputMode, ParamRef, ScalarArg,
-    Scratch, Signature, Stmt, ValueType, Var,
+    ArrayRef, Expr, Function, Helper, IndexWidth, Local, LocalType, LoopKind, OutputMode, ParamRef,
+    ScalarArg, Scratch, Signature, Stmt, ValueType, Var,
 };
 
 /// Translation state of one kernel function.
@@ -184,7 +184,10 @@ impl<'a> Translator<'a, '_> {
                 ValueType::F64 => (base, types::F64, Kind::F64),
                 ValueType::F32 => (base, types::F32, Kind::F32),
             },
-            _ => (base, types::I64, Kind::Int),
+            _ => match self.function.index_width(a) {
+                IndexWidth::I32 => (base, types::I32, Kind::Int),
+                IndexWidth::I64 => (base, types::I64, Kind::Int),
+            },
         })
     }
 

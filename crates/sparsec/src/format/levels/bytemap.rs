@@ -67,7 +67,7 @@ impl LevelFormat for Bytemap {
         Ok(PackOutput {
             children,
             storage: LevelStorage {
-                arrays: vec![(ArrayKind::Present, present)],
+                arrays: vec![(ArrayKind::Present, present.into())],
                 params: vec![(ParamKind::Size, input.size as i64)],
             },
             positions,
@@ -76,7 +76,7 @@ impl LevelFormat for Bytemap {
     fn validate(&self, input: &ValidateInput<'_>) -> Result<usize, String> {
         let positions = computed_positions(input)?;
         let present = input.array(ArrayKind::Present);
-        check_len(ArrayKind::Present, present, positions)?;
+        check_len(ArrayKind::Present, &present, positions)?;
         if present.iter().any(|&f| f != 0 && f != 1) {
             return Err("present holds flags other than 0 and 1".into());
         }

@@ -68,7 +68,7 @@ impl LevelFormat for Range {
         Ok(PackOutput {
             children: pack_computed(input)?,
             storage: LevelStorage {
-                arrays: vec![(ArrayKind::Offset, input.diagonal_offsets.to_vec())],
+                arrays: vec![(ArrayKind::Offset, input.diagonal_offsets.to_vec().into())],
                 params: vec![
                     (ParamKind::Size, size as i64),
                     (ParamKind::Width, input.next_size as i64),
@@ -151,7 +151,7 @@ impl LevelFormat for Offset {
         }
         Ok(PackOutput {
             storage: LevelStorage {
-                arrays: vec![(ArrayKind::Offset, input.diagonal_offsets.to_vec())],
+                arrays: vec![(ArrayKind::Offset, input.diagonal_offsets.to_vec().into())],
                 params: vec![(ParamKind::Size, input.size as i64)],
             },
             positions: input.parent_positions,
@@ -163,7 +163,11 @@ impl LevelFormat for Offset {
         // level above bounded its rows with.
         let rows = &input.ancestors[input.level - 2];
         check_offsets(input, 2, rows.param(ParamKind::Size), input.size as i64)?;
-        if rows.array(ArrayKind::Offset) != Some(input.array(ArrayKind::Offset)) {
+        if rows
+            .array(ArrayKind::Offset)
+            .map(crate::format::IndexArray::to_i64)
+            != Some(input.array(ArrayKind::Offset))
+        {
             return Err("the offsets differ from those of the row level".into());
         }
         Ok(input.parent_positions)

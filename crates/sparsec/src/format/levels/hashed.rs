@@ -21,6 +21,10 @@ impl LevelFormat for Hashed {
     fn name(&self) -> &'static str {
         "hashed"
     }
+    /// The probe helper reads the coordinates as `int64_t`.
+    fn narrowable(&self) -> bool {
+        false
+    }
     fn spelling(&self) -> String {
         format!("h{}", property_suffix(true, self.unique))
     }
@@ -117,7 +121,7 @@ impl LevelFormat for Hashed {
         children.sort_by_key(|c| c.parent);
         Ok(PackOutput {
             storage: LevelStorage {
-                arrays: vec![(ArrayKind::Idx, idx)],
+                arrays: vec![(ArrayKind::Idx, idx.into())],
                 params: vec![
                     (ParamKind::Size, input.size as i64),
                     (ParamKind::Width, width as i64),
@@ -137,8 +141,8 @@ impl LevelFormat for Hashed {
             .parent_positions
             .checked_mul(width as usize)
             .ok_or_else(|| "too many positions".to_string())?;
-        check_len(ArrayKind::Idx, idx, n)?;
-        check_coords(input, idx, Some(-1))?;
+        check_len(ArrayKind::Idx, &idx, n)?;
+        check_coords(input, &idx, Some(-1))?;
         Ok(n)
     }
 }

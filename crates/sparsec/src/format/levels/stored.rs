@@ -109,7 +109,7 @@ impl LevelFormat for Compressed {
         Ok(PackOutput {
             positions: children.len(),
             storage: LevelStorage {
-                arrays: vec![(ArrayKind::Pos, pos), (ArrayKind::Idx, idx)],
+                arrays: vec![(ArrayKind::Pos, pos.into()), (ArrayKind::Idx, idx.into())],
                 params: vec![(ParamKind::Size, input.size as i64)],
             },
             children,
@@ -118,14 +118,14 @@ impl LevelFormat for Compressed {
     fn validate(&self, input: &ValidateInput<'_>) -> Result<usize, String> {
         let (pos, idx) = (input.array(ArrayKind::Pos), input.array(ArrayKind::Idx));
         let parents = input.parent_positions;
-        check_len(ArrayKind::Pos, pos, parents + 1)?;
+        check_len(ArrayKind::Pos, &pos, parents + 1)?;
         if pos[0] != 0
             || pos.windows(2).any(|w| w[0] > w[1])
             || pos[parents] as u64 != idx.len() as u64
         {
             return Err("pos is not a non-decreasing list from 0 to the idx length".into());
         }
-        check_coords(input, idx, None)?;
+        check_coords(input, &idx, None)?;
         Ok(idx.len())
     }
 }
@@ -194,7 +194,7 @@ impl LevelFormat for Singleton {
         Ok(PackOutput {
             positions: input.parent_positions,
             storage: LevelStorage {
-                arrays: vec![(ArrayKind::Idx, idx)],
+                arrays: vec![(ArrayKind::Idx, idx.into())],
                 params: vec![(ParamKind::Size, input.size as i64)],
             },
             children,
@@ -202,8 +202,8 @@ impl LevelFormat for Singleton {
     }
     fn validate(&self, input: &ValidateInput<'_>) -> Result<usize, String> {
         let idx = input.array(ArrayKind::Idx);
-        check_len(ArrayKind::Idx, idx, input.parent_positions)?;
-        check_coords(input, idx, None)?;
+        check_len(ArrayKind::Idx, &idx, input.parent_positions)?;
+        check_coords(input, &idx, None)?;
         Ok(input.parent_positions)
     }
 }
