@@ -12,12 +12,13 @@ use super::{parse_program, SpfError};
 use crate::codegen::abi;
 use crate::codegen::c::{self, CKernel};
 use crate::codegen::runtime::{sys, RawBuffer};
+
 use crate::ir::{ArrayKind, ArrayRef, ParamRef, ScalarArg};
 use crate::jit::Toolchain;
 use crate::kernel::bind::cast_values;
 use crate::kernel::default_threads;
 use crate::kernel::native::Code;
-use crate::tensor::{Tensor, ValueType, Values};
+use crate::tensor::{IndexWidth, Tensor, ValueType, Values};
 use crate::Error;
 
 /// A compiled computation.
@@ -132,10 +133,14 @@ impl SpfKernel {
                     )));
                 }
             }
-            let t = if tensor.format() == format && tensor.value_type() == ValueType::F64 {
+            // The generated code reads 64-bit index arrays (its signature narrows none).
+            let t = if tensor.format() == format
+                && tensor.value_type() == ValueType::F64
+                && tensor.index_width() == IndexWidth::I64
+            {
                 Cow::Borrowed(tensor)
             } else {
-                let mut t = tensor.convert(format)?;
+                let mut t = tensor.convert(format)?.with_index_width(IndexWidth::I64)?;
                 cast_values(&mut t, ValueType::F64);
                 Cow::Owned(t)
             };
@@ -160,7 +165,7 @@ impl SpfKernel {
             })
             .collect();
         let mut output = Tensor::zeros(&dims, ValueType::F64);
-        let uf_array = |n: usize| -> &[i64] {
+        let uf_array = |n: usize| -> std::borrow::Cow<'_, [i64]> {
             let uf = &prog.ufs[n];
             let input = prog.inputs.iter().position(|t| t.name == uf.tensor);
             let kind = match uf.array {
@@ -170,12 +175,13 @@ impl SpfKernel {
             operands[input.expect("bound at parse time")].levels()[uf.level - 1]
                 .array(kind)
                 .expect("checked when lowering")
+                .to_i64()
         };
         // The range of a UF's values: segment bounds increase (an invariant checked when a
         // tensor is built or read), so they lie between the first and the last; coordinate
         // arrays are scanned (a hashed level marks empty slots with negative values).
         let uf_range = |n: usize| -> (i64, i64) {
-            match (prog.ufs[n].array, uf_array(n)) {
+            match (prog.ufs[n].array, &*uf_array(n)) {
                 (_, []) => (0, -1),
                 (UfArray::Pos, [first, .., last]) => (*first, *last),
                 (UfArray::Pos, [only]) => (*only, *only),
