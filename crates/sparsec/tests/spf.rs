@@ -385,3 +385,32 @@ fn sets_and_maps_parse_print_and_invert() {
         .inverse()
         .is_none());
 }
+
+#[test]
+fn constraints_on_symbols_only_guard_the_statement() {
+    let k = compile(
+        "guard.spf",
+        "input b[N] : dense;\noutput y[N];\n\
+         stmt S domain {[i] : 0 <= i < N && N >= 4} schedule {[i] -> [i]} body y(i) = b(i) + 1;\n",
+    );
+    let y = k.run(&[("b", &vector(vec![1.0; 3]))]).unwrap();
+    assert_eq!(dense_values(&y), vec![0.0; 3]);
+    let y = k.run(&[("b", &vector(vec![1.0; 4]))]).unwrap();
+    assert_eq!(dense_values(&y), vec![2.0; 4]);
+}
+
+#[test]
+fn huge_constants_are_errors() {
+    let base = "input b[N] : dense;\noutput y[N];\n";
+    let (msg, at) = error(&format!(
+        "{base}stmt S domain {{[i] : 0 <= i < 99999999999}} schedule {{[i] -> [i]}} body y(i) = 1;"
+    ));
+    assert!(msg.contains("beyond"), "{msg}");
+    assert_eq!(at, "99999999999");
+    let (msg, at) = error(&format!(
+        "{base}stmt S domain {{[i] : 0 <= 65536 * 65536 * i < N}} schedule {{[i] -> [i]}} \
+         body y(i) = 1;"
+    ));
+    assert!(msg.contains("beyond"), "{msg}");
+    assert_eq!(at, "65536 * 65536");
+}

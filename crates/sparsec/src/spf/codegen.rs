@@ -126,13 +126,19 @@ pub fn lower(prog: &Program) -> Result<Lowered, SpfError> {
     for s in &scheduled {
         cx.check_statement(s)?;
     }
+    let mut env = vec![None; depth];
+    // Constraints on symbols only (`N >= 4`) guard the whole statement.
     let items: Vec<Item> = (0..scheduled.len())
         .map(|n| Item {
             stmt: n,
-            pending: Vec::new(),
+            pending: scheduled[n]
+                .constraints
+                .iter()
+                .filter(|c| c.expr.max_var().is_none())
+                .map(|c| cx.constraint(c, &env))
+                .collect(),
         })
         .collect();
-    let mut env = vec![None; depth];
     let body = if let Some(span) = prog.wavefront {
         deps::check_outer_loop(&scheduled_views(&scheduled), deps::Mode::Wavefront, span)?;
         cx.wavefront(&scheduled, items, &mut env)?

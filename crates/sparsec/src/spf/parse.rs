@@ -4,6 +4,10 @@
 use super::set::{Affine, Constraint, Map, Relation0, Set, Term};
 use super::SpfError;
 
+/// The largest integer literal, coefficient or constant a program may write: sums of as
+/// many of them as a program can hold stay far from `i64` overflow.
+const MAX_CONSTANT: i64 = 1 << 31;
+
 /// Byte range in the source.
 pub type Span = (usize, usize);
 
@@ -57,9 +61,17 @@ fn lex(src: &str) -> Result<Vec<(Tok, Span)>, SpfError> {
             let tok = if float {
                 Tok::Float(text.parse().expect("digits '.' digits is a float"))
             } else {
-                Tok::Int(text.parse().map_err(|_| {
-                    SpfError::new(format!("integer `{text}` is too large"), (start, i))
-                })?)
+                Tok::Int(
+                    text.parse()
+                        .ok()
+                        .filter(|n: &i64| *n <= MAX_CONSTANT)
+                        .ok_or_else(|| {
+                            SpfError::new(
+                                format!("integer `{text}` is beyond {MAX_CONSTANT}"),
+                                (start, i),
+                            )
+                        })?,
+                )
             };
             out.push((tok, (start, i)));
         } else if c == b'.' {
@@ -743,6 +755,13 @@ impl<'s> Parser<'s> {
                     ))
                 }
             };
+            let magnitude = |c: i64| c.unsigned_abs() > MAX_CONSTANT as u64;
+            if magnitude(e.constant) || e.terms.iter().any(|(c, _)| magnitude(*c)) {
+                return Err(SpfError::new(
+                    format!("a constant or coefficient beyond {MAX_CONSTANT}"),
+                    (start.0, end.1),
+                ));
+            }
         }
         Ok(e)
     }
