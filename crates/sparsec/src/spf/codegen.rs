@@ -500,7 +500,7 @@ impl Context<'_> {
                 s.target.span,
             ));
         }
-        let intervals = self.intervals(s)?;
+        let intervals = self.intervals(s);
         let mut accesses = vec![&s.target];
         collect_accesses(&s.value, &mut accesses);
         for access in accesses {
@@ -582,7 +582,7 @@ impl Context<'_> {
 
     /// An interval `[lo, hi]` (inclusive, over the entry parameters) holding every value
     /// each execution dimension takes, where its bounds give one.
-    fn intervals(&mut self, s: &Scheduled) -> Result<Vec<Option<(Expr, Expr)>>, SpfError> {
+    fn intervals(&mut self, s: &Scheduled) -> Vec<Option<(Expr, Expr)>> {
         let mut out: Vec<Option<(Expr, Expr)>> = Vec::new();
         for (d, dim) in s.dims.iter().enumerate() {
             let range = match dim {
@@ -607,7 +607,7 @@ impl Context<'_> {
             };
             out.push(range);
         }
-        Ok(out)
+        out
     }
 
     /// `[lo, hi]` of `e` given the dimensions' intervals (None where one is unknown).

@@ -219,10 +219,9 @@ impl Program {
     }
 }
 
-struct Parser<'s> {
+struct Parser {
     toks: Vec<(Tok, Span)>,
     at: usize,
-    _src: &'s str,
 }
 
 /// Parse a set `{[i,j] : constraints}`; every name other than the tuple's is a symbol, and
@@ -383,12 +382,11 @@ impl Program {
     }
 }
 
-impl<'s> Parser<'s> {
-    fn new(src: &'s str) -> Result<Parser<'s>, SpfError> {
+impl Parser {
+    fn new(src: &str) -> Result<Parser, SpfError> {
         Ok(Parser {
             toks: lex(src)?,
             at: 0,
-            _src: src,
         })
     }
 
@@ -472,10 +470,7 @@ impl<'s> Parser<'s> {
         loop {
             match self.peek() {
                 (Tok::Ident(s), _) => dims.push(Dim::Sym(s)),
-                (Tok::Int(i), span) if i >= 0 => {
-                    let _ = span;
-                    dims.push(Dim::Int(i))
-                }
+                (Tok::Int(i), _) => dims.push(Dim::Int(i)),
                 _ => return Err(self.unexpected("a dimension (a symbol or a size)")),
             }
             self.at += 1;
