@@ -64,10 +64,13 @@ pub fn to_py(err: sparsec::Error) -> PyErr {
         sparsec::Error::ScheduleSyntax(_) | sparsec::Error::Schedule(_) => {
             ScheduleError::new_err(message)
         }
+        // The Python package does not compile SPF computations; an SPF error is a
+        // compilation error wherever one surfaces.
         sparsec::Error::Lower(_)
         | sparsec::Error::Backend(_)
         | sparsec::Error::Jit(_)
-        | sparsec::Error::Tune(_) => CompileError::new_err(message),
+        | sparsec::Error::Tune(_)
+        | sparsec::Error::Spf(_) => CompileError::new_err(message),
         sparsec::Error::Tensor(_) => FormatError::new_err(message),
         sparsec::Error::Input(_) => InputError::new_err(message),
     }

@@ -159,11 +159,19 @@ fn check_solvers(what: &str, coo: &Coo, kernels: &mut Kernels) {
     }
     let upper = triangle(coo, false);
     let u = matrix(&upper);
+    let want = substitute(&upper, &b, false);
     let x = kernels.upper.run(&[("U", &u), ("b", &bt)]).unwrap();
+    assert_close(&format!("{what}: upper solve"), &dense_values(&x), &want);
+    // Rows run backwards (execution row -i): the level sets follow that order.
+    kernels.upper_wavefront.set_threads(2);
+    let x = kernels
+        .upper_wavefront
+        .run(&[("U", &u), ("b", &bt)])
+        .unwrap();
     assert_close(
-        &format!("{what}: upper solve"),
+        &format!("{what}: level-set upper solve"),
         &dense_values(&x),
-        &substitute(&upper, &b, false),
+        &want,
     );
     // Gauss-Seidel on the whole matrix with a dominant diagonal.
     let mut full = triangle(coo, true);
@@ -187,6 +195,7 @@ struct Kernels {
     lower: SpfKernel,
     wavefront: SpfKernel,
     upper: SpfKernel,
+    upper_wavefront: SpfKernel,
     gauss_seidel: SpfKernel,
     spmv: SpfKernel,
 }
@@ -196,6 +205,10 @@ fn kernels() -> Kernels {
         lower: compile("lower_solve.spf", LOWER),
         wavefront: compile("lower_solve_wavefront.spf", LOWER_WAVEFRONT),
         upper: compile("upper_solve.spf", UPPER),
+        upper_wavefront: compile(
+            "upper_solve.spf with wavefront",
+            &UPPER.replace("data Uv = U.vals;", "data Uv = U.vals;\nwavefront;"),
+        ),
         gauss_seidel: compile("gauss_seidel.spf", GAUSS_SEIDEL),
         spmv: compile("spmv.spf", SPMV),
     }
@@ -384,4 +397,33 @@ fn sets_and_maps_parse_print_and_invert() {
         .unwrap()
         .inverse()
         .is_none());
+}
+
+#[test]
+fn constraints_on_symbols_only_guard_the_statement() {
+    let k = compile(
+        "guard.spf",
+        "input b[N] : dense;\noutput y[N];\n\
+         stmt S domain {[i] : 0 <= i < N && N >= 4} schedule {[i] -> [i]} body y(i) = b(i) + 1;\n",
+    );
+    let y = k.run(&[("b", &vector(vec![1.0; 3]))]).unwrap();
+    assert_eq!(dense_values(&y), vec![0.0; 3]);
+    let y = k.run(&[("b", &vector(vec![1.0; 4]))]).unwrap();
+    assert_eq!(dense_values(&y), vec![2.0; 4]);
+}
+
+#[test]
+fn huge_constants_are_errors() {
+    let base = "input b[N] : dense;\noutput y[N];\n";
+    let (msg, at) = error(&format!(
+        "{base}stmt S domain {{[i] : 0 <= i < 99999999999}} schedule {{[i] -> [i]}} body y(i) = 1;"
+    ));
+    assert!(msg.contains("beyond"), "{msg}");
+    assert_eq!(at, "99999999999");
+    let (msg, at) = error(&format!(
+        "{base}stmt S domain {{[i] : 0 <= 65536 * 65536 * i < N}} schedule {{[i] -> [i]}} \
+         body y(i) = 1;"
+    ));
+    assert!(msg.contains("beyond"), "{msg}");
+    assert_eq!(at, "65536 * 65536");
 }

@@ -126,13 +126,19 @@ pub fn lower(prog: &Program) -> Result<Lowered, SpfError> {
     for s in &scheduled {
         cx.check_statement(s)?;
     }
+    let mut env = vec![None; depth];
+    // Constraints on symbols only (`N >= 4`) guard the whole statement.
     let items: Vec<Item> = (0..scheduled.len())
         .map(|n| Item {
             stmt: n,
-            pending: Vec::new(),
+            pending: scheduled[n]
+                .constraints
+                .iter()
+                .filter(|c| c.expr.max_var().is_none())
+                .map(|c| cx.constraint(c, &env))
+                .collect(),
         })
         .collect();
-    let mut env = vec![None; depth];
     let body = if let Some(span) = prog.wavefront {
         deps::check_outer_loop(&scheduled_views(&scheduled), deps::Mode::Wavefront, span)?;
         cx.wavefront(&scheduled, items, &mut env)?
@@ -494,7 +500,7 @@ impl Context<'_> {
                 s.target.span,
             ));
         }
-        let intervals = self.intervals(s)?;
+        let intervals = self.intervals(s);
         let mut accesses = vec![&s.target];
         collect_accesses(&s.value, &mut accesses);
         for access in accesses {
@@ -576,7 +582,7 @@ impl Context<'_> {
 
     /// An interval `[lo, hi]` (inclusive, over the entry parameters) holding every value
     /// each execution dimension takes, where its bounds give one.
-    fn intervals(&mut self, s: &Scheduled) -> Result<Vec<Option<(Expr, Expr)>>, SpfError> {
+    fn intervals(&mut self, s: &Scheduled) -> Vec<Option<(Expr, Expr)>> {
         let mut out: Vec<Option<(Expr, Expr)>> = Vec::new();
         for (d, dim) in s.dims.iter().enumerate() {
             let range = match dim {
@@ -601,7 +607,7 @@ impl Context<'_> {
             };
             out.push(range);
         }
-        Ok(out)
+        out
     }
 
     /// `[lo, hi]` of `e` given the dimensions' intervals (None where one is unknown).

@@ -12,13 +12,13 @@ use super::{parse_program, SpfError};
 use crate::codegen::abi;
 use crate::codegen::c::{self, CKernel};
 use crate::codegen::runtime::{sys, RawBuffer};
-
+use crate::format::Format;
 use crate::ir::{ArrayKind, ArrayRef, ParamRef, ScalarArg};
 use crate::jit::Toolchain;
 use crate::kernel::bind::cast_values;
 use crate::kernel::default_threads;
 use crate::kernel::native::Code;
-use crate::tensor::{IndexWidth, Tensor, ValueType, Values};
+use crate::tensor::{Coo, IndexWidth, Tensor, ValueType, Values};
 use crate::Error;
 
 /// A compiled computation.
@@ -164,7 +164,18 @@ impl SpfKernel {
                 Dim::Sym(s) => symbols[self.symbol_index(s)] as usize,
             })
             .collect();
-        let mut output = Tensor::zeros(&dims, ValueType::F64);
+        // Fails, rather than aborting, when the output cannot be allocated.
+        let mut output = Tensor::from_coo(
+            &Coo::empty(dims.clone()),
+            &Format::dense(dims.len()),
+            ValueType::F64,
+        )
+        .map_err(|e| {
+            Error::Input(format!(
+                "cannot store the output `{}`: {e}",
+                output_decl.name
+            ))
+        })?;
         let uf_array = |n: usize| -> std::borrow::Cow<'_, [i64]> {
             let uf = &prog.ufs[n];
             let input = prog.inputs.iter().position(|t| t.name == uf.tensor);
@@ -252,7 +263,7 @@ impl SpfKernel {
             .find(|&n| abi::assumption_status(n) == status)
             .map(|n| assumptions[n].1.clone());
         Err(Error::Input(failed.unwrap_or_else(|| {
-            format!("the kernel failed with status {status}")
+            "the kernel ran out of memory for its scratch arrays".into()
         })))
     }
 

@@ -4,6 +4,10 @@
 use super::set::{Affine, Constraint, Map, Relation0, Set, Term};
 use super::SpfError;
 
+/// The largest integer literal, coefficient or constant a program may write: sums of as
+/// many of them as a program can hold stay far from `i64` overflow.
+const MAX_CONSTANT: i64 = 1 << 31;
+
 /// Byte range in the source.
 pub type Span = (usize, usize);
 
@@ -57,9 +61,17 @@ fn lex(src: &str) -> Result<Vec<(Tok, Span)>, SpfError> {
             let tok = if float {
                 Tok::Float(text.parse().expect("digits '.' digits is a float"))
             } else {
-                Tok::Int(text.parse().map_err(|_| {
-                    SpfError::new(format!("integer `{text}` is too large"), (start, i))
-                })?)
+                Tok::Int(
+                    text.parse()
+                        .ok()
+                        .filter(|n: &i64| *n <= MAX_CONSTANT)
+                        .ok_or_else(|| {
+                            SpfError::new(
+                                format!("integer `{text}` is beyond {MAX_CONSTANT}"),
+                                (start, i),
+                            )
+                        })?,
+                )
             };
             out.push((tok, (start, i)));
         } else if c == b'.' {
@@ -207,10 +219,9 @@ impl Program {
     }
 }
 
-struct Parser<'s> {
+struct Parser {
     toks: Vec<(Tok, Span)>,
     at: usize,
-    _src: &'s str,
 }
 
 /// Parse a set `{[i,j] : constraints}`; every name other than the tuple's is a symbol, and
@@ -371,12 +382,11 @@ impl Program {
     }
 }
 
-impl<'s> Parser<'s> {
-    fn new(src: &'s str) -> Result<Parser<'s>, SpfError> {
+impl Parser {
+    fn new(src: &str) -> Result<Parser, SpfError> {
         Ok(Parser {
             toks: lex(src)?,
             at: 0,
-            _src: src,
         })
     }
 
@@ -460,10 +470,7 @@ impl<'s> Parser<'s> {
         loop {
             match self.peek() {
                 (Tok::Ident(s), _) => dims.push(Dim::Sym(s)),
-                (Tok::Int(i), span) if i >= 0 => {
-                    let _ = span;
-                    dims.push(Dim::Int(i))
-                }
+                (Tok::Int(i), _) => dims.push(Dim::Int(i)),
                 _ => return Err(self.unexpected("a dimension (a symbol or a size)")),
             }
             self.at += 1;
@@ -743,6 +750,13 @@ impl<'s> Parser<'s> {
                     ))
                 }
             };
+            let magnitude = |c: i64| c.unsigned_abs() > MAX_CONSTANT as u64;
+            if magnitude(e.constant) || e.terms.iter().any(|(c, _)| magnitude(*c)) {
+                return Err(SpfError::new(
+                    format!("a constant or coefficient beyond {MAX_CONSTANT}"),
+                    (start.0, end.1),
+                ));
+            }
         }
         Ok(e)
     }
