@@ -118,6 +118,20 @@ balanced = sparsec.compile(
 assert np.allclose(balanced(A=A, x=x), A @ x)
 print("6. nonzero-balanced loops:", balanced.loop_order)
 
+# Or let sparsec choose: `tune` measures candidate formats and schedules on these inputs
+# for about `budget` seconds and returns the fastest, ready to pass to `evaluate`.
+choice = sparsec.tune("y(i) = A(i,j) * x(j)", A=A, x=x, budget=2.0)
+tuned = sparsec.evaluate(
+    "y(i) = A(i,j) * x(j)",
+    A=A,
+    x=x,
+    formats=choice["formats"],
+    schedule=choice["schedule"] or None,
+    threads=choice["threads"],
+)
+assert np.allclose(tuned, A @ x)
+print(f"6. tuned: {choice['formats']} {choice['schedule']!r}, {choice['speedup']:.2f}x the default")
+
 # ---------------------------------------------------------------------------------------
 # 7. Mistakes are Python exceptions with the compiler's explanation.
 try:

@@ -478,6 +478,67 @@ impl PyKernel {
         output_to_py(py, result.0)
     }
 
+    /// Search formats and a schedule for `inputs` for about `budget` seconds (see
+    /// `sparsec::tune`), store the choice in the tuning cache and return it: the formats
+    /// by tensor name, the schedule text, the thread count, the measured speedup over the
+    /// default, the candidates measured and the seconds the search took.
+    #[pyo3(signature = (inputs, budget=10.0, search="random"))]
+    fn tune<'py>(
+        &self,
+        py: Python<'py>,
+        inputs: HashMap<String, PyRef<'py, PyTensor>>,
+        budget: f64,
+        search: &str,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let strategy = match search {
+            "random" => sparsec::tune::Strategy::Random,
+            "format-only" => sparsec::tune::Strategy::FormatOnly,
+            other => {
+                return Err(errors::input(format!(
+                    "unknown search `{other}`; use \"random\" or \"format-only\""
+                )))
+            }
+        };
+        if !(budget.is_finite() && budget > 0.0) {
+            return Err(errors::input(format!(
+                "the budget is a positive number of seconds, not {budget}"
+            )));
+        }
+        let (kernel, tensors) = self.prepare(py, &inputs)?;
+        let statement = kernel.statement().clone();
+        let mut options = sparsec::tune::TuneOptions {
+            budget: std::time::Duration::from_secs_f64(budget),
+            strategy,
+            ..Default::default()
+        };
+        if let Some(n) = self.threads {
+            options.threads = n;
+        }
+        let (tuned, choice) = py
+            .detach(|| {
+                // The tuner reads the inputs in the formats the statement declares.
+                let declared = statement.tensors[1..]
+                    .iter()
+                    .zip(&tensors)
+                    .map(|(decl, t)| t.convert(&decl.format))
+                    .collect::<Result<Vec<_>, _>>()?;
+                sparsec::tune::tune(&statement, declared, &options, |_| {})
+            })
+            .map_err(errors::to_py)?;
+        let out = PyDict::new(py);
+        let formats = PyDict::new(py);
+        for (name, format) in &choice.formats {
+            formats.set_item(name, format.spelling())?;
+        }
+        out.set_item("formats", formats)?;
+        out.set_item("schedule", &choice.schedule)?;
+        out.set_item("threads", choice.threads)?;
+        out.set_item("speedup", choice.speedup)?;
+        out.set_item("measured", tuned.measured)?;
+        out.set_item("seconds", tuned.tuning_time.as_secs_f64())?;
+        Ok(out)
+    }
+
     /// Run once and keep the output's structure, so that `compute` recomputes its values
     /// for inputs with new values and the same nonzero structure.
     #[pyo3(signature = (inputs, initial=None))]

@@ -334,3 +334,29 @@ def test_threads_share_a_kernel_and_compile_concurrently(rng):
     with ThreadPoolExecutor(2) as pool:
         list(pool.map(lambda _: (out.compute(assembled, A=a, B=a), assembled.output()), range(8)))
     np.testing.assert_allclose(assembled.output().toarray(), (a @ a).toarray(), rtol=1e-12)
+
+
+def test_tune_returns_a_choice_that_computes_the_same_result(rng):
+    a = sp.random(300, 200, density=0.05, format="csr", random_state=7)
+    x = rng.standard_normal(200)
+    choice = sparsec.tune("y(i) = A(i,j) * x(j)", A=a, x=x, budget=3.0, threads=1)
+    assert set(choice) == {"formats", "schedule", "threads", "speedup", "measured", "seconds"}
+    assert "A" in choice["formats"] and choice["measured"] >= 1 and choice["speedup"] > 0
+    y = sparsec.evaluate(
+        "y(i) = A(i,j) * x(j)",
+        A=a,
+        x=x,
+        formats=choice["formats"],
+        schedule=choice["schedule"] or None,
+        threads=choice["threads"],
+    )
+    np.testing.assert_allclose(y, a @ x, rtol=1e-12, atol=1e-12)
+
+
+def test_tune_refuses_bad_options(rng):
+    a = sp.random(20, 20, density=0.2, format="csr", random_state=3)
+    x = rng.standard_normal(20)
+    with pytest.raises(sparsec.InputError, match="budget"):
+        sparsec.tune("y(i) = A(i,j) * x(j)", A=a, x=x, budget=-1.0)
+    with pytest.raises(sparsec.InputError, match="unknown search"):
+        sparsec.tune("y(i) = A(i,j) * x(j)", A=a, x=x, search="exhaustive")

@@ -62,6 +62,7 @@ __all__ = [
     "compile",
     "evaluate",
     "read",
+    "tune",
 ]
 
 
@@ -488,3 +489,28 @@ def evaluate(
         expr, formats=formats, schedule=schedule, threads=threads, backend=backend, dtype=dtype
     )
     return kernel(initial=initial, **tensors)
+
+
+def tune(
+    expr: str,
+    /,
+    *,
+    formats: Mapping[str, str] | None = None,
+    threads: int | None = None,
+    budget: float = 10.0,
+    search: str = "random",
+    **tensors: Any,
+) -> dict[str, Any]:
+    """Choose the sparse operands' formats and the schedule of ``expr`` together for
+    these ``tensors`` (WACO-style autotuning), measuring candidates for about ``budget``
+    seconds; ``search`` is ``"random"`` (formats and schedules drawn together) or
+    ``"format-only"`` (formats with the default schedule, the baseline).
+
+    Returns ``{"formats": {name: format}, "schedule": str, "threads": int, "speedup":
+    float, "measured": int, "seconds": float}``: pass ``formats``, ``schedule`` and
+    ``threads`` to :func:`compile` or :func:`evaluate` to use the choice. ``formats`` given
+    here are where the search starts (the default it measures speedup against). The
+    choice is also stored in the tuning cache that ``sparsec run --tuned`` reads.
+    """
+    kernel = compile(expr, formats=formats, threads=threads, backend="c")
+    return kernel._native.tune(kernel._inputs(tensors), budget=budget, search=search)

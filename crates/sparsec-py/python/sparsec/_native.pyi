@@ -95,6 +95,9 @@ class Kernel:
     def compute(
         self, assembled: Assembled, inputs: dict[str, Tensor], initial: Tensor | None = None
     ) -> None: ...
+    def tune(
+        self, inputs: dict[str, Tensor], budget: float = 10.0, search: str = "random"
+    ) -> dict[str, Any]: ...
     @property
     def source(self) -> str: ...
     @property
