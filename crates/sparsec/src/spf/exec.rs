@@ -133,16 +133,20 @@ impl SpfKernel {
                     )));
                 }
             }
-            // The generated code reads 64-bit index arrays (its signature narrows none).
-            let t = if tensor.format() == format
-                && tensor.value_type() == ValueType::F64
-                && tensor.index_width() == IndexWidth::I64
-            {
+            // The generated code reads 64-bit index arrays (its signature narrows none): a
+            // tensor in the declared layout is only widened, never converted.
+            let in_layout = tensor.format() == format && tensor.value_type() == ValueType::F64;
+            let t = if in_layout && tensor.index_width() == IndexWidth::I64 {
                 Cow::Borrowed(tensor)
             } else {
-                let mut t = tensor.convert(format)?.with_index_width(IndexWidth::I64)?;
-                cast_values(&mut t, ValueType::F64);
-                Cow::Owned(t)
+                let t = if in_layout {
+                    tensor.clone()
+                } else {
+                    let mut t = tensor.convert(format)?;
+                    cast_values(&mut t, ValueType::F64);
+                    t
+                };
+                Cow::Owned(t.with_index_width(IndexWidth::I64)?)
             };
             operands.push(t);
         }
