@@ -27,10 +27,7 @@ impl Lowerer<'_> {
         located: &[usize],
     ) -> Result<Vec<Stmt>, LowerError> {
         let Step { var: v, scope, .. } = step;
-        let mut stmts = Vec::new();
-        for &o in iterated {
-            stmts.extend(self.cursor_init(o, scope)?);
-        }
+        let mut stmts = self.cursors_init(iterated, scope);
         let vname = self.name(v);
         let alive = self.cursors_alive(iterated, scope);
         let mut body = Vec::new();

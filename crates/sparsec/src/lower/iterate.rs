@@ -296,20 +296,28 @@ impl Lowerer<'_> {
         }
     }
 
-    /// Declare the cursor state of an ordered iterator: position (or coordinate counter
-    /// for value-iterated levels) and end.
-    pub(super) fn cursor_init(&self, o: usize, scope: &Scope) -> Result<Vec<Stmt>, LowerError> {
-        let stem = self.stem(o, scope);
-        let level = self.level(o, scope);
-        let site = self.occ_site(o, scope);
-        let (begin, end) = match level.coord_iter(&site) {
-            Some(range) => range,
-            None => self.pos_range(o, scope),
-        };
-        Ok(vec![
-            Stmt::Decl(self.named(format!("q\u{1}{stem}"), Type::Index), begin),
-            Stmt::Decl(self.named(format!("{stem}\u{1}_end"), Type::Index), end),
-        ])
+    /// Declare the cursor state of ordered iterators: each one's position (or coordinate
+    /// counter for value-iterated levels) and end.
+    pub(super) fn cursors_init(&self, cursors: &[usize], scope: &Scope) -> Vec<Stmt> {
+        let mut stmts = Vec::new();
+        for &o in cursors {
+            let stem = self.stem(o, scope);
+            let level = self.level(o, scope);
+            let site = self.occ_site(o, scope);
+            let (begin, end) = match level.coord_iter(&site) {
+                Some(range) => range,
+                None => self.pos_range(o, scope),
+            };
+            stmts.push(Stmt::Decl(
+                self.named(format!("q\u{1}{stem}"), Type::Index),
+                begin,
+            ));
+            stmts.push(Stmt::Decl(
+                self.named(format!("{stem}\u{1}_end"), Type::Index),
+                end,
+            ));
+        }
+        stmts
     }
 
     /// The coordinate under a cursor and the position it stands for.
@@ -387,10 +395,7 @@ impl Lowerer<'_> {
         located: &[usize],
     ) -> Result<Vec<Stmt>, LowerError> {
         let Step { var: v, scope, .. } = step;
-        let mut stmts = Vec::new();
-        for &o in iterated {
-            stmts.extend(self.cursor_init(o, scope)?);
-        }
+        let mut stmts = self.cursors_init(iterated, scope);
         let vname = self.name(v);
         for point in points {
             let merged: Vec<usize> = iterated
@@ -452,10 +457,7 @@ impl Lowerer<'_> {
         located: &[usize],
     ) -> Result<Vec<Stmt>, LowerError> {
         let Step { var: v, scope, .. } = step;
-        let mut stmts = Vec::new();
-        for &o in cursors {
-            stmts.extend(self.cursor_init(o, scope)?);
-        }
+        let mut stmts = self.cursors_init(cursors, scope);
         let vname = self.name(v);
         let mut body = Vec::new();
         let mut matched = Vec::new();
