@@ -12,13 +12,14 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 use sparsec::format::Format;
 use sparsec::jit::Toolchain;
-use sparsec::kernel::{lower_with_default_parallelism, Assembled, Backend, Kernel};
+use sparsec::kernel::{lower_with_default_parallelism, Assembled, Backend, Kernel, KernelInput};
 use sparsec::notation::ast::{Access, Expr, ExprKind};
 use sparsec::notation::{self, TensorDecl};
 use sparsec::schedule::{Concrete, Schedule};
 use sparsec::tensor::{Tensor, ValueType};
 
 use crate::arrays;
+use crate::borrowed::{Held, InputArg, Ready};
 use crate::errors;
 use crate::tensor::{compressed_parts, dtype_name, parse_format, PyTensor};
 
@@ -135,6 +136,8 @@ pub struct PyKernel {
     dtype: Option<ValueType>,
     /// The kernel of the last call, with the key it was compiled for.
     last: Mutex<Option<(KernelKey, Arc<Kernel>)>>,
+    /// The inputs the last call copied rather than read in place.
+    copied: Mutex<Vec<String>>,
 }
 
 impl PyKernel {
@@ -224,22 +227,21 @@ impl PyKernel {
         Ok(kernel)
     }
 
-    /// Resolve `inputs` by name to tensors and find the kernel for them; the tensors come
-    /// back in statement order.
+    /// Resolve `inputs` by name and find the kernel for them; the inputs come back in
+    /// statement order.
     fn prepare<'a>(
         &self,
         py: Python<'_>,
-        inputs: &'a HashMap<String, PyRef<'a, PyTensor>>,
-    ) -> PyResult<(Arc<Kernel>, Vec<&'a Tensor>)> {
-        let by_name: HashMap<String, &Tensor> =
-            inputs.iter().map(|(n, t)| (n.clone(), &t.tensor)).collect();
-        let infos = by_name
+        inputs: &'a HashMap<String, Ready<'a>>,
+    ) -> PyResult<(Arc<Kernel>, Vec<&'a Ready<'a>>)> {
+        let infos = inputs
             .iter()
             .map(|(n, t)| {
+                let view = t.input_view();
                 let info = InputInfo {
-                    dims: t.dims().to_vec(),
-                    format: t.format().clone(),
-                    value_type: t.value_type(),
+                    dims: view.dims().to_vec(),
+                    format: view.format().clone(),
+                    value_type: view.value_type(),
                 };
                 (n.clone(), info)
             })
@@ -249,12 +251,18 @@ impl PyKernel {
         let ordered = kernel.statement().tensors[1..]
             .iter()
             .map(|decl| {
-                by_name
+                inputs
                     .get(&decl.name)
-                    .copied()
                     .ok_or_else(|| errors::input(format!("no tensor given for `{}`", decl.name)))
             })
-            .collect::<PyResult<_>>()?;
+            .collect::<PyResult<Vec<_>>>()?;
+        let in_place = kernel.inputs_read_in_place(&ordered);
+        *self.copied.lock().unwrap_or_else(|e| e.into_inner()) = kernel.statement().tensors[1..]
+            .iter()
+            .zip(ordered.iter().zip(in_place))
+            .filter(|(_, (ready, in_place))| matches!(ready, Ready::Copied(_)) || !in_place)
+            .map(|(decl, _)| decl.name.clone())
+            .collect();
         Ok((kernel, ordered))
     }
 
@@ -281,6 +289,26 @@ impl PyKernel {
             )
         })
     }
+}
+
+/// NumPy's read-only borrows of every input's arrays, for one call.
+fn hold<'a, 'py>(
+    inputs: &'a HashMap<String, InputArg<'py>>,
+) -> PyResult<HashMap<String, Held<'a, 'py>>> {
+    inputs
+        .iter()
+        .map(|(name, arg)| Ok((name.clone(), arg.hold()?)))
+        .collect()
+}
+
+/// Every input as the kernel reads it: in place where it can, else a packed copy.
+fn ready<'a>(
+    py: Python<'_>,
+    held: &'a HashMap<String, Held<'_, '_>>,
+) -> PyResult<HashMap<String, Ready<'a>>> {
+    held.iter()
+        .map(|(name, h)| Ok((name.clone(), h.ready(py)?)))
+        .collect()
 }
 
 /// Bind, lower and compile the kernel of `key`, or take it from the memo.
@@ -403,6 +431,7 @@ impl PyKernel {
             backend: parse_backend(backend)?,
             dtype: dtype.map(parse_dtype).transpose()?,
             last: Mutex::new(None),
+            copied: Mutex::new(Vec::new()),
         })
     }
 
@@ -416,6 +445,16 @@ impl PyKernel {
     #[getter]
     fn inputs(&self) -> Vec<String> {
         self.tensors[1..].iter().map(|(n, _)| n.clone()).collect()
+    }
+
+    /// The inputs the last call copied (packed, converted to the kernel's layout or value
+    /// type) rather than read in place, in statement order.
+    #[getter]
+    fn copied_inputs(&self) -> Vec<String> {
+        self.copied
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     /// Name of the output tensor.
@@ -467,10 +506,12 @@ impl PyKernel {
     fn run<'py>(
         &self,
         py: Python<'py>,
-        inputs: HashMap<String, PyRef<'py, PyTensor>>,
+        inputs: HashMap<String, InputArg<'py>>,
         initial: Option<PyRef<'py, PyTensor>>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let (kernel, tensors) = self.prepare(py, &inputs)?;
+        let held = hold(&inputs)?;
+        let ready = ready(py, &held)?;
+        let (kernel, tensors) = self.prepare(py, &ready)?;
         let initial = self.initial(initial.as_ref())?;
         let result = py
             .detach(|| kernel.run_timed(&tensors, initial))
@@ -486,7 +527,7 @@ impl PyKernel {
     fn tune<'py>(
         &self,
         py: Python<'py>,
-        inputs: HashMap<String, PyRef<'py, PyTensor>>,
+        inputs: HashMap<String, InputArg<'py>>,
         budget: f64,
         search: &str,
     ) -> PyResult<Bound<'py, PyDict>> {
@@ -504,7 +545,9 @@ impl PyKernel {
                 "the budget is a positive number of seconds, not {budget}"
             )));
         }
-        let (kernel, tensors) = self.prepare(py, &inputs)?;
+        let held = hold(&inputs)?;
+        let ready = ready(py, &held)?;
+        let (kernel, tensors) = self.prepare(py, &ready)?;
         let statement = kernel.statement().clone();
         let mut options = sparsec::tune::TuneOptions {
             budget: std::time::Duration::from_secs_f64(budget),
@@ -520,7 +563,7 @@ impl PyKernel {
                 let declared = statement.tensors[1..]
                     .iter()
                     .zip(&tensors)
-                    .map(|(decl, t)| t.convert(&decl.format))
+                    .map(|(decl, t)| t.input_view().convert(&decl.format))
                     .collect::<Result<Vec<_>, _>>()?;
                 sparsec::tune::tune(&statement, declared, &options, |_| {})
             })
@@ -545,10 +588,12 @@ impl PyKernel {
     fn assemble(
         &self,
         py: Python<'_>,
-        inputs: HashMap<String, PyRef<'_, PyTensor>>,
+        inputs: HashMap<String, InputArg<'_>>,
         initial: Option<PyRef<'_, PyTensor>>,
     ) -> PyResult<PyAssembled> {
-        let (kernel, tensors) = self.prepare(py, &inputs)?;
+        let held = hold(&inputs)?;
+        let ready = ready(py, &held)?;
+        let (kernel, tensors) = self.prepare(py, &ready)?;
         let initial = self.initial(initial.as_ref())?;
         let assembled = py
             .detach(|| kernel.assemble(&tensors, initial))
@@ -567,10 +612,12 @@ impl PyKernel {
         &self,
         py: Python<'_>,
         assembled: PyRef<'_, PyAssembled>,
-        inputs: HashMap<String, PyRef<'_, PyTensor>>,
+        inputs: HashMap<String, InputArg<'_>>,
         initial: Option<PyRef<'_, PyTensor>>,
     ) -> PyResult<()> {
-        let (kernel, tensors) = self.prepare(py, &inputs)?;
+        let held = hold(&inputs)?;
+        let ready = ready(py, &held)?;
+        let (kernel, tensors) = self.prepare(py, &ready)?;
         let initial = self.initial(initial.as_ref())?;
         let assembled: &PyAssembled = &assembled;
         if !Arc::ptr_eq(&kernel, &assembled.kernel) {

@@ -3,6 +3,7 @@
 //! and pydata/sparse objects and calls in here for all the work.
 
 mod arrays;
+mod borrowed;
 mod errors;
 mod kernel;
 mod tensor;
@@ -20,6 +21,7 @@ fn format_spelling(text: &str, order: usize) -> PyResult<String> {
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     errors::register(m)?;
     m.add_class::<tensor::PyTensor>()?;
+    m.add_class::<borrowed::PyBorrowed>()?;
     m.add_class::<kernel::PyKernel>()?;
     m.add_class::<kernel::PyAssembled>()?;
     m.add_function(wrap_pyfunction!(kernel::cache_info, m)?)?;

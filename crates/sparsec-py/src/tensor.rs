@@ -3,7 +3,7 @@
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 use sparsec::format::{Format, IndexArray, LevelStorage};
-use sparsec::ir::{ArrayKind, ParamKind};
+use sparsec::ir::ArrayKind;
 use sparsec::tensor::{Coo, IndexWidth, Tensor, ValueType, Values};
 
 use crate::arrays;
@@ -98,7 +98,7 @@ impl PyTensor {
     /// Build from a dense NumPy array (any memory layout). In the dense format every
     /// component is stored; in any other format, the nonzero components only.
     #[staticmethod]
-    fn from_dense(array: &Bound<'_, PyAny>, format: &str) -> PyResult<PyTensor> {
+    pub(crate) fn from_dense(array: &Bound<'_, PyAny>, format: &str) -> PyResult<PyTensor> {
         let (dims, values) = arrays::dense(array, "array")?;
         let format = parse_format(format, dims.len())?;
         let value_type = values.value_type();
@@ -134,7 +134,7 @@ impl PyTensor {
     /// input stored in CSR (CSC) becomes the tensor's arrays in one copy; anything else (an
     /// other format, unsorted indices, duplicates, which are summed) is repacked.
     #[staticmethod]
-    fn from_compressed(
+    pub(crate) fn from_compressed(
         shape: Vec<i64>,
         indptr: &Bound<'_, PyAny>,
         indices: &Bound<'_, PyAny>,
@@ -315,36 +315,20 @@ impl PyTensor {
     }
 }
 
-/// The level storage of a plain `format` over `dims` whose levels store only a size
-/// parameter and the arrays `array(level, kind)` gives (`level` counted from 0), without
-/// packing anything; `None` when a level needs an array not given or another parameter.
+/// The level storage of a plain `format` over `dims` holding the arrays `array` gives
+/// (see [`Format::plain_levels`]).
 fn plain_levels(
     format: &Format,
     dims: &[usize],
-    mut array: impl FnMut(usize, ArrayKind) -> Option<IndexArray>,
+    array: impl FnMut(usize, ArrayKind) -> Option<IndexArray>,
 ) -> Option<Vec<LevelStorage>> {
-    let modes = format.mode_order()?;
-    format
-        .levels()
-        .iter()
-        .zip(modes)
-        .enumerate()
-        .map(|(k, (spec, mode))| {
-            let arrays = spec
-                .format
-                .arrays()
-                .iter()
-                .map(|&kind| array(k, kind).map(|a| (kind, a)))
-                .collect::<Option<Vec<_>>>()?;
-            let params = spec
-                .format
-                .params()
-                .iter()
-                .map(|&kind| (kind == ParamKind::Size).then(|| (kind, dims[mode] as i64)))
-                .collect::<Option<Vec<_>>>()?;
-            Some(LevelStorage { arrays, params })
-        })
-        .collect()
+    let levels = format.plain_levels(dims, array)?;
+    Some(
+        levels
+            .into_iter()
+            .map(|(arrays, params)| LevelStorage { arrays, params })
+            .collect(),
+    )
 }
 
 /// Values widened to `f64`, as coordinate lists hold them.

@@ -16,13 +16,19 @@ and GCXS arrays, or :class:`Tensor` (any sparsec format). Outputs are NumPy arra
 dense output, ``scipy.sparse`` CSR/CSC/COO arrays when the output format is one of those,
 and :class:`Tensor` for formats SciPy lacks.
 
-Copies: sparsec's storage holds int32 or int64 indices and float64/float32 values in
-arrays it owns, so each input is copied once into it (int32 and int64 indices keep their
-width, and kernels read either; non-contiguous and Fortran-ordered arrays are read through their strides, never misread).
-Integer and boolean values are converted to float64; complex values are refused. Canonical
-CSR/CSC (sorted, no duplicates) is taken as is; other input is sorted and its duplicates
-summed, as SciPy's ``sum_duplicates`` would. Outputs are handed to NumPy and SciPy without
-a copy: the arrays the kernel produced become the NumPy arrays.
+Copies: a kernel call reads SciPy CSR and CSC matrices (``indptr``, ``indices`` and
+``data``, int32 or int64 indices, float64 or float32 values) and C-contiguous float64 or
+float32 NumPy arrays in place, without a copy. Each call checks the structure of a matrix
+it reads in place (offsets, index ranges, sorted indices), since its arrays may have
+changed since the last call; do not write to them while a call runs. Everything else is
+copied once per call into storage sparsec owns: a matrix with unsorted or duplicate
+indices (sorted, and duplicates summed, as SciPy's ``sum_duplicates`` would), COO and
+other SciPy formats, pydata/sparse arrays, non-contiguous and Fortran-ordered arrays (read
+through their strides, never misread), integer and boolean values (converted to float64;
+complex values are refused), and any input whose layout or value type differs from the
+one the kernel reads (a CSR matrix given ``formats={"A": "csc"}`` is converted). A
+:class:`Tensor` is sparsec's own storage, never copied by a call. Outputs are handed to
+NumPy and SciPy without a copy: the arrays the kernel produced become the NumPy arrays.
 """
 
 from __future__ import annotations
@@ -133,6 +139,33 @@ def _native_tensor(obj: Any, format: str | None, name: str = "tensor") -> _nativ
     if array.dtype == object:
         raise InputError(f"{name} is a {type(obj).__name__}, which sparsec cannot read as a tensor")
     return _native.Tensor.from_dense(_float_values(array, name), format or "dense")
+
+
+_FLOAT_DTYPES = (np.dtype(np.float64), np.dtype(np.float32))
+_INDEX_DTYPES = (np.dtype(np.int64), np.dtype(np.int32))
+
+
+def _kernel_input(
+    obj: Any, format: str | None, name: str
+) -> _native.Tensor | _native.Borrowed:
+    """What a kernel call reads for ``obj``: SciPy CSR/CSC matrices and NumPy arrays of
+    float64 or float32 values are lent to the kernel, which reads their arrays in place
+    when it can and converts them itself when the kernel's format differs; anything else
+    becomes a native tensor (a copy)."""
+    if (
+        _sp.issparse(obj)
+        and obj.format in ("csr", "csc")
+        and obj.data.dtype in _FLOAT_DTYPES
+        and obj.indptr.dtype in _INDEX_DTYPES
+        and obj.indices.dtype in _INDEX_DTYPES
+    ):
+        return _native.Borrowed.compressed(
+            list(obj.shape), obj.indptr, obj.indices, obj.data, obj.format == "csc"
+        )
+    # Subclasses (masked arrays, matrices) mean more than their data: they are converted.
+    if type(obj) is np.ndarray and obj.dtype in _FLOAT_DTYPES:
+        return _native.Borrowed.dense(obj)
+    return _native_tensor(obj, format, name)
 
 
 def _from_scipy(matrix: Any, format: str | None, name: str) -> _native.Tensor:
@@ -348,7 +381,7 @@ class Kernel:
         self._native = native
         self._formats = dict(formats)
 
-    def _inputs(self, tensors: Mapping[str, Any]) -> dict[str, _native.Tensor]:
+    def _inputs(self, tensors: Mapping[str, Any]) -> dict[str, _native.Tensor | _native.Borrowed]:
         missing = [n for n in self._native.inputs if n not in tensors]
         if missing:
             raise InputError(
@@ -356,7 +389,7 @@ class Kernel:
                 f"missing: {', '.join(missing)}"
             )
         return {
-            name: _native_tensor(obj, self._formats.get(name), name) for name, obj in tensors.items()
+            name: _kernel_input(obj, self._formats.get(name), name) for name, obj in tensors.items()
         }
 
     def _initial(self, initial: Any) -> _native.Tensor | None:
@@ -423,6 +456,13 @@ class Kernel:
     def threads(self) -> int:
         """Threads of the parallel loops."""
         return self._native.threads
+
+    @property
+    def copied_inputs(self) -> list[str]:
+        """The inputs the last call copied instead of reading them in place: unsorted or
+        duplicate indices, layouts or value types other than those the kernel reads,
+        non-contiguous arrays (see the module's notes on copies)."""
+        return self._native.copied_inputs
 
     def finish_compiling(self) -> None:
         """Wait for a tiered kernel's C compilation and use its code from now on."""

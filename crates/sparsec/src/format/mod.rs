@@ -408,6 +408,40 @@ impl Format {
             .collect()
     }
 
+    /// The arrays and parameters of each level of this plain format over `dims`, when its
+    /// levels store only a size parameter and the arrays `array(level, kind)` gives
+    /// (`level` counted from 0), so that storage another owner laid out can be taken as it
+    /// is, without packing; `None` when a level needs an array not given or another
+    /// parameter.
+    #[allow(clippy::type_complexity)]
+    pub fn plain_levels<A>(
+        &self,
+        dims: &[usize],
+        mut array: impl FnMut(usize, ArrayKind) -> Option<A>,
+    ) -> Option<Vec<(Vec<(ArrayKind, A)>, Vec<(ParamKind, i64)>)>> {
+        let modes = self.mode_order()?;
+        self.levels
+            .iter()
+            .zip(modes)
+            .enumerate()
+            .map(|(k, (spec, mode))| {
+                let arrays = spec
+                    .format
+                    .arrays()
+                    .iter()
+                    .map(|&kind| array(k, kind).map(|a| (kind, a)))
+                    .collect::<Option<Vec<_>>>()?;
+                let params = spec
+                    .format
+                    .params()
+                    .iter()
+                    .map(|&kind| (kind == ParamKind::Size).then(|| (kind, dims[mode] as i64)))
+                    .collect::<Option<Vec<_>>>()?;
+                Some((arrays, params))
+            })
+            .collect()
+    }
+
     /// True when all levels are dense (values are a plain row-major array in storage
     /// order): every level is full, ordered, unique and compact, so each parent position
     /// owns `N_k` consecutive positions holding the coordinates `0..N_k` in order, at

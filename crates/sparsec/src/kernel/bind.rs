@@ -2,13 +2,13 @@
 //! converted to the layouts and value type the kernel reads, and their arrays and
 //! parameters laid out in the slots of the function's signature.
 
-use std::borrow::Cow;
 use std::collections::BTreeSet;
 use std::ffi::c_void;
 
-use super::Kernel;
+use super::{Kernel, KernelInput};
 use crate::ir::{ArrayRef, IndexWidth, ParamRef, ScalarArg};
-use crate::tensor::{Coo, Tensor, ValueType, Values};
+use crate::lower;
+use crate::tensor::{Coo, Tensor, TensorView, ValueType, Values};
 use crate::Error;
 
 /// The `arrays` and `params` arguments of one call.
@@ -23,7 +23,7 @@ impl Kernel {
     /// Check that `inputs` (and `initial`) have the shapes the statement declares.
     pub(super) fn check_inputs(
         &self,
-        inputs: &[&Tensor],
+        inputs: &[TensorView<'_>],
         initial: Option<&Tensor>,
     ) -> Result<(), Error> {
         let stmt = &self.statement;
@@ -56,14 +56,9 @@ impl Kernel {
         }
     }
 
-    /// The kernel's operands: the output to write (a dense one starts from `initial` for
-    /// `+=` statements, else zero; a sparse one is assembled afterwards), then each input
-    /// in the layout and value type the kernel reads (borrowed when it already is).
-    pub(super) fn operands<'t>(
-        &self,
-        inputs: &[&'t Tensor],
-        initial: Option<&Tensor>,
-    ) -> Result<Vec<Cow<'t, Tensor>>, Error> {
+    /// The output to write: a dense one starts from `initial` for `+=` statements, else
+    /// zero; a sparse one is assembled afterwards.
+    pub(super) fn output(&self, initial: Option<&Tensor>) -> Result<Tensor, Error> {
         let out_decl = &self.statement.tensors[0];
         let mut output = match (self.assembles_output(), self.statement.accumulate, initial) {
             (false, true, Some(init)) => init.convert(&out_decl.format)?,
@@ -79,69 +74,129 @@ impl Kernel {
             (true, _, _) => Tensor::zeros(&[], self.value_type),
         };
         cast_values(&mut output, self.value_type);
-        let mut operands = Vec::with_capacity(self.lowered.operands.len());
-        operands.push(Cow::Owned(output));
-        for op in &self.lowered.operands[1..] {
-            let source = inputs[op.tensor - 1];
-            let mut t = if source.format() == &op.format {
-                Cow::Borrowed(source)
-            } else {
-                Cow::Owned(source.convert(&op.format)?)
-            };
-            if t.value_type() != self.value_type {
-                cast_values(t.to_mut(), self.value_type);
-            }
-            operands.push(t);
-        }
-        Ok(operands)
+        Ok(output)
     }
 
-    /// The arguments of a call on `operands`, in the slots of the function's signature.
-    /// The pointers are valid while `operands` lives.
-    pub(super) fn arguments(&self, operands: &[Cow<'_, Tensor>]) -> Arguments {
+    /// Each input in the layout and value type the kernel reads: read in place when it
+    /// already is, else converted (a copy).
+    pub(super) fn inputs<'t>(&self, inputs: &[TensorView<'t>]) -> Result<Vec<Input<'t>>, Error> {
+        self.lowered.operands[1..]
+            .iter()
+            .map(|op| {
+                let source = &inputs[op.tensor - 1];
+                if self.reads_as_is(op, source) {
+                    return Ok(Input::InPlace(source.clone()));
+                }
+                let mut t = if source.format() == &op.format {
+                    source.to_tensor()
+                } else {
+                    source.convert(&op.format)?
+                };
+                cast_values(&mut t, self.value_type);
+                Ok(Input::Converted(t))
+            })
+            .collect()
+    }
+
+    /// For each input (in statement order), whether a call reads it where it is rather
+    /// than converting a copy to the layout or value type the kernel reads.
+    pub fn inputs_read_in_place<I: KernelInput>(&self, inputs: &[I]) -> Vec<bool> {
+        inputs
+            .iter()
+            .enumerate()
+            .map(|(k, input)| {
+                let view = input.input_view();
+                self.lowered.operands[1..]
+                    .iter()
+                    .filter(|op| op.tensor == k + 1)
+                    .all(|op| self.reads_as_is(op, &view))
+            })
+            .collect()
+    }
+
+    /// True when the kernel reads `source` as `operand` without converting it.
+    fn reads_as_is(&self, operand: &lower::Operand, source: &TensorView<'_>) -> bool {
+        source.format() == &operand.format && source.value_type() == self.value_type
+    }
+
+    /// The arguments of a call writing `output` and reading `inputs` (operand `n` is
+    /// `inputs[n - 1]`), in the slots of the function's signature. The pointers are valid
+    /// while `output` and the storage the inputs view live, and `output` is not touched.
+    pub(super) fn arguments(&self, output: &mut Tensor, inputs: &[Input<'_>]) -> Arguments {
         let signature = &self.generated.signature;
         let mut narrow = BTreeSet::new();
-        let arrays = signature
-            .arrays
-            .iter()
-            .map(|a| match *a {
-                ArrayRef::Values(operand) => match operands[operand.0].values() {
-                    Values::F64(v) => v.as_ptr() as *mut c_void,
-                    Values::F32(v) => v.as_ptr() as *mut c_void,
-                },
-                ArrayRef::Level {
-                    operand,
-                    level,
-                    kind,
-                } => {
-                    let array = operands[operand.0].levels()[level - 1]
-                        .array(kind)
-                        .expect("lowering reads only arrays its level stores");
-                    if array.width() == IndexWidth::I32 {
-                        narrow.insert(*a);
+        let mut arrays = Vec::with_capacity(signature.arrays.len());
+        let params;
+        {
+            let views: Vec<TensorView<'_>> = std::iter::once(output.view())
+                .chain(inputs.iter().map(Input::view))
+                .collect();
+            for a in &signature.arrays {
+                arrays.push(match *a {
+                    // The output's values are written: their pointer is taken below, from
+                    // the only mutable borrow.
+                    ArrayRef::Values(operand) if operand.0 == 0 => std::ptr::null_mut(),
+                    ArrayRef::Values(operand) => views[operand.0].values().as_ptr() as *mut c_void,
+                    ArrayRef::Level {
+                        operand,
+                        level,
+                        kind,
+                    } => {
+                        let array = views[operand.0]
+                            .array(level, kind)
+                            .expect("lowering reads only arrays its level stores");
+                        if array.width() == IndexWidth::I32 {
+                            narrow.insert(*a);
+                        }
+                        array.as_ptr() as *mut c_void
                     }
-                    array.as_ptr() as *mut c_void
-                }
-                ArrayRef::Scratch(_) => unreachable!("scratch arrays are not arguments"),
-            })
-            .collect();
-        let params = signature
-            .scalars
-            .iter()
-            .map(|s| match *s {
-                ScalarArg::Param(ParamRef::Level {
-                    operand,
-                    level,
-                    kind,
-                }) => operands[operand.0].levels()[level - 1].param(kind),
-                ScalarArg::Param(ParamRef::Extent(n)) => self.statement.vars[n].size as i64,
-                ScalarArg::Threads => self.threads as i64,
-            })
-            .collect();
+                    ArrayRef::Scratch(_) => unreachable!("scratch arrays are not arguments"),
+                });
+            }
+            params = signature
+                .scalars
+                .iter()
+                .map(|s| match *s {
+                    ScalarArg::Param(ParamRef::Level {
+                        operand,
+                        level,
+                        kind,
+                    }) => views[operand.0].param(level, kind),
+                    ScalarArg::Param(ParamRef::Extent(n)) => self.statement.vars[n].size as i64,
+                    ScalarArg::Threads => self.threads as i64,
+                })
+                .collect();
+        }
+        let written = match output.values_mut() {
+            Values::F64(v) => v.as_mut_ptr() as *mut c_void,
+            Values::F32(v) => v.as_mut_ptr() as *mut c_void,
+        };
+        for (slot, a) in signature.arrays.iter().enumerate() {
+            if matches!(a, ArrayRef::Values(operand) if operand.0 == 0) {
+                arrays[slot] = written;
+            }
+        }
         Arguments {
             arrays,
             params,
             narrow,
+        }
+    }
+}
+
+/// One input as a kernel reads it.
+pub(super) enum Input<'t> {
+    /// The caller's storage, read in place.
+    InPlace(TensorView<'t>),
+    /// A copy in the layout or value type the kernel reads.
+    Converted(Tensor),
+}
+
+impl Input<'_> {
+    fn view(&self) -> TensorView<'_> {
+        match self {
+            Input::InPlace(v) => v.clone(),
+            Input::Converted(t) => t.view(),
         }
     }
 }

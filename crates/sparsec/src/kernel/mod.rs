@@ -37,7 +37,7 @@ use crate::lower::{self, LowerError, Lowered};
 use crate::notation::cin::Statement;
 use crate::notation::{self, TensorDecl};
 use crate::schedule::{Concrete, OmpSchedule, ParallelUnit, RaceStrategy, Schedule, Transform};
-use crate::tensor::{Coo, Tensor, ValueType};
+use crate::tensor::{Coo, Tensor, TensorView, ValueType};
 use crate::Error;
 use bind::Arguments;
 use native::{Code, Tiers};
@@ -332,15 +332,17 @@ impl Kernel {
         !matches!(self.lowered.function.output, OutputMode::Dense { .. })
     }
 
-    /// Run on `inputs` (the statement's tensors after the output, in order).
-    pub fn run(&self, inputs: &[&Tensor]) -> Result<Tensor, Error> {
+    /// Run on `inputs` (the statement's tensors after the output, in order): tensors, or
+    /// [`TensorView`]s of storage another owner keeps, read in place when they are in the
+    /// layout and value type the kernel reads.
+    pub fn run<I: KernelInput>(&self, inputs: &[I]) -> Result<Tensor, Error> {
         self.run_timed(inputs, None).map(|(t, _)| t)
     }
 
     /// Run, adding into `initial` for `+=` statements, and report phase times.
-    pub fn run_timed(
+    pub fn run_timed<I: KernelInput>(
         &self,
-        inputs: &[&Tensor],
+        inputs: &[I],
         initial: Option<&Tensor>,
     ) -> Result<(Tensor, Timings), Error> {
         let (produced, mut timings) = self.execute(inputs, initial)?;
@@ -370,9 +372,9 @@ impl Kernel {
     /// }
     /// # Ok(()) }
     /// ```
-    pub fn assemble(
+    pub fn assemble<I: KernelInput>(
         &self,
-        inputs: &[&Tensor],
+        inputs: &[I],
         initial: Option<&Tensor>,
     ) -> Result<Assembled, Error> {
         let (produced, _) = self.execute(inputs, initial)?;
@@ -397,9 +399,9 @@ impl Kernel {
     /// changed but whose structure did not. The entries the kernel produces are checked
     /// against those the output was assembled from; a different structure is an error
     /// (assemble again) and leaves `output` as it was.
-    pub fn compute(
+    pub fn compute<I: KernelInput>(
         &self,
-        inputs: &[&Tensor],
+        inputs: &[I],
         initial: Option<&Tensor>,
         output: &mut Assembled,
     ) -> Result<Timings, Error> {
@@ -434,15 +436,17 @@ impl Kernel {
 
     /// Check and convert the inputs, call the generated kernel, and collect what it
     /// produced (with `initial`'s entries for `+=` statements).
-    fn execute(
+    fn execute<I: KernelInput>(
         &self,
-        inputs: &[&Tensor],
+        inputs: &[I],
         initial: Option<&Tensor>,
     ) -> Result<(Produced, Timings), Error> {
         let started = Instant::now();
-        self.check_inputs(inputs, initial)?;
-        let mut operands = self.operands(inputs, initial)?;
-        let mut arguments = self.arguments(&operands);
+        let inputs: Vec<TensorView<'_>> = inputs.iter().map(KernelInput::input_view).collect();
+        self.check_inputs(&inputs, initial)?;
+        let mut output = self.output(initial)?;
+        let inputs = self.inputs(&inputs)?;
+        let mut arguments = self.arguments(&mut output, &inputs);
         let prepared = Instant::now();
         let buffers = self.call(&mut arguments)?;
         let computed = Instant::now();
@@ -452,7 +456,7 @@ impl Kernel {
             Produced::Entries(entries)
         } else {
             self.keep_buffers(buffers);
-            Produced::Dense(operands.swap_remove(0).into_owned())
+            Produced::Dense(output)
         };
         Ok((
             produced,
@@ -552,6 +556,31 @@ impl Kernel {
             unsafe { sys::sparsec_buffer_free(b) };
         }
         *spare = buffers;
+    }
+}
+
+/// What a kernel reads as an input: a [`Tensor`], or a [`TensorView`] of storage another
+/// owner keeps (such as a SciPy matrix's arrays), which the kernel reads in place.
+pub trait KernelInput {
+    /// The input's storage, borrowed.
+    fn input_view(&self) -> TensorView<'_>;
+}
+
+impl KernelInput for Tensor {
+    fn input_view(&self) -> TensorView<'_> {
+        self.view()
+    }
+}
+
+impl KernelInput for TensorView<'_> {
+    fn input_view(&self) -> TensorView<'_> {
+        self.clone()
+    }
+}
+
+impl<T: KernelInput + ?Sized> KernelInput for &T {
+    fn input_view(&self) -> TensorView<'_> {
+        (**self).input_view()
     }
 }
 

@@ -7,10 +7,12 @@
 
 mod coo;
 mod pack;
+mod view;
 
 use std::fmt;
 
 pub use coo::Coo;
+pub use view::{IndexSlice, TensorView, ValueSlice};
 
 use crate::format::{Format, IndexArray, LevelCoord, LevelSite, LevelStorage};
 use crate::ir::interp::Env;
