@@ -126,11 +126,7 @@ fn malformed_arrays_are_refused_with_what_is_wrong() {
         ),
         (&[1, 1, 2], &[0, 1], "from 0 to the number of indices"),
         (&[0, 1, 3], &[0, 1], "from 0 to the number of indices"),
-        (
-            &[0, 3, 2],
-            &[0, 1],
-            "offset 1 of indptr (3) exceeds the number of indices (2)",
-        ),
+        (&[0, 3, 2], &[0, 1], "indptr decreases after offset 1"),
         (
             &[0, 2, 1, 2][..3],
             &[0, 1],
@@ -275,5 +271,43 @@ proptest::proptest! {
         let kernel = Kernel::compile("y(i) = A(i,j) * x(j)", &decls, &[]).unwrap();
         let got = kernel.run(&[view, x]).unwrap();
         proptest::prop_assert_eq!(got.values(), &Values::F64(expected));
+    }
+}
+
+/// The check runs in chunks of pairs: a fault on either side of a chunk's edge, in one
+/// long row or at a row boundary, is found; a clean long matrix passes.
+#[test]
+fn long_rows_are_checked_across_chunk_edges() {
+    let n = 10_000i64;
+    let clean: Vec<i64> = (0..n).collect();
+    let data = vec![1.0; n as usize];
+    let view = |indptr: &[i64], indices: &[i64]| {
+        TensorView::compressed(
+            vec![indptr.len() - 1, n as usize],
+            false,
+            IndexSlice::I64(indptr),
+            IndexSlice::I64(indices),
+            ValueSlice::F64(&data),
+        )
+        .map(|_| ())
+    };
+    assert!(view(&[0, n], &clean).is_ok());
+    // Two rows, the second starting at 4096: its first index may be smaller.
+    let mut two_rows = clean.clone();
+    two_rows[4096..].iter_mut().for_each(|i| *i -= 4096);
+    assert!(view(&[0, 4096, n], &two_rows).is_ok());
+    assert!(view(&[0, n], &two_rows).is_err());
+    for at in [4094usize, 4095, 4096, 4097, 8191, 8192, 9999] {
+        let mut swapped = clean.clone();
+        swapped.swap(at - 1, at);
+        let err = view(&[0, n], &swapped).unwrap_err();
+        assert!(
+            err.to_string().contains("not strictly increasing"),
+            "{at}: {err}"
+        );
+        let mut wide = clean.clone();
+        wide[at] = n;
+        let err = view(&[0, n], &wide).unwrap_err();
+        assert!(err.to_string().contains("out of range"), "{at}: {err}");
     }
 }

@@ -338,7 +338,11 @@ fn plain_level_views<'a>(
 
 /// `Ok` when `indptr`/`indices` describe an `outer x inner` matrix in compressed rows in
 /// SciPy's canonical form, which sparsec's compressed level requires; else what is wrong.
-/// One pass over the indices.
+///
+/// This runs on every call that lends arrays, so the indices are checked in passes without
+/// branches that the compiler vectorizes: their minimum and maximum, and the number of
+/// places where an index does not increase, which must all be row boundaries. Only a
+/// failure looks at rows one by one, to say where.
 fn check_canonical<P, I>(
     indptr: &[P],
     indices: &[I],
@@ -347,7 +351,7 @@ fn check_canonical<P, I>(
 ) -> Result<(), String>
 where
     P: Copy + Into<i64>,
-    I: Copy + Into<i64>,
+    I: Copy + Ord + Into<i64>,
 {
     if indptr.len() != outer.saturating_add(1) {
         return Err(format!(
@@ -364,34 +368,72 @@ where
             indices.len()
         ));
     }
+    // Offsets from 0 to `len` that never decrease: every row's slice is in bounds.
+    if let Some(row) = indptr.windows(2).position(|w| w[0].into() > w[1].into()) {
+        return Err(format!("indptr decreases after offset {row}"));
+    }
     let inner = inner as u64;
+    let Some((lowest, highest, descents)) = scan(indices) else {
+        return Ok(());
+    };
+    let (lowest, highest): (i64, i64) = (lowest.into(), highest.into());
+    let at_row_starts: usize = indptr
+        .windows(2)
+        .map(|w| (w[0].into() as usize, w[1].into() as usize))
+        .filter(|&(begin, end)| begin > 0 && begin < end)
+        .map(|(begin, _)| usize::from(indices[begin - 1] >= indices[begin]))
+        .sum();
+    if lowest >= 0 && (highest as u64) < inner && descents == at_row_starts {
+        return Ok(());
+    }
     for (row, w) in indptr.windows(2).enumerate() {
-        let (begin, end): (i64, i64) = (w[0].into(), w[1].into());
-        if begin > end {
-            return Err(format!("indptr decreases after offset {row}"));
-        }
-        // Offsets never decrease up to here and the last is the number of indices, but a
-        // later one may still exceed it before the offsets come down again.
-        if end as u64 > indices.len() as u64 {
-            return Err(format!(
-                "offset {} of indptr ({end}) exceeds the number of indices ({})",
-                row + 1,
-                indices.len()
-            ));
-        }
-        let mut previous = -1i64;
-        for &i in &indices[begin as usize..end as usize] {
-            let i: i64 = i.into();
-            if i as u64 >= inner {
-                return Err(format!("index {i} of row or column {row} is out of range"));
-            }
-            if i <= previous {
-                return Err(format!(
-                    "the indices of row or column {row} are not strictly increasing"
-                ));
-            }
-            previous = i;
+        let (begin, end) = (w[0].into() as usize, w[1].into() as usize);
+        let indices = &indices[begin..end];
+        let in_range = indices.iter().all(|&i| (i.into() as u64) < inner);
+        let increasing = indices.windows(2).all(|p| p[0] < p[1]);
+        if !(in_range && increasing) {
+            return Err(malformed_row(indices, row, inner));
         }
     }
-    Ok(())
+    // The passes above found a row that the scan did not: never, but say something.
+    Err("the indices are out of range or not strictly increasing within a row".into())
+}
+
+/// The smallest and largest index, and the number of places where an index is not
+/// smaller than the next; `None` for no indices. Chunks keep the counters narrow and the
+/// loop free of branches, so that it vectorizes.
+fn scan<I: Copy + Ord>(indices: &[I]) -> Option<(I, I, usize)> {
+    let (&first, _) = indices.split_first()?;
+    let (mut lowest, mut highest, mut descents) = (first, first, 0usize);
+    // Pairs (indices[k], indices[k + 1]) for k in start..end.
+    let mut start = 0;
+    while start + 1 < indices.len() {
+        let end = (start + 4096).min(indices.len() - 1);
+        let mut in_chunk = 0u32;
+        for (&a, &b) in indices[start..end].iter().zip(&indices[start + 1..=end]) {
+            lowest = lowest.min(b);
+            highest = highest.max(b);
+            in_chunk += u32::from(a >= b);
+        }
+        descents += in_chunk as usize;
+        start = end;
+    }
+    Some((lowest, highest, descents))
+}
+
+/// What is wrong with the indices of row (or column) `row`, which are not strictly
+/// increasing or not all in `0..inner`.
+fn malformed_row<I: Copy + Into<i64>>(indices: &[I], row: usize, inner: u64) -> String {
+    let mut previous = -1i64;
+    for &i in indices {
+        let i: i64 = i.into();
+        if i as u64 >= inner {
+            return format!("index {i} of row or column {row} is out of range");
+        }
+        if i <= previous {
+            break;
+        }
+        previous = i;
+    }
+    format!("the indices of row or column {row} are not strictly increasing")
 }
