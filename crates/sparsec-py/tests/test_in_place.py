@@ -163,3 +163,15 @@ def test_real_matrices_in_place(name, rng):
     spmv = sparsec.compile(SPMV)
     np.testing.assert_allclose(spmv(A=a, x=x), a @ x, rtol=1e-10, atol=1e-8)
     assert spmv.copied_inputs == []
+
+
+def test_gcxs_matrices_are_read_in_place(rng):
+    sparse = pytest.importorskip("sparse", reason="CI installs pydata/sparse")
+    a = random_csr(rng, (30, 25), index_dtype=np.int64)
+    x = rng.standard_normal(25)
+    for axes, matrix in (((0,), a), ((1,), a.tocsc())):
+        g = sparse.GCXS.from_scipy_sparse(matrix)
+        assert tuple(g.compressed_axes) == axes
+        spmv = sparsec.compile(SPMV, formats={"A": "csr" if axes == (0,) else "csc"})
+        np.testing.assert_allclose(spmv(A=g, x=x), a @ x, rtol=1e-12, atol=1e-12)
+        assert spmv.copied_inputs == []

@@ -16,14 +16,14 @@ and GCXS arrays, or :class:`Tensor` (any sparsec format). Outputs are NumPy arra
 dense output, ``scipy.sparse`` CSR/CSC/COO arrays when the output format is one of those,
 and :class:`Tensor` for formats SciPy lacks.
 
-Copies: a kernel call reads SciPy CSR and CSC matrices (``indptr``, ``indices`` and
-``data``, int32 or int64 indices, float64 or float32 values) and C-contiguous float64 or
+Copies: a kernel call reads SciPy CSR and CSC matrices and pydata/sparse GCXS matrices
+(``indptr``, ``indices`` and ``data``, int32 or int64 indices, float64 or float32 values) and C-contiguous float64 or
 float32 NumPy arrays in place, without a copy. Each call checks the structure of a matrix
 it reads in place (offsets, index ranges, sorted indices), since its arrays may have
 changed since the last call; do not write to them while a call runs. Everything else is
 copied once per call into storage sparsec owns: a matrix with unsorted or duplicate
 indices (sorted, and duplicates summed, as SciPy's ``sum_duplicates`` would), COO and
-other SciPy formats, pydata/sparse arrays, non-contiguous and Fortran-ordered arrays (read
+other SciPy formats, pydata/sparse COO arrays, non-contiguous and Fortran-ordered arrays (read
 through their strides, never misread), integer and boolean values (converted to float64;
 complex values are refused), and any input whose layout or value type differs from the
 one the kernel reads (a CSR matrix given ``formats={"A": "csc"}`` is converted). A
@@ -148,19 +148,28 @@ _INDEX_DTYPES = (np.dtype(np.int64), np.dtype(np.int32))
 def _kernel_input(
     obj: Any, format: str | None, name: str
 ) -> _native.Tensor | _native.Borrowed:
-    """What a kernel call reads for ``obj``: SciPy CSR/CSC matrices and NumPy arrays of
-    float64 or float32 values are lent to the kernel, which reads their arrays in place
-    when it can and converts them itself when the kernel's format differs; anything else
-    becomes a native tensor (a copy)."""
+    """What a kernel call reads for ``obj``: SciPy CSR/CSC matrices, pydata/sparse GCXS
+    matrices and NumPy arrays of float64 or float32 values are lent to the kernel, which
+    reads their arrays in place when it can and converts them itself when the kernel's
+    format differs; anything else becomes a native tensor (a copy)."""
+    if _sp.issparse(obj) and obj.format in ("csr", "csc"):
+        column_major = obj.format == "csc"
+    elif (
+        _pydata_sparse_type(obj) == "GCXS"
+        and obj.ndim == 2
+        and tuple(obj.compressed_axes) in ((0,), (1,))
+    ):
+        column_major = tuple(obj.compressed_axes) == (1,)
+    else:
+        column_major = None
     if (
-        _sp.issparse(obj)
-        and obj.format in ("csr", "csc")
+        column_major is not None
         and obj.data.dtype in _FLOAT_DTYPES
         and obj.indptr.dtype in _INDEX_DTYPES
         and obj.indices.dtype in _INDEX_DTYPES
     ):
         return _native.Borrowed.compressed(
-            list(obj.shape), obj.indptr, obj.indices, obj.data, obj.format == "csc"
+            list(obj.shape), obj.indptr, obj.indices, obj.data, column_major
         )
     # Subclasses (masked arrays, matrices) mean more than their data: they are converted.
     if type(obj) is np.ndarray and obj.dtype in _FLOAT_DTYPES:
