@@ -14,8 +14,9 @@ use numpy::{
 };
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
+use sparsec::format::Format;
 use sparsec::kernel::KernelInput;
-use sparsec::tensor::{IndexSlice, Tensor, TensorView, ValueSlice};
+use sparsec::tensor::{IndexSlice, Tensor, TensorView, ValueSlice, ValueType};
 
 use crate::errors;
 use crate::tensor::{dimensions, PyTensor};
@@ -88,12 +89,30 @@ impl PyBorrowed {
 }
 
 /// A kernel input as Python passes it.
-#[derive(FromPyObject)]
 pub enum InputArg<'py> {
     /// A tensor sparsec owns.
     Tensor(PyRef<'py, PyTensor>),
     /// Arrays another owner keeps.
     Borrowed(PyRef<'py, PyBorrowed>),
+}
+
+/// Written out rather than derived: a derived extraction tries each variant and builds a
+/// Python exception for each failure, which costs more than a small kernel call.
+impl<'py> FromPyObject<'_, 'py> for InputArg<'py> {
+    type Error = PyErr;
+
+    fn extract(obj: Borrowed<'_, 'py, PyAny>) -> PyResult<Self> {
+        if let Ok(t) = obj.cast::<PyTensor>() {
+            return Ok(InputArg::Tensor(t.borrow()));
+        }
+        if let Ok(b) = obj.cast::<PyBorrowed>() {
+            return Ok(InputArg::Borrowed(b.borrow()));
+        }
+        Err(errors::input(format!(
+            "kernel inputs are sparsec.Tensor or lent arrays, not {}",
+            obj.get_type().name()?
+        )))
+    }
 }
 
 impl<'py> InputArg<'py> {
@@ -267,6 +286,20 @@ pub enum Ready<'a> {
     InPlace(TensorView<'a>),
     /// A packed copy.
     Copied(Tensor),
+}
+
+impl Ready<'_> {
+    /// What a kernel is compiled for: the input's dimensions, format and value type.
+    pub fn describes(&self, dims: &[usize], format: &Format, value_type: ValueType) -> bool {
+        match self {
+            Ready::InPlace(v) => {
+                v.dims() == dims && v.format() == format && v.value_type() == value_type
+            }
+            Ready::Copied(t) => {
+                t.dims() == dims && t.format() == format && t.value_type() == value_type
+            }
+        }
+    }
 }
 
 impl KernelInput for Ready<'_> {

@@ -21,7 +21,7 @@ use sparsec::tensor::{Tensor, ValueType};
 use crate::arrays;
 use crate::borrowed::{Held, InputArg, Ready};
 use crate::errors;
-use crate::tensor::{compressed_parts, dtype_name, parse_format, PyTensor};
+use crate::tensor::{compressed_parts, dtype_name, is_scipy_compressed, parse_format, PyTensor};
 
 /// What makes two compiled kernels the same.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -121,6 +121,9 @@ struct InputInfo {
     value_type: ValueType,
 }
 
+/// The inputs of a call, by name, and the kernel found for them.
+type LastInputs = (HashMap<String, InputInfo>, Arc<Kernel>);
+
 /// A statement, compiled for the shapes and value type of the tensors it is run on.
 #[pyclass(name = "Kernel", module = "sparsec._native", frozen)]
 pub struct PyKernel {
@@ -138,6 +141,8 @@ pub struct PyKernel {
     last: Mutex<Option<(KernelKey, Arc<Kernel>)>>,
     /// The inputs the last call copied rather than read in place.
     copied: Mutex<Vec<String>>,
+    /// What the last call's inputs were, with the kernel found for them.
+    last_inputs: Mutex<Option<LastInputs>>,
 }
 
 impl PyKernel {
@@ -227,6 +232,20 @@ impl PyKernel {
         Ok(kernel)
     }
 
+    /// The kernel of the last call when `inputs` have the names, dimensions, formats and
+    /// value types of the last call's: what most calls find, without building a key.
+    fn kernel_of_last_inputs(&self, inputs: &HashMap<String, Ready<'_>>) -> Option<Arc<Kernel>> {
+        let last = self.last_inputs.lock().unwrap_or_else(|e| e.into_inner());
+        let (infos, kernel) = last.as_ref()?;
+        let same = infos.len() == inputs.len()
+            && infos.iter().all(|(name, info)| {
+                inputs
+                    .get(name)
+                    .is_some_and(|r| r.describes(&info.dims, &info.format, info.value_type))
+            });
+        same.then(|| kernel.clone())
+    }
+
     /// Resolve `inputs` by name and find the kernel for them; the inputs come back in
     /// statement order.
     fn prepare<'a>(
@@ -234,20 +253,28 @@ impl PyKernel {
         py: Python<'_>,
         inputs: &'a HashMap<String, Ready<'a>>,
     ) -> PyResult<(Arc<Kernel>, Vec<&'a Ready<'a>>)> {
-        let infos = inputs
-            .iter()
-            .map(|(n, t)| {
-                let view = t.input_view();
-                let info = InputInfo {
-                    dims: view.dims().to_vec(),
-                    format: view.format().clone(),
-                    value_type: view.value_type(),
-                };
-                (n.clone(), info)
-            })
-            .collect();
-        let (key, formats) = self.key(&infos)?;
-        let kernel = self.kernel_for(py, key, &formats)?;
+        let kernel = match self.kernel_of_last_inputs(inputs) {
+            Some(kernel) => kernel,
+            None => {
+                let infos: HashMap<String, InputInfo> = inputs
+                    .iter()
+                    .map(|(n, t)| {
+                        let view = t.input_view();
+                        let info = InputInfo {
+                            dims: view.dims().to_vec(),
+                            format: view.format().clone(),
+                            value_type: view.value_type(),
+                        };
+                        (n.clone(), info)
+                    })
+                    .collect();
+                let (key, formats) = self.key(&infos)?;
+                let kernel = self.kernel_for(py, key, &formats)?;
+                *self.last_inputs.lock().unwrap_or_else(|e| e.into_inner()) =
+                    Some((infos, kernel.clone()));
+                kernel
+            }
+        };
         let ordered = kernel.statement().tensors[1..]
             .iter()
             .map(|decl| {
@@ -361,14 +388,15 @@ fn compile_memoized(
 /// (row-major) output, `(kind, shape, indptr, indices, data)` for a CSR or CSC one, a
 /// tensor for any other format.
 fn output_to_py(py: Python<'_>, tensor: Tensor) -> PyResult<Bound<'_, PyAny>> {
-    let order = tensor.order();
-    if tensor.format() == &Format::dense(order) {
+    let row_major = |modes: Vec<usize>| modes.iter().enumerate().all(|(k, &m)| k == m);
+    if tensor.format().is_all_dense() && tensor.format().mode_order().is_some_and(row_major) {
         let (dims, _, _, values) = tensor.into_parts();
         return arrays::shaped_array(py, &dims, values);
     }
-    let kind = ["csr", "csc"]
+    let kind = [("csr", false), ("csc", true)]
         .into_iter()
-        .find(|name| order == 2 && Format::parse(name, 2).is_ok_and(|f| &f == tensor.format()));
+        .find(|&(_, column_major)| is_scipy_compressed(tensor.format(), column_major))
+        .map(|(name, _)| name);
     match kind {
         Some(kind) => {
             let shape = PyTuple::new(py, tensor.dims())?;
@@ -432,6 +460,7 @@ impl PyKernel {
             dtype: dtype.map(parse_dtype).transpose()?,
             last: Mutex::new(None),
             copied: Mutex::new(Vec::new()),
+            last_inputs: Mutex::new(None),
         })
     }
 

@@ -1,5 +1,7 @@
 //! `sparsec._native.Tensor`: a tensor in any sparsec format, built from NumPy arrays.
 
+use std::sync::LazyLock;
+
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 use sparsec::format::{Format, IndexArray, LevelStorage};
@@ -45,10 +47,14 @@ fn built(result: Result<Tensor, sparsec::tensor::TensorError>) -> PyResult<PyTen
 /// True when `format` is the plain CSR layout (or CSC with `column_major`): a dense level
 /// over the outer mode and a compressed, ordered, unique level over the inner one, whose
 /// arrays are exactly SciPy's `indptr` and `indices`.
-fn is_scipy_compressed(format: &Format, column_major: bool) -> bool {
-    let name = if column_major { "csc" } else { "csr" };
-    Format::parse(name, 2).is_ok_and(|f| &f == format)
+pub fn is_scipy_compressed(format: &Format, column_major: bool) -> bool {
+    format == &SCIPY_COMPRESSED[usize::from(column_major)]
 }
+
+/// CSR and CSC, parsed once: outputs are compared with them on every call.
+static SCIPY_COMPRESSED: LazyLock<[Format; 2]> = LazyLock::new(|| {
+    ["csr", "csc"].map(|name| Format::parse(name, 2).expect("a format of matrices"))
+});
 
 /// True when `indptr`/`indices` describe an `outer x inner` compressed matrix with
 /// `nnz` entries whose indices are in range and strictly increasing within each row (or

@@ -314,14 +314,22 @@ pub struct LevelSpec {
 pub struct Format {
     levels: Vec<LevelSpec>,
     order: usize,
+    /// What [`Format::spelling`] returns, spelled once: formats are compared by it on
+    /// every kernel call.
+    spelled: String,
 }
 
 impl Format {
     /// A format over `order` modes from explicit levels. Checks that every mode is stored
     /// and that structured coordinates are used consistently.
     pub fn new(order: usize, levels: Vec<LevelSpec>) -> Result<Format, FormatError> {
-        let format = Format { levels, order };
+        let mut format = Format {
+            levels,
+            order,
+            spelled: String::new(),
+        };
         format.validate()?;
+        format.spelled = parse::spell(&format);
         Ok(format)
     }
 
@@ -558,18 +566,18 @@ impl Format {
 
     /// The format-string spelling that [`Format::parse`] reads back to this format.
     pub fn spelling(&self) -> String {
-        parse::spell(self)
+        self.spelled.clone()
     }
 }
 
 impl fmt::Display for Format {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.spelling())
+        f.write_str(&self.spelled)
     }
 }
 
 impl PartialEq for Format {
     fn eq(&self, other: &Format) -> bool {
-        self.order == other.order && self.spelling() == other.spelling()
+        self.order == other.order && self.spelled == other.spelled
     }
 }

@@ -7,6 +7,7 @@
 //! within each row. A view of a [`Tensor`] needs no check: packing made it so.
 
 use std::borrow::Cow;
+use std::sync::LazyLock;
 
 use super::{Tensor, TensorError, Values};
 use crate::format::{Format, IndexArray, LevelStorage};
@@ -118,6 +119,12 @@ impl<'a> From<&'a Values> for ValueSlice<'a> {
     }
 }
 
+// Parsed once: views are made on every call that lends arrays.
+static CSR: LazyLock<Format> =
+    LazyLock::new(|| Format::parse("csr", 2).expect("csr is a format of matrices"));
+static CSC: LazyLock<Format> =
+    LazyLock::new(|| Format::parse("csc", 2).expect("csc is a format of matrices"));
+
 /// One level's arrays and parameters, borrowed.
 #[derive(Clone, Debug)]
 struct LevelView<'a> {
@@ -215,9 +222,8 @@ impl<'a> TensorView<'a> {
             (IndexSlice::I64(p), IndexSlice::I64(i)) => check_canonical(p, i, outer, inner),
         };
         checked.map_err(TensorError::Malformed)?;
-        let format = Format::parse(if column_major { "csc" } else { "csr" }, 2)
-            .expect("csr and csc are formats of matrices");
-        let levels = plain_level_views(&format, &dims, |level, kind| match (level, kind) {
+        let format: &'static Format = if column_major { &CSC } else { &CSR };
+        let levels = plain_level_views(format, &dims, |level, kind| match (level, kind) {
             (1, ArrayKind::Pos) => Some(indptr),
             (1, ArrayKind::Idx) => Some(indices),
             _ => None,
@@ -225,7 +231,7 @@ impl<'a> TensorView<'a> {
         .expect("compressed rows store exactly positions and coordinates");
         Ok(TensorView {
             dims: Cow::Owned(dims),
-            format: Cow::Owned(format),
+            format: Cow::Borrowed(format),
             levels,
             values,
             owner: None,
