@@ -146,9 +146,11 @@ except sparsec.ScheduleError as err:
 # ---------------------------------------------------------------------------------------
 # 8. What it costs: time one call of a compiled kernel against SciPy.
 #
-# Each call copies the inputs into sparsec's storage (the output is handed over without a
-# copy). An input you use again and again can be held as a `sparsec.Tensor`, which skips
-# that copy. On a matrix this small, one thread is quicker than waking a team of threads.
+# A call reads SciPy's CSR arrays and the NumPy vector in place, checking the matrix's
+# structure first (the output is handed over without a copy); `copied_inputs` names any
+# input it had to copy instead (unsorted indices, another format or dtype). A matrix held
+# as a `sparsec.Tensor` skips the check too. On a matrix this small, one thread is quicker
+# than waking a team of threads.
 small = sparsec.compile("y(i) = A(i,j) * x(j)", formats={"A": "csr"}, threads=1)
 A_held = sparsec.Tensor.from_scipy(A)
 
@@ -166,4 +168,6 @@ print(
     f"sparsec {per_call(lambda: small(A=A, x=x)):.1f} us, "
     f"sparsec with A held as a Tensor {per_call(lambda: small(A=A_held, x=x)):.1f} us"
 )
+small(A=A, x=x)
+print("8. inputs the last call copied:", small.copied_inputs or "none")
 print("tutorial: all steps ran")
