@@ -215,7 +215,10 @@ fn bytemap_locate_reads_the_flag() {
         ancestors: vec![Expr::Int(5)],
     };
     let levels = t.levels().to_vec();
-    let env = Env { levels: &levels };
+    let env = Env {
+        levels: &levels,
+        argument: 0,
+    };
     let locate = |i: i64| {
         let (pos, found) = bytemap
             .locate(&site, &Expr::Int(5), &Expr::Int(i), &Expr::Int(0))
@@ -249,7 +252,10 @@ fn hashed_vector_locate_follows_linear_probing() {
         ancestors: vec![],
     };
     let levels = vec![storage];
-    let env = Env { levels: &levels };
+    let env = Env {
+        levels: &levels,
+        argument: 0,
+    };
     let locate = |i: i64| {
         let (pos, _) = hashed
             .locate(&site, &Expr::Int(0), &Expr::Int(i), &Expr::Int(0))

@@ -8,7 +8,7 @@
 
 use std::borrow::Cow;
 
-use super::{ArrayKind, ArrayRef, BinOp, Expr, ParamKind, ParamRef};
+use super::{ArrayKind, ArrayRef, BinOp, Expr, ParamKind, ParamRef, Var};
 
 /// The index arrays and level parameters of one tensor, as level functions read them.
 pub trait LevelArrays {
@@ -21,11 +21,17 @@ pub trait LevelArrays {
 }
 
 /// The storage an expression is evaluated against. Level functions evaluated here use no
-/// variables: their arguments are constants.
+/// variable but [`ARGUMENT`], so that one expression serves every position or coordinate
+/// of a loop over storage.
 pub struct Env<'a> {
     /// The tensor's levels.
     pub levels: &'a dyn LevelArrays,
+    /// The value of [`ARGUMENT`].
+    pub argument: i64,
 }
+
+/// The one variable an expression evaluated against storage may read: [`Env::argument`].
+pub const ARGUMENT: Var = Var(u32::MAX);
 
 impl Env<'_> {
     fn level_array(array: &ArrayRef) -> (usize, ArrayKind) {
@@ -41,8 +47,9 @@ impl Env<'_> {
             Expr::Int(v) => *v,
             Expr::Bool(b) => *b as i64,
             Expr::Float(_) => panic!("level functions are integer expressions"),
+            Expr::Var(v) if *v == ARGUMENT => self.argument,
             Expr::Var(_) | Expr::Symbol(_) | Expr::Param(ParamRef::Extent(_)) => {
-                panic!("level functions evaluated on storage take constant arguments")
+                panic!("level functions evaluated on storage take constants or ARGUMENT")
             }
             Expr::Param(ParamRef::Level { level, kind, .. }) => self.levels.param(*level, *kind),
             Expr::Load(array, index) => {

@@ -118,18 +118,13 @@ impl Coo {
     /// Entry indices sorted by the given modes (stable for ties).
     pub fn sorted_permutation(&self, modes: &[usize]) -> Vec<usize> {
         let n = self.order();
-        let mut perm: Vec<usize> = (0..self.len()).collect();
-        let already_sorted = perm.windows(2).all(|w| {
-            let (a, b) = (&self.coords[w[0] * n..], &self.coords[w[1] * n..]);
-            modes.iter().map(|&m| a[m]).le(modes.iter().map(|&m| b[m]))
-        });
-        if !already_sorted {
-            perm.sort_by(|&x, &y| {
-                let (a, b) = (&self.coords[x * n..], &self.coords[y * n..]);
-                modes.iter().map(|&m| a[m]).cmp(modes.iter().map(|&m| b[m]))
-            });
-        }
-        perm
+        let keys: Vec<Box<dyn Fn(usize) -> i64 + '_>> = modes
+            .iter()
+            .map(|&m| Box::new(move |e: usize| self.coords[e * n + m]) as Box<dyn Fn(usize) -> i64>)
+            .collect();
+        let keys: Vec<&dyn Fn(usize) -> i64> = keys.iter().map(|k| k.as_ref()).collect();
+        let sizes: Vec<usize> = modes.iter().map(|&m| self.dims[m]).collect();
+        super::order::lexicographic_order(self.len(), &keys, &sizes)
     }
 
     /// Largest scaled difference between two sorted, summed lists (absent = zero; equal

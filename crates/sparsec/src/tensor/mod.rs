@@ -6,6 +6,7 @@
 //! ([`crate::ir::interp`]), so storage and generated code can never disagree about layout.
 
 mod coo;
+mod order;
 mod pack;
 mod view;
 
@@ -15,7 +16,7 @@ pub use coo::Coo;
 pub use view::{IndexSlice, TensorView, ValueSlice};
 
 use crate::format::{Format, IndexArray, LevelCoord, LevelSite, LevelStorage};
-use crate::ir::interp::Env;
+use crate::ir::interp::{Env, ARGUMENT};
 use crate::ir::Expr;
 
 pub use crate::ir::{IndexWidth, ValueType};
@@ -380,33 +381,39 @@ impl Tensor {
                 logical[m] = old;
             }
         };
-        let env = Env {
+        let env = |argument| Env {
             levels: &self.levels,
+            argument,
         };
+        // Each level function is built once per parent, over ARGUMENT, and evaluated for
+        // every coordinate or position under it.
+        let argument = Expr::Var(ARGUMENT);
         if level.capabilities().coord_value_iter {
             let (begin, end) = level
                 .coord_iter(&site)
                 .expect("coordinate value iteration has coord_iter");
-            let (begin, end) = (env.eval(&begin), env.eval(&end));
+            let (begin, end) = (env(0).eval(&begin), env(0).eval(&end));
+            let (pos, found) = level
+                .coord_access(&site, &parent, &argument)
+                .expect("coordinate value iteration has coord_access");
             for i in begin..end {
-                let (pos, found) = level
-                    .coord_access(&site, &parent, &Expr::Int(i))
-                    .expect("coordinate value iteration has coord_access");
-                if env.eval(&found) != 0 {
-                    descend(i, env.eval(&pos), self, storage_coords, logical);
+                let at = env(i);
+                if at.eval(&found) != 0 {
+                    descend(i, at.eval(&pos), self, storage_coords, logical);
                 }
             }
         } else {
             let (begin, end) = level
                 .pos_iter(&site, &parent)
                 .expect("a level without coordinate value iteration iterates positions");
-            let (begin, end) = (env.eval(&begin), env.eval(&end));
+            let (begin, end) = (env(0).eval(&begin), env(0).eval(&end));
+            let (coord, found) = level
+                .pos_access(&site, &argument)
+                .expect("position iteration has pos_access");
             for p in begin..end {
-                let (coord, found) = level
-                    .pos_access(&site, &Expr::Int(p))
-                    .expect("position iteration has pos_access");
-                if env.eval(&found) != 0 {
-                    descend(env.eval(&coord), p, self, storage_coords, logical);
+                let at = env(p);
+                if at.eval(&found) != 0 {
+                    descend(at.eval(&coord), p, self, storage_coords, logical);
                 }
             }
         }

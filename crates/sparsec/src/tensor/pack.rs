@@ -84,14 +84,12 @@ fn pack_general(
         .all(|(k, spec)| spec.coord == LevelCoord::Mode(k));
     let in_order = modes_in_order || (1..nnz).all(|e| storage_order_le(&level_coords, e - 1, e));
     let perm: Option<Vec<usize>> = (!in_order).then(|| {
-        let mut perm: Vec<usize> = (0..nnz).collect();
-        perm.sort_by(|&a, &b| {
-            level_coords
-                .iter()
-                .map(|c| c[a])
-                .cmp(level_coords.iter().map(|c| c[b]))
-        });
-        perm
+        let keys: Vec<Box<dyn Fn(usize) -> i64 + '_>> = level_coords
+            .iter()
+            .map(|c| Box::new(move |e: usize| c[e]) as Box<dyn Fn(usize) -> i64>)
+            .collect();
+        let keys: Vec<&dyn Fn(usize) -> i64> = keys.iter().map(|k| k.as_ref()).collect();
+        super::order::lexicographic_order(nnz, &keys, &level_sizes)
     });
     let entry = |e: usize| perm.as_ref().map_or(e, |p| p[e]);
     let sorted_coords: Vec<Vec<i64>> = match &perm {
