@@ -1,19 +1,27 @@
 #!/usr/bin/env python3
-"""Autotuning benchmark: `sparsec tune` random search against the format-only baseline.
+"""Autotuning benchmark: `sparsec tune` random search against the format-only baseline
+and Intel MKL.
 
 For each kernel, input and thread count, runs `sparsec tune --json` twice with the same
 measurement budget, once drawing formats and schedules together (random search) and once
-drawing formats only with sparsec's default schedule (format-only baseline). Prints each
-run's speedup over sparsec's default (declared formats, default schedule), the tuning and
+drawing formats only with sparsec's default schedule (format-only baseline), and times
+MKL's inspector-executor (`mkl_sparse_set_mv_hint`/`mm_hint` and `mkl_sparse_optimize`,
+through `sparse_dot_mkl` as `schedules_vs_mkl.py` loads it) on the same real matrices at
+the same thread count. Prints each run's speedup over sparsec's default (declared
+formats, default schedule), over the format-only search and over MKL, the tuning and
 conversion cost and the break-even run count, then geometric means per kernel and thread
-count, and writes a CSV.
+count; writes a CSV, a long CSV of the speedups over each baseline, and with `--figure`
+draws the sorted per-input speedups (`sparsec tune figure`, a binary built with
+`--features plot`).
 
-    cargo build --release -p sparsec-cli
-    python3 bench/tune_search.py                          # the full run (~8 min)
+    cargo build --release -p sparsec-cli --features plot
+    python3 bench/tune_search.py --figure /tmp/tune.png   # the full run (~10 min)
     python3 bench/tune_search.py --budget 5 --inputs bcsstk13 --kernels spmv   # quick
 
 Runtimes are medians of repeated runs measured by `sparsec tune` itself (preparation,
-compute and assembly); every candidate's result is checked against the reference.
+compute and assembly); every candidate's result is checked against the reference. MKL's
+are medians of its executor calls from Python (a few microseconds of ctypes each), on
+the shared matrices only: the generated families are drawn by sparsec's own generator.
 """
 import argparse
 import csv
@@ -22,7 +30,11 @@ import math
 import os
 import subprocess
 import sys
+import statistics
 import tempfile
+import time
+
+import numpy as np
 
 DATA = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data", "matrices")
 
@@ -53,6 +65,32 @@ def tune(binary, kernel, source, threads, search, budget, cache):
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+def mkl_ms(mkl, kernel, source, threads, runs=21):
+    """MKL's median time for `kernel` on the shared matrix `source`, in ms, or None."""
+    import schedules_vs_mkl as peers
+
+    if mkl is None or "@" in source:
+        return None
+    a = peers.load_matrix(os.path.join(DATA, source + ".mtx"))
+    rng = np.random.default_rng(1)
+    dense_in = rng.standard_normal(a.shape[1] if kernel == "spmv" else (a.shape[1], 16))
+    problem = peers.set_mkl_threads(mkl, threads)
+    if problem:
+        sys.exit(f"MKL: {problem}")
+    executor = peers.MklExecutor(mkl, a, dense_in, expected_calls=runs + 1)
+    try:
+        if not np.allclose(executor(), a @ dense_in):
+            sys.exit(f"MKL computes a wrong {kernel} on {source}")
+        times = []
+        for _ in range(runs):
+            start = time.perf_counter()
+            executor()
+            times.append(time.perf_counter() - start)
+        return statistics.median(times) * 1e3
+    finally:
+        executor.close()
+
+
 def geomean(xs):
     return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else float("nan")
 
@@ -66,8 +104,17 @@ def main():
     p.add_argument("--inputs", default="bcsstk13,cage10,ca-HepTh,delaunay_n16")
     p.add_argument("--generated", default=",".join(GENERATED))
     p.add_argument("--out", default="/tmp/sparsec-tune-bench.csv")
+    p.add_argument("--no-mkl", action="store_true", help="leave MKL out")
+    p.add_argument("--figure", help="draw the sorted speedups into this PNG")
     args = p.parse_args()
     sources = [s for s in args.inputs.split(",") + args.generated.split(",") if s]
+    mkl = None
+    if not args.no_mkl:
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        import schedules_vs_mkl as peers
+
+        mkl, how = peers.load_mkl()
+        print(f"MKL: {how}", flush=True)
     rows = []
     with tempfile.TemporaryDirectory() as cache:
         for kernel in args.kernels.split(","):
@@ -76,12 +123,15 @@ def main():
                     runs = {s: tune(args.binary, kernel, source, threads, s, args.budget, cache)
                             for s in ("random", "format-only")}
                     r, f = runs["random"], runs["format-only"]
+                    mkl_time = mkl_ms(mkl, kernel, source, threads)
                     row = {
                         "kernel": kernel, "input": source, "threads": threads,
                         "default_ms": r["default_ms"], "random_ms": r["tuned_ms"],
                         "format_only_ms": f["tuned_ms"],
                         "random_speedup": r["speedup"], "format_only_speedup": f["speedup"],
                         "random_over_format_only": f["tuned_ms"] / r["tuned_ms"],
+                        "mkl_ms": mkl_time,
+                        "random_over_mkl": None if mkl_time is None else mkl_time / r["tuned_ms"],
                         "measured_random": r["measured"], "measured_format_only": f["measured"],
                         "tuning_s": r["tuning_s"], "conversion_ms": r["conversion_ms"],
                         "break_even_runs": r["break_even_runs"],
@@ -93,7 +143,9 @@ def main():
                     print(f"{kernel:5} {source:18} {threads}t default {row['default_ms']:9.3f} ms  "
                           f"random {row['random_ms']:9.3f} ms ({row['random_speedup']:.2f}x, "
                           f"{row['measured_random']} cand.)  format-only {row['format_only_ms']:9.3f} ms "
-                          f"({row['format_only_speedup']:.2f}x)  conv {row['conversion_ms']:.2f} ms  "
+                          f"({row['format_only_speedup']:.2f}x)  "
+                          f"mkl {'-' if mkl_time is None else f'{mkl_time:9.3f} ms'}  "
+                          f"conv {row['conversion_ms']:.2f} ms  "
                           f"break-even {'-' if be is None else f'{be:.0f}'} runs  "
                           f"[{row['formats']} | {row['schedule'] or 'default'}]", flush=True)
     with open(args.out, "w", newline="") as fh:
@@ -104,11 +156,30 @@ def main():
     for kernel in args.kernels.split(","):
         for threads in sorted({r["threads"] for r in rows}):
             sel = [r for r in rows if r["kernel"] == kernel and r["threads"] == threads]
+            over_mkl = [r["random_over_mkl"] for r in sel if r["random_over_mkl"] is not None]
             print(f"  {kernel:5} {threads}t  random/default {geomean([r['random_speedup'] for r in sel]):.2f}x"
                   f"  format-only/default {geomean([r['format_only_speedup'] for r in sel]):.2f}x"
                   f"  random/format-only {geomean([r['random_over_format_only'] for r in sel]):.2f}x"
+                  f"  random/MKL {geomean(over_mkl):.2f}x ({len(over_mkl)} inputs)"
                   f"  failures {sum(r['failures'] for r in sel)}")
     print(f"CSV: {args.out}")
+    # The speedups of the random search's choice over each baseline, a row per input.
+    speedups = os.path.splitext(args.out)[0] + "-speedups.csv"
+    with open(speedups, "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["kernel", "input", "threads", "baseline", "speedup"])
+        for r in rows:
+            for baseline, column in (("default", "random_speedup"),
+                                     ("format-only", "random_over_format_only"),
+                                     ("MKL", "random_over_mkl")):
+                if r[column] is not None:
+                    w.writerow([r["kernel"], r["input"], r["threads"], baseline, r[column]])
+    print(f"speedups over each baseline: {speedups}")
+    if args.figure:
+        out = subprocess.run([args.binary, "tune", "figure", "--csv", speedups,
+                              "--out", args.figure], capture_output=True, text=True)
+        print(f"figure: {args.figure}" if out.returncode == 0
+              else f"no figure: {out.stderr.strip()}")
 
 
 if __name__ == "__main__":

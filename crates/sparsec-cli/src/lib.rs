@@ -6,6 +6,8 @@
 pub mod collect;
 pub mod convert;
 pub mod emit;
+#[cfg(feature = "plot")]
+pub mod figure;
 pub mod formats;
 pub mod info;
 #[cfg(feature = "plot")]

@@ -3,6 +3,7 @@
 //! variables) drawn over it.
 
 use std::path::Path;
+use std::sync::OnceLock;
 
 use miette::{miette, Result};
 use plotters::prelude::*;
@@ -85,6 +86,39 @@ pub fn spy(
         }
     }
     root.present().map_err(|e| failed(&e))
+}
+
+/// Register a TrueType font for the figures' text (plotters lays text out with
+/// `ab_glyph`, which needs the font's bytes): `SPARSEC_FONT`, else DejaVu Sans where
+/// Debian's `fonts-dejavu-core` and other distributions put it.
+pub fn load_font() -> Result<()> {
+    static LOADED: OnceLock<std::result::Result<(), String>> = OnceLock::new();
+    LOADED
+        .get_or_init(|| {
+            let candidates = std::env::var("SPARSEC_FONT").into_iter().chain(
+                [
+                    "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
+                    "/usr/share/fonts/dejavu/DejaVuSans.ttf",
+                    "/usr/share/fonts/TTF/DejaVuSans.ttf",
+                ]
+                .map(String::from),
+            );
+            for path in candidates {
+                if let Ok(bytes) = std::fs::read(&path) {
+                    // Registered once for the life of the process, as plotters requires.
+                    let bytes: &'static [u8] = Box::leak(bytes.into_boxed_slice());
+                    return plotters::style::register_font("sans-serif", FontStyle::Normal, bytes)
+                        .map_err(|_| format!("{path} is not a TrueType font"));
+                }
+            }
+            Err(
+                "no TrueType font found for the figure's text: set SPARSEC_FONT to a .ttf \
+                 file, or install DejaVu Sans (Debian: apt-get install fonts-dejavu-core)"
+                    .into(),
+            )
+        })
+        .clone()
+        .map_err(|e| miette!("{e}"))
 }
 
 /// The indices of the first access of `tensor` in `expr`.

@@ -79,6 +79,22 @@ pub struct TuneArgs {
 pub enum TuneCommand {
     /// Measure (input, schedule, runtime) tuples into a JSON-lines dataset (resumable).
     Collect(Box<crate::collect::CollectArgs>),
+    /// Draw the autotuning benchmark's sorted per-input speedups over each baseline, one
+    /// panel per kernel and thread count (needs the `plot` feature).
+    Figure(FigureArgs),
+}
+
+/// `sparsec tune figure`'s arguments.
+#[derive(clap::Args, Debug, Clone)]
+pub struct FigureArgs {
+    /// The speedups: a CSV file whose header names the columns `kernel`, `input`,
+    /// `threads`, `baseline` and `speedup` (the baseline's time over the tuned time), one
+    /// row per input and baseline, as `bench/tune_search.py` writes it.
+    #[arg(long, value_name = "FILE.csv")]
+    pub csv: std::path::PathBuf,
+    /// Where to draw the figure (PNG).
+    #[arg(long, value_name = "FILE.png")]
+    pub out: std::path::PathBuf,
 }
 
 /// `--search`.
@@ -102,6 +118,15 @@ fn seconds(text: &str) -> std::result::Result<f64, String> {
 pub fn tune(args: &TuneArgs) -> Result<()> {
     let expr = match (&args.command, &args.expr) {
         (Some(TuneCommand::Collect(collect)), _) => return crate::collect::collect(collect),
+        #[cfg(feature = "plot")]
+        (Some(TuneCommand::Figure(figure)), _) => return crate::figure::figure(figure),
+        #[cfg(not(feature = "plot"))]
+        (Some(TuneCommand::Figure(_)), _) => {
+            return Err(miette!(
+                help = "build sparsec with `cargo build --features plot`",
+                "sparsec tune figure: built without the `plot` feature"
+            ))
+        }
         (None, Some(expr)) => expr,
         (None, None) => return Err(miette!("sparsec tune: give the statement to tune")),
     };

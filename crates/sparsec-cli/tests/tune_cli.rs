@@ -339,3 +339,51 @@ fn plot_writes_a_png_or_says_it_needs_the_feature() {
         );
     }
 }
+
+/// `tune figure` draws the sorted speedups of a benchmark CSV (with the `plot` feature; CI
+/// installs the font it needs), or says how to get it; a malformed CSV names its line.
+#[test]
+fn figure_draws_speedups_or_says_it_needs_the_feature() {
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("speedups.csv");
+    let png = dir.path().join("speedups.png");
+    std::fs::write(
+        &csv,
+        "kernel,input,threads,baseline,speedup\n\
+         spmv,a,1,default,1.3\nspmv,b,1,default,0.9\nspmv,a,1,mkl,1.1\nspmm,a,2,default,2\n",
+    )
+    .unwrap();
+    let run = |csv: &std::path::Path| {
+        Command::new(env!("CARGO_BIN_EXE_sparsec"))
+            .args(["tune", "figure", "--csv", csv.to_str().unwrap()])
+            .args(["--out", png.to_str().unwrap()])
+            .output()
+            .unwrap()
+    };
+    let out = run(&csv);
+    if cfg!(feature = "plot") {
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        let bytes = std::fs::read(&png).unwrap();
+        assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n");
+        let bad = dir.path().join("bad.csv");
+        std::fs::write(
+            &bad,
+            "kernel,input,threads,baseline,speedup\nspmv,a,one,x,1\n",
+        )
+        .unwrap();
+        let out = run(&bad);
+        assert!(!out.status.success());
+        assert!(
+            text(&out.stderr).contains("line 2: `one` is not a thread count"),
+            "{}",
+            text(&out.stderr)
+        );
+    } else {
+        assert!(!out.status.success());
+        assert!(
+            text(&out.stderr).contains("--features plot"),
+            "{}",
+            text(&out.stderr)
+        );
+    }
+}
