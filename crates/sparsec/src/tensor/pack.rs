@@ -196,6 +196,12 @@ fn pack_streaming(
     let leaf_appends = kinds[order - 1] == Streaming::Appended;
     let record_leaf = track || !leaf_appends;
     let mut leaf: Vec<usize> = Vec::with_capacity(if record_leaf { coo.len() } else { 0 });
+    if leaf_appends {
+        // The leaf level takes one coordinate per entry: grown once, not by doubling.
+        idx[order - 1].try_reserve_exact(coo.len()).map_err(|_| {
+            unrepresentable(format!("{} coordinates do not fit in memory", coo.len()))
+        })?;
+    }
     for e in 0..coo.len() {
         let c = coo.coord(e);
         let first_changed = if e == 0 {
@@ -258,10 +264,19 @@ fn pack_streaming(
             }
         }
     }
-    let mut values = Values::try_zeros(value_type, Some(positions)).map_err(unrepresentable)?;
-    for (e, &v) in coo.values.iter().enumerate() {
-        values.set(if leaf_appends { e } else { leaf[e] }, v);
-    }
+    let values = match (leaf_appends, value_type) {
+        // One value per entry, in entry order: the values are the entries' own.
+        (true, ValueType::F64) => Values::F64(coo.values.clone()),
+        (true, ValueType::F32) => Values::F32(coo.values.iter().map(|&v| v as f32).collect()),
+        (false, _) => {
+            let mut values =
+                Values::try_zeros(value_type, Some(positions)).map_err(unrepresentable)?;
+            for (e, &v) in coo.values.iter().enumerate() {
+                values.set(leaf[e], v);
+            }
+            values
+        }
+    };
     let tensor = Tensor {
         dims: coo.dims.clone(),
         format: format.clone(),
