@@ -1,19 +1,22 @@
 #!/usr/bin/env python3
-"""Benchmark sparsec's scheduled (parallel) CPU kernels against Intel MKL and SciPy.
+"""Benchmark sparsec's kernels against Intel MKL, TACO and SciPy, side by side.
 
-In one run, at 1 and 2 threads: SpMV, SpMM, MTTKRP and SDDMM with the CPU schedules of
-the scheduling paper (/work/shared/spec/scheduling.md section 6) driven through the
-`sparsec run` CLI, MKL's inspector-executor sparse BLAS through `sparse_dot_mkl`, and
-scipy/numpy (single-threaded, reported once per kernel and input), on identical data.
-Prints a table of medians, sparsec/MKL, sparsec/SciPy and sparsec/best-peer ratios with
-geometric means, SpMV bandwidth next to STREAM-style copy and triad bandwidths measured in
-the same run, and writes a CSV.
+In one run, at 1 and 2 threads: SpMV, SpMM, SpGEMM (A*A), MTTKRP, TTV and SDDMM, with
+sparsec's default schedule and the CPU schedules of the scheduling paper
+(/work/shared/spec/scheduling.md section 6), driven through the `sparsec run` CLI; MKL's
+inspector-executor sparse BLAS through `sparse_dot_mkl`; TACO's generated kernels through
+its command line tool (default C flags and `-march=native`; built from its public source
+outside the repository, or skipped with a message); and scipy/numpy (single-threaded,
+reported once per kernel and input), on identical data. Prints a table of medians,
+sparsec/MKL, sparsec/TACO, sparsec/SciPy and sparsec/best-peer ratios with geometric
+means, the 1-to-2-thread speed-ups, SpMV bandwidth next to STREAM-style copy and triad
+bandwidths measured in the same run, and writes a CSV.
 
-    python3 bench/schedules_vs_mkl.py                          # full run
+    python3 bench/schedules_vs_mkl.py --taco /path/to/taco/build/bin/taco   # full run
     python3 bench/schedules_vs_mkl.py --quick --runs 3 \\
         --matrices bcsstk13,cage10 --generated none           # a quick check
 
-See bench/README.md ("Scheduled kernels vs MKL and SciPy") for what is measured.
+See bench/README.md ("Kernels vs MKL, TACO and SciPy") for what is measured.
 """
 import argparse
 import csv
@@ -443,6 +446,16 @@ class Kernel:
     mkl_operand: Optional[str]  # MKL computes state["a"] @ state[mkl_operand]; None: no MKL
     mkl_note: str = ""
     peer_note: str = ""
+    # The TACO command line's flags besides the expression and `-i` of the sparse input
+    # (formats, generated dense operands, dimensions; `-c` for a sparse output, so that
+    # each timed call assembles it as sparsec's does); None: TACO is not run.
+    taco: Optional[List[str]] = None
+    # TACO's output is sparse: its time is its compute median plus its one assembly, as
+    # sparsec's is compute plus assembly.
+    taco_assembles: bool = False
+    # Other tensors of the statement read from the same file (A * A).
+    also_reads: List[str] = dataclasses.field(default_factory=list)
+    square_only: bool = False
 
 
 def spmv_state(a):
@@ -491,6 +504,19 @@ def mttkrp_numpy(s):
     return lambda: s["s"] @ (s["vals"] * s["c"][s["k"]] * s["d"][s["l"]])
 
 
+def spgemm_state(a):
+    return {"a": a, "b": a}
+
+
+def ttv_state(t):
+    coords, vals, dims = t
+    # Mode-3 unfolding as an (I*J x K) CSR matrix (built outside the timing) times c.
+    u = sp.csr_matrix((vals, (coords[:, 0] * dims[1] + coords[:, 1], coords[:, 2])),
+                      shape=(dims[0] * dims[1], dims[2]))
+    u.sum_duplicates()
+    return {"u": u, "c": dense(dims[2])}
+
+
 SPMV_A1 = "split(i,i0,i1,32),order(i0,i1,j),parallelize(i0,CPUThread,NoRaces)"
 SPMV_BALANCED = "fuse(i,j,f),pos(f,p,A(i,j)),split(p,p0,p1,2048),parallelize(p0,CPUThread,Atomics)"
 SPMM_A3 = ("split(i,i0,i1,8),pos(j,jpos,A(i,j)),split(jpos,jpos0,jpos1,8),"
@@ -506,16 +532,20 @@ def variants(formats: List[str], schedules: Dict[str, Optional[str]], prefix: st
     return [Variant(prefix + label, formats, text) for label, text in schedules.items()]
 
 
+SPGEMM_TACO_WORKSPACE = ["-s=reorder(i,k,j)", "-s=precompute(A(i,k)*B(k,j),j,j)"]
+
 KERNELS = [
     Kernel("spmv", "y(i) = A(i,j) * x(j)", 2, "A", ["x:dense"], [],
            variants(["A:csr"], {"default": None, "A.1": SPMV_A1, "balanced": SPMV_BALANCED}),
            spmv_state, lambda s: (lambda: s["a"] @ s["x"]), "x",
-           peer_note="scipy: A @ x (CSR); MKL: mkl_sparse_d_mv"),
+           peer_note="scipy: A @ x (CSR); MKL: mkl_sparse_d_mv; TACO: its CLI's kernel",
+           taco=["-f=A:ds", "-g=x:r"]),
     Kernel("spmm", "C(i,k) = A(i,j) * B(j,k)", 2, "A", ["B:dense"], [f"k:{RANK}"],
            variants(["A:csr"], {"default": None, "A.3": SPMM_A3, "A.12": SPMM_A12}),
            spmm_state, lambda s: (lambda: s["a"] @ s["b"]), "b",
            peer_note=f"scipy: A @ B (CSR x row-major dense, {RANK} columns); "
-                     "MKL: mkl_sparse_d_mm, row-major"),
+                     "MKL: mkl_sparse_d_mm, row-major; TACO: its CLI's kernel",
+           taco=["-f=A:ds", "-g=B:d", f"-d=k:{RANK}"]),
     Kernel("mttkrp", "A(i,j) = B(i,k,l) * C(k,j) * D(l,j)", 3, "B", ["C:dense", "D:dense"],
            [f"j:{RANK}"],
            variants(["B:dss"], {"default": None, "A.5": MTTKRP_A5}, "dss ")
@@ -523,7 +553,8 @@ KERNELS = [
            mttkrp_state, mttkrp_numpy, None,
            mkl_note="MKL has no MTTKRP (sparse_dot_mkl offers sparse x dense products only)",
            peer_note="scipy/numpy: per-nonzero rows vals*C[k]*D[l] reduced by a sparse "
-                     "I x nnz indicator (S @ W), as in kernels_vs_scipy.py"),
+                     "I x nnz indicator (S @ W), as in kernels_vs_scipy.py; TACO: B in sss",
+           taco=["-f=B:sss", "-g=C:d", "-g=D:d", f"-d=j:{RANK}"]),
     Kernel("sddmm", "A(i,j) = B(i,j) * C(i,k) * D(k,j)", 2, "B", ["C:dense", "D:dense"],
            [f"k:{RANK}"],
            variants(["A:csr", "B:csr"], {"default": None, "rows": SDDMM_ROWS}),
@@ -531,7 +562,24 @@ KERNELS = [
            mkl_note="MKL has no SDDMM (not in sparse_dot_mkl; MKL's sparse BLAS has none)",
            peer_note="numpy: B.data * einsum('ij,ij->i', C[rows], Dt[cols]) over B's pattern, "
                      f"in blocks of {SDDMM_BLOCK} entries (Dt = D transposed, made outside "
-                     "the timing)"),
+                     "the timing); TACO: A and B in ds, compute + one assembly",
+           taco=["-f=A:ds", "-f=B:ds", "-g=C:d", "-g=D:d", f"-d=k:{RANK}"],
+           taco_assembles=True),
+    Kernel("spgemm", "C(i,j) = A(i,k) * B(k,j)", 2, "A", [], [],
+           variants(["A:csr", "B:csr", "C:csr"], {"default": None}),
+           spgemm_state, lambda s: (lambda: s["a"] @ s["b"]), "b",
+           peer_note="A * A into CSR (sparsec's rows sorted); scipy: A @ A (CSR, unsorted "
+                     "rows); MKL: dot_product_mkl (mkl_sparse_spmm); TACO: Gustavson with a "
+                     "dense workspace (reorder + precompute), compute + one assembly",
+           taco=["-f=A:ds", "-f=B:ds", "-f=C:ds", *SPGEMM_TACO_WORKSPACE],
+           taco_assembles=True, also_reads=["B"], square_only=True),
+    Kernel("ttv", "Y(i,j) = B(i,j,k) * c(k)", 3, "B", ["c:dense"], [],
+           variants(["B:sss", "Y:ss"], {"default": None}),
+           ttv_state, lambda s: (lambda: s["u"] @ s["c"]), None,
+           mkl_note="MKL has no TTV",
+           peer_note="Y in ss (DCSR); scipy: the mode-3 unfolding (I*J x K CSR, built "
+                     "outside the timing) @ c, a dense result; TACO: compute + one assembly",
+           taco=["-f=B:sss", "-f=Y:ss", "-g=c:r"], taco_assembles=True),
 ]
 
 
@@ -613,7 +661,8 @@ class Row:
     triad_fraction: float = float("nan")  # gbps / STREAM triad at the same threads
     ratio_mkl: float = float("nan")  # sparsec / the faster MKL row, same threads
     ratio_scipy: float = float("nan")  # sparsec / SciPy (single-threaded)
-    ratio_best: float = float("nan")  # sparsec / the fastest peer (MKL same threads, SciPy)
+    ratio_taco: float = float("nan")  # sparsec / the faster TACO row, same threads
+    ratio_best: float = float("nan")  # sparsec / the fastest peer (MKL, TACO same threads; SciPy)
 
     @property
     def ok(self) -> bool:
@@ -626,7 +675,8 @@ def run_sparsec(args, kernel: Kernel, variant: Variant, inp: Input, threads: int
     cmd = [args.sparsec, "run", kernel.expr]
     for f in variant.formats:
         cmd += ["-f", f]
-    cmd += ["-i", f"{kernel.sparse}:{inp.path}"]
+    for name in [kernel.sparse, *kernel.also_reads]:
+        cmd += ["-i", f"{name}:{inp.path}"]
     for g in kernel.generate:
         cmd += ["-g", g]
     for d in kernel.dims:
@@ -668,6 +718,62 @@ def run_peer(kernel: Kernel, inp: Input, nnz: int, threads: int, tool: str, fn,
     return row
 
 
+TACO_FLAGS = "-O3 -ffast-math -std=c99"  # the TACO CLI's C compiler flags by default
+
+
+def find_taco(given: Optional[str]) -> Tuple[Optional[str], str]:
+    """The TACO command line tool (`--taco`, else $TACO, else `taco` on PATH), or None and
+    why it is not measured."""
+    path = given or os.environ.get("TACO") or shutil.which("taco")
+    if not path:
+        return None, ("NOT MEASURED: no TACO binary (build TACO from its public source as "
+                      "bench/README.md says, then pass --taco PATH or set TACO)")
+    if not os.access(path, os.X_OK):
+        return None, f"NOT MEASURED: {path} is not an executable"
+    return path, path
+
+
+def taco_rows(args, kernel: Kernel, inp: Input, nnz: int, threads: int) -> List[Row]:
+    """TACO's kernel for the statement through its command line (`-time`, which times
+    the compiled kernel's compute function; a patched tool, see bench/README.md), with
+    TACO's default C flags and with `-march=native` added. At more than one thread the
+    outer loop is parallelized (`-s=parallelize(i,CPUThread,NoRaces)`, as TACO's own
+    `compile` does)."""
+    rows = []
+    for variant, flags in (("default", TACO_FLAGS), ("-march=native", TACO_FLAGS + " -march=native")):
+        row = Row(kernel.name, inp.name, nnz, threads, "taco", variant)
+        out = os.path.join(args.dir, "taco_time.csv")
+        if os.path.exists(out):
+            os.remove(out)
+        reads = [f"-i={name}:{inp.path}" for name in [kernel.sparse, *kernel.also_reads]]
+        cmd = [args.taco, kernel.expr, *reads, *kernel.taco,
+               f"-time={args.runs}", f"-write-time={out}", f"-nthreads={threads}"]
+        if threads > 1:
+            cmd.append("-s=parallelize(i,CPUThread,NoRaces)")
+        env = dict(os.environ, TACO_CFLAGS=flags, OMP_NUM_THREADS=str(threads))
+        try:
+            p = subprocess.run(cmd, capture_output=True, text=True, env=env,
+                               timeout=args.timeout, cwd=args.dir)
+        except subprocess.TimeoutExpired:
+            row.status = f"timeout: over {args.timeout} s"
+            rows.append(row)
+            continue
+        if p.returncode != 0 or not os.path.exists(out):
+            # TACO reports its refusals as an uncaught exception: keep its message.
+            what = re.search(r"what\(\):\s*(.*)\n?\s*(.*)", p.stderr)
+            reason = (" ".join(what.groups()).strip() if what
+                      else first_line(p.stderr or p.stdout))
+            row.status = "failed: TACO: " + reason
+        else:
+            with open(out) as fh:
+                fields = fh.read().strip().split(",")
+            # compileTime,assembleTime,mean,stdev,median (ms)
+            row.compute_ms, row.assembly_ms = float(fields[4]), float(fields[1])
+            row.median_ms = row.compute_ms + (row.assembly_ms if kernel.taco_assembles else 0)
+        rows.append(row)
+    return rows
+
+
 def spmv_bytes(a: sp.csr_matrix) -> int:
     """Bytes SpMV moves with int64 indices and f64 values: the entries' values and
     column indices, row pointers and y, and x once."""
@@ -705,6 +811,8 @@ def measure_input(args, inp: Input, kernels: List[Kernel], mkl,
     log(f"== {inp.name}: nnz {nnz} (loaded in {time.perf_counter() - t0:.1f} s)")
     rows: List[Row] = []
     for kernel in (k for k in kernels if k.order == inp.order):
+        if kernel.square_only and inp.order == 2 and data.shape[0] != data.shape[1]:
+            continue
         state = kernel.prepare(data)
         kernel_rows = []
         for threads in args.threads:
@@ -714,6 +822,8 @@ def measure_input(args, inp: Input, kernels: List[Kernel], mkl,
             if mkl is not None and kernel.mkl_operand is not None:
                 kernel_rows += mkl_rows(kernel, inp, nnz, threads, state, mkl, args.runs,
                                         warnings)
+            if args.taco is not None and kernel.taco is not None:
+                kernel_rows += taco_rows(args, kernel, inp, nnz, threads)
         kernel_rows.append(run_peer(kernel, inp, nnz, 1, "scipy", kernel.scipy(state),
                                     args.runs))
         add_ratios(kernel_rows)
@@ -743,8 +853,10 @@ def mkl_rows(kernel: Kernel, inp: Input, nnz: int, threads: int, state, mkl, run
     try:
         rows.append(run_peer(kernel, inp, nnz, threads, "mkl-dot",
                              lambda: mkl.dot_product_mkl(a, b), runs))
-        if rows[-1].ok and not np.allclose(mkl.dot_product_mkl(a, b), expected):
+        if rows[-1].ok and not same_product(mkl.dot_product_mkl(a, b), expected):
             rows[-1].status = "failed: result differs from scipy's"
+        if sp.issparse(b):
+            return rows  # the inspector-executor API multiplies by dense operands only
         try:
             executor = MklExecutor(mkl, a, b, runs + 1)
         except Exception as e:  # noqa: BLE001 - record and go on
@@ -762,19 +874,31 @@ def mkl_rows(kernel: Kernel, inp: Input, nnz: int, threads: int, state, mkl, run
         time.sleep(MKL_SPIN_S)  # let MKL's threads go to sleep before sparsec runs
 
 
+def same_product(got, expected) -> bool:
+    """Whether two products agree (sparse results compared entry by entry)."""
+    if sp.issparse(got) or sp.issparse(expected):
+        diff = abs(sp.csr_matrix(got) - sp.csr_matrix(expected))
+        scale = max(abs(sp.csr_matrix(expected)).max(), 1.0)
+        return diff.nnz == 0 or diff.max() <= 1e-9 * scale
+    return np.allclose(got, expected)
+
+
 def add_ratios(rows: List[Row]) -> None:
-    """sparsec / MKL at the same thread count (the faster of MKL's two rows), sparsec /
-    SciPy (single-threaded), sparsec / the faster of the two."""
+    """sparsec / MKL and sparsec / TACO at the same thread count (the faster of each
+    one's rows), sparsec / SciPy (single-threaded), sparsec / the fastest of them."""
     mkl: Dict[int, float] = {}
+    taco: Dict[int, float] = {}
     for r in rows:
-        if r.tool.startswith("mkl") and r.ok:
-            mkl[r.threads] = min(r.median_ms, mkl.get(r.threads, math.inf))
+        for prefix, fastest in (("mkl", mkl), ("taco", taco)):
+            if r.tool.startswith(prefix) and r.ok:
+                fastest[r.threads] = min(r.median_ms, fastest.get(r.threads, math.inf))
     scipy_ms = next((r.median_ms for r in rows if r.tool == "scipy" and r.ok), float("nan"))
     for r in rows:
         if r.tool == "sparsec" and r.ok:
             r.ratio_mkl = r.median_ms / mkl.get(r.threads, float("nan"))
+            r.ratio_taco = r.median_ms / taco.get(r.threads, float("nan"))
             r.ratio_scipy = r.median_ms / scipy_ms
-            best = min((t for t in (mkl.get(r.threads), scipy_ms)
+            best = min((t for t in (mkl.get(r.threads), taco.get(r.threads), scipy_ms)
                         if t is not None and math.isfinite(t)), default=float("nan"))
             r.ratio_best = r.median_ms / best
 
@@ -865,19 +989,19 @@ def report(rows: List[Row], kernels: List[Kernel], args, mkl_note: str, overhead
             print(kernel.mkl_note)
         spmv = kernel.name == "spmv"
         headers = ["input", "nnz", "thr", "tool", "schedule", "median ms", "asm ms",
-                   "sparsec/MKL", "sparsec/SciPy", "sparsec/best"] + \
+                   "sparsec/MKL", "sparsec/TACO", "sparsec/SciPy", "sparsec/best"] + \
             (["GB/s", "of copy", "of triad"] if spmv else [])
         table = []
         for r in krows:
             time_cell = fmt(r.median_ms) if r.ok else r.status.split(":")[0]
             cells = [r.input, str(r.nnz), str(r.threads), r.tool, r.variant, time_cell,
-                     fmt(r.assembly_ms), fmt(r.ratio_mkl, 2), fmt(r.ratio_scipy, 2),
-                     fmt(r.ratio_best, 2)]
+                     fmt(r.assembly_ms), fmt(r.ratio_mkl, 2), fmt(r.ratio_taco, 2),
+                     fmt(r.ratio_scipy, 2), fmt(r.ratio_best, 2)]
             if spmv:
                 cells += [fmt(r.gbps, 2)] + [fmt(100 * f, 0) + "%" if math.isfinite(f) else "-"
                                              for f in (r.copy_fraction, r.triad_fraction)]
             table.append(cells)
-        print_table(headers, table, right={1, 2, 5, 6, 7, 8, 9, 10, 11, 12})
+        print_table(headers, table, right={1, 2, 5, 6, 7, 8, 9, 10, 11, 12, 13})
     print_geomeans(rows)
     print_speedups(rows, args.threads)
     failed: Dict[str, List[str]] = {}
@@ -909,14 +1033,17 @@ def print_geomeans(rows: List[Row]) -> None:
     table = []
     for (kernel, variant, threads), rs in groups.items():
         vs_mkl = [r.ratio_mkl for r in rs if math.isfinite(r.ratio_mkl)]
+        vs_taco = [r.ratio_taco for r in rs if math.isfinite(r.ratio_taco)]
         vs_scipy = [r.ratio_scipy for r in rs if math.isfinite(r.ratio_scipy)]
         vs_best = [r.ratio_best for r in rs if math.isfinite(r.ratio_best)]
         table.append([kernel, variant, str(threads),
                       fmt(geomean(vs_mkl), 3), str(len(vs_mkl)),
+                      fmt(geomean(vs_taco), 3), str(len(vs_taco)),
                       fmt(geomean(vs_scipy), 3), str(len(vs_scipy)),
                       fmt(geomean(vs_best), 3), str(len(vs_best))])
-    print_table(["kernel", "schedule", "thr", "sparsec/MKL", "n", "sparsec/SciPy", "n",
-                 "sparsec/best", "n"], table, right={2, 3, 4, 5, 6, 7, 8})
+    print_table(["kernel", "schedule", "thr", "sparsec/MKL", "n", "sparsec/TACO", "n",
+                 "sparsec/SciPy", "n", "sparsec/best", "n"], table,
+                right={2, 3, 4, 5, 6, 7, 8, 9, 10})
 
 
 def print_speedups(rows: List[Row], threads: List[int]) -> None:
@@ -975,13 +1102,16 @@ def parse_args():
                     help=f"stems of {DATA}/tensors (order 3 only): all, none or a comma list")
     ap.add_argument("--generated", default="uniform,powerlaw,skewed,tensor",
                     help="generated inputs: any of uniform,powerlaw,skewed,tensor, or none")
-    ap.add_argument("--kernels", default="spmv,spmm,mttkrp,sddmm",
+    ap.add_argument("--kernels", default="spmv,spmm,spgemm,mttkrp,ttv,sddmm",
                     help="kernels to run, comma-separated")
     ap.add_argument("--sparsec", default=os.path.join(ROOT, "target", "release", "sparsec"),
                     help="sparsec binary (built with cargo if missing)")
     ap.add_argument("--timeout", type=int, default=900, help="seconds per sparsec run")
     ap.add_argument("--seed", type=int, default=42, help="seed of the generated inputs")
     ap.add_argument("--csv", default=None, help="CSV output (default DIR/schedules_vs_mkl.csv)")
+    ap.add_argument("--taco", default=None,
+                    help="TACO's command line tool (default: $TACO, else `taco` on PATH; "
+                         "TACO is skipped with a message when there is none)")
     args = ap.parse_args()
     args.threads = [int(t) for t in args.threads.split(",")]
     known = {k.name for k in KERNELS}
@@ -1000,6 +1130,8 @@ def main():
     ensure_sparsec(args.sparsec)
     mkl, mkl_note = load_mkl()
     log(f"MKL: {mkl_note}")
+    args.taco, taco_note = find_taco(args.taco)
+    log(f"TACO: {taco_note}")
     kernels = [k for k in KERNELS if k.name in args.kernels]
     inputs = (shared_inputs(args.matrices, os.path.join(DATA, "matrices"), ".mtx", 2)
               + shared_inputs(args.tensors, os.path.join(DATA, "tensors"), ".tns", 3)
@@ -1012,6 +1144,7 @@ def main():
     rows: List[Row] = []
     for inp in inputs:
         rows += measure_input(args, inp, kernels, mkl, stream, warnings)
+    print(f"TACO: {taco_note}")
     report(rows, kernels, args, mkl_note, call_overheads(mkl), stream, stream_problem,
            (load_before, os.getloadavg()[0]), inputs, warnings)
     out = args.csv or os.path.join(args.dir, "schedules_vs_mkl.csv")
