@@ -504,6 +504,16 @@ def mttkrp_numpy(s):
     return lambda: s["s"] @ (s["vals"] * s["c"][s["k"]] * s["d"][s["l"]])
 
 
+SPGEMM_MAX_PRODUCTS = 3e8
+
+
+def spgemm_products(a) -> float:
+    """The scalar products of A * A: for each k, the entries of column k times those of
+    row k."""
+    column_counts = np.bincount(a.indices, minlength=a.shape[1]).astype(np.float64)
+    return float(column_counts @ np.diff(a.indptr).astype(np.float64))
+
+
 def spgemm_state(a):
     return {"a": a, "b": a}
 
@@ -812,6 +822,10 @@ def measure_input(args, inp: Input, kernels: List[Kernel], mkl,
     rows: List[Row] = []
     for kernel in (k for k in kernels if k.order == inp.order):
         if kernel.square_only and inp.order == 2 and data.shape[0] != data.shape[1]:
+            continue
+        if kernel.name == "spgemm" and spgemm_products(data) > SPGEMM_MAX_PRODUCTS:
+            log(f"  spgemm skipped: A * A has {spgemm_products(data):.2e} products "
+                f"(over {SPGEMM_MAX_PRODUCTS:.0e}; its output would not fit in memory)")
             continue
         state = kernel.prepare(data)
         kernel_rows = []
