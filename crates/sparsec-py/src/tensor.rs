@@ -6,7 +6,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 use sparsec::format::{Format, IndexArray, LevelStorage};
 use sparsec::ir::ArrayKind;
-use sparsec::tensor::{Coo, IndexWidth, Tensor, ValueType, Values};
+use sparsec::tensor::{Coo, IndexWidth, Tensor, TensorView, ValueType, Values};
 
 use crate::arrays;
 use crate::errors;
@@ -55,24 +55,6 @@ pub fn is_scipy_compressed(format: &Format, column_major: bool) -> bool {
 static SCIPY_COMPRESSED: LazyLock<[Format; 2]> = LazyLock::new(|| {
     ["csr", "csc"].map(|name| Format::parse(name, 2).expect("a format of matrices"))
 });
-
-/// True when `indptr`/`indices` describe an `outer x inner` compressed matrix with
-/// `nnz` entries whose indices are in range and strictly increasing within each row (or
-/// column): SciPy's canonical form, which sparsec's compressed level requires.
-fn is_canonical(indptr: &[i64], indices: &[i64], outer: usize, inner: usize) -> bool {
-    // Offsets non-decreasing from 0 to the number of indices: every slice below is in bounds.
-    let offsets_valid = indptr.len() == outer + 1
-        && indptr[0] == 0
-        && indptr[outer] as u64 == indices.len() as u64
-        && indptr.windows(2).all(|w| w[0] <= w[1]);
-    offsets_valid
-        && indptr.windows(2).all(|w| {
-            indices[w[0] as usize..w[1] as usize]
-                .windows(2)
-                .all(|p| p[0] < p[1])
-        })
-        && indices.iter().all(|&i| i >= 0 && (i as u64) < inner as u64)
-}
 
 #[pymethods]
 impl PyTensor {
@@ -156,16 +138,10 @@ impl PyTensor {
         }
         let mut indptr = arrays::indices(indptr, "indptr")?;
         let mut indices = arrays::indices(indices, "indices")?;
-        let canonical = |indptr: &IndexArray, indices: &IndexArray, outer, inner| {
-            is_canonical(&indptr.to_i64(), &indices.to_i64(), outer, inner)
-        };
         let values = arrays::values(data, "data")?;
         let format = parse_format(format, 2)?;
-        let (outer, inner) = if column_major {
-            (dims[1], dims[0])
-        } else {
-            (dims[0], dims[1])
-        };
+        // Rows, or columns for CSC.
+        let outer = dims[usize::from(column_major)];
         if values.len() != indices.len() {
             return Err(errors::input(format!(
                 "data has {} values but indices has {} entries",
@@ -174,8 +150,13 @@ impl PyTensor {
             )));
         }
         let value_type = values.value_type();
-        if is_scipy_compressed(&format, column_major) && canonical(&indptr, &indices, outer, inner)
-        {
+        // SciPy's canonical form, which sparsec's compressed level requires, checked as a
+        // lent matrix is.
+        let canonical = || {
+            let (p, i) = ((&indptr).into(), (&indices).into());
+            TensorView::compressed(dims.clone(), column_major, p, i, (&values).into()).is_ok()
+        };
+        if is_scipy_compressed(&format, column_major) && canonical() {
             // The indices keep the width they came with.
             let levels = plain_levels(&format, &dims, |level, kind| match (level, kind) {
                 (1, ArrayKind::Pos) => Some(std::mem::take(&mut indptr)),
