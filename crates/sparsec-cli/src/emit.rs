@@ -115,6 +115,24 @@ pub fn emit(args: &EmitArgs) -> Result<()> {
                 );
                 crate::outln!(" * `sparsec run --time` reports that step as `assembly`.");
             }
+            OutputMode::Rows => {
+                crate::outln!(
+                    " * The output is sparse and placed row by row, in two calls of `{}`:",
+                    c::ENTRY
+                );
+                crate::outln!(
+                    " * with `phase` 0 it counts the entries of each row into the leaf's `pos`;"
+                );
+                crate::outln!(
+                    " * the runtime turns the counts into row starts and allocates the leaf's"
+                );
+                crate::outln!(
+                    " * `idx` and the values once; with `phase` 1 each entry takes its row's next"
+                );
+                crate::outln!(
+                    " * slot. Levels above the leaf are built from the rows that hold entries."
+                );
+            }
         }
         crate::outln!(" */");
         crate::outln!();

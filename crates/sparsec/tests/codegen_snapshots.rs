@@ -83,7 +83,7 @@ fn add_csr_csr_csr() {
 /// the runtime out).
 #[test]
 fn kernels_print_only_the_runtime_helpers_they_call() {
-    let kernels: [(&str, &[Decl]); 4] = [
+    let kernels: [(&str, &[Decl]); 5] = [
         (
             "y(i) = A(i,j) * x(j)",
             &[("y", &[], "d"), ("A", &[8, 6], "csr"), ("x", &[6], "d")],
@@ -107,6 +107,15 @@ fn kernels_print_only_the_runtime_helpers_they_call() {
         (
             "y(i) = A(i,j) * B(i,j)",
             &[("y", &[], "d"), ("A", &[8, 6], "csr"), ("B", &[8, 6], "dh")],
+        ),
+        // A COO output is emitted into growing entry buffers (CSR outputs are placed).
+        (
+            "C(i,j) = A(i,j) * B(i,j)",
+            &[
+                ("C", &[], "coo"),
+                ("A", &[8, 6], "csr"),
+                ("B", &[8, 6], "csr"),
+            ],
         ),
     ];
     let helpers = [

@@ -215,23 +215,33 @@ fn balanced_blocks_weigh_the_entries_of_deeper_levels() {
 }
 
 #[test]
-fn balanced_blocks_keep_sparse_outputs_in_order() {
+fn balanced_blocks_keep_emitted_outputs_in_order() {
+    // A COO output is emitted into one entry buffer per thread, concatenated in thread
+    // order: the blocks must follow it. (CSR outputs are placed row by row instead.)
     let a = generate::power_law([120, 80], 900, 1.0, 14);
     let b = generate::uniform(&[80, 90], 0.05, 15);
+    check_threads(
+        "C(i,j) = A(i,k) * B(k,j)",
+        &[("A", "csr"), ("B", "csr"), ("C", "coo")],
+        &[vec![("A", a.clone()), ("B", b.clone())]],
+        None,
+        &split_toolchain(),
+        &["sparsec_out = out + sparsec_t"],
+    );
     check_threads(
         "C(i,j) = A(i,k) * B(k,j)",
         &[("A", "csr"), ("B", "csr"), ("C", "csr")],
         &[vec![("A", a.clone()), ("B", b)]],
         None,
         &split_toolchain(),
-        &["sparsec_out = out + sparsec_t"],
+        &["sparsec_team(", "if (phase == 0)"],
     );
     // Element-wise into a sparse output, with rows that are empty in one operand: the
     // rows merge two operands, so they have no one measure of work and get equal blocks.
     let c = rows_of_lengths(120, 80, &[0, 3, 0, 7]);
     check_threads(
         "C(i,j) = A(i,j) + B(i,j)",
-        &[("A", "csr"), ("B", "csr"), ("C", "csr")],
+        &[("A", "csr"), ("B", "csr"), ("C", "coo")],
         &[vec![("A", a), ("B", c)]],
         None,
         &split_toolchain(),

@@ -43,7 +43,7 @@ pub fn emit(function: &Function) -> Result<CKernel, BackendError> {
     let body_offset = out.len();
     let order = match function.output {
         OutputMode::Emit { order } => order,
-        OutputMode::Dense { .. } => 0,
+        OutputMode::Dense { .. } | OutputMode::Rows => 0,
     };
     let _ = writeln!(
         out,
@@ -52,7 +52,15 @@ pub fn emit(function: &Function) -> Result<CKernel, BackendError> {
     let _ = writeln!(out, "  (void)arrays; (void)params; (void)out;");
     for (n, (a, element)) in signature.arrays.iter().zip(&signature.elements).enumerate() {
         let name = names.array(a);
-        let writable = matches!(a, ArrayRef::Values(OperandId(0)));
+        // The output's arrays: its values, and the leaf level a two-phase kernel places.
+        let writable = matches!(
+            a,
+            ArrayRef::Values(OperandId(0))
+                | ArrayRef::Level {
+                    operand: OperandId(0),
+                    ..
+                }
+        );
         let ty = match element {
             Element::Value(ty) => ty.c_name(),
             Element::Index(width) => width.c_name(),

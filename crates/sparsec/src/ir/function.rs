@@ -39,6 +39,9 @@ pub enum OutputMode {
     Dense { accumulate: bool },
     /// Emits `order` coordinates and a value per entry for the runtime to assemble.
     Emit { order: usize },
+    /// Writes a sparse output's leaf level and values directly, counting its rows in a
+    /// first call and placing its entries in a second ([`super::rows`]).
+    Rows,
 }
 
 /// One scalar argument of the function, in [`Signature::scalars`] order.
@@ -215,8 +218,8 @@ impl Function {
     }
 
     /// The arguments the function reads: every operand array and level parameter it
-    /// uses (sorted, so the layout is deterministic), every extent, then the thread
-    /// count when a loop runs on threads.
+    /// uses (sorted, so the layout is deterministic; the phase of a two-phase kernel after
+    /// them), every extent, then the thread count when a loop runs on threads.
     pub fn signature(&self) -> Signature {
         let mut arrays = BTreeSet::new();
         let mut params = BTreeSet::new();
@@ -224,7 +227,7 @@ impl Function {
             Expr::Load(a, _) | Expr::Call(_, a, _) if !matches!(a, ArrayRef::Scratch(_)) => {
                 arrays.insert(*a);
             }
-            Expr::Param(p @ ParamRef::Level { .. }) => {
+            Expr::Param(p @ (ParamRef::Level { .. } | ParamRef::Phase)) => {
                 params.insert(*p);
             }
             _ => {}

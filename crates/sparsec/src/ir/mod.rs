@@ -20,6 +20,7 @@ pub mod analysis;
 mod function;
 pub mod interp;
 mod names;
+pub mod rows;
 mod simplify;
 mod verify;
 pub mod visit;
@@ -131,6 +132,8 @@ pub enum ParamRef {
     },
     /// The extent of the front end's index variable number `n` (its loop runs `0..extent`).
     Extent(usize),
+    /// Which call of a two-phase kernel this is (see [`rows`]): 0 counts, 1 places.
+    Phase,
 }
 
 /// A value a front end or scheduler names before lowering knows how it is computed.

@@ -169,6 +169,7 @@ impl Names {
                         kind,
                     } => level_hint(operand, level, kind.suffix()),
                     ParamRef::Extent(n) => format!("{}_size", extent_hint(function, n)),
+                    ParamRef::Phase => "phase".to_string(),
                 };
                 (p, alloc.fresh(&hint))
             })

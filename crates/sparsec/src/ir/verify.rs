@@ -158,7 +158,10 @@ impl Verifier<'_> {
                         ));
                     }
                 } else {
-                    return self.fail("a dense output is emitted".into());
+                    return self.fail(format!(
+                        "an emit in a function whose output mode is {:?}",
+                        self.function.output
+                    ));
                 }
                 coords.iter().try_for_each(|c| self.index(c))?;
                 self.expr(value).map(|_| ())

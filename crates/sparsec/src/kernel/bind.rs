@@ -137,6 +137,8 @@ impl Kernel {
                     // the only mutable borrow.
                     ArrayRef::Values(operand) if operand.0 == 0 => std::ptr::null_mut(),
                     ArrayRef::Values(operand) => views[operand.0].values().as_ptr() as *mut c_void,
+                    // A two-phase kernel's leaf level: set before each phase.
+                    ArrayRef::Level { operand, .. } if operand.0 == 0 => std::ptr::null_mut(),
                     ArrayRef::Level {
                         operand,
                         level,
@@ -163,6 +165,7 @@ impl Kernel {
                         kind,
                     }) => views[operand.0].param(level, kind),
                     ScalarArg::Param(ParamRef::Extent(n)) => self.statement.vars[n].size as i64,
+                    ScalarArg::Param(ParamRef::Phase) => 0,
                     ScalarArg::Threads => self.threads as i64,
                 })
                 .collect();

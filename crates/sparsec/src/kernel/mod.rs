@@ -31,13 +31,16 @@ use std::time::{Duration, Instant};
 use crate::codegen::abi;
 use crate::codegen::c::{self, CKernel};
 use crate::codegen::runtime::{sys, RawBuffer};
-use crate::ir::{ArrayRef, Function, IndexWidth, OutputMode, ScalarArg};
+use crate::format::LevelCoord;
+use crate::ir::{
+    ArrayKind, ArrayRef, Function, IndexWidth, OperandId, OutputMode, ParamRef, ScalarArg,
+};
 use crate::jit::Toolchain;
 use crate::lower::{self, LowerError, Lowered};
 use crate::notation::cin::Statement;
 use crate::notation::{self, TensorDecl};
 use crate::schedule::{Concrete, OmpSchedule, ParallelUnit, RaceStrategy, Schedule, Transform};
-use crate::tensor::{Coo, Tensor, TensorView, ValueType};
+use crate::tensor::{Coo, Rows, Tensor, TensorView, ValueType, Values};
 use crate::Error;
 use bind::Arguments;
 use native::{Code, Tiers};
@@ -193,7 +196,7 @@ impl Kernel {
         })
     }
 
-    /// The width of each index array the kernel reads, as its main code reads them
+    /// The width of each index array of the inputs, as the kernel's main code reads them
     /// (inputs with other widths run code compiled for them on first use).
     pub fn index_widths(&self) -> Vec<(ArrayRef, IndexWidth)> {
         let function = &self.lowered.function;
@@ -201,7 +204,7 @@ impl Kernel {
             .signature
             .arrays
             .iter()
-            .filter(|a| matches!(a, ArrayRef::Level { .. }))
+            .filter(|a| matches!(a, ArrayRef::Level { operand, .. } if operand.0 > 0))
             .map(|a| (*a, function.index_width(a)))
             .collect()
     }
@@ -326,6 +329,12 @@ impl Kernel {
         self.code.current().compiled
     }
 
+    /// How the kernel delivers its output: in place (dense), as emitted entries that are
+    /// sorted and packed afterwards, or placed row by row in two phases.
+    pub fn output_mode(&self) -> OutputMode {
+        self.lowered.function.output
+    }
+
     /// True when the output is sparse: the kernel emits its entries and they are
     /// assembled into the output format afterwards.
     pub fn assembles_output(&self) -> bool {
@@ -351,6 +360,10 @@ impl Kernel {
             Produced::Dense(t) => t,
             Produced::Entries(coo) => {
                 Tensor::from_coo_owned(coo, &self.statement.tensors[0].format, self.value_type)?
+            }
+            Produced::Rows(rows) => {
+                let out = &self.statement.tensors[0];
+                Tensor::from_rows(rows, out.dims.clone(), &out.format)?
             }
         };
         timings.assemble += assembling.elapsed();
@@ -378,20 +391,22 @@ impl Kernel {
         initial: Option<&Tensor>,
     ) -> Result<Assembled, Error> {
         let (produced, _) = self.execute(inputs, initial)?;
-        Ok(match produced {
-            Produced::Dense(tensor) => Assembled {
-                tensor,
-                structure: None,
-            },
-            Produced::Entries(coo) => {
-                let coords = coo.coords.clone();
-                let format = &self.statement.tensors[0].format;
-                let (tensor, slots) = Tensor::from_coo_tracked(coo, format, self.value_type)?;
-                Assembled {
+        let coo = match produced {
+            Produced::Dense(tensor) => {
+                return Ok(Assembled {
                     tensor,
-                    structure: Some(OutputStructure { coords, slots }),
-                }
+                    structure: None,
+                })
             }
+            Produced::Entries(coo) => coo,
+            Produced::Rows(rows) => self.entries_of_rows(&rows),
+        };
+        let coords = coo.coords.clone();
+        let format = &self.statement.tensors[0].format;
+        let (tensor, slots) = Tensor::from_coo_tracked(coo, format, self.value_type)?;
+        Ok(Assembled {
+            tensor,
+            structure: Some(OutputStructure { coords, slots }),
         })
     }
 
@@ -407,6 +422,10 @@ impl Kernel {
     ) -> Result<Timings, Error> {
         let (produced, mut timings) = self.execute(inputs, initial)?;
         let scattering = Instant::now();
+        let produced = match produced {
+            Produced::Rows(rows) => Produced::Entries(self.entries_of_rows(&rows)),
+            other => other,
+        };
         match (produced, &output.structure) {
             (Produced::Dense(tensor), None) => output.tensor = tensor,
             (Produced::Entries(coo), Some(structure)) => {
@@ -434,6 +453,13 @@ impl Kernel {
         Ok(timings)
     }
 
+    /// Rows a two-phase kernel wrote, as the entries an emitting kernel would have emitted
+    /// (what [`Kernel::assemble`] and [`Kernel::compute`] keep and compare).
+    fn entries_of_rows(&self, rows: &Rows) -> Coo {
+        let out = &self.statement.tensors[0];
+        rows.to_coo(&out.dims, &out.format)
+    }
+
     /// Check and convert the inputs, call the generated kernel, and collect what it
     /// produced (with `initial`'s entries for `+=` statements).
     fn execute<I: KernelInput>(
@@ -448,6 +474,17 @@ impl Kernel {
         let inputs = self.inputs(&inputs)?;
         let mut arguments = self.arguments(&mut output, &inputs);
         let prepared = Instant::now();
+        if self.lowered.function.output == OutputMode::Rows {
+            let rows = self.place_rows(&mut arguments)?;
+            return Ok((
+                Produced::Rows(rows),
+                Timings {
+                    prepare: prepared - started,
+                    compute: prepared.elapsed(),
+                    assemble: Duration::ZERO,
+                },
+            ));
+        }
         let buffers = self.call(&mut arguments)?;
         let computed = Instant::now();
         let produced = if self.assembles_output() {
@@ -467,6 +504,88 @@ impl Kernel {
                 assemble: computed.elapsed(),
             },
         ))
+    }
+
+    /// Run a two-phase kernel ([`crate::ir::rows`]): count the entries of each row of the
+    /// output, allocate its leaf level and values once, then place the entries.
+    fn place_rows(&self, arguments: &mut Arguments) -> Result<Rows, Error> {
+        let out = &self.statement.tensors[0];
+        let levels = out.format.levels();
+        let rows: usize = levels[..levels.len() - 1]
+            .iter()
+            .map(|spec| match spec.coord {
+                LevelCoord::Mode(m) => out.dims[m],
+                _ => unreachable!("rows are placed for levels that store modes"),
+            })
+            .product();
+        let cannot =
+            |e: String| Error::Input(format!("cannot store the output `{}`: {e}", out.name));
+        let mut pos = crate::memory::filled(rows.checked_add(1), 0i64, &|| {
+            "the offsets of its rows".to_string()
+        })
+        .map_err(cannot)?;
+        let signature = &self.generated.signature;
+        let leaf = |kind| ArrayRef::Level {
+            operand: OperandId(0),
+            level: levels.len(),
+            kind,
+        };
+        let slot = |array: ArrayRef| signature.arrays.iter().position(|a| *a == array);
+        let phase = signature
+            .scalars
+            .iter()
+            .position(|s| *s == ScalarArg::Param(ParamRef::Phase))
+            .expect("a two-phase kernel reads its phase");
+        let (pos_slot, idx_slot, values_slot) = (
+            slot(leaf(ArrayKind::Pos)).expect("the kernel counts rows"),
+            slot(leaf(ArrayKind::Idx)),
+            slot(ArrayRef::Values(OperandId(0))),
+        );
+
+        arguments.arrays[pos_slot] = pos.as_mut_ptr().cast();
+        arguments.params[phase] = 0;
+        let buffers = self.call(arguments)?;
+        self.keep_buffers(buffers);
+        // Counts, `pos[r + 1]` for row `r`, become starts, `pos[r]`.
+        let mut entries = 0i64;
+        for r in 0..rows {
+            let count = pos[r + 1];
+            pos[r] = entries;
+            entries += count;
+        }
+        pos[rows] = entries;
+        let starts = pos.clone();
+        let entries = entries as usize;
+        let mut idx = crate::memory::filled(Some(entries), 0i64, &|| {
+            format!("the coordinates of its {entries} entries")
+        })
+        .map_err(cannot)?;
+        let mut values = Values::try_zeros(self.value_type, Some(entries)).map_err(cannot)?;
+
+        arguments.arrays[pos_slot] = pos.as_mut_ptr().cast();
+        if let Some(s) = idx_slot {
+            arguments.arrays[s] = idx.as_mut_ptr().cast();
+        }
+        if let Some(s) = values_slot {
+            arguments.arrays[s] = match &mut values {
+                Values::F64(v) => v.as_mut_ptr().cast(),
+                Values::F32(v) => v.as_mut_ptr().cast(),
+            };
+        }
+        arguments.params[phase] = 1;
+        let buffers = self.call(arguments)?;
+        self.keep_buffers(buffers);
+        // Each row's cursor stopped at its end, the next row's start.
+        if pos[..rows] != starts[1..] {
+            return Err(Error::Input(format!(
+                "internal error: the kernel placed other entries in the rows of `{}` than it \
+                 counted",
+                out.name
+            )));
+        }
+        pos.copy_within(0..rows, 1);
+        pos[0] = 0;
+        Ok(Rows { pos, idx, values })
     }
 
     /// Call the current native code with one entry buffer per thread (serial code uses the
@@ -590,6 +709,8 @@ enum Produced {
     Dense(Tensor),
     /// A sparse output's entries in the order the kernel emitted them, to be assembled.
     Entries(Coo),
+    /// A sparse output's leaf level and values, placed row by row by the kernel.
+    Rows(Rows),
 }
 
 /// A kernel's output kept with what is needed to recompute its values in place
@@ -644,6 +765,8 @@ fn narrowable_inputs(lowered: &Lowered) -> BTreeSet<ArrayRef> {
         .arrays
         .into_iter()
         .filter(|a| match *a {
+            // A two-phase kernel's output arrays are the runtime's, in `int64_t`.
+            ArrayRef::Level { operand, .. } if operand.0 == 0 => false,
             ArrayRef::Level { operand, level, .. } => lowered.operands[operand.0].format.levels()
                 [level - 1]
                 .format

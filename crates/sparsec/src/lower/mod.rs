@@ -27,7 +27,7 @@ mod workspace;
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
-use crate::format::{Format, Level};
+use crate::format::{Format, Level, LevelCoord, LevelSpec, Streaming};
 use crate::ir::ValueType;
 use crate::ir::{
     Expr, Function, Local, OperandId, OperandInfo, OutputMode, ParamKind, ParamRef, Symbol, Type,
@@ -181,6 +181,9 @@ struct Lowerer<'a> {
     /// Reduction temporaries that a product or numerator reads, with the temporary that
     /// counts the entries they summed (see `store.rs::guarded_value`).
     touched_temps: BTreeMap<Var, Var>,
+    /// Some entry of a sparse output is emitted where two threads can emit into one row
+    /// of it (see `Lowerer::note_emit`): its entries cannot be placed straight into rows.
+    rows_shared: bool,
 }
 
 /// Lower a scheduled concrete statement.
@@ -300,6 +303,7 @@ pub fn lower(plan: &Concrete) -> Result<Lowered, LowerError> {
         }),
         galloped: BTreeSet::new(),
         touched_temps: BTreeMap::new(),
+        rows_shared: false,
     };
     let scope = Scope {
         positions: vec![Vec::new(); count],
@@ -316,6 +320,11 @@ pub fn lower(plan: &Concrete) -> Result<Lowered, LowerError> {
     function.body = crate::ir::simplify_stmts(body);
     function.assumptions = lowerer.assumptions;
     function.locals = locals;
+    if !lowerer.rows_shared && !stmt.accumulate {
+        if let Some(layout) = row_layout(stmt) {
+            crate::ir::rows::place_rows(&mut function, &layout);
+        }
+    }
     if cfg!(debug_assertions) {
         crate::ir::verify(&function).map_err(|e| LowerError(e.to_string()))?;
     }
@@ -323,6 +332,48 @@ pub fn lower(plan: &Concrete) -> Result<Lowered, LowerError> {
         function,
         operands: lowerer.operands,
         loops: plan.loops().iter().map(|s| s.to_string()).collect(),
+    })
+}
+
+/// Rows larger in number than this are not counted when some level above the output's
+/// leaf is compacted afterwards (its storage holds only the rows with entries): an array
+/// of this many positions per call would cost more than sorting the entries.
+pub const MAX_COMPACTED_ROWS: usize = 1 << 22;
+
+/// Where a sparse output's entries go when they are placed straight into its storage
+/// (`ir::rows`): its leaf level appends coordinates in order (compressed), and every level
+/// above stores one coordinate of a mode and streams (dense, or compressed and compacted
+/// by the runtime, for at most [`MAX_COMPACTED_ROWS`] rows). `None` for other formats,
+/// whose entries are emitted and packed.
+pub fn row_layout(stmt: &Statement) -> Option<crate::ir::rows::RowLayout> {
+    let output = &stmt.tensors[0];
+    let levels = output.format.levels();
+    let (leaf, upper) = levels.split_last()?;
+    let mode = |spec: &LevelSpec| match spec.coord {
+        LevelCoord::Mode(m) => Some(m),
+        _ => None,
+    };
+    if leaf.format.streaming() != Some(Streaming::Appended) {
+        return None;
+    }
+    let mut rows = 1usize;
+    let mut compacted = false;
+    let upper = upper
+        .iter()
+        .map(|spec| {
+            let m = mode(spec)?;
+            compacted |= spec.format.streaming()? == Streaming::Appended;
+            rows = rows.checked_mul(output.dims[m])?;
+            Some((m, Expr::Param(ParamRef::Extent(stmt.lhs[m]))))
+        })
+        .collect::<Option<Vec<_>>>()?;
+    if compacted && rows > MAX_COMPACTED_ROWS {
+        return None;
+    }
+    Some(crate::ir::rows::RowLayout {
+        leaf_level: levels.len(),
+        leaf_mode: mode(leaf)?,
+        upper,
     })
 }
 

@@ -9,6 +9,7 @@
 //! end (OpenMP `reduction` clauses).
 
 use super::{LowerError, Lowerer};
+use crate::format::LevelCoord;
 use crate::ir::{ArrayRef, Expr, Local, Loop, LoopKind, OperandId, ParallelUnit, Reduction, Stmt};
 use crate::notation::cin::VarId;
 use crate::schedule::{LoopTags, Parallel, RaceStrategy, Relation};
@@ -177,6 +178,26 @@ impl Lowerer<'_> {
                 .parents()
                 .iter()
                 .all(|&parent| self.unique_positions(parent)),
+        }
+    }
+
+    /// An entry of a sparse output is emitted here: note whether every enclosing parallel
+    /// loop keeps each row of the output (its coordinates above the leaf level) on one
+    /// iteration, as placing entries straight into their rows requires (`ir::rows`): its
+    /// variable derives from the output's outermost level alone, without repeating a
+    /// coordinate.
+    pub(super) fn note_emit(&mut self) {
+        let levels = self.stmt.tensors[0].format.levels();
+        let row_var = match levels.first().map(|l| l.coord) {
+            Some(LevelCoord::Mode(m)) if levels.len() > 1 => Some(self.stmt.lhs[m]),
+            _ => None,
+        };
+        let keeps_rows = |v: VarId| {
+            row_var.is_some_and(|r| self.plan.roots(v).iter().all(|&u| u == r))
+                && self.unique_positions(v)
+        };
+        if self.parallel.iter().any(|(v, ..)| !keeps_rows(*v)) {
+            self.rows_shared = true;
         }
     }
 

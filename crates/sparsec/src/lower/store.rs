@@ -140,10 +140,13 @@ impl Lowerer<'_> {
                     accumulate: self.store_accumulates,
                 }))]
             }
-            Dest::Output => vec![Stmt::Emit {
-                coords: self.stmt.lhs.iter().map(|&v| self.var(v)).collect(),
-                value,
-            }],
+            Dest::Output => {
+                self.note_emit();
+                vec![Stmt::Emit {
+                    coords: self.stmt.lhs.iter().map(|&v| self.var(v)).collect(),
+                    value,
+                }]
+            }
         };
         prelude.extend(stores);
         Ok(prelude)

@@ -147,6 +147,7 @@ impl Lowerer<'_> {
             &[w],
             |lowerer, into| lowerer.lower(remaining, expr, into, scope),
             |lowerer| {
+                lowerer.note_emit();
                 Ok(vec![Stmt::Emit {
                     coords: lowerer.stmt.lhs.iter().map(|&v| lowerer.var(v)).collect(),
                     value: Expr::load(vals, lowerer.var(w)),

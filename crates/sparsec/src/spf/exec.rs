@@ -222,6 +222,9 @@ impl SpfKernel {
                     level,
                     kind,
                 }) => operands[operand.0 - 1].levels()[level - 1].param(kind),
+                ScalarArg::Param(ParamRef::Phase) => {
+                    unreachable!("SPF kernels write dense outputs in one call")
+                }
                 ScalarArg::Threads => self.threads as i64,
             });
         }

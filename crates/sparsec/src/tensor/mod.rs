@@ -8,11 +8,13 @@
 mod coo;
 mod order;
 mod pack;
+mod rows;
 mod view;
 
 use std::fmt;
 
 pub use coo::Coo;
+pub use rows::Rows;
 pub use view::{IndexSlice, TensorView, ValueSlice};
 
 use crate::format::{Format, IndexArray, LevelCoord, LevelSite, LevelStorage};

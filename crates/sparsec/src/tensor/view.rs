@@ -349,7 +349,7 @@ fn plain_level_views<'a>(
 /// branches that the compiler vectorizes: their minimum and maximum, and the number of
 /// places where an index does not increase, which must all be row boundaries. Only a
 /// failure looks at rows one by one, to say where.
-fn check_canonical<P, I>(
+pub(super) fn check_canonical<P, I>(
     indptr: &[P],
     indices: &[I],
     outer: usize,

@@ -1,0 +1,198 @@
+//! Placing a sparse output's entries straight into its storage, in two phases over the
+//! same loops (a symbolic and a numeric pass), instead of emitting records for the runtime
+//! to sort and pack.
+//!
+//! The output's leaf level is a compressed one (a `pos` and an `idx` array) and every
+//! level above it either stores one position per coordinate or is compacted afterwards
+//! (see `tensor::Tensor::from_rows`). An entry's *row* is its coordinates above the leaf,
+//! linearised in storage order as though every upper level were dense. [`place_rows`]
+//! turns each `Emit` into direct writes and runs the body twice, in two calls told apart
+//! by [`ParamRef::Phase`]:
+//! - phase 0 counts: an emit adds one to `pos[row + 1]`. Touched lists are not ordered
+//!   and stores into value workspaces are dropped there (no value is needed; the latter
+//!   only when no control flow or index reads them);
+//! - between the calls, the runtime turns the counts into each row's start and allocates
+//!   the leaf's coordinates and the values once, at their exact size;
+//! - phase 1 places: an emit takes its row's next slot, `k = pos[row]++`, and writes
+//!   `idx[k]` and `vals[k]`. Afterwards `pos[row]` holds the row's end, which is the next
+//!   row's start: the runtime shifts the array by one.
+//!
+//! A row is filled through its own cursor, so its entries may come from any loop
+//! iterations, in any order (a transposed loop order included); the runtime checks that
+//! each row came out strictly increasing and otherwise sorts and sums it. What the caller
+//! guarantees is that no two threads emit into one row.
+
+use super::{
+    visit, ArrayKind, ArrayRef, Expr, Function, LocalType, OperandId, OutputMode, ParamRef, Stmt,
+    Store, Type,
+};
+
+/// Where an output's entries go: the storage level of its leaf and, outermost first, the
+/// emitted coordinate (by mode) and the size of each level above it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RowLayout {
+    /// 1-based storage level whose `pos` and `idx` arrays the kernel writes.
+    pub leaf_level: usize,
+    /// The mode the leaf level stores.
+    pub leaf_mode: usize,
+    /// `(mode, size)` of each level above the leaf, outermost first.
+    pub upper: Vec<(usize, Expr)>,
+}
+
+impl RowLayout {
+    /// The row of an entry with these (mode-ordered) coordinates.
+    fn row(&self, coords: &[Expr]) -> Expr {
+        self.upper
+            .iter()
+            .fold(None, |row: Option<Expr>, (mode, size)| {
+                let c = coords[*mode].clone();
+                Some(match row {
+                    None => c,
+                    Some(r) => r * size.clone() + c,
+                })
+            })
+            .unwrap_or(Expr::Int(0))
+    }
+}
+
+/// Rewrite `function`, an emitting one (`OutputMode::Emit`), to place its entries in the
+/// two phases the module describes. The caller guarantees that no two threads emit
+/// entries of one row.
+pub fn place_rows(function: &mut Function, layout: &RowLayout) {
+    let output = OperandId(0);
+    let pos = ArrayRef::Level {
+        operand: output,
+        level: layout.leaf_level,
+        kind: ArrayKind::Pos,
+    };
+    let idx = ArrayRef::Level {
+        operand: output,
+        level: layout.leaf_level,
+        kind: ArrayKind::Idx,
+    };
+    let slot = function.fresh_var("slot", Type::Index);
+    let body = std::mem::take(&mut function.body);
+    let drop_values = !values_steer(function);
+    let is_value_workspace = |array: &ArrayRef| matches!(array, ArrayRef::Scratch(s) if function.scratch_info(*s).ty == LocalType::Value);
+    let count = rewrite(body.clone(), &mut |s| match s {
+        Stmt::Emit { coords, .. } => vec![Stmt::Store(Store {
+            array: pos,
+            index: layout.row(&coords) + Expr::Int(1),
+            value: Expr::Int(1),
+            accumulate: true,
+        })],
+        // Counting needs neither values nor the order of a workspace's touched list.
+        Stmt::OrderTouched { .. } => vec![],
+        Stmt::Store(Store { array, .. }) if drop_values && is_value_workspace(&array) => vec![],
+        Stmt::Atomic(inner)
+            if drop_values
+                && matches!(inner.as_ref(), Stmt::Store(st) if is_value_workspace(&st.array)) =>
+        {
+            vec![]
+        }
+        other => vec![other],
+    });
+    let place = rewrite(body, &mut |s| match s {
+        Stmt::Emit { coords, value } => {
+            let row = layout.row(&coords);
+            vec![Stmt::Block(vec![
+                Stmt::Decl(slot, Expr::load(pos, row.clone())),
+                Stmt::Store(Store {
+                    array: pos,
+                    index: row,
+                    value: Expr::Var(slot) + Expr::Int(1),
+                    accumulate: false,
+                }),
+                Stmt::Store(Store {
+                    array: idx,
+                    index: Expr::Var(slot),
+                    value: coords[layout.leaf_mode].clone(),
+                    accumulate: false,
+                }),
+                Stmt::Store(Store {
+                    array: ArrayRef::Values(output),
+                    index: Expr::Var(slot),
+                    value,
+                    accumulate: false,
+                }),
+            ])]
+        }
+        other => vec![other],
+    });
+    function.body = vec![Stmt::If(
+        Expr::eq(Expr::Param(ParamRef::Phase), Expr::Int(0)),
+        count,
+        place,
+    )];
+    function.output = OutputMode::Rows;
+}
+
+/// Apply `f` to every statement of `stmts`, innermost first, replacing each by what it
+/// returns.
+fn rewrite(stmts: Vec<Stmt>, f: &mut impl FnMut(Stmt) -> Vec<Stmt>) -> Vec<Stmt> {
+    stmts
+        .into_iter()
+        .flat_map(|s| {
+            let s = match s {
+                Stmt::For(mut l) => {
+                    l.body = rewrite(l.body, f);
+                    Stmt::For(l)
+                }
+                Stmt::While(c, body) => Stmt::While(c, rewrite(body, f)),
+                Stmt::If(c, then, otherwise) => {
+                    Stmt::If(c, rewrite(then, f), rewrite(otherwise, f))
+                }
+                Stmt::Block(body) => Stmt::Block(rewrite(body, f)),
+                other => other,
+            };
+            f(s)
+        })
+        .collect()
+}
+
+/// True when a value computed into a scratch array or a value variable can change what
+/// the function does besides its values: a condition, a bound, an index, a coordinate or
+/// an integer variable reads one. Then the counting phase keeps every store.
+fn values_steer(function: &Function) -> bool {
+    let reads_value = |e: &Expr| {
+        let mut found = false;
+        visit::walk_expr(e, &mut |sub| match sub {
+            Expr::Var(v) if matches!(function.var(*v).ty, Type::Value(_)) => found = true,
+            Expr::Load(ArrayRef::Scratch(s), _)
+                if function.scratch_info(*s).ty == LocalType::Value =>
+            {
+                found = true
+            }
+            _ => {}
+        });
+        found
+    };
+    let mut steers = false;
+    visit::walk_stmts(&function.body, &mut |s| {
+        let control: Vec<&Expr> = match s {
+            Stmt::Decl(v, e) | Stmt::Assign(v, e) => {
+                if matches!(function.var(*v).ty, Type::Value(_)) {
+                    vec![]
+                } else {
+                    vec![e]
+                }
+            }
+            Stmt::Store(Store {
+                array,
+                index,
+                value,
+                ..
+            }) => {
+                if matches!(function.element_type(array), Type::Value(_)) {
+                    vec![index]
+                } else {
+                    vec![index, value]
+                }
+            }
+            Stmt::Emit { coords, .. } => coords.iter().collect(),
+            other => visit::own_exprs(other),
+        };
+        steers |= control.into_iter().any(reads_value);
+    });
+    steers
+}

@@ -1,0 +1,194 @@
+//! Building a tensor from the rows a two-phase kernel wrote ([`crate::ir::rows`]): the
+//! leaf level is already in place, the levels above it follow from which rows hold
+//! entries.
+
+use super::{Coo, Tensor, TensorError, Values};
+use crate::format::{Format, LevelCoord, LevelStorage, Streaming};
+use crate::ir::{ArrayKind, ParamKind};
+
+/// A sparse output as a two-phase kernel leaves it: its leaf level over every *row* (the
+/// coordinates above the leaf, linearised in storage order as though every upper level
+/// were dense), and the values.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Rows {
+    /// `rows + 1` offsets: row `r` holds entries `pos[r]..pos[r + 1]`.
+    pub pos: Vec<i64>,
+    /// The leaf coordinate of each entry.
+    pub idx: Vec<i64>,
+    /// The value of each entry.
+    pub values: Values,
+}
+
+/// The storage order of a format that rows can fill: `(mode, streaming kind)` of each
+/// level above the leaf, and the leaf's mode. `None` for other formats.
+fn row_levels(format: &Format) -> Option<(Vec<(usize, Streaming)>, usize)> {
+    let mode = |coord: LevelCoord| match coord {
+        LevelCoord::Mode(m) => Some(m),
+        _ => None,
+    };
+    let (leaf, upper) = format.levels().split_last()?;
+    if leaf.format.streaming()? != Streaming::Appended {
+        return None;
+    }
+    let upper = upper
+        .iter()
+        .map(|spec| Some((mode(spec.coord)?, spec.format.streaming()?)))
+        .collect::<Option<Vec<_>>>()?;
+    Some((upper, mode(leaf.coord)?))
+}
+
+impl Rows {
+    /// The entries, as a coordinate list of a tensor with these dimensions in `format`
+    /// (the format the rows were written for).
+    pub fn to_coo(&self, dims: &[usize], format: &Format) -> Coo {
+        let (upper, leaf_mode) = row_levels(format).expect("rows are written for row formats");
+        let order = dims.len();
+        let mut coords = vec![0i64; self.idx.len() * order];
+        for (row, w) in self.pos.windows(2).enumerate() {
+            let mut rest = row;
+            let mut c = vec![0i64; order];
+            for &(mode, _) in upper.iter().rev() {
+                c[mode] = (rest % dims[mode]) as i64;
+                rest /= dims[mode];
+            }
+            for e in w[0] as usize..w[1] as usize {
+                c[leaf_mode] = self.idx[e];
+                coords[e * order..(e + 1) * order].copy_from_slice(&c);
+            }
+        }
+        let values = (0..self.values.len()).map(|p| self.values.get(p)).collect();
+        Coo {
+            dims: dims.to_vec(),
+            coords,
+            values,
+        }
+    }
+}
+
+impl Tensor {
+    /// The tensor of `dims` in `format` that `rows` hold. Rows whose coordinates are not
+    /// strictly increasing (a kernel that emitted out of order or twice) are sorted and
+    /// summed through the coordinate list; otherwise the leaf level and the values are
+    /// taken as they are and the upper levels are built from the rows that hold entries.
+    pub fn from_rows(rows: Rows, dims: Vec<usize>, format: &Format) -> Result<Tensor, TensorError> {
+        let unrepresentable = |reason: String| TensorError::Unrepresentable {
+            format: format.spelling(),
+            reason,
+        };
+        let (upper, leaf_mode) = row_levels(format)
+            .ok_or_else(|| unrepresentable("its levels cannot be filled row by row".to_string()))?;
+        let canonical =
+            super::view::check_canonical(&rows.pos, &rows.idx, rows.pos.len() - 1, dims[leaf_mode])
+                .is_ok();
+        if !canonical {
+            let value_type = rows.values.value_type();
+            return Tensor::from_coo_owned(rows.to_coo(&dims, format), format, value_type);
+        }
+        let size = |mode: usize| vec![(ParamKind::Size, dims[mode] as i64)];
+        let mut levels: Vec<LevelStorage> = Vec::with_capacity(upper.len() + 1);
+        let leaf_pos = if upper.iter().all(|&(_, kind)| kind == Streaming::Inserted) {
+            levels.extend(upper.iter().map(|&(mode, _)| LevelStorage {
+                arrays: vec![],
+                params: size(mode),
+            }));
+            rows.pos
+        } else {
+            let (compacted, leaf_pos) = compact(&rows.pos, &upper, &dims);
+            levels.extend(compacted);
+            leaf_pos
+        };
+        levels.push(LevelStorage {
+            arrays: vec![
+                (ArrayKind::Pos, leaf_pos.into()),
+                (ArrayKind::Idx, rows.idx.into()),
+            ],
+            params: size(leaf_mode),
+        });
+        Ok(Tensor {
+            dims,
+            format: format.clone(),
+            levels,
+            values: rows.values,
+        }
+        .with_narrowest_indices())
+    }
+}
+
+/// The upper levels of a format with some compressed level above the leaf, streamed from
+/// the rows that hold entries (as the streaming packer streams entries), and the leaf's
+/// offsets over the last upper level's positions.
+fn compact(
+    pos: &[i64],
+    upper: &[(usize, Streaming)],
+    dims: &[usize],
+) -> (Vec<LevelStorage>, Vec<i64>) {
+    let levels = upper.len();
+    let mut level_pos: Vec<Vec<i64>> = vec![Vec::new(); levels];
+    let mut level_idx: Vec<Vec<i64>> = vec![Vec::new(); levels];
+    let mut current = vec![0usize; levels];
+    let mut previous: Option<Vec<i64>> = None;
+    let mut leaf_pos: Vec<i64> = Vec::new();
+    let mut coords = vec![0i64; levels];
+    for (row, w) in pos.windows(2).enumerate() {
+        if w[0] == w[1] {
+            continue;
+        }
+        let mut rest = row;
+        for (k, &(mode, _)) in upper.iter().enumerate().rev() {
+            coords[k] = (rest % dims[mode]) as i64;
+            rest /= dims[mode];
+        }
+        let first_changed = previous.as_ref().map_or(0, |p| {
+            (0..levels).find(|&k| p[k] != coords[k]).unwrap_or(levels)
+        });
+        for (k, &(mode, kind)) in upper.iter().enumerate().skip(first_changed) {
+            let parent = if k == 0 { 0 } else { current[k - 1] };
+            current[k] = match kind {
+                Streaming::Inserted => parent * dims[mode] + coords[k] as usize,
+                Streaming::Appended => {
+                    while level_pos[k].len() <= parent {
+                        level_pos[k].push(level_idx[k].len() as i64);
+                    }
+                    level_idx[k].push(coords[k]);
+                    level_idx[k].len() - 1
+                }
+            };
+        }
+        // Positions of the last upper level without a row of their own are empty.
+        while leaf_pos.len() <= current[levels - 1] {
+            leaf_pos.push(w[0]);
+        }
+        previous = Some(coords.clone());
+    }
+    let entries = *pos.last().expect("rows have an end");
+    let mut positions = 1usize;
+    let mut storage = Vec::with_capacity(levels);
+    for (k, &(mode, kind)) in upper.iter().enumerate() {
+        let params = vec![(ParamKind::Size, dims[mode] as i64)];
+        match kind {
+            Streaming::Inserted => {
+                // At most the row count, which the kernel's offsets already hold.
+                positions *= dims[mode];
+                storage.push(LevelStorage {
+                    arrays: vec![],
+                    params,
+                });
+            }
+            Streaming::Appended => {
+                let mut starts = std::mem::take(&mut level_pos[k]);
+                let children = level_idx[k].len();
+                starts.resize(positions + 1, children as i64);
+                positions = children;
+                storage.push(LevelStorage {
+                    arrays: vec![
+                        (ArrayKind::Pos, starts.into()),
+                        (ArrayKind::Idx, std::mem::take(&mut level_idx[k]).into()),
+                    ],
+                    params,
+                });
+            }
+        }
+    }
+    leaf_pos.resize(positions + 1, entries);
+    (storage, leaf_pos)
+}

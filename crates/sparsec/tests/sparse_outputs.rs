@@ -1,0 +1,364 @@
+//! Sparse outputs placed straight into their storage by two-phase kernels (`ir::rows`):
+//! which formats and schedules get them, and differential tests of their results against
+//! the reference at 1, 2 and 3 threads, on empty, 1x1, skewed and explicit-zero inputs,
+//! in loop orders that emit rows out of order, and with rows that come out unsorted.
+
+mod common;
+use common::*;
+
+use sparsec::format::Format;
+use sparsec::generate;
+use sparsec::ir::OutputMode;
+use sparsec::jit::Toolchain;
+use sparsec::kernel::{Backend, Kernel};
+use sparsec::lower;
+use sparsec::schedule::{Concrete, Schedule};
+use sparsec::tensor::{Coo, Rows, Tensor, ValueType, Values};
+
+/// The schedule `check_mode` lowers without parallel loops.
+const SERIAL: &str = "serial";
+
+/// Compile `expr` (the default schedule, `schedule`, or no parallel loop for [`SERIAL`]) with `toolchain`, check its output
+/// mode, and compare its results with the reference on every input set at 1, 2 and 3
+/// threads, on the C backend and on the JIT.
+fn check_mode(
+    expr: &str,
+    formats: &[(&str, &str)],
+    input_sets: &[Vec<(&str, Coo)>],
+    schedule: Option<&str>,
+    rows: bool,
+) {
+    let toolchain: Toolchain = split_toolchain();
+    let (stmt, _) = statement(expr, formats, &input_sets[0], &[]);
+    let mut kernel = match schedule {
+        None => Kernel::from_statement(stmt, ValueType::F64, &toolchain),
+        // Without the default thread loop.
+        Some(SERIAL) => {
+            let lowered = lower::lower(&Concrete::new(&stmt).unwrap()).unwrap();
+            Kernel::from_lowered(stmt, lowered, ValueType::F64, &toolchain, Backend::C)
+        }
+        Some(text) => Kernel::scheduled(
+            stmt,
+            &Schedule::parse(text).unwrap(),
+            ValueType::F64,
+            &toolchain,
+        ),
+    }
+    .unwrap_or_else(|e| panic!("{expr}: {e}"));
+    let what = format!("{expr} with {formats:?}, schedule {schedule:?}");
+    assert_eq!(
+        kernel.output_mode() == OutputMode::Rows,
+        rows,
+        "{what}: output mode {:?}\n{}",
+        kernel.output_mode(),
+        kernel.kernel_source()
+    );
+    for inputs in input_sets {
+        let (stmt, tensors) = statement(expr, formats, inputs, &[]);
+        for threads in [1, 2, 3] {
+            kernel.set_threads(threads);
+            compare_with_reference(
+                &kernel,
+                &stmt,
+                &tensors,
+                &format!("{what}, {threads} threads"),
+            );
+        }
+    }
+    let jit = kernel.with_backend(Backend::Jit).unwrap();
+    for inputs in input_sets {
+        let (stmt, tensors) = statement(expr, formats, inputs, &[]);
+        compare_with_reference(&jit, &stmt, &tensors, &format!("{what}, JIT"));
+    }
+}
+
+/// Matrices of `dims`: random with explicit zeros, duplicates and unsorted input, empty,
+/// skewed (power-law rows), and one dense row.
+fn matrices(seed: u64, dims: [usize; 2]) -> Vec<Coo> {
+    let mut r = rng(seed);
+    let [m, n] = dims;
+    let mut dense_row = Vec::new();
+    for j in 0..n {
+        dense_row.extend([(m / 2) as i64, j as i64]);
+    }
+    let mut sets = vec![random_coo(&mut r, &dims, 0.15), Coo::empty(dims.to_vec())];
+    if m > 0 && n > 0 {
+        sets.push(generate::power_law(dims, (m * n / 8).max(1), 1.2, seed));
+        sets.push(Coo::new(dims.to_vec(), dense_row, vec![1.5; n]).unwrap());
+    }
+    sets
+}
+
+#[test]
+fn spgemm_places_rows_in_compressed_output_formats() {
+    // Rows of the output are placed when the thread loop runs over them (loops i, k, j);
+    // a column-major output, or a loop over k outermost (A in CSC), has threads that share
+    // the output's rows, and emits.
+    for (out, a_fmt, b_fmt, rows) in [
+        ("csr", "csr", "csr", true),
+        ("dcsr", "csr", "csr", true),
+        ("csr", "dcsr", "csc", true),
+        ("dcsr", "dcsr", "dcsr", true),
+        ("csc", "csr", "csr", false),
+        ("dcsc", "csr", "csr", false),
+        ("csr", "csc", "csr", false),
+    ] {
+        {
+            let sets: Vec<Vec<(&str, Coo)>> = matrices(1, [23, 17])
+                .into_iter()
+                .zip(matrices(2, [17, 29]))
+                .map(|(a, b)| vec![("A", a), ("B", b)])
+                .collect();
+            check_mode(
+                "C(i,j) = A(i,k) * B(k,j)",
+                &[("A", a_fmt), ("B", b_fmt), ("C", out)],
+                &sets,
+                None,
+                rows,
+            );
+        }
+    }
+}
+
+#[test]
+fn tiny_and_degenerate_shapes() {
+    for dims in [[1, 1], [1, 9], [9, 1], [0, 4], [4, 0]] {
+        let sets: Vec<Vec<(&str, Coo)>> = matrices(3, dims)
+            .into_iter()
+            .zip(matrices(4, dims))
+            .map(|(a, b)| vec![("A", a), ("B", b)])
+            .collect();
+        for out in ["csr", "dcsr"] {
+            check_mode(
+                "C(i,j) = A(i,j) * B(i,j)",
+                &[("A", "csr"), ("B", "csr"), ("C", out)],
+                &sets,
+                None,
+                true,
+            );
+            check_mode(
+                "C(i,j) = A(i,j) + B(i,j)",
+                &[("A", "csr"), ("B", "dcsr"), ("C", out)],
+                &sets,
+                None,
+                true,
+            );
+        }
+    }
+}
+
+#[test]
+fn transposed_products_and_sddmm() {
+    let sets: Vec<Vec<(&str, Coo)>> = matrices(5, [31, 13])
+        .into_iter()
+        .map(|a| vec![("A", a)])
+        .collect();
+    // A^T A: the loops run over A's rows (k) on threads, each emitting into many output
+    // rows; serial, the rows are placed, each row summing its duplicates afterwards.
+    for (schedule, rows) in [(Some(SERIAL), true), (None, false)] {
+        check_mode(
+            "C(i,j) = A(k,i) * A(k,j)",
+            &[("A", "csr"), ("C", "csr")],
+            &sets,
+            schedule,
+            rows,
+        );
+    }
+    let mut r = rng(6);
+    let sddmm: Vec<Vec<(&str, Coo)>> = matrices(7, [20, 24])
+        .into_iter()
+        .map(|s| {
+            vec![
+                ("S", s),
+                ("D", random_coo(&mut r, &[20, 5], 1.0)),
+                ("E", random_coo(&mut r, &[5, 24], 1.0)),
+            ]
+        })
+        .collect();
+    check_mode(
+        "C(i,j) = S(i,j) * D(i,k) * E(k,j)",
+        &[("S", "csr"), ("C", "csr")],
+        &sddmm,
+        None,
+        true,
+    );
+}
+
+#[test]
+fn tensor_outputs_compact_their_upper_levels() {
+    let mut r = rng(8);
+    let sets: Vec<Vec<(&str, Coo)>> = (0..3)
+        .map(|k| {
+            vec![
+                ("B", random_coo(&mut r, &[9, 7, 11], [0.1, 0.0, 0.5][k])),
+                ("c", random_coo(&mut r, &[11], 0.6)),
+            ]
+        })
+        .collect();
+    // `sd` has a dense leaf, and `ss:1,0` rows that threads over i share: both emit.
+    for (out, rows) in [("ss", true), ("ds", true), ("ss:1,0", false), ("sd", false)] {
+        check_mode(
+            "Y(i,j) = B(i,j,k) * c(k)",
+            &[("B", "sss"), ("c", "s"), ("Y", out)],
+            &sets,
+            None,
+            rows,
+        );
+    }
+    let sets: Vec<Vec<(&str, Coo)>> = (0..3)
+        .map(|k| {
+            vec![
+                ("B", random_coo(&mut r, &[6, 5, 8], [0.2, 0.0, 0.6][k])),
+                ("C", random_coo(&mut r, &[6, 5, 8], 0.3)),
+            ]
+        })
+        .collect();
+    for out in ["sss", "dss", "sds", "dds", "sss:2,0,1"] {
+        check_mode(
+            "Y(i,j,k) = B(i,j,k) * C(i,j,k)",
+            &[("B", "sss"), ("C", "sss"), ("Y", out)],
+            &sets,
+            None,
+            true,
+        );
+    }
+}
+
+#[test]
+fn schedules_that_share_rows_between_threads_emit_instead() {
+    let sets: Vec<Vec<(&str, Coo)>> = matrices(9, [40, 40])
+        .into_iter()
+        .zip(matrices(10, [40, 40]))
+        .map(|(a, b)| vec![("A", a), ("B", b)])
+        .collect();
+    let spgemm = "C(i,j) = A(i,k) * B(k,j)";
+    let formats = [("A", "csr"), ("B", "csr"), ("C", "csr")];
+    // Rows split into blocks stay on one thread each.
+    check_mode(
+        spgemm,
+        &formats,
+        &sets,
+        Some("split(i,i0,i1,4),parallelize(i0,CPUThread,NoRaces,dynamic,1)"),
+        true,
+    );
+    // A loop order whose outer loop is not the output's rows: serial, entries reach each
+    // row from many iterations, in order, and are placed by each row's cursor; on threads
+    // (the default), the threads share rows and emit.
+    for (schedule, rows) in [(Some(SERIAL), true), (None, false)] {
+        check_mode(
+            "C(i,j) = A(i,j) + B(i,j)",
+            &[("A", "csc"), ("B", "csc"), ("C", "csr")],
+            &sets,
+            schedule,
+            rows,
+        );
+    }
+    // A fused loop over rows and columns may put one row on two threads.
+    check_mode(
+        "C(i,j) = A(i,j) * B(i,j)",
+        &[("A", "csr"), ("B", "csr"), ("C", "csr")],
+        &sets,
+        Some("fuse(i,j,f),pos(f,p,A(i,j)),split(p,p0,p1,16),parallelize(p0,CPUThread,IgnoreRaces)"),
+        false,
+    );
+}
+
+#[test]
+fn rows_emitted_out_of_order_are_sorted() {
+    // A hashed level is iterated in its table's order, so each row of the output is
+    // placed unsorted and the runtime sorts it.
+    let mut r = rng(11);
+    let sets: Vec<Vec<(&str, Coo)>> = (0..3)
+        .map(|_| vec![("A", random_coo(&mut r, &[12, 40], 0.3))])
+        .collect();
+    check_mode(
+        "C(i,j) = A(i,j) * 2",
+        &[("A", "dh"), ("C", "csr")],
+        &sets,
+        None,
+        true,
+    );
+}
+
+#[test]
+fn accumulating_statements_and_other_formats_emit() {
+    let sets: Vec<Vec<(&str, Coo)>> = matrices(12, [15, 15])
+        .into_iter()
+        .map(|a| vec![("A", a)])
+        .collect();
+    for out in ["coo", "hash", "bcsr:2x2", "ell"] {
+        check_mode(
+            "C(i,j) = A(i,j) * 3",
+            &[("A", "csr"), ("C", out)],
+            &sets,
+            None,
+            false,
+        );
+    }
+}
+
+#[test]
+fn single_precision_outputs_are_placed_too() {
+    let a = generate::uniform(&[40, 30], 0.1, 13);
+    let b = generate::uniform(&[30, 20], 0.1, 14);
+    let (stmt, tensors) = statement(
+        "C(i,j) = A(i,k) * B(k,j)",
+        &[("A", "csr"), ("B", "csr"), ("C", "csr")],
+        &[("A", a), ("B", b)],
+        &[],
+    );
+    let kernel = Kernel::from_statement(stmt.clone(), ValueType::F32, &Default::default()).unwrap();
+    assert_eq!(kernel.output_mode(), OutputMode::Rows);
+    let refs: Vec<&Tensor> = tensors.iter().collect();
+    let got = kernel.run(&refs).unwrap();
+    assert!(matches!(got.values(), Values::F32(_)));
+    let expected = sparsec::reference::evaluate(&stmt, &refs, None);
+    assert!(got.max_difference(&expected).unwrap() < 1e-4);
+}
+
+/// `from_rows` against packing the same entries from a coordinate list, for formats with
+/// compacted upper levels and for unsorted and duplicated rows.
+#[test]
+fn tensors_from_rows_equal_tensors_from_coordinates() {
+    let dims = vec![3, 4, 5];
+    // Rows are (i, j) pairs, 12 of them: entries in rows 1, 2, 7 and 11.
+    let mut pos = vec![0i64; 13];
+    let rows_entries: [(usize, &[i64]); 4] = [(1, &[0, 3]), (2, &[4]), (7, &[1, 2, 4]), (11, &[0])];
+    let mut idx = Vec::new();
+    for (row, entries) in rows_entries {
+        idx.extend_from_slice(entries);
+        pos[row + 1] = entries.len() as i64;
+    }
+    for r in 0..12 {
+        pos[r + 1] += pos[r];
+    }
+    let values: Vec<f64> = (0..idx.len()).map(|v| v as f64 + 0.5).collect();
+    for spelling in ["dds", "sss", "dss", "sds"] {
+        let format = Format::parse(spelling, 3).unwrap();
+        let rows = Rows {
+            pos: pos.clone(),
+            idx: idx.clone(),
+            values: Values::F64(values.clone()),
+        };
+        let coo = rows.to_coo(&dims, &format);
+        let expected = Tensor::from_coo(&coo, &format, ValueType::F64).unwrap();
+        let got = Tensor::from_rows(rows, dims.clone(), &format).unwrap();
+        assert_eq!(got, expected, "{spelling}");
+    }
+    // Row 7 unsorted, with a duplicate: sorted and summed.
+    let mut unsorted = idx.clone();
+    unsorted[3] = 4;
+    unsorted[5] = 1;
+    unsorted[4] = 4;
+    let format = Format::parse("csf", 3).unwrap();
+    let rows = Rows {
+        pos,
+        idx: unsorted,
+        values: Values::F64(values),
+    };
+    let coo = rows.to_coo(&dims, &format);
+    let expected = Tensor::from_coo(&coo, &format, ValueType::F64).unwrap();
+    let got = Tensor::from_rows(rows, dims, &format).unwrap();
+    assert_eq!(got, expected);
+    assert_eq!(got.values().len(), 6);
+}
