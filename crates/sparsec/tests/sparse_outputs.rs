@@ -91,9 +91,9 @@ fn matrices(seed: u64, dims: [usize; 2]) -> Vec<Coo> {
 
 #[test]
 fn spgemm_places_rows_in_compressed_output_formats() {
-    // Rows of the output are placed when the thread loop runs over them (loops i, k, j);
-    // a column-major output, or a loop over k outermost (A in CSC), has threads that share
-    // the output's rows, and emits.
+    // Rows of the output are placed when the thread loop runs over them (loops i, k, j;
+    // an `A` in CSC is read transposed so that they can); a column-major output has
+    // threads that share the output's rows (its columns), and emits.
     for (out, a_fmt, b_fmt, rows) in [
         ("csr", "csr", "csr", true),
         ("dcsr", "csr", "csr", true),
@@ -101,7 +101,7 @@ fn spgemm_places_rows_in_compressed_output_formats() {
         ("dcsr", "dcsr", "dcsr", true),
         ("csc", "csr", "csr", false),
         ("dcsc", "csr", "csr", false),
-        ("csr", "csc", "csr", false),
+        ("csr", "csc", "csr", true),
     ] {
         {
             let sets: Vec<Vec<(&str, Coo)>> = matrices(1, [23, 17])
@@ -153,9 +153,14 @@ fn transposed_products_and_sddmm() {
         .into_iter()
         .map(|a| vec![("A", a)])
         .collect();
-    // A^T A: the loops run over A's rows (k) on threads, each emitting into many output
-    // rows; serial, the rows are placed, each row summing its duplicates afterwards.
-    for (schedule, rows) in [(Some(SERIAL), true), (None, false)] {
+    // A^T A: `A` is read transposed so that the output's rows are the outer loop (i, k,
+    // j), on threads or not. The storage's loop order (k, i, j) on threads shares rows
+    // between threads and emits.
+    for (schedule, rows) in [
+        (Some(SERIAL), true),
+        (None, true),
+        (Some("reorder(i,k)"), false),
+    ] {
         check_mode(
             "C(i,j) = A(k,i) * A(k,j)",
             &[("A", "csr"), ("C", "csr")],

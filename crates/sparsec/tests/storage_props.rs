@@ -366,3 +366,23 @@ fn hashed_level_above_compressed_level() {
         assert_eq!(t.to_coo(), expected, "`{spelling}`: {t:?}");
     }
 }
+
+proptest! {
+    /// CSR to CSC and back (the one-pass transposition), at both index widths and both
+    /// value types, equals packing the same entries in the target format.
+    #[test]
+    fn compressed_matrices_transpose_like_packing(case in case()) {
+        prop_assume!(case.coo.order() == 2);
+        for (from, to) in [("csr", "csc"), ("csc", "csr"), ("ds", "ds:1,0")] {
+            for ty in [ValueType::F64, ValueType::F32] {
+                let from_format = Format::parse(from, 2).unwrap();
+                let to_format = Format::parse(to, 2).unwrap();
+                let source = Tensor::from_coo(&case.coo, &from_format, ty).unwrap();
+                let expected = Tensor::from_coo(&case.coo, &to_format, ty).unwrap();
+                prop_assert_eq!(&source.convert(&to_format).unwrap(), &expected);
+                let wide = source.with_index_width(sparsec::tensor::IndexWidth::I64).unwrap();
+                prop_assert_eq!(&wide.convert(&to_format).unwrap(), &expected);
+            }
+        }
+    }
+}

@@ -413,7 +413,13 @@ impl Concrete {
         } else {
             &level_vars
         };
-        let chosen = order::choose(vars.len(), hard_levels, &fixed, &edges, &priority);
+        let mut chosen = order::choose(vars.len(), hard_levels, &fixed, &edges, &priority);
+        if let Some((first, relaxed)) = rows_outermost(stmt, hard_levels, &fixed, &chosen.order) {
+            let retry = order::choose(vars.len(), &relaxed, &fixed, &edges, &priority);
+            if retry.order.first() == Some(&first) {
+                chosen = retry;
+            }
+        }
         let position = |v: VarId| chosen.order.iter().position(|&u| u == v);
         let before = |a: VarId, b: VarId| position(a) < position(b);
         let sparse = sparse_accesses(stmt, &accesses);
@@ -585,6 +591,44 @@ fn reduction_edges(rhs: &LExpr, free: &BTreeSet<VarId>, hoisted: &[VarId]) -> Ve
         edges.extend(inside.iter().filter(|&&w| w != *v).map(|&w| (*v, w)));
     }
     edges
+}
+
+/// A sparse output whose outermost loop is a summed variable (`C(i,j) = A(k,i) * A(k,j)`
+/// with `A` in CSR runs `k, i, j`) receives each entry from many iterations and sorts and
+/// sums them all. When that happens, the output's outermost storage variable and the
+/// sparse levels with the variable stored below another one, which operands then read
+/// through reordered copies (a transposed `A`): with the output's rows outermost, each row
+/// is gathered in a workspace and placed in order. `None` when the output is dense or its
+/// rows already come first.
+fn rows_outermost(
+    stmt: &Statement,
+    levels: &[Vec<VarId>],
+    fixed: &[bool],
+    order: &[VarId],
+) -> Option<(VarId, Vec<Vec<VarId>>)> {
+    let output = &stmt.tensors[0];
+    if output.format.is_all_dense() || !output.format.is_plain() {
+        return None;
+    }
+    let first = stmt.lhs[*output.format.mode_order()?.first()?];
+    if order
+        .first()
+        .is_none_or(|v| *v == first || stmt.lhs.contains(v))
+    {
+        return None;
+    }
+    let relaxed = levels
+        .iter()
+        .zip(fixed)
+        .map(|(vars, &fixed)| {
+            if !fixed && vars.iter().skip(1).any(|&v| v == first) {
+                vec![]
+            } else {
+                vars.clone()
+            }
+        })
+        .collect();
+    Some((first, relaxed))
 }
 
 fn var_priority(stmt: &Statement, accesses: &[(TensorId, Vec<VarId>)]) -> Vec<usize> {

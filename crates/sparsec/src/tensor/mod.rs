@@ -9,6 +9,7 @@ mod coo;
 mod order;
 mod pack;
 mod rows;
+mod transpose;
 mod view;
 
 use std::fmt;
@@ -443,6 +444,9 @@ impl Tensor {
         let plain_dense = |f: &Format| f.is_plain() && f.is_all_dense();
         if plain_dense(&self.format) && plain_dense(format) && format.order() == self.order() {
             return Ok(self.transpose_dense(format));
+        }
+        if let Some(transposed) = self.transpose_compressed(format) {
+            return Ok(transposed);
         }
         Tensor::from_coo(&self.to_coo(), format, self.value_type())
     }
