@@ -111,6 +111,16 @@ pub(crate) fn resize<T: Clone>(
     Ok(())
 }
 
+/// An empty vector with room for exactly `len` elements, or an error as for [`resize`]:
+/// for a buffer that other code fills through its pointer before setting its length.
+pub(crate) fn reserved<T>(len: usize, what: &dyn Fn() -> String) -> Result<Vec<T>, String> {
+    let bytes = bytes_for::<T>(Some(len), what)?;
+    let mut v = Vec::new();
+    v.try_reserve_exact(len)
+        .map_err(|_| format!("{} needs {bytes} bytes, which cannot be allocated", what()))?;
+    Ok(v)
+}
+
 /// A vector of `len` copies of `fill`, or an error as for [`resize`].
 pub(crate) fn filled<T: Clone>(
     len: Option<usize>,

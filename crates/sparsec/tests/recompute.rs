@@ -101,6 +101,13 @@ fn sparse_outputs_recompute_in_place() {
             &[("B", &[5, 6, 7]), ("C", &[7, 4])],
             threads,
         );
+        // Rows placed out of order (a hashed level's iteration): kept as entries.
+        assemble_then_compute(
+            "A(i,j) = B(i,j) * 2",
+            &[("A", "csr"), ("B", "dh")],
+            &[("B", &[9, 30])],
+            threads,
+        );
         assemble_then_compute(
             "A(i,j) = B(i,j) * C(i,k) * D(k,j)",
             &[("A", "csr"), ("B", "csr")],

@@ -94,7 +94,8 @@ fn depends_on(e: &Expr, vars: &[Var]) -> bool {
 /// their positions chain) visit before it, plus `l.var` itself, so that empty iterations
 /// count too. Positions count once per iteration of the dense loops nested unconditionally
 /// inside the innermost of those loops (SpMM's columns). `None` when no loop over a
-/// compressed level is nested unconditionally in the body.
+/// compressed level is nested unconditionally in the body. A position that loops over
+/// another operand's segment (SpGEMM) counts for [`GATHERED_SEGMENT_WORK`].
 pub fn work_before(l: &Loop) -> Option<Expr> {
     let (array, q, inner) = segment_loop(&l.body, l.var, &mut HashMap::new())?;
     // What is left of `q` but the loop's variable must be in scope before the loop.
@@ -124,7 +125,31 @@ pub fn work_before(l: &Loop) -> Option<Expr> {
         per_position = per_position * dense.end.clone();
         body = &dense.body;
     }
+    if gathers_segments(body) {
+        per_position = per_position * Expr::Int(GATHERED_SEGMENT_WORK);
+    }
     Some(super::simplify(&(before * per_position + Expr::Var(l.var))))
+}
+
+/// The work a position counts for when it loops over a segment of another operand that it
+/// selects by a coordinate (SpGEMM's `B(k,:)` for each `A(i,k)`): that segment's length
+/// is not known before the loop runs, so a position counts for a typical row of a sparse
+/// matrix. It decides how many threads a loop is worth, not how its work is split.
+const GATHERED_SEGMENT_WORK: i64 = 16;
+
+/// True when `body` holds a loop over a segment of a compressed level (`pos[q]..pos[q+1]`).
+fn gathers_segments(body: &[Stmt]) -> bool {
+    let mut found = false;
+    visit::walk_stmts(body, &mut |s| {
+        if let Stmt::For(Loop {
+            start: Expr::Load(ArrayRef::Level { kind, .. }, _),
+            ..
+        }) = s
+        {
+            found |= *kind == ArrayKind::Pos;
+        }
+    });
+    found
 }
 
 /// The first loop in `body` (unconditionally, at any depth of plain blocks) that runs from

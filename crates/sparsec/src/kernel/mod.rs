@@ -391,6 +391,7 @@ impl Kernel {
         initial: Option<&Tensor>,
     ) -> Result<Assembled, Error> {
         let (produced, _) = self.execute(inputs, initial)?;
+        let out = &self.statement.tensors[0];
         let coo = match produced {
             Produced::Dense(tensor) => {
                 return Ok(Assembled {
@@ -399,14 +400,21 @@ impl Kernel {
                 })
             }
             Produced::Entries(coo) => coo,
+            // Rows in order are the output's entries, one value each, in storage order.
+            Produced::Rows(rows) if rows.in_order(&out.dims, &out.format) => {
+                let (pos, idx) = (rows.pos.clone(), rows.idx.clone());
+                return Ok(Assembled {
+                    tensor: Tensor::from_rows(rows, out.dims.clone(), &out.format)?,
+                    structure: Some(OutputStructure::Rows { pos, idx }),
+                });
+            }
             Produced::Rows(rows) => self.entries_of_rows(&rows),
         };
         let coords = coo.coords.clone();
-        let format = &self.statement.tensors[0].format;
-        let (tensor, slots) = Tensor::from_coo_tracked(coo, format, self.value_type)?;
+        let (tensor, slots) = Tensor::from_coo_tracked(coo, &out.format, self.value_type)?;
         Ok(Assembled {
             tensor,
-            structure: Some(OutputStructure { coords, slots }),
+            structure: Some(OutputStructure::Entries { coords, slots }),
         })
     }
 
@@ -422,26 +430,32 @@ impl Kernel {
     ) -> Result<Timings, Error> {
         let (produced, mut timings) = self.execute(inputs, initial)?;
         let scattering = Instant::now();
-        let produced = match produced {
-            Produced::Rows(rows) => Produced::Entries(self.entries_of_rows(&rows)),
-            other => other,
+        let changed = |then: usize, now: usize| {
+            Error::Input(format!(
+                "the output `{}` was assembled for inputs of another nonzero structure ({then} \
+                 entries then, {now} now); assemble it again",
+                self.statement.tensors[0].name,
+            ))
+        };
+        let produced = match (produced, &output.structure) {
+            (Produced::Rows(rows), Some(OutputStructure::Entries { .. })) => {
+                Produced::Entries(self.entries_of_rows(&rows))
+            }
+            (produced, _) => produced,
         };
         match (produced, &output.structure) {
             (Produced::Dense(tensor), None) => output.tensor = tensor,
-            (Produced::Entries(coo), Some(structure)) => {
-                if coo.coords != structure.coords {
-                    return Err(Error::Input(format!(
-                        "the output `{}` was assembled for inputs of another nonzero \
-                         structure ({} entries then, {} now); assemble it again",
-                        self.statement.tensors[0].name,
-                        structure.slots.len(),
-                        coo.len()
-                    )));
+            (Produced::Entries(coo), Some(OutputStructure::Entries { coords, slots })) => {
+                if coo.coords != *coords {
+                    return Err(changed(slots.len(), coo.len()));
                 }
-                output
-                    .tensor
-                    .values_mut()
-                    .scatter_sums(&structure.slots, &coo.values);
+                output.tensor.values_mut().scatter_sums(slots, &coo.values);
+            }
+            (Produced::Rows(rows), Some(OutputStructure::Rows { pos, idx })) => {
+                if rows.pos != *pos || rows.idx != *idx {
+                    return Err(changed(idx.len(), rows.idx.len()));
+                }
+                *output.tensor.values_mut() = rows.values;
             }
             _ => {
                 return Err(Error::Input(
@@ -556,11 +570,14 @@ impl Kernel {
         pos[rows] = entries;
         let starts = pos.clone();
         let entries = entries as usize;
-        let mut idx = crate::memory::filled(Some(entries), 0i64, &|| {
-            format!("the coordinates of its {entries} entries")
-        })
-        .map_err(cannot)?;
-        let mut values = Values::try_zeros(self.value_type, Some(entries)).map_err(cannot)?;
+        // Not zeroed: the placing phase writes every slot, which the check below confirms
+        // before the lengths are set.
+        let what = || format!("the {entries} entries");
+        let mut idx: Vec<i64> = crate::memory::reserved(entries, &what).map_err(cannot)?;
+        let mut values = match self.value_type {
+            ValueType::F64 => Values::F64(crate::memory::reserved(entries, &what).map_err(cannot)?),
+            ValueType::F32 => Values::F32(crate::memory::reserved(entries, &what).map_err(cannot)?),
+        };
 
         arguments.arrays[pos_slot] = pos.as_mut_ptr().cast();
         if let Some(s) = idx_slot {
@@ -575,13 +592,24 @@ impl Kernel {
         arguments.params[phase] = 1;
         let buffers = self.call(arguments)?;
         self.keep_buffers(buffers);
-        // Each row's cursor stopped at its end, the next row's start.
-        if pos[..rows] != starts[1..] {
+        // Each row's cursor stopped at its end, the next row's start: every slot of every
+        // row was written once (each placed entry writes its coordinate and value).
+        let unwritten = entries > 0 && (idx_slot.is_none() || values_slot.is_none());
+        if pos[..rows] != starts[1..] || unwritten {
             return Err(Error::Input(format!(
                 "internal error: the kernel placed other entries in the rows of `{}` than it \
                  counted",
                 out.name
             )));
+        }
+        // SAFETY: capacity `entries` was reserved, and the kernel wrote slots 0..entries of
+        // both arrays (checked above).
+        unsafe {
+            idx.set_len(entries);
+            match &mut values {
+                Values::F64(v) => v.set_len(entries),
+                Values::F32(v) => v.set_len(entries),
+            }
         }
         pos.copy_within(0..rows, 1);
         pos[0] = 0;
@@ -721,9 +749,11 @@ pub struct Assembled {
     structure: Option<OutputStructure>,
 }
 
-struct OutputStructure {
-    coords: Vec<i64>,
-    slots: Vec<usize>,
+enum OutputStructure {
+    /// The entries a kernel emitted (or placed out of order), and the value slot of each.
+    Entries { coords: Vec<i64>, slots: Vec<usize> },
+    /// The rows a two-phase kernel placed in order: each entry is its own value slot.
+    Rows { pos: Vec<i64>, idx: Vec<i64> },
 }
 
 impl Assembled {

@@ -262,22 +262,29 @@ impl Tensor {
     /// Tensors are built and read with the narrowest width their indices fit
     /// ([`Tensor::with_narrowest_indices`]); this keeps a tensor at `int64_t`, or asks
     /// for `int32_t` and fails when an index does not fit.
-    pub fn with_index_width(mut self, width: IndexWidth) -> Result<Tensor, TensorError> {
+    pub fn with_index_width(self, width: IndexWidth) -> Result<Tensor, TensorError> {
         if width == IndexWidth::I32 && !self.narrowable_arrays().all(|a| a.fits(width)) {
             return Err(TensorError::Unrepresentable {
                 format: self.format.spelling(),
                 reason: "an index does not fit in 32 bits".into(),
             });
         }
+        Ok(self.with_fitting_width(width))
+    }
+
+    /// The narrowable levels' index arrays at `width`, which the caller knows they fit.
+    pub(super) fn with_fitting_width(mut self, width: IndexWidth) -> Tensor {
         for (spec, level) in self.format.levels().iter().zip(&mut self.levels) {
             if spec.format.narrowable() {
                 for (_, array) in &mut level.arrays {
                     let taken = std::mem::replace(array, IndexArray::I64(Vec::new()));
-                    *array = taken.with_width(width).expect("checked to fit");
+                    *array = taken
+                        .with_width(width)
+                        .expect("the caller checked that it fits");
                 }
             }
         }
-        Ok(self)
+        self
     }
 
     /// The same tensor with `int32_t` index arrays when every index of its narrowable
@@ -285,8 +292,7 @@ impl Tensor {
     pub fn with_narrowest_indices(self) -> Tensor {
         let fits = self.narrowable_arrays().all(|a| a.fits(IndexWidth::I32));
         if fits {
-            self.with_index_width(IndexWidth::I32)
-                .expect("every index fits")
+            self.with_fitting_width(IndexWidth::I32)
         } else {
             self
         }

@@ -4,7 +4,7 @@
 
 use super::{Coo, Tensor, TensorError, Values};
 use crate::format::{Format, LevelCoord, LevelStorage, Streaming};
-use crate::ir::{ArrayKind, ParamKind};
+use crate::ir::{ArrayKind, IndexWidth, ParamKind};
 
 /// A sparse output as a two-phase kernel leaves it: its leaf level over every *row* (the
 /// coordinates above the leaf, linearised in storage order as though every upper level
@@ -38,6 +38,15 @@ fn row_levels(format: &Format) -> Option<(Vec<(usize, Streaming)>, usize)> {
 }
 
 impl Rows {
+    /// True when every row's coordinates are strictly increasing and in range, for a
+    /// tensor of `dims` in `format`: then the rows are the tensor's leaf level as it is.
+    pub fn in_order(&self, dims: &[usize], format: &Format) -> bool {
+        row_levels(format).is_some_and(|(_, leaf_mode)| {
+            super::view::check_canonical(&self.pos, &self.idx, self.pos.len() - 1, dims[leaf_mode])
+                .is_ok()
+        })
+    }
+
     /// The entries, as a coordinate list of a tensor with these dimensions in `format`
     /// (the format the rows were written for).
     pub fn to_coo(&self, dims: &[usize], format: &Format) -> Coo {
@@ -77,13 +86,12 @@ impl Tensor {
         };
         let (upper, leaf_mode) = row_levels(format)
             .ok_or_else(|| unrepresentable("its levels cannot be filled row by row".to_string()))?;
-        let canonical =
-            super::view::check_canonical(&rows.pos, &rows.idx, rows.pos.len() - 1, dims[leaf_mode])
-                .is_ok();
-        if !canonical {
+        if !rows.in_order(&dims, format) {
             let value_type = rows.values.value_type();
             return Tensor::from_coo_owned(rows.to_coo(&dims, format), format, value_type);
         }
+        let rows_count = rows.pos.len() - 1;
+        let entries = rows.idx.len();
         let size = |mode: usize| vec![(ParamKind::Size, dims[mode] as i64)];
         let mut levels: Vec<LevelStorage> = Vec::with_capacity(upper.len() + 1);
         let leaf_pos = if upper.iter().all(|&(_, kind)| kind == Streaming::Inserted) {
@@ -104,13 +112,20 @@ impl Tensor {
             ],
             params: size(leaf_mode),
         });
-        Ok(Tensor {
+        // Every index is a coordinate below a dimension or an offset up to the number of
+        // entries or rows: no array needs scanning to know whether it fits 32 bits.
+        let largest = dims.iter().copied().chain([entries, rows_count]).max();
+        let tensor = Tensor {
             dims,
             format: format.clone(),
             levels,
             values: rows.values,
-        }
-        .with_narrowest_indices())
+        };
+        Ok(if largest.unwrap_or(0) <= i32::MAX as usize {
+            tensor.with_fitting_width(IndexWidth::I32)
+        } else {
+            tensor
+        })
     }
 }
 
