@@ -8,9 +8,11 @@
 //! functions come from the level formats, so no level kind is named here.
 //!
 //! Outputs: an all-dense output is written in place (`=` or `+=` when reductions scatter);
-//! any other output format is produced as a stream of `(coordinates, value)` emits that
-//! the runtime assembles into the requested format (sorting only when the stream is not
-//! already in order).
+//! any other output format is produced as a stream of `(coordinates, value)` emits. When
+//! the output's leaf level is compressed and no two threads emit into one of its rows
+//! ([`row_layout`], `Lowerer::note_emit`), the emits become direct writes of a two-phase
+//! kernel ([`crate::ir::rows`]); otherwise the runtime assembles them into the requested
+//! format (sorting only when the stream is not already in order).
 
 mod derived;
 mod gallop;
