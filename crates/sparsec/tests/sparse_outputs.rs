@@ -367,3 +367,40 @@ fn tensors_from_rows_equal_tensors_from_coordinates() {
     assert_eq!(got, expected);
     assert_eq!(got.values().len(), 6);
 }
+
+/// A hypersparse matrix of 2^40 rows: a DCSR output has too many rows to count them all
+/// and is emitted; a CSR output would need an offset per row, and says so.
+#[test]
+fn hypersparse_outputs_are_emitted_or_refused_with_the_bytes() {
+    let rows = 1usize << 40;
+    let a = Coo::new(
+        vec![rows, 4],
+        vec![0, 0, rows as i64 - 1, 3],
+        vec![1.5, 2.5],
+    )
+    .unwrap();
+    let (stmt, tensors) = statement(
+        "C(i,j) = A(i,j) * 2",
+        &[("A", "dcsr"), ("C", "dcsr")],
+        &[("A", a.clone())],
+        &[],
+    );
+    let kernel = Kernel::from_statement(stmt.clone(), ValueType::F64, &Default::default()).unwrap();
+    assert!(matches!(kernel.output_mode(), OutputMode::Emit { .. }));
+    compare_with_reference(&kernel, &stmt, &tensors, "hypersparse DCSR output");
+
+    let (stmt, tensors) = statement(
+        "C(i,j) = A(i,j) * 2",
+        &[("A", "dcsr"), ("C", "csr")],
+        &[("A", a)],
+        &[],
+    );
+    let kernel = Kernel::from_statement(stmt, ValueType::F64, &Default::default()).unwrap();
+    assert_eq!(kernel.output_mode(), OutputMode::Rows);
+    let err = kernel.run(&tensors.iter().collect::<Vec<_>>()).unwrap_err();
+    assert!(
+        err.to_string().contains("cannot store the output `C`")
+            && err.to_string().contains("bytes"),
+        "{err}"
+    );
+}

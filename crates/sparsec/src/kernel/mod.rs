@@ -525,19 +525,20 @@ impl Kernel {
     fn place_rows(&self, arguments: &mut Arguments) -> Result<Rows, Error> {
         let out = &self.statement.tensors[0];
         let levels = out.format.levels();
-        let rows: usize = levels[..levels.len() - 1]
-            .iter()
-            .map(|spec| match spec.coord {
-                LevelCoord::Mode(m) => out.dims[m],
-                _ => unreachable!("rows are placed for levels that store modes"),
-            })
-            .product();
+        let rows: Option<usize> =
+            levels[..levels.len() - 1]
+                .iter()
+                .try_fold(1usize, |rows, spec| match spec.coord {
+                    LevelCoord::Mode(m) => rows.checked_mul(out.dims[m]),
+                    _ => unreachable!("rows are placed for levels that store modes"),
+                });
         let cannot =
             |e: String| Error::Input(format!("cannot store the output `{}`: {e}", out.name));
-        let mut pos = crate::memory::filled(rows.checked_add(1), 0i64, &|| {
+        let mut pos = crate::memory::filled(rows.and_then(|r| r.checked_add(1)), 0i64, &|| {
             "the offsets of its rows".to_string()
         })
         .map_err(cannot)?;
+        let rows = pos.len() - 1;
         let signature = &self.generated.signature;
         let leaf = |kind| ArrayRef::Level {
             operand: OperandId(0),
