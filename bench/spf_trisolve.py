@@ -1,11 +1,15 @@
 #!/usr/bin/env python3
-"""Benchmark (not a test): the SPF sparse lower triangular solve against SciPy.
+"""Benchmark (not a test): the SPF sparse lower triangular solve against SciPy and MKL.
 
 Runs `examples/bench_spf.rs` (serial forward substitution and the level-set kernel on 1 and
 2 threads, medians of N runs; the level-set times include its inspector, which runs on
-every call) and times `scipy.sparse.linalg.spsolve_triangular` on the same lower triangles
-(strict lower triangle of each square shared matrix plus a diagonal 1 + sum |row|, CSR).
-Prints the times and the ratios SciPy / sparsec (above 1: sparsec is faster).
+every call) and times, on the same lower triangles (strict lower triangle of each square
+shared matrix plus a diagonal 1 + sum |row|, CSR), `scipy.sparse.linalg.spsolve_triangular`
+and MKL's inspector-executor `mkl_sparse_d_trsv` at 1 and 2 threads (the handle, its
+`mkl_sparse_set_sv_hint` and `mkl_sparse_optimize` made once, untimed, as MKL intends; MKL
+is loaded as `schedules_vs_mkl.py` loads it, or its columns say why not). Prints the times
+and the ratios peer / sparsec (above 1: sparsec is faster); each result is checked against
+SciPy's.
 
     python3 bench/spf_trisolve.py [MATRIX_DIR] [RUNS]
 
@@ -24,6 +28,58 @@ import scipy.sparse as sp
 from scipy.sparse.linalg import spsolve_triangular
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+from schedules_vs_mkl import load_mkl, set_mkl_threads  # noqa: E402
+
+
+class MklTrsv:
+    """`mkl_sparse_d_trsv` on a lower triangular CSR matrix, through the library and
+    handle type that sparse_dot_mkl loaded."""
+
+    NON_TRANSPOSE = 10  # SPARSE_OPERATION_NON_TRANSPOSE
+    TRIANGULAR, LOWER, NON_UNIT = 23, 40, 50  # sparse_matrix_type_t, fill mode, diag
+
+    def __init__(self, mkl, lower: sp.csr_matrix, b: np.ndarray, expected_calls: int):
+        import ctypes as c
+
+        iface = mkl._mkl_interface
+        lib, mkl_int = iface._cfunctions._libmkl, iface.MKL.MKL_INT
+        h_t, d_t, ptr = iface.sparse_matrix_t, iface.matrix_descr, c.c_void_p
+
+        def fn(name, *argtypes):
+            return c.CFUNCTYPE(c.c_int, *argtypes)((name, lib))
+
+        self.iface, self.lower, self.b = iface, lower, b
+        self.out = np.zeros(lower.shape[0])
+        self.descr = d_t(self.TRIANGULAR, self.LOWER, self.NON_UNIT)
+        self.handle, _, _ = iface._create_mkl_sparse(lower)
+        op = c.c_int(self.NON_TRANSPOSE)
+        hint = fn("mkl_sparse_set_sv_hint", h_t, c.c_int, d_t, mkl_int)
+        hint(self.handle, op, self.descr, mkl_int(expected_calls))
+        fn("mkl_sparse_optimize", h_t)(self.handle)
+        trsv = fn("mkl_sparse_d_trsv", c.c_int, c.c_double, h_t, d_t, ptr, ptr)
+        args = (op, 1.0, self.handle, self.descr, b.ctypes.data, self.out.ctypes.data)
+        self.call = lambda: trsv(*args)
+
+    def __call__(self) -> np.ndarray:
+        status = self.call()
+        if status != 0:
+            raise RuntimeError(f"MKL sparse status {status}")
+        return self.out
+
+    def close(self) -> None:
+        self.iface._destroy_mkl_handle(self.handle)
+
+
+def median_ms(f, runs: int) -> float:
+    f()
+    times = []
+    for _ in range(runs):
+        t = time.perf_counter()
+        f()
+        times.append((time.perf_counter() - t) * 1e3)
+    return statistics.median(times)
+
 mdir = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "..", "shared", "data", "matrices")
 runs = int(sys.argv[2]) if len(sys.argv) > 2 else 20
 
@@ -31,8 +87,11 @@ out = subprocess.run(
     ["cargo", "run", "-q", "--profile", os.environ.get("PROFILE", "release"), "-p", "sparsec", "--example", "bench_spf", "--", mdir, str(runs)],
     cwd=ROOT, check=True, capture_output=True, text=True).stdout.splitlines()
 
+mkl, mkl_note = load_mkl()
+print(f"MKL: {mkl_note}")
 print(f"{'matrix':<28}{'n':>8}{'nnz':>9}{'serial':>10}{'wf 1t':>10}{'wf 2t':>10}{'scipy':>10}"
-      f"{'sc/ser':>8}{'sc/wf2':>8}{'wf1/ser':>8}")
+      f"{'mkl 1t':>10}{'mkl 2t':>10}{'sc/ser':>8}{'sc/wf2':>8}{'wf1/ser':>8}{'mkl1/ser':>9}"
+      f"{'mkl2/best':>10}")
 for line in out[1:]:
     name, n, nnz, s, w1, w2 = line.split()
     n, s, w1, w2 = int(n), float(s), float(w1), float(w2)
@@ -42,12 +101,19 @@ for line in out[1:]:
     diag = 1.0 + np.asarray(abs(low).sum(axis=1)).ravel()
     L = (low + sp.diags(diag)).tocsr()
     b = np.ones(n)
-    spsolve_triangular(L, b, lower=True)
-    times = []
-    for _ in range(runs):
-        t = time.perf_counter()
-        spsolve_triangular(L, b, lower=True)
-        times.append((time.perf_counter() - t) * 1e3)
-    sc = statistics.median(times)
+    expected = spsolve_triangular(L, b, lower=True)
+    sc = median_ms(lambda: spsolve_triangular(L, b, lower=True), runs)
+    mkl_ms = []
+    for threads in (1, 2):
+        if mkl is None or set_mkl_threads(mkl, threads) is not None:
+            mkl_ms.append(float("nan"))
+            continue
+        solve = MklTrsv(mkl, L, b, runs + 1)
+        if not np.allclose(solve(), expected, rtol=1e-8, atol=1e-10):
+            raise SystemExit(f"{name}: MKL's solution differs from SciPy's")
+        mkl_ms.append(median_ms(solve, runs))
+        solve.close()
+    m1, m2 = mkl_ms
     print(f"{name:<28}{n:>8}{L.nnz:>9}{s:>10.3f}{w1:>10.3f}{w2:>10.3f}{sc:>10.3f}"
-          f"{sc / s:>8.2f}{sc / w2:>8.2f}{w1 / s:>8.2f}")
+          f"{m1:>10.3f}{m2:>10.3f}{sc / s:>8.2f}{sc / w2:>8.2f}{w1 / s:>8.2f}{m1 / s:>9.2f}"
+          f"{m2 / min(s, w2):>10.2f}")
