@@ -13,7 +13,7 @@ use sparsec::format::Format;
 use sparsec::io;
 use sparsec::jit::Toolchain;
 use sparsec::spf::{self, SpfKernel};
-use sparsec::tensor::{Coo, Tensor, ValueType};
+use sparsec::tensor::{Coo, IndexWidth, Tensor, ValueType};
 use sparsec::Error;
 
 const SPMV: &str = include_str!("../../../examples/spf/spmv.spf");
@@ -148,6 +148,17 @@ fn check_solvers(what: &str, coo: &Coo, kernels: &mut Kernels) {
     let l = matrix(&lower);
     let x = kernels.lower.run(&[("L", &l), ("b", &bt)]).unwrap();
     assert_close(&format!("{what}: lower solve"), &dense_values(&x), &want);
+    // In the declared layout (CSR) the input is read in place, at either index width.
+    let csr = l.convert(&Format::parse("csr", 2).unwrap()).unwrap();
+    for width in [IndexWidth::I32, IndexWidth::I64] {
+        let l = csr.clone().with_index_width(width).unwrap();
+        let x = kernels.lower.run(&[("L", &l), ("b", &bt)]).unwrap();
+        assert_close(
+            &format!("{what}: lower solve, CSR read in place with {width:?} indices"),
+            &dense_values(&x),
+            &want,
+        );
+    }
     for threads in [1, 2] {
         kernels.wavefront.set_threads(threads);
         let x = kernels.wavefront.run(&[("L", &l), ("b", &bt)]).unwrap();

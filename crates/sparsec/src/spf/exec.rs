@@ -4,7 +4,9 @@
 //! [`crate::kernel::Kernel`] does for index notation.
 
 use std::borrow::Cow;
+use std::collections::BTreeSet;
 use std::ffi::c_void;
+use std::sync::{Arc, Mutex};
 
 use super::codegen::{self, Extra, Lowered};
 use super::parse::{Dim, Program, UfArray};
@@ -13,6 +15,7 @@ use crate::codegen::abi;
 use crate::codegen::c::{self, CKernel};
 use crate::codegen::runtime::{sys, RawBuffer};
 use crate::format::Format;
+use crate::format::IndexArray;
 use crate::ir::{ArrayKind, ArrayRef, ParamRef, ScalarArg};
 use crate::jit::Toolchain;
 use crate::kernel::bind::cast_values;
@@ -26,7 +29,13 @@ pub struct SpfKernel {
     program: Program,
     lowered: Lowered,
     generated: CKernel,
-    code: Code,
+    /// The code that reads every index array as `int64_t`.
+    code: Arc<Code>,
+    /// Code for inputs with some `int32_t` index arrays, by the set of those arrays:
+    /// compiled the first time such inputs arrive, so that inputs are read in place
+    /// rather than widened on every call.
+    variants: Mutex<Vec<(BTreeSet<ArrayRef>, Arc<Code>)>>,
+    toolchain: Toolchain,
     threads: usize,
 }
 
@@ -37,14 +46,35 @@ impl SpfKernel {
         let program = parse_program(text).map_err(with_source)?;
         let lowered = codegen::lower(&program).map_err(with_source)?;
         let generated = c::emit(&lowered.function)?;
-        let code = Code::c(&generated.source, toolchain)?;
+        let code = Arc::new(Code::c(&generated.source, toolchain)?);
         Ok(SpfKernel {
             program,
             lowered,
             generated,
             code,
+            variants: Mutex::new(Vec::new()),
+            toolchain: toolchain.clone(),
             threads: default_threads(),
         })
+    }
+
+    /// The code that reads the `narrow` arrays as `int32_t` and the others as `int64_t`.
+    fn code_for(&self, narrow: &BTreeSet<ArrayRef>) -> Result<Arc<Code>, Error> {
+        if narrow.is_empty() {
+            return Ok(self.code.clone());
+        }
+        let mut variants = self.variants.lock().expect("variants");
+        if let Some((_, code)) = variants.iter().find(|(n, _)| n == narrow) {
+            return Ok(code.clone());
+        }
+        let mut function = self.lowered.function.clone();
+        function.narrow_arrays = narrow.clone();
+        // Storage built from parts may hold `int32_t` where a helper reads `int64_t`.
+        crate::ir::verify(&function)
+            .map_err(|e| Error::Input(format!("the inputs' index widths: {e}")))?;
+        let code = Arc::new(Code::c(&c::emit(&function)?.source, &self.toolchain)?);
+        variants.push((narrow.clone(), code.clone()));
+        Ok(code)
     }
 
     /// The generated C translation unit.
@@ -133,20 +163,15 @@ impl SpfKernel {
                     )));
                 }
             }
-            // The generated code reads 64-bit index arrays (its signature narrows none): a
-            // tensor in the declared layout is only widened, never converted.
+            // A tensor in the declared layout is read in place, at its index width (the
+            // code for those widths is compiled on first use); others are converted.
             let in_layout = tensor.format() == format && tensor.value_type() == ValueType::F64;
-            let t = if in_layout && tensor.index_width() == IndexWidth::I64 {
+            let t = if in_layout {
                 Cow::Borrowed(tensor)
             } else {
-                let t = if in_layout {
-                    tensor.clone()
-                } else {
-                    let mut t = tensor.convert(format)?;
-                    cast_values(&mut t, ValueType::F64);
-                    t
-                };
-                Cow::Owned(t.with_index_width(IndexWidth::I64)?)
+                let mut t = tensor.convert(format)?;
+                cast_values(&mut t, ValueType::F64);
+                Cow::Owned(t)
             };
             operands.push(t);
         }
@@ -180,7 +205,7 @@ impl SpfKernel {
                 output_decl.name
             ))
         })?;
-        let uf_array = |n: usize| -> std::borrow::Cow<'_, [i64]> {
+        let uf_array = |n: usize| -> &IndexArray {
             let uf = &prog.ufs[n];
             let input = prog.inputs.iter().position(|t| t.name == uf.tensor);
             let kind = match uf.array {
@@ -190,19 +215,23 @@ impl SpfKernel {
             operands[input.expect("bound at parse time")].levels()[uf.level - 1]
                 .array(kind)
                 .expect("checked when lowering")
-                .to_i64()
         };
         // The range of a UF's values: segment bounds increase (an invariant checked when a
         // tensor is built or read), so they lie between the first and the last; coordinate
         // arrays are scanned (a hashed level marks empty slots with negative values).
         let uf_range = |n: usize| -> (i64, i64) {
-            match (prog.ufs[n].array, &*uf_array(n)) {
-                (_, []) => (0, -1),
-                (UfArray::Pos, [first, .., last]) => (*first, *last),
-                (UfArray::Pos, [only]) => (*only, *only),
-                (UfArray::Crd, a) => a
-                    .iter()
-                    .fold((i64::MAX, i64::MIN), |(lo, hi), &x| (lo.min(x), hi.max(x))),
+            let array = uf_array(n);
+            match (prog.ufs[n].array, array.len()) {
+                (_, 0) => (0, -1),
+                (UfArray::Pos, len) => (array.get(0), array.get(len - 1)),
+                (UfArray::Crd, _) => match array {
+                    IndexArray::I32(a) => a.iter().fold((i64::MAX, i64::MIN), |(lo, hi), &x| {
+                        (lo.min(i64::from(x)), hi.max(i64::from(x)))
+                    }),
+                    IndexArray::I64(a) => a
+                        .iter()
+                        .fold((i64::MAX, i64::MIN), |(lo, hi), &x| (lo.min(x), hi.max(x))),
+                },
             }
         };
         let mut params: Vec<i64> = Vec::new();
@@ -233,6 +262,7 @@ impl SpfKernel {
             Values::F32(_) => unreachable!("created as f64"),
         };
         let mut arrays: Vec<*mut c_void> = Vec::new();
+        let mut narrow = BTreeSet::new();
         for a in &self.generated.signature.arrays {
             arrays.push(match *a {
                 ArrayRef::Values(op) if op.0 == 0 => output_values,
@@ -244,20 +274,26 @@ impl SpfKernel {
                     operand,
                     level,
                     kind,
-                } => operands[operand.0 - 1].levels()[level - 1]
-                    .array(kind)
-                    .expect("checked when lowering")
-                    .as_ptr() as *mut c_void,
+                } => {
+                    let array = operands[operand.0 - 1].levels()[level - 1]
+                        .array(kind)
+                        .expect("checked when lowering");
+                    if array.width() == IndexWidth::I32 {
+                        narrow.insert(*a);
+                    }
+                    array.as_ptr() as *mut c_void
+                }
                 ArrayRef::Scratch(_) => unreachable!("scratch arrays are not arguments"),
             });
         }
+        let code = self.code_for(&narrow)?;
         let mut buffers: Vec<RawBuffer> = (0..self.threads).map(|_| RawBuffer::EMPTY).collect();
         // SAFETY: every pointer addresses storage of a tensor in `operands` or `output`,
-        // alive for the call; the entry checks keep every index the kernel computes inside
-        // the arrays (see `codegen`); only the output is written through its pointer.
-        let status = unsafe {
-            (self.code.entry)(arrays.as_mut_ptr(), params.as_ptr(), buffers.as_mut_ptr())
-        };
+        // alive for the call, and `code` reads each array at the width it has; the entry
+        // checks keep every index the kernel computes inside the arrays (see `codegen`);
+        // only the output is written through its pointer.
+        let status =
+            unsafe { (code.entry)(arrays.as_mut_ptr(), params.as_ptr(), buffers.as_mut_ptr()) };
         for b in &mut buffers {
             // SAFETY: a dense-output kernel allocates no blocks; freeing null ones is a no-op.
             unsafe { sys::sparsec_buffer_free(b) };
