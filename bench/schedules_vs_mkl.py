@@ -156,29 +156,40 @@ def load_mkl():
     return sparse_dot_mkl, f"{first_line(version)}, loaded with {how}"
 
 
+class MklSparseApi:
+    """ctypes access to MKL's sparse BLAS on the library and handle type that sparse_dot_mkl
+    loaded: `fn(name, *argtypes)` is the function `name` returning a status. Own
+    prototypes (CFUNCTYPE on the same library) leave sparse_dot_mkl's function objects
+    untouched."""
+
+    def __init__(self, mkl):
+        import ctypes as c
+
+        self.iface = mkl._mkl_interface
+        self.lib, self.mkl_int = self.iface._cfunctions._libmkl, self.iface.MKL.MKL_INT
+        self.handle_t, self.descr_t = self.iface.sparse_matrix_t, self.iface.matrix_descr
+        self.ptr, self.c_int, self.c_double = c.c_void_p, c.c_int, c.c_double
+        self._cfunctype = c.CFUNCTYPE
+
+    def fn(self, name, *argtypes):
+        return self._cfunctype(self.c_int, *argtypes)((name, self.lib))
+
+
 class MklExecutor:
     """MKL's inspector-executor API used as designed, on the handle type and library that
     sparse_dot_mkl loaded: the handle is created once, with a hint of the expected number
     of calls and mkl_sparse_optimize (the inspector, untimed), and the output is
     preallocated, so a timed call is mkl_sparse_d_mv / mkl_sparse_d_mm alone (the
     executor). dot_product_mkl instead checks its arguments, creates and destroys a handle
-    and allocates the output on every call (about 0.1 ms; see the overhead line).
-
-    Own ctypes prototypes (CFUNCTYPE on the same library) leave sparse_dot_mkl's
-    function objects untouched."""
+    and allocates the output on every call (about 0.1 ms; see the overhead line)."""
 
     NON_TRANSPOSE = 10  # SPARSE_OPERATION_NON_TRANSPOSE
     ROW_MAJOR = 101  # SPARSE_LAYOUT_ROW_MAJOR
 
     def __init__(self, mkl, a: sp.csr_matrix, dense_in: np.ndarray, expected_calls: int):
-        import ctypes as c
-
-        iface = mkl._mkl_interface
-        lib, mkl_int = iface._cfunctions._libmkl, iface.MKL.MKL_INT
-        h_t, d_t, ptr = iface.sparse_matrix_t, iface.matrix_descr, c.c_void_p
-
-        def fn(name, *argtypes):
-            return c.CFUNCTYPE(c.c_int, *argtypes)((name, lib))
+        api = MklSparseApi(mkl)
+        c, iface, mkl_int, fn = api, api.iface, api.mkl_int, api.fn
+        h_t, d_t, ptr = api.handle_t, api.descr_t, api.ptr
 
         self.iface, self.a, self.b = iface, a, np.ascontiguousarray(dense_in)
         self.descr = d_t()  # general matrix

@@ -29,7 +29,7 @@ from scipy.sparse.linalg import spsolve_triangular
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "bench"))
-from schedules_vs_mkl import load_mkl, set_mkl_threads  # noqa: E402
+from schedules_vs_mkl import MklSparseApi, load_mkl, set_mkl_threads  # noqa: E402
 
 
 class MklTrsv:
@@ -40,14 +40,9 @@ class MklTrsv:
     TRIANGULAR, LOWER, NON_UNIT = 23, 40, 50  # sparse_matrix_type_t, fill mode, diag
 
     def __init__(self, mkl, lower: sp.csr_matrix, b: np.ndarray, expected_calls: int):
-        import ctypes as c
-
-        iface = mkl._mkl_interface
-        lib, mkl_int = iface._cfunctions._libmkl, iface.MKL.MKL_INT
-        h_t, d_t, ptr = iface.sparse_matrix_t, iface.matrix_descr, c.c_void_p
-
-        def fn(name, *argtypes):
-            return c.CFUNCTYPE(c.c_int, *argtypes)((name, lib))
+        api = MklSparseApi(mkl)
+        c, iface, mkl_int, fn = api, api.iface, api.mkl_int, api.fn
+        h_t, d_t, ptr = api.handle_t, api.descr_t, api.ptr
 
         self.iface, self.lower, self.b = iface, lower, b
         self.out = np.zeros(lower.shape[0])
