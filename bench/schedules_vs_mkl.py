@@ -175,7 +175,23 @@ class MklSparseApi:
         return self._cfunctype(self.c_int, *argtypes)((name, self.lib))
 
 
-class MklExecutor:
+class MklHandleCall:
+    """A timed MKL call on a handle made once: `self.call()` returns MKL's status and
+    writes `self.out`; `close` destroys `self.handle`."""
+
+    def __call__(self) -> np.ndarray:
+        status = self.call()
+        if status != 0:
+            raise RuntimeError(f"MKL sparse status {status}")
+        return self.out
+
+    def close(self) -> None:
+        if self.handle is not None:
+            self.iface._destroy_mkl_handle(self.handle)
+            self.handle = None
+
+
+class MklExecutor(MklHandleCall):
     """MKL's inspector-executor API used as designed, on the handle type and library that
     sparse_dot_mkl loaded: the handle is created once, with a hint of the expected number
     of calls and mkl_sparse_optimize (the inspector, untimed), and the output is
@@ -217,17 +233,6 @@ class MklExecutor:
         optimize = fn("mkl_sparse_optimize", h_t)
         # Hints and optimization may be declined (status 6, not supported): still valid.
         self.optimized = status == 0 and optimize(self.handle) == 0
-
-    def __call__(self) -> np.ndarray:
-        status = self.call()
-        if status != 0:
-            raise RuntimeError(f"MKL sparse status {status}")
-        return self.out
-
-    def close(self) -> None:
-        if self.handle is not None:
-            self.iface._destroy_mkl_handle(self.handle)
-            self.handle = None
 
 
 def set_mkl_threads(mkl, threads: int) -> Optional[str]:

@@ -29,10 +29,10 @@ from scipy.sparse.linalg import spsolve_triangular
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "bench"))
-from schedules_vs_mkl import MklSparseApi, load_mkl, set_mkl_threads  # noqa: E402
+from schedules_vs_mkl import MklHandleCall, MklSparseApi, load_mkl, set_mkl_threads  # noqa: E402,E501
 
 
-class MklTrsv:
+class MklTrsv(MklHandleCall):
     """`mkl_sparse_d_trsv` on a lower triangular CSR matrix, through the library and
     handle type that sparse_dot_mkl loaded."""
 
@@ -55,15 +55,6 @@ class MklTrsv:
         trsv = fn("mkl_sparse_d_trsv", c.c_int, c.c_double, h_t, d_t, ptr, ptr)
         args = (op, 1.0, self.handle, self.descr, b.ctypes.data, self.out.ctypes.data)
         self.call = lambda: trsv(*args)
-
-    def __call__(self) -> np.ndarray:
-        status = self.call()
-        if status != 0:
-            raise RuntimeError(f"MKL sparse status {status}")
-        return self.out
-
-    def close(self) -> None:
-        self.iface._destroy_mkl_handle(self.handle)
 
 
 def median_ms(f, runs: int) -> float:

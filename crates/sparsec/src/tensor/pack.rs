@@ -188,82 +188,26 @@ fn pack_streaming(
     if order == 0 {
         return Ok(None);
     }
-    let sizes = &coo.dims;
-    let mut pos: Vec<Vec<i64>> = vec![Vec::new(); order];
-    let mut idx: Vec<Vec<i64>> = vec![Vec::new(); order];
-    let mut current = vec![0usize; order];
+    let mut stream = StreamedLevels::new(kinds, coo.dims.clone());
     // The leaf position of each entry: the entry's own number when the leaf appends.
-    let leaf_appends = kinds[order - 1] == Streaming::Appended;
+    let leaf_appends = stream.kinds[order - 1] == Streaming::Appended;
     let record_leaf = track || !leaf_appends;
     let mut leaf: Vec<usize> = Vec::with_capacity(if record_leaf { coo.len() } else { 0 });
     if leaf_appends {
         // The leaf level takes one coordinate per entry: grown once, not by doubling.
-        idx[order - 1].try_reserve_exact(coo.len()).map_err(|_| {
-            unrepresentable(format!("{} coordinates do not fit in memory", coo.len()))
-        })?;
+        stream.idx[order - 1]
+            .try_reserve_exact(coo.len())
+            .map_err(|_| {
+                unrepresentable(format!("{} coordinates do not fit in memory", coo.len()))
+            })?;
     }
     for e in 0..coo.len() {
-        let c = coo.coord(e);
-        let first_changed = if e == 0 {
-            0
-        } else {
-            let previous = coo.coord(e - 1);
-            (0..order)
-                .find(|&k| c[k] != previous[k])
-                .expect("entries are unique")
-        };
-        for k in first_changed..order {
-            let parent = if k == 0 { 0 } else { current[k - 1] };
-            current[k] = match kinds[k] {
-                Streaming::Inserted => parent * sizes[k] + c[k] as usize,
-                Streaming::Appended => {
-                    while pos[k].len() <= parent {
-                        pos[k].push(idx[k].len() as i64);
-                    }
-                    idx[k].push(c[k]);
-                    idx[k].len() - 1
-                }
-            };
-        }
+        let position = stream.push(coo.coord(e));
         if record_leaf {
-            leaf.push(current[order - 1]);
+            leaf.push(position);
         }
     }
-    let mut positions = 1usize;
-    let mut levels = Vec::with_capacity(order);
-    for (k, kind) in kinds.iter().enumerate() {
-        let params = vec![(ParamKind::Size, sizes[k] as i64)];
-        match kind {
-            Streaming::Inserted => {
-                positions = positions.checked_mul(sizes[k]).ok_or_else(|| {
-                    unrepresentable(format!("level {} has too many positions", k + 1))
-                })?;
-                levels.push(LevelStorage {
-                    arrays: vec![],
-                    params,
-                });
-            }
-            Streaming::Appended => {
-                let mut starts = std::mem::take(&mut pos[k]);
-                let children = idx[k].len();
-                crate::memory::resize(
-                    &mut starts,
-                    positions.checked_add(1),
-                    children as i64,
-                    &|| format!("the positions array of level {}", k + 1),
-                )
-                .map_err(unrepresentable)?;
-                positions = children;
-                levels.push(LevelStorage {
-                    arrays: vec![
-                        (ArrayKind::Pos, starts.into()),
-                        (ArrayKind::Idx, std::mem::take(&mut idx[k]).into()),
-                    ],
-                    params,
-                });
-            }
-        }
-    }
+    let (levels, positions) = stream.finish().map_err(unrepresentable)?;
     let values = match (leaf_appends, value_type) {
         // One value per entry, in entry order: the values are the entries' own.
         (true, ValueType::F64) => Values::F64(coo.values.clone()),
@@ -284,6 +228,105 @@ fn pack_streaming(
         values,
     };
     Ok(Some((tensor, if track { leaf } else { Vec::new() })))
+}
+
+/// Levels built from distinct coordinate tuples given one at a time in storage order, each
+/// level inserting (one position per coordinate under its parent) or appending (a new
+/// coordinate under its parent) as [`Streaming`] says: Chou's insert and append.
+pub(super) struct StreamedLevels {
+    kinds: Vec<Streaming>,
+    /// Each level's size.
+    sizes: Vec<usize>,
+    /// Appending levels' segment starts, one per parent position seen so far.
+    pos: Vec<Vec<i64>>,
+    /// Appending levels' coordinates.
+    idx: Vec<Vec<i64>>,
+    /// The position of the last tuple at each level.
+    current: Vec<usize>,
+    previous: Option<Vec<i64>>,
+}
+
+impl StreamedLevels {
+    pub(super) fn new(kinds: Vec<Streaming>, sizes: Vec<usize>) -> StreamedLevels {
+        let levels = kinds.len();
+        StreamedLevels {
+            kinds,
+            sizes,
+            pos: vec![Vec::new(); levels],
+            idx: vec![Vec::new(); levels],
+            current: vec![0; levels],
+            previous: None,
+        }
+    }
+
+    /// Add the tuple `coords` (one coordinate per level, after the previous tuple in
+    /// storage order); returns its position in the last level.
+    pub(super) fn push(&mut self, coords: &[i64]) -> usize {
+        let levels = self.kinds.len();
+        let first_changed = self.previous.as_deref().map_or(0, |p| {
+            (0..levels)
+                .find(|&k| p[k] != coords[k])
+                .expect("tuples are distinct")
+        });
+        for (k, &c) in coords.iter().enumerate().skip(first_changed) {
+            let parent = if k == 0 { 0 } else { self.current[k - 1] };
+            self.current[k] = match self.kinds[k] {
+                Streaming::Inserted => parent * self.sizes[k] + c as usize,
+                Streaming::Appended => {
+                    while self.pos[k].len() <= parent {
+                        self.pos[k].push(self.idx[k].len() as i64);
+                    }
+                    self.idx[k].push(c);
+                    self.idx[k].len() - 1
+                }
+            };
+        }
+        match &mut self.previous {
+            Some(p) => p.copy_from_slice(coords),
+            None => self.previous = Some(coords.to_vec()),
+        }
+        self.current[levels - 1]
+    }
+
+    /// The levels' storage and the number of positions of the last one; an error when a
+    /// level's positions cannot be counted or allocated.
+    pub(super) fn finish(mut self) -> Result<(Vec<LevelStorage>, usize), String> {
+        let mut positions = 1usize;
+        let mut levels = Vec::with_capacity(self.kinds.len());
+        for (k, kind) in self.kinds.iter().enumerate() {
+            let params = vec![(ParamKind::Size, self.sizes[k] as i64)];
+            match kind {
+                Streaming::Inserted => {
+                    positions = positions
+                        .checked_mul(self.sizes[k])
+                        .ok_or_else(|| format!("level {} has too many positions", k + 1))?;
+                    levels.push(LevelStorage {
+                        arrays: vec![],
+                        params,
+                    });
+                }
+                Streaming::Appended => {
+                    let mut starts = std::mem::take(&mut self.pos[k]);
+                    let children = self.idx[k].len();
+                    crate::memory::resize(
+                        &mut starts,
+                        positions.checked_add(1),
+                        children as i64,
+                        &|| format!("the positions array of level {}", k + 1),
+                    )?;
+                    positions = children;
+                    levels.push(LevelStorage {
+                        arrays: vec![
+                            (ArrayKind::Pos, starts.into()),
+                            (ArrayKind::Idx, std::mem::take(&mut self.idx[k]).into()),
+                        ],
+                        params,
+                    });
+                }
+            }
+        }
+        Ok((levels, positions))
+    }
 }
 
 /// True when entry `a` is at or before entry `b` in storage order.

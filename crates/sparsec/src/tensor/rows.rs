@@ -2,6 +2,7 @@
 //! leaf level is already in place, the levels above it follow from which rows hold
 //! entries.
 
+use super::pack::StreamedLevels;
 use super::{Coo, Tensor, TensorError, Values};
 use crate::format::{Format, LevelCoord, LevelStorage, Streaming};
 use crate::ir::{ArrayKind, IndexWidth, ParamKind};
@@ -101,7 +102,8 @@ impl Tensor {
             }));
             rows.pos
         } else {
-            let (compacted, leaf_pos) = compact(&rows.pos, &upper, &dims);
+            let (compacted, leaf_pos) =
+                compact(&rows.pos, &upper, &dims).map_err(unrepresentable)?;
             levels.extend(compacted);
             leaf_pos
         };
@@ -136,14 +138,11 @@ fn compact(
     pos: &[i64],
     upper: &[(usize, Streaming)],
     dims: &[usize],
-) -> (Vec<LevelStorage>, Vec<i64>) {
-    let levels = upper.len();
-    let mut level_pos: Vec<Vec<i64>> = vec![Vec::new(); levels];
-    let mut level_idx: Vec<Vec<i64>> = vec![Vec::new(); levels];
-    let mut current = vec![0usize; levels];
-    let mut previous: Option<Vec<i64>> = None;
+) -> Result<(Vec<LevelStorage>, Vec<i64>), String> {
+    let sizes = upper.iter().map(|&(mode, _)| dims[mode]).collect();
+    let mut stream = StreamedLevels::new(upper.iter().map(|&(_, kind)| kind).collect(), sizes);
     let mut leaf_pos: Vec<i64> = Vec::new();
-    let mut coords = vec![0i64; levels];
+    let mut coords = vec![0i64; upper.len()];
     for (row, w) in pos.windows(2).enumerate() {
         if w[0] == w[1] {
             continue;
@@ -153,57 +152,13 @@ fn compact(
             coords[k] = (rest % dims[mode]) as i64;
             rest /= dims[mode];
         }
-        let first_changed = previous.as_ref().map_or(0, |p| {
-            (0..levels).find(|&k| p[k] != coords[k]).unwrap_or(levels)
-        });
-        for (k, &(mode, kind)) in upper.iter().enumerate().skip(first_changed) {
-            let parent = if k == 0 { 0 } else { current[k - 1] };
-            current[k] = match kind {
-                Streaming::Inserted => parent * dims[mode] + coords[k] as usize,
-                Streaming::Appended => {
-                    while level_pos[k].len() <= parent {
-                        level_pos[k].push(level_idx[k].len() as i64);
-                    }
-                    level_idx[k].push(coords[k]);
-                    level_idx[k].len() - 1
-                }
-            };
-        }
+        let position = stream.push(&coords);
         // Positions of the last upper level without a row of their own are empty.
-        while leaf_pos.len() <= current[levels - 1] {
+        while leaf_pos.len() <= position {
             leaf_pos.push(w[0]);
         }
-        previous = Some(coords.clone());
     }
-    let entries = *pos.last().expect("rows have an end");
-    let mut positions = 1usize;
-    let mut storage = Vec::with_capacity(levels);
-    for (k, &(mode, kind)) in upper.iter().enumerate() {
-        let params = vec![(ParamKind::Size, dims[mode] as i64)];
-        match kind {
-            Streaming::Inserted => {
-                // At most the row count, which the kernel's offsets already hold.
-                positions *= dims[mode];
-                storage.push(LevelStorage {
-                    arrays: vec![],
-                    params,
-                });
-            }
-            Streaming::Appended => {
-                let mut starts = std::mem::take(&mut level_pos[k]);
-                let children = level_idx[k].len();
-                starts.resize(positions + 1, children as i64);
-                positions = children;
-                storage.push(LevelStorage {
-                    arrays: vec![
-                        (ArrayKind::Pos, starts.into()),
-                        (ArrayKind::Idx, std::mem::take(&mut level_idx[k]).into()),
-                    ],
-                    params,
-                });
-            }
-        }
-    }
-    leaf_pos.resize(positions + 1, entries);
-    (storage, leaf_pos)
+    let (levels, positions) = stream.finish()?;
+    leaf_pos.resize(positions + 1, *pos.last().expect("rows have an end"));
+    Ok((levels, leaf_pos))
 }
