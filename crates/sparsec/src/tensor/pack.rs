@@ -261,13 +261,17 @@ impl StreamedLevels {
 
     /// Add the tuple `coords` (one coordinate per level, after the previous tuple in
     /// storage order); returns its position in the last level.
+    #[inline]
     pub(super) fn push(&mut self, coords: &[i64]) -> usize {
         let levels = self.kinds.len();
-        let first_changed = self.previous.as_deref().map_or(0, |p| {
-            (0..levels)
-                .find(|&k| p[k] != coords[k])
-                .expect("tuples are distinct")
-        });
+        let first_changed = match &self.previous {
+            Some(p) => p
+                .iter()
+                .zip(coords)
+                .position(|(a, b)| a != b)
+                .expect("tuples are distinct"),
+            None => 0,
+        };
         for (k, &c) in coords.iter().enumerate().skip(first_changed) {
             let parent = if k == 0 { 0 } else { self.current[k - 1] };
             self.current[k] = match self.kinds[k] {
