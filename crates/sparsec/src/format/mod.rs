@@ -461,6 +461,26 @@ impl Format {
         })
     }
 
+    /// How a kernel can fill this format row by row (`ir::rows`): the `(mode, streaming
+    /// kind)` of each level above the leaf, outermost first, and the leaf's mode, when the
+    /// leaf appends coordinates (compressed) and every level above it stores a mode and
+    /// streams. `None` for other formats.
+    pub fn row_levels(&self) -> Option<(Vec<(usize, Streaming)>, usize)> {
+        let mode = |coord: LevelCoord| match coord {
+            LevelCoord::Mode(m) => Some(m),
+            _ => None,
+        };
+        let (leaf, upper) = self.levels.split_last()?;
+        if leaf.format.streaming()? != Streaming::Appended {
+            return None;
+        }
+        let upper = upper
+            .iter()
+            .map(|spec| Some((mode(spec.coord)?, spec.format.streaming()?)))
+            .collect::<Option<Vec<_>>>()?;
+        Some((upper, mode(leaf.coord)?))
+    }
+
     fn validate(&self) -> Result<(), FormatError> {
         let mut stored = vec![0u8; self.order];
         let mut outer_blocks = vec![None; self.order];

@@ -31,7 +31,6 @@ use std::time::{Duration, Instant};
 use crate::codegen::abi;
 use crate::codegen::c::{self, CKernel};
 use crate::codegen::runtime::{sys, RawBuffer};
-use crate::format::LevelCoord;
 use crate::ir::{
     ArrayKind, ArrayRef, Function, IndexWidth, OperandId, OutputMode, ParamRef, ScalarArg,
 };
@@ -525,13 +524,13 @@ impl Kernel {
     fn place_rows(&self, arguments: &mut Arguments) -> Result<Rows, Error> {
         let out = &self.statement.tensors[0];
         let levels = out.format.levels();
-        let rows: Option<usize> =
-            levels[..levels.len() - 1]
-                .iter()
-                .try_fold(1usize, |rows, spec| match spec.coord {
-                    LevelCoord::Mode(m) => rows.checked_mul(out.dims[m]),
-                    _ => unreachable!("rows are placed for levels that store modes"),
-                });
+        let (upper, _) = out
+            .format
+            .row_levels()
+            .expect("rows are placed for row formats");
+        let rows = upper
+            .iter()
+            .try_fold(1usize, |rows, &(m, _)| rows.checked_mul(out.dims[m]));
         let cannot =
             |e: String| Error::Input(format!("cannot store the output `{}`: {e}", out.name));
         let mut pos = crate::memory::filled(rows.and_then(|r| r.checked_add(1)), 0i64, &|| {

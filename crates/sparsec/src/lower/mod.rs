@@ -29,7 +29,7 @@ mod workspace;
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
-use crate::format::{Format, Level, LevelCoord, LevelSpec, Streaming};
+use crate::format::{Format, Level, Streaming};
 use crate::ir::ValueType;
 use crate::ir::{
     Expr, Function, Local, OperandId, OperandInfo, OutputMode, ParamKind, ParamRef, Symbol, Type,
@@ -349,33 +349,21 @@ pub const MAX_COMPACTED_ROWS: usize = 1 << 22;
 /// whose entries are emitted and packed.
 pub fn row_layout(stmt: &Statement) -> Option<crate::ir::rows::RowLayout> {
     let output = &stmt.tensors[0];
-    let levels = output.format.levels();
-    let (leaf, upper) = levels.split_last()?;
-    let mode = |spec: &LevelSpec| match spec.coord {
-        LevelCoord::Mode(m) => Some(m),
-        _ => None,
-    };
-    if leaf.format.streaming() != Some(Streaming::Appended) {
-        return None;
-    }
-    let mut rows = 1usize;
-    let mut compacted = false;
-    let upper = upper
+    let (upper, leaf_mode) = output.format.row_levels()?;
+    let rows = upper
         .iter()
-        .map(|spec| {
-            let m = mode(spec)?;
-            compacted |= spec.format.streaming()? == Streaming::Appended;
-            rows = rows.checked_mul(output.dims[m])?;
-            Some((m, Expr::Param(ParamRef::Extent(stmt.lhs[m]))))
-        })
-        .collect::<Option<Vec<_>>>()?;
+        .try_fold(1usize, |rows, &(m, _)| rows.checked_mul(output.dims[m]))?;
+    let compacted = upper.iter().any(|&(_, kind)| kind == Streaming::Appended);
     if compacted && rows > MAX_COMPACTED_ROWS {
         return None;
     }
     Some(crate::ir::rows::RowLayout {
-        leaf_level: levels.len(),
-        leaf_mode: mode(leaf)?,
-        upper,
+        leaf_level: upper.len() + 1,
+        leaf_mode,
+        upper: upper
+            .iter()
+            .map(|&(m, _)| (m, Expr::Param(ParamRef::Extent(stmt.lhs[m]))))
+            .collect(),
     })
 }
 

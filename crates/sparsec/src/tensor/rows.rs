@@ -4,7 +4,7 @@
 
 use super::pack::StreamedLevels;
 use super::{Coo, Tensor, TensorError, Values};
-use crate::format::{Format, LevelCoord, LevelStorage, Streaming};
+use crate::format::{Format, LevelStorage, Streaming};
 use crate::ir::{ArrayKind, IndexWidth, ParamKind};
 
 /// A sparse output as a two-phase kernel leaves it: its leaf level over every *row* (the
@@ -20,29 +20,11 @@ pub struct Rows {
     pub values: Values,
 }
 
-/// The storage order of a format that rows can fill: `(mode, streaming kind)` of each
-/// level above the leaf, and the leaf's mode. `None` for other formats.
-fn row_levels(format: &Format) -> Option<(Vec<(usize, Streaming)>, usize)> {
-    let mode = |coord: LevelCoord| match coord {
-        LevelCoord::Mode(m) => Some(m),
-        _ => None,
-    };
-    let (leaf, upper) = format.levels().split_last()?;
-    if leaf.format.streaming()? != Streaming::Appended {
-        return None;
-    }
-    let upper = upper
-        .iter()
-        .map(|spec| Some((mode(spec.coord)?, spec.format.streaming()?)))
-        .collect::<Option<Vec<_>>>()?;
-    Some((upper, mode(leaf.coord)?))
-}
-
 impl Rows {
     /// True when every row's coordinates are strictly increasing and in range, for a
     /// tensor of `dims` in `format`: then the rows are the tensor's leaf level as it is.
     pub fn in_order(&self, dims: &[usize], format: &Format) -> bool {
-        row_levels(format).is_some_and(|(_, leaf_mode)| {
+        format.row_levels().is_some_and(|(_, leaf_mode)| {
             super::view::check_canonical(&self.pos, &self.idx, self.pos.len() - 1, dims[leaf_mode])
                 .is_ok()
         })
@@ -51,7 +33,9 @@ impl Rows {
     /// The entries, as a coordinate list of a tensor with these dimensions in `format`
     /// (the format the rows were written for).
     pub fn to_coo(&self, dims: &[usize], format: &Format) -> Coo {
-        let (upper, leaf_mode) = row_levels(format).expect("rows are written for row formats");
+        let (upper, leaf_mode) = format
+            .row_levels()
+            .expect("rows are written for row formats");
         let order = dims.len();
         let mut coords = vec![0i64; self.idx.len() * order];
         for (row, w) in self.pos.windows(2).enumerate() {
@@ -85,7 +69,8 @@ impl Tensor {
             format: format.spelling(),
             reason,
         };
-        let (upper, leaf_mode) = row_levels(format)
+        let (upper, leaf_mode) = format
+            .row_levels()
             .ok_or_else(|| unrepresentable("its levels cannot be filled row by row".to_string()))?;
         if !rows.in_order(&dims, format) {
             let value_type = rows.values.value_type();
