@@ -1,10 +1,13 @@
 #!/usr/bin/env python3
-"""Autotuning benchmark: `sparsec tune` random search against the format-only baseline
-and Intel MKL.
+"""Autotuning benchmark: `sparsec tune` random and model-guided search against the
+format-only baseline and Intel MKL.
 
-For each kernel, input and thread count, runs `sparsec tune --json` twice with the same
-measurement budget, once drawing formats and schedules together (random search) and once
-drawing formats only with sparsec's default schedule (format-only baseline), and times
+For each kernel, input and thread count, runs `sparsec tune --json` with the same
+measurement budget (`--budget` seconds, and with `--candidates N` at most N measured
+candidates), drawing formats and schedules together (random search), drawing formats
+only with sparsec's default schedule (format-only baseline), and with `--model` the
+points the shipped cost model ranks best (a binary built with `--features learned`); and
+times
 MKL's inspector-executor (`mkl_sparse_set_mv_hint`/`mm_hint` and `mkl_sparse_optimize`,
 through `sparse_dot_mkl` as `schedules_vs_mkl.py` loads it) on the same real matrices at
 the same thread count. Prints each run's speedup over sparsec's default (declared
@@ -17,6 +20,11 @@ draws the sorted per-input speedups (`sparsec tune figure`, a binary built with
     cargo build --release -p sparsec-cli --features plot
     python3 bench/tune_search.py --figure /tmp/tune.png   # the full run (~10 min)
     python3 bench/tune_search.py --budget 5 --inputs bcsstk13 --kernels spmv   # quick
+    cargo build --release -p sparsec-cli --features learned,plot
+    python3 bench/tune_search.py --model --candidates 10 --budget 60   # the three searches
+
+The default inputs are shared matrices the shipped models were not trained on (held out
+by `tune::model::train::held_out`) and generated families of other sizes than training's.
 
 Runtimes are medians of repeated runs measured by `sparsec tune` itself (preparation,
 compute and assembly); every candidate's result is checked against the reference. MKL's
@@ -47,7 +55,7 @@ KERNELS = {
 GENERATED = ["powerlaw:8@50000", "banded:4@100000"]
 
 
-def tune(binary, kernel, source, threads, search, budget, cache):
+def tune(binary, kernel, source, threads, search, budget, candidates, cache):
     expr, extra = KERNELS[kernel]
     if "@" in source:
         kind, n = source.split("@")
@@ -58,6 +66,8 @@ def tune(binary, kernel, source, threads, search, budget, cache):
         data = ["-i", f"A:{os.path.join(DATA, source + '.mtx')}"]
     cmd = [binary, "tune", expr, *extra, *data, "--threads", str(threads), "--search",
            search, "--budget", str(budget), "--seed", "1", "--json"]
+    if candidates:
+        cmd += ["--candidates", str(candidates)]
     env = dict(os.environ, SPARSEC_TUNE_DIR=cache)
     out = subprocess.run(cmd, capture_output=True, text=True, env=env)
     if out.returncode != 0:
@@ -101,7 +111,9 @@ def main():
     p.add_argument("--budget", type=float, default=15)
     p.add_argument("--threads", default="1,2")
     p.add_argument("--kernels", default="spmv,spmm")
-    p.add_argument("--inputs", default="bcsstk13,cage10,ca-HepTh,delaunay_n16")
+    p.add_argument("--inputs", default="adder_dcop_05,bayer10,cage10,karate")
+    p.add_argument("--candidates", type=int, help="at most this many measured candidates")
+    p.add_argument("--model", action="store_true", help="also the model-guided search")
     p.add_argument("--generated", default=",".join(GENERATED))
     p.add_argument("--out", default="/tmp/sparsec-tune-bench.csv")
     p.add_argument("--no-mkl", action="store_true", help="leave MKL out")
@@ -120,32 +132,38 @@ def main():
         for kernel in args.kernels.split(","):
             for source in sources:
                 for threads in [int(t) for t in args.threads.split(",")]:
-                    runs = {s: tune(args.binary, kernel, source, threads, s, args.budget, cache)
-                            for s in ("random", "format-only")}
-                    r, f = runs["random"], runs["format-only"]
+                    searches = ["random", "format-only"] + (["model"] if args.model else [])
+                    runs = {s: tune(args.binary, kernel, source, threads, s, args.budget,
+                                    args.candidates, cache) for s in searches}
+                    # The tuned choice is the model's when it searched, else the random
+                    # search's.
+                    tuned = "model" if args.model else "random"
+                    t, f = runs[tuned], runs["format-only"]
                     mkl_time = mkl_ms(mkl, kernel, source, threads)
                     row = {
                         "kernel": kernel, "input": source, "threads": threads,
-                        "default_ms": r["default_ms"], "random_ms": r["tuned_ms"],
-                        "format_only_ms": f["tuned_ms"],
-                        "random_speedup": r["speedup"], "format_only_speedup": f["speedup"],
-                        "random_over_format_only": f["tuned_ms"] / r["tuned_ms"],
+                        "tuned_by": tuned, "default_ms": t["default_ms"],
+                        **{f"{s}_ms": runs[s]["tuned_ms"] for s in searches},
+                        **{f"{s}_speedup": runs[s]["speedup"] for s in searches},
+                        "tuned_over_format_only": f["tuned_ms"] / t["tuned_ms"],
+                        "tuned_over_random": runs["random"]["tuned_ms"] / t["tuned_ms"],
                         "mkl_ms": mkl_time,
-                        "random_over_mkl": None if mkl_time is None else mkl_time / r["tuned_ms"],
-                        "measured_random": r["measured"], "measured_format_only": f["measured"],
-                        "tuning_s": r["tuning_s"], "conversion_ms": r["conversion_ms"],
-                        "break_even_runs": r["break_even_runs"],
-                        "formats": " ".join(f"{k}:{v}" for k, v in r["formats"].items()),
-                        "schedule": r["schedule"], "failures": len(r["failures"]) + len(f["failures"]),
+                        "tuned_over_mkl": None if mkl_time is None else mkl_time / t["tuned_ms"],
+                        **{f"measured_{s}": runs[s]["measured"] for s in searches},
+                        "tuning_s": t["tuning_s"], "conversion_ms": t["conversion_ms"],
+                        "break_even_runs": t["break_even_runs"],
+                        "formats": " ".join(f"{k}:{v}" for k, v in t["formats"].items()),
+                        "schedule": t["schedule"],
+                        "failures": sum(len(runs[s]["failures"]) for s in searches),
                     }
                     rows.append(row)
                     be = row["break_even_runs"]
+                    each = "  ".join(f"{s} {row[f'{s}_ms']:9.3f} ms ({row[f'{s}_speedup']:.2f}x, "
+                                     f"{row[f'measured_{s}']} cand.)" for s in searches)
                     print(f"{kernel:5} {source:18} {threads}t default {row['default_ms']:9.3f} ms  "
-                          f"random {row['random_ms']:9.3f} ms ({row['random_speedup']:.2f}x, "
-                          f"{row['measured_random']} cand.)  format-only {row['format_only_ms']:9.3f} ms "
-                          f"({row['format_only_speedup']:.2f}x)  "
+                          f"{each}  "
                           f"mkl {'-' if mkl_time is None else f'{mkl_time:9.3f} ms'}  "
-                          f"conv {row['conversion_ms']:.2f} ms  "
+                          f"tuning {row['tuning_s']:.1f} s  conv {row['conversion_ms']:.2f} ms  "
                           f"break-even {'-' if be is None else f'{be:.0f}'} runs  "
                           f"[{row['formats']} | {row['schedule'] or 'default'}]", flush=True)
     with open(args.out, "w", newline="") as fh:
@@ -156,22 +174,25 @@ def main():
     for kernel in args.kernels.split(","):
         for threads in sorted({r["threads"] for r in rows}):
             sel = [r for r in rows if r["kernel"] == kernel and r["threads"] == threads]
-            over_mkl = [r["random_over_mkl"] for r in sel if r["random_over_mkl"] is not None]
-            print(f"  {kernel:5} {threads}t  random/default {geomean([r['random_speedup'] for r in sel]):.2f}x"
-                  f"  format-only/default {geomean([r['format_only_speedup'] for r in sel]):.2f}x"
-                  f"  random/format-only {geomean([r['random_over_format_only'] for r in sel]):.2f}x"
-                  f"  random/MKL {geomean(over_mkl):.2f}x ({len(over_mkl)} inputs)"
+            over_mkl = [r["tuned_over_mkl"] for r in sel if r["tuned_over_mkl"] is not None]
+            each = "  ".join(f"{s}/default {geomean([r[f'{s}_speedup'] for r in sel]):.2f}x"
+                             for s in searches)
+            print(f"  {kernel:5} {threads}t  {each}"
+                  f"  {tuned}/format-only {geomean([r['tuned_over_format_only'] for r in sel]):.2f}x"
+                  f"  {tuned}/random {geomean([r['tuned_over_random'] for r in sel]):.2f}x"
+                  f"  {tuned}/MKL {geomean(over_mkl):.2f}x ({len(over_mkl)} inputs)"
+                  f"  tuning {geomean([r['tuning_s'] for r in sel]):.1f} s"
                   f"  failures {sum(r['failures'] for r in sel)}")
     print(f"CSV: {args.out}")
-    # The speedups of the random search's choice over each baseline, a row per input.
+    # The speedups of the tuned choice over each baseline, a row per input.
     speedups = os.path.splitext(args.out)[0] + "-speedups.csv"
     with open(speedups, "w", newline="") as fh:
         w = csv.writer(fh)
         w.writerow(["kernel", "input", "threads", "baseline", "speedup"])
         for r in rows:
-            for baseline, column in (("default", "random_speedup"),
-                                     ("format-only", "random_over_format_only"),
-                                     ("MKL", "random_over_mkl")):
+            for baseline, column in (("default", f"{r['tuned_by']}_speedup"),
+                                     ("format-only", "tuned_over_format_only"),
+                                     ("MKL", "tuned_over_mkl")):
                 if r[column] is not None:
                     w.writerow([r["kernel"], r["input"], r["threads"], baseline, r[column]])
     print(f"speedups over each baseline: {speedups}")

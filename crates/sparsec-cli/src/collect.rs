@@ -31,7 +31,8 @@ use rand::SeedableRng;
 use serde_json::json;
 use sparsec::io::TensorFile;
 use sparsec::kernel::Backend;
-use sparsec::tensor::Coo;
+use sparsec::notation::cin::Statement;
+use sparsec::tensor::{Coo, Tensor};
 use sparsec::tune::{self, augment, Draw, MeasureError, MeasureOptions, Measurer, Point, Space};
 
 use crate::run::load_tensors;
@@ -48,19 +49,8 @@ pub struct CollectArgs {
     /// Generate a tensor other than the collected one (as `sparsec run -g`).
     #[arg(short = 'g', long = "generate", value_name = "NAME:KIND")]
     pub generate: Vec<String>,
-    /// The tensor the inputs are (default: the first input given a sparse format).
-    #[arg(long, value_name = "NAME")]
-    pub tensor: Option<String>,
-    /// A real input file (.mtx, .tns, .spt) of the collected tensor; repeat for more.
-    #[arg(long = "data", value_name = "FILE")]
-    pub data: Vec<PathBuf>,
-    /// Augmented variants per real input: resized x2, x0.5, then block-densified.
-    #[arg(long, value_name = "N", default_value_t = 0)]
-    pub augment: usize,
-    /// A generated family, `KIND@SIZE` (e.g. `powerlaw:8@20000`: every mode of size SIZE;
-    /// kinds as `-g`); repeat for more.
-    #[arg(long = "family", value_name = "KIND@SIZE")]
-    pub families: Vec<String>,
+    #[command(flatten)]
+    pub inputs: InputArgs,
     /// Candidates measured per input (after the default).
     #[arg(long, value_name = "K", default_value_t = 20)]
     pub per_input: usize,
@@ -76,15 +66,35 @@ pub struct CollectArgs {
     /// Time cap per candidate in seconds: its first run is killed after this on one thread.
     #[arg(long, value_name = "SECONDS", default_value_t = 1.0)]
     pub cap: f64,
+}
+
+/// The inputs of a collection (and of the training that reads it back).
+#[derive(clap::Args, Debug, Clone)]
+pub struct InputArgs {
+    /// The tensor the inputs are (default: the first input given a sparse format).
+    #[arg(long, value_name = "NAME")]
+    pub tensor: Option<String>,
+    /// A real input file (.mtx, .tns, .spt) of the collected tensor; repeat for more.
+    #[arg(long = "data", value_name = "FILE")]
+    pub data: Vec<PathBuf>,
+    /// Augmented variants per real input: resized x2, x0.5, then block-densified.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub augment: usize,
+    /// A generated family, `KIND@SIZE` (e.g. `powerlaw:8@20000`: every mode of size SIZE;
+    /// kinds as `-g`); repeat for more.
+    #[arg(long = "family", value_name = "KIND@SIZE")]
+    pub families: Vec<String>,
     /// Seed of the generated tensors and of the samples.
     #[arg(long, value_name = "S", default_value_t = 42)]
     pub seed: u64,
 }
 
 /// One input of the collection: a name and the collected tensor's entries.
-struct Input {
-    name: String,
-    coo: Coo,
+pub struct Input {
+    /// Its name in the dataset.
+    pub name: String,
+    /// The collected tensor's entries.
+    pub coo: Coo,
 }
 
 /// Run `sparsec tune collect`.
@@ -96,9 +106,9 @@ pub fn collect(args: &CollectArgs) -> Result<()> {
         ));
     }
     let template = Problem::new(&args.expr, &args.spec, &args.generate)?;
-    let tensor = collected_tensor(args, &template)?;
+    let tensor = collected_tensor(&args.inputs, &template)?;
     let order = template.tensors[tensor].1;
-    let inputs = gather_inputs(args, order)?;
+    let inputs = gather_inputs(&args.inputs, order)?;
     let done = already_collected(args)?;
     let total = inputs.len() * (args.per_input + 1);
     let bar = ProgressBar::new(total as u64);
@@ -126,16 +136,14 @@ pub fn collect(args: &CollectArgs) -> Result<()> {
             continue;
         }
         bar.set_message(input.name.clone());
-        let mut problem = Problem::new(&args.expr, &args.spec, &args.generate)?;
-        problem.decls[tensor].dims = Some(input.coo.dims.clone());
-        problem.sources[tensor] = Some(Source::File(
-            PathBuf::from(&input.name),
-            TensorFile::Frostt(input.coo.clone()),
-        ));
-        let statement = problem
-            .bind()
-            .wrap_err_with(|| format!("input {}", input.name))?;
-        let (_, tensors) = load_tensors(&problem, &statement, args.seed)?;
+        let (statement, tensors) = bind_input(
+            &args.expr,
+            &args.spec,
+            &args.generate,
+            tensor,
+            input,
+            args.inputs.seed,
+        )?;
         let space = tune::space_of(&statement, &tensors, threads);
         let options = MeasureOptions {
             repeats: args.repeats,
@@ -162,9 +170,31 @@ pub fn collect(args: &CollectArgs) -> Result<()> {
     Ok(())
 }
 
+/// The statement `expr` with `input` as its tensor `tensor`, and its tensors.
+pub fn bind_input(
+    expr: &str,
+    spec: &SpecArgs,
+    generate: &[String],
+    tensor: usize,
+    input: &Input,
+    seed: u64,
+) -> Result<(Statement, Vec<Tensor>)> {
+    let mut problem = Problem::new(expr, spec, generate)?;
+    problem.decls[tensor].dims = Some(input.coo.dims.clone());
+    problem.sources[tensor] = Some(Source::File(
+        PathBuf::from(&input.name),
+        TensorFile::Frostt(input.coo.clone()),
+    ));
+    let statement = problem
+        .bind()
+        .wrap_err_with(|| format!("input {}", input.name))?;
+    let (_, tensors) = load_tensors(&problem, &statement, seed)?;
+    Ok((statement, tensors))
+}
+
 /// The index of the tensor the inputs are.
-fn collected_tensor(args: &CollectArgs, problem: &Problem) -> Result<usize> {
-    let found = match &args.tensor {
+pub fn collected_tensor(inputs: &InputArgs, problem: &Problem) -> Result<usize> {
+    let found = match &inputs.tensor {
         Some(name) => problem.tensors.iter().position(|(n, _)| n == name),
         None => (1..problem.tensors.len()).find(|&k| {
             problem.decls[k]
@@ -184,7 +214,7 @@ fn collected_tensor(args: &CollectArgs, problem: &Problem) -> Result<usize> {
 }
 
 /// The real inputs, their augmented variants and the generated families.
-fn gather_inputs(args: &CollectArgs, order: usize) -> Result<Vec<Input>> {
+pub fn gather_inputs(args: &InputArgs, order: usize) -> Result<Vec<Input>> {
     let mut inputs = Vec::new();
     for path in &args.data {
         let coo = sparsec::io::read_any(path)
@@ -296,7 +326,7 @@ fn measure_sample(
     let candidate = if k == 0 {
         space.default_point().ok()
     } else {
-        let seed = blake3::hash(format!("{}#{k}#{}", input.name, args.seed).as_bytes());
+        let seed = blake3::hash(format!("{}#{k}#{}", input.name, args.inputs.seed).as_bytes());
         let seed = u64::from_le_bytes(seed.as_bytes()[..8].try_into().expect("8 bytes"));
         space.sample(
             &mut rand::rngs::StdRng::seed_from_u64(seed),

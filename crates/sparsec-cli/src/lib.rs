@@ -16,4 +16,5 @@ pub mod run;
 pub mod spec;
 pub mod spf;
 pub mod taco;
+pub mod train;
 pub mod tune;

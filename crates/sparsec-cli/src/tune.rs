@@ -52,10 +52,19 @@ pub struct TuneArgs {
     /// Wall-clock budget of the search in seconds, compilation and measurement included.
     #[arg(long, value_name = "SECONDS", default_value_t = 30.0, value_parser = seconds)]
     pub budget: f64,
-    /// How candidates are drawn: `random` (formats and schedules together) or
-    /// `format-only` (formats with sparsec's default schedule).
+    /// How candidates are drawn: `random` (formats and schedules together),
+    /// `format-only` (formats with sparsec's default schedule) or `model` (the points the
+    /// learned cost model ranks best; needs the `learned` feature).
     #[arg(long, value_enum, default_value_t = SearchArg::Random)]
     pub search: SearchArg,
+    /// The cost model of `--search model`: the stem of its `.json` and `.safetensors`
+    /// files (default: the model shipped for the statement, if one is).
+    #[arg(long, value_name = "STEM")]
+    pub model: Option<std::path::PathBuf>,
+    /// The most candidates measured after sparsec's default, a measurement budget for
+    /// comparing searches (default: as many as --budget allows; 10 for `--search model`).
+    #[arg(long, value_name = "N", value_parser = spec::positive)]
+    pub candidates: Option<usize>,
     /// Timed runs per candidate after a warm-up (the median is kept).
     #[arg(long, value_name = "N", default_value_t = 7, value_parser = spec::positive)]
     pub repeats: usize,
@@ -79,6 +88,9 @@ pub struct TuneArgs {
 pub enum TuneCommand {
     /// Measure (input, schedule, runtime) tuples into a JSON-lines dataset (resumable).
     Collect(Box<crate::collect::CollectArgs>),
+    /// Train a cost model on a collected dataset and report its ranking on held-out
+    /// inputs (needs the `learned` feature).
+    Train(Box<crate::train::TrainArgs>),
     /// Draw the autotuning benchmark's sorted per-input speedups over each baseline, one
     /// panel per kernel and thread count (needs the `plot` feature).
     Figure(FigureArgs),
@@ -104,6 +116,18 @@ pub enum SearchArg {
     Random,
     /// Formats drawn at random with sparsec's default schedule.
     FormatOnly,
+    /// The points a learned cost model ranks best, found by nearest-neighbour search.
+    Model,
+}
+
+impl SearchArg {
+    fn name(self) -> &'static str {
+        match self {
+            SearchArg::Random => "random",
+            SearchArg::FormatOnly => "format-only",
+            SearchArg::Model => "model",
+        }
+    }
 }
 
 /// A positive, finite number of seconds.
@@ -118,6 +142,7 @@ fn seconds(text: &str) -> std::result::Result<f64, String> {
 pub fn tune(args: &TuneArgs) -> Result<()> {
     let expr = match (&args.command, &args.expr) {
         (Some(TuneCommand::Collect(collect)), _) => return crate::collect::collect(collect),
+        (Some(TuneCommand::Train(train)), _) => return crate::train::train(train),
         #[cfg(feature = "plot")]
         (Some(TuneCommand::Figure(figure)), _) => return crate::figure::figure(figure),
         #[cfg(not(feature = "plot"))]
@@ -137,6 +162,12 @@ pub fn tune(args: &TuneArgs) -> Result<()> {
             "sparsec tune takes `=` statements; `+=` adds into an output it does not measure"
         ));
     }
+    if args.search == SearchArg::Model && !cfg!(feature = "learned") {
+        return Err(miette!(
+            help = "build sparsec with `cargo build --features learned`",
+            "--search model: built without the `learned` feature"
+        ));
+    }
     if args.plot.is_some() && !cfg!(feature = "plot") {
         return Err(miette!(
             help = "build sparsec with `cargo build --features plot`",
@@ -151,9 +182,10 @@ pub fn tune(args: &TuneArgs) -> Result<()> {
             .threads
             .unwrap_or_else(sparsec::kernel::default_threads),
         budget: Duration::from_secs_f64(args.budget),
+        candidates: args.candidates,
         strategy: match args.search {
-            SearchArg::Random => Strategy::Random,
             SearchArg::FormatOnly => Strategy::FormatOnly,
+            SearchArg::Random | SearchArg::Model => Strategy::Random,
         },
         seed: args.seed,
         measure: MeasureOptions {
@@ -169,14 +201,33 @@ pub fn tune(args: &TuneArgs) -> Result<()> {
         )
         .expect("a valid template"),
     );
-    let (tuned, choice) = tune::tune(&statement, inputs, &options, |p| {
+    let progress = |p: &tune::Progress| {
         bar.set_position(p.elapsed.as_millis() as u64);
         bar.set_message(format!(
             "{} measured, best {}",
             p.measured,
             spec::ms(p.best)
         ));
-    })
+    };
+    let (tuned, choice) = match args.search {
+        #[cfg(feature = "learned")]
+        SearchArg::Model => {
+            let model = crate::train::model_for(expr, args.model.as_deref())?;
+            let top = args.candidates.unwrap_or(10);
+            tune::tune_with(&statement, inputs, &options, |space, measurer| {
+                tune::model::ann::search(
+                    space,
+                    measurer,
+                    &model,
+                    top,
+                    options.budget,
+                    options.seed,
+                    progress,
+                )
+            })
+        }
+        _ => tune::tune(&statement, inputs, &options, progress),
+    }
     .map_err(Report::new)?;
     bar.finish_and_clear();
     for failure in &tuned.failures {
@@ -231,10 +282,7 @@ fn report(args: &TuneArgs, tuned: &Tuned, choice: &tune::Choice) {
         .iter()
         .map(|(n, f)| format!("{n}:{f}"))
         .collect();
-    let search = match args.search {
-        SearchArg::Random => "random search",
-        SearchArg::FormatOnly => "format-only search",
-    };
+    let search = format!("{} search", args.search.name());
     crate::outln!(
         "searched {} candidates in {:.1} s ({search}; {} could not hold the inputs, {} \
          stopped at ten times the best)",
@@ -291,10 +339,7 @@ fn json(
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
     serde_json::json!({
         "expr": expr,
-        "search": match args.search {
-            SearchArg::Random => "random",
-            SearchArg::FormatOnly => "format-only",
-        },
+        "search": args.search.name(),
         "formats": formats,
         "schedule": choice.schedule,
         "loops": tuned.best.order,

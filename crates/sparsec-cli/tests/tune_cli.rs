@@ -387,3 +387,121 @@ fn figure_draws_speedups_or_says_it_needs_the_feature() {
         );
     }
 }
+
+/// `tune train` trains on a collected dataset, holds inputs out by their original's name,
+/// and writes a model that `--search model` uses; a dataset line that is not a record
+/// names its line. Without the `learned` feature both say how to get it.
+#[test]
+fn train_writes_a_model_that_guides_the_search_or_says_it_needs_the_feature() {
+    let dir = tempfile::tempdir().unwrap();
+    let matrix = dir.path().join("m.mtx");
+    std::fs::write(&matrix, matrix_market()).unwrap();
+    let dataset = dir.path().join("data.jsonl");
+    let stem = dir.path().join("models").join("spmv");
+    let (data, target, model) = (
+        matrix.display().to_string(),
+        dataset.display().to_string(),
+        stem.display().to_string(),
+    );
+    let inputs = [
+        "-f",
+        "A:csr",
+        "-g",
+        "x:dense",
+        "--data",
+        &data,
+        "--augment",
+        "2",
+        "--family",
+        "banded:2@60",
+        "--family",
+        "uniform:0.2@50",
+    ];
+    let train: Vec<&str> = ["tune", "train", "y(i) = A(i,j) * x(j)"]
+        .into_iter()
+        .chain(inputs)
+        .chain(["--dataset", &target, "--out", &model, "--epochs", "3"])
+        .collect();
+    let search = [
+        "tune",
+        "y(i) = A(i,j) * x(j)",
+        "-f",
+        "A:csr",
+        "-i",
+        &format!("A:{data}"),
+        "-g",
+        "x:dense",
+        "--threads",
+        "1",
+        "--search",
+        "model",
+        "--model",
+        &model,
+        "--candidates",
+        "3",
+        "--cap",
+        "0.2",
+    ];
+    if !cfg!(feature = "learned") {
+        for args in [&train[..], &search[..]] {
+            let out = Command::new(env!("CARGO_BIN_EXE_sparsec"))
+                .args(args)
+                .env("SPARSEC_TUNE_DIR", dir.path())
+                .output()
+                .unwrap();
+            assert!(!out.status.success());
+            assert!(text(&out.stderr).contains("--features learned"));
+        }
+        return;
+    }
+    let collect: Vec<&str> = ["tune", "collect", "y(i) = A(i,j) * x(j)"]
+        .into_iter()
+        .chain(inputs)
+        .chain([
+            "--per-input",
+            "6",
+            "--out",
+            &target,
+            "--threads",
+            "1",
+            "--cap",
+            "0.2",
+            "--repeats",
+            "1",
+        ])
+        .collect();
+    ok(dir.path(), &collect);
+    let report = ok(dir.path(), &train);
+    assert!(report.contains("training inputs"), "{report}");
+    assert!(report.contains("held out:"), "{report}");
+    for ext in ["json", "safetensors"] {
+        assert!(stem.with_extension(ext).exists(), "no .{ext}");
+    }
+    let chosen = ok(dir.path(), &search);
+    assert!(chosen.contains("(model search;"), "{chosen}");
+    let measured: usize = field(&chosen, "searched ")
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(measured <= 4, "{chosen}");
+    assert!(chosen.lines().last().unwrap().starts_with("sparsec run"));
+
+    // A malformed record is refused with its line.
+    std::fs::write(
+        &dataset,
+        "{\"input\":\"m\",\"sample\":0,\"status\":\"ok\"}\n",
+    )
+    .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_sparsec"))
+        .args(&train)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains("data.jsonl:1"),
+        "{}",
+        text(&out.stderr)
+    );
+}

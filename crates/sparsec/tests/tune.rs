@@ -307,7 +307,10 @@ fn searches_return_measured_choices() {
             &space,
             &measurer,
             strategy,
-            Duration::from_millis(300),
+            tune::Limits {
+                budget: Duration::from_millis(300),
+                candidates: None,
+            },
             7,
             |_| calls += 1,
         )
@@ -321,4 +324,22 @@ fn searches_return_measured_choices() {
             assert_eq!(tuned.best.schedule, "");
         }
     }
+}
+
+/// A measurement budget stops the search after that many candidates, however much time is
+/// left, so that searches can be compared at one budget.
+#[test]
+fn a_candidate_budget_bounds_what_is_measured() {
+    let kernel = &KERNELS[0];
+    let inputs = inputs_of(kernel, Variant::Random, 5);
+    let (stmt, tensors) = statement(kernel.expr, kernel.formats, &inputs, &[]);
+    let space = tune::space_of(&stmt, &tensors, 2);
+    let measurer = Measurer::new(&space, tensors, quick(Backend::Jit)).unwrap();
+    let limits = tune::Limits {
+        budget: Duration::from_secs(600),
+        candidates: Some(3),
+    };
+    let tuned =
+        tune::search::search(&space, &measurer, Strategy::Random, limits, 11, |_| {}).unwrap();
+    assert_eq!(tuned.measured, 4, "the default and three candidates");
 }

@@ -5,7 +5,8 @@
 //! - [`measure`]: converting inputs, compiling and timing one candidate;
 //! - [`search`]: random search and the format-only baseline under a time budget;
 //! - [`augment`]: resized and block-densified variants of real inputs for data collection;
-//! - [`cache`]: results keyed by a fingerprint of the statement and the inputs' structure.
+//! - [`cache`]: results keyed by a fingerprint of the statement and the inputs' structure;
+//! - `model` (feature `learned`): the learned cost model and the search it guides.
 //!
 //! ```no_run
 //! # use sparsec::{notation::cin::Statement, tensor::Tensor, tune};
@@ -22,6 +23,8 @@
 pub mod augment;
 pub mod cache;
 pub mod measure;
+#[cfg(feature = "learned")]
+pub mod model;
 pub mod search;
 pub mod space;
 
@@ -33,7 +36,7 @@ use crate::Error;
 
 pub use cache::Choice;
 pub use measure::{MeasureError, MeasureOptions, Measurement, Measurer};
-pub use search::{Progress, Strategy, Tuned};
+pub use search::{Limits, Progress, Strategy, Tuned};
 pub use space::{Candidate, Draw, ParallelLoop, Point, Space};
 
 /// How [`tune`] searches.
@@ -43,6 +46,9 @@ pub struct TuneOptions {
     pub threads: usize,
     /// Wall-clock budget of the search, compilation and measurement included.
     pub budget: Duration,
+    /// The most candidates measured after sparsec's default (`None`: as many as the
+    /// budget allows); searches compared at one measurement budget set it.
+    pub candidates: Option<usize>,
     /// How candidates are drawn.
     pub strategy: Strategy,
     /// Seed of the candidates' random draws.
@@ -56,9 +62,20 @@ impl Default for TuneOptions {
         TuneOptions {
             threads: crate::kernel::default_threads(),
             budget: Duration::from_secs(30),
+            candidates: None,
             strategy: Strategy::Random,
             seed: 0,
             measure: MeasureOptions::default(),
+        }
+    }
+}
+
+impl TuneOptions {
+    /// When the search stops.
+    pub fn limits(&self) -> Limits {
+        Limits {
+            budget: self.budget,
+            candidates: self.candidates,
         }
     }
 }
@@ -83,17 +100,29 @@ pub fn tune(
     options: &TuneOptions,
     progress: impl FnMut(&Progress),
 ) -> Result<(Tuned, Choice), Error> {
+    tune_with(statement, inputs, options, |space, measurer| {
+        search::search(
+            space,
+            measurer,
+            options.strategy,
+            options.limits(),
+            options.seed,
+            progress,
+        )
+    })
+}
+
+/// [`tune`] with another search: `search` gets the space and a measurer of `inputs`.
+pub fn tune_with(
+    statement: &Statement,
+    inputs: Vec<Tensor>,
+    options: &TuneOptions,
+    search: impl FnOnce(&Space, &Measurer) -> Result<Tuned, Error>,
+) -> Result<(Tuned, Choice), Error> {
     let space = space_of(statement, &inputs, options.threads);
     let key = cache::fingerprint(statement, &inputs, options.threads);
     let measurer = Measurer::new(&space, inputs, options.measure.clone())?;
-    let tuned = search::search(
-        &space,
-        &measurer,
-        options.strategy,
-        options.budget,
-        options.seed,
-        progress,
-    )?;
+    let tuned = search(&space, &measurer)?;
     let choice = choice_of(&space, &tuned);
     cache::store(&cache::cache_dir(), &key, &choice)?;
     Ok((tuned, choice))

@@ -10,7 +10,7 @@ use rand::SeedableRng;
 use crate::Error;
 
 use super::measure::{MeasureError, Measurement, Measurer};
-use super::space::{Draw, Point, Space};
+use super::space::{Candidate, Draw, Point, Space};
 
 /// How a search draws its candidates.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -89,14 +89,47 @@ impl Tuned {
     }
 }
 
-/// Search `space` with `strategy` for `budget` (wall clock, compilation included), drawing
-/// from a generator seeded by `seed`; `progress` is called after each candidate.
+/// Search `space` with `strategy` within `limits`, drawing from a generator seeded by
+/// `seed`; `progress` is called after each candidate.
 pub fn search(
     space: &Space,
     measurer: &Measurer,
     strategy: Strategy,
-    budget: Duration,
+    limits: Limits,
     seed: u64,
+    progress: impl FnMut(&Progress),
+) -> Result<Tuned, Error> {
+    let mut rng = StdRng::seed_from_u64(seed);
+    let draw = match strategy {
+        Strategy::Random => Draw::Everything,
+        Strategy::FormatOnly => Draw::FormatsOnly,
+    };
+    measure_candidates(
+        space,
+        measurer,
+        std::iter::from_fn(|| space.sample(&mut rng, draw)),
+        limits,
+        progress,
+    )
+}
+
+/// When a search stops.
+#[derive(Clone, Copy, Debug)]
+pub struct Limits {
+    /// Wall-clock budget, compilation and measurement included.
+    pub budget: Duration,
+    /// The most candidates measured after the default (`None`: as many as the budget
+    /// allows).
+    pub candidates: Option<usize>,
+}
+
+/// Measure sparsec's default, then `candidates` in turn (skipping repeats) until one of
+/// `limits` is reached or they run out; keep the fastest.
+pub fn measure_candidates(
+    space: &Space,
+    measurer: &Measurer,
+    candidates: impl Iterator<Item = Candidate>,
+    limits: Limits,
     mut progress: impl FnMut(&Progress),
 ) -> Result<Tuned, Error> {
     let started = Instant::now();
@@ -110,17 +143,16 @@ pub fn search(
     let mut unfit = 0;
     let mut timed_out = 0;
     let mut measured = 1;
-    let mut rng = StdRng::seed_from_u64(seed);
-    let draw = match strategy {
-        Strategy::Random => Draw::Everything,
-        Strategy::FormatOnly => Draw::FormatsOnly,
-    };
+    let budget = limits.budget;
     // A space with few points runs out of new ones; stop after this many repeats in a row.
     let mut repeats_in_a_row = 0;
-    while started.elapsed() < budget && repeats_in_a_row < 100 {
-        let Some(candidate) = space.sample(&mut rng, draw) else {
+    for candidate in candidates {
+        if started.elapsed() >= budget
+            || repeats_in_a_row >= 100
+            || limits.candidates.is_some_and(|n| measured > n)
+        {
             break;
-        };
+        }
         if !seen.insert(candidate.point.key()) {
             repeats_in_a_row += 1;
             continue;
