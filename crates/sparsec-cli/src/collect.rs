@@ -41,14 +41,6 @@ use crate::spec::{self, GenKind, Problem, Source, SpecArgs};
 /// Collect a dataset of measured candidates.
 #[derive(clap::Args, Debug, Clone)]
 pub struct CollectArgs {
-    /// The statement, e.g. "y(i) = A(i,j) * x(j)".
-    #[arg(value_name = "EXPR")]
-    pub expr: String,
-    #[command(flatten)]
-    pub spec: SpecArgs,
-    /// Generate a tensor other than the collected one (as `sparsec run -g`).
-    #[arg(short = 'g', long = "generate", value_name = "NAME:KIND")]
-    pub generate: Vec<String>,
     #[command(flatten)]
     pub inputs: InputArgs,
     /// Candidates measured per input (after the default).
@@ -68,9 +60,17 @@ pub struct CollectArgs {
     pub cap: f64,
 }
 
-/// The inputs of a collection (and of the training that reads it back).
+/// The statement and inputs of a collection (and of the training that reads it back).
 #[derive(clap::Args, Debug, Clone)]
 pub struct InputArgs {
+    /// The statement, e.g. "y(i) = A(i,j) * x(j)".
+    #[arg(value_name = "EXPR")]
+    pub expr: String,
+    #[command(flatten)]
+    pub spec: SpecArgs,
+    /// Generate a tensor other than the collected one (as `sparsec run -g`).
+    #[arg(short = 'g', long = "generate", value_name = "NAME:KIND")]
+    pub generate: Vec<String>,
     /// The tensor the inputs are (default: the first input given a sparse format).
     #[arg(long, value_name = "NAME")]
     pub tensor: Option<String>,
@@ -105,7 +105,7 @@ pub fn collect(args: &CollectArgs) -> Result<()> {
             args.cap
         ));
     }
-    let template = Problem::new(&args.expr, &args.spec, &args.generate)?;
+    let template = Problem::new(&args.inputs.expr, &args.inputs.spec, &args.inputs.generate)?;
     let tensor = collected_tensor(&args.inputs, &template)?;
     let order = template.tensors[tensor].1;
     let inputs = gather_inputs(&args.inputs, order)?;
@@ -136,14 +136,7 @@ pub fn collect(args: &CollectArgs) -> Result<()> {
             continue;
         }
         bar.set_message(input.name.clone());
-        let (statement, tensors) = bind_input(
-            &args.expr,
-            &args.spec,
-            &args.generate,
-            tensor,
-            input,
-            args.inputs.seed,
-        )?;
+        let (statement, tensors) = bind_input(&args.inputs, tensor, input)?;
         let space = tune::space_of(&statement, &tensors, threads);
         let options = MeasureOptions {
             repeats: args.repeats,
@@ -170,16 +163,13 @@ pub fn collect(args: &CollectArgs) -> Result<()> {
     Ok(())
 }
 
-/// The statement `expr` with `input` as its tensor `tensor`, and its tensors.
+/// The statement with `input` as its tensor `tensor`, and its tensors.
 pub fn bind_input(
-    expr: &str,
-    spec: &SpecArgs,
-    generate: &[String],
+    args: &InputArgs,
     tensor: usize,
     input: &Input,
-    seed: u64,
 ) -> Result<(Statement, Vec<Tensor>)> {
-    let mut problem = Problem::new(expr, spec, generate)?;
+    let mut problem = Problem::new(&args.expr, &args.spec, &args.generate)?;
     problem.decls[tensor].dims = Some(input.coo.dims.clone());
     problem.sources[tensor] = Some(Source::File(
         PathBuf::from(&input.name),
@@ -188,7 +178,7 @@ pub fn bind_input(
     let statement = problem
         .bind()
         .wrap_err_with(|| format!("input {}", input.name))?;
-    let (_, tensors) = load_tensors(&problem, &statement, seed)?;
+    let (_, tensors) = load_tensors(&problem, &statement, args.seed)?;
     Ok((statement, tensors))
 }
 

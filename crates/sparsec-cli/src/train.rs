@@ -11,19 +11,11 @@ use std::path::PathBuf;
 use miette::{miette, Result};
 
 use crate::collect::InputArgs;
-use crate::spec::SpecArgs;
 
 /// Train a cost model.
 #[derive(clap::Args, Debug, Clone)]
 pub struct TrainArgs {
-    /// The statement the dataset was collected for, as given to `collect`.
-    #[arg(value_name = "EXPR")]
-    pub expr: String,
-    #[command(flatten)]
-    pub spec: SpecArgs,
-    /// Generated tensors, as given to `collect`.
-    #[arg(short = 'g', long = "generate", value_name = "NAME:KIND")]
-    pub generate: Vec<String>,
+    /// The statement and inputs, as given to `collect`.
     #[command(flatten)]
     pub inputs: InputArgs,
     /// A dataset (JSON lines) that `sparsec tune collect` wrote; repeat for more (a
@@ -182,7 +174,8 @@ mod learned {
                 args.extractor
             )
         })?;
-        let template = crate::spec::Problem::new(&args.expr, &args.spec, &args.generate)?;
+        let template =
+            crate::spec::Problem::new(&args.inputs.expr, &args.inputs.spec, &args.inputs.generate)?;
         let tensor = crate::collect::collected_tensor(&args.inputs, &template)?;
         let order = template.tensors[tensor].1;
         let dataset = read_datasets(&args.dataset)?;
@@ -194,14 +187,7 @@ mod learned {
             let Some(records) = dataset.get(&input.name) else {
                 continue;
             };
-            let (statement, tensors) = crate::collect::bind_input(
-                &args.expr,
-                &args.spec,
-                &args.generate,
-                tensor,
-                input,
-                args.inputs.seed,
-            )?;
+            let (statement, tensors) = crate::collect::bind_input(&args.inputs, tensor, input)?;
             let threads = records.iter().map(|r| r.threads).max().unwrap_or(1);
             let space = sparsec::tune::space_of(&statement, &tensors, threads);
             let names: Vec<(String, usize)> = space
@@ -247,7 +233,7 @@ mod learned {
             ));
         };
         let meta = ModelMeta {
-            statement: statement_key(&args.expr),
+            statement: statement_key(&args.inputs.expr),
             extractor,
             encoder,
             input_order: order,
