@@ -268,6 +268,8 @@ fn shipped_models_guide_a_correct_search() {
     let spmv = CostModel::builtin("out(r) = M(r,c) * v(c)").expect("SpMV ships");
     assert!(spmv.meta().points.len() > 100);
     assert!(spmv.meta().report["held_out"]["inputs"].as_u64().unwrap() > 0);
+    let spmm = CostModel::builtin("C(i,j) = A(i,k) * B(k,j)").expect("SpMM ships");
+    assert!(spmm.meta().report["held_out"]["inputs"].as_u64().unwrap() > 0);
     assert!(CostModel::builtin("y(i) = A(i,j) * A(i,j)").is_none());
 
     for blocky in [true, false] {

@@ -205,11 +205,18 @@ pub struct CostModel {
 }
 
 /// The models shipped with sparsec: (statement, description, weights).
-const BUILTIN: [(&str, &[u8], &[u8]); 1] = [(
-    "spmv",
-    include_bytes!("../../../models/spmv.json"),
-    include_bytes!("../../../models/spmv.safetensors"),
-)];
+const BUILTIN: [(&str, &[u8], &[u8]); 2] = [
+    (
+        "spmv",
+        include_bytes!("../../../models/spmv.json"),
+        include_bytes!("../../../models/spmv.safetensors"),
+    ),
+    (
+        "spmm",
+        include_bytes!("../../../models/spmm.json"),
+        include_bytes!("../../../models/spmm.safetensors"),
+    ),
+];
 
 impl CostModel {
     /// A model with fresh random weights (drawn from `seed`).
