@@ -19,7 +19,7 @@ pub struct TrainArgs {
     #[command(flatten)]
     pub inputs: InputArgs,
     /// A dataset (JSON lines) that `sparsec tune collect` wrote; repeat for more (a
-    /// sample of an input found in two files counts once).
+    /// point of an input measured in two files counts once, as first read).
     #[arg(long, value_name = "FILE", required = true)]
     pub dataset: Vec<PathBuf>,
     /// Where to write the model: STEM.json and STEM.safetensors.
@@ -86,8 +86,8 @@ mod learned {
     }
 
     /// The measured records of the datasets by input; records of points that could not run
-    /// (unfit formats, failures) are left out, and a sample of an input already read from an
-    /// earlier file is not read again.
+    /// (unfit formats, failures) are left out, and a point of an input already read (from
+    /// an earlier file or line) is not read again.
     fn read_datasets(paths: &[PathBuf]) -> Result<HashMap<String, Vec<Record>>> {
         let mut out: HashMap<String, Vec<Record>> = HashMap::new();
         let mut seen = std::collections::HashSet::new();
@@ -99,7 +99,7 @@ mod learned {
 
     fn read_dataset(
         path: &Path,
-        seen: &mut std::collections::HashSet<(String, u64)>,
+        seen: &mut std::collections::HashSet<(String, String)>,
         out: &mut HashMap<String, Vec<Record>>,
     ) -> Result<()> {
         let text = std::fs::read_to_string(path)
@@ -116,12 +116,6 @@ mod learned {
             let input = field("input")?
                 .as_str()
                 .ok_or_else(|| bad("`input` is not a string"))?;
-            let sample = field("sample")?
-                .as_u64()
-                .ok_or_else(|| bad("`sample` is not a count"))?;
-            if !seen.insert((input.to_string(), sample)) {
-                continue;
-            }
             let runtime = match field("status")?.as_str() {
                 Some("ok") => field("runtime_s")?
                     .as_f64()
@@ -132,6 +126,9 @@ mod learned {
                 None => return Err(bad("`status` is not a string")),
             };
             let point = field("point")?;
+            if !seen.insert((input.to_string(), point.to_string())) {
+                continue;
+            }
             let formats = point
                 .get("formats")
                 .and_then(|f| f.as_object())

@@ -134,9 +134,12 @@ pub fn measure_candidates(
 ) -> Result<Tuned, Error> {
     let started = Instant::now();
     let default = space.default_point()?;
-    let default_measurement = measurer
-        .measure(space, &default, None)
-        .map_err(|e| Error::Tune(format!("measuring sparsec's default failed: {e}")))?;
+    let measure_default = || {
+        measurer
+            .measure(space, &default, None)
+            .map_err(|e| Error::Tune(format!("measuring sparsec's default failed: {e}")))
+    };
+    let mut default_measurement = measure_default()?;
     let mut best = (default.point.clone(), default_measurement.clone());
     let mut seen: HashSet<String> = HashSet::from([default.point.key()]);
     let mut failures = Vec::new();
@@ -190,6 +193,18 @@ pub fn measure_candidates(
             best: best.1.runtime,
             last,
         });
+    }
+    // The default was measured first, while the process's memory was cold (page faults,
+    // a cold kernel cache): measure it again now and keep the faster, so that the speedup
+    // over it is not inflated by warming up.
+    if measured > 1 {
+        let again = measure_default()?;
+        if again.runtime < default_measurement.runtime {
+            default_measurement = again;
+        }
+        if default_measurement.runtime < best.1.runtime {
+            best = (default.point.clone(), default_measurement.clone());
+        }
     }
     Ok(Tuned {
         best: best.0,
