@@ -7,7 +7,7 @@
 //! [`CostDistance`] is L2 between two items and the model's head, made positive by a
 //! softplus that keeps its order, between a query and an item: WACO's patched `space_ip`.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use candle_core::Tensor;
 use hnsw_rs::prelude::{Distance, Hnsw};
@@ -102,7 +102,8 @@ fn nearest(
 
 /// The model-guided search: score the points seen in training that are valid here and
 /// [`FRESH_POINTS`] random ones, measure the `top` best by the HNSW search within `budget`,
-/// and keep the fastest (sparsec's default included).
+/// and keep the fastest (sparsec's default included). The tuning time counts the model's
+/// work (reading the input, drawing and scoring the points) as well as the measurements.
 pub fn search(
     space: &Space,
     measurer: &Measurer,
@@ -112,6 +113,7 @@ pub fn search(
     seed: u64,
     progress: impl FnMut(&Progress),
 ) -> Result<Tuned, crate::Error> {
+    let started = Instant::now();
     let failed = |e: ModelError| crate::Error::Tune(e.to_string());
     model.check_space(space).map_err(failed)?;
     let Some(&input_tensor) = space.tuned().iter().find(|&&t| t > 0) else {
@@ -136,10 +138,12 @@ pub fn search(
     let mut slots: Vec<Option<Candidate>> = candidates.into_iter().map(Some).collect();
     let chosen = best.into_iter().filter_map(|k| slots[k].take());
     let limits = Limits {
-        budget,
+        budget: budget.saturating_sub(started.elapsed()),
         candidates: Some(top),
     };
-    search::measure_candidates(space, measurer, chosen, limits, progress)
+    let mut tuned = search::measure_candidates(space, measurer, chosen, limits, progress)?;
+    tuned.tuning_time = started.elapsed();
+    Ok(tuned)
 }
 
 /// Indices of the `k` of `points` of lowest predicted cost on `input`, best first, by the
