@@ -248,7 +248,11 @@ impl CostModel {
         let stored = candle_core::safetensors::load_buffer(weights, &Device::Cpu)
             .map_err(|e| bad(format!("unreadable weights: {e}")))?;
         let vars = model.vars.data().lock().expect("not poisoned");
-        for (name, var) in vars.iter() {
+        // In name order, so that a file missing several weights always names the same one.
+        let mut names: Vec<&String> = vars.keys().collect();
+        names.sort();
+        for name in names {
+            let var = &vars[name];
             let tensor = stored
                 .get(name)
                 .ok_or_else(|| bad(format!("no weights for `{name}`")))?;
