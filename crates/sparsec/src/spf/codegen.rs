@@ -13,7 +13,9 @@
 //! the arrays and data spaces it indexes (entry assumptions over the sizes, so an input
 //! that does not fit the program is an error, never an out-of-bounds access).
 
+use super::isl::Isl;
 use super::parse::{Access, BodyExpr, Dim, Program, Span, Statement, UfArray};
+use super::presburger::Abstraction;
 use super::set::{Affine, Constraint, Relation0, Term};
 use super::{deps, SpfError};
 use crate::format::Format;
@@ -186,44 +188,65 @@ fn scheduled_views<'a>(s: &'a [Scheduled<'a>]) -> Vec<deps::View<'a>> {
         .collect()
 }
 
-/// Move a statement to execution coordinates by inverting its schedule.
+/// Move a statement to execution coordinates by inverting its schedule, and give each
+/// loop the bounds that the inner dimensions' constraints imply (isl's projection), where
+/// its own constraints have none (a skewed or interchanged loop).
 fn schedule_statement(stmt: &Statement) -> Result<Scheduled<'_>, SpfError> {
-    let inverse = stmt.schedule.invert_unimodular().ok_or_else(|| {
+    let schedule = &stmt.schedule;
+    let inverse = schedule.input_from_outputs().ok_or_else(|| {
         SpfError::new(
             format!(
-                "the schedule of {} must map each domain variable, once, to `var + c` or \
-                 `-var + c`, and give every other output a constant: {}",
-                stmt.name, stmt.schedule
+                "the schedule of {} must be invertible: its outputs with variables, as many \
+                 as the domain's variables, must be a unimodular affine function of them \
+                 (interchange, shift, reversal, skew), and the other outputs constants: {}",
+                stmt.name, schedule
             ),
             stmt.span,
         )
     })?;
-    let to_exec = |v: usize| {
-        let (d, sign, c) = inverse[v];
-        Affine::term(Term::Var(d))
-            .add_scaled(1, &Affine::constant(-c))
-            .scale(sign)
-    };
-    let dims = stmt
-        .schedule
+    let to_exec = |v: usize| inverse[v].clone();
+    let mut dims = Vec::new();
+    for out in &schedule.outputs {
+        match (out.max_var(), out.as_constant()) {
+            (Some(_), _) => dims.push(None),
+            (None, Some(c)) => dims.push(Some(c)),
+            (None, None) => {
+                return Err(SpfError::new(
+                    format!(
+                        "an output of the schedule of {} is a symbol, not a constant or a \
+                         function of the domain's variables: {}",
+                        stmt.name, schedule
+                    ),
+                    stmt.span,
+                ))
+            }
+        }
+    }
+    let names = schedule
         .outputs
         .iter()
-        .map(Affine::as_constant)
+        .enumerate()
+        .map(|(d, out)| match out.terms.first() {
+            Some((_, Term::Var(v))) => stmt.domain.vars[*v].clone(),
+            _ => format!("t{d}"),
+        })
         .collect();
-    let mut names = vec![String::new(); stmt.schedule.outputs.len()];
-    for (v, &(d, _, _)) in inverse.iter().enumerate() {
-        names[d] = stmt.domain.vars[v].clone();
-    }
-    let constraints = stmt
+    let mut constraints: Vec<Constraint> = stmt
         .domain
         .constraints
         .iter()
-        .chain(&stmt.schedule.constraints)
+        .chain(&schedule.constraints)
         .map(|c| Constraint {
             expr: c.expr.substitute(&to_exec),
             kind: c.kind,
         })
         .collect();
+    implied_bounds(&mut constraints, &dims).map_err(|e| {
+        SpfError::new(
+            format!("cannot bound the loops of {}: {e}", stmt.name),
+            stmt.span,
+        )
+    })?;
     let access = |a: &Access| Access {
         space: a.space.clone(),
         index: a.index.iter().map(|e| e.substitute(&to_exec)).collect(),
@@ -247,6 +270,54 @@ fn schedule_statement(stmt: &Statement) -> Result<Scheduled<'_>, SpfError> {
         target: access(&stmt.target),
         value: body(&stmt.value, &access),
     })
+}
+
+/// Add, for each loop dimension without a lower or an upper bound of its own, the bounds
+/// that the constraints on inner dimensions imply: the projection (isl, exact over the
+/// integers) of the constraints onto the dimensions up to it, where UF applications of
+/// inner dimensions are projected too. Projecting those is sound (the bounds then hold
+/// for every value the application could take), and the statement's own constraints still
+/// select exactly its iterations inside the loop.
+fn implied_bounds(constraints: &mut Vec<Constraint>, dims: &[Option<i64>]) -> Result<(), String> {
+    let loops: Vec<usize> = (0..dims.len()).filter(|&d| dims[d].is_none()).collect();
+    let unbounded = |cs: &[Constraint], d: usize| {
+        let at = classify(cs, d);
+        at.definition.is_none() && (at.lower.is_empty() || at.upper.is_empty())
+    };
+    if !loops.iter().any(|&d| unbounded(constraints, d)) {
+        return Ok(());
+    }
+    let mut space = Abstraction::new(dims.len());
+    let part: Vec<Constraint> = constraints.iter().map(|c| space.constraint(c)).collect();
+    let set = space.to_isl(&Isl::new(), &[part], None)?;
+    for &d in &loops {
+        if !unbounded(constraints, d) {
+            continue;
+        }
+        let inner = |e: usize| (d + 1..dims.len()).any(|v| space.depends_on(e, v));
+        let dropped: Vec<usize> = (0..space.dims()).filter(|&e| inner(e)).collect();
+        let mut projected = set.clone();
+        for &e in dropped.iter().rev() {
+            projected = projected.project_out(e, 1)?;
+        }
+        let kept: Vec<usize> = (0..space.dims()).filter(|e| !dropped.contains(e)).collect();
+        let pieces = projected.simplify()?.basic_sets()?;
+        // A union's pieces would each bound the loop differently; use the first's bounds
+        // only when there is one piece (the statement's constraints still guard exactly).
+        let [piece] = pieces.as_slice() else {
+            continue;
+        };
+        for c in space.read_back(piece, &kept)? {
+            let bound = c.kind == Relation0::NonNegative
+                && c.expr.max_var() == Some(d)
+                && c.expr.coefficient(d).abs() == 1
+                && !c.expr.var_in_uf(d);
+            if bound && !constraints.contains(&c) {
+                constraints.push(c);
+            }
+        }
+    }
+    Ok(())
 }
 
 /// A statement being scanned, with the guards it still has to apply.

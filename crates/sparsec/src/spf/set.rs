@@ -8,6 +8,9 @@
 
 use std::fmt;
 
+use super::isl::{Isl, IslSet};
+use super::presburger::{Abstraction, Facts};
+
 /// A term of an affine expression.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Term {
@@ -263,9 +266,177 @@ impl Set {
     }
 
     /// True when a constraint without terms is false, so no tuple belongs to the set.
-    /// (False does not mean non-empty: deciding emptiness in general needs a solver.)
+    /// (False does not mean non-empty: [`Set::is_empty`] decides.)
     pub fn is_obviously_empty(&self) -> bool {
         self.constraints.iter().any(Constraint::trivially_false)
+    }
+
+    /// Whether no tuple belongs to the set for any index arrays that satisfy `facts`
+    /// (isl, exact for the affine part; see [`super::presburger`]). `Ok(false)` means the
+    /// facts cannot rule every tuple out, which for some arrays may still be empty.
+    pub fn is_empty(&self, facts: &Facts) -> Result<bool, String> {
+        let mut space = Abstraction::new(self.vars.len());
+        let part: Vec<Constraint> = self
+            .constraints
+            .iter()
+            .map(|c| space.constraint(c))
+            .collect();
+        space.to_isl(&Isl::new(), &[part], Some(facts))?.is_empty()
+    }
+
+    /// The same set without redundant constraints (isl; the UF applications are opaque
+    /// terms, so a constraint is dropped only when the others imply it for any values).
+    pub fn reduced(&self) -> Result<SetUnion, String> {
+        self.through_isl(&[], |s| s.simplify())
+    }
+
+    /// The tuples of either set (of the same arity), with as few conjunctions as isl finds.
+    pub fn union(&self, other: &Set) -> Result<SetUnion, String> {
+        if self.vars.len() != other.vars.len() {
+            return Err(format!(
+                "cannot unite {self} and {other}: their arities differ"
+            ));
+        }
+        SetUnion {
+            parts: vec![self.clone(), other.clone()],
+        }
+        .reduced()
+    }
+
+    /// The set with tuple variable `v` projected out (exact over the integers, the UF
+    /// applications opaque). A variable inside a UF argument cannot be projected, since
+    /// the application would lose its meaning; that is an error.
+    pub fn project_out(&self, v: usize) -> Result<SetUnion, String> {
+        if v >= self.vars.len() {
+            return Err(format!("{self} has no variable number {v}"));
+        }
+        if self.constraints.iter().any(|c| c.expr.var_in_uf(v)) {
+            return Err(format!(
+                "cannot project `{}` out of {self}: it is the argument of an uninterpreted \
+                 function",
+                self.vars[v]
+            ));
+        }
+        let mut out = self.through_isl(&[v], |s| Ok(s.clone()))?;
+        let down = |d: usize| Affine::term(Term::Var(if d > v { d - 1 } else { d }));
+        for part in &mut out.parts {
+            part.vars.remove(v);
+            for c in &mut part.constraints {
+                c.expr = c.expr.substitute(&down);
+            }
+        }
+        Ok(out)
+    }
+
+    /// The image of the set under `map` (whose outputs are an invertible affine function
+    /// of its inputs, [`Map::input_from_outputs`]): exact, UF applications included.
+    pub fn apply(&self, map: &Map) -> Result<Set, String> {
+        if map.inputs.len() != self.vars.len() {
+            return Err(format!(
+                "cannot apply {map} to {self}: their arities differ"
+            ));
+        }
+        let inverse = map.inverse().ok_or_else(|| {
+            format!(
+                "{map} is not an invertible affine map (its variable outputs must be a \
+                     unimodular function of its inputs)"
+            )
+        })?;
+        let back = |e: &Affine| e.substitute(&|v| inverse.outputs[v].clone());
+        let mut constraints = inverse.constraints.clone();
+        constraints.extend(self.constraints.iter().map(|c| Constraint {
+            expr: back(&c.expr),
+            kind: c.kind,
+        }));
+        Ok(Set {
+            vars: inverse.inputs,
+            constraints,
+        }
+        .simplify())
+    }
+
+    /// Through isl with variables `dropped` projected out, then `op`, then back.
+    fn through_isl(
+        &self,
+        dropped: &[usize],
+        op: impl Fn(&IslSet) -> Result<IslSet, String>,
+    ) -> Result<SetUnion, String> {
+        SetUnion {
+            parts: vec![self.clone()],
+        }
+        .through_isl(dropped, op)
+    }
+}
+
+/// A union of sets of one arity: `{[i] : ...} union {[i] : ...}`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SetUnion {
+    pub parts: Vec<Set>,
+}
+
+impl SetUnion {
+    /// The same union with as few conjunctions and constraints as isl finds.
+    pub fn reduced(&self) -> Result<SetUnion, String> {
+        self.through_isl(&[], |s| s.simplify())
+    }
+
+    /// Whether no part has a tuple, for any index arrays satisfying `facts`.
+    pub fn is_empty(&self, facts: &Facts) -> Result<bool, String> {
+        for part in &self.parts {
+            if !part.is_empty(facts)? {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
+    fn through_isl(
+        &self,
+        dropped: &[usize],
+        op: impl Fn(&IslSet) -> Result<IslSet, String>,
+    ) -> Result<SetUnion, String> {
+        let Some(first) = self.parts.first() else {
+            return Ok(self.clone());
+        };
+        let mut space = Abstraction::new(first.vars.len());
+        let parts: Vec<Vec<Constraint>> = self
+            .parts
+            .iter()
+            .map(|p| p.constraints.iter().map(|c| space.constraint(c)).collect())
+            .collect();
+        let mut set = space.to_isl(&Isl::new(), &parts, None)?;
+        for &v in dropped.iter().rev() {
+            set = set.project_out(v, 1)?;
+        }
+        let set = op(&set)?.simplify()?;
+        let kept: Vec<usize> = (0..space.dims()).filter(|d| !dropped.contains(d)).collect();
+        let parts = set
+            .basic_sets()?
+            .iter()
+            .map(|b| {
+                Ok(Set {
+                    vars: first.vars.clone(),
+                    constraints: space.read_back(b, &kept)?,
+                }
+                .simplify())
+            })
+            .collect::<Result<Vec<Set>, String>>()?;
+        Ok(SetUnion { parts })
+    }
+}
+
+impl fmt::Display for SetUnion {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.parts.is_empty() {
+            return write!(f, "{{}}");
+        }
+        for (i, p) in self.parts.iter().enumerate() {
+            if i > 0 {
+                write!(f, " union ")?;
+            }
+            write!(f, "{p}")?;
+        }
+        Ok(())
     }
 }
 
@@ -299,52 +470,148 @@ pub struct Map {
 }
 
 impl Map {
-    /// For each input variable `v`, `(d, sign, c)` with `out_d = sign * in_v + c`, when
-    /// every output is a constant or `±in_v + c` and each input appears exactly once (the
-    /// map is then a bijection onto its image), else None.
-    pub fn invert_unimodular(&self) -> Option<Vec<(usize, i64, i64)>> {
-        // out_d = sign * in_v + c  =>  in_v = sign * (out_d - c)
-        let mut by_input = vec![None; self.inputs.len()];
-        for (d, out) in self.outputs.iter().enumerate() {
-            match out.terms.as_slice() {
-                [] => {}
-                [(sign, Term::Var(v))] if sign.abs() == 1 && by_input[*v].is_none() => {
-                    by_input[*v] = Some((d, *sign, out.constant));
-                }
-                _ => return None,
-            }
+    /// For each input variable, its value as an affine function of the outputs, when the
+    /// outputs that use variables are as many as the inputs and form a unimodular affine
+    /// function of them (the map is then a bijection onto its image: interchange, shift,
+    /// reversal, skew and their compositions), else None. Outputs without variables are
+    /// the map's constants and recover nothing.
+    pub fn input_from_outputs(&self) -> Option<Vec<Affine>> {
+        let n = self.inputs.len();
+        let loops: Vec<usize> = (0..self.outputs.len())
+            .filter(|&d| self.outputs[d].max_var().is_some())
+            .collect();
+        if loops.len() != n {
+            return None;
         }
-        by_input.into_iter().collect()
+        let mut matrix = Vec::new();
+        for &d in &loops {
+            let out = &self.outputs[d];
+            if out.terms.iter().any(|(_, t)| matches!(t, Term::Uf(..))) {
+                return None;
+            }
+            matrix.push((0..n).map(|v| out.coefficient(v)).collect::<Vec<i64>>());
+        }
+        let inverse = unimodular_inverse(&matrix)?;
+        // in = inverse * (out_loops - rest), rest being each output's constant and symbols.
+        let shifted: Vec<Affine> = loops
+            .iter()
+            .map(|&d| {
+                let out = &self.outputs[d];
+                let rest = out.add_scaled(
+                    -1,
+                    &(0..n).fold(Affine::default(), |acc, v| {
+                        acc.add_scaled(out.coefficient(v), &Affine::term(Term::Var(v)))
+                    }),
+                );
+                Affine::term(Term::Var(d)).add_scaled(-1, &rest)
+            })
+            .collect();
+        Some(
+            inverse
+                .iter()
+                .map(|row| {
+                    row.iter()
+                        .zip(&shifted)
+                        .fold(Affine::default(), |acc, (k, e)| acc.add_scaled(*k, e))
+                })
+                .collect(),
+        )
     }
 
-    /// The map from outputs to inputs, when [`Map::invert_unimodular`] can invert it.
+    /// The map from outputs to inputs, when [`Map::input_from_outputs`] can invert it;
+    /// its constraints hold the map's constant outputs and its own constraints.
     pub fn inverse(&self) -> Option<Map> {
-        let inverse = self.invert_unimodular()?;
-        let outputs = (0..self.inputs.len())
-            .map(|v| outputs_of(&inverse, v))
-            .collect();
+        let outputs = self.input_from_outputs()?;
         let names: Vec<String> = (0..self.outputs.len()).map(|d| format!("o{d}")).collect();
-        let to_out = |v: usize| outputs_of(&inverse, v);
+        let mut constraints: Vec<Constraint> = self
+            .outputs
+            .iter()
+            .enumerate()
+            .filter(|(_, o)| o.max_var().is_none())
+            .map(|(d, o)| Constraint {
+                expr: Affine::term(Term::Var(d)).add_scaled(-1, o),
+                kind: Relation0::Zero,
+            })
+            .collect();
+        constraints.extend(self.constraints.iter().map(|c| Constraint {
+            expr: c.expr.substitute(&|v| outputs[v].clone()),
+            kind: c.kind,
+        }));
         Some(Map {
             inputs: names,
             outputs,
-            constraints: self
-                .constraints
-                .iter()
-                .map(|c| Constraint {
-                    expr: c.expr.substitute(&to_out),
-                    kind: c.kind,
-                })
-                .collect(),
+            constraints,
+        })
+    }
+
+    /// `self ∘ inner`: `inner` first, then `self` (whose inputs are `inner`'s outputs).
+    pub fn compose(&self, inner: &Map) -> Result<Map, String> {
+        if self.inputs.len() != inner.outputs.len() {
+            return Err(format!(
+                "cannot compose {self} after {inner}: it takes {} inputs, not {}",
+                self.inputs.len(),
+                inner.outputs.len()
+            ));
+        }
+        let through = |e: &Affine| e.substitute(&|v| inner.outputs[v].clone());
+        let mut constraints = inner.constraints.clone();
+        constraints.extend(self.constraints.iter().map(|c| Constraint {
+            expr: through(&c.expr),
+            kind: c.kind,
+        }));
+        Ok(Map {
+            inputs: inner.inputs.clone(),
+            outputs: self.outputs.iter().map(through).collect(),
+            constraints,
         })
     }
 }
 
-fn outputs_of(inverse: &[(usize, i64, i64)], v: usize) -> Affine {
-    let (d, sign, c) = inverse[v];
-    Affine::term(Term::Var(d))
-        .add_scaled(1, &Affine::constant(-c))
-        .scale(sign)
+/// The inverse of a square integer matrix whose determinant is ±1 (exact, by
+/// Gauss-Jordan elimination over the rationals), else None.
+fn unimodular_inverse(m: &[Vec<i64>]) -> Option<Vec<Vec<i64>>> {
+    let n = m.len();
+    // Rationals as (numerator, denominator), denominators positive and reduced.
+    type Q = (i128, i128);
+    fn reduce((a, b): Q) -> Q {
+        let (mut x, mut y) = (a.abs(), b.abs());
+        while y != 0 {
+            (x, y) = (y, x % y);
+        }
+        let g = x.max(1) * b.signum();
+        (a / g, b / g)
+    }
+    let sub = |(a, b): Q, (c, d): Q, (e, f): Q| reduce((a * d * f - c * e * b, b * d * f));
+    let div = |(a, b): Q, (c, d): Q| reduce((a * d, b * c));
+    let mut rows: Vec<Vec<Q>> = (0..n)
+        .map(|r| {
+            let mut row: Vec<Q> = m[r].iter().map(|&x| (x as i128, 1)).collect();
+            row.extend((0..n).map(|c| (i128::from(c == r), 1)));
+            row
+        })
+        .collect();
+    for col in 0..n {
+        let pivot = (col..n).find(|&r| rows[r][col].0 != 0)?;
+        rows.swap(col, pivot);
+        let p = rows[col][col];
+        rows[col] = rows[col].iter().map(|&x| div(x, p)).collect();
+        for r in 0..n {
+            if r != col && rows[r][col].0 != 0 {
+                let factor = rows[r][col];
+                rows[r] = (0..2 * n)
+                    .map(|c| sub(rows[r][c], factor, rows[col][c]))
+                    .collect();
+            }
+        }
+    }
+    rows.iter()
+        .map(|row| {
+            row[n..]
+                .iter()
+                .map(|&(a, b)| (b == 1).then(|| i64::try_from(a).ok()).flatten())
+                .collect()
+        })
+        .collect()
 }
 
 impl fmt::Display for Map {
