@@ -42,6 +42,9 @@ pub struct SpfRunArgs {
     /// Write the output to a file (.mtx, .tns or .spt).
     #[arg(short = 'o', long = "output", value_name = "NAME:FILE")]
     pub output: Option<String>,
+    /// The value of a `param` symbol of the computation.
+    #[arg(short = 'p', long = "param", value_name = "NAME=N")]
+    pub params: Vec<String>,
     /// Threads of parallel loops (default: OMP_NUM_THREADS, else all cores).
     #[arg(long, value_name = "N", value_parser = spec::thread_count)]
     pub threads: Option<usize>,
@@ -74,6 +77,16 @@ fn run(args: &SpfRunArgs) -> Result<()> {
     let mut kernel = compile(&args.program)?;
     if let Some(n) = args.threads {
         kernel.set_threads(n);
+    }
+    for text in &args.params {
+        let (name, value) = text
+            .split_once('=')
+            .ok_or_else(|| miette!("--param {text}: expected NAME=N"))?;
+        let value: i64 = value
+            .trim()
+            .parse()
+            .map_err(|_| miette!("--param {text}: `{value}` is not an integer"))?;
+        kernel.set_param(name.trim(), value).map_err(Report::new)?;
     }
     let output = match &args.output {
         Some(text) => {

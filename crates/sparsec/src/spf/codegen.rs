@@ -107,8 +107,8 @@ pub fn lower(prog: &Program) -> Result<Lowered, SpfError> {
     if prog.statements.is_empty() {
         return Err(SpfError::general("a computation needs a statement".into()));
     }
-    let scheduled = prog
-        .statements
+    let statements = transformed(prog)?;
+    let scheduled = statements
         .iter()
         .map(schedule_statement)
         .collect::<Result<Vec<_>, _>>()?;
@@ -174,6 +174,34 @@ pub fn lower(prog: &Program) -> Result<Lowered, SpfError> {
         extras,
         formats,
     })
+}
+
+/// The statements with every `transform` composed after their schedules, each checked
+/// against the original schedules' dependences (so the first illegal one is named).
+fn transformed(prog: &Program) -> Result<Vec<Statement>, SpfError> {
+    let mut statements = prog.statements.clone();
+    let facts = deps::program_facts(prog);
+    for t in &prog.transforms {
+        if !t.map.constraints.is_empty() {
+            return Err(SpfError::new(
+                "a transform has no constraints: write its outputs as expressions of its \
+                 inputs (`{[t, x] -> [t, x + 1]}`)"
+                    .into(),
+                t.span,
+            ));
+        }
+        for s in statements
+            .iter_mut()
+            .filter(|s| t.statements.is_empty() || t.statements.contains(&s.name))
+        {
+            s.schedule = t
+                .map
+                .compose(&s.schedule)
+                .map_err(|e| SpfError::new(format!("{}: {e}", s.name), t.span))?;
+        }
+        deps::check_transformation(&prog.statements, &statements, &facts, t.span)?;
+    }
+    Ok(statements)
 }
 
 fn scheduled_views<'a>(s: &'a [Scheduled<'a>]) -> Vec<deps::View<'a>> {
@@ -576,8 +604,14 @@ impl Context<'_> {
         collect_accesses(&s.value, &mut accesses);
         for access in accesses {
             let dims = self.space(access)?.dims.clone();
-            for (index, size) in access.index.iter().zip(dims) {
+            let declared = self.declared_dims(&access.space);
+            for (n, (index, size)) in access.index.iter().zip(dims).enumerate() {
                 self.check_uf_args(index, &intervals, access.span)?;
+                if let Some(extent) = declared.as_ref().map(|d| &d[n]) {
+                    if proven_within(&s.constraints, index, extent) {
+                        continue;
+                    }
+                }
                 let (lo, hi) = self.interval(index, &intervals).ok_or_else(|| {
                     SpfError::new(
                         format!(
@@ -595,6 +629,27 @@ impl Context<'_> {
             self.check_uf_args(&c.expr, &intervals, s.stmt.span)?;
         }
         Ok(())
+    }
+
+    /// The declared dimensions of a data space (the output, a temp or a dense input) as
+    /// expressions of symbols; None for a `data` space (its length is the input's).
+    fn declared_dims(&self, space: &str) -> Option<Vec<Affine>> {
+        let decl = self
+            .prog
+            .output
+            .iter()
+            .chain(&self.prog.temps)
+            .chain(&self.prog.inputs)
+            .find(|t| t.name == space)?;
+        Some(
+            decl.dims
+                .iter()
+                .map(|d| match d {
+                    Dim::Sym(s) => Affine::term(Term::Sym(s.clone())),
+                    Dim::Int(i) => Affine::constant(*i),
+                })
+                .collect(),
+        )
     }
 
     fn assume_within(&mut self, lo: Expr, hi: Expr, size: Expr, span: Span, stmt: &str) {
@@ -939,6 +994,11 @@ impl Context<'_> {
             ends.push(upper.into_iter().reduce(Expr::min).expect("nonempty"));
         }
         let same = starts.iter().all(|s| *s == starts[0]) && ends.iter().all(|e| *e == ends[0]);
+        if !same {
+            if let Some(ranges) = constant_apart(&ats) {
+                return self.peeled(all, d, items, &ats, &ranges, env, parallel, leaf);
+            }
+        }
         if !same
             && ((d + 1)..env.len()).any(|e| items.iter().any(|i| all[i.stmt].dims[e].is_none()))
         {
@@ -979,6 +1039,108 @@ impl Context<'_> {
                 LoopKind::Serial
             },
         })])
+    }
+
+    /// Fused statements whose bounds are `base + constant`: the loop is cut into pieces
+    /// that each run a fixed set of the statements. With the starts `s_0 < ... < s_m` and
+    /// the ends `e_0 < ... < e_n` (exclusive), the pieces are `[s_k, s_k+1)` (the
+    /// statements started by `s_k`; each keeps its end as a guard, since the start and end
+    /// bounds are not known to be ordered), then `[s_m, max(e_0, s_m))` with every
+    /// statement and no guard, then `[max(e_k, s_m), max(e_k+1, s_m))` with the
+    /// statements not ended (no guard either). The pieces partition the union of the
+    /// ranges in increasing order, so each instance runs once and in order. A piece at
+    /// most one iteration long is peeled: the variable is set and the body guarded. Each
+    /// piece's loop is parallel when the whole loop may be.
+    #[allow(clippy::too_many_arguments)]
+    fn peeled(
+        &mut self,
+        all: &[Scheduled],
+        d: usize,
+        items: Vec<Item>,
+        ats: &[AtDim],
+        ranges: &[(i64, i64)],
+        env: &mut Vec<Option<Var>>,
+        parallel: bool,
+        leaf: &Leaf,
+    ) -> Result<Vec<Stmt>, SpfError> {
+        let base_start = &ats[0].lower[0];
+        let base_end = ats[0].upper[0].add_scaled(1, &Affine::constant(1));
+        let mut starts: Vec<i64> = ranges.iter().map(|r| r.0).collect();
+        let mut ends: Vec<i64> = ranges.iter().map(|r| r.1).collect();
+        starts.sort_unstable();
+        starts.dedup();
+        ends.sort_unstable();
+        ends.dedup();
+        let at_start = |k: i64| base_start.add_scaled(1, &Affine::constant(k));
+        let at_end = |k: i64| base_end.add_scaled(1, &Affine::constant(k));
+        let last_start = *starts.last().expect("nonempty");
+        let hint = all[items[0].stmt].names[d].clone();
+        let mut out = Vec::new();
+        // (from, to, whether the piece is at most one iteration, members with guards).
+        let mut pieces: Vec<(Expr, Expr, bool, Vec<usize>, bool)> = Vec::new();
+        for w in starts.windows(2) {
+            let members = (0..items.len()).filter(|&n| ranges[n].0 <= w[0]).collect();
+            let (from, to) = (
+                self.affine(&at_start(w[0]), env),
+                self.affine(&at_start(w[1]), env),
+            );
+            pieces.push((from, to, w[1] - w[0] == 1, members, true));
+        }
+        let clamp = |this: &mut Self, k: i64, env: &[Option<Var>]| {
+            Expr::max(
+                this.affine(&at_end(k), env),
+                this.affine(&at_start(last_start), env),
+            )
+        };
+        let first_end = ends[0];
+        pieces.push((
+            self.affine(&at_start(last_start), env),
+            clamp(self, first_end, env),
+            false,
+            (0..items.len()).collect(),
+            false,
+        ));
+        for w in ends.windows(2) {
+            let members = (0..items.len()).filter(|&n| ranges[n].1 >= w[1]).collect();
+            let (from, to) = (clamp(self, w[0], env), clamp(self, w[1], env));
+            pieces.push((from, to, w[1] - w[0] == 1, members, false));
+        }
+        for (from, to, single, members, guarded) in pieces {
+            let var = self.function.fresh_var(hint.clone(), Type::Index);
+            env[d] = Some(var);
+            let chosen: Vec<Item> = members.iter().map(|&n| items[n].clone()).collect();
+            let chosen_ats: Vec<AtDim> = members
+                .iter()
+                .map(|&n| classify(&all[items[n].stmt].constraints, d))
+                .collect();
+            let mut chosen = self.with_guards(chosen, &chosen_ats, env);
+            if guarded {
+                for (item, &n) in chosen.iter_mut().zip(&members) {
+                    let end = self.affine(&at_end(ranges[n].1), env);
+                    item.pending.push(Expr::lt(Expr::Var(var), end));
+                }
+            }
+            let body = self.scan(all, d + 1, chosen, env, false, leaf)?;
+            env[d] = None;
+            if single {
+                let mut block = vec![Stmt::Decl(var, from)];
+                block.push(Stmt::If(Expr::lt(Expr::Var(var), to), body, Vec::new()));
+                out.push(Stmt::Block(block));
+            } else {
+                out.push(Stmt::For(Loop {
+                    var,
+                    start: from,
+                    end: to,
+                    body,
+                    kind: if parallel {
+                        parallel_kind()
+                    } else {
+                        LoopKind::Serial
+                    },
+                }));
+            }
+        }
+        Ok(out)
     }
 
     fn with_guards(&self, mut items: Vec<Item>, ats: &[AtDim], env: &[Option<Var>]) -> Vec<Item> {
@@ -1146,6 +1308,62 @@ fn parallel_kind() -> LoopKind {
         reductions: Vec::new(),
         locals: Vec::new(),
     }
+}
+
+/// Whether isl proves `0 <= index < extent` at every point of `constraints`, for every
+/// value of the symbols and index arrays (an index with UF applications is left to the
+/// run-time check, which knows the arrays' ranges).
+fn proven_within(constraints: &[Constraint], index: &Affine, extent: &Affine) -> bool {
+    if index.terms.iter().any(|(_, t)| matches!(t, Term::Uf(..))) {
+        return false;
+    }
+    let outside = [
+        // index <= -1
+        index.scale(-1).add_scaled(1, &Affine::constant(-1)),
+        // index >= extent
+        index.add_scaled(-1, extent),
+    ];
+    let Some(vars) = constraints
+        .iter()
+        .filter_map(|c| c.expr.max_var())
+        .chain(index.max_var())
+        .max()
+    else {
+        return false;
+    };
+    let isl = Isl::new();
+    outside.iter().all(|o| {
+        let mut space = Abstraction::new(vars + 1);
+        let mut part: Vec<Constraint> = constraints.iter().map(|c| space.constraint(c)).collect();
+        part.push(Constraint {
+            expr: o.clone(),
+            kind: Relation0::NonNegative,
+        });
+        space
+            .to_isl(&isl, &[part], None)
+            .and_then(|set| set.is_empty())
+            .unwrap_or(false)
+    })
+}
+
+/// When every statement has one lower and one upper bound at this dimension, the starts
+/// differing from the first's by constants and so the ends, each statement's `(start, end)`
+/// offsets from the first's.
+fn constant_apart(ats: &[AtDim]) -> Option<Vec<(i64, i64)>> {
+    let single = |at: &AtDim| match (at.lower.as_slice(), at.upper.as_slice()) {
+        ([lo], [hi]) => Some((lo.clone(), hi.clone())),
+        _ => None,
+    };
+    let (lo0, hi0) = single(&ats[0])?;
+    ats.iter()
+        .map(|at| {
+            let (lo, hi) = single(at)?;
+            Some((
+                lo.add_scaled(-1, &lo0).as_constant()?,
+                hi.add_scaled(-1, &hi0).as_constant()?,
+            ))
+        })
+        .collect()
 }
 
 /// The expressions, each once, in order.

@@ -11,7 +11,9 @@
 //! refused, naming the accesses.
 
 use super::codegen::{classify, collect_accesses};
-use super::parse::{Access, BodyExpr, Span};
+use super::isl::Isl;
+use super::parse::{Access, BodyExpr, Program, Span, Statement, UfArray};
+use super::presburger::{Abstraction, Facts, UfFact};
 use super::set::{Affine, Constraint, Relation0, Term};
 use super::SpfError;
 
@@ -185,4 +187,198 @@ pub fn outer_range(views: &[View]) -> Option<(Affine, Affine)> {
         }
     }
     range
+}
+
+/// The facts every bound index array satisfies: a compressed level's `pos` array is
+/// non-decreasing, and every index array holds non-negative values.
+pub fn program_facts(prog: &Program) -> Facts {
+    Facts(
+        prog.ufs
+            .iter()
+            .map(|u| UfFact {
+                name: u.name.clone(),
+                monotone: u.array == UfArray::Pos,
+                lower: Some(Affine::constant(0)),
+            })
+            .collect(),
+    )
+}
+
+/// One access of a statement, for dependences.
+struct Touch<'a> {
+    access: &'a Access,
+    write: bool,
+    /// The statement's own target (written, or read by `op=`).
+    target: bool,
+}
+
+fn touches(s: &Statement) -> Vec<Touch<'_>> {
+    let mut out = vec![Touch {
+        access: &s.target,
+        write: true,
+        target: true,
+    }];
+    if s.update.is_some() {
+        out.push(Touch {
+            access: &s.target,
+            write: false,
+            target: true,
+        });
+    }
+    let mut reads = Vec::new();
+    collect_accesses(&s.value, &mut reads);
+    out.extend(reads.into_iter().map(|access| Touch {
+        access,
+        write: false,
+        target: false,
+    }));
+    out
+}
+
+/// `first <lex second` of two equally long tuples of expressions, as a disjunction: one
+/// conjunction per position where the first difference may be.
+fn lex_before(first: &[Affine], second: &[Affine]) -> Vec<Vec<Constraint>> {
+    (0..first.len())
+        .map(|p| {
+            let mut conj: Vec<Constraint> = (0..p)
+                .map(|q| Constraint {
+                    expr: second[q].add_scaled(-1, &first[q]),
+                    kind: Relation0::Zero,
+                })
+                .collect();
+            conj.push(Constraint {
+                expr: second[p]
+                    .add_scaled(-1, &first[p])
+                    .add_scaled(1, &Affine::constant(-1)),
+                kind: Relation0::NonNegative,
+            });
+            conj
+        })
+        .collect()
+}
+
+/// `first = second`, component by component.
+fn equal(first: &[Affine], second: &[Affine]) -> Vec<Constraint> {
+    first
+        .iter()
+        .zip(second)
+        .map(|(a, b)| Constraint {
+            expr: a.add_scaled(-1, b),
+            kind: Relation0::Zero,
+        })
+        .collect()
+}
+
+/// Check that the transformed schedules keep every data dependence of the original ones:
+/// for each pair of accesses to one data space, at least one a write, there must be no
+/// instances `x` of `a` and `y` of `b` that touch the same element, that the original
+/// schedules run `x` first, and that the transformed ones do not. Each such set is decided
+/// by isl with the index arrays abstracted ([`super::presburger`]); with no index array
+/// involved the answer is exact, otherwise it is conservative and the refusal says so.
+/// Updates of one statement's own target by `+=`/`-=` commute (a reduction whose order
+/// only changes rounding) and are not ordered.
+pub fn check_transformation(
+    original: &[Statement],
+    transformed: &[Statement],
+    facts: &Facts,
+    span: Span,
+) -> Result<(), SpfError> {
+    let isl = Isl::new();
+    let shift = |e: &Affine, by: usize| e.substitute(&|v| Affine::term(Term::Var(v + by)));
+    let fail = |e: String| SpfError::new(format!("checking the transformation: {e}"), span);
+    for (ia, a) in original.iter().enumerate() {
+        for (ib, b) in original.iter().enumerate() {
+            let depth = a.schedule.outputs.len();
+            if b.schedule.outputs.len() != depth {
+                return Err(SpfError::new(
+                    format!(
+                        "every schedule must have the same number of outputs before a \
+                         transform ({} has {depth}, {} has {})",
+                        a.name,
+                        b.name,
+                        b.schedule.outputs.len()
+                    ),
+                    b.span,
+                ));
+            }
+            let na = a.domain.vars.len();
+            let sched_a = &a.schedule.outputs;
+            let sched_b: Vec<Affine> = b.schedule.outputs.iter().map(|e| shift(e, na)).collect();
+            let new_a = &transformed[ia].schedule.outputs;
+            let new_b: Vec<Affine> = transformed[ib]
+                .schedule
+                .outputs
+                .iter()
+                .map(|e| shift(e, na))
+                .collect();
+            let mut domains: Vec<Constraint> = a.domain.constraints.clone();
+            domains.extend(b.domain.constraints.iter().map(|c| Constraint {
+                expr: shift(&c.expr, na),
+                kind: c.kind,
+            }));
+            let reduction = ia == ib && matches!(a.update, Some('+' | '-'));
+            for p in touches(a) {
+                for q in touches(b) {
+                    if p.access.space != q.access.space || !(p.write || q.write) {
+                        continue;
+                    }
+                    if reduction && p.target && q.target {
+                        continue;
+                    }
+                    let index_b: Vec<Affine> =
+                        q.access.index.iter().map(|e| shift(e, na)).collect();
+                    let mut base = domains.clone();
+                    base.extend(equal(&p.access.index, &index_b));
+                    let mut violated = lex_before(&new_b, new_a);
+                    violated.push(equal(new_a, &new_b));
+                    let mut space = Abstraction::new(na + b.domain.vars.len());
+                    let mut parts = Vec::new();
+                    for before in lex_before(sched_a, &sched_b) {
+                        for after in &violated {
+                            let conj: Vec<Constraint> = base
+                                .iter()
+                                .chain(&before)
+                                .chain(after)
+                                .map(|c| space.constraint(c))
+                                .collect();
+                            parts.push(conj);
+                        }
+                    }
+                    let mut broken = false;
+                    for part in parts {
+                        let set = space.to_isl(&isl, &[part], Some(facts)).map_err(fail)?;
+                        if !set.is_empty().map_err(fail)? {
+                            broken = true;
+                            break;
+                        }
+                    }
+                    if !broken {
+                        continue;
+                    }
+                    let kind = |t: &Touch| if t.write { "write" } else { "read" };
+                    let caveat = if space.dims() > na + b.domain.vars.len() {
+                        " (the dependence goes through index arrays, which the check treats \
+                         as unknown functions, `pos` arrays non-decreasing: it may not occur \
+                         for every input, but sparsec cannot prove that it never does)"
+                    } else {
+                        ""
+                    };
+                    return Err(SpfError::new(
+                        format!(
+                            "the transformation is illegal: it runs {}'s {} of `{}` after \
+                             {}'s {} of the same element, which the original schedule runs \
+                             first{caveat}",
+                            b.name,
+                            kind(&q),
+                            q.access.space,
+                            a.name,
+                            kind(&p),
+                        ),
+                        span,
+                    ));
+                }
+            }
+        }
+    }
+    Ok(())
 }

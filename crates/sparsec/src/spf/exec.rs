@@ -37,6 +37,8 @@ pub struct SpfKernel {
     variants: Mutex<Vec<(BTreeSet<ArrayRef>, Arc<Code>)>>,
     toolchain: Toolchain,
     threads: usize,
+    /// Values of the `param` symbols, by name.
+    params: Vec<(String, i64)>,
 }
 
 impl SpfKernel {
@@ -55,6 +57,7 @@ impl SpfKernel {
             variants: Mutex::new(Vec::new()),
             toolchain: toolchain.clone(),
             threads: default_threads(),
+            params: Vec::new(),
         })
     }
 
@@ -117,6 +120,23 @@ impl SpfKernel {
         self.threads = n.max(1);
     }
 
+    /// Give the `param` symbol `name` a value for the next runs.
+    pub fn set_param(&mut self, name: &str, value: i64) -> Result<(), Error> {
+        if !self.program.params.iter().any(|(p, _)| p == name) {
+            return Err(Error::Input(format!(
+                "`{name}` is not a `param` of this computation"
+            )));
+        }
+        if value < 0 {
+            return Err(Error::Input(format!(
+                "parameter `{name}` is {value}: sizes and counts are not negative"
+            )));
+        }
+        self.params.retain(|(p, _)| p != name);
+        self.params.push((name.to_string(), value));
+        Ok(())
+    }
+
     /// Run on `inputs` (by name); returns the output, dense.
     pub fn run(&self, inputs: &[(&str, &Tensor)]) -> Result<Tensor, Error> {
         let prog = &self.program;
@@ -129,6 +149,9 @@ impl SpfKernel {
             }
         }
         let mut symbols: Vec<Option<i64>> = vec![None; self.lowered.symbols.len()];
+        for (name, value) in &self.params {
+            symbols[self.symbol_index(name)] = Some(*value);
+        }
         let mut operands = Vec::with_capacity(prog.inputs.len());
         for (decl, format) in prog.inputs.iter().zip(&self.lowered.formats) {
             let tensor = inputs
@@ -179,8 +202,9 @@ impl SpfKernel {
             .into_iter()
             .zip(&self.lowered.symbols)
             .map(|(v, s)| {
-                v.ok_or_else(|| {
-                    Error::Input(format!("symbol `{s}` is not a dimension of any input"))
+                v.ok_or_else(|| match prog.params.iter().any(|(p, _)| p == s) {
+                    true => Error::Input(format!("parameter `{s}` has no value (`--param {s}=N`)")),
+                    false => Error::Input(format!("symbol `{s}` is not a dimension of any input")),
                 })
             })
             .collect::<Result<_, _>>()?;

@@ -200,12 +200,29 @@ pub struct Program {
     pub parallel: Option<Span>,
     /// `wavefront;`: run the outermost loop by level sets an inspector computes.
     pub wavefront: Option<Span>,
+    /// `transform ...;`, in order: each is composed after the schedules it names.
+    pub transforms: Vec<Transform>,
+    /// `param T;`: symbols given a value at run time rather than by a tensor's size.
+    pub params: Vec<(String, Span)>,
+}
+
+/// `transform S1, S2 {[...] -> [...]};` (or without names: every statement): a relation
+/// from execution tuples to new execution tuples, composed after the statements'
+/// schedules (interchange, shift, skew, reversal, fusion by equal constants). Its
+/// legality is checked against the dependences of the original schedules.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Transform {
+    /// The statements it applies to (all when empty).
+    pub statements: Vec<String>,
+    pub map: Map,
+    pub span: Span,
 }
 
 impl Program {
-    /// Symbolic constants, in order of first binding by a dimension.
+    /// Symbolic constants: the `param`s, then the others in order of first binding by a
+    /// dimension.
     pub fn symbols(&self) -> Vec<String> {
-        let mut out: Vec<String> = Vec::new();
+        let mut out: Vec<String> = self.params.iter().map(|(p, _)| p.clone()).collect();
         for d in self.inputs.iter().chain(&self.output).chain(&self.temps) {
             for dim in &d.dims {
                 if let Dim::Sym(s) = dim {
@@ -254,6 +271,8 @@ pub fn parse_program(src: &str) -> Result<Program, SpfError> {
         statements: Vec::new(),
         parallel: None,
         wavefront: None,
+        transforms: Vec::new(),
+        params: Vec::new(),
     };
     loop {
         let (tok, span) = p.peek();
@@ -355,13 +374,31 @@ pub fn parse_program(src: &str) -> Result<Program, SpfError> {
             "wavefront" => prog.wavefront = Some((span.0, p.punct(";")?.1)),
             "stmt" => {
                 let stmt = p.statement(&prog, span)?;
+                if prog.statements.iter().any(|s| s.name == stmt.name) {
+                    return Err(SpfError::new(
+                        format!("statement `{}` is declared twice", stmt.name),
+                        stmt.span,
+                    ));
+                }
                 prog.statements.push(stmt);
+            }
+            "param" => {
+                let (name, nspan) = p.ident_spanned("a parameter name")?;
+                p.punct(";")?;
+                if prog.symbols().contains(&name) || prog.declared(&name) {
+                    return Err(SpfError::new(format!("`{name}` is declared twice"), nspan));
+                }
+                prog.params.push((name, nspan));
+            }
+            "transform" => {
+                let transform = p.transform(&prog, span)?;
+                prog.transforms.push(transform);
             }
             _ => {
                 return Err(SpfError::new(
                     format!(
                         "unknown declaration `{word}`: expected input, output, temp, uf, \
-                         data, parallel, wavefront or stmt"
+                         data, param, parallel, wavefront, stmt or transform"
                     ),
                     span,
                 ))
@@ -539,6 +576,35 @@ impl Parser {
         })
     }
 
+    /// `transform [NAME ("," NAME)*] map ";"`, after the statements it names.
+    fn transform(&mut self, prog: &Program, start: Span) -> Result<Transform, SpfError> {
+        let mut statements = Vec::new();
+        while let (Tok::Ident(name), span) = self.peek() {
+            self.at += 1;
+            if !prog.statements.iter().any(|s| s.name == name) {
+                return Err(SpfError::new(
+                    format!("no statement `{name}` is declared before this transform"),
+                    span,
+                ));
+            }
+            statements.push(name);
+            if self.eat(",").is_none() {
+                break;
+            }
+        }
+        let symbols = prog.symbols();
+        let map = self.map(Scope::Bound {
+            symbols: &symbols,
+            ufs: &[],
+        })?;
+        let end = self.punct(";")?;
+        Ok(Transform {
+            statements,
+            map,
+            span: (start.0, end.1),
+        })
+    }
+
     fn body_sum(&mut self, vars: &[String], scope: Scope) -> Result<BodyExpr, SpfError> {
         let mut e = self.body_product(vars, scope)?;
         loop {
@@ -621,6 +687,13 @@ impl Parser {
         }
         loop {
             let (v, span) = self.ident_spanned("a tuple variable")?;
+            // `_` marks an unused position (`[_, i, _, j]`); each one is a distinct
+            // variable that no expression can name.
+            let v = if v == "_" {
+                format!("_{}", vars.len())
+            } else {
+                v
+            };
             if vars.contains(&v) {
                 return Err(SpfError::new(
                     format!("`{v}` appears twice in the tuple"),

@@ -8,7 +8,7 @@
 //!   `a = b` implies `u = v`;
 //! - **monotonicity**, for arrays declared non-decreasing (a compressed level's `pos`):
 //!   `a < b` implies `u <= v`;
-//! - **ranges**, where known: `lo <= f(a) < hi` (coordinates lie inside their dimension).
+//! - **lower bounds**, where known: `lo <= f(a)` (index arrays hold no negative value).
 //!
 //! Every array the program can be given satisfies these facts, so the abstraction holds
 //! every point of the real set for every input: "empty" here is a proof of emptiness for
@@ -25,8 +25,8 @@ pub struct UfFact {
     pub name: String,
     /// Non-decreasing in its (single) argument.
     pub monotone: bool,
-    /// `lo <= f(x) < hi` for every argument in its domain.
-    pub range: Option<(Affine, Affine)>,
+    /// `lower <= f(x)` for every argument in its domain.
+    pub lower: Option<Affine>,
 }
 
 /// The facts about the functions a set applies (none: each is only a function).
@@ -134,8 +134,8 @@ impl Abstraction {
         for (m, (name, args)) in self.apps.iter().enumerate() {
             let u = self.vars + m;
             let fact = facts.of(name);
-            if let Some((lo, hi)) = fact.and_then(|f| f.range.as_ref()) {
-                out.push(format!("{} <= x{u} < {}", isl_affine(lo), isl_affine(hi)));
+            if let Some(lo) = fact.and_then(|f| f.lower.as_ref()) {
+                out.push(format!("x{u} >= {}", isl_affine(lo)));
             }
             let monotone = fact.is_some_and(|f| f.monotone) && args.len() == 1;
             for (m2, (name2, args2)) in self.apps.iter().enumerate().skip(m + 1) {
@@ -197,9 +197,8 @@ impl Abstraction {
         }
         if let Some(facts) = facts {
             for f in &facts.0 {
-                if let Some((lo, hi)) = &f.range {
+                if let Some(lo) = &f.lower {
                     note(lo);
-                    note(hi);
                 }
             }
         }

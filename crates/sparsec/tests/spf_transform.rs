@@ -1,0 +1,301 @@
+//! SPF transformations and the isl-backed set library: transformed programs (interchange,
+//! shift and fusion with peeled iterations, skew) give the untransformed program's result
+//! and the plain loop's, illegal transformations are refused with the dependence they
+//! break, and set operations with uninterpreted functions decide what their facts imply.
+
+use sparsec::format::Format;
+use sparsec::jit::Toolchain;
+use sparsec::spf::presburger::{Facts, UfFact};
+use sparsec::spf::set::Affine;
+use sparsec::spf::{self, SpfKernel};
+use sparsec::tensor::{Coo, Tensor, ValueType};
+use sparsec::Error;
+
+const TRIANGLE: &str = include_str!("../../../examples/spf/triangle_interchange.spf");
+const JACOBI: &str = include_str!("../../../examples/spf/jacobi_1d.spf");
+const LOWER: &str = include_str!("../../../examples/spf/lower_solve.spf");
+
+fn compile(name: &str, text: &str) -> SpfKernel {
+    SpfKernel::compile(name, text, &Toolchain::default())
+        .unwrap_or_else(|e| panic!("{name}: {:?}", miette::Report::new(e)))
+}
+
+/// A dense tensor holding `values` in row-major order.
+fn dense(dims: Vec<usize>, values: Vec<f64>) -> Tensor {
+    let mut coords = Vec::new();
+    for p in 0..values.len() {
+        let mut rest = p;
+        let mut point = vec![0i64; dims.len()];
+        for (d, &size) in dims.iter().enumerate().rev() {
+            point[d] = (rest % size) as i64;
+            rest /= size;
+        }
+        coords.extend(point);
+    }
+    let order = dims.len();
+    let coo = Coo::new(dims, coords, values).unwrap();
+    Tensor::from_coo(&coo, &Format::dense(order), ValueType::F64).unwrap()
+}
+
+fn values(t: &Tensor) -> Vec<f64> {
+    (0..t.values().len()).map(|p| t.values().get(p)).collect()
+}
+
+/// The program without its `transform` lines.
+fn untransformed(text: &str) -> String {
+    text.lines()
+        .filter(|l| !l.starts_with("transform"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn refusal(text: &str) -> (String, String) {
+    match SpfKernel::compile("test.spf", text, &Toolchain::default()) {
+        Err(Error::Spf(e)) => {
+            let (a, b) = e.span().expect("the error points at a span");
+            (e.message.clone(), text[a..b].to_string())
+        }
+        Err(e) => panic!("expected a program error, got {e}"),
+        Ok(_) => panic!("expected the transformation to be refused"),
+    }
+}
+
+#[test]
+fn interchanged_triangle_copy_is_the_strict_lower_triangle() {
+    let k = compile("triangle_interchange.spf", TRIANGLE);
+    // The outer loop is now the column, bounded by isl's projection: j < N - 1.
+    assert!(
+        k.source()
+            .contains("for (int64_t j = 0; j < N_size - 1; j++)"),
+        "{}",
+        k.source()
+    );
+    for n in [0usize, 1, 2, 7] {
+        let b: Vec<f64> = (0..n * n).map(|p| 1.0 + p as f64).collect();
+        let a = k.run(&[("b", &dense(vec![n, n], b.clone()))]).unwrap();
+        let want: Vec<f64> = (0..n * n)
+            .map(|p| {
+                if p % n.max(1) < p / n.max(1) {
+                    b[p]
+                } else {
+                    0.0
+                }
+            })
+            .collect();
+        assert_eq!(values(&a), want, "n = {n}");
+    }
+}
+
+fn jacobi_reference(b0: &[f64], sweeps: usize) -> Vec<f64> {
+    let p = b0.len();
+    let mut b = b0.to_vec();
+    let mut a = vec![0.0; p];
+    for _ in 0..sweeps {
+        for x in 1..p.saturating_sub(1) {
+            a[x] = (b[x - 1] + b[x] + b[x + 1]) / 3.0;
+        }
+        for x in 1..p.saturating_sub(1) {
+            b[x] = (a[x - 1] + a[x] + a[x + 1]) / 3.0;
+        }
+    }
+    b
+}
+
+#[test]
+fn jacobi_shift_and_fusion_peels_and_matches_the_unfused_sweeps() {
+    let mut fused = compile("jacobi_1d.spf", JACOBI);
+    let mut plain = compile("jacobi_1d.spf untransformed", &untransformed(JACOBI));
+    // The golden structure: in each sweep, one peeled S0 iteration, the fused loop, one
+    // peeled S1 iteration; so three loops in all (the copy, the sweeps, the fused loop).
+    let src = fused.source();
+    assert_eq!(src.matches("for (int64_t").count(), 3, "{src}");
+    let sweep = &src[src.find("for (int64_t t").unwrap()..];
+    let fused_loop = sweep.find("for (int64_t x").unwrap();
+    assert!(
+        sweep[..fused_loop].contains("A["),
+        "S0 is peeled first: {sweep}"
+    );
+    assert!(
+        sweep[fused_loop..].contains("B_vals[x_4]"),
+        "S1 last: {sweep}"
+    );
+    for p in [0usize, 1, 2, 3, 4, 10, 57] {
+        for sweeps in [0usize, 1, 3] {
+            let b0: Vec<f64> = (0..p).map(|x| ((x * 7) % 11) as f64 - 3.0).collect();
+            let input = dense(vec![p], b0.clone());
+            let want = jacobi_reference(&b0, sweeps);
+            for k in [&mut fused, &mut plain] {
+                k.set_param("T", sweeps as i64).unwrap();
+                let got = values(&k.run(&[("B0", &input)]).unwrap());
+                assert_eq!(got.len(), want.len());
+                for (g, w) in got.iter().zip(&want) {
+                    assert!(
+                        (g - w).abs() <= 1e-12 * w.abs().max(1.0),
+                        "P={p} T={sweeps}"
+                    );
+                }
+            }
+        }
+    }
+    let e = plain.run(&[]).unwrap_err().to_string();
+    assert!(e.contains("input `B0` is missing"), "{e}");
+    let mut unset = compile("jacobi_1d.spf", JACOBI);
+    let e = unset
+        .run(&[("B0", &dense(vec![3], vec![1.0; 3]))])
+        .unwrap_err();
+    assert!(e.to_string().contains("parameter `T` has no value"), "{e}");
+    assert!(unset.set_param("T", -1).is_err());
+    assert!(
+        unset.set_param("P", 3).is_err(),
+        "P is bound by B0, not a param"
+    );
+}
+
+#[test]
+fn fusion_without_the_shift_is_refused_with_the_broken_dependence() {
+    let text = JACOBI.replace("transform S0 {[c, t, a, x, b] -> [c, t, 0, x - 1, 0]};", "");
+    let (message, at) = refusal(&text);
+    assert!(
+        message.contains("illegal") && message.contains("S1's read of `A`"),
+        "{message}"
+    );
+    assert!(
+        !message.contains("index arrays"),
+        "no UF: the answer is exact"
+    );
+    assert!(at.starts_with("transform S1"), "{at}");
+}
+
+/// A 2-D recurrence whose schedule is skewed into wavefronts `s = i + j`.
+const SKEWED: &str = "input b[N, M] : dense;
+output a[N, M];
+stmt init
+  domain {[i, j] : 0 <= i < N && 0 <= j < M}
+  schedule {[i, j] -> [0, i, j]}
+  body a(i, j) = b(i, j);
+stmt sweep
+  domain {[i, j] : 1 <= i < N && 1 <= j < M}
+  schedule {[i, j] -> [1, i, j]}
+  body a(i, j) += 0.5 * a(i - 1, j) + 0.25 * a(i, j - 1);
+transform sweep {[c, i, j] -> [c, i + j, i]};
+";
+
+#[test]
+fn a_skewed_recurrence_matches_the_original_order() {
+    let skewed = compile("skewed", SKEWED);
+    let plain = compile("plain", &untransformed(SKEWED));
+    for (n, m) in [(0usize, 0usize), (1, 1), (1, 5), (4, 1), (6, 9)] {
+        let b: Vec<f64> = (0..n * m).map(|p| (p % 5) as f64 + 1.0).collect();
+        let mut want = b.clone();
+        for i in 1..n {
+            for j in 1..m {
+                want[i * m + j] += 0.5 * want[(i - 1) * m + j] + 0.25 * want[i * m + j - 1];
+            }
+        }
+        let input = dense(vec![n, m], b);
+        assert_eq!(values(&skewed.run(&[("b", &input)]).unwrap()), want);
+        assert_eq!(values(&plain.run(&[("b", &input)]).unwrap()), want);
+    }
+    // Running the wavefronts backwards breaks both reads.
+    let (message, _) = refusal(&SKEWED.replace("[c, i + j, i]", "[c, -i - j, i]"));
+    assert!(message.contains("sweep's read of `a`"), "{message}");
+}
+
+#[test]
+fn dependences_through_index_arrays_are_checked_conservatively() {
+    // Rows of forward substitution run backwards: the read x(col(k)) of an earlier row
+    // would come first. Refused, saying the answer goes through index arrays.
+    let reversed = format!("{LOWER}transform {{[i, a, k, j] -> [-i, a, k, j]}};\n");
+    let (message, at) = refusal(&reversed);
+    assert!(
+        message.contains("illegal") && message.contains("index arrays"),
+        "{message}"
+    );
+    assert!(at.starts_with("transform"), "{at}");
+    // A shift of every statement keeps every dependence.
+    let shifted = format!("{LOWER}transform {{[i, a, k, j] -> [i + 3, a, k, j]}};\n");
+    let k = compile("shifted", &shifted);
+    let l = Coo::new(
+        vec![3, 3],
+        vec![0, 0, 1, 0, 1, 1, 2, 1, 2, 2],
+        vec![2.0, 1.0, 4.0, 3.0, 5.0],
+    )
+    .unwrap();
+    let l = Tensor::from_coo(&l, &Format::parse("csr", 2).unwrap(), ValueType::F64).unwrap();
+    let x = k.run(&[("L", &l), ("b", &dense(vec![3], vec![2.0, 6.0, 13.0]))]);
+    // x0 = 1, x1 = (6 - 1) / 4, x2 = (13 - 3 x1) / 5.
+    let x1 = 5.0 / 4.0;
+    assert_eq!(values(&x.unwrap()), vec![1.0, x1, (13.0 - 3.0 * x1) / 5.0]);
+    // A transform naming no declared statement, or of the wrong arity, is an error.
+    let (message, at) = refusal(&format!("{LOWER}transform nope {{[a] -> [a]}};\n"));
+    assert!(message.contains("no statement `nope`"), "{message}");
+    assert_eq!(at, "nope");
+    let (message, _) = refusal(&format!("{LOWER}transform {{[a] -> [a]}};\n"));
+    assert!(message.contains("takes 1 inputs, not 4"), "{message}");
+}
+
+fn monotone(name: &str) -> UfFact {
+    UfFact {
+        name: name.into(),
+        monotone: true,
+        lower: Some(Affine::constant(0)),
+    }
+}
+
+#[test]
+fn set_operations_with_uninterpreted_functions() {
+    let set = |t: &str| spf::parse_set(t).unwrap();
+    // Monotonicity: rowptr cannot decrease between rows.
+    let s = set("{[i, i2] : 0 <= i < i2 < N && rowptr(i2) < rowptr(i)}");
+    assert!(
+        !s.is_empty(&Facts::default()).unwrap(),
+        "without facts: unknown"
+    );
+    assert!(s.is_empty(&Facts(vec![monotone("rowptr")])).unwrap());
+    // Functional consistency: equal arguments, equal values.
+    let s = set("{[k, k2] : k = k2 && col(k) < col(k2)}");
+    assert!(s.is_empty(&Facts::default()).unwrap());
+    assert!(!set("{[k, k2] : k < k2 && col(k) < col(k2)}")
+        .is_empty(&Facts::default())
+        .unwrap());
+    // Exact over the integers, not the rationals.
+    assert!(set("{[i] : 2 * i = 1}")
+        .is_empty(&Facts::default())
+        .unwrap());
+    // Projection: Fourier-Motzkin with UF terms as opaque values.
+    let csr = set("{[i, k] : 0 <= i < N && rowptr(i) <= k < rowptr(i + 1)}");
+    let rows = csr.project_out(1).unwrap();
+    assert_eq!(
+        rows.to_string(),
+        "{[i] : i >= 0 && -i + N - 1 >= 0 && -rowptr(i) + rowptr(i + 1) - 1 >= 0}"
+    );
+    let e = csr.project_out(0).unwrap_err();
+    assert!(e.contains("argument of an uninterpreted function"), "{e}");
+    // Union: two adjacent boxes coalesce into one.
+    let u = set("{[i] : 0 <= i < 5}")
+        .union(&set("{[i] : 5 <= i < 9}"))
+        .unwrap();
+    assert_eq!(u.to_string(), "{[i] : i >= 0 && -i + 8 >= 0}");
+    let disjoint = set("{[i] : 0 <= i < 3}")
+        .union(&set("{[i] : 7 <= i < 9}"))
+        .unwrap();
+    assert_eq!(disjoint.parts.len(), 2, "{disjoint}");
+    // Redundant constraints go.
+    let r = set("{[i] : 0 <= i && 3 <= i && i < N}").reduced().unwrap();
+    assert_eq!(r.to_string(), "{[i] : i - 3 >= 0 && -i + N - 1 >= 0}");
+    // Apply a skew and compose it with its inverse.
+    let skew = spf::parse_map("{[i, j] -> [i + j, j]}").unwrap();
+    let tri = set("{[i, j] : 0 <= i < N && 0 <= j <= i}");
+    let image = tri.apply(&skew).unwrap();
+    assert_eq!(
+        image.to_string(),
+        "{[o0, o1] : o0 - o1 >= 0 && -o0 + o1 + N - 1 >= 0 && o1 >= 0 && o0 - 2*o1 >= 0}"
+    );
+    let inverse = skew.inverse().unwrap();
+    let identity = inverse.compose(&skew).unwrap();
+    assert_eq!(identity.to_string(), "{[i, j] -> [i, j]}");
+    assert!(spf::parse_map("{[i, j] -> [2*i + j, j]}")
+        .unwrap()
+        .inverse()
+        .is_none());
+}
