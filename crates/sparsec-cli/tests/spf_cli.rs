@@ -97,3 +97,40 @@ fn spf_emit_prints_the_kernel_and_errors_point_at_the_program() {
         "{err}"
     );
 }
+
+#[test]
+fn spf_run_takes_params() {
+    let dir = tempfile::tempdir().unwrap();
+    // Three points, one sweep: A(1) = (3 + 6 + 9) / 3 = 6, then B(1) = (0 + 6 + 0) / 3 = 2.
+    let b0 = write(
+        dir.path(),
+        "b0.mtx",
+        "%%MatrixMarket matrix array real general\n3 1\n3\n6\n9\n",
+    );
+    let out = dir.path().join("b.mtx");
+    let run = |extra: &[&str]| {
+        let input = format!("B0:{}", b0.display());
+        let output = format!("B:{}", out.display());
+        let jacobi = example("jacobi_1d.spf");
+        let mut args = vec!["spf", "run", &jacobi, "-i", &input, "-o", &output];
+        args.extend(extra);
+        sparsec(&args)
+    };
+    let o = run(&["--param", "T=1"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let b = io::read_matrix_market(&out).unwrap().coo;
+    assert_eq!(b.values, vec![3.0, 2.0, 9.0]);
+    for (args, says) in [
+        (vec![], "parameter `T` has no value"),
+        (vec!["--param", "T"], "expected NAME=N"),
+        (vec!["--param", "T=x"], "is not an integer"),
+        (vec!["--param", "Q=1"], "`Q` is not a `param`"),
+    ] {
+        let o = run(&args);
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            !o.status.success() && stderr.contains(says),
+            "{args:?}: {stderr}"
+        );
+    }
+}

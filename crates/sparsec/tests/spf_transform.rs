@@ -3,6 +3,8 @@
 //! and the plain loop's, illegal transformations are refused with the dependence they
 //! break, and set operations with uninterpreted functions decide what their facts imply.
 
+mod common;
+
 use sparsec::format::Format;
 use sparsec::jit::Toolchain;
 use sparsec::spf::presburger::{Facts, UfFact};
@@ -298,4 +300,94 @@ fn set_operations_with_uninterpreted_functions() {
         .unwrap()
         .inverse()
         .is_none());
+}
+
+const MTTKRP: &str = include_str!("../../../examples/spf/mttkrp_coo.spf");
+const TTM: &str = include_str!("../../../examples/spf/ttm_coo.spf");
+
+/// MTTKRP and TTM over `b`'s entries, by plain loops (duplicates add up).
+fn mttkrp_and_ttm(b: &Coo, c: &[f64], d: &[f64], u: &[f64], rank: usize) -> (Vec<f64>, Vec<f64>) {
+    let (ni, nj) = (b.dims[0], b.dims[1]);
+    let mut a = vec![0.0; ni * rank];
+    let mut y = vec![0.0; ni * nj * rank];
+    for (p, v) in b.values.iter().enumerate() {
+        let at = &b.coords[3 * p..3 * p + 3];
+        let (i, j, k) = (at[0] as usize, at[1] as usize, at[2] as usize);
+        for r in 0..rank {
+            a[i * rank + r] += v * c[j * rank + r] * d[k * rank + r];
+            y[(i * nj + j) * rank + r] += v * u[k * rank + r];
+        }
+    }
+    (a, y)
+}
+
+fn check_coo_kernels(what: &str, b: &Coo, mttkrp: &SpfKernel, ttm: &SpfKernel) {
+    let rank = 5;
+    let factor = |n: usize, seed: usize| -> Vec<f64> {
+        (0..n * rank)
+            .map(|p| ((p * 7 + seed) % 13) as f64 * 0.25 - 1.0)
+            .collect()
+    };
+    let (c, d, u) = (
+        factor(b.dims[1], 1),
+        factor(b.dims[2], 2),
+        factor(b.dims[2], 3),
+    );
+    let (want_a, want_y) = mttkrp_and_ttm(b, &c, &d, &u, rank);
+    let tensor = Tensor::from_coo(b, &Format::parse("coo", 3).unwrap(), ValueType::F64).unwrap();
+    let a = mttkrp
+        .run(&[
+            ("B", &tensor),
+            ("C", &dense(vec![b.dims[1], rank], c)),
+            ("D", &dense(vec![b.dims[2], rank], d)),
+        ])
+        .unwrap();
+    let y = ttm
+        .run(&[("B", &tensor), ("U", &dense(vec![b.dims[2], rank], u))])
+        .unwrap();
+    for (name, got, want) in [("MTTKRP", values(&a), want_a), ("TTM", values(&y), want_y)] {
+        assert_eq!(got.len(), want.len(), "{what}: {name}");
+        for (g, w) in got.iter().zip(&want) {
+            assert!(
+                (g - w).abs() <= 1e-9 * w.abs().max(1.0),
+                "{what}: {name} {g} vs {w}"
+            );
+        }
+    }
+}
+
+#[test]
+fn mttkrp_and_ttm_on_coo_match_plain_loops() {
+    let mttkrp = compile("mttkrp_coo.spf", MTTKRP);
+    let ttm = compile("ttm_coo.spf", TTM);
+    let mut rng = common::rng(31);
+    // Empty, 1x1x1, then random (duplicates, explicit zeros, unsorted).
+    for (dims, density) in [
+        ([0, 0, 0], 0.5),
+        ([1, 1, 1], 1.0),
+        ([3, 1, 4], 0.0),
+        ([6, 5, 4], 0.3),
+        ([20, 9, 13], 0.05),
+    ] {
+        let b = common::random_coo(&mut rng, &dims, density);
+        check_coo_kernels(&format!("random {dims:?}"), &b, &mttkrp, &ttm);
+    }
+    // Real FROSTT tensors of order 3 (the data must be there: missing data fails).
+    let dir = common::shared_data("tensors");
+    let mut checked = 0;
+    for name in [
+        "london_transport.tns",
+        "fao_trade.tns",
+        "pierreauger_coauthor.tns",
+    ] {
+        let b = sparsec::io::read_tns(dir.join(name), None).unwrap();
+        if b.dims.len() == 3 && b.dims.iter().product::<usize>() <= 50_000_000 {
+            check_coo_kernels(name, &b, &mttkrp, &ttm);
+            checked += 1;
+        }
+    }
+    assert_eq!(
+        checked, 3,
+        "every named tensor is of order 3 and small enough"
+    );
 }
