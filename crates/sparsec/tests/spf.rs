@@ -5,27 +5,20 @@
 //! missing.
 
 mod common;
-use common::{random_coo, rng, shared_data};
+use common::{compile_spf, random_coo, rng, shared_data, spf_error};
 
 use std::collections::BTreeMap;
 
 use sparsec::format::Format;
 use sparsec::io;
-use sparsec::jit::Toolchain;
 use sparsec::spf::{self, SpfKernel};
 use sparsec::tensor::{Coo, IndexWidth, Tensor, ValueType};
-use sparsec::Error;
 
 const SPMV: &str = include_str!("../../../examples/spf/spmv.spf");
 const LOWER: &str = include_str!("../../../examples/spf/lower_solve.spf");
 const LOWER_WAVEFRONT: &str = include_str!("../../../examples/spf/lower_solve_wavefront.spf");
 const UPPER: &str = include_str!("../../../examples/spf/upper_solve.spf");
 const GAUSS_SEIDEL: &str = include_str!("../../../examples/spf/gauss_seidel.spf");
-
-fn compile(name: &str, text: &str) -> SpfKernel {
-    SpfKernel::compile(name, text, &Toolchain::default())
-        .unwrap_or_else(|e| panic!("{name}: {:?}", miette::Report::new(e)))
-}
 
 /// Rows of a square matrix's summed entries: `rows[i]` maps column to value.
 fn rows(coo: &Coo) -> Vec<BTreeMap<usize, f64>> {
@@ -213,15 +206,15 @@ struct Kernels {
 
 fn kernels() -> Kernels {
     Kernels {
-        lower: compile("lower_solve.spf", LOWER),
-        wavefront: compile("lower_solve_wavefront.spf", LOWER_WAVEFRONT),
-        upper: compile("upper_solve.spf", UPPER),
-        upper_wavefront: compile(
+        lower: compile_spf("lower_solve.spf", LOWER),
+        wavefront: compile_spf("lower_solve_wavefront.spf", LOWER_WAVEFRONT),
+        upper: compile_spf("upper_solve.spf", UPPER),
+        upper_wavefront: compile_spf(
             "upper_solve.spf with wavefront",
             &UPPER.replace("data Uv = U.vals;", "data Uv = U.vals;\nwavefront;"),
         ),
-        gauss_seidel: compile("gauss_seidel.spf", GAUSS_SEIDEL),
-        spmv: compile("spmv.spf", SPMV),
+        gauss_seidel: compile_spf("gauss_seidel.spf", GAUSS_SEIDEL),
+        spmv: compile_spf("spmv.spf", SPMV),
     }
 }
 
@@ -288,61 +281,49 @@ fn kernels_match_references_on_real_matrices() {
     assert!(square >= 5, "only {square} square matrices were checked");
 }
 
-/// The error a program gives, with the text it points at.
-fn error(text: &str) -> (String, String) {
-    match SpfKernel::compile("test.spf", text, &Toolchain::default()) {
-        Err(Error::Spf(e)) => {
-            let (a, b) = e.span().expect("the error points at a span");
-            (e.message.clone(), text[a..b].to_string())
-        }
-        Err(e) => panic!("expected a program error, got {e}"),
-        Ok(_) => panic!("expected an error"),
-    }
-}
-
 #[test]
 fn program_errors_point_at_their_span() {
     let base = "input A[N, N] : csr;\noutput y[N];\nuf rowptr = A.pos(2);\ndata Av = A.vals;\n";
     let stmt = |domain: &str, body: &str| {
         format!("{base}stmt S domain {domain} schedule {{[i, k] -> [i, k]}} body {body};\n")
     };
-    let (msg, at) = error(&stmt(
+    let (msg, at) = spf_error(&stmt(
         "{[i, k] : 0 <= i < N && rowptr(i) <= k < colptr(i)}",
         "y(i) += Av(k)",
     ));
     assert!(msg.contains("not a bound uninterpreted function"), "{msg}");
     assert_eq!(at, "colptr");
-    let (msg, at) = error(&stmt(
+    let (msg, at) = spf_error(&stmt(
         "{[i, k] : 0 <= i < N && i * k <= 3}",
         "y(i) += Av(k)",
     ));
     assert!(msg.contains("non-affine"), "{msg}");
     assert_eq!(at, "i * k");
-    let (msg, at) = error(&stmt(
+    let (msg, at) = spf_error(&stmt(
         "{[i, k] : 0 <= i < M && 0 <= k < N}",
         "y(i) += Av(k)",
     ));
     assert!(msg.contains("`M` is neither"), "{msg}");
     assert_eq!(at, "M");
-    let (msg, at) = error(&stmt("{[i, k] : 0 <= i < N && 0 <= k}", "y(i) += Av(k)"));
+    let (msg, at) = spf_error(&stmt("{[i, k] : 0 <= i < N && 0 <= k}", "y(i) += Av(k)"));
     assert!(msg.contains("cannot bound an index"), "{msg}");
     assert_eq!(at, "Av(k)");
-    let (msg, at) = error(&stmt(
+    let (msg, at) = spf_error(&stmt(
         "{[i, k] : 0 <= i < N && 0 <= k < N}",
         "z(i) += Av(k)",
     ));
     assert!(msg.contains("not a data space"), "{msg}");
     assert_eq!(at, "z(i)");
-    let (msg, at) = error(&stmt("{[i, k] : 0 <= i < N && 0 <= k < N}", "Av(k) = 1"));
+    let (msg, at) = spf_error(&stmt("{[i, k] : 0 <= i < N && 0 <= k < N}", "Av(k) = 1"));
     assert!(msg.contains("is an input"), "{msg}");
     assert_eq!(at, "Av(k)");
-    let (msg, at) = error(&format!("{base}stmt S domain {{[i] : 0 <= i < N}} $"));
+    let (msg, at) = spf_error(&format!("{base}stmt S domain {{[i] : 0 <= i < N}} $"));
     assert!(msg.contains("unexpected character"), "{msg}");
     assert_eq!(at, "$");
-    let (msg, at) = error("input A[N] : csr;");
+    let (msg, at) = spf_error("input A[N] : csr;");
     assert!(msg.contains("csr"), "{msg}");
     assert_eq!(at, "input A[N] : csr;");
-    let (msg, at) = error(&format!("{base}uf col = A.crd(1);\n"));
+    let (msg, at) = spf_error(&format!("{base}uf col = A.crd(1);\n"));
     assert!(msg.contains("has no `crd` array"), "{msg}");
     assert_eq!(at, "uf col = A.crd(1);");
 }
@@ -351,7 +332,7 @@ fn program_errors_point_at_their_span() {
 fn illegal_parallel_outer_loops_are_refused_with_the_dependence() {
     // Forward substitution reads earlier rows of x: not parallel, but a wavefront.
     let parallel = LOWER.replace("data Lv = L.vals;", "data Lv = L.vals;\nparallel;");
-    let (msg, at) = error(&parallel);
+    let (msg, at) = spf_error(&parallel);
     assert!(msg.contains("flow dependence"), "{msg}");
     assert_eq!(at, "x(j)");
     // Gauss-Seidel reads later rows of x0 only, but earlier rows of x: with `j > i` reads
@@ -359,14 +340,14 @@ fn illegal_parallel_outer_loops_are_refused_with_the_dependence() {
     let anti = GAUSS_SEIDEL
         .replace("Av(k) * x0(j)", "Av(k) * x(j)")
         .replace("data Av = A.vals;", "data Av = A.vals;\nwavefront;");
-    let (msg, at) = error(&anti);
+    let (msg, at) = spf_error(&anti);
     assert!(msg.contains("do not order earlier"), "{msg}");
     assert_eq!(at, "x(j)");
 }
 
 #[test]
 fn inputs_that_do_not_fit_are_errors() {
-    let mut k = compile("spmv.spf", SPMV);
+    let mut k = compile_spf("spmv.spf", SPMV);
     k.set_threads(1);
     let a = matrix(&Coo::new(vec![2, 3], vec![0, 2, 1, 0], vec![1.0, 2.0]).unwrap());
     let e = k
@@ -415,7 +396,7 @@ fn sets_and_maps_parse_print_and_invert() {
 
 #[test]
 fn constraints_on_symbols_only_guard_the_statement() {
-    let k = compile(
+    let k = compile_spf(
         "guard.spf",
         "input b[N] : dense;\noutput y[N];\n\
          stmt S domain {[i] : 0 <= i < N && N >= 4} schedule {[i] -> [i]} body y(i) = b(i) + 1;\n",
@@ -429,12 +410,12 @@ fn constraints_on_symbols_only_guard_the_statement() {
 #[test]
 fn huge_constants_are_errors() {
     let base = "input b[N] : dense;\noutput y[N];\n";
-    let (msg, at) = error(&format!(
+    let (msg, at) = spf_error(&format!(
         "{base}stmt S domain {{[i] : 0 <= i < 99999999999}} schedule {{[i] -> [i]}} body y(i) = 1;"
     ));
     assert!(msg.contains("beyond"), "{msg}");
     assert_eq!(at, "99999999999");
-    let (msg, at) = error(&format!(
+    let (msg, at) = spf_error(&format!(
         "{base}stmt S domain {{[i] : 0 <= 65536 * 65536 * i < N}} schedule {{[i] -> [i]}} \
          body y(i) = 1;"
     ));

@@ -4,23 +4,17 @@
 //! break, and set operations with uninterpreted functions decide what their facts imply.
 
 mod common;
+use common::{compile_spf, spf_error};
 
 use sparsec::format::Format;
-use sparsec::jit::Toolchain;
 use sparsec::spf::presburger::{Facts, UfFact};
 use sparsec::spf::set::Affine;
 use sparsec::spf::{self, SpfKernel};
 use sparsec::tensor::{Coo, Tensor, ValueType};
-use sparsec::Error;
 
 const TRIANGLE: &str = include_str!("../../../examples/spf/triangle_interchange.spf");
 const JACOBI: &str = include_str!("../../../examples/spf/jacobi_1d.spf");
 const LOWER: &str = include_str!("../../../examples/spf/lower_solve.spf");
-
-fn compile(name: &str, text: &str) -> SpfKernel {
-    SpfKernel::compile(name, text, &Toolchain::default())
-        .unwrap_or_else(|e| panic!("{name}: {:?}", miette::Report::new(e)))
-}
 
 /// A dense tensor holding `values` in row-major order.
 fn dense(dims: Vec<usize>, values: Vec<f64>) -> Tensor {
@@ -51,20 +45,9 @@ fn untransformed(text: &str) -> String {
         .join("\n")
 }
 
-fn refusal(text: &str) -> (String, String) {
-    match SpfKernel::compile("test.spf", text, &Toolchain::default()) {
-        Err(Error::Spf(e)) => {
-            let (a, b) = e.span().expect("the error points at a span");
-            (e.message.clone(), text[a..b].to_string())
-        }
-        Err(e) => panic!("expected a program error, got {e}"),
-        Ok(_) => panic!("expected the transformation to be refused"),
-    }
-}
-
 #[test]
 fn interchanged_triangle_copy_is_the_strict_lower_triangle() {
-    let k = compile("triangle_interchange.spf", TRIANGLE);
+    let k = compile_spf("triangle_interchange.spf", TRIANGLE);
     // The outer loop is now the column, bounded by isl's projection: j < N - 1.
     assert!(
         k.source()
@@ -105,8 +88,8 @@ fn jacobi_reference(b0: &[f64], sweeps: usize) -> Vec<f64> {
 
 #[test]
 fn jacobi_shift_and_fusion_peels_and_matches_the_unfused_sweeps() {
-    let mut fused = compile("jacobi_1d.spf", JACOBI);
-    let mut plain = compile("jacobi_1d.spf untransformed", &untransformed(JACOBI));
+    let mut fused = compile_spf("jacobi_1d.spf", JACOBI);
+    let mut plain = compile_spf("jacobi_1d.spf untransformed", &untransformed(JACOBI));
     // The golden structure: in each sweep, one peeled S0 iteration, the fused loop, one
     // peeled S1 iteration; so three loops in all (the copy, the sweeps, the fused loop).
     let src = fused.source();
@@ -141,7 +124,7 @@ fn jacobi_shift_and_fusion_peels_and_matches_the_unfused_sweeps() {
     }
     let e = plain.run(&[]).unwrap_err().to_string();
     assert!(e.contains("input `B0` is missing"), "{e}");
-    let mut unset = compile("jacobi_1d.spf", JACOBI);
+    let mut unset = compile_spf("jacobi_1d.spf", JACOBI);
     let e = unset
         .run(&[("B0", &dense(vec![3], vec![1.0; 3]))])
         .unwrap_err();
@@ -156,7 +139,7 @@ fn jacobi_shift_and_fusion_peels_and_matches_the_unfused_sweeps() {
 #[test]
 fn fusion_without_the_shift_is_refused_with_the_broken_dependence() {
     let text = JACOBI.replace("transform S0 {[c, t, a, x, b] -> [c, t, 0, x - 1, 0]};", "");
-    let (message, at) = refusal(&text);
+    let (message, at) = spf_error(&text);
     assert!(
         message.contains("illegal") && message.contains("S1's read of `A`"),
         "{message}"
@@ -184,8 +167,8 @@ transform sweep {[c, i, j] -> [c, i + j, i]};
 
 #[test]
 fn a_skewed_recurrence_matches_the_original_order() {
-    let skewed = compile("skewed", SKEWED);
-    let plain = compile("plain", &untransformed(SKEWED));
+    let skewed = compile_spf("skewed", SKEWED);
+    let plain = compile_spf("plain", &untransformed(SKEWED));
     for (n, m) in [(0usize, 0usize), (1, 1), (1, 5), (4, 1), (6, 9)] {
         let b: Vec<f64> = (0..n * m).map(|p| (p % 5) as f64 + 1.0).collect();
         let mut want = b.clone();
@@ -199,7 +182,7 @@ fn a_skewed_recurrence_matches_the_original_order() {
         assert_eq!(values(&plain.run(&[("b", &input)]).unwrap()), want);
     }
     // Running the wavefronts backwards breaks both reads.
-    let (message, _) = refusal(&SKEWED.replace("[c, i + j, i]", "[c, -i - j, i]"));
+    let (message, _) = spf_error(&SKEWED.replace("[c, i + j, i]", "[c, -i - j, i]"));
     assert!(message.contains("sweep's read of `a`"), "{message}");
 }
 
@@ -208,7 +191,7 @@ fn dependences_through_index_arrays_are_checked_conservatively() {
     // Rows of forward substitution run backwards: the read x(col(k)) of an earlier row
     // would come first. Refused, saying the answer goes through index arrays.
     let reversed = format!("{LOWER}transform {{[i, a, k, j] -> [-i, a, k, j]}};\n");
-    let (message, at) = refusal(&reversed);
+    let (message, at) = spf_error(&reversed);
     assert!(
         message.contains("illegal") && message.contains("index arrays"),
         "{message}"
@@ -216,7 +199,7 @@ fn dependences_through_index_arrays_are_checked_conservatively() {
     assert!(at.starts_with("transform"), "{at}");
     // A shift of every statement keeps every dependence.
     let shifted = format!("{LOWER}transform {{[i, a, k, j] -> [i + 3, a, k, j]}};\n");
-    let k = compile("shifted", &shifted);
+    let k = compile_spf("shifted", &shifted);
     let l = Coo::new(
         vec![3, 3],
         vec![0, 0, 1, 0, 1, 1, 2, 1, 2, 2],
@@ -229,10 +212,10 @@ fn dependences_through_index_arrays_are_checked_conservatively() {
     let x1 = 5.0 / 4.0;
     assert_eq!(values(&x.unwrap()), vec![1.0, x1, (13.0 - 3.0 * x1) / 5.0]);
     // A transform naming no declared statement, or of the wrong arity, is an error.
-    let (message, at) = refusal(&format!("{LOWER}transform nope {{[a] -> [a]}};\n"));
+    let (message, at) = spf_error(&format!("{LOWER}transform nope {{[a] -> [a]}};\n"));
     assert!(message.contains("no statement `nope`"), "{message}");
     assert_eq!(at, "nope");
-    let (message, _) = refusal(&format!("{LOWER}transform {{[a] -> [a]}};\n"));
+    let (message, _) = spf_error(&format!("{LOWER}transform {{[a] -> [a]}};\n"));
     assert!(message.contains("takes 1 inputs, not 4"), "{message}");
 }
 
@@ -358,8 +341,8 @@ fn check_coo_kernels(what: &str, b: &Coo, mttkrp: &SpfKernel, ttm: &SpfKernel) {
 
 #[test]
 fn mttkrp_and_ttm_on_coo_match_plain_loops() {
-    let mttkrp = compile("mttkrp_coo.spf", MTTKRP);
-    let ttm = compile("ttm_coo.spf", TTM);
+    let mttkrp = compile_spf("mttkrp_coo.spf", MTTKRP);
+    let ttm = compile_spf("ttm_coo.spf", TTM);
     let mut rng = common::rng(31);
     // Empty, 1x1x1, then random (duplicates, explicit zeros, unsorted).
     for (dims, density) in [

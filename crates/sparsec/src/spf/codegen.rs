@@ -264,10 +264,7 @@ fn schedule_statement(stmt: &Statement) -> Result<Scheduled<'_>, SpfError> {
         .constraints
         .iter()
         .chain(&schedule.constraints)
-        .map(|c| Constraint {
-            expr: c.expr.substitute(&to_exec),
-            kind: c.kind,
-        })
+        .map(|c| c.substitute(&to_exec))
         .collect();
     implied_bounds(&mut constraints, &dims).map_err(|e| {
         SpfError::new(

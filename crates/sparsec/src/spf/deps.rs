@@ -284,7 +284,6 @@ pub fn check_transformation(
     span: Span,
 ) -> Result<(), SpfError> {
     let isl = Isl::new();
-    let shift = |e: &Affine, by: usize| e.substitute(&|v| Affine::term(Term::Var(v + by)));
     let fail = |e: String| SpfError::new(format!("checking the transformation: {e}"), span);
     for (ia, a) in original.iter().enumerate() {
         for (ib, b) in original.iter().enumerate() {
@@ -302,20 +301,24 @@ pub fn check_transformation(
                 ));
             }
             let na = a.domain.vars.len();
+            // `b`'s variables follow `a`'s in the pair's tuple.
+            let to_b = |v: usize| Affine::term(Term::Var(v + na));
             let sched_a = &a.schedule.outputs;
-            let sched_b: Vec<Affine> = b.schedule.outputs.iter().map(|e| shift(e, na)).collect();
+            let sched_b: Vec<Affine> = b
+                .schedule
+                .outputs
+                .iter()
+                .map(|e| e.substitute(&to_b))
+                .collect();
             let new_a = &transformed[ia].schedule.outputs;
             let new_b: Vec<Affine> = transformed[ib]
                 .schedule
                 .outputs
                 .iter()
-                .map(|e| shift(e, na))
+                .map(|e| e.substitute(&to_b))
                 .collect();
             let mut domains: Vec<Constraint> = a.domain.constraints.clone();
-            domains.extend(b.domain.constraints.iter().map(|c| Constraint {
-                expr: shift(&c.expr, na),
-                kind: c.kind,
-            }));
+            domains.extend(b.domain.constraints.iter().map(|c| c.substitute(&to_b)));
             let reduction = ia == ib && matches!(a.update, Some('+' | '-'));
             for p in touches(a) {
                 for q in touches(b) {
@@ -326,7 +329,7 @@ pub fn check_transformation(
                         continue;
                     }
                     let index_b: Vec<Affine> =
-                        q.access.index.iter().map(|e| shift(e, na)).collect();
+                        q.access.index.iter().map(|e| e.substitute(&to_b)).collect();
                     let mut base = domains.clone();
                     base.extend(equal(&p.access.index, &index_b));
                     let mut violated = lex_before(&new_b, new_a);

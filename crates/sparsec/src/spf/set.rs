@@ -190,6 +190,14 @@ pub struct Constraint {
 }
 
 impl Constraint {
+    /// The same constraint with every `Var(v)` replaced by `by(v)`.
+    pub fn substitute(&self, by: &impl Fn(usize) -> Affine) -> Constraint {
+        Constraint {
+            expr: self.expr.substitute(by),
+            kind: self.kind,
+        }
+    }
+
     /// A constraint without terms that holds (`3 >= 0`).
     fn trivially_true(&self) -> bool {
         match (self.expr.as_constant(), self.kind) {
@@ -342,12 +350,9 @@ impl Set {
                      unimodular function of its inputs)"
             )
         })?;
-        let back = |e: &Affine| e.substitute(&|v| inverse.outputs[v].clone());
+        let back = |v: usize| inverse.outputs[v].clone();
         let mut constraints = inverse.constraints.clone();
-        constraints.extend(self.constraints.iter().map(|c| Constraint {
-            expr: back(&c.expr),
-            kind: c.kind,
-        }));
+        constraints.extend(self.constraints.iter().map(|c| c.substitute(&back)));
         Ok(Set {
             vars: inverse.inputs,
             constraints,
@@ -533,10 +538,11 @@ impl Map {
                 kind: Relation0::Zero,
             })
             .collect();
-        constraints.extend(self.constraints.iter().map(|c| Constraint {
-            expr: c.expr.substitute(&|v| outputs[v].clone()),
-            kind: c.kind,
-        }));
+        constraints.extend(
+            self.constraints
+                .iter()
+                .map(|c| c.substitute(&|v| outputs[v].clone())),
+        );
         Some(Map {
             inputs: names,
             outputs,
@@ -553,15 +559,16 @@ impl Map {
                 inner.outputs.len()
             ));
         }
-        let through = |e: &Affine| e.substitute(&|v| inner.outputs[v].clone());
+        let through = |v: usize| inner.outputs[v].clone();
         let mut constraints = inner.constraints.clone();
-        constraints.extend(self.constraints.iter().map(|c| Constraint {
-            expr: through(&c.expr),
-            kind: c.kind,
-        }));
+        constraints.extend(self.constraints.iter().map(|c| c.substitute(&through)));
         Ok(Map {
             inputs: inner.inputs.clone(),
-            outputs: self.outputs.iter().map(through).collect(),
+            outputs: self
+                .outputs
+                .iter()
+                .map(|e| e.substitute(&through))
+                .collect(),
             constraints,
         })
     }

@@ -158,3 +158,21 @@ pub fn split_toolchain() -> Toolchain {
     toolchain.flags.push("-DSPARSEC_GRAIN=1".into());
     toolchain
 }
+
+/// Compile an SPF program, or fail the test with its diagnostic.
+pub fn compile_spf(name: &str, text: &str) -> sparsec::spf::SpfKernel {
+    sparsec::spf::SpfKernel::compile(name, text, &Toolchain::default())
+        .unwrap_or_else(|e| panic!("{name}: {:?}", miette::Report::new(e)))
+}
+
+/// The error an SPF program gives, with the text it points at.
+pub fn spf_error(text: &str) -> (String, String) {
+    match sparsec::spf::SpfKernel::compile("test.spf", text, &Toolchain::default()) {
+        Err(sparsec::Error::Spf(e)) => {
+            let (a, b) = e.span().expect("the error points at a span");
+            (e.message.clone(), text[a..b].to_string())
+        }
+        Err(e) => panic!("expected a program error, got {e}"),
+        Ok(_) => panic!("expected an error"),
+    }
+}
