@@ -374,3 +374,102 @@ fn mttkrp_and_ttm_on_coo_match_plain_loops() {
         "every named tensor is of order 3 and small enough"
     );
 }
+
+const ILU0: &str = include_str!("../../../examples/spf/ilu0.spf");
+
+/// ILU(0) of a CSR matrix with sorted rows and a stored diagonal, by the textbook IKJ
+/// loop with a map from column to position in row `i`: the factor values by position.
+fn ilu0_reference(pos: &[usize], col: &[usize], vals: &[f64]) -> Vec<f64> {
+    let n = pos.len() - 1;
+    let mut lu = vals.to_vec();
+    let diag: Vec<usize> = (0..n)
+        .map(|i| (pos[i]..pos[i + 1]).find(|&p| col[p] == i).expect("diagonal"))
+        .collect();
+    let mut at = vec![usize::MAX; n];
+    for i in 0..n {
+        for p in pos[i]..pos[i + 1] {
+            at[col[p]] = p;
+        }
+        for kk in pos[i]..pos[i + 1] {
+            let k = col[kk];
+            if k >= i {
+                break;
+            }
+            lu[kk] /= lu[diag[k]];
+            for m in diag[k] + 1..pos[k + 1] {
+                if at[col[m]] != usize::MAX {
+                    lu[at[col[m]]] -= lu[kk] * lu[m];
+                }
+            }
+        }
+        for p in pos[i]..pos[i + 1] {
+            at[col[p]] = usize::MAX;
+        }
+    }
+    lu
+}
+
+fn check_ilu0(what: &str, coo: &Coo, kernel: &SpfKernel) {
+    let a = Tensor::from_coo(coo, &Format::parse("csr", 2).unwrap(), ValueType::F64).unwrap();
+    let level = &a.levels()[1];
+    let read = |kind| {
+        let arr = level.array(kind).unwrap();
+        (0..arr.len()).map(|p| arr.get(p) as usize).collect::<Vec<usize>>()
+    };
+    let (pos, col) = (
+        read(sparsec::ir::ArrayKind::Pos),
+        read(sparsec::ir::ArrayKind::Idx),
+    );
+    let want = ilu0_reference(&pos, &col, &values(&a));
+    let lu = kernel.run(&[("A", &a)]).unwrap();
+    assert_eq!(lu.format(), a.format(), "{what}: the output is in A's format");
+    assert_eq!(lu.to_coo().coords, a.to_coo().coords, "{what}: and A's pattern");
+    let got = values(&lu);
+    for (p, (g, w)) in got.iter().zip(&want).enumerate() {
+        assert!(
+            (g - w).abs() <= 1e-9 * w.abs().max(1.0),
+            "{what}: entry {p}: {g} vs {w}"
+        );
+    }
+}
+
+/// `coo` with every diagonal entry set to one more than its row's absolute sum.
+fn dominant(coo: &Coo) -> Coo {
+    let n = coo.dims[0];
+    let mut sums = vec![1.0; n];
+    let (mut coords, mut vals) = (Vec::new(), Vec::new());
+    for (p, v) in coo.values.iter().enumerate() {
+        let (i, j) = (coo.coords[2 * p], coo.coords[2 * p + 1]);
+        if i != j {
+            sums[i as usize] += v.abs();
+            coords.extend([i, j]);
+            vals.push(*v);
+        }
+    }
+    for (i, s) in sums.iter().enumerate() {
+        coords.extend([i as i64, i as i64]);
+        vals.push(*s);
+    }
+    Coo::new(coo.dims.clone(), coords, vals).unwrap()
+}
+
+#[test]
+fn ilu0_matches_the_textbook_factorization() {
+    let kernel = compile_spf("ilu0.spf", ILU0);
+    let mut rng = common::rng(41);
+    for (n, density) in [(0, 0.5), (1, 1.0), (2, 1.0), (8, 0.4), (60, 0.08), (200, 0.02)] {
+        let coo = dominant(&common::random_coo(&mut rng, &[n, n], density));
+        check_ilu0(&format!("random {n}x{n}"), &coo, &kernel);
+    }
+    // Real matrices, made diagonally dominant so that no pivot is zero.
+    let dir = common::shared_data("matrices");
+    for name in ["494_bus.mtx", "dwt_992.mtx", "cage10.mtx", "karate.mtx"] {
+        let path = dir.join(name);
+        let coo = sparsec::io::read_matrix_market(&path)
+            .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+            .coo;
+        check_ilu0(name, &dominant(&coo), &kernel);
+    }
+    let (message, _) = spf_error(&ILU0.replace("pattern(A)", "pattern(B)"));
+    assert!(message.contains("`B` is not an input"), "{message}");
+}

@@ -501,9 +501,17 @@ impl Context<'_> {
     fn bind_spaces(&mut self) -> Result<(), SpfError> {
         let prog = self.prog;
         let output = prog.output.as_ref().expect("checked by lower");
+        let dims = match &output.pattern {
+            // Values by position: as many as the input's.
+            Some(source) => {
+                let input = self.input(source);
+                vec![self.extra(Extra::ValuesLen { input })]
+            }
+            None => self.dims(&output.dims),
+        };
         let space = Space {
             array: ArrayRef::Values(OperandId(0)),
-            dims: self.dims(&output.dims),
+            dims,
             writable: true,
         };
         self.spaces.push((output.name.clone(), space));
@@ -637,7 +645,7 @@ impl Context<'_> {
             .iter()
             .chain(&self.prog.temps)
             .chain(&self.prog.inputs)
-            .find(|t| t.name == space)?;
+            .find(|t| t.name == space && t.pattern.is_none())?;
         Some(
             decl.dims
                 .iter()

@@ -218,11 +218,24 @@ impl SpfKernel {
             })
             .collect();
         // Fails, rather than aborting, when the output cannot be allocated.
-        let mut output = Tensor::from_coo(
-            &Coo::empty(dims.clone()),
-            &Format::dense(dims.len()),
-            ValueType::F64,
-        )
+        let mut output = match &output_decl.pattern {
+            Some(source) => {
+                let input = prog.inputs.iter().position(|t| t.name == *source);
+                let like = &operands[input.expect("checked when parsing")];
+                let values = Values::zeros(ValueType::F64, like.values().len());
+                Ok(Tensor::from_parts(
+                    like.dims().to_vec(),
+                    like.format().clone(),
+                    like.levels().to_vec(),
+                    values,
+                ))
+            }
+            None => Tensor::from_coo(
+                &Coo::empty(dims.clone()),
+                &Format::dense(dims.len()),
+                ValueType::F64,
+            ),
+        }
         .map_err(|e| {
             Error::Input(format!(
                 "cannot store the output `{}`: {e}",

@@ -117,6 +117,9 @@ pub struct TensorDecl {
     pub dims: Vec<Dim>,
     /// Format name as [`crate::format::Format::parse`] reads it (inputs), `dense` otherwise.
     pub format: String,
+    /// `output F[N, N] : pattern(A);`: the output has input `A`'s stored entries (its
+    /// format and structure), and its data space is their values by position.
+    pub pattern: Option<String>,
     pub span: Span,
 }
 
@@ -291,6 +294,26 @@ pub fn parse_program(src: &str) -> Result<Program, SpfError> {
                         format!("`{}` is declared twice", decl.name),
                         decl.span,
                     ));
+                }
+                if let Some(source) = &decl.pattern {
+                    let same = prog.inputs.iter().find(|t| t.name == *source);
+                    match same {
+                        None => {
+                            return Err(SpfError::new(
+                                format!("`{source}` is not an input declared before the output"),
+                                decl.span,
+                            ))
+                        }
+                        Some(t) if t.dims != decl.dims => {
+                            return Err(SpfError::new(
+                                format!(
+                                    "an output in `{source}`'s pattern has its dimensions"
+                                ),
+                                decl.span,
+                            ))
+                        }
+                        Some(_) => {}
+                    }
                 }
                 match word.as_str() {
                     "input" => prog.inputs.push(decl),
@@ -516,10 +539,26 @@ impl Parser {
             }
             self.punct(",")?;
         }
+        let mut pattern = None;
         let format = if kind == "input" {
             self.punct(":")?;
             self.ident("a format name")?
         } else {
+            if kind == "output" && self.eat(":").is_some() {
+                let (word, wspan) = self.ident_spanned("`pattern`")?;
+                if word != "pattern" {
+                    return Err(SpfError::new(
+                        format!(
+                            "an output is dense, or `pattern(INPUT)` (an input's stored \
+                             entries), not `{word}`"
+                        ),
+                        wspan,
+                    ));
+                }
+                self.punct("(")?;
+                pattern = Some(self.ident("an input tensor")?);
+                self.punct(")")?;
+            }
             "dense".to_string()
         };
         let end = self.punct(";")?;
@@ -527,6 +566,7 @@ impl Parser {
             name,
             dims,
             format,
+            pattern,
             span: (start.0, end.1),
         })
     }
