@@ -383,7 +383,11 @@ fn ilu0_reference(pos: &[usize], col: &[usize], vals: &[f64]) -> Vec<f64> {
     let n = pos.len() - 1;
     let mut lu = vals.to_vec();
     let diag: Vec<usize> = (0..n)
-        .map(|i| (pos[i]..pos[i + 1]).find(|&p| col[p] == i).expect("diagonal"))
+        .map(|i| {
+            (pos[i]..pos[i + 1])
+                .find(|&p| col[p] == i)
+                .expect("diagonal")
+        })
         .collect();
     let mut at = vec![usize::MAX; n];
     for i in 0..n {
@@ -414,7 +418,9 @@ fn check_ilu0(what: &str, coo: &Coo, kernel: &SpfKernel) {
     let level = &a.levels()[1];
     let read = |kind| {
         let arr = level.array(kind).unwrap();
-        (0..arr.len()).map(|p| arr.get(p) as usize).collect::<Vec<usize>>()
+        (0..arr.len())
+            .map(|p| arr.get(p) as usize)
+            .collect::<Vec<usize>>()
     };
     let (pos, col) = (
         read(sparsec::ir::ArrayKind::Pos),
@@ -422,8 +428,16 @@ fn check_ilu0(what: &str, coo: &Coo, kernel: &SpfKernel) {
     );
     let want = ilu0_reference(&pos, &col, &values(&a));
     let lu = kernel.run(&[("A", &a)]).unwrap();
-    assert_eq!(lu.format(), a.format(), "{what}: the output is in A's format");
-    assert_eq!(lu.to_coo().coords, a.to_coo().coords, "{what}: and A's pattern");
+    assert_eq!(
+        lu.format(),
+        a.format(),
+        "{what}: the output is in A's format"
+    );
+    assert_eq!(
+        lu.to_coo().coords,
+        a.to_coo().coords,
+        "{what}: and A's pattern"
+    );
     let got = values(&lu);
     for (p, (g, w)) in got.iter().zip(&want).enumerate() {
         assert!(
@@ -457,7 +471,14 @@ fn dominant(coo: &Coo) -> Coo {
 fn ilu0_matches_the_textbook_factorization() {
     let kernel = compile_spf("ilu0.spf", ILU0);
     let mut rng = common::rng(41);
-    for (n, density) in [(0, 0.5), (1, 1.0), (2, 1.0), (8, 0.4), (60, 0.08), (200, 0.02)] {
+    for (n, density) in [
+        (0, 0.5),
+        (1, 1.0),
+        (2, 1.0),
+        (8, 0.4),
+        (60, 0.08),
+        (200, 0.02),
+    ] {
         let coo = dominant(&common::random_coo(&mut rng, &[n, n], density));
         check_ilu0(&format!("random {n}x{n}"), &coo, &kernel);
     }
@@ -472,4 +493,311 @@ fn ilu0_matches_the_textbook_factorization() {
     }
     let (message, _) = spf_error(&ILU0.replace("pattern(A)", "pattern(B)"));
     assert!(message.contains("`B` is not an input"), "{message}");
+}
+
+const COO_TO_CSR: &str = include_str!("../../../examples/spf/coo_to_csr.spf");
+const COO_TO_CSF: &str = include_str!("../../../examples/spf/coo_to_csf.spf");
+const TRANSPOSE: &str = include_str!("../../../examples/spf/csr_transpose.spf");
+
+/// The summed entries of `coo` with coordinates permuted by `perm`, sorted: what a
+/// conversion must store (a map, independent of sparsec's packing).
+fn summed(coo: &Coo, perm: &[usize]) -> Vec<(Vec<i64>, f64)> {
+    let order = coo.dims.len();
+    let mut map = std::collections::BTreeMap::new();
+    for (p, v) in coo.values.iter().enumerate() {
+        let at = &coo.coords[p * order..(p + 1) * order];
+        let key: Vec<i64> = perm.iter().map(|&d| at[d]).collect();
+        *map.entry(key).or_insert(0.0) += v;
+    }
+    map.into_iter().collect()
+}
+
+fn stored(t: &Tensor) -> Vec<(Vec<i64>, f64)> {
+    let mut out = Vec::new();
+    t.for_each_stored(|at, v| out.push((at.to_vec(), v)));
+    out
+}
+
+fn check_conversion(
+    what: &str,
+    kernel: &SpfKernel,
+    input: &str,
+    coo: &Coo,
+    to: &str,
+    perm: &[usize],
+) {
+    let order = coo.dims.len();
+    let from = if input == "A" && perm.len() == 2 && perm[0] == 1 {
+        "csr"
+    } else {
+        "coo"
+    };
+    let tensor =
+        Tensor::from_coo(coo, &Format::parse(from, order).unwrap(), ValueType::F64).unwrap();
+    let out = kernel.run(&[(input, &tensor)]).unwrap();
+    assert_eq!(out.format(), &Format::parse(to, order).unwrap(), "{what}");
+    let dims: Vec<usize> = perm.iter().map(|&d| coo.dims[d]).collect();
+    assert_eq!(out.dims(), dims.as_slice(), "{what}");
+    let (got, want) = (stored(&out), summed(coo, perm));
+    assert_eq!(got.len(), want.len(), "{what}: entries");
+    for ((gc, gv), (wc, wv)) in got.iter().zip(&want) {
+        assert_eq!(gc, wc, "{what}");
+        assert!(
+            (gv - wv).abs() <= 1e-12 * wv.abs().max(1.0),
+            "{what}: {gv} vs {wv}"
+        );
+    }
+}
+
+#[test]
+fn conversions_from_relations_store_every_entry_once() {
+    let to_csr = compile_spf("coo_to_csr.spf", COO_TO_CSR);
+    let to_csf = compile_spf("coo_to_csf.spf", COO_TO_CSF);
+    let transpose = compile_spf("csr_transpose.spf", TRANSPOSE);
+    let mut rng = common::rng(53);
+    for dims in [[0, 0], [1, 1], [0, 5], [7, 3], [40, 60]] {
+        let coo = common::random_coo(&mut rng, &dims, 0.3);
+        check_conversion(
+            &format!("{dims:?} to CSR"),
+            &to_csr,
+            "A",
+            &coo,
+            "csr",
+            &[0, 1],
+        );
+        check_conversion(
+            &format!("{dims:?} transposed"),
+            &transpose,
+            "A",
+            &coo,
+            "csr",
+            &[1, 0],
+        );
+    }
+    for dims in [[0, 0, 0], [1, 1, 1], [5, 4, 6], [12, 3, 9]] {
+        let coo = common::random_coo(&mut rng, &dims, 0.2);
+        check_conversion(
+            &format!("{dims:?} to CSF"),
+            &to_csf,
+            "T",
+            &coo,
+            "csf",
+            &[0, 1, 2],
+        );
+    }
+    let dir = common::shared_data("matrices");
+    for name in ["cage10.mtx", "west0479.mtx"] {
+        let coo = sparsec::io::read_matrix_market(dir.join(name)).unwrap().coo;
+        check_conversion(name, &to_csr, "A", &coo, "csr", &[0, 1]);
+        check_conversion(name, &transpose, "A", &coo, "csr", &[1, 0]);
+    }
+    let b =
+        sparsec::io::read_tns(common::shared_data("tensors").join("fao_trade.tns"), None).unwrap();
+    check_conversion("fao_trade.tns", &to_csf, "T", &b, "csf", &[0, 1, 2]);
+    // A sparse output is only added to, and never read.
+    let (message, at) = spf_error(&COO_TO_CSR.replace("B(i, j) += Av(n)", "B(i, j) = Av(n)"));
+    assert!(message.contains("assembled from the entries"), "{message}");
+    assert_eq!(at, "B(i, j)");
+    let (message, _) = spf_error(&COO_TO_CSR.replace("+= Av(n)", "+= B(i, j)"));
+    assert!(message.contains("cannot be read"), "{message}");
+}
+
+const TILED_TRANSPOSE: &str = include_str!("../../../examples/spf/tiled_transpose.spf");
+const SPMV_SPLIT: &str = include_str!("../../../examples/spf/spmv_split.spf");
+
+#[test]
+fn tiled_transpose_visits_every_element_once() {
+    let k = compile_spf("tiled_transpose.spf", TILED_TRANSPOSE);
+    let code = k.source();
+    // Tile loops outside, their bounds divided; element loops clipped to the tile.
+    let ti = code.find("for (int64_t ti = 0;").expect("a tile loop");
+    let tj = code.find("for (int64_t tj = 0;").expect("a tile loop");
+    let i = code
+        .find("for (int64_t i = sparsec_max(0, 8 * ti)")
+        .expect("{code}");
+    assert!(ti < tj && tj < i, "{code}");
+    for (n, m) in [
+        (0usize, 0usize),
+        (0, 3),
+        (1, 1),
+        (7, 3),
+        (8, 8),
+        (17, 9),
+        (9, 25),
+    ] {
+        let a: Vec<f64> = (0..n * m).map(|p| 1.0 + p as f64).collect();
+        let b = k.run(&[("A", &dense(vec![n, m], a.clone()))]).unwrap();
+        assert_eq!(b.dims(), &[m, n]);
+        let want: Vec<f64> = (0..m * n)
+            .map(|p| a[(p % n.max(1)) * m + p / n.max(1)])
+            .collect();
+        assert_eq!(values(&b), want, "{n} x {m}");
+    }
+}
+
+#[test]
+fn split_rows_give_the_plain_product() {
+    let split = compile_spf("spmv_split.spf", SPMV_SPLIT);
+    assert!(split.source().contains("16 * io"), "{}", split.source());
+    let mut rng = common::rng(71);
+    let mut cases: Vec<Coo> = [[0, 0], [1, 1], [15, 4], [16, 16], [33, 20], [100, 7]]
+        .iter()
+        .map(|dims| common::random_coo(&mut rng, dims, 0.3))
+        .collect();
+    let dir = common::shared_data("matrices");
+    cases.push(
+        sparsec::io::read_matrix_market(dir.join("west0479.mtx"))
+            .unwrap()
+            .coo,
+    );
+    for coo in cases {
+        let (n, m) = (coo.dims[0], coo.dims[1]);
+        let x: Vec<f64> = (0..m).map(|j| 1.0 + (j % 7) as f64 * 0.25).collect();
+        let mut want = vec![0.0; n];
+        for (p, v) in coo.values.iter().enumerate() {
+            want[coo.coords[2 * p] as usize] += v * x[coo.coords[2 * p + 1] as usize];
+        }
+        let a = Tensor::from_coo(&coo, &Format::parse("csr", 2).unwrap(), ValueType::F64).unwrap();
+        let y = split.run(&[("A", &a), ("x", &dense(vec![m], x))]).unwrap();
+        for (got, want) in values(&y).iter().zip(&want) {
+            assert!(
+                (got - want).abs() <= 1e-12 * want.abs().max(1.0),
+                "{n} x {m}"
+            );
+        }
+    }
+}
+
+/// A 2-D recurrence with dependences (1, 0) and (0, 1), tiled 4 x 3 with the tile loops
+/// outside: legal, since every dependence points forward in both dimensions.
+const TILED_RECURRENCE: &str = "input b[N, M] : dense;
+output a[N, M];
+stmt init
+  domain {[i, j] : 0 <= i < N && 0 <= j < M}
+  schedule {[i, j] -> [0, i, j]}
+  body a(i, j) = b(i, j);
+stmt sweep
+  domain {[i, j] : 1 <= i < N && 1 <= j < M}
+  schedule {[i, j] -> [1, i, j]}
+  body a(i, j) += 0.5 * a(i - 1, j) + 0.25 * a(i, j - 1);
+transform {[c, i, j] -> [c, ti, tj, i, j] : 4*ti <= i < 4*ti + 4 && 3*tj <= j < 3*tj + 3};
+";
+
+#[test]
+fn tiling_is_checked_against_the_dependences() {
+    let tiled = compile_spf("tiled", TILED_RECURRENCE);
+    let plain = compile_spf("plain", &untransformed(TILED_RECURRENCE));
+    for (n, m) in [(0usize, 0usize), (1, 1), (5, 1), (4, 3), (9, 10), (13, 7)] {
+        let b: Vec<f64> = (0..n * m).map(|p| (p % 5) as f64 + 1.0).collect();
+        let mut want = b.clone();
+        for i in 1..n {
+            for j in 1..m {
+                want[i * m + j] += 0.5 * want[(i - 1) * m + j] + 0.25 * want[i * m + j - 1];
+            }
+        }
+        let input = dense(vec![n, m], b);
+        assert_eq!(values(&tiled.run(&[("b", &input)]).unwrap()), want);
+        assert_eq!(values(&plain.run(&[("b", &input)]).unwrap()), want);
+    }
+    // With a dependence (1, -1) a later tile of the same row of tiles writes what an
+    // earlier one reads: the tiles cannot run in this order.
+    let backward = TILED_RECURRENCE.replace("a(i, j - 1)", "a(i - 1, j + 1)");
+    let backward = backward.replace("1 <= j < M", "0 <= j < M - 1");
+    compile_spf("backward, untiled", &untransformed(&backward));
+    let (message, at) = spf_error(&backward);
+    assert!(
+        message.contains("illegal") && message.contains("sweep's read of `a`"),
+        "{message}"
+    );
+    assert!(!message.contains("index arrays"), "exact: {message}");
+    assert!(at.starts_with("transform"), "{at}");
+    // Strip-mining alone (one loop split, order kept) is legal for it.
+    let split = backward.replace(
+        "[c, ti, tj, i, j] : 4*ti <= i < 4*ti + 4 && 3*tj <= j < 3*tj + 3",
+        "[c, ti, i, j] : 4*ti <= i < 4*ti + 4",
+    );
+    compile_spf("backward, split", &split);
+}
+
+#[test]
+fn output_variables_must_be_tiles_of_the_inputs() {
+    let program = |map: &str| {
+        TILED_RECURRENCE.replace(
+            "{[c, i, j] -> [c, ti, tj, i, j] : 4*ti <= i < 4*ti + 4 && 3*tj <= j < 3*tj + 3}",
+            map,
+        )
+    };
+    for (map, expect) in [
+        (
+            "{[c, i, j] -> [c, ti, i, j] : ti >= 0}",
+            "must be defined by a pair",
+        ),
+        (
+            "{[c, i, j] -> [c, ti, i, j] : 4*ti <= i < 4*ti + 3}",
+            "must be defined by a pair",
+        ),
+        (
+            "{[c, i, j] -> [c, ti, i, j] : 4*ti <= i + ti < 4*ti + 4}",
+            "must be defined by a pair",
+        ),
+        (
+            "{[c, i, j] -> [c, ti, i, j] : 4*ti <= tj < 4*ti + 4}",
+            "neither a tuple variable",
+        ),
+        (
+            "{[c, i, j] -> [c, ti, i, j] : 4*ti <= i < 4*ti + 4 && i >= 2}",
+            "may constrain only",
+        ),
+        (
+            "{[c, i, j] -> [c, i, j + 1] : i >= 2}",
+            "may constrain only",
+        ),
+        // Two tile loops over one variable: not invertible.
+        (
+            "{[c, i, j] -> [c, ti, tk, j] : 4*ti <= i < 4*ti + 4 && 2*tk <= i < 2*tk + 2}",
+            "invertible",
+        ),
+    ] {
+        let (message, _) = spf_error(&program(map));
+        assert!(message.contains(expect), "{map}: {message}");
+    }
+    // Tiling one of two statements leaves the schedules of different depths.
+    let one = TILED_RECURRENCE.replace("transform {", "transform sweep {");
+    let (message, at) = spf_error(&one);
+    assert!(
+        message.contains("different numbers of outputs"),
+        "{message}"
+    );
+    assert!(at.starts_with("transform sweep"), "{at}");
+}
+
+#[test]
+fn maps_with_output_variables_compose_and_apply() {
+    let tile = spf::parse_map("{[i, j] -> [ti, i, j] : 4*ti <= i < 4*ti + 4}").unwrap();
+    assert_eq!(tile.fresh, ["ti"]);
+    assert_eq!(
+        tile.to_string(),
+        "{[i, j] -> [ti, i, j] : i - 4*ti >= 0 && -i + 4*ti + 3 >= 0}"
+    );
+    let tiles = tile.strip_mined().unwrap();
+    assert_eq!(tiles, [(Affine::term(sparsec::spf::set::Term::Var(0)), 4)]);
+    // Interchange first, then tile the new outer variable.
+    let swap = spf::parse_map("{[i, j] -> [j, i]}").unwrap();
+    let both = tile.compose(&swap).unwrap();
+    assert_eq!(
+        both.to_string(),
+        "{[i, j] -> [ti, j, i] : j - 4*ti >= 0 && -j + 4*ti + 3 >= 0}"
+    );
+    // The image of a triangle holds every tile index exactly where some point lies.
+    let tri = spf::parse_set("{[i, j] : 0 <= i < 10 && 0 <= j <= i}").unwrap();
+    let image = tri.apply(&tile).unwrap();
+    let facts = Facts(Vec::new());
+    let with = |c: &str| {
+        let extra = spf::parse_set(&format!("{{[o0, o1, o2] : {c}}}")).unwrap();
+        image.intersect(&extra).unwrap().is_empty(&facts).unwrap()
+    };
+    assert!(!with("o0 = 2 && o1 = 9 && o2 = 9"));
+    assert!(with("o0 = 3"), "no i >= 12");
+    assert!(with("o0 = 1 && o1 = 3"), "3 is in tile 0");
+    assert!(with("o2 > o1"));
 }

@@ -119,6 +119,28 @@ impl RawBuffer {
         len: 0,
         cap: 0,
     };
+
+    /// The entries a kernel of `order` output coordinates emitted into `buffers` (one
+    /// per thread), in buffer order: coordinates entry-major, and values.
+    pub fn entries(buffers: &[RawBuffer], order: usize) -> (Vec<i64>, Vec<f64>) {
+        let total: usize = buffers.iter().map(|b| b.len as usize).sum();
+        let mut coords = Vec::with_capacity(total * order);
+        let mut values = Vec::with_capacity(total);
+        for b in buffers {
+            let len = b.len as usize;
+            // SAFETY: the kernel wrote `len` entries of `order` coordinates and one value
+            // to each buffer it used.
+            unsafe {
+                if len * order > 0 {
+                    coords.extend_from_slice(std::slice::from_raw_parts(b.coords, len * order));
+                }
+                if len > 0 {
+                    values.extend_from_slice(std::slice::from_raw_parts(b.vals, len));
+                }
+            }
+        }
+        (coords, values)
+    }
 }
 
 // SAFETY: a buffer owns its two heap blocks (C `realloc`) and is used by one thread at a

@@ -661,23 +661,7 @@ impl Kernel {
     /// those of `initial`.
     fn collect_entries(&self, buffers: &[RawBuffer], initial: Option<&Tensor>) -> Coo {
         let out_decl = &self.statement.tensors[0];
-        let order = out_decl.dims.len();
-        let total: usize = buffers.iter().map(|b| b.len as usize).sum();
-        let mut coords = Vec::with_capacity(total * order);
-        let mut values = Vec::with_capacity(total);
-        for b in buffers {
-            let len = b.len as usize;
-            // SAFETY: the kernel wrote `len` entries of `order` coordinates and one value to
-            // each buffer it used.
-            unsafe {
-                if len * order > 0 {
-                    coords.extend_from_slice(std::slice::from_raw_parts(b.coords, len * order));
-                }
-                if len > 0 {
-                    values.extend_from_slice(std::slice::from_raw_parts(b.vals, len));
-                }
-            }
-        }
+        let (coords, values) = RawBuffer::entries(buffers, out_decl.dims.len());
         let mut coo = Coo {
             dims: out_decl.dims.clone(),
             coords,

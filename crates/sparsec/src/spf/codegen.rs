@@ -48,6 +48,9 @@ pub struct Lowered {
     pub extras: Vec<Extra>,
     /// Input formats, in operand order (operand `n + 1` is input `n`).
     pub formats: Vec<Format>,
+    /// The output's format when it is sparse: the kernel emits its entries
+    /// (`OutputMode::Emit`) and the runtime assembles them, duplicates summed.
+    pub assembled: Option<Format>,
 }
 
 /// A statement in execution coordinates.
@@ -92,7 +95,20 @@ pub fn lower(prog: &Program) -> Result<Lowered, SpfError> {
         values: ValueType::F64,
     }));
     let mut extras = Vec::new();
-    let mut function = Function::new(operands, 0, OutputMode::Dense { accumulate: false });
+    let output_format = Format::parse(&output.format, output.dims.len())
+        .map_err(|e| SpfError::new(format!("{e}"), output.span))?;
+    let assembled = output_format
+        .levels()
+        .iter()
+        .any(|l| !l.format.arrays().is_empty())
+        .then_some(output_format);
+    let mode = match &assembled {
+        Some(_) => OutputMode::Emit {
+            order: output.dims.len(),
+        },
+        None => OutputMode::Dense { accumulate: false },
+    };
+    let mut function = Function::new(operands, 0, mode);
     let mut cx = Context {
         prog,
         symbols: symbols.clone(),
@@ -101,6 +117,7 @@ pub fn lower(prog: &Program) -> Result<Lowered, SpfError> {
         spaces: Vec::new(),
         ufs: Vec::new(),
         formats: &formats,
+        assembled: assembled.is_some(),
     };
     cx.bind_ufs()?;
     cx.bind_spaces()?;
@@ -173,6 +190,7 @@ pub fn lower(prog: &Program) -> Result<Lowered, SpfError> {
         symbols,
         extras,
         formats,
+        assembled,
     })
 }
 
@@ -182,14 +200,10 @@ fn transformed(prog: &Program) -> Result<Vec<Statement>, SpfError> {
     let mut statements = prog.statements.clone();
     let facts = deps::program_facts(prog);
     for t in &prog.transforms {
-        if !t.map.constraints.is_empty() {
-            return Err(SpfError::new(
-                "a transform has no constraints: write its outputs as expressions of its \
-                 inputs (`{[t, x] -> [t, x + 1]}`)"
-                    .into(),
-                t.span,
-            ));
-        }
+        // Its only constraints define its output variables (strip-mining, tiling).
+        t.map
+            .strip_mined()
+            .map_err(|e| SpfError::new(format!("a transform is a function: {e}"), t.span))?;
         for s in statements
             .iter_mut()
             .filter(|s| t.statements.is_empty() || t.statements.contains(&s.name))
@@ -198,6 +212,32 @@ fn transformed(prog: &Program) -> Result<Vec<Statement>, SpfError> {
                 .map
                 .compose(&s.schedule)
                 .map_err(|e| SpfError::new(format!("{}: {e}", s.name), t.span))?;
+            if s.schedule.input_from_outputs().is_none() {
+                return Err(SpfError::new(
+                    format!(
+                        "the transform leaves the schedule of {} not invertible (it must \
+                         run each instance once): {}",
+                        s.name, s.schedule
+                    ),
+                    t.span,
+                ));
+            }
+        }
+        let depth = statements[0].schedule.outputs.len();
+        if let Some(s) = statements
+            .iter()
+            .find(|s| s.schedule.outputs.len() != depth)
+        {
+            return Err(SpfError::new(
+                format!(
+                    "after this transform the schedules have different numbers of outputs \
+                     ({} has {depth}, {} has {}): transform every statement to the same depth",
+                    statements[0].name,
+                    s.name,
+                    s.schedule.outputs.len()
+                ),
+                t.span,
+            ));
         }
         deps::check_transformation(&prog.statements, &statements, &facts, t.span)?;
     }
@@ -221,12 +261,18 @@ fn scheduled_views<'a>(s: &'a [Scheduled<'a>]) -> Vec<deps::View<'a>> {
 /// its own constraints have none (a skewed or interchanged loop).
 fn schedule_statement(stmt: &Statement) -> Result<Scheduled<'_>, SpfError> {
     let schedule = &stmt.schedule;
+    if !schedule.fresh.is_empty() {
+        schedule
+            .strip_mined()
+            .map_err(|e| SpfError::new(format!("the schedule of {}: {e}", stmt.name), stmt.span))?;
+    }
     let inverse = schedule.input_from_outputs().ok_or_else(|| {
         SpfError::new(
             format!(
                 "the schedule of {} must be invertible: its outputs with variables, as many \
-                 as the domain's variables, must be a unimodular affine function of them \
-                 (interchange, shift, reversal, skew), and the other outputs constants: {}",
+                 as the domain's variables and the output variables (tiles), must be a \
+                 unimodular affine function of them (interchange, shift, reversal, skew), \
+                 and the other outputs constants: {}",
                 stmt.name, schedule
             ),
             stmt.span,
@@ -250,12 +296,13 @@ fn schedule_statement(stmt: &Statement) -> Result<Scheduled<'_>, SpfError> {
             }
         }
     }
+    let vars: Vec<&String> = stmt.domain.vars.iter().chain(&schedule.fresh).collect();
     let names = schedule
         .outputs
         .iter()
         .enumerate()
         .map(|(d, out)| match out.terms.first() {
-            Some((_, Term::Var(v))) => stmt.domain.vars[*v].clone(),
+            Some((_, Term::Var(v))) => vars[*v].clone(),
             _ => format!("t{d}"),
         })
         .collect();
@@ -333,9 +380,9 @@ fn implied_bounds(constraints: &mut Vec<Constraint>, dims: &[Option<i64>]) -> Re
             continue;
         };
         for c in space.read_back(piece, &kept)? {
+            // Any coefficient: a loop over tiles divides (`Bound`).
             let bound = c.kind == Relation0::NonNegative
                 && c.expr.max_var() == Some(d)
-                && c.expr.coefficient(d).abs() == 1
                 && !c.expr.var_in_uf(d);
             if bound && !constraints.contains(&c) {
                 constraints.push(c);
@@ -364,12 +411,62 @@ enum Leaf {
     },
 }
 
+/// A loop bound: `var >= ceil(expr / div)` (a lower bound) or `var <= floor(expr / div)`
+/// (an upper one), from `div * var - expr >= 0` or `expr - div * var >= 0`; `div` is 1
+/// except where a loop runs over tiles.
+#[derive(Clone, Debug, PartialEq)]
+pub(super) struct Bound {
+    pub(super) expr: Affine,
+    pub(super) div: i64,
+}
+
+impl Bound {
+    /// The bound when it needs no division.
+    pub(super) fn unit(&self) -> Option<&Affine> {
+        (self.div == 1).then_some(&self.expr)
+    }
+
+    /// The constraint it came from, on dimension `d`.
+    fn constraint(&self, d: usize, lower: bool) -> Constraint {
+        let scaled = Affine::term(Term::Var(d)).scale(self.div);
+        Constraint {
+            expr: if lower {
+                scaled.add_scaled(-1, &self.expr)
+            } else {
+                self.expr.add_scaled(-1, &scaled)
+            },
+            kind: Relation0::NonNegative,
+        }
+    }
+}
+
+/// `floor(a / b)` for `b >= 1`, also for negative `a` (C's `/` truncates toward zero).
+fn floor_div(a: Expr, b: i64) -> Expr {
+    if b == 1 {
+        return a;
+    }
+    let rem = Expr::bin(
+        BinOp::Rem,
+        Expr::bin(BinOp::Rem, a.clone(), Expr::Int(b)) + Expr::Int(b),
+        Expr::Int(b),
+    );
+    ir::simplify(&Expr::bin(BinOp::Div, a - rem, Expr::Int(b)))
+}
+
+/// `ceil(a / b)` for `b >= 1`.
+fn ceil_div(a: Expr, b: i64) -> Expr {
+    if b == 1 {
+        return a;
+    }
+    ir::simplify(&(Expr::Int(0) - floor_div(Expr::Int(0) - a, b)))
+}
+
 /// How a statement's constraints at one dimension are used.
 #[derive(Default)]
 pub(super) struct AtDim {
     pub(super) definition: Option<Affine>,
-    pub(super) lower: Vec<Affine>,
-    pub(super) upper: Vec<Affine>,
+    pub(super) lower: Vec<Bound>,
+    pub(super) upper: Vec<Bound>,
     guards: Vec<Constraint>,
 }
 
@@ -379,31 +476,32 @@ pub(super) fn classify(constraints: &[Constraint], d: usize) -> AtDim {
     let mut at = AtDim::default();
     for c in constraints.iter().filter(|c| c.expr.max_var() == Some(d)) {
         let coef = c.expr.coefficient(d);
-        let usable = coef.abs() == 1 && !c.expr.var_in_uf(d);
+        let in_uf = c.expr.var_in_uf(d);
         // rest = expr - coef * d
         let rest = c.expr.add_scaled(-coef, &Affine::term(Term::Var(d)));
-        match (usable, c.kind) {
-            (true, Relation0::Zero) if at.definition.is_none() => {
+        match c.kind {
+            Relation0::Zero if coef.abs() == 1 && !in_uf && at.definition.is_none() => {
                 at.definition = Some(rest.scale(-coef));
             }
-            (true, Relation0::NonNegative) if coef == 1 => at.lower.push(rest.scale(-1)),
-            (true, Relation0::NonNegative) => at.upper.push(rest),
+            // coef * d + rest >= 0: d >= ceil(-rest / coef), or d <= floor(rest / -coef).
+            Relation0::NonNegative if !in_uf && coef > 0 => at.lower.push(Bound {
+                expr: rest.scale(-1),
+                div: coef,
+            }),
+            Relation0::NonNegative if !in_uf => at.upper.push(Bound {
+                expr: rest,
+                div: -coef,
+            }),
             _ => at.guards.push(c.clone()),
         }
     }
     if at.definition.is_some() {
         // The bounds of a defined dimension are checks on its value.
         for b in at.lower.drain(..) {
-            at.guards.push(Constraint {
-                expr: Affine::term(Term::Var(d)).add_scaled(-1, &b),
-                kind: Relation0::NonNegative,
-            });
+            at.guards.push(b.constraint(d, true));
         }
         for b in at.upper.drain(..) {
-            at.guards.push(Constraint {
-                expr: b.add_scaled(-1, &Affine::term(Term::Var(d))),
-                kind: Relation0::NonNegative,
-            });
+            at.guards.push(b.constraint(d, false));
         }
     }
     at
@@ -419,6 +517,8 @@ struct Context<'a> {
     /// UFs by name: the array they read and their number (for [`Extra`]).
     ufs: Vec<(String, ArrayRef)>,
     formats: &'a [Format],
+    /// The output is sparse: its writes are emitted entries.
+    assembled: bool,
 }
 
 impl Context<'_> {
@@ -431,6 +531,10 @@ impl Context<'_> {
             }
         };
         Expr::Param(ParamRef::Extent(self.symbols.len() + n))
+    }
+
+    fn output_name(&self) -> &str {
+        &self.prog.output.as_ref().expect("checked by lower").name
     }
 
     fn symbol(&self, name: &str) -> Expr {
@@ -604,6 +708,28 @@ impl Context<'_> {
                 s.target.span,
             ));
         }
+        let output = &self.prog.output.as_ref().expect("checked by lower").name;
+        if self.assembled {
+            if s.target.space == *output && s.stmt.update != Some('+') {
+                return Err(SpfError::new(
+                    format!(
+                        "`{output}` is sparse: it is assembled from the entries statements \
+                         add to it (`+=`, duplicates summed, in any order)"
+                    ),
+                    s.target.span,
+                ));
+            }
+            let mut reads = Vec::new();
+            collect_accesses(&s.value, &mut reads);
+            if let Some(read) = reads.iter().find(|a| a.space == *output) {
+                return Err(SpfError::new(
+                    format!(
+                        "`{output}` is sparse and assembled after the kernel: it cannot be read"
+                    ),
+                    read.span,
+                ));
+            }
+        }
         let intervals = self.intervals(s);
         let mut accesses = vec![&s.target];
         collect_accesses(&s.value, &mut accesses);
@@ -723,14 +849,12 @@ impl Context<'_> {
                     match &at.definition {
                         Some(def) => self.interval(def, &out),
                         None => {
-                            let lo = at
-                                .lower
-                                .iter()
-                                .find_map(|b| self.interval(b, &out).map(|i| i.0));
-                            let hi = at
-                                .upper
-                                .iter()
-                                .find_map(|b| self.interval(b, &out).map(|i| i.1));
+                            let lo = at.lower.iter().find_map(|b| {
+                                self.interval(&b.expr, &out).map(|i| ceil_div(i.0, b.div))
+                            });
+                            let hi = at.upper.iter().find_map(|b| {
+                                self.interval(&b.expr, &out).map(|i| floor_div(i.1, b.div))
+                            });
                             lo.zip(hi)
                         }
                     }
@@ -828,6 +952,12 @@ impl Context<'_> {
 
     fn leaf(&mut self, s: &Scheduled, env: &[Option<Var>], leaf: &Leaf) -> Vec<Stmt> {
         match leaf {
+            Leaf::Body if self.assembled && s.target.space == self.output_name() => {
+                vec![Stmt::Emit {
+                    coords: s.target.index.iter().map(|e| self.affine(e, env)).collect(),
+                    value: self.body_expr(&s.value, env),
+                }]
+            }
             Leaf::Body => {
                 let (array, index) = self.linear_index(&s.target, env);
                 let value = self.body_expr(&s.value, env);
@@ -989,12 +1119,15 @@ impl Context<'_> {
                     all[item.stmt].stmt.span,
                 ));
             }
-            let lower = dedup(at.lower.iter().map(|b| self.affine(b, env)));
-            let upper = dedup(
-                at.upper
+            let lower = dedup(
+                at.lower
                     .iter()
-                    .map(|b| self.affine(&b.add_scaled(1, &Affine::constant(1)), env)),
+                    .map(|b| ceil_div(self.affine(&b.expr, env), b.div)),
             );
+            let upper = dedup(at.upper.iter().map(|b| match b.unit() {
+                Some(e) => self.affine(&e.add_scaled(1, &Affine::constant(1)), env),
+                None => floor_div(self.affine(&b.expr, env), b.div) + Expr::Int(1),
+            }));
             starts.push(lower.into_iter().reduce(Expr::max).expect("nonempty"));
             ends.push(upper.into_iter().reduce(Expr::min).expect("nonempty"));
         }
@@ -1068,8 +1201,9 @@ impl Context<'_> {
         parallel: bool,
         leaf: &Leaf,
     ) -> Result<Vec<Stmt>, SpfError> {
-        let base_start = &ats[0].lower[0];
-        let base_end = ats[0].upper[0].add_scaled(1, &Affine::constant(1));
+        // `constant_apart` found one bound of each kind, without division.
+        let base_start = &ats[0].lower[0].expr;
+        let base_end = ats[0].upper[0].expr.add_scaled(1, &Affine::constant(1));
         let mut starts: Vec<i64> = ranges.iter().map(|r| r.0).collect();
         let mut ends: Vec<i64> = ranges.iter().map(|r| r.1).collect();
         starts.sort_unstable();
@@ -1356,7 +1490,7 @@ fn proven_within(constraints: &[Constraint], index: &Affine, extent: &Affine) ->
 /// offsets from the first's.
 fn constant_apart(ats: &[AtDim]) -> Option<Vec<(i64, i64)>> {
     let single = |at: &AtDim| match (at.lower.as_slice(), at.upper.as_slice()) {
-        ([lo], [hi]) => Some((lo.clone(), hi.clone())),
+        ([lo], [hi]) => Some((lo.unit()?.clone(), hi.unit()?.clone())),
         _ => None,
     };
     let (lo0, hi0) = single(&ats[0])?;

@@ -14,7 +14,7 @@ use super::codegen::{classify, collect_accesses};
 use super::isl::Isl;
 use super::parse::{Access, BodyExpr, Program, Span, Statement, UfArray};
 use super::presburger::{Abstraction, Facts, UfFact};
-use super::set::{Affine, Constraint, Relation0, Term};
+use super::set::{Affine, Constraint, Map, Relation0, Term};
 use super::SpfError;
 
 /// What the analysis needs of a statement in execution coordinates.
@@ -176,6 +176,7 @@ pub fn outer_range(views: &[View]) -> Option<(Affine, Affine)> {
         let ([lo], [hi]) = (at.lower.as_slice(), at.upper.as_slice()) else {
             return None;
         };
+        let (lo, hi) = (lo.unit()?, hi.unit()?);
         let only_symbols = |a: &Affine| a.terms.iter().all(|(_, t)| matches!(t, Term::Sym(_)));
         if at.definition.is_some() || !only_symbols(lo) || !only_symbols(hi) {
             return None;
@@ -300,25 +301,53 @@ pub fn check_transformation(
                     b.span,
                 ));
             }
-            let na = a.domain.vars.len();
-            // `b`'s variables follow `a`'s in the pair's tuple.
-            let to_b = |v: usize| Affine::term(Term::Var(v + na));
-            let sched_a = &a.schedule.outputs;
-            let sched_b: Vec<Affine> = b
-                .schedule
-                .outputs
-                .iter()
-                .map(|e| e.substitute(&to_b))
-                .collect();
-            let new_a = &transformed[ia].schedule.outputs;
-            let new_b: Vec<Affine> = transformed[ib]
-                .schedule
-                .outputs
-                .iter()
-                .map(|e| e.substitute(&to_b))
-                .collect();
-            let mut domains: Vec<Constraint> = a.domain.constraints.clone();
-            domains.extend(b.domain.constraints.iter().map(|c| c.substitute(&to_b)));
+            // The pair's tuple: `a`'s domain, `b`'s, then the output variables (tiles) of
+            // `a`'s and `b`'s original schedules, then of their transformed ones.
+            let (na, nb) = (a.domain.vars.len(), b.domain.vars.len());
+            let (ta, tb) = (&transformed[ia].schedule, &transformed[ib].schedule);
+            let mut next = na + nb;
+            let mut fresh_at = |m: &Map| {
+                let at = next;
+                next += m.fresh.len();
+                at
+            };
+            let at = [
+                fresh_at(&a.schedule),
+                fresh_at(&b.schedule),
+                fresh_at(ta),
+                fresh_at(tb),
+            ];
+            let vars = next;
+            let place = |e: &Affine, n: usize, dom: usize, fresh: usize| {
+                e.substitute(&|v| {
+                    Affine::term(Term::Var(if v < n { dom + v } else { fresh + v - n }))
+                })
+            };
+            let a_in = |e: &Affine, fresh: usize| place(e, na, 0, fresh);
+            let b_in = |e: &Affine, fresh: usize| place(e, nb, na, fresh);
+            let sched_a: Vec<Affine> = a.schedule.outputs.iter().map(|e| a_in(e, at[0])).collect();
+            let sched_b: Vec<Affine> = b.schedule.outputs.iter().map(|e| b_in(e, at[1])).collect();
+            let new_a: Vec<Affine> = ta.outputs.iter().map(|e| a_in(e, at[2])).collect();
+            let new_b: Vec<Affine> = tb.outputs.iter().map(|e| b_in(e, at[3])).collect();
+            let constrained = |c: &Constraint, f: &dyn Fn(&Affine) -> Affine| Constraint {
+                expr: f(&c.expr),
+                kind: c.kind,
+            };
+            let mut domains: Vec<Constraint> = Vec::new();
+            for (cs, fresh) in [
+                (&a.domain.constraints, at[0]),
+                (&a.schedule.constraints, at[0]),
+                (&ta.constraints, at[2]),
+            ] {
+                domains.extend(cs.iter().map(|c| constrained(c, &|e| a_in(e, fresh))));
+            }
+            for (cs, fresh) in [
+                (&b.domain.constraints, at[1]),
+                (&b.schedule.constraints, at[1]),
+                (&tb.constraints, at[3]),
+            ] {
+                domains.extend(cs.iter().map(|c| constrained(c, &|e| b_in(e, fresh))));
+            }
             let reduction = ia == ib && matches!(a.update, Some('+' | '-'));
             for p in touches(a) {
                 for q in touches(b) {
@@ -329,14 +358,14 @@ pub fn check_transformation(
                         continue;
                     }
                     let index_b: Vec<Affine> =
-                        q.access.index.iter().map(|e| e.substitute(&to_b)).collect();
+                        q.access.index.iter().map(|e| b_in(e, at[1])).collect();
                     let mut base = domains.clone();
                     base.extend(equal(&p.access.index, &index_b));
-                    let mut violated = lex_before(&new_b, new_a);
-                    violated.push(equal(new_a, &new_b));
-                    let mut space = Abstraction::new(na + b.domain.vars.len());
+                    let mut violated = lex_before(&new_b, &new_a);
+                    violated.push(equal(&new_a, &new_b));
+                    let mut space = Abstraction::new(vars);
                     let mut parts = Vec::new();
-                    for before in lex_before(sched_a, &sched_b) {
+                    for before in lex_before(&sched_a, &sched_b) {
                         for after in &violated {
                             let conj: Vec<Constraint> = base
                                 .iter()
@@ -359,7 +388,7 @@ pub fn check_transformation(
                         continue;
                     }
                     let kind = |t: &Touch| if t.write { "write" } else { "read" };
-                    let caveat = if space.dims() > na + b.domain.vars.len() {
+                    let caveat = if space.dims() > vars {
                         " (the dependence goes through index arrays, which the check treats \
                          as unknown functions, `pos` arrays non-decreasing: it may not occur \
                          for every input, but sparsec cannot prove that it never does)"

@@ -217,7 +217,12 @@ impl SpfKernel {
                 Dim::Sym(s) => symbols[self.symbol_index(s)] as usize,
             })
             .collect();
-        // Fails, rather than aborting, when the output cannot be allocated.
+        // Fails, rather than aborting, when the output cannot be allocated. A sparse
+        // output is assembled after the call; it has no storage during it.
+        let dense_dims = match self.lowered.assembled {
+            Some(_) => vec![0; dims.len()],
+            None => dims.clone(),
+        };
         let mut output = match &output_decl.pattern {
             Some(source) => {
                 let input = prog.inputs.iter().position(|t| t.name == *source);
@@ -231,7 +236,7 @@ impl SpfKernel {
                 ))
             }
             None => Tensor::from_coo(
-                &Coo::empty(dims.clone()),
+                &Coo::empty(dense_dims),
                 &Format::dense(dims.len()),
                 ValueType::F64,
             ),
@@ -331,12 +336,30 @@ impl SpfKernel {
         // only the output is written through its pointer.
         let status =
             unsafe { (code.entry)(arrays.as_mut_ptr(), params.as_ptr(), buffers.as_mut_ptr()) };
+        let entries = (status == 0 && self.lowered.assembled.is_some()).then(|| {
+            let (coords, values) = RawBuffer::entries(&buffers, dims.len());
+            Coo {
+                dims: dims.clone(),
+                coords,
+                values,
+            }
+        });
         for b in &mut buffers {
-            // SAFETY: a dense-output kernel allocates no blocks; freeing null ones is a no-op.
+            // SAFETY: grown with the C allocator (a dense-output kernel allocates none, and
+            // freeing null blocks is a no-op), no longer referenced.
             unsafe { sys::sparsec_buffer_free(b) };
         }
         if status == 0 {
-            return Ok(output);
+            return match (&self.lowered.assembled, entries) {
+                (Some(format), Some(coo)) => Tensor::from_coo_owned(coo, format, ValueType::F64)
+                    .map_err(|e| {
+                        Error::Input(format!(
+                            "cannot store the output `{}`: {e}",
+                            output_decl.name
+                        ))
+                    }),
+                _ => Ok(output),
+            };
         }
         let assumptions = &self.lowered.function.assumptions;
         let failed = (0..assumptions.len())

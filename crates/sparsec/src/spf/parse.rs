@@ -115,7 +115,9 @@ pub struct TensorDecl {
     pub name: String,
     /// Each dimension: a symbol the file's size binds (or checks), or a literal.
     pub dims: Vec<Dim>,
-    /// Format name as [`crate::format::Format::parse`] reads it (inputs), `dense` otherwise.
+    /// Format name as [`crate::format::Format::parse`] reads it: an input's, or the output's
+    /// (`output B[N, M] : csr;`, assembled from the entries the statements add); `dense`
+    /// otherwise.
     pub format: String,
     /// `output F[N, N] : pattern(A);`: the output has input `A`'s stored entries (its
     /// format and structure), and its data space is their values by position.
@@ -306,9 +308,7 @@ pub fn parse_program(src: &str) -> Result<Program, SpfError> {
                         }
                         Some(t) if t.dims != decl.dims => {
                             return Err(SpfError::new(
-                                format!(
-                                    "an output in `{source}`'s pattern has its dimensions"
-                                ),
+                                format!("an output in `{source}`'s pattern has its dimensions"),
                                 decl.span,
                             ))
                         }
@@ -544,22 +544,26 @@ impl Parser {
             self.punct(":")?;
             self.ident("a format name")?
         } else {
-            if kind == "output" && self.eat(":").is_some() {
-                let (word, wspan) = self.ident_spanned("`pattern`")?;
-                if word != "pattern" {
-                    return Err(SpfError::new(
-                        format!(
-                            "an output is dense, or `pattern(INPUT)` (an input's stored \
-                             entries), not `{word}`"
-                        ),
-                        wspan,
-                    ));
+            match self.eat(":") {
+                Some(_) if kind == "output" => {
+                    let word = self.ident("a format name or `pattern`")?;
+                    if word == "pattern" {
+                        self.punct("(")?;
+                        pattern = Some(self.ident("an input tensor")?);
+                        self.punct(")")?;
+                        "dense".to_string()
+                    } else {
+                        word
+                    }
                 }
-                self.punct("(")?;
-                pattern = Some(self.ident("an input tensor")?);
-                self.punct(")")?;
+                Some(span) => {
+                    return Err(SpfError::new(
+                        "a temp is dense: it takes no format".into(),
+                        span,
+                    ))
+                }
+                None => "dense".to_string(),
             }
-            "dense".to_string()
         };
         let end = self.punct(";")?;
         Ok(TensorDecl {
@@ -760,22 +764,68 @@ impl Parser {
         let inputs = self.tuple_vars()?;
         self.punct("->")?;
         self.punct("[")?;
+        let fresh = self.output_variables(&inputs, scope);
+        let vars: Vec<String> = inputs.iter().chain(&fresh).cloned().collect();
         let mut outputs = Vec::new();
         if self.eat("]").is_none() {
             loop {
-                outputs.push(self.affine(&inputs, scope)?);
+                outputs.push(self.affine(&vars, scope)?);
                 if self.eat("]").is_some() {
                     break;
                 }
                 self.punct(",")?;
             }
         }
-        let constraints = self.constraints_and_close(&inputs, scope)?;
+        let constraints = self.constraints_and_close(&vars, scope)?;
         Ok(Map {
             inputs,
+            fresh,
             outputs,
             constraints,
         })
+    }
+
+    /// The output tuple's variables, as isl reads them: the entries (from here to the
+    /// closing `]`) that are a bare name other than an input's or a bound symbol's.
+    fn output_variables(&self, inputs: &[String], scope: Scope) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        let (mut depth, mut entry) = (0usize, Vec::new());
+        for (tok, _) in &self.toks[self.at..] {
+            let closes = match tok {
+                Tok::Punct("(" | "[") => {
+                    depth += 1;
+                    false
+                }
+                Tok::Punct(")") => {
+                    depth = depth.saturating_sub(1);
+                    false
+                }
+                Tok::Punct("]") if depth == 0 => true,
+                Tok::Punct("]") => {
+                    depth -= 1;
+                    false
+                }
+                Tok::Punct(",") if depth == 0 => true,
+                Tok::End => true,
+                _ => false,
+            };
+            if !closes {
+                entry.push(tok);
+                continue;
+            }
+            if let [Tok::Ident(name)] = entry.as_slice() {
+                let symbol =
+                    matches!(scope, Scope::Bound { symbols, .. } if symbols.contains(name));
+                if !symbol && !inputs.contains(name) && !out.contains(name) && name != "_" {
+                    out.push(name.clone());
+                }
+            }
+            entry.clear();
+            if !matches!(tok, Tok::Punct(",")) {
+                break;
+            }
+        }
+        out
     }
 
     /// `: c1 && c2 ... }` or `}`; chains such as `0 <= i < N` give one constraint a link.

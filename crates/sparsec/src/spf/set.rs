@@ -466,10 +466,18 @@ fn write_constraints(
 }
 
 /// `{[in...] -> [out...] : constraints}` where each output is an affine expression of the
-/// inputs (the form execution schedules and transformations take).
+/// inputs and of the map's own output variables (the form execution schedules and
+/// transformations take).
+///
+/// An output variable is a name of the output tuple that is not an input, as in isl's
+/// `{[i] -> [ii, i] : 32ii <= i < 32ii + 32}` (strip-mining: `ii` is `floor(i / 32)`).
+/// Variables are numbered inputs first, then output variables: `Term::Var(inputs.len() + k)`
+/// is `fresh[k]`. Each must be a function of the inputs, which [`Map::strip_mined`] checks.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Map {
     pub inputs: Vec<String>,
+    /// The output variables' names.
+    pub fresh: Vec<String>,
     pub outputs: Vec<Affine>,
     pub constraints: Vec<Constraint>,
 }
@@ -480,8 +488,10 @@ impl Map {
     /// function of them (the map is then a bijection onto its image: interchange, shift,
     /// reversal, skew and their compositions), else None. Outputs without variables are
     /// the map's constants and recover nothing.
+    ///
+    /// Output variables count as inputs here: the result gives them too, after the inputs.
     pub fn input_from_outputs(&self) -> Option<Vec<Affine>> {
-        let n = self.inputs.len();
+        let n = self.vars();
         let loops: Vec<usize> = (0..self.outputs.len())
             .filter(|&d| self.outputs[d].max_var().is_some())
             .collect();
@@ -526,7 +536,7 @@ impl Map {
     /// The map from outputs to inputs, when [`Map::input_from_outputs`] can invert it;
     /// its constraints hold the map's constant outputs and its own constraints.
     pub fn inverse(&self) -> Option<Map> {
-        let outputs = self.input_from_outputs()?;
+        let mut outputs = self.input_from_outputs()?;
         let names: Vec<String> = (0..self.outputs.len()).map(|d| format!("o{d}")).collect();
         let mut constraints: Vec<Constraint> = self
             .outputs
@@ -543,14 +553,83 @@ impl Map {
                 .iter()
                 .map(|c| c.substitute(&|v| outputs[v].clone())),
         );
+        // Output variables are outputs here, recovered, and constrained above.
+        outputs.truncate(self.inputs.len());
         Some(Map {
             inputs: names,
+            fresh: Vec::new(),
             outputs,
             constraints,
         })
     }
 
+    /// For each output variable `v`, the `(e, B)` of its definition `v = floor(e / B)`,
+    /// when the map's constraints are exactly one pair `B*v <= e < B*v + B` per output
+    /// variable, `e` an expression of the inputs and `B >= 1`: then every input has
+    /// one image, so the map is a bijection onto its image wherever its outputs are
+    /// invertible. Else an error saying which variable is not so defined.
+    pub fn strip_mined(&self) -> Result<Vec<(Affine, i64)>, String> {
+        let n = self.inputs.len();
+        let names = self.names();
+        let mut used = vec![false; self.constraints.len()];
+        let mut out = Vec::new();
+        for (k, name) in self.fresh.iter().enumerate() {
+            let v = n + k;
+            let var = Affine::term(Term::Var(v));
+            // `e - B*v >= 0` gives (e, B); its partner is `B*v + B - 1 - e >= 0`.
+            let found = self.constraints.iter().enumerate().find_map(|(at, c)| {
+                let b = -c.expr.coefficient(v);
+                let e = c.expr.add_scaled(b, &var);
+                let inputs_only = e.terms.iter().all(|(_, t)| match t {
+                    Term::Var(u) => *u < n,
+                    _ => true,
+                });
+                if c.kind != Relation0::NonNegative || b < 1 || !inputs_only {
+                    return None;
+                }
+                let partner = var
+                    .scale(b)
+                    .add_scaled(1, &Affine::constant(b - 1))
+                    .add_scaled(-1, &e);
+                let other = self
+                    .constraints
+                    .iter()
+                    .position(|c| c.kind == Relation0::NonNegative && c.expr == partner)?;
+                Some((at, other, e, b))
+            });
+            let Some((at, other, e, b)) = found else {
+                return Err(format!(
+                    "output variable `{name}` of {self} must be defined by a pair \
+                     `B*{name} <= e < B*{name} + B` (so it is floor(e / B)) with `e` an \
+                     expression of the inputs"
+                ));
+            };
+            used[at] = true;
+            used[other] = true;
+            out.push((e, b));
+        }
+        if let Some(c) = used.iter().position(|u| !u) {
+            return Err(format!(
+                "{self} may constrain only its output variables (`B*v <= e < B*v + B`), not \
+                 `{}`",
+                self.constraints[c].display(&names)
+            ));
+        }
+        Ok(out)
+    }
+
+    /// The number of variables: inputs, then output variables.
+    pub fn vars(&self) -> usize {
+        self.inputs.len() + self.fresh.len()
+    }
+
+    /// Every variable's name, inputs first.
+    pub fn names(&self) -> Vec<String> {
+        self.inputs.iter().chain(&self.fresh).cloned().collect()
+    }
+
     /// `self ∘ inner`: `inner` first, then `self` (whose inputs are `inner`'s outputs).
+    /// The result's output variables are `inner`'s, then `self`'s.
     pub fn compose(&self, inner: &Map) -> Result<Map, String> {
         if self.inputs.len() != inner.outputs.len() {
             return Err(format!(
@@ -559,11 +638,16 @@ impl Map {
                 inner.outputs.len()
             ));
         }
-        let through = |v: usize| inner.outputs[v].clone();
+        let (ns, ni) = (self.inputs.len(), inner.vars());
+        let through = |v: usize| match v.checked_sub(ns) {
+            None => inner.outputs[v].clone(),
+            Some(k) => Affine::term(Term::Var(ni + k)),
+        };
         let mut constraints = inner.constraints.clone();
         constraints.extend(self.constraints.iter().map(|c| c.substitute(&through)));
         Ok(Map {
             inputs: inner.inputs.clone(),
+            fresh: inner.fresh.iter().chain(&self.fresh).cloned().collect(),
             outputs: self
                 .outputs
                 .iter()
@@ -623,13 +707,14 @@ fn unimodular_inverse(m: &[Vec<i64>]) -> Option<Vec<Vec<i64>>> {
 
 impl fmt::Display for Map {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let names = self.names();
         let outs: Vec<String> = self
             .outputs
             .iter()
-            .map(|o| o.display(&self.inputs).to_string())
+            .map(|o| o.display(&names).to_string())
             .collect();
         write!(f, "{{[{}] -> [{}]", self.inputs.join(", "), outs.join(", "))?;
-        write_constraints(f, &self.constraints, &self.inputs)?;
+        write_constraints(f, &self.constraints, &names)?;
         write!(f, "}}")
     }
 }
