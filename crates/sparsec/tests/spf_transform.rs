@@ -7,6 +7,7 @@ mod common;
 use common::{compile_spf, spf_error};
 
 use sparsec::format::Format;
+use sparsec::ir::OutputMode;
 use sparsec::spf::presburger::{Facts, UfFact};
 use sparsec::spf::set::Affine;
 use sparsec::spf::{self, SpfKernel};
@@ -554,9 +555,27 @@ fn conversions_from_relations_store_every_entry_once() {
     let to_csr = compile_spf("coo_to_csr.spf", COO_TO_CSR);
     let to_csf = compile_spf("coo_to_csf.spf", COO_TO_CSF);
     let transpose = compile_spf("csr_transpose.spf", TRANSPOSE);
+    // Into CSR the kernel counts and places each row's entries itself; into CSF (whose
+    // upper levels are compressed) it emits them for the runtime to pack.
+    let mode = |k: &SpfKernel| k.lowered().function.output;
+    assert_eq!(mode(&to_csr), OutputMode::Rows);
+    assert_eq!(mode(&transpose), OutputMode::Rows);
+    assert!(matches!(mode(&to_csf), OutputMode::Emit { order: 3 }));
+    assert!(
+        to_csr.source().contains("if (phase == 0)"),
+        "{}",
+        to_csr.source()
+    );
+    // Entries visited backwards fill each row in decreasing order: the runtime sorts them.
+    let backwards = compile_spf(
+        "backwards",
+        &format!("{COO_TO_CSR}transform {{[n, i, j] -> [-n, i, j]}};\n"),
+    );
     let mut rng = common::rng(53);
     for dims in [[0, 0], [1, 1], [0, 5], [7, 3], [40, 60]] {
         let coo = common::random_coo(&mut rng, &dims, 0.3);
+        let what = format!("{dims:?} backwards");
+        check_conversion(&what, &backwards, "A", &coo, "csr", &[0, 1]);
         check_conversion(
             &format!("{dims:?} to CSR"),
             &to_csr,

@@ -12,11 +12,11 @@ use crate::tensor::{Coo, Tensor, TensorView, ValueType, Values};
 use crate::Error;
 
 /// The `arrays` and `params` arguments of one call.
-pub(super) struct Arguments {
-    pub(super) arrays: Vec<*mut c_void>,
-    pub(super) params: Vec<i64>,
+pub(crate) struct Arguments {
+    pub(crate) arrays: Vec<*mut c_void>,
+    pub(crate) params: Vec<i64>,
     /// The arrays among them that hold `int32_t` indices: the code called must read them so.
-    pub(super) narrow: BTreeSet<ArrayRef>,
+    pub(crate) narrow: BTreeSet<ArrayRef>,
 }
 
 impl Kernel {

@@ -23,6 +23,7 @@
 
 pub(crate) mod bind;
 pub(crate) mod native;
+pub(crate) mod output;
 
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
@@ -31,15 +32,13 @@ use std::time::{Duration, Instant};
 use crate::codegen::abi;
 use crate::codegen::c::{self, CKernel};
 use crate::codegen::runtime::{sys, RawBuffer};
-use crate::ir::{
-    ArrayKind, ArrayRef, Function, IndexWidth, OperandId, OutputMode, ParamRef, ScalarArg,
-};
+use crate::ir::{ArrayRef, Function, IndexWidth, OutputMode, ScalarArg};
 use crate::jit::Toolchain;
 use crate::lower::{self, LowerError, Lowered};
 use crate::notation::cin::Statement;
 use crate::notation::{self, TensorDecl};
 use crate::schedule::{Concrete, OmpSchedule, ParallelUnit, RaceStrategy, Schedule, Transform};
-use crate::tensor::{Coo, Rows, Tensor, TensorView, ValueType, Values};
+use crate::tensor::{Coo, Rows, Tensor, TensorView, ValueType};
 use crate::Error;
 use bind::Arguments;
 use native::{Code, Tiers};
@@ -519,101 +518,20 @@ impl Kernel {
         ))
     }
 
-    /// Run a two-phase kernel ([`crate::ir::rows`]): count the entries of each row of the
-    /// output, allocate its leaf level and values once, then place the entries.
+    /// Run a two-phase kernel ([`crate::ir::rows`]) through [`output::place_rows`].
     fn place_rows(&self, arguments: &mut Arguments) -> Result<Rows, Error> {
         let out = &self.statement.tensors[0];
-        let levels = out.format.levels();
-        let (upper, _) = out
-            .format
-            .row_levels()
-            .expect("rows are placed for row formats");
-        let rows = upper
-            .iter()
-            .try_fold(1usize, |rows, &(m, _)| rows.checked_mul(out.dims[m]));
-        let cannot =
-            |e: String| Error::Input(format!("cannot store the output `{}`: {e}", out.name));
-        let mut pos = crate::memory::filled(rows.and_then(|r| r.checked_add(1)), 0i64, &|| {
-            "the offsets of its rows".to_string()
+        let target = output::PlacedOutput {
+            name: &out.name,
+            dims: &out.dims,
+            format: &out.format,
+            value_type: self.value_type,
+        };
+        output::place_rows(&target, &self.generated.signature, arguments, &mut |a| {
+            let buffers = self.call(a)?;
+            self.keep_buffers(buffers);
+            Ok(())
         })
-        .map_err(cannot)?;
-        let rows = pos.len() - 1;
-        let signature = &self.generated.signature;
-        let leaf = |kind| ArrayRef::Level {
-            operand: OperandId(0),
-            level: levels.len(),
-            kind,
-        };
-        let slot = |array: ArrayRef| signature.arrays.iter().position(|a| *a == array);
-        let phase = signature
-            .scalars
-            .iter()
-            .position(|s| *s == ScalarArg::Param(ParamRef::Phase))
-            .expect("a two-phase kernel reads its phase");
-        let (pos_slot, idx_slot, values_slot) = (
-            slot(leaf(ArrayKind::Pos)).expect("the kernel counts rows"),
-            slot(leaf(ArrayKind::Idx)),
-            slot(ArrayRef::Values(OperandId(0))),
-        );
-
-        arguments.arrays[pos_slot] = pos.as_mut_ptr().cast();
-        arguments.params[phase] = 0;
-        let buffers = self.call(arguments)?;
-        self.keep_buffers(buffers);
-        // Counts, `pos[r + 1]` for row `r`, become starts, `pos[r]`.
-        let mut entries = 0i64;
-        for r in 0..rows {
-            let count = pos[r + 1];
-            pos[r] = entries;
-            entries += count;
-        }
-        pos[rows] = entries;
-        let starts = pos.clone();
-        let entries = entries as usize;
-        // Not zeroed: the placing phase writes every slot, which the check below confirms
-        // before the lengths are set.
-        let what = || format!("the {entries} entries");
-        let mut idx: Vec<i64> = crate::memory::reserved(entries, &what).map_err(cannot)?;
-        let mut values = match self.value_type {
-            ValueType::F64 => Values::F64(crate::memory::reserved(entries, &what).map_err(cannot)?),
-            ValueType::F32 => Values::F32(crate::memory::reserved(entries, &what).map_err(cannot)?),
-        };
-
-        arguments.arrays[pos_slot] = pos.as_mut_ptr().cast();
-        if let Some(s) = idx_slot {
-            arguments.arrays[s] = idx.as_mut_ptr().cast();
-        }
-        if let Some(s) = values_slot {
-            arguments.arrays[s] = match &mut values {
-                Values::F64(v) => v.as_mut_ptr().cast(),
-                Values::F32(v) => v.as_mut_ptr().cast(),
-            };
-        }
-        arguments.params[phase] = 1;
-        let buffers = self.call(arguments)?;
-        self.keep_buffers(buffers);
-        // Each row's cursor stopped at its end, the next row's start: every slot of every
-        // row was written once (each placed entry writes its coordinate and value).
-        let unwritten = entries > 0 && (idx_slot.is_none() || values_slot.is_none());
-        if pos[..rows] != starts[1..] || unwritten {
-            return Err(Error::Input(format!(
-                "internal error: the kernel placed other entries in the rows of `{}` than it \
-                 counted",
-                out.name
-            )));
-        }
-        // SAFETY: capacity `entries` was reserved, and the kernel wrote slots 0..entries of
-        // both arrays (checked above).
-        unsafe {
-            idx.set_len(entries);
-            match &mut values {
-                Values::F64(v) => v.set_len(entries),
-                Values::F32(v) => v.set_len(entries),
-            }
-        }
-        pos.copy_within(0..rows, 1);
-        pos[0] = 0;
-        Ok(Rows { pos, idx, values })
     }
 
     /// Call the current native code with one entry buffer per thread (serial code uses the

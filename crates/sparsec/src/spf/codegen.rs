@@ -18,7 +18,7 @@ use super::parse::{Access, BodyExpr, Dim, Program, Span, Statement, UfArray};
 use super::presburger::Abstraction;
 use super::set::{Affine, Constraint, Relation0, Term};
 use super::{deps, SpfError};
-use crate::format::Format;
+use crate::format::{Format, Streaming};
 use crate::ir::{
     self, ArrayKind, ArrayRef, BinOp, Expr, Function, Local, LocalType, Loop, LoopKind,
     OmpSchedule, OperandId, OperandInfo, OutputMode, ParallelUnit, ParamRef, Scratch, Stmt, Store,
@@ -48,8 +48,9 @@ pub struct Lowered {
     pub extras: Vec<Extra>,
     /// Input formats, in operand order (operand `n + 1` is input `n`).
     pub formats: Vec<Format>,
-    /// The output's format when it is sparse: the kernel emits its entries
-    /// (`OutputMode::Emit`) and the runtime assembles them, duplicates summed.
+    /// The output's format when it is sparse: the kernel places its entries in their rows
+    /// (`OutputMode::Rows`) or emits them (`OutputMode::Emit`), and the runtime assembles
+    /// them, duplicates summed.
     pub assembled: Option<Format>,
 }
 
@@ -172,6 +173,9 @@ pub fn lower(prog: &Program) -> Result<Lowered, SpfError> {
         cx.scan(&scheduled, 0, items, &mut env, parallel, &Leaf::Body)?
     };
     cx.function.body = body;
+    if let Some(layout) = placed_rows(prog, assembled.as_ref(), &cx) {
+        ir::rows::place_rows(cx.function, &layout);
+    }
     function.extents = symbols.len() + extras.len();
     function.extent_hints = symbols
         .iter()
@@ -191,6 +195,31 @@ pub fn lower(prog: &Program) -> Result<Lowered, SpfError> {
         extras,
         formats,
         assembled,
+    })
+}
+
+/// Where a sparse output's entries are placed in its storage by the kernel itself, in a
+/// counting pass and a placing pass over the same loops ([`ir::rows`]): the format
+/// conversion synthesised from the relations, with no sort where the loops produce each
+/// row in order. Chosen when the loops are serial (no two threads fill one row) and every
+/// level above the leaf is dense, so the rows are the output's own (a compressed upper
+/// level would need a row array as large as the product of its dimensions, which only
+/// run time knows); other sparse outputs are emitted and packed.
+fn placed_rows(
+    prog: &Program,
+    format: Option<&Format>,
+    cx: &Context,
+) -> Option<ir::rows::RowLayout> {
+    let (upper, leaf_mode) = format?.row_levels()?;
+    let serial = prog.parallel.is_none() && prog.wavefront.is_none();
+    if !serial || upper.iter().any(|&(_, kind)| kind != Streaming::Inserted) {
+        return None;
+    }
+    let sizes = cx.dims(&prog.output.as_ref()?.dims);
+    Some(ir::rows::RowLayout {
+        leaf_level: upper.len() + 1,
+        leaf_mode,
+        upper: upper.iter().map(|&(m, _)| (m, sizes[m].clone())).collect(),
     })
 }
 

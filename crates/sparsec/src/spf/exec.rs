@@ -16,11 +16,12 @@ use crate::codegen::c::{self, CKernel};
 use crate::codegen::runtime::{sys, RawBuffer};
 use crate::format::Format;
 use crate::format::IndexArray;
-use crate::ir::{ArrayKind, ArrayRef, ParamRef, ScalarArg};
+use crate::ir::{ArrayKind, ArrayRef, OutputMode, ParamRef, ScalarArg};
 use crate::jit::Toolchain;
-use crate::kernel::bind::cast_values;
+use crate::kernel::bind::{cast_values, Arguments};
 use crate::kernel::default_threads;
 use crate::kernel::native::Code;
+use crate::kernel::output::{place_rows, PlacedOutput};
 use crate::tensor::{Coo, IndexWidth, Tensor, ValueType, Values};
 use crate::Error;
 
@@ -293,9 +294,8 @@ impl SpfKernel {
                     level,
                     kind,
                 }) => operands[operand.0 - 1].levels()[level - 1].param(kind),
-                ScalarArg::Param(ParamRef::Phase) => {
-                    unreachable!("SPF kernels write dense outputs in one call")
-                }
+                // Set for each call by `output::place_rows`.
+                ScalarArg::Param(ParamRef::Phase) => 0,
                 ScalarArg::Threads => self.threads as i64,
             });
         }
@@ -312,6 +312,8 @@ impl SpfKernel {
                     Values::F64(v) => v.as_ptr() as *mut c_void,
                     Values::F32(_) => unreachable!("cast to f64"),
                 },
+                // The rows being placed: `output::place_rows` gives them storage.
+                ArrayRef::Level { operand, .. } if operand.0 == 0 => std::ptr::null_mut(),
                 ArrayRef::Level {
                     operand,
                     level,
@@ -329,37 +331,66 @@ impl SpfKernel {
             });
         }
         let code = self.code_for(&narrow)?;
+        let mut arguments = Arguments {
+            arrays,
+            params,
+            narrow,
+        };
+        let cannot_store = |e: crate::tensor::TensorError| {
+            Error::Input(format!(
+                "cannot store the output `{}`: {e}",
+                output_decl.name
+            ))
+        };
+        let Some(format) = &self.lowered.assembled else {
+            self.call(&code, &mut arguments, 0)?;
+            return Ok(output);
+        };
+        if self.lowered.function.output == OutputMode::Rows {
+            let target = PlacedOutput {
+                name: &output_decl.name,
+                dims: &dims,
+                format,
+                value_type: ValueType::F64,
+            };
+            let signature = &self.generated.signature;
+            let rows = place_rows(&target, signature, &mut arguments, &mut |a| {
+                self.call(&code, a, 0).map(drop)
+            })?;
+            return Tensor::from_rows(rows, dims, format).map_err(cannot_store);
+        }
+        let coo = self.call(&code, &mut arguments, dims.len())?;
+        Tensor::from_coo_owned(Coo { dims, ..coo }, format, ValueType::F64).map_err(cannot_store)
+    }
+
+    /// Call `code` once, with one entry buffer per thread; returns the entries of `order`
+    /// coordinates the kernel emitted (none for other outputs). A nonzero status is the
+    /// failed entry check's message.
+    fn call(&self, code: &Code, arguments: &mut Arguments, order: usize) -> Result<Coo, Error> {
         let mut buffers: Vec<RawBuffer> = (0..self.threads).map(|_| RawBuffer::EMPTY).collect();
-        // SAFETY: every pointer addresses storage of a tensor in `operands` or `output`,
-        // alive for the call, and `code` reads each array at the width it has; the entry
-        // checks keep every index the kernel computes inside the arrays (see `codegen`);
-        // only the output is written through its pointer.
-        let status =
-            unsafe { (code.entry)(arrays.as_mut_ptr(), params.as_ptr(), buffers.as_mut_ptr()) };
-        let entries = (status == 0 && self.lowered.assembled.is_some()).then(|| {
-            let (coords, values) = RawBuffer::entries(&buffers, dims.len());
-            Coo {
-                dims: dims.clone(),
-                coords,
-                values,
-            }
-        });
+        // SAFETY: every pointer addresses storage of a tensor the caller holds (an input,
+        // the output, or the rows being placed), alive for the call, and `code` reads each
+        // array at the width it has; the entry checks keep every index the kernel computes
+        // inside the arrays (see `codegen`); only the output is written through its pointers.
+        let status = unsafe {
+            (code.entry)(
+                arguments.arrays.as_mut_ptr(),
+                arguments.params.as_ptr(),
+                buffers.as_mut_ptr(),
+            )
+        };
+        let (coords, values) = RawBuffer::entries(&buffers, order);
         for b in &mut buffers {
-            // SAFETY: grown with the C allocator (a dense-output kernel allocates none, and
-            // freeing null blocks is a no-op), no longer referenced.
+            // SAFETY: grown with the C allocator (a kernel that emits nothing allocates
+            // none, and freeing null blocks is a no-op), no longer referenced.
             unsafe { sys::sparsec_buffer_free(b) };
         }
         if status == 0 {
-            return match (&self.lowered.assembled, entries) {
-                (Some(format), Some(coo)) => Tensor::from_coo_owned(coo, format, ValueType::F64)
-                    .map_err(|e| {
-                        Error::Input(format!(
-                            "cannot store the output `{}`: {e}",
-                            output_decl.name
-                        ))
-                    }),
-                _ => Ok(output),
-            };
+            return Ok(Coo {
+                dims: Vec::new(),
+                coords,
+                values,
+            });
         }
         let assumptions = &self.lowered.function.assumptions;
         let failed = (0..assumptions.len())
