@@ -820,3 +820,47 @@ fn maps_with_output_variables_compose_and_apply() {
     assert!(with("o0 = 1 && o1 = 3"), "3 is in tile 0");
     assert!(with("o2 > o1"));
 }
+
+#[test]
+fn transitive_closures_of_affine_maps() {
+    let facts = Facts(Vec::new());
+    // One step forward, inside [0, N): the closure reaches every later point up to N.
+    let step = spf::parse_map("{[i] -> [i + 1] : 0 <= i < N}").unwrap();
+    let (closure, exact) = step.transitive_closure().unwrap();
+    assert!(exact, "{closure}");
+    let holds = |c: &str| {
+        let extra = spf::parse_set(&format!("{{[a, b] : {c}}}")).unwrap();
+        !closure
+            .parts
+            .iter()
+            .all(|p| p.intersect(&extra).unwrap().is_empty(&facts).unwrap())
+    };
+    assert!(holds("N = 10 && a = 0 && b = 10"));
+    assert!(holds("N = 10 && a = 3 && b = 4"));
+    assert!(!holds("N = 10 && a = 0 && b = 11"), "past N");
+    assert!(!holds("a = 4 && b <= 4"), "never backwards or in place");
+    // Two dimensions, a step in each.
+    let grid = spf::parse_map("{[i, j] -> [i + 1, j + 1] : 0 <= i < N && 0 <= j < M}").unwrap();
+    let (closure, exact) = grid.transitive_closure().unwrap();
+    assert!(exact);
+    let extra = spf::parse_set("{[a, b, c, d] : c - a != d - b}");
+    assert!(extra.is_err(), "sets have no `!=`");
+    let off_diagonal = spf::parse_set("{[a, b, c, d] : c - a >= d - b + 1}").unwrap();
+    assert!(closure.parts.iter().all(|p| p
+        .intersect(&off_diagonal)
+        .unwrap()
+        .is_empty(&facts)
+        .unwrap()));
+    // Steps of 2 reach points of one parity: a stride, which sparsec's sets do not hold.
+    let stride = spf::parse_map("{[i] -> [i + 2] : 0 <= i < N}").unwrap();
+    let message = stride.transitive_closure().unwrap_err();
+    assert!(message.contains("existentially quantified"), "{message}");
+    // Index arrays and arity changes are refused.
+    for map in ["{[i] -> [col(i)]}", "{[i] -> [i, 0]}"] {
+        let message = spf::parse_map(map)
+            .unwrap()
+            .transitive_closure()
+            .unwrap_err();
+        assert!(message.contains("not computed"), "{map}: {message}");
+    }
+}

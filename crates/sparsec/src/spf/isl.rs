@@ -1,6 +1,6 @@
 //! A small safe binding to isl, the integer set library behind GCC Graphite, Polly and
 //! PPCG: exact Presburger operations on the affine part of SPF sets (emptiness,
-//! projection, union, simplification). Sets cross the boundary as isl's text syntax going
+//! projection, union, simplification, transitive closure). Sets cross the boundary as isl's text syntax going
 //! in and as lists of integer constraints coming out, so nothing here knows about
 //! uninterpreted functions (that layer is [`super::presburger`]).
 //!
@@ -20,6 +20,10 @@ struct RawSet {
     _private: [u8; 0],
 }
 #[repr(C)]
+struct RawMap {
+    _private: [u8; 0],
+}
+#[repr(C)]
 struct RawBasicSet {
     _private: [u8; 0],
 }
@@ -34,6 +38,8 @@ struct RawVal {
 
 /// `enum isl_dim_type` (isl/space_type.h).
 const DIM_PARAM: c_int = 1;
+const DIM_IN: c_int = 2;
+const DIM_OUT: c_int = 3;
 const DIM_SET: c_int = 3;
 const DIM_DIV: c_int = 4;
 /// `ISL_ON_ERROR_CONTINUE` (isl/options.h): return null and keep the message.
@@ -59,6 +65,18 @@ extern "C" {
     fn isl_set_intersect(a: *mut RawSet, b: *mut RawSet) -> *mut RawSet;
     fn isl_set_project_out(set: *mut RawSet, kind: c_int, first: c_uint, n: c_uint) -> *mut RawSet;
     fn isl_set_coalesce(set: *mut RawSet) -> *mut RawSet;
+    fn isl_set_flatten(set: *mut RawSet) -> *mut RawSet;
+    fn isl_map_from_range(set: *mut RawSet) -> *mut RawMap;
+    fn isl_map_move_dims(
+        map: *mut RawMap,
+        dst_type: c_int,
+        dst_pos: c_uint,
+        src_type: c_int,
+        src_pos: c_uint,
+        n: c_uint,
+    ) -> *mut RawMap;
+    fn isl_map_transitive_closure(map: *mut RawMap, exact: *mut c_int) -> *mut RawMap;
+    fn isl_map_wrap(map: *mut RawMap) -> *mut RawSet;
     fn isl_set_remove_redundancies(set: *mut RawSet) -> *mut RawSet;
     fn isl_set_dim(set: *mut RawSet, kind: c_int) -> c_int;
     fn isl_set_get_dim_name(set: *mut RawSet, kind: c_int, pos: c_uint) -> *const c_char;
@@ -253,6 +271,29 @@ impl IslSet {
         // SAFETY: each call takes the previous result.
         let raw = unsafe { isl_set_remove_redundancies(isl_set_coalesce(isl_set_copy(self.raw))) };
         self.op(raw, "isl simplification")
+    }
+
+    /// The transitive closure `R+ = R ∪ R∘R ∪ ...` of the relation whose pairs are this
+    /// set's points, the first `n` dimensions a pair's source and the rest its target, as
+    /// a set of the same kind; and whether isl computed it exactly (else the set is an
+    /// over-approximation).
+    pub fn transitive_closure(&self, n: usize) -> Result<(IslSet, bool), String> {
+        let mut exact: c_int = -1;
+        // SAFETY: each call takes the previous result (null propagates to the end, where
+        // `op` reports the error); `exact` outlives the call that writes it.
+        let raw = unsafe {
+            let map = isl_map_move_dims(
+                isl_map_from_range(isl_set_copy(self.raw)),
+                DIM_IN,
+                0,
+                DIM_OUT,
+                0,
+                n as c_uint,
+            );
+            let closure = isl_map_transitive_closure(map, &mut exact);
+            isl_set_flatten(isl_map_wrap(closure))
+        };
+        Ok((self.op(raw, "isl transitive closure")?, exact == 1))
     }
 
     /// The number of set dimensions.

@@ -415,19 +415,30 @@ impl SetUnion {
         }
         let set = op(&set)?.simplify()?;
         let kept: Vec<usize> = (0..space.dims()).filter(|d| !dropped.contains(d)).collect();
-        let parts = set
-            .basic_sets()?
-            .iter()
-            .map(|b| {
-                Ok(Set {
-                    vars: first.vars.clone(),
-                    constraints: space.read_back(b, &kept)?,
-                }
-                .simplify())
-            })
-            .collect::<Result<Vec<Set>, String>>()?;
-        Ok(SetUnion { parts })
+        read_union(&set, &space, &kept, &first.vars)
     }
+}
+
+/// The basic sets of `set`, an isl set over `space`'s dimensions `kept`, as sets over
+/// `vars` with their UF applications rebuilt.
+fn read_union(
+    set: &IslSet,
+    space: &Abstraction,
+    kept: &[usize],
+    vars: &[String],
+) -> Result<SetUnion, String> {
+    let parts = set
+        .basic_sets()?
+        .iter()
+        .map(|b| {
+            Ok(Set {
+                vars: vars.to_vec(),
+                constraints: space.read_back(b, kept)?,
+            }
+            .simplify())
+        })
+        .collect::<Result<Vec<Set>, String>>()?;
+    Ok(SetUnion { parts })
 }
 
 impl fmt::Display for SetUnion {
@@ -616,6 +627,48 @@ impl Map {
             ));
         }
         Ok(out)
+    }
+
+    /// The transitive closure `R+ = R ∪ R∘R ∪ ...` of the map as a relation (chains of
+    /// one or more steps), as a union of sets over pairs `[in..., in'...]`, and whether
+    /// isl computed it exactly (otherwise it is an over-approximation, which is sound
+    /// wherever "no chain reaches there" is what is asked). The map must take and give
+    /// tuples of one arity, without index arrays or output variables.
+    pub fn transitive_closure(&self) -> Result<(SetUnion, bool), String> {
+        let n = self.inputs.len();
+        let affine = self.fresh.is_empty()
+            && self.outputs.len() == n
+            && self
+                .outputs
+                .iter()
+                .chain(self.constraints.iter().map(|c| &c.expr))
+                .all(|e| e.terms.iter().all(|(_, t)| !matches!(t, Term::Uf(..))));
+        if !affine {
+            return Err(format!(
+                "the transitive closure of {self} is not computed: it needs as many outputs \
+                 as inputs, and no index arrays or output variables"
+            ));
+        }
+        let mut constraints = self.constraints.clone();
+        constraints.extend(self.outputs.iter().enumerate().map(|(k, out)| Constraint {
+            expr: Affine::term(Term::Var(n + k)).add_scaled(-1, out),
+            kind: Relation0::Zero,
+        }));
+        let mut space = Abstraction::new(2 * n);
+        let part: Vec<Constraint> = constraints.iter().map(|c| space.constraint(c)).collect();
+        let set = space.to_isl(&Isl::new(), &[part], None)?;
+        let (closure, exact) = set.transitive_closure(n)?;
+        let vars: Vec<String> = self
+            .inputs
+            .iter()
+            .cloned()
+            .chain(self.inputs.iter().map(|v| format!("{v}'")))
+            .collect();
+        let kept: Vec<usize> = (0..2 * n).collect();
+        Ok((
+            read_union(&closure.simplify()?, &space, &kept, &vars)?,
+            exact,
+        ))
     }
 
     /// The number of variables: inputs, then output variables.
