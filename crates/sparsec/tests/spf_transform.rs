@@ -864,3 +864,62 @@ fn transitive_closures_of_affine_maps() {
         assert!(message.contains("not computed"), "{map}: {message}");
     }
 }
+
+#[test]
+fn parallel_outer_loops_are_decided_by_dependences() {
+    // Blocks of 16 rows in parallel: the tile's constraints keep blocks apart.
+    let blocks = SPMV_SPLIT.replace("data Av = A.vals;", "data Av = A.vals;\nparallel;");
+    let mut k = compile_spf("blocks", &blocks);
+    assert!(k.source().contains("#pragma omp"), "{}", k.source());
+    let coo = sparsec::io::read_matrix_market(common::shared_data("matrices").join("bcsstk13.mtx"))
+        .unwrap()
+        .coo;
+    let (n, m) = (coo.dims[0], coo.dims[1]);
+    let x: Vec<f64> = (0..m).map(|j| 0.5 + (j % 11) as f64).collect();
+    let mut want = vec![0.0; n];
+    for (p, v) in coo.values.iter().enumerate() {
+        want[coo.coords[2 * p] as usize] += v * x[coo.coords[2 * p + 1] as usize];
+    }
+    let a = Tensor::from_coo(&coo, &Format::parse("csr", 2).unwrap(), ValueType::F64).unwrap();
+    for threads in [1, 2, 3] {
+        k.set_threads(threads);
+        let y = k
+            .run(&[("A", &a), ("x", &dense(vec![m], x.clone()))])
+            .unwrap();
+        for (got, want) in values(&y).iter().zip(&want) {
+            assert!(
+                (got - want).abs() <= 1e-9 * want.abs().max(1.0),
+                "{threads} threads"
+            );
+        }
+    }
+    // The transposed product adds into y(col(k)) from every row: refused, through the
+    // index array.
+    let transposed = blocks
+        .replace("input A[N, M] : csr;", "input A[M, N] : csr;")
+        .replace("y(i) += Av(k) * x(j)", "y(j) += Av(k) * x(i)");
+    let (message, at) = spf_error(&transposed);
+    assert!(
+        message.contains("cannot run in parallel") && message.contains("index arrays"),
+        "{message}"
+    );
+    assert_eq!(at, "y(j)");
+    // A scratch element shared by every row is a race, found exactly (no index array).
+    let shared = "input b[N] : dense;
+output x[N];
+temp t[1];
+parallel;
+stmt keep
+  domain {[i] : 0 <= i < N}
+  schedule {[i] -> [i, 0]}
+  body t(0) = b(i);
+stmt use
+  domain {[i] : 0 <= i < N}
+  schedule {[i] -> [i, 1]}
+  body x(i) = 2 * t(0);
+";
+    compile_spf("serial", &shared.replace("parallel;\n", ""));
+    let (message, _) = spf_error(shared);
+    assert!(message.contains("cannot run in parallel"), "{message}");
+    assert!(!message.contains("index arrays"), "exact: {message}");
+}

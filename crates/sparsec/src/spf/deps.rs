@@ -1,14 +1,17 @@
-//! Dependences carried by the outermost loop, from the statements' access relations.
+//! Dependences, from the statements' access relations, decided by isl with the index
+//! arrays abstracted as unknown functions ([`super::presburger`]): exact without index
+//! arrays, conservative through them, and every refusal says which.
 //!
-//! The analysis is conservative and says so: the outer loop (execution dimension 0, the
-//! "row") may run in parallel only when every written data space is written at an index
-//! whose first component is an invertible function of the row (`±row + c`) and every
-//! other access to it uses that same index, so no two rows touch the same element. The
-//! level-set executor also admits reads of rows that the statement's own constraints
-//! prove earlier (`j < i` in forward substitution): those flow dependences, through
-//! uninterpreted functions, are what its inspector resolves at run time. Anything else
-//! (a read of a later or unknown row, an anti- or output dependence across rows) is
-//! refused, naming the accesses.
+//! - [`check_parallel`]: the outer loop may run in parallel when no two instances in
+//!   different iterations of it touch one element, one of them writing.
+//! - [`check_wavefront`]: the level-set executor runs rows in an order its inspector
+//!   computes; it admits reads of rows that the statement's own constraints prove earlier
+//!   (`j < i` in forward substitution), the flow dependences its inspector resolves at run
+//!   time, where every written space is written at `±row + c` of the outer loop. Anything
+//!   else (a read of a later or unknown row, an anti- or output dependence across rows)
+//!   is refused, naming the accesses.
+//! - [`check_transformation`]: a transformed program keeps every dependence of the
+//!   original schedules.
 
 use super::codegen::{classify, collect_accesses};
 use super::isl::Isl;
@@ -24,15 +27,6 @@ pub struct View<'a> {
     pub constraints: &'a [Constraint],
     pub target: &'a Access,
     pub value: &'a BodyExpr,
-}
-
-/// How the outer loop is to run.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Mode {
-    /// All rows at once.
-    Parallel,
-    /// By level sets: rows of one level at once, levels in order.
-    Wavefront,
 }
 
 /// For each written data space, the first index component every write uses (a function
@@ -91,17 +85,10 @@ fn proven_earlier(constraints: &[Constraint], source: &Affine) -> bool {
     })
 }
 
-/// Check that the outer loop can run as `mode` says.
-pub fn check_outer_loop(views: &[View], mode: Mode, span: Span) -> Result<(), SpfError> {
+/// Check that the outer loop can run by level sets (see the module's description).
+pub fn check_wavefront(views: &[View], span: Span) -> Result<(), SpfError> {
     if let Some(v) = views.iter().find(|v| v.dims[0].is_some()) {
-        return Err(SpfError::new(
-            format!(
-                "the outer schedule dimension of {} is a constant: a parallel or wavefront \
-                 outer loop needs every statement in it",
-                v.name
-            ),
-            span,
-        ));
+        return Err(outer_constant(v, span));
     }
     let rows = row_functions(views)?;
     for v in views {
@@ -115,30 +102,117 @@ pub fn check_outer_loop(views: &[View], mode: Mode, span: Span) -> Result<(), Sp
                 continue;
             }
             let is_read = !std::ptr::eq(a, v.target);
-            let earlier = is_read && proven_earlier(v.constraints, &row_of(row_fn, &a.index[0]));
-            if mode == Mode::Wavefront && earlier {
+            if is_read && proven_earlier(v.constraints, &row_of(row_fn, &a.index[0])) {
                 continue;
             }
-            let why = match mode {
-                Mode::Parallel if earlier => "a flow dependence between rows (try `wavefront;`)",
-                _ => "a dependence between rows that the constraints do not order earlier",
-            };
             return Err(SpfError::new(
                 format!(
-                    "{} accesses `{}` at another row than the one that writes it: {why}",
+                    "{} accesses `{}` at another row than the one that writes it: a \
+                     dependence between rows that the constraints do not order earlier",
                     v.name, a.space
                 ),
                 a.span,
             ));
         }
     }
-    if mode == Mode::Wavefront && outer_range(views).is_none() {
+    if outer_range(views).is_none() {
         return Err(SpfError::new(
             "wavefront: every statement's outer loop must have the same bounds, made of \
              symbols and constants"
                 .into(),
             span,
         ));
+    }
+    Ok(())
+}
+
+fn outer_constant(v: &View, span: Span) -> SpfError {
+    SpfError::new(
+        format!(
+            "the outer schedule dimension of {} is a constant: a parallel or wavefront outer \
+             loop needs every statement in it",
+            v.name
+        ),
+        span,
+    )
+}
+
+/// Check that no two instances in different iterations of the outer loop touch one
+/// element of a data space, one of them writing it: then the iterations may run in any
+/// order, at once. Decided by isl over the statements in execution coordinates, exactly
+/// without index arrays and conservatively through them (the refusal says so). Updates
+/// by `+=` from different iterations count: they would race.
+pub fn check_parallel(views: &[View], facts: &Facts, span: Span) -> Result<(), SpfError> {
+    if let Some(v) = views.iter().find(|v| v.dims[0].is_some()) {
+        return Err(outer_constant(v, span));
+    }
+    let isl = Isl::new();
+    let fail = |e: String| SpfError::new(format!("checking `parallel;`: {e}"), span);
+    for a in views {
+        for b in views {
+            let depth = a.dims.len();
+            let to_b = |v: usize| Affine::term(Term::Var(v + depth));
+            let mut base: Vec<Constraint> = a.constraints.to_vec();
+            base.extend(b.constraints.iter().map(|c| c.substitute(&to_b)));
+            // `a` runs in a later iteration of the outer loop than `b`.
+            base.push(Constraint {
+                expr: Affine::term(Term::Var(0))
+                    .add_scaled(-1, &to_b(0))
+                    .add_scaled(1, &Affine::constant(-1)),
+                kind: Relation0::NonNegative,
+            });
+            // A write covers the read of `op=`: both touch the same element.
+            for p in touches(a.target, false, a.value) {
+                for q in touches(b.target, false, b.value) {
+                    if p.access.space != q.access.space || !(p.write || q.write) {
+                        continue;
+                    }
+                    let index_b: Vec<Affine> =
+                        q.access.index.iter().map(|e| e.substitute(&to_b)).collect();
+                    let mut space = Abstraction::new(2 * depth);
+                    let part: Vec<Constraint> = base
+                        .iter()
+                        .cloned()
+                        .chain(equal(&p.access.index, &index_b))
+                        .map(|c| space.constraint(&c))
+                        .collect();
+                    let set = space.to_isl(&isl, &[part], Some(facts)).map_err(fail)?;
+                    if set.is_empty().map_err(fail)? {
+                        continue;
+                    }
+                    let kind = |t: &Touch| if t.write { "write" } else { "read" };
+                    let caveat = if space.dims() > 2 * depth {
+                        " (through index arrays, which the check treats as unknown \
+                         functions: it may not occur for every input, but sparsec cannot \
+                         prove that it never does)"
+                    } else {
+                        ""
+                    };
+                    let hint = if check_wavefront(views, span).is_ok() {
+                        ": a flow dependence between rows (try `wavefront;`)"
+                    } else {
+                        ""
+                    };
+                    return Err(SpfError::new(
+                        format!(
+                            "the outer loop cannot run in parallel: {}'s {} of `{}` touches \
+                             an element that {}'s {} touches in another iteration{caveat}{hint}",
+                            b.name,
+                            kind(&q),
+                            q.access.space,
+                            a.name,
+                            kind(&p),
+                        ),
+                        // The read, where there is one: the access a user would move.
+                        if p.write {
+                            q.access.span
+                        } else {
+                            p.access.span
+                        },
+                    ));
+                }
+            }
+        }
     }
     Ok(())
 }
@@ -213,21 +287,23 @@ struct Touch<'a> {
     target: bool,
 }
 
-fn touches(s: &Statement) -> Vec<Touch<'_>> {
+/// The accesses of a statement that writes `target` (and reads it too when it `updates`
+/// it with `op=`) and reads what `value` does.
+fn touches<'a>(target: &'a Access, updates: bool, value: &'a BodyExpr) -> Vec<Touch<'a>> {
     let mut out = vec![Touch {
-        access: &s.target,
+        access: target,
         write: true,
         target: true,
     }];
-    if s.update.is_some() {
+    if updates {
         out.push(Touch {
-            access: &s.target,
+            access: target,
             write: false,
             target: true,
         });
     }
     let mut reads = Vec::new();
-    collect_accesses(&s.value, &mut reads);
+    collect_accesses(value, &mut reads);
     out.extend(reads.into_iter().map(|access| Touch {
         access,
         write: false,
@@ -349,8 +425,8 @@ pub fn check_transformation(
                 domains.extend(cs.iter().map(|c| constrained(c, &|e| b_in(e, fresh))));
             }
             let reduction = ia == ib && matches!(a.update, Some('+' | '-'));
-            for p in touches(a) {
-                for q in touches(b) {
+            for p in touches(&a.target, a.update.is_some(), &a.value) {
+                for q in touches(&b.target, b.update.is_some(), &b.value) {
                     if p.access.space != q.access.space || !(p.write || q.write) {
                         continue;
                     }

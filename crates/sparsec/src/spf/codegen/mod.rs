@@ -168,12 +168,13 @@ pub fn lower(prog: &Program) -> Result<Lowered, SpfError> {
         })
         .collect();
     let body = if let Some(span) = prog.wavefront {
-        deps::check_outer_loop(&scheduled_views(&scheduled), deps::Mode::Wavefront, span)?;
+        deps::check_wavefront(&scheduled_views(&scheduled), span)?;
         cx.wavefront(&scheduled, items, &mut env)?
     } else {
         let parallel = match prog.parallel {
             Some(span) => {
-                deps::check_outer_loop(&scheduled_views(&scheduled), deps::Mode::Parallel, span)?;
+                let facts = deps::program_facts(prog);
+                deps::check_parallel(&scheduled_views(&scheduled), &facts, span)?;
                 true
             }
             None => false,
