@@ -134,3 +134,45 @@ fn spf_run_takes_params() {
         );
     }
 }
+
+#[test]
+fn spf_run_converts_coo_files_to_csr_and_writes_them() {
+    let dir = tempfile::tempdir().unwrap();
+    // Unsorted, with a duplicate (summed) and an explicit zero (kept).
+    let a = write(
+        dir.path(),
+        "a.mtx",
+        "%%MatrixMarket matrix coordinate real general\n3 4 5\n3 4 1.5\n1 2 2\n3 1 0\n1 2 0.5\n2 3 -1\n",
+    );
+    let out = dir.path().join("b.mtx");
+    for program in ["coo_to_csr.spf", "csr_transpose.spf"] {
+        let o = sparsec(&[
+            "spf",
+            "run",
+            &example(program),
+            "-i",
+            &format!("A:{}", a.display()),
+            "-o",
+            &format!("B:{}", out.display()),
+        ]);
+        assert!(
+            o.status.success(),
+            "{program}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let b = io::read_matrix_market(&out).unwrap().coo;
+        let mut entries: Vec<(i64, i64, f64)> = (0..b.values.len())
+            .map(|p| (b.coords[2 * p], b.coords[2 * p + 1], b.values[p]))
+            .collect();
+        entries.sort_by(|x, y| (x.0, x.1).cmp(&(y.0, y.1)));
+        let mut want = vec![(0, 1, 2.5), (1, 2, -1.0), (2, 0, 0.0), (2, 3, 1.5)];
+        if program == "csr_transpose.spf" {
+            assert_eq!(b.dims, vec![4, 3]);
+            want = want.iter().map(|&(i, j, v)| (j, i, v)).collect();
+            want.sort_by(|x, y| (x.0, x.1).cmp(&(y.0, y.1)));
+        } else {
+            assert_eq!(b.dims, vec![3, 4]);
+        }
+        assert_eq!(entries, want, "{program}");
+    }
+}
