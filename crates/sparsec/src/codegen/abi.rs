@@ -22,6 +22,16 @@ pub fn assumption_status(n: usize) -> i32 {
     2 + n as i32
 }
 
+/// What a nonzero `status` of a call of `function`'s code means: the message of the
+/// assumption that failed, or else that the kernel ran out of memory for `what`.
+pub fn failure(function: &Function, status: i32, what: &str) -> String {
+    let assumptions = &function.assumptions;
+    (0..assumptions.len())
+        .find(|&n| assumption_status(n) == status)
+        .map(|n| assumptions[n].1.clone())
+        .unwrap_or_else(|| format!("the kernel ran out of memory {what}"))
+}
+
 /// Refuse loops on units that no CPU backend runs (GPU blocks, warps and threads).
 /// `backend` names the refusing backend.
 pub fn check_units(function: &Function, backend: &'static str) -> Result<(), BackendError> {

@@ -566,13 +566,11 @@ impl Kernel {
             return Ok(buffers);
         }
         self.keep_buffers(buffers);
-        let assumptions = &self.lowered.function.assumptions;
-        let failed = (0..assumptions.len())
-            .find(|&n| abi::assumption_status(n) == status)
-            .map(|n| assumptions[n].1.clone());
-        Err(Error::Input(failed.unwrap_or_else(|| {
-            "the kernel ran out of memory while producing its output".into()
-        })))
+        Err(Error::Input(abi::failure(
+            &self.lowered.function,
+            status,
+            "while producing its output",
+        )))
     }
 
     /// The entries the kernel emitted into `buffers`, in order, then for `+=` statements

@@ -392,13 +392,11 @@ impl SpfKernel {
                 values,
             });
         }
-        let assumptions = &self.lowered.function.assumptions;
-        let failed = (0..assumptions.len())
-            .find(|&n| abi::assumption_status(n) == status)
-            .map(|n| assumptions[n].1.clone());
-        Err(Error::Input(failed.unwrap_or_else(|| {
-            "the kernel ran out of memory for its scratch arrays".into()
-        })))
+        Err(Error::Input(abi::failure(
+            &self.lowered.function,
+            status,
+            "for its scratch arrays",
+        )))
     }
 
     fn symbol_index(&self, name: &str) -> usize {
