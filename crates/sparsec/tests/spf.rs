@@ -18,6 +18,7 @@ const SPMV: &str = include_str!("../../../examples/spf/spmv.spf");
 const LOWER: &str = include_str!("../../../examples/spf/lower_solve.spf");
 const LOWER_WAVEFRONT: &str = include_str!("../../../examples/spf/lower_solve_wavefront.spf");
 const UPPER: &str = include_str!("../../../examples/spf/upper_solve.spf");
+const UPPER_WAVEFRONT: &str = include_str!("../../../examples/spf/upper_solve_wavefront.spf");
 const GAUSS_SEIDEL: &str = include_str!("../../../examples/spf/gauss_seidel.spf");
 
 /// Rows of a square matrix's summed entries: `rows[i]` maps column to value.
@@ -209,10 +210,7 @@ fn kernels() -> Kernels {
         lower: compile_spf("lower_solve.spf", LOWER),
         wavefront: compile_spf("lower_solve_wavefront.spf", LOWER_WAVEFRONT),
         upper: compile_spf("upper_solve.spf", UPPER),
-        upper_wavefront: compile_spf(
-            "upper_solve.spf with wavefront",
-            &UPPER.replace("data Uv = U.vals;", "data Uv = U.vals;\nwavefront;"),
-        ),
+        upper_wavefront: compile_spf("upper_solve_wavefront.spf", UPPER_WAVEFRONT),
         gauss_seidel: compile_spf("gauss_seidel.spf", GAUSS_SEIDEL),
         spmv: compile_spf("spmv.spf", SPMV),
     }
@@ -252,6 +250,17 @@ fn kernels_match_references_on_random_matrices() {
         let coo = random_coo(&mut rng, &[n, m], 0.4);
         check_spmv(&format!("random {n}x{m}"), &coo, &mut kernels);
     }
+    // Two levels of 1500 rows each (row i + 1500 reads row i): levels wide enough to run
+    // on the team, beside the narrow ones above, which run serially.
+    let wide = kernels.wavefront.source();
+    assert!(wide.contains(">= 1024"), "{wide}");
+    let n = 3000;
+    let mut coords = Vec::new();
+    for i in 1500..n as i64 {
+        coords.extend([i, i - 1500]);
+    }
+    let coo = Coo::new(vec![n, n], coords, vec![0.5; n - 1500]).unwrap();
+    check_solvers("two wide levels", &coo, &mut kernels);
 }
 
 #[test]

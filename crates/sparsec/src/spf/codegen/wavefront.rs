@@ -2,6 +2,11 @@
 
 use super::*;
 
+/// The fewest rows a level needs to run on the team. Starting the team's work and
+/// joining it costs microseconds, as much as some hundreds of rows of a sparse solve, and
+/// a matrix whose lower triangle is nearly a chain has thousands of levels of one row.
+const MIN_PARALLEL_LEVEL: i64 = 1024;
+
 impl Context<'_> {
     /// The level-set executor: an inspector computes each row's level (one more than the
     /// highest level of the earlier rows it reads), sorts the rows by level, and each
@@ -137,16 +142,33 @@ impl Context<'_> {
         let mut row_body = vec![Stmt::Decl(r3, at(order, Expr::Var(p)) + first)];
         row_body.extend(self.scan(all, 1, inner_items, env, false, &Leaf::Body)?);
         env[0] = None;
+        let (start, end) = (
+            at(level_start, Expr::Var(l2)),
+            at(level_start, Expr::Var(l2) + Expr::Int(1)),
+        );
+        let level = |kind| {
+            vec![Stmt::For(Loop {
+                var: p,
+                start: start.clone(),
+                end: end.clone(),
+                body: row_body.clone(),
+                kind,
+            })]
+        };
+        // Waking the team costs more than a level of few rows: those run serially.
+        let wide = Expr::bin(
+            BinOp::Ge,
+            end.clone() - start.clone(),
+            Expr::Int(MIN_PARALLEL_LEVEL),
+        );
         out.push(counted(
             l2,
             Expr::Var(levels),
-            vec![Stmt::For(Loop {
-                var: p,
-                start: at(level_start, Expr::Var(l2)),
-                end: at(level_start, Expr::Var(l2) + Expr::Int(1)),
-                body: row_body,
-                kind: parallel_kind(),
-            })],
+            vec![Stmt::If(
+                wide,
+                level(parallel_kind()),
+                level(LoopKind::Serial),
+            )],
         ));
         Ok(out)
     }
