@@ -164,12 +164,12 @@ fn spf_run_converts_coo_files_to_csr_and_writes_them() {
         let mut entries: Vec<(i64, i64, f64)> = (0..b.values.len())
             .map(|p| (b.coords[2 * p], b.coords[2 * p + 1], b.values[p]))
             .collect();
-        entries.sort_by(|x, y| (x.0, x.1).cmp(&(y.0, y.1)));
+        entries.sort_by_key(|x| (x.0, x.1));
         let mut want = vec![(0, 1, 2.5), (1, 2, -1.0), (2, 0, 0.0), (2, 3, 1.5)];
         if program == "csr_transpose.spf" {
             assert_eq!(b.dims, vec![4, 3]);
             want = want.iter().map(|&(i, j, v)| (j, i, v)).collect();
-            want.sort_by(|x, y| (x.0, x.1).cmp(&(y.0, y.1)));
+            want.sort_by_key(|x| (x.0, x.1));
         } else {
             assert_eq!(b.dims, vec![3, 4]);
         }
