@@ -5,7 +5,7 @@
 //! missing.
 
 mod common;
-use common::{compile_spf, random_coo, rng, shared_data, spf_error};
+use common::{assert_close, compile_spf, random_coo, rng, shared_data, spf_error, spmv};
 
 use std::collections::BTreeMap;
 
@@ -112,24 +112,6 @@ fn gauss_seidel(coo: &Coo, b: &[f64], x0: &[f64]) -> Vec<f64> {
         x[i] = s / rows[i][&i];
     }
     x
-}
-
-fn spmv(coo: &Coo, x: &[f64]) -> Vec<f64> {
-    let mut y = vec![0.0; coo.dims[0]];
-    for (e, v) in coo.values.iter().enumerate() {
-        y[coo.coords[2 * e] as usize] += v * x[coo.coords[2 * e + 1] as usize];
-    }
-    y
-}
-
-fn assert_close(what: &str, got: &[f64], want: &[f64]) {
-    assert_eq!(got.len(), want.len(), "{what}: length");
-    for (i, (g, w)) in got.iter().zip(want).enumerate() {
-        assert!(
-            (g - w).abs() <= 1e-9 * (1.0 + w.abs()),
-            "{what}: entry {i} is {g}, expected {w}"
-        );
-    }
 }
 
 /// Every solver on one square matrix's triangles, serial and level-set on 1 and 2 threads.

@@ -672,18 +672,10 @@ fn split_rows_give_the_plain_product() {
     for coo in cases {
         let (n, m) = (coo.dims[0], coo.dims[1]);
         let x: Vec<f64> = (0..m).map(|j| 1.0 + (j % 7) as f64 * 0.25).collect();
-        let mut want = vec![0.0; n];
-        for (p, v) in coo.values.iter().enumerate() {
-            want[coo.coords[2 * p] as usize] += v * x[coo.coords[2 * p + 1] as usize];
-        }
+        let want = common::spmv(&coo, &x);
         let a = Tensor::from_coo(&coo, &Format::parse("csr", 2).unwrap(), ValueType::F64).unwrap();
         let y = split.run(&[("A", &a), ("x", &dense(vec![m], x))]).unwrap();
-        for (got, want) in values(&y).iter().zip(&want) {
-            assert!(
-                (got - want).abs() <= 1e-12 * want.abs().max(1.0),
-                "{n} x {m}"
-            );
-        }
+        common::assert_close(&format!("{n} x {m}"), &values(&y), &want);
     }
 }
 
@@ -874,24 +866,16 @@ fn parallel_outer_loops_are_decided_by_dependences() {
     let coo = sparsec::io::read_matrix_market(common::shared_data("matrices").join("bcsstk13.mtx"))
         .unwrap()
         .coo;
-    let (n, m) = (coo.dims[0], coo.dims[1]);
+    let m = coo.dims[1];
     let x: Vec<f64> = (0..m).map(|j| 0.5 + (j % 11) as f64).collect();
-    let mut want = vec![0.0; n];
-    for (p, v) in coo.values.iter().enumerate() {
-        want[coo.coords[2 * p] as usize] += v * x[coo.coords[2 * p + 1] as usize];
-    }
+    let want = common::spmv(&coo, &x);
     let a = Tensor::from_coo(&coo, &Format::parse("csr", 2).unwrap(), ValueType::F64).unwrap();
     for threads in [1, 2, 3] {
         k.set_threads(threads);
         let y = k
             .run(&[("A", &a), ("x", &dense(vec![m], x.clone()))])
             .unwrap();
-        for (got, want) in values(&y).iter().zip(&want) {
-            assert!(
-                (got - want).abs() <= 1e-9 * want.abs().max(1.0),
-                "{threads} threads"
-            );
-        }
+        common::assert_close(&format!("{threads} threads"), &values(&y), &want);
     }
     // The transposed product adds into y(col(k)) from every row: refused, through the
     // index array.

@@ -176,3 +176,23 @@ pub fn spf_error(text: &str) -> (String, String) {
         Ok(_) => panic!("expected an error"),
     }
 }
+
+/// `A x` for a matrix's entries (duplicates add up), by a plain loop.
+pub fn spmv(coo: &Coo, x: &[f64]) -> Vec<f64> {
+    let mut y = vec![0.0; coo.dims[0]];
+    for (e, v) in coo.values.iter().enumerate() {
+        y[coo.coords[2 * e] as usize] += v * x[coo.coords[2 * e + 1] as usize];
+    }
+    y
+}
+
+/// Every entry of `got` within `1e-9 * (1 + |want|)` of `want`'s.
+pub fn assert_close(what: &str, got: &[f64], want: &[f64]) {
+    assert_eq!(got.len(), want.len(), "{what}: length");
+    for (i, (g, w)) in got.iter().zip(want).enumerate() {
+        assert!(
+            (g - w).abs() <= 1e-9 * (1.0 + w.abs()),
+            "{what}: entry {i} is {g}, expected {w}"
+        );
+    }
+}
