@@ -176,3 +176,57 @@ fn spf_run_converts_coo_files_to_csr_and_writes_them() {
         assert_eq!(entries, want, "{program}");
     }
 }
+
+#[test]
+fn spf_run_refuses_an_order_3_output_in_matrix_market_before_running() {
+    let dir = tempfile::tempdir().unwrap();
+    let b = write(dir.path(), "b.tns", "1 1 1 2.0\n2 1 2 3.0\n");
+    let u = write(
+        dir.path(),
+        "u.mtx",
+        "%%MatrixMarket matrix array real general\n2 1\n1\n2\n",
+    );
+    let o = sparsec(&[
+        "spf",
+        "run",
+        &example("ttm_coo.spf"),
+        "-i",
+        &format!("B:{}", b.display()),
+        "-i",
+        &format!("U:{}", u.display()),
+        "-o",
+        &format!("Y:{}", dir.path().join("y.mtx").display()),
+    ]);
+    assert!(!o.status.success());
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        stderr.contains("cannot write an order-3 tensor"),
+        "{stderr}"
+    );
+    // As .tns it runs: Y(i, j, r) = sum_k B(i, j, k) U(k, r).
+    let y = dir.path().join("y.tns");
+    let o = sparsec(&[
+        "spf",
+        "run",
+        &example("ttm_coo.spf"),
+        "-i",
+        &format!("B:{}", b.display()),
+        "-i",
+        &format!("U:{}", u.display()),
+        "-o",
+        &format!("Y:{}", y.display()),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let y = io::read_tns(&y, None).unwrap();
+    let mut entries: Vec<(Vec<i64>, f64)> = (0..y.values.len())
+        .map(|p| (y.coords[3 * p..3 * p + 3].to_vec(), y.values[p]))
+        .filter(|(_, v)| *v != 0.0)
+        .collect();
+    entries.sort_by(|a, b| a.0.cmp(&b.0));
+    assert_eq!(
+        entries,
+        vec![(vec![0, 0, 0], 2.0), (vec![1, 0, 0], 6.0)],
+        "{:?}",
+        y
+    );
+}

@@ -106,6 +106,23 @@ impl SpfKernel {
         Some(decl.dims.len())
     }
 
+    /// The format input `name` is declared with (and read in, in place), if it is an
+    /// input: converting a tensor to it once spares every run the conversion.
+    pub fn input_format(&self, name: &str) -> Option<&Format> {
+        let n = self.program.inputs.iter().position(|t| t.name == name)?;
+        Some(&self.lowered.formats[n])
+    }
+
+    /// The number of dimensions the output is declared with.
+    pub fn output_order(&self) -> usize {
+        self.program
+            .output
+            .as_ref()
+            .expect("lowering checked it")
+            .dims
+            .len()
+    }
+
     /// The output's name.
     pub fn output_name(&self) -> &str {
         &self
