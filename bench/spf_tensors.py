@@ -25,16 +25,13 @@ What the two times cover (so that they cover the same work):
     (0 for dense outputs) medians of `sparsec run --time`; the compute median alone is
     printed beside it.
 The dense factors C, D, U are drawn with a fixed seed and written as MatrixMarket arrays
-(`.mtx`), which the index-notation runs read. `sparsec spf run` stores a `.mtx`/`.tns`
-input as a COO tensor and `SpfKernel::run` converts an input that is not in its declared
-layout on every call, so the SPF runs read the same factors as dense `.spt` files made by
-`sparsec convert F.mtx F.spt -f dense` (read in place); B is read from the `.tns` file by
-both (COO for SPF, converted to CSF before timing by `sparsec run`).
+(`.mtx`), which both read; B is read from the `.tns` file by both. Each CLI stores its
+inputs in the declared formats once, before timing (COO for SPF, CSF for `sparsec run`).
 
     SPARSEC=target/release/sparsec python3 bench/spf_tensors.py RUNS [TENSOR_DIR]
 
 SPARSEC defaults to target/release/sparsec (relative to the repository root), TENSOR_DIR
-to /work/shared/data/tensors (`../shared/data/tensors` from the repository root). A
+to `../shared/data/tensors` from the repository root. A
 missing binary or folder is an error. Tensors of another order are listed as skipped, as
 is TTM where the dense output I*J*R would exceed 2e8 doubles.
 """
@@ -149,12 +146,10 @@ def check_same(what: str, spf_file: str, csf_file: str, dims):
 
 
 def factor(path_mtx: str, rows: int, rank: int, rng) -> str:
-    """Write a rows x rank factor with uniform values in [-1, 1) as a MatrixMarket array
-    and as a dense .spt (for `spf run`); returns the .spt path."""
+    """Write a rows x rank factor with uniform values in [-1, 1) as a MatrixMarket array;
+    returns its path."""
     scipy.io.mmwrite(path_mtx, rng.uniform(-1.0, 1.0, (rows, rank)))
-    spt = path_mtx[:-4] + ".spt"
-    sparsec(["convert", path_mtx, spt, "-f", "dense"], 1)
-    return spt
+    return path_mtx
 
 
 def geomean(xs):
@@ -193,21 +188,21 @@ try:
         (I, J, K), nnz = tns_dims_nnz(path)
         for R in RANKS:
             base = os.path.join(tmp, f"{stem}_R{R}")
-            c_spt = factor(base + "_C.mtx", J, R, rng)
-            d_spt = factor(base + "_D.mtx", K, R, rng)
-            u_spt = factor(base + "_U.mtx", K, R, rng)
+            c = factor(base + "_C.mtx", J, R, rng)
+            d = factor(base + "_D.mtx", K, R, rng)
+            u = factor(base + "_U.mtx", K, R, rng)
             ttm_ok = I * J * R <= MAX_TTM_OUTPUT
             if not ttm_ok:
                 print(f"skipped TTM on {stem}, R={R}: dense output {I}x{J}x{R} = "
                       f"{I * J * R:.3g} doubles > {MAX_TTM_OUTPUT:g}")
             for T in THREADS:
                 common = ["--threads", str(T), "--time", str(RUNS)]
-                cases = [("mttkrp", MTTKRP_SPF, ["-i", f"C:{c_spt}", "-i", f"D:{d_spt}"],
-                          MTTKRP_EXPR, ["-i", f"C:{base}_C.mtx", "-i", f"D:{base}_D.mtx"],
-                          "A", (I, R), ".mtx")]
+                factors = ["-i", f"C:{c}", "-i", f"D:{d}"]
+                cases = [("mttkrp", MTTKRP_SPF, factors, MTTKRP_EXPR, factors, "A", (I, R),
+                          ".mtx")]
                 if ttm_ok:
-                    cases.append(("ttm", TTM_SPF, ["-i", f"U:{u_spt}"], TTM_EXPR,
-                                  ["-i", f"U:{base}_U.mtx"], "Y", (I, J, R), ".tns"))
+                    cases.append(("ttm", TTM_SPF, ["-i", f"U:{u}"], TTM_EXPR, ["-i", f"U:{u}"],
+                                  "Y", (I, J, R), ".tns"))
                 for kernel, prog, spf_in, expr, csf_in, out, dims, ext in cases:
                     spf_out = f"{base}_{kernel}_t{T}_spf{ext}"
                     csf_out = f"{base}_{kernel}_t{T}_csf{ext}"
