@@ -48,6 +48,8 @@ import numpy as np
 import scipy.io
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+from schedules_vs_mkl import tns_order  # noqa: E402
 RANKS = (16, 32)
 THREADS = (1, 2)
 SEED = 13
@@ -104,14 +106,6 @@ def phase_ms(output: str, phase: str) -> float:
     if not m:
         die(f"no `{phase}` median in sparsec's output:\n{output}")
     return float(m.group(1)) * {"ms": 1.0, "us": 1e-3, "s": 1e3}[m.group(2)]
-
-
-def tns_order(path: str) -> int:
-    with open(path) as f:
-        for line in f:
-            if line.strip() and not line.lstrip().startswith("#"):
-                return len(line.split()) - 1
-    return 0
 
 
 def tns_dims_nnz(path: str):
