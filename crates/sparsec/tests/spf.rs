@@ -299,6 +299,11 @@ fn program_errors_point_at_their_span() {
     let (msg, at) = spf_error(&stmt("{[i, k] : 0 <= i < N && 0 <= k}", "y(i) += Av(k)"));
     assert!(msg.contains("cannot bound an index"), "{msg}");
     assert_eq!(at, "Av(k)");
+    // A loop whose variable no access reads still needs both bounds.
+    let (msg, _) = spf_error(&stmt("{[i, k] : 0 <= i < N && k <= 3}", "y(i) += 1"));
+    assert!(msg.contains("has no lower bound"), "{msg}");
+    let (msg, _) = spf_error(&stmt("{[i, k] : 0 <= i < N && 0 <= k}", "y(i) += 1"));
+    assert!(msg.contains("has no upper bound"), "{msg}");
     let (msg, at) = spf_error(&stmt(
         "{[i, k] : 0 <= i < N && 0 <= k < N}",
         "z(i) += Av(k)",

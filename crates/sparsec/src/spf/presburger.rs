@@ -50,7 +50,7 @@ pub struct Abstraction {
 
 /// The prefix of symbols in isl text, so that a symbol named like an isl keyword (`and`,
 /// `floor`, `exists`) cannot be misread.
-const SYMBOL_PREFIX: &str = "s_";
+pub(super) const SYMBOL_PREFIX: &str = "s_";
 
 impl Abstraction {
     /// A space of `vars` tuple variables and no applications yet.
@@ -128,8 +128,26 @@ impl Abstraction {
         })
     }
 
-    /// The facts about every pair of applications and every application's range.
-    fn facts(&self, facts: &Facts) -> Vec<String> {
+    /// Application dimension `d`'s function and abstracted arguments (None for a tuple
+    /// variable).
+    pub fn application(&self, d: usize) -> Option<(&str, &[Affine])> {
+        let (name, args) = self.apps.get(d.checked_sub(self.vars)?)?;
+        Some((name, args))
+    }
+
+    /// `part` in isl's syntax over this space's dimensions (`x0`, `x1`, ...), with the
+    /// facts that need no disjunction when given: what a scanner may assume at each point.
+    pub fn conjunction_text(&self, part: &[Constraint], facts: Option<&Facts>) -> Vec<String> {
+        let mut out: Vec<String> = part.iter().map(isl_constraint).collect();
+        if let Some(facts) = facts {
+            out.extend(self.facts(facts, false));
+        }
+        out
+    }
+
+    /// The facts about every pair of applications and every application's range; pairs
+    /// whose arguments are not a constant apart give disjunctions, only when asked for.
+    fn facts(&self, facts: &Facts, disjunctive: bool) -> Vec<String> {
         let mut out = Vec::new();
         for (m, (name, args)) in self.apps.iter().enumerate() {
             let u = self.vars + m;
@@ -154,6 +172,7 @@ impl Abstraction {
                         (Some(g), true) if g < 0 => out.push(format!("x{u} <= x{v}")),
                         (Some(_), true) => out.push(format!("x{u} >= x{v}")),
                         (Some(_), false) => {}
+                        (None, _) if !disjunctive => {}
                         (None, true) => out.push(format!(
                             "(({g} < 0 and x{u} <= x{v}) or ({g} = 0 and x{u} = x{v}) or \
                              ({g} > 0 and x{u} >= x{v}))",
@@ -164,7 +183,7 @@ impl Abstraction {
                             g = isl_affine(gap)
                         )),
                     }
-                } else {
+                } else if disjunctive {
                     let differ: Vec<String> = gaps
                         .iter()
                         .map(|g| format!("{g} < 0 or {g} > 0", g = isl_affine(g)))
@@ -207,7 +226,7 @@ impl Abstraction {
             .map(|s| format!("{SYMBOL_PREFIX}{s}"))
             .collect();
         let tuple: Vec<String> = (0..self.dims()).map(|d| format!("x{d}")).collect();
-        let fact_text = facts.map(|f| self.facts(f)).unwrap_or_default();
+        let fact_text = facts.map(|f| self.facts(f, true)).unwrap_or_default();
         let pieces: Vec<String> = parts
             .iter()
             .map(|part| {
@@ -281,7 +300,7 @@ impl Abstraction {
     }
 }
 
-fn isl_affine(e: &Affine) -> String {
+pub(super) fn isl_affine(e: &Affine) -> String {
     let mut s = e.constant.to_string();
     for (c, t) in &e.terms {
         let name = match t {

@@ -13,12 +13,14 @@
 //! the arrays and data spaces it indexes (entry assumptions over the sizes, so an input
 //! that does not fit the program is an error, never an out-of-bounds access).
 
+mod bounds;
 mod scan;
 mod schedule;
 mod wavefront;
 
-pub(super) use scan::classify;
-use scan::{ceil_div, floor_div, AtDim, Item, Leaf};
+pub(super) use bounds::classify;
+use bounds::{ceil_div, floor_div};
+use scan::Leaf;
 use schedule::{schedule_statement, scheduled_views, transformed};
 
 use super::isl::Isl;
@@ -155,21 +157,10 @@ pub fn lower(prog: &Program) -> Result<Lowered, SpfError> {
         cx.check_statement(s)?;
     }
     let mut env = vec![None; depth];
-    // Constraints on symbols only (`N >= 4`) guard the whole statement.
-    let items: Vec<Item> = (0..scheduled.len())
-        .map(|n| Item {
-            stmt: n,
-            pending: scheduled[n]
-                .constraints
-                .iter()
-                .filter(|c| c.expr.max_var().is_none())
-                .map(|c| cx.constraint(c, &env))
-                .collect(),
-        })
-        .collect();
+    let items: Vec<usize> = (0..scheduled.len()).collect();
     let body = if let Some(span) = prog.wavefront {
         deps::check_wavefront(&scheduled_views(&scheduled), span)?;
-        cx.wavefront(&scheduled, items, &mut env)?
+        cx.wavefront(&scheduled, &items, &mut env)?
     } else {
         let parallel = match prog.parallel {
             Some(span) => {
@@ -179,7 +170,7 @@ pub fn lower(prog: &Program) -> Result<Lowered, SpfError> {
             }
             None => false,
         };
-        cx.scan(&scheduled, 0, items, &mut env, parallel, &Leaf::Body)?
+        cx.scan(&scheduled, &items, 0, &mut env, parallel, &Leaf::Body)?
     };
     cx.function.body = body;
     if let Some(layout) = placed_rows(prog, assembled.as_ref(), &cx) {
@@ -641,14 +632,6 @@ impl Context<'_> {
             (Some(o), 0) => o,
             (Some(o), k) if k < 0 => o - Expr::Int(-k),
             (Some(o), k) => o + Expr::Int(k),
-        }
-    }
-
-    fn constraint(&self, c: &Constraint, env: &[Option<Var>]) -> Expr {
-        let e = self.affine(&c.expr, env);
-        match c.kind {
-            Relation0::NonNegative => Expr::bin(BinOp::Ge, e, Expr::Int(0)),
-            Relation0::Zero => Expr::eq(e, Expr::Int(0)),
         }
     }
 

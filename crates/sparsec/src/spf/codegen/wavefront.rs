@@ -14,8 +14,8 @@ impl Context<'_> {
     pub(super) fn wavefront(
         &mut self,
         all: &[Scheduled],
-        items: Vec<Item>,
-        env: &mut Vec<Option<Var>>,
+        items: &[usize],
+        env: &mut [Option<Var>],
     ) -> Result<Vec<Stmt>, SpfError> {
         let (first, end) = deps::outer_range(&scheduled_views(all)).ok_or_else(|| {
             SpfError::new(
@@ -69,13 +69,13 @@ impl Context<'_> {
         // Inspector: the loops of the statements that read earlier rows, in their
         // sequential order, computing levels.
         let writers = deps::row_functions(&scheduled_views(all))?;
-        let readers: Vec<Item> = items
+        let readers: Vec<usize> = items
             .iter()
-            .filter(|i| {
-                let s = &all[i.stmt];
+            .copied()
+            .filter(|&n| {
+                let s = &all[n];
                 !deps::flow_sources(&writers, &s.value, &s.constraints).is_empty()
             })
-            .cloned()
             .collect();
         let mut out = Vec::new();
         if !readers.is_empty() {
@@ -84,7 +84,7 @@ impl Context<'_> {
                 first: first.clone(),
                 rows: writers,
             };
-            out = self.scan(all, 0, readers, env, false, &leaf)?;
+            out = self.scan(all, &readers, 0, env, false, &leaf)?;
         }
         // Count the rows of each level, then place the rows in level order.
         out.push(Stmt::Decl(levels, Expr::Int(0)));
@@ -133,14 +133,8 @@ impl Context<'_> {
         ));
         // Executor: levels in order, the rows of one level in parallel.
         env[0] = Some(r3);
-        let mut inner_items = items;
-        let ats: Vec<AtDim> = inner_items
-            .iter()
-            .map(|i| classify(&all[i.stmt].constraints, 0))
-            .collect();
-        inner_items = self.with_guards(inner_items, &ats, env);
         let mut row_body = vec![Stmt::Decl(r3, at(order, Expr::Var(p)) + first)];
-        row_body.extend(self.scan(all, 1, inner_items, env, false, &Leaf::Body)?);
+        row_body.extend(self.scan(all, items, 1, env, false, &Leaf::Body)?);
         env[0] = None;
         let (start, end) = (
             at(level_start, Expr::Var(l2)),

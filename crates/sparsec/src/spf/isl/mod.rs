@@ -11,6 +11,9 @@
 use std::ffi::{c_char, c_int, c_long, c_uint, c_void, CStr, CString};
 use std::rc::Rc;
 
+mod ast;
+pub use ast::{Ast, AstExpr, AstOp, Generated};
+
 #[repr(C)]
 struct RawCtx {
     _private: [u8; 0],
@@ -475,5 +478,54 @@ mod tests {
         assert!(s.project_out(3, 1).is_err());
         // The context still works after an error.
         assert!(!s.is_empty().unwrap());
+    }
+
+    #[test]
+    fn the_ast_generator_scans_a_triangle_and_separates_statements() {
+        let isl = Isl::new();
+        let g = isl
+            .ast(
+                "[N] -> { : }",
+                "[N] -> { S0[i, j] : 0 <= i < N and 0 <= j <= i; S1[i] : 0 <= i < N }",
+                "{ S0[i, j] -> [i, 0, j]; S1[i] -> [i, 1, 0] }",
+                None,
+            )
+            .unwrap();
+        let id = |s: &str| AstExpr::Id(s.to_string());
+        let Ast::For {
+            iterator,
+            init,
+            cond,
+            body,
+            ..
+        } = &g.ast
+        else {
+            panic!("{}", g.c)
+        };
+        assert_eq!(
+            (iterator.as_str(), init),
+            ("c0", &AstExpr::Int(0)),
+            "{}",
+            g.c
+        );
+        assert_eq!(cond, &AstExpr::Op(AstOp::Lt, vec![id("c0"), id("N")]));
+        let Ast::Block(parts) = body.as_ref() else {
+            panic!("{}", g.c)
+        };
+        assert!(matches!(&parts[0], Ast::For { iterator, .. } if iterator == "c2"));
+        assert_eq!(
+            parts[1],
+            Ast::User(AstExpr::Op(AstOp::Call, vec![id("S1"), id("c0")]))
+        );
+        let bad = isl.ast(
+            "[N] -> { : }",
+            "{ S0[i] : i <= 0 }",
+            "{ S0[i] -> [i] }",
+            None,
+        );
+        assert!(
+            bad.is_err(),
+            "a loop without a lower bound is an error, not a crash"
+        );
     }
 }

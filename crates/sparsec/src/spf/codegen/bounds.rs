@@ -1,0 +1,102 @@
+//! Reading a statement's constraints at one execution dimension: a definition (a UF
+//! equality such as `j = col(k)`), lower and upper bounds (dividing ones for tile loops)
+//! and the rest. The entry checks bound every dimension this way, and the dependence
+//! tests read definitions and bounds through it.
+
+use super::*;
+
+/// A loop bound: `var >= ceil(expr / div)` (a lower bound) or `var <= floor(expr / div)`
+/// (an upper one), from `div * var - expr >= 0` or `expr - div * var >= 0`; `div` is 1
+/// except where a loop runs over tiles.
+#[derive(Clone, Debug, PartialEq)]
+pub(in crate::spf) struct Bound {
+    pub(in crate::spf) expr: Affine,
+    pub(in crate::spf) div: i64,
+}
+
+impl Bound {
+    /// The bound when it needs no division.
+    pub(in crate::spf) fn unit(&self) -> Option<&Affine> {
+        (self.div == 1).then_some(&self.expr)
+    }
+
+    /// The constraint it came from, on dimension `d`.
+    fn constraint(&self, d: usize, lower: bool) -> Constraint {
+        let scaled = Affine::term(Term::Var(d)).scale(self.div);
+        Constraint {
+            expr: if lower {
+                scaled.add_scaled(-1, &self.expr)
+            } else {
+                self.expr.add_scaled(-1, &scaled)
+            },
+            kind: Relation0::NonNegative,
+        }
+    }
+}
+
+/// `floor(a / b)` for `b >= 1`, also for negative `a` (C's `/` truncates toward zero).
+pub(super) fn floor_div(a: Expr, b: i64) -> Expr {
+    if b == 1 {
+        return a;
+    }
+    let rem = Expr::bin(
+        BinOp::Rem,
+        Expr::bin(BinOp::Rem, a.clone(), Expr::Int(b)) + Expr::Int(b),
+        Expr::Int(b),
+    );
+    ir::simplify(&Expr::bin(BinOp::Div, a - rem, Expr::Int(b)))
+}
+
+/// `ceil(a / b)` for `b >= 1`.
+pub(super) fn ceil_div(a: Expr, b: i64) -> Expr {
+    if b == 1 {
+        return a;
+    }
+    ir::simplify(&(Expr::Int(0) - floor_div(Expr::Int(0) - a, b)))
+}
+
+/// How a statement's constraints at one dimension are used.
+#[derive(Default)]
+pub(in crate::spf) struct AtDim {
+    pub(in crate::spf) definition: Option<Affine>,
+    pub(in crate::spf) lower: Vec<Bound>,
+    pub(in crate::spf) upper: Vec<Bound>,
+    guards: Vec<Constraint>,
+}
+
+/// Sort the constraints whose innermost variable is dimension `d` into a definition,
+/// bounds and guards.
+pub(in crate::spf) fn classify(constraints: &[Constraint], d: usize) -> AtDim {
+    let mut at = AtDim::default();
+    for c in constraints.iter().filter(|c| c.expr.max_var() == Some(d)) {
+        let coef = c.expr.coefficient(d);
+        let in_uf = c.expr.var_in_uf(d);
+        // rest = expr - coef * d
+        let rest = c.expr.add_scaled(-coef, &Affine::term(Term::Var(d)));
+        match c.kind {
+            Relation0::Zero if coef.abs() == 1 && !in_uf && at.definition.is_none() => {
+                at.definition = Some(rest.scale(-coef));
+            }
+            // coef * d + rest >= 0: d >= ceil(-rest / coef), or d <= floor(rest / -coef).
+            Relation0::NonNegative if !in_uf && coef > 0 => at.lower.push(Bound {
+                expr: rest.scale(-1),
+                div: coef,
+            }),
+            Relation0::NonNegative if !in_uf => at.upper.push(Bound {
+                expr: rest,
+                div: -coef,
+            }),
+            _ => at.guards.push(c.clone()),
+        }
+    }
+    if at.definition.is_some() {
+        // The bounds of a defined dimension are checks on its value.
+        for b in at.lower.drain(..) {
+            at.guards.push(b.constraint(d, true));
+        }
+        for b in at.upper.drain(..) {
+            at.guards.push(b.constraint(d, false));
+        }
+    }
+    at
+}
