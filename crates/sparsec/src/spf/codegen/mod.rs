@@ -2,11 +2,9 @@
 //!
 //! Each statement is first moved to execution coordinates: its schedule, a map whose
 //! outputs are constants or `±var + c`, is inverted, so that its domain's constraints and
-//! its accesses speak of execution dimensions. Scanning then walks the dimensions in
-//! order: statements whose dimension is a constant are split by it (in increasing order);
-//! at a loop dimension, each statement's constraints whose innermost variable is that
-//! dimension become an assignment (`j = col(k)`, a UF equality), loop bounds (`max` of the
-//! lower, `min` of the upper bounds) or guards (`if`s around the statement).
+//! its accesses speak of execution dimensions (`schedule.rs`). isl's AST generator then
+//! scans all statements together, each UF application a schedule slot of its own
+//! (`scan.rs`).
 //!
 //! Every index a kernel computes is checked before the body runs: an interval for each
 //! execution dimension, from its bounds and the ranges of the UFs' arrays, must lie inside

@@ -20,6 +20,12 @@ use super::*;
 use crate::spf::isl::{Ast, AstExpr, AstOp};
 use crate::spf::presburger::{isl_affine, SYMBOL_PREFIX};
 
+/// isl's work bound for one program's loops: separating the pieces of many fused
+/// statements can grow exponentially, and a program that needs more is refused rather than
+/// left to run for minutes. The examples need less than a million (ILU(0) and
+/// Gauss-Seidel need more than 100,000).
+const AST_OPERATION_LIMIT: u64 = 20_000_000;
+
 /// What the innermost level emits for a statement.
 pub(super) enum Leaf {
     /// The statement's body.
@@ -138,6 +144,7 @@ impl Context<'_> {
             .collect();
         let all_columns: Vec<String> = (0..columns).map(|c| format!("t{c}")).collect();
         let generated = Isl::new()
+            .with_operation_limit(AST_OPERATION_LIMIT)
             .ast(
                 &format!("[{params}] -> {{ : {} }}", context.join(" and ")),
                 &format!("[{params}] -> {{ {} }}", domain.join("; ")),
@@ -149,7 +156,17 @@ impl Context<'_> {
                     all_columns.join(", ")
                 )),
             )
-            .map_err(|e| SpfError::general(format!("generating the loops with isl: {e}")))?;
+            .map_err(|e| {
+                let why = match e.contains("maximal number of operations") {
+                    true => format!(
+                        "isl gave up after {AST_OPERATION_LIMIT} operations (fuse fewer \
+                         statements with different bounds, or separate them with constant \
+                         schedule dimensions)"
+                    ),
+                    false => e,
+                };
+                SpfError::general(format!("generating the loops with isl: {why}"))
+            })?;
         let mut walk = Walk {
             all,
             prepared: &prepared,

@@ -58,6 +58,7 @@ extern "C" {
     fn isl_options_set_on_error(ctx: *mut RawCtx, val: c_int) -> c_int;
     fn isl_ctx_last_error_msg(ctx: *mut RawCtx) -> *const c_char;
     fn isl_ctx_reset_error(ctx: *mut RawCtx);
+    fn isl_ctx_set_max_operations(ctx: *mut RawCtx, max: std::ffi::c_ulong);
     fn isl_set_read_from_str(ctx: *mut RawCtx, text: *const c_char) -> *mut RawSet;
     fn isl_set_copy(set: *mut RawSet) -> *mut RawSet;
     fn isl_set_free(set: *mut RawSet) -> *mut RawSet;
@@ -128,6 +129,14 @@ impl Isl {
             isl_options_set_on_error(ctx, ON_ERROR_CONTINUE);
             Isl(Rc::new(CtxHandle(ctx)))
         }
+    }
+
+    /// The same context, whose computations fail (with an error, not a hang) after about
+    /// `max` elementary operations.
+    pub fn with_operation_limit(self, max: u64) -> Isl {
+        // SAFETY: the context is alive; the limit only makes later operations fail early.
+        unsafe { isl_ctx_set_max_operations(self.0 .0, max as std::ffi::c_ulong) };
+        self
     }
 
     /// Parse a set (or a union of sets) in isl's syntax, e.g. `[N] -> { [i] : 0 <= i < N }`.
