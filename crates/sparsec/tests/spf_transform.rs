@@ -653,14 +653,13 @@ fn tiled_transpose_visits_every_element_once() {
     }
 }
 
-#[test]
-fn split_rows_give_the_plain_product() {
-    let split = compile_spf("spmv_split.spf", SPMV_SPLIT);
-    assert!(split.source().contains("16 * io"), "{}", split.source());
-    let mut rng = common::rng(71);
-    let mut cases: Vec<Coo> = [[0, 0], [1, 1], [15, 4], [16, 16], [33, 20], [100, 7]]
+/// Random matrices of `shapes` (explicit zeros, duplicates and unsorted entries
+/// included) and the shared west0479.
+fn random_and_real_matrices(seed: u64, shapes: &[[usize; 2]], density: f64) -> Vec<Coo> {
+    let mut rng = common::rng(seed);
+    let mut cases: Vec<Coo> = shapes
         .iter()
-        .map(|dims| common::random_coo(&mut rng, dims, 0.3))
+        .map(|dims| common::random_coo(&mut rng, dims, density))
         .collect();
     let dir = common::shared_data("matrices");
     cases.push(
@@ -668,7 +667,15 @@ fn split_rows_give_the_plain_product() {
             .unwrap()
             .coo,
     );
-    for coo in cases {
+    cases
+}
+
+#[test]
+fn split_rows_give_the_plain_product() {
+    let split = compile_spf("spmv_split.spf", SPMV_SPLIT);
+    assert!(split.source().contains("16 * io"), "{}", split.source());
+    let shapes = [[0, 0], [1, 1], [15, 4], [16, 16], [33, 20], [100, 7]];
+    for coo in random_and_real_matrices(71, &shapes, 0.3) {
         let (n, m) = (coo.dims[0], coo.dims[1]);
         let x: Vec<f64> = (0..m).map(|j| 1.0 + (j % 7) as f64 * 0.25).collect();
         let want = common::spmv(&coo, &x);
@@ -938,18 +945,8 @@ stmt S0
 fn fused_loops_with_different_bounds_and_inner_loops_run_each_instance_once() {
     let fused = compile_spf("fused.spf", FUSED_DIFFERENT_BOUNDS);
     let pinned = compile_spf("pinned.spf", PINNED_SLOT);
-    let mut rng = common::rng(72);
-    let mut cases: Vec<Coo> = [[0, 0], [1, 1], [3, 2], [6, 5], [40, 9]]
-        .iter()
-        .map(|dims| common::random_coo(&mut rng, dims, 0.4))
-        .collect();
-    let dir = common::shared_data("matrices");
-    cases.push(
-        sparsec::io::read_matrix_market(dir.join("west0479.mtx"))
-            .unwrap()
-            .coo,
-    );
-    for coo in cases {
+    let shapes = [[0, 0], [1, 1], [3, 2], [6, 5], [40, 9]];
+    for coo in random_and_real_matrices(72, &shapes, 0.4) {
         let n = coo.dims[0];
         let a = Tensor::from_coo(&coo, &Format::parse("csr", 2).unwrap(), ValueType::F64).unwrap();
         // The reference reads the same CSR arrays through plain loops.

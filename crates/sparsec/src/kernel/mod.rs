@@ -24,6 +24,7 @@
 pub(crate) mod bind;
 pub(crate) mod native;
 pub(crate) mod output;
+pub(crate) mod variants;
 
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
@@ -98,7 +99,7 @@ pub struct Kernel {
     code: Tiers,
     /// Code compiled on first use for inputs with other index widths, by the set of
     /// `int32_t` arrays it reads.
-    variants: Mutex<Vec<(BTreeSet<ArrayRef>, Arc<Tiers>)>>,
+    variants: variants::WidthVariants<Tiers>,
     /// Entry buffers of the last run, kept so that later runs do not grow them again.
     spare_buffers: Mutex<Vec<RawBuffer>>,
 }
@@ -189,7 +190,7 @@ impl Kernel {
             backend,
             toolchain: toolchain.clone(),
             code,
-            variants: Mutex::new(Vec::new()),
+            variants: variants::WidthVariants::new(),
             spare_buffers: Mutex::new(Vec::new()),
         })
     }
@@ -214,20 +215,11 @@ impl Kernel {
         if *narrow == self.lowered.function.narrow_arrays {
             return Ok(self.code.current());
         }
-        let mut variants = self.variants.lock().expect("variants");
-        if let Some((_, tiers)) = variants.iter().find(|(n, _)| n == narrow) {
-            return Ok(tiers.current());
-        }
-        // Compiling under the lock: a concurrent run with the same widths waits for this
-        // compilation instead of starting its own.
-        let mut function = self.lowered.function.clone();
-        function.narrow_arrays = narrow.clone();
-        // Storage built from parts may hold `int32_t` where a helper reads `int64_t`.
-        crate::ir::verify(&function)
-            .map_err(|e| Error::Input(format!("the inputs' index widths: {e}")))?;
-        let (_, tiers) = compile_code(&function, self.backend, &self.toolchain)?;
-        let tiers = Arc::new(tiers);
-        variants.push((narrow.clone(), tiers.clone()));
+        let tiers = self
+            .variants
+            .get_or_compile(&self.lowered.function, narrow, |f| {
+                Ok(compile_code(f, self.backend, &self.toolchain)?.1)
+            })?;
         Ok(tiers.current())
     }
 

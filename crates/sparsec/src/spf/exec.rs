@@ -6,7 +6,7 @@
 use std::borrow::Cow;
 use std::collections::BTreeSet;
 use std::ffi::c_void;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use super::codegen::{self, Extra, Lowered};
 use super::parse::{Dim, Program, UfArray};
@@ -22,6 +22,7 @@ use crate::kernel::bind::{cast_values, Arguments};
 use crate::kernel::default_threads;
 use crate::kernel::native::Code;
 use crate::kernel::output::{place_rows, PlacedOutput};
+use crate::kernel::variants::WidthVariants;
 use crate::tensor::{Coo, IndexWidth, Tensor, ValueType, Values};
 use crate::Error;
 
@@ -35,7 +36,7 @@ pub struct SpfKernel {
     /// Code for inputs with some `int32_t` index arrays, by the set of those arrays:
     /// compiled the first time such inputs arrive, so that inputs are read in place
     /// rather than widened on every call.
-    variants: Mutex<Vec<(BTreeSet<ArrayRef>, Arc<Code>)>>,
+    variants: WidthVariants<Code>,
     toolchain: Toolchain,
     threads: usize,
     /// Values of the `param` symbols, by name.
@@ -55,7 +56,7 @@ impl SpfKernel {
             lowered,
             generated,
             code,
-            variants: Mutex::new(Vec::new()),
+            variants: WidthVariants::new(),
             toolchain: toolchain.clone(),
             threads: default_threads(),
             params: Vec::new(),
@@ -67,18 +68,10 @@ impl SpfKernel {
         if narrow.is_empty() {
             return Ok(self.code.clone());
         }
-        let mut variants = self.variants.lock().expect("variants");
-        if let Some((_, code)) = variants.iter().find(|(n, _)| n == narrow) {
-            return Ok(code.clone());
-        }
-        let mut function = self.lowered.function.clone();
-        function.narrow_arrays = narrow.clone();
-        // Storage built from parts may hold `int32_t` where a helper reads `int64_t`.
-        crate::ir::verify(&function)
-            .map_err(|e| Error::Input(format!("the inputs' index widths: {e}")))?;
-        let code = Arc::new(Code::c(&c::emit(&function)?.source, &self.toolchain)?);
-        variants.push((narrow.clone(), code.clone()));
-        Ok(code)
+        self.variants
+            .get_or_compile(&self.lowered.function, narrow, |f| {
+                Ok(Code::c(&c::emit(f)?.source, &self.toolchain)?)
+            })
     }
 
     /// The generated C translation unit.
