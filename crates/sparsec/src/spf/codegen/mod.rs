@@ -168,7 +168,7 @@ pub fn lower(prog: &Program) -> Result<Lowered, SpfError> {
             }
             None => false,
         };
-        cx.scan(&scheduled, &items, 0, &mut env, parallel, &Leaf::Body)?
+        cx.scan(&scheduled, &items, &[], &mut env, parallel, &Leaf::Body)?
     };
     cx.function.body = body;
     if let Some(layout) = placed_rows(prog, assembled.as_ref(), &cx) {

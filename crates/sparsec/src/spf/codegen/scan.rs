@@ -67,18 +67,20 @@ struct Scope {
 }
 
 impl Context<'_> {
-    /// Scan statements `items` of `all` into IR. The first `fixed` execution dimensions
-    /// are already bound in `env` (the wavefront executor's row); the outermost loop is
-    /// parallel when `parallel` is set (the caller checked the dependences).
+    /// Scan statements `items` of `all` into IR. The first execution dimensions are
+    /// already bound in `env`, one per range in `fixed` (`first <= value < end`: the
+    /// wavefront executor's row); the outermost loop is parallel when `parallel` is set
+    /// (the caller checked the dependences).
     pub(super) fn scan(
         &mut self,
         all: &[Scheduled],
         items: &[usize],
-        fixed: usize,
+        fixed_ranges: &[(Affine, Affine)],
         env: &mut [Option<Var>],
         parallel: bool,
         leaf: &Leaf,
     ) -> Result<Vec<Stmt>, SpfError> {
+        let fixed = fixed_ranges.len();
         check_distinct(all, items)?;
         check_bounded(all, items)?;
         let depth = env.len();
@@ -134,7 +136,7 @@ impl Context<'_> {
         }
         let params = params.join(", ");
         // What holds for every array is also known of its smallest value.
-        let context: Vec<String> = facts
+        let mut context: Vec<String> = facts
             .0
             .iter()
             .filter_map(|f| {
@@ -142,6 +144,13 @@ impl Context<'_> {
                 Some(format!("uf_min_{n} >= {}", isl_affine(f.lower.as_ref()?)))
             })
             .collect();
+        for (d, (first, end)) in fixed_ranges.iter().enumerate() {
+            context.push(format!(
+                "{} <= fixed_{d} < {}",
+                isl_affine(first),
+                isl_affine(end)
+            ));
+        }
         let all_columns: Vec<String> = (0..columns).map(|c| format!("t{c}")).collect();
         let generated = Isl::new()
             .with_operation_limit(AST_OPERATION_LIMIT)

@@ -25,6 +25,7 @@ impl Context<'_> {
                 self.prog.wavefront.expect("asked for"),
             )
         })?;
+        let range = (first.clone(), end.clone());
         let (first, end) = (self.affine(&first, env), self.affine(&end, env));
         let rows = ir::simplify(&Expr::max(end.clone() - first.clone(), Expr::Int(0)));
         let f = &mut *self.function;
@@ -84,7 +85,7 @@ impl Context<'_> {
                 first: first.clone(),
                 rows: writers,
             };
-            out = self.scan(all, &readers, 0, env, false, &leaf)?;
+            out = self.scan(all, &readers, &[], env, false, &leaf)?;
         }
         // Count the rows of each level, then place the rows in level order.
         out.push(Stmt::Decl(levels, Expr::Int(0)));
@@ -134,7 +135,7 @@ impl Context<'_> {
         // Executor: levels in order, the rows of one level in parallel.
         env[0] = Some(r3);
         let mut row_body = vec![Stmt::Decl(r3, at(order, Expr::Var(p)) + first)];
-        row_body.extend(self.scan(all, items, 1, env, false, &Leaf::Body)?);
+        row_body.extend(self.scan(all, items, &[range], env, false, &Leaf::Body)?);
         env[0] = None;
         let (start, end) = (
             at(level_start, Expr::Var(l2)),
