@@ -161,9 +161,10 @@ mod learned {
     pub fn train(args: &TrainArgs) -> Result<()> {
         use indicatif::{ProgressBar, ProgressStyle};
         use serde_json::json;
-        use sparsec::format::Format;
         use sparsec::tune::model::train::{self as learn, Sample, TrainInput, TrainOptions};
-        use sparsec::tune::model::{statement_key, Extractor, ModelMeta, ScheduleEncoder};
+        use sparsec::tune::model::{
+            statement_key, Extractor, ModelMeta, ScheduleEncoder, StoredPoint,
+        };
 
         let extractor = Extractor::parse(&args.extractor).ok_or_else(|| {
             miette!(
@@ -201,13 +202,16 @@ mod learned {
             let samples: Vec<Sample> = records
                 .iter()
                 .filter_map(|r| {
-                    let formats = names
-                        .iter()
-                        .map(|(name, order)| Format::parse(r.formats.get(name)?, *order).ok())
-                        .collect::<Option<Vec<_>>>()?;
-                    let candidate = space.candidate(formats, &r.schedule, r.threads).ok()?;
+                    let stored = StoredPoint {
+                        formats: names
+                            .iter()
+                            .map(|(name, _)| r.formats.get(name).cloned())
+                            .collect::<Option<Vec<_>>>()?,
+                        schedule: r.schedule.clone(),
+                        threads: r.threads,
+                    };
                     Some(Sample {
-                        point: candidate.point,
+                        point: stored.candidate(&space)?.point,
                         runtime: r.runtime,
                     })
                 })

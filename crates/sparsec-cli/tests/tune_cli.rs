@@ -10,7 +10,7 @@ fn text(bytes: &[u8]) -> String {
 }
 
 /// Run the binary with the tuning cache in `cache`; require success and return stdout.
-fn ok(cache: &Path, args: &[&str]) -> String {
+fn ok<S: AsRef<std::ffi::OsStr> + std::fmt::Debug>(cache: &Path, args: &[S]) -> String {
     let out = Command::new(env!("CARGO_BIN_EXE_sparsec"))
         .args(args)
         .env("SPARSEC_TUNE_DIR", cache)
@@ -23,6 +23,25 @@ fn ok(cache: &Path, args: &[&str]) -> String {
         text(&out.stderr)
     );
     text(&out.stdout)
+}
+
+/// Run the binary with the tuning cache in `cache`; require a failure whose message
+/// contains `expected` (and no panic) and return stderr.
+fn fails<S: AsRef<std::ffi::OsStr> + std::fmt::Debug>(
+    cache: &Path,
+    args: &[S],
+    expected: &str,
+) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_sparsec"))
+        .args(args)
+        .env("SPARSEC_TUNE_DIR", cache)
+        .output()
+        .expect("run sparsec");
+    let stderr = text(&out.stderr);
+    assert!(!out.status.success(), "sparsec {args:?} succeeded");
+    assert!(stderr.contains(expected), "sparsec {args:?}: {stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    stderr
 }
 
 /// The value of the `key:` line of `sparsec tune`'s report.
@@ -136,8 +155,9 @@ fn last_line_reproduces_the_choice_and_run_tuned_reuses_it() {
     assert_eq!(run_loops(&stdout), loops, "{stdout}");
 
     // Another structure (a generated matrix) has no cached choice: a clear error.
-    let out = Command::new(binary)
-        .args([
+    fails(
+        &cache,
+        &[
             "run",
             expr,
             "-f",
@@ -153,14 +173,9 @@ fn last_line_reproduces_the_choice_and_run_tuned_reuses_it() {
             "--threads",
             "2",
             "--tuned",
-        ])
-        .env("SPARSEC_TUNE_DIR", &cache)
-        .output()
-        .unwrap();
-    let stderr = text(&out.stderr);
-    assert!(!out.status.success());
-    assert!(stderr.contains("no tuned choice is cached"), "{stderr}");
-    assert!(!stderr.contains("panicked"), "{stderr}");
+        ],
+        "no tuned choice is cached",
+    );
 }
 
 #[test]
@@ -316,13 +331,8 @@ fn plot_writes_a_png_or_says_it_needs_the_feature() {
         "--plot",
         png.to_str().unwrap(),
     ];
-    let out = Command::new(env!("CARGO_BIN_EXE_sparsec"))
-        .args(args)
-        .env("SPARSEC_TUNE_DIR", dir.path())
-        .output()
-        .unwrap();
     if cfg!(feature = "plot") {
-        assert!(out.status.success(), "{}", text(&out.stderr));
+        ok(dir.path(), &args);
         let bytes = std::fs::read(&png).unwrap();
         assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n");
         // IHDR: width and height, big-endian, after the signature and the chunk header;
@@ -331,12 +341,7 @@ fn plot_writes_a_png_or_says_it_needs_the_feature() {
         let height = u32::from_be_bytes(bytes[20..24].try_into().unwrap());
         assert_eq!((width, height), (200, 300));
     } else {
-        assert!(!out.status.success());
-        assert!(
-            text(&out.stderr).contains("--features plot"),
-            "{}",
-            text(&out.stderr)
-        );
+        fails(dir.path(), &args, "--features plot");
     }
 }
 
@@ -353,38 +358,28 @@ fn figure_draws_speedups_or_says_it_needs_the_feature() {
          spmv,a,1,default,1.3\nspmv,b,1,default,0.9\nspmv,a,1,mkl,1.1\nspmm,a,2,default,2\n",
     )
     .unwrap();
-    let run = |csv: &std::path::Path| {
-        Command::new(env!("CARGO_BIN_EXE_sparsec"))
-            .args(["tune", "figure", "--csv", csv.to_str().unwrap()])
-            .args(["--out", png.to_str().unwrap()])
-            .output()
-            .unwrap()
+    let args = |csv: &'static str| {
+        let path = dir.path().join(csv);
+        let out = png.to_str().unwrap().to_string();
+        ["tune", "figure", "--csv"]
+            .map(String::from)
+            .into_iter()
+            .chain([path.to_str().unwrap().to_string(), "--out".into(), out])
+            .collect::<Vec<String>>()
     };
-    let out = run(&csv);
     if cfg!(feature = "plot") {
-        assert!(out.status.success(), "{}", text(&out.stderr));
+        ok(dir.path(), &args("speedups.csv"));
         let bytes = std::fs::read(&png).unwrap();
         assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n");
-        let bad = dir.path().join("bad.csv");
         std::fs::write(
-            &bad,
+            dir.path().join("bad.csv"),
             "kernel,input,threads,baseline,speedup\nspmv,a,one,x,1\n",
         )
         .unwrap();
-        let out = run(&bad);
-        assert!(!out.status.success());
-        assert!(
-            text(&out.stderr).contains("line 2: `one` is not a thread count"),
-            "{}",
-            text(&out.stderr)
-        );
+        let bad = args("bad.csv");
+        fails(dir.path(), &bad, "line 2: `one` is not a thread count");
     } else {
-        assert!(!out.status.success());
-        assert!(
-            text(&out.stderr).contains("--features plot"),
-            "{}",
-            text(&out.stderr)
-        );
+        fails(dir.path(), &args("speedups.csv"), "--features plot");
     }
 }
 
@@ -444,13 +439,7 @@ fn train_writes_a_model_that_guides_the_search_or_says_it_needs_the_feature() {
     ];
     if !cfg!(feature = "learned") {
         for args in [&train[..], &search[..]] {
-            let out = Command::new(env!("CARGO_BIN_EXE_sparsec"))
-                .args(args)
-                .env("SPARSEC_TUNE_DIR", dir.path())
-                .output()
-                .unwrap();
-            assert!(!out.status.success());
-            assert!(text(&out.stderr).contains("--features learned"));
+            fails(dir.path(), args, "--features learned");
         }
         return;
     }
@@ -494,14 +483,5 @@ fn train_writes_a_model_that_guides_the_search_or_says_it_needs_the_feature() {
         "{\"input\":\"m\",\"sample\":0,\"status\":\"ok\"}\n",
     )
     .unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_sparsec"))
-        .args(&train)
-        .output()
-        .unwrap();
-    assert!(!out.status.success());
-    assert!(
-        text(&out.stderr).contains("data.jsonl:1"),
-        "{}",
-        text(&out.stderr)
-    );
+    fails(dir.path(), &train, "data.jsonl:1");
 }

@@ -157,6 +157,7 @@ fn model_files_round_trip_and_bad_ones_are_refused() {
         epochs: 2,
         ..Default::default()
     };
+    let mut trained = Vec::new();
     for extractor in [Extractor::WacoNet, Extractor::Handmade, Extractor::DenseCnn] {
         let model = train::train(meta(extractor), &training, &options, |_| {}).unwrap();
         let dir = tempfile::tempdir().unwrap();
@@ -188,12 +189,12 @@ fn model_files_round_trip_and_bad_ones_are_refused() {
             err.to_string().contains("not a sparsec-cost-model/1"),
             "{err}"
         );
+        trained.push(model);
     }
-    let model = train::train(meta(Extractor::WacoNet), &training, &options, |_| {}).unwrap();
+    let (model, other) = (&trained[0], &trained[1]);
     let dir = tempfile::tempdir().unwrap();
     let stem = dir.path().join("m");
     model.save(&stem).unwrap();
-    let other = train::train(meta(Extractor::Handmade), &training, &options, |_| {}).unwrap();
     let other_stem = dir.path().join("other");
     other.save(&other_stem).unwrap();
     // WACONet's description with the hand-made model's weights.
@@ -206,7 +207,6 @@ fn model_files_round_trip_and_bad_ones_are_refused() {
     assert!(err.to_string().contains("no weights for"), "{err}");
     // An input of another order, and a statement of other variables.
     assert!(model.prepare(&[4, 4, 4], &[0, 0, 0]).is_err());
-    let coo = matrix(false, 0);
     let (stmt, tensors) = statement(
         "y(i) = A(i,j,k) * x(k)",
         &[("A", "sss")],
@@ -216,7 +216,6 @@ fn model_files_round_trip_and_bad_ones_are_refused() {
         ],
         &[],
     );
-    let _ = coo;
     let err = model
         .check_space(&tune::space_of(&stmt, &tensors, 2))
         .err()
@@ -249,7 +248,8 @@ fn the_graph_search_finds_the_lowest_predicted_costs() {
     let scores = model.scores(&input, &points).unwrap();
     let mut exhaustive: Vec<usize> = (0..points.len()).collect();
     exhaustive.sort_by(|&a, &b| scores[a].total_cmp(&scores[b]));
-    let found = ann::top(&model, &input, &points, 10).unwrap();
+    let refs: Vec<&Point> = points.iter().collect();
+    let found = ann::top(&model, &input, &refs, 10).unwrap();
     assert_eq!(found.len(), 10);
     let hits = found
         .iter()

@@ -133,7 +133,7 @@ pub fn search(
     candidates.extend((0..FRESH_POINTS).filter_map(|_| space.sample(&mut rng, Draw::Everything)));
     let mut keys = std::collections::HashSet::new();
     candidates.retain(|c| keys.insert(c.point.key()));
-    let points: Vec<Point> = candidates.iter().map(|c| c.point.clone()).collect();
+    let points: Vec<&Point> = candidates.iter().map(|c| &c.point).collect();
     let best = self::top(model, &prepared, &points, top).map_err(failed)?;
     let mut slots: Vec<Option<Candidate>> = candidates.into_iter().map(Some).collect();
     let chosen = best.into_iter().filter_map(|k| slots[k].take());
@@ -151,16 +151,13 @@ pub fn search(
 pub fn top(
     model: &CostModel,
     input: &super::PreparedInput,
-    points: &[Point],
+    points: &[&Point],
     k: usize,
 ) -> Result<Vec<usize>, ModelError> {
     if points.is_empty() {
         return Ok(Vec::new());
     }
-    let refs: Vec<&Point> = points.iter().collect();
-    let net = model.net();
-    let embedded = net.embed_input(input)?;
-    let schedules = net.embed_schedules(&model.encoded(&refs)?)?;
+    let (embedded, schedules) = model.embeddings(input, points)?;
     nearest(model, &embedded, &schedules, k)
 }
 

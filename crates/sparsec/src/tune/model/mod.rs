@@ -387,9 +387,20 @@ impl CostModel {
             return Ok(Vec::new());
         }
         let refs: Vec<&Point> = points.iter().collect();
-        let embedded = self.net.embed_input(input)?;
-        let schedules = self.net.embed_schedules(&self.encoded(&refs)?)?;
+        let (embedded, schedules) = self.embeddings(input, &refs)?;
         Ok(self.net.score(&embedded, &schedules)?.to_vec1::<f32>()?)
+    }
+
+    /// The input's embedding and the points' schedule embeddings, what scoring and the
+    /// graph search both start from.
+    fn embeddings(
+        &self,
+        input: &PreparedInput,
+        points: &[&Point],
+    ) -> Result<(Tensor, Tensor), ModelError> {
+        let embedded = self.net.embed_input(input)?;
+        let schedules = self.net.embed_schedules(&self.encoded(points)?)?;
+        Ok((embedded, schedules))
     }
 }
 

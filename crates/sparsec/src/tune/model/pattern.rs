@@ -166,11 +166,8 @@ impl Pattern {
         if order == 0 || order > MAX_ORDER {
             return Err(PatternError::Order(order));
         }
-        let mut shift = 0u32;
         let largest = dims.iter().copied().max().unwrap_or(1).max(1);
-        while count_distinct(coords, order, shift) > MAX_SITES && (largest >> shift) > 1 {
-            shift += 1;
-        }
+        let shift = coarsening(coords, order, largest);
         let (mut sites, counts) = distinct(coords, order, shift);
         // A cell of `shift` halvings holds up to 2^(order * shift) nonzeros.
         let capacity_log = (order as f32 * shift as f32).max(1.0);
@@ -215,6 +212,31 @@ impl Pattern {
             layers,
         })
     }
+}
+
+/// The fewest halvings after which at most [`MAX_SITES`] distinct cells hold entries, or
+/// after which the largest dimension is one cell. Each count sorts every coordinate, so
+/// the halvings are found by bisection (the count never grows with more halvings).
+fn coarsening(coords: &[i64], order: usize, largest: usize) -> u32 {
+    let fits = |shift: u32| count_distinct(coords, order, shift) <= MAX_SITES;
+    if fits(0) {
+        return 0;
+    }
+    let mut whole = 0u32;
+    while (largest >> whole) > 1 {
+        whole += 1;
+    }
+    // The answer lies in (low, high]: `low` does not fit, `high` fits or is `whole`.
+    let (mut low, mut high) = (0u32, whole);
+    while high - low > 1 {
+        let mid = low + (high - low) / 2;
+        if fits(mid) {
+            high = mid;
+        } else {
+            low = mid;
+        }
+    }
+    high
 }
 
 /// The global sizes the model standardizes and reads: log2 of each dimension (padded to
@@ -296,6 +318,38 @@ mod tests {
         assert_eq!(p.shift, 1);
         // A full cell of one halving holds 4 = 2^(2*1) nonzeros: its share is 1.
         assert_eq!(p.input[1], 1.0);
+    }
+
+    #[test]
+    fn bisection_finds_the_fewest_halvings() {
+        let linear = |coords: &[i64], largest: usize| {
+            let mut shift = 0;
+            while count_distinct(coords, 2, shift) > MAX_SITES && (largest >> shift) > 1 {
+                shift += 1;
+            }
+            shift
+        };
+        let diagonal: Vec<i64> = (0..100_000i64).flat_map(|i| [i, i]).collect();
+        let mut state = 12345u64;
+        let mut next = |bound: u64| {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            ((state >> 33) % bound) as i64
+        };
+        let spread: Vec<i64> = (0..400_000).map(|_| next(1_000_000)).collect();
+        let strip: Vec<i64> = (0..80_000i64).flat_map(|e| [e % 2, e / 2]).collect();
+        let cases = [
+            (diagonal, 1usize << 20),
+            (spread, 1_000_000),
+            (strip, 40_000),
+            (vec![0, 0, 1, 1], 2),
+        ];
+        for (coords, largest) in &cases {
+            let found = coarsening(coords, 2, *largest);
+            assert_eq!(found, linear(coords, *largest), "largest {largest}");
+        }
+        assert!(coarsening(&cases[0].0, 2, cases[0].1) >= 2);
     }
 
     #[test]

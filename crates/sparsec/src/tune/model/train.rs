@@ -136,16 +136,17 @@ pub fn train(
         .iter()
         .map(|i| model.prepare(&i.dims, &i.coords))
         .collect::<Result<_, _>>()?;
-    let encoded: Vec<Vec<Vec<f32>>> = inputs
+    // Each input's points encoded once, one row of `width` per sample.
+    let width = model.meta.encoder.width();
+    let encoded: Vec<Vec<f32>> = inputs
         .iter()
         .map(|i| {
             i.samples
                 .iter()
-                .map(|s| model.meta.encoder.encode(&s.point))
+                .flat_map(|s| model.meta.encoder.encode(&s.point))
                 .collect()
         })
         .collect();
-    let width = model.meta.encoder.width();
     let mut optimizer = candle_nn::AdamW::new(
         model.vars().all_vars(),
         candle_nn::ParamsAdamW {
@@ -173,7 +174,7 @@ pub fn train(
             }
             let flat: Vec<f32> = chosen
                 .iter()
-                .flat_map(|&s| encoded[k][s].iter().copied())
+                .flat_map(|&s| encoded[k][s * width..(s + 1) * width].iter().copied())
                 .collect();
             let batch = Tensor::from_vec(flat, (chosen.len(), width), &Device::Cpu)?;
             let net = model.net();
