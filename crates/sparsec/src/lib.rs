@@ -8,7 +8,7 @@
 //!          -> kernel (run on tensors)
 //! ```
 //!
-//! Storage is described by [`format`] (level formats with properties and capabilities)
+//! Storage is described by [`format`](mod@crate::format) (level formats with properties and capabilities)
 //! and held by [`tensor`]; [`io`] reads and writes MatrixMarket, FROSTT and `.spt` files.
 //! `ARCHITECTURE.md` in the repository is the map.
 //!

@@ -1,7 +1,7 @@
 //! A simple sparse evaluator of concrete index notation, independent of lowering and code
 //! generation, used as the oracle in tests and by `sparsec run --check`.
 //!
-//! Every subexpression is evaluated to a [`Func`]: a function of its free index variables
+//! Every subexpression is evaluated to a `Func`: a function of its free index variables
 //! that equals a constant `fill` everywhere except at the coordinates it lists. Inputs are
 //! read through [`Tensor::for_each_stored`] (fill 0), so the work and memory follow the
 //! stored entries rather than the index space: a product is listed only where both factors

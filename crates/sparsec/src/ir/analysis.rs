@@ -95,7 +95,7 @@ fn depends_on(e: &Expr, vars: &[Var]) -> bool {
 /// count too. Positions count once per iteration of the dense loops nested unconditionally
 /// inside the innermost of those loops (SpMM's columns). `None` when no loop over a
 /// compressed level is nested unconditionally in the body. A position that loops over
-/// another operand's segment (SpGEMM) counts for [`GATHERED_SEGMENT_WORK`].
+/// another operand's segment (SpGEMM) counts for `GATHERED_SEGMENT_WORK`.
 pub fn work_before(l: &Loop) -> Option<Expr> {
     let (array, q, inner) = segment_loop(&l.body, l.var, &mut HashMap::new())?;
     // What is left of `q` but the loop's variable must be in scope before the loop.

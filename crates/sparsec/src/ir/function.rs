@@ -76,7 +76,7 @@ pub struct Signature {
 /// A lowered kernel.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Function {
-    /// Operands by [`OperandId`], the output first.
+    /// Operands by [`OperandId`](crate::ir::OperandId), the output first.
     pub operands: Vec<OperandInfo>,
     /// Number of index-variable extents passed as [`ParamRef::Extent`] parameters (all of
     /// them are passed, used or not, so the argument layout depends on the statement only).

@@ -24,6 +24,8 @@
 pub(crate) mod bind;
 pub(crate) mod native;
 pub(crate) mod output;
+pub use output::Assembled;
+use output::{OutputStructure, Produced};
 pub(crate) mod variants;
 
 use std::collections::BTreeSet;
@@ -620,43 +622,6 @@ impl KernelInput for TensorView<'_> {
 impl<T: KernelInput + ?Sized> KernelInput for &T {
     fn input_view(&self) -> TensorView<'_> {
         (**self).input_view()
-    }
-}
-
-/// What one call of the generated kernel produced.
-enum Produced {
-    /// A dense output, complete.
-    Dense(Tensor),
-    /// A sparse output's entries in the order the kernel emitted them, to be assembled.
-    Entries(Coo),
-    /// A sparse output's leaf level and values, placed row by row by the kernel.
-    Rows(Rows),
-}
-
-/// A kernel's output kept with what is needed to recompute its values in place
-/// (see [`Kernel::assemble`]).
-pub struct Assembled {
-    tensor: Tensor,
-    /// For sparse outputs: the entries the kernel emitted and the value slot of each.
-    structure: Option<OutputStructure>,
-}
-
-enum OutputStructure {
-    /// The entries a kernel emitted (or placed out of order), and the value slot of each.
-    Entries { coords: Vec<i64>, slots: Vec<usize> },
-    /// The rows a two-phase kernel placed in order: each entry is its own value slot.
-    Rows { pos: Vec<i64>, idx: Vec<i64> },
-}
-
-impl Assembled {
-    /// The output tensor, in the statement's output format.
-    pub fn tensor(&self) -> &Tensor {
-        &self.tensor
-    }
-
-    /// Take the output tensor.
-    pub fn into_tensor(self) -> Tensor {
-        self.tensor
     }
 }
 

@@ -1,11 +1,12 @@
-//! Driving a two-phase kernel ([`crate::ir::rows`]) that places a sparse output's entries
-//! in its storage: shared by index-notation kernels ([`super::Kernel`]) and SPF kernels
-//! (`crate::spf::SpfKernel`), which bind their arguments differently but run the phases
-//! alike.
+//! A kernel's output: what one call produced, the assembled output kept for recomputing
+//! its values, and the driver of a two-phase kernel ([`crate::ir::rows`]) that places a
+//! sparse output's entries in its storage, shared by index-notation kernels
+//! ([`super::Kernel`]) and SPF kernels (`crate::spf::SpfKernel`), which bind their
+//! arguments differently but run the phases alike.
 
 use crate::format::Format;
 use crate::ir::{ArrayKind, ArrayRef, OperandId, ParamRef, ScalarArg, Signature};
-use crate::tensor::{Rows, ValueType, Values};
+use crate::tensor::{Coo, Rows, Tensor, ValueType, Values};
 use crate::Error;
 
 use super::bind::Arguments;
@@ -114,4 +115,41 @@ pub(crate) fn place_rows(
     pos.copy_within(0..rows, 1);
     pos[0] = 0;
     Ok(Rows { pos, idx, values })
+}
+
+/// What one call of the generated kernel produced.
+pub(super) enum Produced {
+    /// A dense output, complete.
+    Dense(Tensor),
+    /// A sparse output's entries in the order the kernel emitted them, to be assembled.
+    Entries(Coo),
+    /// A sparse output's leaf level and values, placed row by row by the kernel.
+    Rows(Rows),
+}
+
+/// A kernel's output kept with what is needed to recompute its values in place
+/// (see [`super::Kernel::assemble`]).
+pub struct Assembled {
+    pub(super) tensor: Tensor,
+    /// For sparse outputs: the entries the kernel emitted and the value slot of each.
+    pub(super) structure: Option<OutputStructure>,
+}
+
+pub(super) enum OutputStructure {
+    /// The entries a kernel emitted (or placed out of order), and the value slot of each.
+    Entries { coords: Vec<i64>, slots: Vec<usize> },
+    /// The rows a two-phase kernel placed in order: each entry is its own value slot.
+    Rows { pos: Vec<i64>, idx: Vec<i64> },
+}
+
+impl Assembled {
+    /// The output tensor, in the statement's output format.
+    pub fn tensor(&self) -> &Tensor {
+        &self.tensor
+    }
+
+    /// Take the output tensor.
+    pub fn into_tensor(self) -> Tensor {
+        self.tensor
+    }
 }

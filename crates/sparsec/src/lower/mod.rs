@@ -1,8 +1,8 @@
 //! Lowering: concrete index notation plus formats to imperative IR.
 //!
 //! The pass follows Chou's code-generation algorithm (§4.5, Fig 4-5) over the loop order
-//! chosen by [`order`]: for each index variable it builds the merge lattice
-//! ([`lattice`]), decides per operand level whether to iterate it or `locate` into it
+//! chosen by `order`: for each index variable it builds the merge lattice
+//! (`lattice`), decides per operand level whether to iterate it or `locate` into it
 //! (from the level's capabilities and properties only), emits the loops and cases, and
 //! recurses into each case with the operands that are absent from it removed. Level
 //! functions come from the level formats, so no level kind is named here.

@@ -2,9 +2,9 @@
 //!
 //! [`Concrete`] is a checked statement made concrete: its right-hand side with reductions
 //! placed ([`lexpr`]), one *occurrence* per tensor access with the index variable of each
-//! storage level, a loop order ([`order`]), and the *provenance graph* — the relations by
+//! storage level, a loop order (`order`), and the *provenance graph* — the relations by
 //! which scheduling transformations derived new index variables from old ones. The
-//! transformations are methods that return a new `Concrete` (see [`transform`]), and
+//! transformations are methods that return a new `Concrete` (see `transform`), and
 //! [`Schedule`] is their text form (`"split(i,i0,i1,32),parallelize(i0,CPUThread,NoRaces)"`).
 //!
 //! Invariants (established here, relied on by [`crate::lower`]):

@@ -217,7 +217,7 @@ impl Space {
         statement
     }
 
-    /// Draw a random valid point (`None` when [`MAX_DRAWS`] draws found none).
+    /// Draw a random valid point (`None` when `MAX_DRAWS` draws found none).
     pub fn sample(&self, rng: &mut impl Rng, draw: Draw) -> Option<Candidate> {
         (0..MAX_DRAWS).find_map(|_| self.draw_once(rng, draw))
     }

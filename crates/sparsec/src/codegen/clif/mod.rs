@@ -7,7 +7,7 @@
 //! need nothing, their per-thread scratch arrays are allocated once), atomic updates are
 //! plain updates, and every entry goes to the first buffer of `out`. Operations with no
 //! instruction (appending an entry, ordering a touched list) call the C runtime compiled
-//! into this library, and a level format's helper calls its compiled C (see [`runtime`]).
+//! into this library, and a level format's helper calls its compiled C (see `codegen::runtime`).
 
 mod expr;
 mod runtime;
