@@ -1,7 +1,8 @@
 //! Reading a statement's constraints at one execution dimension: a definition (a UF
 //! equality such as `j = col(k)`), lower and upper bounds (dividing ones for tile loops)
-//! and the rest. The entry checks bound every dimension this way, and the dependence
-//! tests read definitions and bounds through it.
+//! (the other constraints are guards, which isl's scan applies). The entry checks bound
+//! every dimension this way, and the dependence tests read definitions and bounds through
+//! it.
 
 use super::*;
 
@@ -18,19 +19,6 @@ impl Bound {
     /// The bound when it needs no division.
     pub(in crate::spf) fn unit(&self) -> Option<&Affine> {
         (self.div == 1).then_some(&self.expr)
-    }
-
-    /// The constraint it came from, on dimension `d`.
-    fn constraint(&self, d: usize, lower: bool) -> Constraint {
-        let scaled = Affine::term(Term::Var(d)).scale(self.div);
-        Constraint {
-            expr: if lower {
-                scaled.add_scaled(-1, &self.expr)
-            } else {
-                self.expr.add_scaled(-1, &scaled)
-            },
-            kind: Relation0::NonNegative,
-        }
     }
 }
 
@@ -61,11 +49,10 @@ pub(in crate::spf) struct AtDim {
     pub(in crate::spf) definition: Option<Affine>,
     pub(in crate::spf) lower: Vec<Bound>,
     pub(in crate::spf) upper: Vec<Bound>,
-    guards: Vec<Constraint>,
 }
 
-/// Sort the constraints whose innermost variable is dimension `d` into a definition,
-/// bounds and guards.
+/// Read the constraints whose innermost variable is dimension `d` as a definition and
+/// bounds.
 pub(in crate::spf) fn classify(constraints: &[Constraint], d: usize) -> AtDim {
     let mut at = AtDim::default();
     for c in constraints.iter().filter(|c| c.expr.max_var() == Some(d)) {
@@ -86,17 +73,13 @@ pub(in crate::spf) fn classify(constraints: &[Constraint], d: usize) -> AtDim {
                 expr: rest,
                 div: -coef,
             }),
-            _ => at.guards.push(c.clone()),
+            _ => {}
         }
     }
     if at.definition.is_some() {
-        // The bounds of a defined dimension are checks on its value.
-        for b in at.lower.drain(..) {
-            at.guards.push(b.constraint(d, true));
-        }
-        for b in at.upper.drain(..) {
-            at.guards.push(b.constraint(d, false));
-        }
+        // The bounds of a defined dimension are checks on its value, not bounds.
+        at.lower.clear();
+        at.upper.clear();
     }
     at
 }

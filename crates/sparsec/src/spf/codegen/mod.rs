@@ -4,7 +4,7 @@
 //! outputs are constants or `±var + c`, is inverted, so that its domain's constraints and
 //! its accesses speak of execution dimensions (`schedule.rs`). isl's AST generator then
 //! scans all statements together, each UF application a schedule slot of its own
-//! (`scan.rs`).
+//! (`scan.rs`), and its tree is read back into IR (`walk.rs`).
 //!
 //! Every index a kernel computes is checked before the body runs: an interval for each
 //! execution dimension, from its bounds and the ranges of the UFs' arrays, must lie inside
@@ -14,6 +14,7 @@
 mod bounds;
 mod scan;
 mod schedule;
+mod walk;
 mod wavefront;
 
 pub(super) use bounds::classify;

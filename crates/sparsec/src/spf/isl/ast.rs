@@ -74,7 +74,6 @@ extern "C" {
     fn isl_ast_node_block_get_children(node: *mut RawNode) -> *mut RawNodeList;
     fn isl_ast_node_mark_get_node(node: *mut RawNode) -> *mut RawNode;
     fn isl_ast_node_user_get_expr(node: *mut RawNode) -> *mut RawExpr;
-    fn isl_ast_node_to_C_str(node: *mut RawNode) -> *mut c_char;
     fn isl_ast_node_list_size(list: *mut RawNodeList) -> c_int;
     fn isl_ast_node_list_get_at(list: *mut RawNodeList, index: c_int) -> *mut RawNode;
     fn isl_ast_node_list_free(list: *mut RawNodeList) -> *mut RawNodeList;
@@ -87,7 +86,6 @@ extern "C" {
     fn isl_ast_expr_op_get_arg(expr: *mut RawExpr, pos: c_int) -> *mut RawExpr;
     fn isl_id_get_name(id: *mut RawId) -> *const c_char;
     fn isl_id_free(id: *mut RawId) -> *mut RawId;
-    fn free(p: *mut c_void);
 }
 
 /// An operation of an AST expression, in `enum isl_ast_expr_op_type`'s order.
@@ -188,12 +186,6 @@ pub enum Ast {
     User(AstExpr),
 }
 
-/// The AST isl generates and its C rendering (for messages and tests).
-pub struct Generated {
-    pub ast: Ast,
-    pub c: String,
-}
-
 impl Isl {
     /// Scan `domain` (a union set of named statement spaces) in the order of `schedule`
     /// (a union map from those spaces to one common space), under `context` (a set over
@@ -205,7 +197,7 @@ impl Isl {
         domain: &str,
         schedule: &str,
         options: Option<&str>,
-    ) -> Result<Generated, String> {
+    ) -> Result<Ast, String> {
         let text =
             |s: &str| CString::new(s).map_err(|_| "an AST input holds a NUL byte".to_string());
         let (context_c, domain_c, schedule_c) = (text(context)?, text(domain)?, text(schedule)?);
@@ -241,23 +233,11 @@ impl Isl {
             if root.is_null() {
                 return Err(fail("isl's AST generator failed"));
             }
-            let c = take_string(isl_ast_node_to_C_str(root));
             let ast = copy_node(root);
             isl_ast_node_free(root);
-            Ok(Generated { ast: ast?, c })
+            ast
         }
     }
-}
-
-/// # Safety
-/// `s` is null or a string isl allocated with `malloc`.
-unsafe fn take_string(s: *mut c_char) -> String {
-    if s.is_null() {
-        return String::new();
-    }
-    let out = CStr::from_ptr(s).to_string_lossy().into_owned();
-    free(s as *mut c_void);
-    out
 }
 
 /// # Safety

@@ -12,7 +12,7 @@ use std::ffi::{c_char, c_int, c_long, c_uint, c_void, CStr, CString};
 use std::rc::Rc;
 
 mod ast;
-pub use ast::{Ast, AstExpr, AstOp, Generated};
+pub use ast::{Ast, AstExpr, AstOp};
 
 #[repr(C)]
 struct RawCtx {
@@ -492,7 +492,7 @@ mod tests {
     #[test]
     fn the_ast_generator_scans_a_triangle_and_separates_statements() {
         let isl = Isl::new();
-        let g = isl
+        let ast = isl
             .ast(
                 "[N] -> { : }",
                 "[N] -> { S0[i, j] : 0 <= i < N and 0 <= j <= i; S1[i] : 0 <= i < N }",
@@ -507,19 +507,18 @@ mod tests {
             cond,
             body,
             ..
-        } = &g.ast
+        } = &ast
         else {
-            panic!("{}", g.c)
+            panic!("{ast:?}")
         };
         assert_eq!(
             (iterator.as_str(), init),
             ("c0", &AstExpr::Int(0)),
-            "{}",
-            g.c
+            "{ast:?}"
         );
         assert_eq!(cond, &AstExpr::Op(AstOp::Lt, vec![id("c0"), id("N")]));
         let Ast::Block(parts) = body.as_ref() else {
-            panic!("{}", g.c)
+            panic!("{ast:?}")
         };
         assert!(matches!(&parts[0], Ast::For { iterator, .. } if iterator == "c2"));
         assert_eq!(
