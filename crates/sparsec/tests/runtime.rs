@@ -88,8 +88,11 @@ fn check_order_touched(coords: &[i64], rng: &mut StdRng) {
     assert_eq!(list, want, "ordering {} coordinates", coords.len());
 }
 
-// `sparsec_order_touched` scans the flags unless (hi - lo) / 32 > n * log, log being
-// 1 + floor(log2 n); otherwise it radix sorts when 32 < n <= 4096 and introsorts else.
+// `sparsec_order_touched` takes, for n coordinates between lo and hi:
+// - the flag scan when (hi - lo) / 8 <= n;
+// - else the bitmap when (hi >> 12) - (lo >> 12) <= 2 n + 8 (summary words per entry);
+// - else a radix sort when 32 < n <= 4096, and an introsort otherwise.
+// The flags end at the largest coordinate, so each bitmap is as narrow as it can be.
 
 #[test]
 fn order_touched_short_lists() {
@@ -102,14 +105,14 @@ fn order_touched_short_lists() {
 #[test]
 fn order_touched_by_flag_scan() {
     let mut rng = StdRng::seed_from_u64(3);
-    // Dense rows: spans below 32 n log, starting and ending off 32-column words, and a
-    // block of consecutive columns (eight flags in one word).
+    // Dense rows: spans up to 8 n, starting and ending off 32-column words, and a block
+    // of consecutive columns (eight flags in one word).
     for (n, lo, hi) in [
         (2, 0, 2),
-        (3, 5, 40),
-        (40, 3, 200),
-        (500, 17, 2001),
-        (4000, 1, 9000),
+        (3, 5, 25),
+        (40, 3, 300),
+        (500, 17, 4001),
+        (4000, 1, 32_000),
     ] {
         check_order_touched(&distinct(n, lo, hi, &mut rng), &mut rng);
     }
@@ -117,27 +120,45 @@ fn order_touched_by_flag_scan() {
 }
 
 #[test]
+fn order_touched_by_bitmap() {
+    let mut rng = StdRng::seed_from_u64(6);
+    // Sparser than the flag scan takes, within 2 n + 8 summary words: inside one word of
+    // 64 columns, across a summary word's edge (4096 columns), over many summary words,
+    // and longer than the radix sort's limit.
+    for (n, lo, hi) in [
+        (2, 0, 20),
+        (3, 5, 40),
+        (2, 4090, 4200),
+        (20, 0, 100_000),
+        (40, 3, 200_000),
+        (1000, 7, 1 << 20),
+        (5000, 0, 1 << 23),
+    ] {
+        check_order_touched(&distinct(n, lo, hi, &mut rng), &mut rng);
+    }
+}
+
+#[test]
 fn order_touched_by_radix_sort() {
     let mut rng = StdRng::seed_from_u64(4);
-    // Spans over 32 n log: two byte passes (span < 2^16) and three (an odd count, which
-    // ends in the scratch array).
+    // Spans over 2 n + 8 summary words: three byte passes (an odd count, which ends in
+    // the scratch array) and four.
     for n in [33, 34, 100, 200] {
-        check_order_touched(&distinct(n, 10, 60_000, &mut rng), &mut rng);
+        check_order_touched(&distinct(n, 10, 1 << 22, &mut rng), &mut rng);
     }
-    for n in [33, 1000, 4096] {
-        check_order_touched(&distinct(n, 7, 1 << 22, &mut rng), &mut rng);
-    }
+    check_order_touched(&distinct(1000, 7, 1 << 25, &mut rng), &mut rng);
+    check_order_touched(&distinct(4096, 7, 1 << 26, &mut rng), &mut rng);
 }
 
 #[test]
 fn order_touched_by_introsort() {
     let mut rng = StdRng::seed_from_u64(5);
     // Sparse rows too short for the radix sort, and too long for its stack scratch.
-    for n in [2, 3, 20, 32] {
-        check_order_touched(&distinct(n, 0, 100_000, &mut rng), &mut rng);
+    for (n, hi) in [(2, 100_000), (3, 100_000), (20, 1 << 20), (32, 1 << 20)] {
+        check_order_touched(&distinct(n, 0, hi, &mut rng), &mut rng);
     }
     for n in [4097, 5000] {
-        check_order_touched(&distinct(n, 0, 1 << 23, &mut rng), &mut rng);
+        check_order_touched(&distinct(n, 0, 1 << 26, &mut rng), &mut rng);
     }
 }
 

@@ -6,7 +6,7 @@
 mod common;
 use common::*;
 
-use sparsec::format::Format;
+use sparsec::format::{Format, IndexArray};
 use sparsec::generate;
 use sparsec::ir::OutputMode;
 use sparsec::jit::Toolchain;
@@ -338,17 +338,26 @@ fn tensors_from_rows_equal_tensors_from_coordinates() {
         pos[r + 1] += pos[r];
     }
     let values: Vec<f64> = (0..idx.len()).map(|v| v as f64 + 0.5).collect();
+    // Coordinates as a kernel writes them, in `int64_t` or `int32_t`.
+    let widths = |idx: &[i64]| {
+        [
+            IndexArray::I64(idx.to_vec()),
+            IndexArray::I32(idx.iter().map(|&x| x as i32).collect()),
+        ]
+    };
     for spelling in ["dds", "sss", "dss", "sds"] {
         let format = Format::parse(spelling, 3).unwrap();
-        let rows = Rows {
-            pos: pos.clone(),
-            idx: idx.clone(),
-            values: Values::F64(values.clone()),
-        };
-        let coo = rows.to_coo(&dims, &format);
-        let expected = Tensor::from_coo(&coo, &format, ValueType::F64).unwrap();
-        let got = Tensor::from_rows(rows, dims.clone(), &format).unwrap();
-        assert_eq!(got, expected, "{spelling}");
+        for idx in widths(&idx) {
+            let rows = Rows {
+                pos: pos.clone(),
+                idx,
+                values: Values::F64(values.clone()),
+            };
+            let coo = rows.to_coo(&dims, &format);
+            let expected = Tensor::from_coo(&coo, &format, ValueType::F64).unwrap();
+            let got = Tensor::from_rows(rows, dims.clone(), &format).unwrap();
+            assert_eq!(got, expected, "{spelling}");
+        }
     }
     // Row 7 unsorted, with a duplicate: sorted and summed.
     let mut unsorted = idx.clone();
@@ -356,16 +365,18 @@ fn tensors_from_rows_equal_tensors_from_coordinates() {
     unsorted[5] = 1;
     unsorted[4] = 4;
     let format = Format::parse("csf", 3).unwrap();
-    let rows = Rows {
-        pos,
-        idx: unsorted,
-        values: Values::F64(values),
-    };
-    let coo = rows.to_coo(&dims, &format);
-    let expected = Tensor::from_coo(&coo, &format, ValueType::F64).unwrap();
-    let got = Tensor::from_rows(rows, dims, &format).unwrap();
-    assert_eq!(got, expected);
-    assert_eq!(got.values().len(), 6);
+    for idx in widths(&unsorted) {
+        let rows = Rows {
+            pos: pos.clone(),
+            idx,
+            values: Values::F64(values.clone()),
+        };
+        let coo = rows.to_coo(&dims, &format);
+        let expected = Tensor::from_coo(&coo, &format, ValueType::F64).unwrap();
+        let got = Tensor::from_rows(rows, dims.clone(), &format).unwrap();
+        assert_eq!(got, expected);
+        assert_eq!(got.values().len(), 6);
+    }
 }
 
 /// A hypersparse matrix of 2^40 rows: a DCSR output has too many rows to count them all
@@ -403,4 +414,39 @@ fn hypersparse_outputs_are_emitted_or_refused_with_the_bytes() {
             && err.to_string().contains("bytes"),
         "{err}"
     );
+}
+
+/// A placed output's coordinates are written as `int32_t` when its leaf's dimension fits
+/// (nothing to narrow afterwards), and as `int64_t` when it does not: a CSR matrix of
+/// 2^33 columns keeps its wide coordinates, checked against the reference.
+#[test]
+fn placed_coordinates_take_the_width_of_the_leaf_dimension() {
+    use sparsec::ir::{ArrayKind, IndexWidth};
+    for (columns, width) in [(5usize, IndexWidth::I32), (1 << 33, IndexWidth::I64)] {
+        let last = columns as i64 - 1;
+        let a = Coo::new(
+            vec![3, columns],
+            vec![0, last, 0, 1, 2, last, 2, 0],
+            vec![1.5, 2.5, -1.0, 4.0],
+        )
+        .unwrap();
+        let (stmt, tensors) = statement(
+            "C(i,j) = A(i,j) * 2",
+            &[("A", "csr"), ("C", "csr")],
+            &[("A", a)],
+            &[],
+        );
+        let kernel =
+            Kernel::from_statement(stmt.clone(), ValueType::F64, &Default::default()).unwrap();
+        assert_eq!(kernel.output_mode(), OutputMode::Rows);
+        let jit = Kernel::from_statement(stmt.clone(), ValueType::F64, &Default::default())
+            .and_then(|k| k.with_backend(Backend::Jit))
+            .unwrap();
+        for (kernel, backend) in [(&kernel, "C"), (&jit, "JIT")] {
+            let what = format!("{columns} columns, {backend}");
+            let out = compare_with_reference(kernel, &stmt, &tensors, &what);
+            let idx = out.view().array(2, ArrayKind::Idx).unwrap();
+            assert_eq!(idx.width(), width, "{what}");
+        }
+    }
 }

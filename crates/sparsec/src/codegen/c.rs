@@ -543,11 +543,19 @@ impl Printer<'_> {
                 self.indent -= 1;
                 self.line("}");
             }
-            Stmt::OrderTouched { list, len, flags } => self.line(&format!(
-                "sparsec_order_touched({}, {}, {});",
+            Stmt::OrderTouched {
+                list,
+                len,
+                flags,
+                marks,
+                width,
+            } => self.line(&format!(
+                "sparsec_order_touched({}, {}, {}, {}, {});",
                 names.scratch(*list),
                 expr(names, len),
-                names.scratch(*flags)
+                names.scratch(*flags),
+                names.scratch(*marks),
+                expr(names, width)
             )),
         }
     }

@@ -164,9 +164,16 @@ pub mod sys {
         /// ranges, heapsort when partitions keep failing).
         pub fn sparsec_sort_index(a: *mut i64, n: i64);
         /// Put `list[0..n)`, the distinct coordinates flagged (byte 1, others 0) in
-        /// `seen`, in increasing order: by a radix sort, an introsort or a scan of the flags
-        /// between the smallest and largest, whichever is cheaper. Reads `seen` there.
-        pub fn sparsec_order_touched(list: *mut i64, n: i64, seen: *const c_char);
+        /// `seen`, all below `width`, in increasing order: by a scan of the flags, of a
+        /// two-level bitmap (`marks`, [`marks_len`] words, zero before and after), a radix
+        /// sort or an introsort, whichever is cheaper.
+        pub fn sparsec_order_touched(
+            list: *mut i64,
+            n: i64,
+            seen: *const c_char,
+            marks: *mut i64,
+            width: i64,
+        );
         /// The threads a balanced parallel loop of `work` units runs on: one per 262144
         /// units, at least 1, at most `threads`.
         pub fn sparsec_team(threads: i64, work: i64) -> i64;
@@ -267,6 +274,12 @@ pub fn sort_index(a: &mut [i64]) {
     unsafe { sys::sparsec_sort_index(a.as_mut_ptr(), a.len() as i64) }
 }
 
+/// The words of the bitmap `sparsec_order_touched` marks coordinates below `width` in:
+/// a summary word per 4096 coordinates, then a word per 64.
+pub fn marks_len(width: i64) -> i64 {
+    width / 4096 + width / 64 + 2
+}
+
 /// Order a touched list with `sparsec_order_touched`: `list` holds, in any order, the
 /// positions whose flag in `seen` is 1.
 ///
@@ -287,11 +300,21 @@ pub fn order_touched(list: &mut [i64], seen: &[u8]) {
         list.len(),
         "every flagged coordinate is in the list"
     );
-    // SAFETY: checked above: every read of `seen` is in bounds and the scan writes at
-    // most one entry per flag, which is `list.len()`.
+    let width = seen.len() as i64;
+    let mut marks = vec![0i64; marks_len(width) as usize];
+    // SAFETY: checked above: every read of `seen` is in bounds, the scans write at most
+    // one entry per flag, which is `list.len()`, and every coordinate is below `width`,
+    // so its bits lie in `marks`.
     unsafe {
-        sys::sparsec_order_touched(list.as_mut_ptr(), list.len() as i64, seen.as_ptr().cast())
+        sys::sparsec_order_touched(
+            list.as_mut_ptr(),
+            list.len() as i64,
+            seen.as_ptr().cast(),
+            marks.as_mut_ptr(),
+            width,
+        )
     }
+    assert!(marks.iter().all(|&w| w == 0), "the bitmap is left zeroed");
 }
 
 #[cfg(test)]

@@ -351,13 +351,16 @@ pub enum Stmt {
     /// A nested scope.
     Block(Vec<Stmt>),
     /// Order a workspace's touched list: `list[0, len)` holds, in any order, the
-    /// coordinates whose `flags` are set; afterwards it holds them in increasing order
-    /// (by sorting, or by scanning the flags between the extreme coordinates when that is
-    /// cheaper).
+    /// coordinates below `width` whose `flags` are set; afterwards it holds them in
+    /// increasing order (by scanning the flags, or the bitmap `marks` of
+    /// `runtime::marks_len(width)` words, between the extreme coordinates, or by sorting,
+    /// whichever is cheaper). `marks` is zero before and after.
     OrderTouched {
         list: Scratch,
         len: Expr,
         flags: Scratch,
+        marks: Scratch,
+        width: Expr,
     },
 }
 

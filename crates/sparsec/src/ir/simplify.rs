@@ -102,10 +102,18 @@ fn simplify_stmt(stmt: Stmt) -> Option<Stmt> {
             value: simplify(&value),
         },
         Stmt::Block(b) => Stmt::Block(simplify_stmts(b)),
-        Stmt::OrderTouched { list, len, flags } => Stmt::OrderTouched {
+        Stmt::OrderTouched {
+            list,
+            len,
+            flags,
+            marks,
+            width,
+        } => Stmt::OrderTouched {
             list,
             len: simplify(&len),
             flags,
+            marks,
+            width: simplify(&width),
         },
     })
 }

@@ -167,10 +167,18 @@ impl Verifier<'_> {
                 self.expr(value).map(|_| ())
             }
             Stmt::Block(body) => self.block(body),
-            Stmt::OrderTouched { list, len, flags } => {
+            Stmt::OrderTouched {
+                list,
+                len,
+                flags,
+                marks,
+                width,
+            } => {
                 self.scratch(*list, LocalType::Index)?;
                 self.scratch(*flags, LocalType::Flag)?;
-                self.index(len)
+                self.scratch(*marks, LocalType::Index)?;
+                self.index(len)?;
+                self.index(width)
             }
         }
     }

@@ -81,7 +81,7 @@ pub fn own_exprs(s: &Stmt) -> Vec<&Expr> {
             out
         }
         Stmt::Emit { coords, value } => coords.iter().chain(std::iter::once(value)).collect(),
-        Stmt::OrderTouched { len, .. } => vec![len],
+        Stmt::OrderTouched { len, width, .. } => vec![len, width],
         Stmt::Atomic(_) | Stmt::Block(_) => Vec::new(),
     }
 }

@@ -137,8 +137,14 @@ impl Kernel {
                     // the only mutable borrow.
                     ArrayRef::Values(operand) if operand.0 == 0 => std::ptr::null_mut(),
                     ArrayRef::Values(operand) => views[operand.0].values().as_ptr() as *mut c_void,
-                    // A two-phase kernel's leaf level: set before each phase.
-                    ArrayRef::Level { operand, .. } if operand.0 == 0 => std::ptr::null_mut(),
+                    // A two-phase kernel's leaf level: set before each phase, its coordinates
+                    // at the width the main code writes.
+                    ArrayRef::Level { operand, .. } if operand.0 == 0 => {
+                        if self.lowered.function.narrow_arrays.contains(a) {
+                            narrow.insert(*a);
+                        }
+                        std::ptr::null_mut()
+                    }
                     ArrayRef::Level {
                         operand,
                         level,

@@ -35,7 +35,7 @@ use std::time::{Duration, Instant};
 use crate::codegen::abi;
 use crate::codegen::c::{self, CKernel};
 use crate::codegen::runtime::{sys, RawBuffer};
-use crate::ir::{ArrayRef, Function, IndexWidth, OutputMode, ScalarArg};
+use crate::ir::{ArrayKind, ArrayRef, Function, IndexWidth, OutputMode, ScalarArg};
 use crate::jit::Toolchain;
 use crate::lower::{self, LowerError, Lowered};
 use crate::notation::cin::Statement;
@@ -181,7 +181,7 @@ impl Kernel {
         backend: Backend,
     ) -> Result<Kernel, Error> {
         lowered.function.set_value_type(value_type);
-        lowered.function.narrow_arrays = narrowable_inputs(&lowered);
+        lowered.function.narrow_arrays = narrow_arrays(&lowered, &statement);
         let (generated, code) = compile_code(&lowered.function, backend, toolchain)?;
         Ok(Kernel {
             statement,
@@ -642,18 +642,38 @@ fn compile_code(
     Ok((generated, code))
 }
 
-/// The index arrays of the inputs that tensors store as `int32_t` when their indices fit
-/// (those of narrowable levels): the widths a kernel's main code reads, since tensors are
-/// built with the narrowest width.
-fn narrowable_inputs(lowered: &Lowered) -> BTreeSet<ArrayRef> {
+/// The index arrays the kernel's main code reads or writes as `int32_t`:
+/// - the inputs' arrays that tensors store as `int32_t` when their indices fit (those of
+///   narrowable levels), since tensors are built with the narrowest width;
+/// - a two-phase kernel's output coordinates (its leaf's `idx`) when the leaf's dimension
+///   fits, which is known before any entry is placed. Its offsets (`pos`) count entries,
+///   which are only known after counting, so they stay `int64_t`.
+fn narrow_arrays(lowered: &Lowered, statement: &Statement) -> BTreeSet<ArrayRef> {
+    let output = &statement.tensors[0];
+    let narrow_leaf = output.format.row_levels().is_some_and(|(_, leaf_mode)| {
+        i32::try_from(output.dims[leaf_mode]).is_ok()
+            && output
+                .format
+                .levels()
+                .last()
+                .is_some_and(|l| l.format.narrowable())
+    });
     lowered
         .function
         .signature()
         .arrays
         .into_iter()
         .filter(|a| match *a {
-            // A two-phase kernel's output arrays are the runtime's, in `int64_t`.
-            ArrayRef::Level { operand, .. } if operand.0 == 0 => false,
+            ArrayRef::Level {
+                operand,
+                level,
+                kind,
+            } if operand.0 == 0 => {
+                lowered.function.output == OutputMode::Rows
+                    && narrow_leaf
+                    && level == output.format.levels().len()
+                    && kind == ArrayKind::Idx
+            }
             ArrayRef::Level { operand, level, .. } => lowered.operands[operand.0].format.levels()
                 [level - 1]
                 .format

@@ -4,7 +4,7 @@
 //! ([`super::Kernel`]) and SPF kernels (`crate::spf::SpfKernel`), which bind their
 //! arguments differently but run the phases alike.
 
-use crate::format::Format;
+use crate::format::{Format, IndexArray};
 use crate::ir::{ArrayKind, ArrayRef, OperandId, ParamRef, ScalarArg, Signature};
 use crate::tensor::{Coo, Rows, Tensor, ValueType, Values};
 use crate::Error;
@@ -21,7 +21,9 @@ pub(crate) struct PlacedOutput<'a> {
 
 /// Count the entries of each row of the output (`call` with the phase parameter 0),
 /// allocate its leaf level and values once, then place the entries (phase 1). `call`
-/// runs the code once on `arguments`, whose output slots this function fills.
+/// runs the code once on `arguments`, whose output slots this function fills. The leaf's
+/// coordinates are `int32_t` when `arguments.narrow` holds them, so they need no
+/// narrowing afterwards.
 pub(crate) fn place_rows(
     out: &PlacedOutput,
     signature: &Signature,
@@ -75,7 +77,12 @@ pub(crate) fn place_rows(
     // Not zeroed: the placing phase writes every slot, which the check below confirms
     // before the lengths are set.
     let what = || format!("the {entries} entries");
-    let mut idx: Vec<i64> = crate::memory::reserved(entries, &what).map_err(cannot)?;
+    let narrow_leaf = idx_slot.is_some_and(|s| arguments.narrow.contains(&signature.arrays[s]));
+    let mut idx = if narrow_leaf {
+        IndexArray::I32(crate::memory::reserved(entries, &what).map_err(cannot)?)
+    } else {
+        IndexArray::I64(crate::memory::reserved(entries, &what).map_err(cannot)?)
+    };
     let mut values = match out.value_type {
         ValueType::F64 => Values::F64(crate::memory::reserved(entries, &what).map_err(cannot)?),
         ValueType::F32 => Values::F32(crate::memory::reserved(entries, &what).map_err(cannot)?),
@@ -83,7 +90,10 @@ pub(crate) fn place_rows(
 
     arguments.arrays[pos_slot] = pos.as_mut_ptr().cast();
     if let Some(s) = idx_slot {
-        arguments.arrays[s] = idx.as_mut_ptr().cast();
+        arguments.arrays[s] = match &mut idx {
+            IndexArray::I32(v) => v.as_mut_ptr().cast(),
+            IndexArray::I64(v) => v.as_mut_ptr().cast(),
+        };
     }
     if let Some(s) = values_slot {
         arguments.arrays[s] = match &mut values {
@@ -106,7 +116,10 @@ pub(crate) fn place_rows(
     // SAFETY: capacity `entries` was reserved, and the kernel wrote slots 0..entries of
     // both arrays (checked above).
     unsafe {
-        idx.set_len(entries);
+        match &mut idx {
+            IndexArray::I32(v) => v.set_len(entries),
+            IndexArray::I64(v) => v.set_len(entries),
+        }
         match &mut values {
             Values::F64(v) => v.set_len(entries),
             Values::F32(v) => v.set_len(entries),
@@ -139,7 +152,7 @@ pub(super) enum OutputStructure {
     /// The entries a kernel emitted (or placed out of order), and the value slot of each.
     Entries { coords: Vec<i64>, slots: Vec<usize> },
     /// The rows a two-phase kernel placed in order: each entry is its own value slot.
-    Rows { pos: Vec<i64>, idx: Vec<i64> },
+    Rows { pos: Vec<i64>, idx: IndexArray },
 }
 
 impl Assembled {

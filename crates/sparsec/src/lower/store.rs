@@ -71,31 +71,33 @@ impl Lowerer<'_> {
                 let count = format!("{name}\u{1}_count");
                 let seen =
                     ArrayRef::Scratch(self.scratch(&format!("{name}\u{1}_seen"), LocalType::Flag));
+                // Without a branch: whether a coordinate is new is as good as random in
+                // SpGEMM, so write it into the list's next slot always and count it only
+                // when it was not seen (the list has a spare slot for the last write).
                 vec![
-                    Stmt::If(
-                        Expr::Not(Box::new(Expr::load(seen, at.clone()))),
-                        vec![
-                            Stmt::Store(Store {
-                                array: seen,
-                                index: at.clone(),
-                                value: Expr::Int(1),
-                                accumulate: false,
-                            }),
-                            Stmt::Store(Store {
-                                array: ArrayRef::Scratch(
-                                    self.scratch(&format!("{name}\u{1}_list"), LocalType::Index),
-                                ),
-                                index: self.iv(count.clone()),
-                                value: at.clone(),
-                                accumulate: false,
-                            }),
-                            Stmt::Assign(
-                                self.named_any(count.clone()),
-                                self.iv(count) + Expr::Int(1),
+                    Stmt::Store(Store {
+                        array: ArrayRef::Scratch(
+                            self.scratch(&format!("{name}\u{1}_list"), LocalType::Index),
+                        ),
+                        index: self.iv(count.clone()),
+                        value: at.clone(),
+                        accumulate: false,
+                    }),
+                    Stmt::Assign(
+                        self.named_any(count.clone()),
+                        self.iv(count)
+                            + Expr::Select(
+                                Box::new(Expr::load(seen, at.clone())),
+                                Box::new(Expr::Int(0)),
+                                Box::new(Expr::Int(1)),
                             ),
-                        ],
-                        vec![],
                     ),
+                    Stmt::Store(Store {
+                        array: seen,
+                        index: at.clone(),
+                        value: Expr::Int(1),
+                        accumulate: false,
+                    }),
                     Stmt::Store(Store {
                         array: ArrayRef::Scratch(
                             self.scratch(&format!("{name}\u{1}_vals"), LocalType::Value),

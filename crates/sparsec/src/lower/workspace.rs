@@ -172,12 +172,18 @@ impl Lowerer<'_> {
             .map(|&v| self.size(v))
             .reduce(|a, b| a * b)
             .expect("a workspace has variables");
-        for (suffix, ty) in [
-            ("vals", LocalType::Value),
-            ("seen", LocalType::Flag),
-            ("list", LocalType::Index),
+        // The list has a spare slot: each update writes the list's next slot before
+        // it knows whether its coordinate is new (see `Dest::Workspace`).
+        let marks = Expr::bin(BinOp::Div, width.clone(), Expr::Int(4096))
+            + Expr::bin(BinOp::Div, width.clone(), Expr::Int(64))
+            + Expr::Int(2);
+        for (suffix, len, ty) in [
+            ("vals", width.clone(), LocalType::Value),
+            ("seen", width.clone(), LocalType::Flag),
+            ("list", width.clone() + Expr::Int(1), LocalType::Index),
+            ("marks", marks, LocalType::Index),
         ] {
-            self.local(&format!("{name}\u{1}_{suffix}"), width.clone(), ty);
+            self.local(&format!("{name}\u{1}_{suffix}"), len, ty);
         }
         let count = format!("{name}\u{1}_count");
         let list = self.scratch(&format!("{name}\u{1}_list"), LocalType::Index);
@@ -195,6 +201,8 @@ impl Lowerer<'_> {
             list,
             len: self.iv(count.clone()),
             flags: self.scratch(&format!("{name}\u{1}_seen"), LocalType::Flag),
+            marks: self.scratch(&format!("{name}\u{1}_marks"), LocalType::Index),
+            width,
         });
         let at = format!("{name}\u{1}_p");
         let touched = Expr::load(ArrayRef::Scratch(list), self.iv(at.clone()));

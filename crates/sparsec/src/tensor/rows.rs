@@ -4,7 +4,7 @@
 
 use super::pack::StreamedLevels;
 use super::{Coo, Tensor, TensorError, Values};
-use crate::format::{Format, LevelStorage, Streaming};
+use crate::format::{Format, IndexArray, LevelStorage, Streaming};
 use crate::ir::{ArrayKind, IndexWidth, ParamKind};
 
 /// A sparse output as a two-phase kernel leaves it: its leaf level over every *row* (the
@@ -14,8 +14,8 @@ use crate::ir::{ArrayKind, IndexWidth, ParamKind};
 pub struct Rows {
     /// `rows + 1` offsets: row `r` holds entries `pos[r]..pos[r + 1]`.
     pub pos: Vec<i64>,
-    /// The leaf coordinate of each entry.
-    pub idx: Vec<i64>,
+    /// The leaf coordinate of each entry, at the width the kernel wrote it.
+    pub idx: IndexArray,
     /// The value of each entry.
     pub values: Values,
 }
@@ -25,8 +25,16 @@ impl Rows {
     /// tensor of `dims` in `format`: then the rows are the tensor's leaf level as it is.
     pub fn in_order(&self, dims: &[usize], format: &Format) -> bool {
         format.row_levels().is_some_and(|(_, leaf_mode)| {
-            super::view::check_canonical(&self.pos, &self.idx, self.pos.len() - 1, dims[leaf_mode])
-                .is_ok()
+            let rows = self.pos.len() - 1;
+            match &self.idx {
+                IndexArray::I32(idx) => {
+                    super::view::check_canonical(&self.pos, idx, rows, dims[leaf_mode])
+                }
+                IndexArray::I64(idx) => {
+                    super::view::check_canonical(&self.pos, idx, rows, dims[leaf_mode])
+                }
+            }
+            .is_ok()
         })
     }
 
@@ -46,7 +54,7 @@ impl Rows {
                 rest /= dims[mode];
             }
             for e in w[0] as usize..w[1] as usize {
-                c[leaf_mode] = self.idx[e];
+                c[leaf_mode] = self.idx.get(e);
                 coords[e * order..(e + 1) * order].copy_from_slice(&c);
             }
         }
@@ -95,7 +103,7 @@ impl Tensor {
         levels.push(LevelStorage {
             arrays: vec![
                 (ArrayKind::Pos, leaf_pos.into()),
-                (ArrayKind::Idx, rows.idx.into()),
+                (ArrayKind::Idx, rows.idx),
             ],
             params: size(leaf_mode),
         });
@@ -108,10 +116,11 @@ impl Tensor {
             levels,
             values: rows.values,
         };
+        // A leaf written as `int32_t` widens with the rest when an offset does not fit.
         Ok(if largest.unwrap_or(0) <= i32::MAX as usize {
             tensor.with_fitting_width(IndexWidth::I32)
         } else {
-            tensor
+            tensor.with_fitting_width(IndexWidth::I64)
         })
     }
 }

@@ -55,7 +55,7 @@ pub(super) fn symbols() -> [Symbol; 4] {
         Symbol {
             name: "sparsec_order_touched",
             address: sys::sparsec_order_touched as *const u8,
-            params: &[Ptr, I64, Ptr],
+            params: &[Ptr, I64, Ptr, Ptr, I64],
             result: None,
         },
         Symbol {

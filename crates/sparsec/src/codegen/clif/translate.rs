@@ -281,8 +281,8 @@ impl<'a> Translator<'a, '_> {
                     (v, k) = self.arith(crate::ir::BinOp::Add, (old, kind), (v, k));
                 }
                 let v = self.convert(v, k, kind);
-                let v = if ty == types::I8 {
-                    self.b.ins().ireduce(types::I8, v)
+                let v = if ty == types::I8 || ty == types::I32 {
+                    self.b.ins().ireduce(ty, v)
                 } else {
                     v
                 };
@@ -347,13 +347,22 @@ impl<'a> Translator<'a, '_> {
                 self.stmts(body)?;
                 self.release(scope);
             }
-            Stmt::OrderTouched { list, len, flags } => {
+            Stmt::OrderTouched {
+                list,
+                len,
+                flags,
+                marks,
+                width,
+            } => {
                 let (list, ..) = self.array(&ArrayRef::Scratch(*list))?;
                 let (flags, ..) = self.array(&ArrayRef::Scratch(*flags))?;
+                let (marks, ..) = self.array(&ArrayRef::Scratch(*marks))?;
                 let len = self.int(len)?;
-                self.b
-                    .ins()
-                    .call(self.funcs[runtime::ORDER_TOUCHED], &[list, len, flags]);
+                let width = self.int(width)?;
+                self.b.ins().call(
+                    self.funcs[runtime::ORDER_TOUCHED],
+                    &[list, len, flags, marks, width],
+                );
             }
         }
         Ok(())
