@@ -530,6 +530,17 @@ def spgemm_products(a) -> float:
     return float(column_counts @ np.diff(a.indptr).astype(np.float64))
 
 
+def ata_products(a) -> float:
+    """The scalar products of A^T * A: each row k of A pairs every entry with every other."""
+    row_counts = np.diff(a.indptr).astype(np.float64)
+    return float(row_counts @ row_counts)
+
+
+def products(kernel_name: str, a) -> Optional[float]:
+    """The scalar products of a sparse-times-sparse kernel (None for other kernels)."""
+    return {"spgemm": spgemm_products, "ata": ata_products}.get(kernel_name, lambda _: None)(a)
+
+
 def spgemm_state(a):
     return {"a": a, "b": a}
 
@@ -599,6 +610,12 @@ KERNELS = [
                      "dense workspace (reorder + precompute), compute + one assembly",
            taco=["-f=A:ds", "-f=B:ds", "-f=C:ds", *SPGEMM_TACO_WORKSPACE],
            taco_assembles=True, also_reads=["B"], square_only=True),
+    Kernel("ata", "C(i,j) = A(k,i) * A(k,j)", 2, "A", [], [],
+           variants(["A:csr", "C:csr"], {"default": None}),
+           lambda a: {"a": a}, lambda s: (lambda: s["a"].T @ s["a"]), None,
+           mkl_note="MKL is not run for A^T * A (sparse_dot_mkl multiplies CSR by CSR only)",
+           peer_note="A^T * A into CSR, A in CSR (sparsec's rows sorted); scipy: A.T @ A "
+                     "(the CSC view of A times A, unsorted rows)"),
     Kernel("ttv", "Y(i,j) = B(i,j,k) * c(k)", 3, "B", ["c:dense"], [],
            variants(["B:sss", "Y:ss"], {"default": None}),
            ttv_state, lambda s: (lambda: s["u"] @ s["c"]), None,
@@ -839,8 +856,9 @@ def measure_input(args, inp: Input, kernels: List[Kernel], mkl,
     for kernel in (k for k in kernels if k.order == inp.order):
         if kernel.square_only and inp.order == 2 and data.shape[0] != data.shape[1]:
             continue
-        if kernel.name == "spgemm" and spgemm_products(data) > SPGEMM_MAX_PRODUCTS:
-            log(f"  spgemm skipped: A * A has {spgemm_products(data):.2e} products "
+        count = products(kernel.name, data) if inp.order == 2 else None
+        if count is not None and count > SPGEMM_MAX_PRODUCTS:
+            log(f"  {kernel.name} skipped: {count:.2e} products "
                 f"(over {SPGEMM_MAX_PRODUCTS:.0e}; its output would not fit in memory)")
             continue
         state = kernel.prepare(data)
@@ -1132,7 +1150,7 @@ def parse_args():
                     help=f"stems of {DATA}/tensors (order 3 only): all, none or a comma list")
     ap.add_argument("--generated", default="uniform,powerlaw,skewed,tensor",
                     help="generated inputs: any of uniform,powerlaw,skewed,tensor, or none")
-    ap.add_argument("--kernels", default="spmv,spmm,spgemm,mttkrp,ttv,sddmm",
+    ap.add_argument("--kernels", default="spmv,spmm,spgemm,ata,mttkrp,ttv,sddmm",
                     help="kernels to run, comma-separated")
     ap.add_argument("--sparsec", default=os.path.join(ROOT, "target", "release", "sparsec"),
                     help="sparsec binary (built with cargo if missing)")
