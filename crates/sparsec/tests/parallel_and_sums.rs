@@ -226,15 +226,25 @@ fn balanced_blocks_keep_emitted_outputs_in_order() {
         &[vec![("A", a.clone()), ("B", b.clone())]],
         None,
         &split_toolchain(),
-        &["sparsec_out = out + sparsec_t"],
+        &["sparsec_out = out + sparsec_t", "sparsec_goal"],
     );
+    // A CSR output is placed row by row, in any order, and A's entries do not tell where
+    // B's long rows put the products: the threads take chunks of rows as they finish.
+    let crowded = rows_of_lengths(80, 90, &[1, 0, 1, 60]);
     check_threads(
         "C(i,j) = A(i,k) * B(k,j)",
         &[("A", "csr"), ("B", "csr"), ("C", "csr")],
-        &[vec![("A", a.clone()), ("B", b)]],
+        &[
+            vec![("A", a.clone()), ("B", b)],
+            vec![("A", a.clone()), ("B", crowded)],
+        ],
         None,
         &split_toolchain(),
-        &["sparsec_team(", "if (phase == 0)"],
+        &[
+            "sparsec_team(",
+            "if (phase == 0)",
+            "#pragma omp for schedule(dynamic, sparsec_chunk) nowait",
+        ],
     );
     // Element-wise into a sparse output, with rows that are empty in one operand: the
     // rows merge two operands, so they have no one measure of work and get equal blocks.

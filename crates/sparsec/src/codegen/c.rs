@@ -293,6 +293,12 @@ impl Printer<'_> {
     /// loop's variable: the work before that iteration), one per thread, on as many threads
     /// as the whole work keeps busy. Each thread finds its block's ends by binary search,
     /// so the blocks follow thread order (threads' entry buffers then concatenate in order).
+    ///
+    /// When the work is only estimated ([`analysis::work_is_estimated`]: SpGEMM, whose
+    /// products may crowd into a few rows) and neither the order of the blocks (no emits)
+    /// nor the order of partial sums (no reductions) matters, the threads instead take
+    /// chunks of iterations as they finish, about 32 per thread: the team's size still
+    /// follows the estimate, but no thread waits on another's crowded rows.
     fn balanced_loop(
         &mut self,
         l: &Loop,
@@ -304,20 +310,25 @@ impl Printer<'_> {
         let names = self.names;
         let var = names.var(l.var);
         let work = expr(names, work);
+        let (start, end) = (expr(names, &l.start), expr(names, &l.end));
         self.line("{");
         self.indent += 1;
         self.line("int64_t sparsec_w0, sparsec_w1;");
         self.line(&format!(
-            "{{ const int64_t {var} = {}; sparsec_w0 = {work}; }}",
-            expr(names, &l.start)
+            "{{ const int64_t {var} = {start}; sparsec_w0 = {work}; }}"
         ));
         self.line(&format!(
-            "{{ const int64_t {var} = {}; sparsec_w1 = {work}; }}",
-            expr(names, &l.end)
+            "{{ const int64_t {var} = {end}; sparsec_w1 = {work}; }}"
         ));
         self.line(
             "const int64_t sparsec_nt = sparsec_team(sparsec_threads, sparsec_w1 - sparsec_w0);",
         );
+        let dynamic = !emits && reductions.is_empty() && analysis::work_is_estimated(l);
+        if dynamic {
+            self.line(&format!(
+                "const int64_t sparsec_chunk = ({end} - {start}) / (sparsec_nt * 32) + 1;"
+            ));
+        }
         self.parallel_depth -= 1;
         self.allocate(locals, "_all", "sparsec_nt");
         self.parallel_depth += 1;
@@ -339,6 +350,28 @@ impl Printer<'_> {
         if emits {
             self.line("sparsec_buffer *sparsec_out = out + sparsec_t;");
         }
+        if dynamic {
+            self.line("#pragma omp for schedule(dynamic, sparsec_chunk) nowait");
+            self.block(
+                &format!("for (int64_t {var} = {start}; {var} < {end}; {var}++)"),
+                &l.body,
+            );
+        } else {
+            self.balanced_blocks(l, var, &work, (&start, &end));
+        }
+        self.line("}");
+        self.indent -= 1;
+        self.line("}");
+        self.parallel_depth -= 1;
+        self.release(locals, "_all");
+        self.parallel_depth += 1;
+        self.indent -= 1;
+        self.line("}");
+    }
+
+    /// Each thread's block of about equal `work`, found by binary search, and the loop
+    /// over it.
+    fn balanced_blocks(&mut self, l: &Loop, var: &str, work: &str, (start, end): (&str, &str)) {
         self.line("int64_t sparsec_ends[2];");
         self.line("for (int64_t sparsec_k = 0; sparsec_k < 2; sparsec_k++) {");
         self.indent += 1;
@@ -347,9 +380,7 @@ impl Printer<'_> {
              (sparsec_t + sparsec_k) / omp_get_num_threads();",
         );
         self.line(&format!(
-            "int64_t sparsec_lo = {}, sparsec_hi = {};",
-            expr(names, &l.start),
-            expr(names, &l.end)
+            "int64_t sparsec_lo = {start}, sparsec_hi = {end};"
         ));
         self.line("while (sparsec_lo < sparsec_hi) {");
         self.indent += 1;
@@ -368,14 +399,6 @@ impl Printer<'_> {
             &format!("for (int64_t {var} = sparsec_ends[0]; {var} < sparsec_ends[1]; {var}++)"),
             &l.body,
         );
-        self.line("}");
-        self.indent -= 1;
-        self.line("}");
-        self.parallel_depth -= 1;
-        self.release(locals, "_all");
-        self.parallel_depth += 1;
-        self.indent -= 1;
-        self.line("}");
     }
 
     /// A sum over an indirect loop (`acc += v[p] * x[idx[p]]`) as four partial sums, four

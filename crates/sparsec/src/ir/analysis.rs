@@ -97,6 +97,35 @@ fn depends_on(e: &Expr, vars: &[Var]) -> bool {
 /// compressed level is nested unconditionally in the body. A position that loops over
 /// another operand's segment (SpGEMM) counts for `GATHERED_SEGMENT_WORK`.
 pub fn work_before(l: &Loop) -> Option<Expr> {
+    let work = positions(l)?;
+    let mut per_position = work.per_position;
+    if work.gathers_segments {
+        per_position = per_position * Expr::Int(GATHERED_SEGMENT_WORK);
+    }
+    Some(super::simplify(
+        &(work.before * per_position + Expr::Var(l.var)),
+    ))
+}
+
+/// True when [`work_before`] only estimates `l`'s work: its positions loop over segments
+/// of another operand (SpGEMM's rows of `B`), whose lengths the estimate does not read, so
+/// blocks of equal estimated work may hold very unequal work (most of A*A's products can
+/// fall in a few rows).
+pub fn work_is_estimated(l: &Loop) -> bool {
+    positions(l).is_some_and(|work| work.gathers_segments)
+}
+
+/// The positions `l`'s iterations visit (see [`work_before`]).
+struct Positions {
+    /// The positions visited before iteration `l.var`.
+    before: Expr,
+    /// The dense iterations each position runs.
+    per_position: Expr,
+    /// Each position loops over a segment of another operand.
+    gathers_segments: bool,
+}
+
+fn positions(l: &Loop) -> Option<Positions> {
     let (array, q, inner) = segment_loop(&l.body, l.var, &mut HashMap::new())?;
     // What is left of `q` but the loop's variable must be in scope before the loop.
     let mut inside = Vec::new();
@@ -125,10 +154,11 @@ pub fn work_before(l: &Loop) -> Option<Expr> {
         per_position = per_position * dense.end.clone();
         body = &dense.body;
     }
-    if gathers_segments(body) {
-        per_position = per_position * Expr::Int(GATHERED_SEGMENT_WORK);
-    }
-    Some(super::simplify(&(before * per_position + Expr::Var(l.var))))
+    Some(Positions {
+        before,
+        per_position,
+        gathers_segments: gathers_segments(body),
+    })
 }
 
 /// The work a position counts for when it loops over a segment of another operand that it
