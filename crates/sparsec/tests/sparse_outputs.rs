@@ -338,16 +338,12 @@ fn tensors_from_rows_equal_tensors_from_coordinates() {
         pos[r + 1] += pos[r];
     }
     let values: Vec<f64> = (0..idx.len()).map(|v| v as f64 + 0.5).collect();
-    // Coordinates as a kernel writes them, in `int64_t` or `int32_t`.
-    let widths = |idx: &[i64]| {
-        [
-            IndexArray::I64(idx.to_vec()),
-            IndexArray::I32(idx.iter().map(|&x| x as i32).collect()),
-        ]
-    };
-    for spelling in ["dds", "sss", "dss", "sds"] {
+    // The rows with their coordinates as a kernel writes them, in `int64_t` and in
+    // `int32_t`, built into `spelling`, each against packing their entries.
+    let from_rows = |idx: &[i64], spelling: &str| {
         let format = Format::parse(spelling, 3).unwrap();
-        for idx in widths(&idx) {
+        let narrow = IndexArray::I32(idx.iter().map(|&x| x as i32).collect());
+        [IndexArray::I64(idx.to_vec()), narrow].map(|idx| {
             let rows = Rows {
                 pos: pos.clone(),
                 idx,
@@ -356,25 +352,24 @@ fn tensors_from_rows_equal_tensors_from_coordinates() {
             let coo = rows.to_coo(&dims, &format);
             let expected = Tensor::from_coo(&coo, &format, ValueType::F64).unwrap();
             let got = Tensor::from_rows(rows, dims.clone(), &format).unwrap();
-            assert_eq!(got, expected, "{spelling}");
-        }
+            assert_eq!(
+                got,
+                expected,
+                "{spelling}, {:?} coordinates",
+                got.index_width()
+            );
+            got
+        })
+    };
+    for spelling in ["dds", "sss", "dss", "sds"] {
+        from_rows(&idx, spelling);
     }
     // Row 7 unsorted, with a duplicate: sorted and summed.
     let mut unsorted = idx.clone();
     unsorted[3] = 4;
     unsorted[5] = 1;
     unsorted[4] = 4;
-    let format = Format::parse("csf", 3).unwrap();
-    for idx in widths(&unsorted) {
-        let rows = Rows {
-            pos: pos.clone(),
-            idx,
-            values: Values::F64(values.clone()),
-        };
-        let coo = rows.to_coo(&dims, &format);
-        let expected = Tensor::from_coo(&coo, &format, ValueType::F64).unwrap();
-        let got = Tensor::from_rows(rows, dims.clone(), &format).unwrap();
-        assert_eq!(got, expected);
+    for got in from_rows(&unsorted, "csf") {
         assert_eq!(got.values().len(), 6);
     }
 }
