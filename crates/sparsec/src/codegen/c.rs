@@ -294,7 +294,7 @@ impl Printer<'_> {
     /// as the whole work keeps busy. Each thread finds its block's ends by binary search,
     /// so the blocks follow thread order (threads' entry buffers then concatenate in order).
     ///
-    /// When the work is only estimated ([`analysis::work_is_estimated`]: SpGEMM, whose
+    /// When the work is only estimated ([`analysis::Work::estimated`]: SpGEMM, whose
     /// products may crowd into a few rows) and neither the order of the blocks (no emits)
     /// nor the order of partial sums (no reductions) matters, the threads instead take
     /// chunks of iterations as they finish, about 32 per thread: the team's size still
@@ -302,14 +302,15 @@ impl Printer<'_> {
     fn balanced_loop(
         &mut self,
         l: &Loop,
-        work: &Expr,
+        work: &analysis::Work,
         reductions: &[Reduction],
         locals: &[Local],
         emits: bool,
     ) {
         let names = self.names;
         let var = names.var(l.var);
-        let work = expr(names, work);
+        let dynamic = !emits && reductions.is_empty() && work.estimated;
+        let work = expr(names, &work.before);
         let (start, end) = (expr(names, &l.start), expr(names, &l.end));
         self.line("{");
         self.indent += 1;
@@ -323,7 +324,6 @@ impl Printer<'_> {
         self.line(
             "const int64_t sparsec_nt = sparsec_team(sparsec_threads, sparsec_w1 - sparsec_w0);",
         );
-        let dynamic = !emits && reductions.is_empty() && analysis::work_is_estimated(l);
         if dynamic {
             self.line(&format!(
                 "const int64_t sparsec_chunk = ({end} - {start}) / (sparsec_nt * 32) + 1;"
@@ -585,7 +585,7 @@ impl Printer<'_> {
 }
 
 /// The work before each iteration of a thread loop whose blocks are balanced by work.
-fn balanced_work(l: &Loop) -> Option<Expr> {
+fn balanced_work(l: &Loop) -> Option<analysis::Work> {
     match l.kind {
         LoopKind::Parallel {
             unit: ParallelUnit::CpuThread,

@@ -9,7 +9,7 @@
 use std::collections::BTreeSet;
 use std::ffi::{c_char, c_int};
 
-use crate::ir::Helper;
+use crate::ir::{Expr, Helper};
 
 /// The runtime's C source.
 const SOURCE: &str = include_str!("runtime.c");
@@ -165,8 +165,8 @@ pub mod sys {
         pub fn sparsec_sort_index(a: *mut i64, n: i64);
         /// Put `list[0..n)`, the distinct coordinates flagged (byte 1, others 0) in
         /// `seen`, all below `width`, in increasing order: by a scan of the flags, of a
-        /// two-level bitmap (`marks`, [`marks_len`] words, zero before and after), a radix
-        /// sort or an introsort, whichever is cheaper.
+        /// two-level bitmap (`marks`, [`crate::ir::touched_marks_len`] words, zero before
+        /// and after), a radix sort or an introsort, whichever is cheaper.
         pub fn sparsec_order_touched(
             list: *mut i64,
             n: i64,
@@ -274,12 +274,6 @@ pub fn sort_index(a: &mut [i64]) {
     unsafe { sys::sparsec_sort_index(a.as_mut_ptr(), a.len() as i64) }
 }
 
-/// The words of the bitmap `sparsec_order_touched` marks coordinates below `width` in:
-/// a summary word per 4096 coordinates, then a word per 64.
-pub fn marks_len(width: i64) -> i64 {
-    width / 4096 + width / 64 + 2
-}
-
 /// Order a touched list with `sparsec_order_touched`: `list` holds, in any order, the
 /// positions whose flag in `seen` is 1.
 ///
@@ -301,7 +295,11 @@ pub fn order_touched(list: &mut [i64], seen: &[u8]) {
         "every flagged coordinate is in the list"
     );
     let width = seen.len() as i64;
-    let mut marks = vec![0i64; marks_len(width) as usize];
+    let marks_len = match crate::ir::simplify(&crate::ir::touched_marks_len(Expr::Int(width))) {
+        Expr::Int(words) => words as usize,
+        other => unreachable!("a constant width gives a constant length, not {other:?}"),
+    };
+    let mut marks = vec![0i64; marks_len];
     // SAFETY: checked above: every read of `seen` is in bounds, the scans write at most
     // one entry per flag, which is `list.len()`, and every coordinate is below `width`,
     // so its bits lie in `marks`.

@@ -95,24 +95,29 @@ fn depends_on(e: &Expr, vars: &[Var]) -> bool {
 /// count too. Positions count once per iteration of the dense loops nested unconditionally
 /// inside the innermost of those loops (SpMM's columns). `None` when no loop over a
 /// compressed level is nested unconditionally in the body. A position that loops over
-/// another operand's segment (SpGEMM) counts for `GATHERED_SEGMENT_WORK`.
-pub fn work_before(l: &Loop) -> Option<Expr> {
+/// another operand's segment (SpGEMM) counts for `GATHERED_SEGMENT_WORK`, and the work is
+/// then only [`Work::estimated`].
+pub fn work_before(l: &Loop) -> Option<Work> {
     let work = positions(l)?;
     let mut per_position = work.per_position;
     if work.gathers_segments {
         per_position = per_position * Expr::Int(GATHERED_SEGMENT_WORK);
     }
-    Some(super::simplify(
-        &(work.before * per_position + Expr::Var(l.var)),
-    ))
+    Some(Work {
+        before: super::simplify(&(work.before * per_position + Expr::Var(l.var))),
+        estimated: work.gathers_segments,
+    })
 }
 
-/// True when [`work_before`] only estimates `l`'s work: its positions loop over segments
-/// of another operand (SpGEMM's rows of `B`), whose lengths the estimate does not read, so
-/// blocks of equal estimated work may hold very unequal work (most of A*A's products can
-/// fall in a few rows).
-pub fn work_is_estimated(l: &Loop) -> bool {
-    positions(l).is_some_and(|work| work.gathers_segments)
+/// The work of a loop's iterations (see [`work_before`]).
+pub struct Work {
+    /// The work before iteration `l.var`.
+    pub before: Expr,
+    /// The work is only estimated: positions loop over segments of another operand
+    /// (SpGEMM's rows of `B`), whose lengths the estimate does not read, so blocks of equal
+    /// estimated work may hold very unequal work (most of A*A's products can fall in a
+    /// few rows).
+    pub estimated: bool,
 }
 
 /// The positions `l`'s iterations visit (see [`work_before`]).

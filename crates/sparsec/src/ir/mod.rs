@@ -353,8 +353,8 @@ pub enum Stmt {
     /// Order a workspace's touched list: `list[0, len)` holds, in any order, the
     /// coordinates below `width` whose `flags` are set; afterwards it holds them in
     /// increasing order (by scanning the flags, or the bitmap `marks` of
-    /// `runtime::marks_len(width)` words, between the extreme coordinates, or by sorting,
-    /// whichever is cheaper). `marks` is zero before and after.
+    /// [`touched_marks_len`]`(width)` words, between the extreme coordinates, or by
+    /// sorting, whichever is cheaper). `marks` is zero before and after.
     OrderTouched {
         list: Scratch,
         len: Expr,
@@ -362,6 +362,15 @@ pub enum Stmt {
         marks: Scratch,
         width: Expr,
     },
+}
+
+/// The words of the bitmap that `Stmt::OrderTouched` marks coordinates below `width` in
+/// (the runtime's `sparsec_order_touched`): a summary word per 4096 coordinates, then a
+/// word per 64.
+pub fn touched_marks_len(width: Expr) -> Expr {
+    Expr::bin(BinOp::Div, width.clone(), Expr::Int(4096))
+        + Expr::bin(BinOp::Div, width, Expr::Int(64))
+        + Expr::Int(2)
 }
 
 /// `array[index] = value` (or `+=` when `accumulate`).

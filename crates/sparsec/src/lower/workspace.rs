@@ -174,9 +174,7 @@ impl Lowerer<'_> {
             .expect("a workspace has variables");
         // The list has a spare slot: each update writes the list's next slot before
         // it knows whether its coordinate is new (see `Dest::Workspace`).
-        let marks = Expr::bin(BinOp::Div, width.clone(), Expr::Int(4096))
-            + Expr::bin(BinOp::Div, width.clone(), Expr::Int(64))
-            + Expr::Int(2);
+        let marks = crate::ir::touched_marks_len(width.clone());
         for (suffix, len, ty) in [
             ("vals", width.clone(), LocalType::Value),
             ("seen", width.clone(), LocalType::Flag),

@@ -3,7 +3,7 @@
 //! entries.
 
 use super::pack::StreamedLevels;
-use super::{Coo, Tensor, TensorError, Values};
+use super::{Coo, IndexSlice, Tensor, TensorError, Values};
 use crate::format::{Format, IndexArray, LevelStorage, Streaming};
 use crate::ir::{ArrayKind, IndexWidth, ParamKind};
 
@@ -25,15 +25,12 @@ impl Rows {
     /// tensor of `dims` in `format`: then the rows are the tensor's leaf level as it is.
     pub fn in_order(&self, dims: &[usize], format: &Format) -> bool {
         format.row_levels().is_some_and(|(_, leaf_mode)| {
-            let rows = self.pos.len() - 1;
-            match &self.idx {
-                IndexArray::I32(idx) => {
-                    super::view::check_canonical(&self.pos, idx, rows, dims[leaf_mode])
-                }
-                IndexArray::I64(idx) => {
-                    super::view::check_canonical(&self.pos, idx, rows, dims[leaf_mode])
-                }
-            }
+            super::view::check_canonical_at_widths(
+                IndexSlice::I64(&self.pos),
+                IndexSlice::from(&self.idx),
+                self.pos.len() - 1,
+                dims[leaf_mode],
+            )
             .is_ok()
         })
     }

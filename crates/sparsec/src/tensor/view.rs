@@ -215,13 +215,7 @@ impl<'a> TensorView<'a> {
                 indices.len()
             )));
         }
-        let checked = match (indptr, indices) {
-            (IndexSlice::I32(p), IndexSlice::I32(i)) => check_canonical(p, i, outer, inner),
-            (IndexSlice::I32(p), IndexSlice::I64(i)) => check_canonical(p, i, outer, inner),
-            (IndexSlice::I64(p), IndexSlice::I32(i)) => check_canonical(p, i, outer, inner),
-            (IndexSlice::I64(p), IndexSlice::I64(i)) => check_canonical(p, i, outer, inner),
-        };
-        checked.map_err(TensorError::Malformed)?;
+        check_canonical_at_widths(indptr, indices, outer, inner).map_err(TensorError::Malformed)?;
         let format: &'static Format = if column_major { &CSC } else { &CSR };
         let levels = plain_level_views(format, &dims, |level, kind| match (level, kind) {
             (1, ArrayKind::Pos) => Some(indptr),
@@ -349,7 +343,22 @@ fn plain_level_views<'a>(
 /// branches that the compiler vectorizes: their minimum and maximum, and the number of
 /// places where an index does not increase, which must all be row boundaries. Only a
 /// failure looks at rows one by one, to say where.
-pub(super) fn check_canonical<P, I>(
+/// [`check_canonical`] of offsets and coordinates at whatever widths they are stored.
+pub(super) fn check_canonical_at_widths(
+    indptr: IndexSlice,
+    indices: IndexSlice,
+    outer: usize,
+    inner: usize,
+) -> Result<(), String> {
+    match (indptr, indices) {
+        (IndexSlice::I32(p), IndexSlice::I32(i)) => check_canonical(p, i, outer, inner),
+        (IndexSlice::I32(p), IndexSlice::I64(i)) => check_canonical(p, i, outer, inner),
+        (IndexSlice::I64(p), IndexSlice::I32(i)) => check_canonical(p, i, outer, inner),
+        (IndexSlice::I64(p), IndexSlice::I64(i)) => check_canonical(p, i, outer, inner),
+    }
+}
+
+fn check_canonical<P, I>(
     indptr: &[P],
     indices: &[I],
     outer: usize,
