@@ -259,11 +259,17 @@ impl StreamedLevels {
         }
     }
 
+    /// Make room for `tuples` more coordinates at the last level.
+    pub(super) fn reserve_last(&mut self, tuples: usize) {
+        if let Some(idx) = self.idx.last_mut() {
+            idx.reserve(tuples);
+        }
+    }
+
     /// Add the tuple `coords` (one coordinate per level, after the previous tuple in
     /// storage order); returns its position in the last level.
     #[inline]
     pub(super) fn push(&mut self, coords: &[i64]) -> usize {
-        let levels = self.kinds.len();
         let first_changed = match &self.previous {
             Some(p) => p
                 .iter()
@@ -272,6 +278,19 @@ impl StreamedLevels {
                 .expect("tuples are distinct"),
             None => 0,
         };
+        match &mut self.previous {
+            Some(p) => p.copy_from_slice(coords),
+            None => self.previous = Some(coords.to_vec()),
+        }
+        self.push_changed(coords, first_changed)
+    }
+
+    /// [`StreamedLevels::push`] for a caller that knows the first level whose coordinate
+    /// differs from the previous tuple's (0 for the first tuple), and does not mix the two
+    /// methods.
+    #[inline]
+    pub(super) fn push_changed(&mut self, coords: &[i64], first_changed: usize) -> usize {
+        let levels = self.kinds.len();
         for (k, &c) in coords.iter().enumerate().skip(first_changed) {
             let parent = if k == 0 { 0 } else { self.current[k - 1] };
             self.current[k] = match self.kinds[k] {
@@ -284,10 +303,6 @@ impl StreamedLevels {
                     self.idx[k].len() - 1
                 }
             };
-        }
-        match &mut self.previous {
-            Some(p) => p.copy_from_slice(coords),
-            None => self.previous = Some(coords.to_vec()),
         }
         self.current[levels - 1]
     }

@@ -132,22 +132,32 @@ fn compact(
 ) -> Result<(Vec<LevelStorage>, Vec<i64>), String> {
     let sizes = upper.iter().map(|&(mode, _)| dims[mode]).collect();
     let mut stream = StreamedLevels::new(upper.iter().map(|&(_, kind)| kind).collect(), sizes);
-    let mut leaf_pos: Vec<i64> = Vec::new();
+    let filled = pos.windows(2).filter(|w| w[0] != w[1]).count();
+    stream.reserve_last(filled);
+    let mut leaf_pos: Vec<i64> = Vec::with_capacity(filled + 1);
+    // The rows' coordinates advance as an odometer (no division per row), and the
+    // outermost level that moved since the last row holding entries tells the stream
+    // where the tuples differ.
     let mut coords = vec![0i64; upper.len()];
-    for (row, w) in pos.windows(2).enumerate() {
-        if w[0] == w[1] {
-            continue;
+    let mut first_changed = 0;
+    for w in pos.windows(2) {
+        if w[0] != w[1] {
+            let position = stream.push_changed(&coords, first_changed);
+            first_changed = upper.len();
+            // Positions of the last upper level without a row of their own are empty.
+            while leaf_pos.len() <= position {
+                leaf_pos.push(w[0]);
+            }
         }
-        let mut rest = row;
-        for (k, &(mode, _)) in upper.iter().enumerate().rev() {
-            coords[k] = (rest % dims[mode]) as i64;
-            rest /= dims[mode];
+        // After the last row, the outermost coordinate runs past its size; nothing reads it.
+        let mut k = upper.len() - 1;
+        coords[k] += 1;
+        while k > 0 && coords[k] as usize == dims[upper[k].0] {
+            coords[k] = 0;
+            k -= 1;
+            coords[k] += 1;
         }
-        let position = stream.push(&coords);
-        // Positions of the last upper level without a row of their own are empty.
-        while leaf_pos.len() <= position {
-            leaf_pos.push(w[0]);
-        }
+        first_changed = first_changed.min(k);
     }
     let (levels, positions) = stream.finish()?;
     leaf_pos.resize(positions + 1, *pos.last().expect("rows have an end"));
