@@ -3,7 +3,7 @@
 use miette::{Report, Result};
 use sparsec::codegen::c;
 use sparsec::format::LevelCoord;
-use sparsec::ir::OutputMode;
+use sparsec::ir::{OutputMode, ParamRef, ScalarArg};
 use sparsec::lower::Lowered;
 use sparsec::notation::cin::Statement;
 
@@ -132,6 +132,22 @@ pub fn emit(args: &EmitArgs) -> Result<()> {
                 crate::outln!(
                     " * slot. Levels above the leaf are built from the rows that hold entries."
                 );
+                if lowered
+                    .function
+                    .signature()
+                    .scalars
+                    .contains(&ScalarArg::Param(ParamRef::Capacity))
+                {
+                    crate::outln!(
+                        " * On one thread, `phase` 2 instead appends every entry in one call, in"
+                    );
+                    crate::outln!(
+                        " * room for as many entries as the inputs store (`capacity`), when the"
+                    );
+                    crate::outln!(
+                        " * rows come in order and fit; else the runtime counts and places."
+                    );
+                }
             }
         }
         crate::outln!(" */");

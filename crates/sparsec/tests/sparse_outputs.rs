@@ -189,6 +189,46 @@ fn transposed_products_and_sddmm() {
     );
 }
 
+/// On one thread, kernels without workspaces append their entries in one pass (`ir::rows`,
+/// phase 2); these inputs take its other exits: rows that come out of order (the loops
+/// follow CSC storage into a CSR output), more entries than the inputs store (an outer
+/// product of sparse vectors), and inputs that store none sparsely (dense).
+#[test]
+fn appended_rows_fall_back_when_out_of_order_or_out_of_room() {
+    let sets: Vec<Vec<(&str, Coo)>> = matrices(13, [14, 9])
+        .into_iter()
+        .map(|a| vec![("A", a)])
+        .collect();
+    for (input, schedule) in [("ds:1,0", Some(SERIAL)), ("dd", None), ("csr", None)] {
+        check_mode(
+            "C(i,j) = A(i,j) * 2",
+            &[("A", input), ("C", "csr")],
+            &sets,
+            schedule,
+            true,
+        );
+    }
+    let mut r = rng(14);
+    let vectors: Vec<Vec<(&str, Coo)>> = [0.0, 0.3, 1.0]
+        .iter()
+        .map(|&density| {
+            vec![
+                ("x", random_coo(&mut r, &[17], density)),
+                ("y", random_coo(&mut r, &[23], 0.5)),
+            ]
+        })
+        .collect();
+    for out in ["csr", "dcsr"] {
+        check_mode(
+            "C(i,j) = x(i) * y(j)",
+            &[("x", "s"), ("y", "s"), ("C", out)],
+            &vectors,
+            None,
+            true,
+        );
+    }
+}
+
 #[test]
 fn tensor_outputs_compact_their_upper_levels() {
     let mut r = rng(8);

@@ -218,8 +218,8 @@ impl Function {
     }
 
     /// The arguments the function reads: every operand array and level parameter it
-    /// uses (sorted, so the layout is deterministic; the phase of a two-phase kernel after
-    /// them), every extent, then the thread count when a loop runs on threads.
+    /// uses (sorted, so the layout is deterministic; the phase and capacity of a two-phase
+    /// kernel after them), every extent, then the thread count when a loop runs on threads.
     pub fn signature(&self) -> Signature {
         let mut arrays = BTreeSet::new();
         let mut params = BTreeSet::new();
@@ -227,7 +227,7 @@ impl Function {
             Expr::Load(a, _) | Expr::Call(_, a, _) if !matches!(a, ArrayRef::Scratch(_)) => {
                 arrays.insert(*a);
             }
-            Expr::Param(p @ (ParamRef::Level { .. } | ParamRef::Phase)) => {
+            Expr::Param(p @ (ParamRef::Level { .. } | ParamRef::Phase | ParamRef::Capacity)) => {
                 params.insert(*p);
             }
             _ => {}

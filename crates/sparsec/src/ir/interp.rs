@@ -48,7 +48,9 @@ impl Env<'_> {
             Expr::Bool(b) => *b as i64,
             Expr::Float(_) => panic!("level functions are integer expressions"),
             Expr::Var(v) if *v == ARGUMENT => self.argument,
-            Expr::Var(_) | Expr::Symbol(_) | Expr::Param(ParamRef::Extent(_) | ParamRef::Phase) => {
+            Expr::Var(_)
+            | Expr::Symbol(_)
+            | Expr::Param(ParamRef::Extent(_) | ParamRef::Phase | ParamRef::Capacity) => {
                 panic!("level functions evaluated on storage take constants or ARGUMENT")
             }
             Expr::Param(ParamRef::Level { level, kind, .. }) => self.levels.param(*level, *kind),

@@ -132,8 +132,11 @@ pub enum ParamRef {
     },
     /// The extent of the front end's index variable number `n` (its loop runs `0..extent`).
     Extent(usize),
-    /// Which call of a two-phase kernel this is (see [`rows`]): 0 counts, 1 places.
+    /// Which call of a two-phase kernel this is (see [`rows`]): 0 counts, 1 places, 2
+    /// appends in one pass.
     Phase,
+    /// How many entries the appending call of a two-phase kernel may write (see [`rows`]).
+    Capacity,
 }
 
 /// A value a front end or scheduler names before lowering knows how it is computed.

@@ -170,6 +170,7 @@ impl Names {
                     } => level_hint(operand, level, kind.suffix()),
                     ParamRef::Extent(n) => format!("{}_size", extent_hint(function, n)),
                     ParamRef::Phase => "phase".to_string(),
+                    ParamRef::Capacity => "capacity".to_string(),
                 };
                 (p, alloc.fresh(&hint))
             })

@@ -1,13 +1,13 @@
 //! Placing a sparse output's entries straight into its storage, in two phases over the
-//! same loops (a symbolic and a numeric pass), instead of emitting records for the runtime
-//! to sort and pack.
+//! same loops (a symbolic and a numeric pass), or in one that appends, instead of emitting
+//! records for the runtime to sort and pack.
 //!
 //! The output's leaf level is a compressed one (a `pos` and an `idx` array) and every
 //! level above it either stores one position per coordinate or is compacted afterwards
 //! (see `tensor::Tensor::from_rows`). An entry's *row* is its coordinates above the leaf,
 //! linearised in storage order as though every upper level were dense. [`place_rows`]
-//! turns each `Emit` into direct writes and runs the body twice, in two calls told apart
-//! by [`ParamRef::Phase`]:
+//! turns each `Emit` into direct writes and runs the body in calls told apart by
+//! [`ParamRef::Phase`]:
 //! - phase 0 counts: an emit adds one to `pos[row + 1]`. Touched lists are not ordered
 //!   and stores into value workspaces are dropped there (no value is needed; the latter
 //!   only when no control flow or index reads them);
@@ -21,6 +21,18 @@
 //! iterations, in any order (a transposed loop order included); the runtime checks that
 //! each row came out strictly increasing and otherwise sorts and sums it. What the caller
 //! guarantees is that no two threads emit into one row.
+//!
+//! A function without workspaces also gets phase 2, which appends in one pass when it runs
+//! on one thread: an emit takes the next slot of the whole output, writes `idx` and `vals`
+//! there while the slot is below [`ParamRef::Capacity`], and sets `pos[row + 1]` to the
+//! slots taken so far. When every row came after the rows before it, `pos` then needs only
+//! its gaps (rows without entries) filled from the left to hold each row's start and end;
+//! a row that comes after a later one raises `pos[0]` (0 otherwise in this phase), and the
+//! runtime places the entries in the two phases instead. Entries past the capacity are
+//! counted but not written: `pos` then holds exact row starts for phase 1. The capacity is
+//! the runtime's guess (the inputs' stored entries), which outputs tied to input entries
+//! (element-wise operations, SDDMM, contractions into a sparse result such as TTV) never
+//! exceed; workspace kernels (SpGEMM), whose products can, keep the two phases.
 
 use super::{
     visit, ArrayKind, ArrayRef, Expr, Function, LocalType, OperandId, OutputMode, ParamRef, Stmt,
@@ -40,6 +52,16 @@ pub struct RowLayout {
 }
 
 impl RowLayout {
+    /// The `pos` and `idx` arrays of the output's leaf level.
+    fn leaf_arrays(&self) -> (ArrayRef, ArrayRef) {
+        let array = |kind| ArrayRef::Level {
+            operand: OperandId(0),
+            level: self.leaf_level,
+            kind,
+        };
+        (array(ArrayKind::Pos), array(ArrayKind::Idx))
+    }
+
     /// The row of an entry with these (mode-ordered) coordinates.
     fn row(&self, coords: &[Expr]) -> Expr {
         self.upper
@@ -56,20 +78,11 @@ impl RowLayout {
 }
 
 /// Rewrite `function`, an emitting one (`OutputMode::Emit`), to place its entries in the
-/// two phases the module describes. The caller guarantees that no two threads emit
+/// phases the module describes. The caller guarantees that no two threads emit
 /// entries of one row.
 pub fn place_rows(function: &mut Function, layout: &RowLayout) {
     let output = OperandId(0);
-    let pos = ArrayRef::Level {
-        operand: output,
-        level: layout.leaf_level,
-        kind: ArrayKind::Pos,
-    };
-    let idx = ArrayRef::Level {
-        operand: output,
-        level: layout.leaf_level,
-        kind: ArrayKind::Idx,
-    };
+    let (pos, idx) = layout.leaf_arrays();
     let slot = function.fresh_var("slot", Type::Index);
     let body = std::mem::take(&mut function.body);
     let drop_values = !values_steer(function);
@@ -92,6 +105,7 @@ pub fn place_rows(function: &mut Function, layout: &RowLayout) {
         }
         other => vec![other],
     });
+    let append_body = (!has_workspaces(&body)).then(|| body.clone());
     let place = rewrite(body, &mut |s| match s {
         Stmt::Emit { coords, value } => {
             let row = layout.row(&coords);
@@ -119,12 +133,81 @@ pub fn place_rows(function: &mut Function, layout: &RowLayout) {
         }
         other => vec![other],
     });
+    let placed = match append_body {
+        Some(body) => vec![Stmt::If(
+            Expr::eq(Expr::Param(ParamRef::Phase), Expr::Int(1)),
+            place,
+            append_phase(function, layout, body),
+        )],
+        None => place,
+    };
     function.body = vec![Stmt::If(
         Expr::eq(Expr::Param(ParamRef::Phase), Expr::Int(0)),
         count,
-        place,
+        placed,
     )];
     function.output = OutputMode::Rows;
+}
+
+/// True when `stmts` order a workspace's touched list (a Gustavson row, as SpGEMM builds).
+fn has_workspaces(stmts: &[Stmt]) -> bool {
+    let mut found = false;
+    visit::walk_stmts(stmts, &mut |s| {
+        found |= matches!(s, Stmt::OrderTouched { .. })
+    });
+    found
+}
+
+/// The body of phase 2: the loops of `body` with each emit appended at the next slot, as
+/// the module describes. The slot counter and the last row are declared at the top of
+/// the phase, outside any thread loop: the phase runs on one thread.
+fn append_phase(function: &mut Function, layout: &RowLayout, body: Vec<Stmt>) -> Vec<Stmt> {
+    let output = OperandId(0);
+    let (pos, idx) = layout.leaf_arrays();
+    let taken = function.fresh_var("taken", Type::Index);
+    let last_row = function.fresh_var("last_row", Type::Index);
+    let row_var = function.fresh_var("row", Type::Index);
+    let slot = function.fresh_var("slot", Type::Index);
+    let store = |array, index, value| {
+        Stmt::Store(Store {
+            array,
+            index,
+            value,
+            accumulate: false,
+        })
+    };
+    let appended = rewrite(body, &mut |s| match s {
+        Stmt::Emit { coords, value } => {
+            let row = Expr::Var(row_var);
+            vec![Stmt::Block(vec![
+                Stmt::Decl(row_var, layout.row(&coords)),
+                Stmt::If(
+                    Expr::lt(row.clone(), Expr::Var(last_row)),
+                    vec![store(pos, Expr::Int(0), Expr::Int(1))],
+                    vec![],
+                ),
+                Stmt::Assign(last_row, row.clone()),
+                Stmt::Decl(slot, Expr::Var(taken)),
+                Stmt::Assign(taken, Expr::Var(slot) + Expr::Int(1)),
+                Stmt::If(
+                    Expr::lt(Expr::Var(slot), Expr::Param(ParamRef::Capacity)),
+                    vec![
+                        store(idx, Expr::Var(slot), coords[layout.leaf_mode].clone()),
+                        store(ArrayRef::Values(output), Expr::Var(slot), value),
+                    ],
+                    vec![],
+                ),
+                store(pos, row + Expr::Int(1), Expr::Var(taken)),
+            ])]
+        }
+        other => vec![other],
+    });
+    let mut phase = vec![
+        Stmt::Decl(taken, Expr::Int(0)),
+        Stmt::Decl(last_row, Expr::Int(0)),
+    ];
+    phase.extend(appended);
+    phase
 }
 
 /// Apply `f` to every statement of `stmts`, innermost first, replacing each by what it

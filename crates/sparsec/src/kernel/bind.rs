@@ -171,7 +171,7 @@ impl Kernel {
                         kind,
                     }) => views[operand.0].param(level, kind),
                     ScalarArg::Param(ParamRef::Extent(n)) => self.statement.vars[n].size as i64,
-                    ScalarArg::Param(ParamRef::Phase) => 0,
+                    ScalarArg::Param(ParamRef::Phase | ParamRef::Capacity) => 0,
                     ScalarArg::Threads => self.threads as i64,
                 })
                 .collect();

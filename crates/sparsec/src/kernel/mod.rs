@@ -477,11 +477,13 @@ impl Kernel {
         let inputs: Vec<TensorView<'_>> = inputs.iter().map(KernelInput::input_view).collect();
         self.check_inputs(&inputs, initial)?;
         let mut output = self.output(initial)?;
+        let stored_entries =
+            output::stored_sparse_entries(inputs.iter().map(|v| (v.format(), v.values().len())));
         let inputs = self.inputs(&inputs)?;
         let mut arguments = self.arguments(&mut output, &inputs);
         let prepared = Instant::now();
         if self.lowered.function.output == OutputMode::Rows {
-            let rows = self.place_rows(&mut arguments)?;
+            let rows = self.place_rows(&mut arguments, stored_entries)?;
             return Ok((
                 Produced::Rows(rows),
                 Timings {
@@ -513,7 +515,11 @@ impl Kernel {
     }
 
     /// Run a two-phase kernel ([`crate::ir::rows`]) through [`output::place_rows`].
-    fn place_rows(&self, arguments: &mut Arguments) -> Result<Rows, Error> {
+    fn place_rows(
+        &self,
+        arguments: &mut Arguments,
+        expected_entries: usize,
+    ) -> Result<Rows, Error> {
         let out = &self.statement.tensors[0];
         let target = output::PlacedOutput {
             name: &out.name,
@@ -521,7 +527,8 @@ impl Kernel {
             format: &out.format,
             value_type: self.value_type,
         };
-        output::place_rows(&target, &self.generated.signature, arguments, &mut |a| {
+        let signature = &self.generated.signature;
+        output::place_rows(&target, signature, arguments, expected_entries, &mut |a| {
             let buffers = self.call(a)?;
             self.keep_buffers(buffers);
             Ok(())

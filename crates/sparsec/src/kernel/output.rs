@@ -19,15 +19,18 @@ pub(crate) struct PlacedOutput<'a> {
     pub(crate) value_type: ValueType,
 }
 
-/// Count the entries of each row of the output (`call` with the phase parameter 0),
-/// allocate its leaf level and values once, then place the entries (phase 1). `call`
-/// runs the code once on `arguments`, whose output slots this function fills. The leaf's
-/// coordinates are `int32_t` when `arguments.narrow` holds them, so they need no
-/// narrowing afterwards.
+/// Place the output's entries in its rows. A kernel with an appending phase
+/// ([`crate::ir::rows`]) that runs on one thread appends them in one call, into room for
+/// `expected_entries` (a guess; 0 skips the attempt); otherwise, or when its rows came out
+/// of order, the entries of each row are counted (phase 0), the leaf level and values
+/// allocated once, and the entries placed (phase 1). `call` runs the code once on
+/// `arguments`, whose output slots this function fills. The leaf's coordinates are
+/// `int32_t` when `arguments.narrow` holds them, so they need no narrowing afterwards.
 pub(crate) fn place_rows(
     out: &PlacedOutput,
     signature: &Signature,
     arguments: &mut Arguments,
+    expected_entries: usize,
     call: &mut dyn FnMut(&mut Arguments) -> Result<(), Error>,
 ) -> Result<Rows, Error> {
     let levels = out.format.levels();
@@ -50,18 +53,45 @@ pub(crate) fn place_rows(
         kind,
     };
     let slot = |array: ArrayRef| signature.arrays.iter().position(|a| *a == array);
-    let phase = signature
-        .scalars
-        .iter()
-        .position(|s| *s == ScalarArg::Param(ParamRef::Phase))
-        .expect("a two-phase kernel reads its phase");
-    let (pos_slot, idx_slot, values_slot) = (
-        slot(leaf(ArrayKind::Pos)).expect("the kernel counts rows"),
-        slot(leaf(ArrayKind::Idx)),
-        slot(ArrayRef::Values(OperandId(0))),
-    );
+    let scalar = |arg: ScalarArg| signature.scalars.iter().position(|s| *s == arg);
+    let phase =
+        scalar(ScalarArg::Param(ParamRef::Phase)).expect("a two-phase kernel reads its phase");
+    let slots = LeafSlots {
+        pos: slot(leaf(ArrayKind::Pos)).expect("the kernel counts rows"),
+        idx: slot(leaf(ArrayKind::Idx)),
+        values: slot(ArrayRef::Values(OperandId(0))),
+    };
+    let narrow_leaf = slots
+        .idx
+        .is_some_and(|s| arguments.narrow.contains(&signature.arrays[s]));
+    let on_one_thread =
+        scalar(ScalarArg::Threads).is_none_or(|threads| arguments.params[threads] <= 1);
+    let capacity = scalar(ScalarArg::Param(ParamRef::Capacity));
 
-    arguments.arrays[pos_slot] = pos.as_mut_ptr().cast();
+    if let Some(capacity) = capacity.filter(|_| on_one_thread && expected_entries > 0) {
+        let mut leaf =
+            LeafArrays::reserved(expected_entries, narrow_leaf, out.value_type).map_err(cannot)?;
+        leaf.bind(arguments, &slots, &mut pos);
+        arguments.params[phase] = 2;
+        arguments.params[capacity] = expected_entries as i64;
+        call(arguments)?;
+        if pos[0] == 0 {
+            // Rows came in order: each holds its end, rows without entries still 0.
+            for r in 0..rows {
+                pos[r + 1] = pos[r + 1].max(pos[r]);
+            }
+            let entries = pos[rows] as usize;
+            if entries <= expected_entries {
+                leaf.written(entries, &slots, out.name)?;
+                return Ok(leaf.into_rows(pos));
+            }
+            // More entries than room: `pos` holds each row's start, as counting gives.
+            return place_counted(pos, rows, out, &slots, narrow_leaf, phase, arguments, call);
+        }
+        pos.fill(0);
+    }
+
+    arguments.arrays[slots.pos] = pos.as_mut_ptr().cast();
     arguments.params[phase] = 0;
     call(arguments)?;
     // Counts, `pos[r + 1]` for row `r`, become starts, `pos[r]`.
@@ -72,62 +102,153 @@ pub(crate) fn place_rows(
         entries += count;
     }
     pos[rows] = entries;
+    place_counted(pos, rows, out, &slots, narrow_leaf, phase, arguments, call)
+}
+
+/// The guess [`place_rows`] appends with: the entries the sparse inputs store (dense ones
+/// aside), given as each input's format and number of stored values. An output whose
+/// entries each come from an entry of some input (element-wise operations, SDDMM, TTV
+/// into a sparse result) has no more.
+pub(crate) fn stored_sparse_entries<'f>(
+    inputs: impl IntoIterator<Item = (&'f Format, usize)>,
+) -> usize {
+    inputs
+        .into_iter()
+        .filter(|(format, _)| !format.is_all_dense())
+        .map(|(_, stored)| stored)
+        .fold(0, usize::saturating_add)
+}
+
+/// The signature slots of the output's leaf level and values.
+struct LeafSlots {
+    pos: usize,
+    idx: Option<usize>,
+    values: Option<usize>,
+}
+
+/// Phase 1 of a two-phase kernel: `pos` holds each row's start (and `pos[rows]` the number
+/// of entries); the leaf's coordinates and values are allocated at their exact size and
+/// the kernel places the entries.
+#[allow(clippy::too_many_arguments)]
+fn place_counted(
+    mut pos: Vec<i64>,
+    rows: usize,
+    out: &PlacedOutput,
+    slots: &LeafSlots,
+    narrow_leaf: bool,
+    phase: usize,
+    arguments: &mut Arguments,
+    call: &mut dyn FnMut(&mut Arguments) -> Result<(), Error>,
+) -> Result<Rows, Error> {
+    let cannot = |e: String| Error::Input(format!("cannot store the output `{}`: {e}", out.name));
+    let entries = pos[rows] as usize;
     let starts = pos.clone();
-    let entries = entries as usize;
     // Not zeroed: the placing phase writes every slot, which the check below confirms
     // before the lengths are set.
-    let what = || format!("the {entries} entries");
-    let narrow_leaf = idx_slot.is_some_and(|s| arguments.narrow.contains(&signature.arrays[s]));
-    let mut idx = if narrow_leaf {
-        IndexArray::I32(crate::memory::reserved(entries, &what).map_err(cannot)?)
-    } else {
-        IndexArray::I64(crate::memory::reserved(entries, &what).map_err(cannot)?)
-    };
-    let mut values = match out.value_type {
-        ValueType::F64 => Values::F64(crate::memory::reserved(entries, &what).map_err(cannot)?),
-        ValueType::F32 => Values::F32(crate::memory::reserved(entries, &what).map_err(cannot)?),
-    };
-
-    arguments.arrays[pos_slot] = pos.as_mut_ptr().cast();
-    if let Some(s) = idx_slot {
-        arguments.arrays[s] = match &mut idx {
-            IndexArray::I32(v) => v.as_mut_ptr().cast(),
-            IndexArray::I64(v) => v.as_mut_ptr().cast(),
-        };
-    }
-    if let Some(s) = values_slot {
-        arguments.arrays[s] = match &mut values {
-            Values::F64(v) => v.as_mut_ptr().cast(),
-            Values::F32(v) => v.as_mut_ptr().cast(),
-        };
-    }
+    let mut leaf = LeafArrays::reserved(entries, narrow_leaf, out.value_type).map_err(cannot)?;
+    leaf.bind(arguments, slots, &mut pos);
     arguments.params[phase] = 1;
     call(arguments)?;
     // Each row's cursor stopped at its end, the next row's start: every slot of every
     // row was written once (each placed entry writes its coordinate and value).
-    let unwritten = entries > 0 && (idx_slot.is_none() || values_slot.is_none());
-    if pos[..rows] != starts[1..] || unwritten {
+    if pos[..rows] != starts[1..] {
         return Err(Error::Input(format!(
             "internal error: the kernel placed other entries in the rows of `{}` than it \
              counted",
             out.name
         )));
     }
-    // SAFETY: capacity `entries` was reserved, and the kernel wrote slots 0..entries of
-    // both arrays (checked above).
-    unsafe {
-        match &mut idx {
-            IndexArray::I32(v) => v.set_len(entries),
-            IndexArray::I64(v) => v.set_len(entries),
-        }
-        match &mut values {
-            Values::F64(v) => v.set_len(entries),
-            Values::F32(v) => v.set_len(entries),
-        }
-    }
+    leaf.written(entries, slots, out.name)?;
     pos.copy_within(0..rows, 1);
     pos[0] = 0;
-    Ok(Rows { pos, idx, values })
+    Ok(leaf.into_rows(pos))
+}
+
+/// The leaf level's coordinates and the values of a sparse output being placed: reserved,
+/// then given their length once the kernel has written them.
+struct LeafArrays {
+    idx: IndexArray,
+    values: Values,
+}
+
+impl LeafArrays {
+    fn reserved(entries: usize, narrow: bool, value_type: ValueType) -> Result<LeafArrays, String> {
+        let what = || format!("the {entries} entries");
+        let idx = if narrow {
+            IndexArray::I32(crate::memory::reserved(entries, &what)?)
+        } else {
+            IndexArray::I64(crate::memory::reserved(entries, &what)?)
+        };
+        let values = match value_type {
+            ValueType::F64 => Values::F64(crate::memory::reserved(entries, &what)?),
+            ValueType::F32 => Values::F32(crate::memory::reserved(entries, &what)?),
+        };
+        Ok(LeafArrays { idx, values })
+    }
+
+    /// Point the kernel's output slots at these arrays and at `pos`.
+    fn bind(&mut self, arguments: &mut Arguments, slots: &LeafSlots, pos: &mut [i64]) {
+        arguments.arrays[slots.pos] = pos.as_mut_ptr().cast();
+        if let Some(s) = slots.idx {
+            arguments.arrays[s] = match &mut self.idx {
+                IndexArray::I32(v) => v.as_mut_ptr().cast(),
+                IndexArray::I64(v) => v.as_mut_ptr().cast(),
+            };
+        }
+        if let Some(s) = slots.values {
+            arguments.arrays[s] = match &mut self.values {
+                Values::F64(v) => v.as_mut_ptr().cast(),
+                Values::F32(v) => v.as_mut_ptr().cast(),
+            };
+        }
+    }
+
+    /// The kernel wrote slots `0..entries` of both arrays (which the caller checked),
+    /// within their reserved room; room beyond is given back.
+    fn written(&mut self, entries: usize, slots: &LeafSlots, name: &str) -> Result<(), Error> {
+        if entries > 0 && (slots.idx.is_none() || slots.values.is_none()) {
+            return Err(Error::Input(format!(
+                "internal error: the kernel placed entries of `{name}` without writing their \
+                 coordinates and values"
+            )));
+        }
+        // SAFETY: the kernel wrote slots 0..entries of both arrays, whose capacity is at
+        // least `entries` (the kernel writes no slot at or past its room).
+        unsafe {
+            match &mut self.idx {
+                IndexArray::I32(v) => set_len_within(v, entries),
+                IndexArray::I64(v) => set_len_within(v, entries),
+            }
+            match &mut self.values {
+                Values::F64(v) => set_len_within(v, entries),
+                Values::F32(v) => set_len_within(v, entries),
+            }
+        }
+        Ok(())
+    }
+
+    fn into_rows(self, pos: Vec<i64>) -> Rows {
+        Rows {
+            pos,
+            idx: self.idx,
+            values: self.values,
+        }
+    }
+}
+
+/// Set the length of `v`, whose first `len` slots the kernel wrote, and give back the
+/// room it reserved beyond them when that is more than they fill. (Shrinking a block
+/// moves or splits it: on 20M appended entries, a shrink by a few slots made the next
+/// run's allocation fault its pages in again, 110 ms became 180.)
+///
+/// # Safety
+/// Slots `0..len` of `v`'s allocation are initialised and `len <= v.capacity()`.
+unsafe fn set_len_within<T>(v: &mut Vec<T>, len: usize) {
+    assert!(len <= v.capacity());
+    v.set_len(len);
+    if v.capacity() - len > len {
+        v.shrink_to_fit();
+    }
 }
 
 /// What one call of the generated kernel produced.
@@ -164,5 +285,118 @@ impl Assembled {
     /// Take the output tensor.
     pub fn into_tensor(self) -> Tensor {
         self.tensor
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ir::{Element, IndexWidth};
+    use std::collections::BTreeSet;
+
+    /// A stand-in for a generated CSR kernel that emits `entries` (row, column, value) in
+    /// the given order, following the phase protocol of `ir::rows`; returns the rows
+    /// placed and the phases called, in order.
+    fn place(entries: &[(usize, i64, f64)], threads: i64, expected: usize) -> (Rows, Vec<i64>) {
+        let pos = |kind| ArrayRef::Level {
+            operand: OperandId(0),
+            level: 2,
+            kind,
+        };
+        let signature = Signature {
+            arrays: vec![
+                pos(ArrayKind::Pos),
+                pos(ArrayKind::Idx),
+                ArrayRef::Values(OperandId(0)),
+            ],
+            elements: vec![
+                Element::Index(IndexWidth::I64),
+                Element::Index(IndexWidth::I64),
+                Element::Value(ValueType::F64),
+            ],
+            scalars: vec![
+                ScalarArg::Param(ParamRef::Phase),
+                ScalarArg::Param(ParamRef::Capacity),
+                ScalarArg::Threads,
+            ],
+        };
+        let mut arguments = Arguments {
+            arrays: vec![std::ptr::null_mut(); 3],
+            params: vec![0, 0, threads],
+            narrow: BTreeSet::new(),
+        };
+        let format = Format::parse("csr", 2).unwrap();
+        let out = PlacedOutput {
+            name: "C",
+            dims: &[4, 5],
+            format: &format,
+            value_type: ValueType::F64,
+        };
+        let mut phases = Vec::new();
+        let mut kernel = |a: &mut Arguments| {
+            let (pos, idx, vals) = (
+                a.arrays[0].cast::<i64>(),
+                a.arrays[1].cast::<i64>(),
+                a.arrays[2].cast::<f64>(),
+            );
+            let (mut taken, mut last_row) = (0i64, 0usize);
+            phases.push(a.params[0]);
+            // SAFETY: the driver bound `pos` to 5 offsets and room for the slots written.
+            unsafe {
+                for &(row, column, value) in entries {
+                    match a.params[0] {
+                        0 => *pos.add(row + 1) += 1,
+                        1 => {
+                            let slot = *pos.add(row);
+                            *pos.add(row) = slot + 1;
+                            *idx.offset(slot as isize) = column;
+                            *vals.offset(slot as isize) = value;
+                        }
+                        _ => {
+                            if row < last_row {
+                                *pos = 1;
+                            }
+                            last_row = row;
+                            if taken < a.params[1] {
+                                *idx.offset(taken as isize) = column;
+                                *vals.offset(taken as isize) = value;
+                            }
+                            taken += 1;
+                            *pos.add(row + 1) = taken;
+                        }
+                    }
+                }
+            }
+            Ok(())
+        };
+        let rows = place_rows(&out, &signature, &mut arguments, expected, &mut kernel).unwrap();
+        (rows, phases)
+    }
+
+    #[test]
+    fn rows_are_appended_in_one_call_when_they_come_in_order_and_fit() {
+        let in_order = [(0, 1, 1.0), (0, 3, 2.0), (2, 0, 3.0), (3, 4, 4.0)];
+        let expected = Rows {
+            pos: vec![0, 2, 2, 3, 4],
+            idx: IndexArray::I64(vec![1, 3, 0, 4]),
+            values: Values::F64(vec![1.0, 2.0, 3.0, 4.0]),
+        };
+        // Room for every entry, on one thread: one appending call.
+        assert_eq!(place(&in_order, 1, 4), (expected.clone(), vec![2]));
+        // Too little room: the appending call counted the rows; the entries are placed.
+        assert_eq!(place(&in_order, 1, 3), (expected.clone(), vec![2, 1]));
+        // On threads, or without a guess: counted, then placed.
+        assert_eq!(place(&in_order, 2, 4), (expected.clone(), vec![0, 1]));
+        assert_eq!(place(&in_order, 1, 0), (expected.clone(), vec![0, 1]));
+        // Row 0 after row 2: counted and placed after all.
+        let out_of_order = [(2, 0, 3.0), (0, 1, 1.0), (0, 3, 2.0), (3, 4, 4.0)];
+        assert_eq!(place(&out_of_order, 1, 8), (expected, vec![2, 0, 1]));
+        // No entries at all.
+        let empty = Rows {
+            pos: vec![0; 5],
+            idx: IndexArray::I64(vec![]),
+            values: Values::F64(vec![]),
+        };
+        assert_eq!(place(&[], 1, 4), (empty, vec![2]));
     }
 }

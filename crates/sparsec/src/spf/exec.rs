@@ -21,7 +21,7 @@ use crate::jit::Toolchain;
 use crate::kernel::bind::{cast_values, Arguments};
 use crate::kernel::default_threads;
 use crate::kernel::native::Code;
-use crate::kernel::output::{place_rows, PlacedOutput};
+use crate::kernel::output::{place_rows, stored_sparse_entries, PlacedOutput};
 use crate::kernel::variants::WidthVariants;
 use crate::tensor::{Coo, IndexWidth, Tensor, ValueType, Values};
 use crate::Error;
@@ -305,7 +305,7 @@ impl SpfKernel {
                     kind,
                 }) => operands[operand.0 - 1].levels()[level - 1].param(kind),
                 // Set for each call by `output::place_rows`.
-                ScalarArg::Param(ParamRef::Phase) => 0,
+                ScalarArg::Param(ParamRef::Phase | ParamRef::Capacity) => 0,
                 ScalarArg::Threads => self.threads as i64,
             });
         }
@@ -364,7 +364,9 @@ impl SpfKernel {
                 value_type: ValueType::F64,
             };
             let signature = &self.generated.signature;
-            let rows = place_rows(&target, signature, &mut arguments, &mut |a| {
+            let expected =
+                stored_sparse_entries(operands.iter().map(|t| (t.format(), t.values().len())));
+            let rows = place_rows(&target, signature, &mut arguments, expected, &mut |a| {
                 self.call(&code, a, 0).map(drop)
             })?;
             return Tensor::from_rows(rows, dims, format).map_err(cannot_store);
