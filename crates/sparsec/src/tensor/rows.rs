@@ -130,9 +130,30 @@ fn compact(
     upper: &[(usize, Streaming)],
     dims: &[usize],
 ) -> Result<(Vec<LevelStorage>, Vec<i64>), String> {
+    let filled = pos.windows(2).filter(|w| w[0] != w[1]).count();
+    if let [(mode, Streaming::Appended)] = upper {
+        // One compressed level (DCSR, a list of fibres): its coordinates are the rows that
+        // hold entries, without the stream's bookkeeping per row.
+        let mut held = Vec::with_capacity(filled);
+        let mut leaf_pos = Vec::with_capacity(filled + 1);
+        for (row, w) in pos.windows(2).enumerate() {
+            if w[0] != w[1] {
+                held.push(row as i64);
+                leaf_pos.push(w[0]);
+            }
+        }
+        leaf_pos.push(*pos.last().expect("rows have an end"));
+        let level = LevelStorage {
+            arrays: vec![
+                (ArrayKind::Pos, vec![0, filled as i64].into()),
+                (ArrayKind::Idx, held.into()),
+            ],
+            params: vec![(ParamKind::Size, dims[*mode] as i64)],
+        };
+        return Ok((vec![level], leaf_pos));
+    }
     let sizes = upper.iter().map(|&(mode, _)| dims[mode]).collect();
     let mut stream = StreamedLevels::new(upper.iter().map(|&(_, kind)| kind).collect(), sizes);
-    let filled = pos.windows(2).filter(|w| w[0] != w[1]).count();
     stream.reserve_last(filled);
     let mut leaf_pos: Vec<i64> = Vec::with_capacity(filled + 1);
     // The rows' coordinates advance as an odometer (no division per row), and the
