@@ -616,6 +616,20 @@ KERNELS = [
            mkl_note="MKL is not run for A^T * A (sparse_dot_mkl multiplies CSR by CSR only)",
            peer_note="A^T * A into CSR, A in CSR (sparsec's rows sorted); scipy: A.T @ A "
                      "(the CSC view of A times A, unsorted rows)"),
+    Kernel("add", "C(i,j) = A(i,j) + B(i,j)", 2, "A", [], [],
+           variants(["A:csr", "B:csr", "C:csr"], {"default": None}),
+           lambda a: {"a": a}, lambda s: (lambda: s["a"] + s["a"]), None,
+           mkl_note="MKL is not run for A + B (sparse_dot_mkl has no sparse sum)",
+           peer_note="A + B into CSR with B = A (the same file), appended by sparsec on 1 "
+                     "thread; scipy: A + A (CSR); TACO: compute + one assembly",
+           taco=["-f=A:ds", "-f=B:ds", "-f=C:ds"], taco_assembles=True, also_reads=["B"]),
+    Kernel("emul", "C(i,j) = A(i,j) * B(i,j)", 2, "A", [], [],
+           variants(["A:csr", "B:csr", "C:csr"], {"default": None}),
+           lambda a: {"a": a}, lambda s: (lambda: s["a"].multiply(s["a"])), None,
+           mkl_note="MKL is not run for A .* B (sparse_dot_mkl has no element-wise product)",
+           peer_note="A .* B into CSR with B = A (the same file); scipy: A.multiply(A) "
+                     "(CSR); TACO: compute + one assembly",
+           taco=["-f=A:ds", "-f=B:ds", "-f=C:ds"], taco_assembles=True, also_reads=["B"]),
     Kernel("ttv", "Y(i,j) = B(i,j,k) * c(k)", 3, "B", ["c:dense"], [],
            variants(["B:sss", "Y:ss"], {"default": None}),
            ttv_state, lambda s: (lambda: s["u"] @ s["c"]), None,
@@ -1150,7 +1164,7 @@ def parse_args():
                     help=f"stems of {DATA}/tensors (order 3 only): all, none or a comma list")
     ap.add_argument("--generated", default="uniform,powerlaw,skewed,tensor",
                     help="generated inputs: any of uniform,powerlaw,skewed,tensor, or none")
-    ap.add_argument("--kernels", default="spmv,spmm,spgemm,ata,mttkrp,ttv,sddmm",
+    ap.add_argument("--kernels", default="spmv,spmm,spgemm,ata,add,emul,mttkrp,ttv,sddmm",
                     help="kernels to run, comma-separated")
     ap.add_argument("--sparsec", default=os.path.join(ROOT, "target", "release", "sparsec"),
                     help="sparsec binary (built with cargo if missing)")

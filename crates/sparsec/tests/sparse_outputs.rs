@@ -229,6 +229,24 @@ fn appended_rows_fall_back_when_out_of_order_or_out_of_room() {
     }
 }
 
+/// Inputs with work for two threads (more stored entries than a balanced loop gives one
+/// thread) are counted and placed on the threads; on one thread they are appended.
+#[test]
+fn outputs_with_work_for_threads_are_placed_on_them() {
+    let mut r = rng(15);
+    let sets = vec![vec![
+        ("A", random_coo(&mut r, &[1000, 1000], 0.5)),
+        ("B", random_coo(&mut r, &[1000, 1000], 0.5)),
+    ]];
+    check_mode(
+        "C(i,j) = A(i,j) + B(i,j)",
+        &[("A", "csr"), ("B", "csr"), ("C", "csr")],
+        &sets,
+        None,
+        true,
+    );
+}
+
 #[test]
 fn tensor_outputs_compact_their_upper_levels() {
     let mut r = rng(8);

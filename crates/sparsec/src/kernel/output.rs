@@ -20,7 +20,8 @@ pub(crate) struct PlacedOutput<'a> {
 }
 
 /// Place the output's entries in its rows. A kernel with an appending phase
-/// ([`crate::ir::rows`]) that runs on one thread appends them in one call, into room for
+/// ([`crate::ir::rows`]) that runs on one thread, or on threads that so few entries
+/// would not keep busy, appends them in one call on one thread, into room for
 /// `expected_entries` (a guess; 0 skips the attempt); otherwise, or when its rows came out
 /// of order, the entries of each row are counted (phase 0), the leaf level and values
 /// allocated once, and the entries placed (phase 1). `call` runs the code once on
@@ -64,8 +65,15 @@ pub(crate) fn place_rows(
     let narrow_leaf = slots
         .idx
         .is_some_and(|s| arguments.narrow.contains(&signature.arrays[s]));
-    let on_one_thread =
-        scalar(ScalarArg::Threads).is_none_or(|threads| arguments.params[threads] <= 1);
+    // Threads the work would not keep busy are not worth a second pass: where a balanced
+    // loop over that many entries would run on one thread, phase 2 runs on one.
+    let threads = scalar(ScalarArg::Threads);
+    let serial_work = |threads: i64| {
+        let work = i64::try_from(expected_entries).unwrap_or(i64::MAX);
+        // SAFETY: a pure function of two integers.
+        threads <= 1 || unsafe { crate::codegen::runtime::sys::sparsec_team(threads, work) } == 1
+    };
+    let on_one_thread = threads.is_none_or(|t| serial_work(arguments.params[t]));
     let capacity = scalar(ScalarArg::Param(ParamRef::Capacity));
 
     if let Some(capacity) = capacity.filter(|_| on_one_thread && expected_entries > 0) {
@@ -74,7 +82,12 @@ pub(crate) fn place_rows(
         leaf.bind(arguments, &slots, &mut pos);
         arguments.params[phase] = 2;
         arguments.params[capacity] = expected_entries as i64;
-        call(arguments)?;
+        let requested = threads.map(|t| std::mem::replace(&mut arguments.params[t], 1));
+        let appended = call(arguments);
+        if let (Some(t), Some(requested)) = (threads, requested) {
+            arguments.params[t] = requested;
+        }
+        appended?;
         if pos[0] == 0 {
             // Rows came in order: each holds its end, rows without entries still 0.
             for r in 0..rows {
@@ -341,6 +354,7 @@ mod tests {
             );
             let (mut taken, mut last_row) = (0i64, 0usize);
             phases.push(a.params[0]);
+            assert!(a.params[0] != 2 || a.params[2] == 1, "phase 2 runs on one thread");
             // SAFETY: the driver bound `pos` to 5 offsets and room for the slots written.
             unsafe {
                 for &(row, column, value) in entries {
@@ -385,8 +399,10 @@ mod tests {
         assert_eq!(place(&in_order, 1, 4), (expected.clone(), vec![2]));
         // Too little room: the appending call counted the rows; the entries are placed.
         assert_eq!(place(&in_order, 1, 3), (expected.clone(), vec![2, 1]));
-        // On threads, or without a guess: counted, then placed.
-        assert_eq!(place(&in_order, 2, 4), (expected.clone(), vec![0, 1]));
+        // On threads that few entries would not keep busy: appended on one thread.
+        assert_eq!(place(&in_order, 2, 4), (expected.clone(), vec![2]));
+        // On threads with work for them, or without a guess: counted, then placed.
+        assert_eq!(place(&in_order, 2, 1 << 20), (expected.clone(), vec![0, 1]));
         assert_eq!(place(&in_order, 1, 0), (expected.clone(), vec![0, 1]));
         // Row 0 after row 2: counted and placed after all.
         let out_of_order = [(2, 0, 3.0), (0, 1, 1.0), (0, 3, 2.0), (3, 4, 4.0)];
