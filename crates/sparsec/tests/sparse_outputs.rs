@@ -247,6 +247,35 @@ fn outputs_with_work_for_threads_are_placed_on_them() {
     );
 }
 
+/// SDDMM's inner sum runs over a dense `k`, and the flag that says whether it had terms is
+/// set once ahead of the vectorized loop: with no `k` at all the output has no entries.
+#[test]
+fn sddmm_sums_over_empty_single_and_long_dense_ranges() {
+    let mut r = rng(16);
+    for k in [0, 1, 37] {
+        let sets: Vec<Vec<(&str, Coo)>> = matrices(17, [9, 11])
+            .into_iter()
+            .map(|s| {
+                vec![
+                    ("S", s),
+                    ("D", random_coo(&mut r, &[9, k], 1.0)),
+                    ("E", random_coo(&mut r, &[k, 11], 1.0)),
+                ]
+            })
+            .collect();
+        let formats = [("S", "csr"), ("E", "dd:1,0"), ("C", "csr")];
+        let expr = "C(i,j) = S(i,j) * D(i,k) * E(k,j)";
+        check_mode(expr, &formats, &sets, None, true);
+        // A sum without terms stores no entry (the reference comparison would take an
+        // explicit zero for an absent one).
+        let (stmt, tensors) = statement(expr, &formats, &sets[0], &[]);
+        let kernel = Kernel::from_statement(stmt, ValueType::F64, &Toolchain::default()).unwrap();
+        let refs: Vec<&Tensor> = tensors.iter().collect();
+        let stored = kernel.run(&refs).unwrap().values().len();
+        assert_eq!(stored == 0, k == 0, "k = {k}: {stored} entries stored");
+    }
+}
+
 #[test]
 fn tensor_outputs_compact_their_upper_levels() {
     let mut r = rng(8);

@@ -194,9 +194,27 @@ impl Printer<'_> {
         };
         match kind {
             LoopKind::Serial => match analysis::sum_reduction(self.function, l) {
+                Some(sum) if sum.flag.is_some() => {
+                    // The flag every iteration sets is set once, when the loop runs; the
+                    // loop left is a plain sum.
+                    let flag = sum.flag.expect("matched");
+                    self.line(&format!(
+                        "if ({} < {}) {} = {};",
+                        expr(names, start),
+                        expr(names, end),
+                        names.var(flag),
+                        expr(names, &Expr::Bool(true))
+                    ));
+                    let sum_only = Loop {
+                        body: without_flag(&l.body, flag),
+                        ..l.clone()
+                    };
+                    self.for_loop(&sum_only);
+                }
                 Some(SumReduction {
                     accumulator,
                     indirect: false,
+                    ..
                 }) => {
                     // Only this sum is reassociated: the loop's lanes add into private
                     // partial sums, combined when it ends.
@@ -741,4 +759,16 @@ fn atom(names: &Names, e: &Expr) -> String {
         Expr::Int(v) if *v < 0 => format!("({v})"),
         _ => expr(names, e),
     }
+}
+
+/// `body` without its statements setting `flag` (a sum reduction's body: declarations,
+/// assignments and blocks).
+fn without_flag(body: &[Stmt], flag: Var) -> Vec<Stmt> {
+    body.iter()
+        .filter(|s| !matches!(s, Stmt::Assign(v, Expr::Bool(true)) if *v == flag))
+        .map(|s| match s {
+            Stmt::Block(inner) => Stmt::Block(without_flag(inner, flag)),
+            other => other.clone(),
+        })
+        .collect()
 }

@@ -15,12 +15,17 @@ pub struct SumReduction {
     /// True when a load's index depends on a value loaded in the loop (`x[idx[p]]`): SIMD
     /// code would need gathers, which are slower than scalar loads on many x86 cores.
     pub indirect: bool,
+    /// A flag declared outside the loop that every iteration sets (`touched = true`, which
+    /// a sparse output reads to know whether the sum has terms): it is set exactly when
+    /// the loop runs at all, so a backend may set it once, ahead of the loop.
+    pub flag: Option<Var>,
 }
 
-/// The sum `l` computes, when it is a serial loop whose body only declares variables and
+/// The sum `l` computes, when it is a serial loop whose body only declares variables,
 /// adds into one value variable declared outside it (`acc += e`, with `acc` read nowhere
-/// else): no stores, branches, nested loops or calls. Its iterations then differ only in
-/// the order of the additions into `acc`, so a backend may split `acc` into partial sums.
+/// else) and sets at most one flag declared outside it: no stores, branches, nested loops
+/// or calls. Its iterations then differ only in the order of the additions into `acc`, so
+/// a backend may split `acc` into partial sums.
 pub fn sum_reduction(function: &Function, l: &Loop) -> Option<SumReduction> {
     if l.kind != LoopKind::Serial {
         return None;
@@ -29,8 +34,14 @@ pub fn sum_reduction(function: &Function, l: &Loop) -> Option<SumReduction> {
     let mut declared = vec![l.var];
     let mut loaded = Vec::new();
     let mut indirect = false;
+    let mut flag = None;
     let mut ok = true;
     visit::walk_stmts(&l.body, &mut |s| match s {
+        Stmt::Assign(v, Expr::Bool(true))
+            if function.var(*v).ty == Type::Bool && flag.is_none_or(|f| f == *v) =>
+        {
+            flag = Some(*v)
+        }
         Stmt::Decl(v, e) => {
             declared.push(*v);
             if reads_load(e) || depends_on(e, &loaded) {
@@ -47,6 +58,9 @@ pub fn sum_reduction(function: &Function, l: &Loop) -> Option<SumReduction> {
     });
     let acc = accumulator?;
     if !ok || declared.contains(&acc) || !matches!(function.var(acc).ty, Type::Value(_)) {
+        return None;
+    }
+    if flag.is_some_and(|f| declared.contains(&f)) {
         return None;
     }
     // `acc` may appear only as the left operand of its own updates.
@@ -69,6 +83,7 @@ pub fn sum_reduction(function: &Function, l: &Loop) -> Option<SumReduction> {
     (!reads_acc).then_some(SumReduction {
         accumulator: acc,
         indirect,
+        flag,
     })
 }
 

@@ -354,7 +354,10 @@ mod tests {
             );
             let (mut taken, mut last_row) = (0i64, 0usize);
             phases.push(a.params[0]);
-            assert!(a.params[0] != 2 || a.params[2] == 1, "phase 2 runs on one thread");
+            assert!(
+                a.params[0] != 2 || a.params[2] == 1,
+                "phase 2 runs on one thread"
+            );
             // SAFETY: the driver bound `pos` to 5 offsets and room for the slots written.
             unsafe {
                 for &(row, column, value) in entries {
