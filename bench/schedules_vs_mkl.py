@@ -594,12 +594,13 @@ KERNELS = [
            taco=["-f=B:sss", "-g=C:d", "-g=D:d", f"-d=j:{RANK}"]),
     Kernel("sddmm", "A(i,j) = B(i,j) * C(i,k) * D(k,j)", 2, "B", ["C:dense", "D:dense"],
            [f"k:{RANK}"],
-           variants(["A:csr", "B:csr"], {"default": None, "rows": SDDMM_ROWS}),
+           variants(["A:csr", "B:csr", "D:dd:1,0"], {"default": None, "rows": SDDMM_ROWS}),
            sddmm_state, sddmm_numpy, None,
            mkl_note="MKL has no SDDMM (not in sparse_dot_mkl; MKL's sparse BLAS has none)",
            peer_note="numpy: B.data * einsum('ij,ij->i', C[rows], Dt[cols]) over B's pattern, "
                      f"in blocks of {SDDMM_BLOCK} entries (Dt = D transposed, made outside "
-                     "the timing); TACO: A and B in ds, compute + one assembly",
+                     "the timing; sparsec likewise reads D column-major, dd:1,0); TACO: A "
+                     "and B in ds, compute + one assembly",
            taco=["-f=A:ds", "-f=B:ds", "-g=C:d", "-g=D:d", f"-d=k:{RANK}"],
            taco_assembles=True),
     Kernel("spgemm", "C(i,j) = A(i,k) * B(k,j)", 2, "A", [], [],
