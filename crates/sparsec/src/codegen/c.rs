@@ -194,10 +194,11 @@ impl Printer<'_> {
         };
         match kind {
             LoopKind::Serial => match analysis::sum_reduction(self.function, l) {
-                Some(sum) if sum.flag.is_some() => {
+                Some(SumReduction {
+                    flag: Some(flag), ..
+                }) => {
                     // The flag every iteration sets is set once, when the loop runs; the
                     // loop left is a plain sum.
-                    let flag = sum.flag.expect("matched");
                     self.line(&format!(
                         "if ({} < {}) {} = {};",
                         expr(names, start),

@@ -19,6 +19,13 @@ pub(crate) struct PlacedOutput<'a> {
     pub(crate) value_type: ValueType,
 }
 
+impl PlacedOutput<'_> {
+    /// The error for storage the output cannot have.
+    fn cannot_store(&self, reason: String) -> Error {
+        Error::Input(format!("cannot store the output `{}`: {reason}", self.name))
+    }
+}
+
 /// Place the output's entries in its rows. A kernel with an appending phase
 /// ([`crate::ir::rows`]) that runs on one thread, or on threads that so few entries
 /// would not keep busy, appends them in one call on one thread, into room for
@@ -42,11 +49,10 @@ pub(crate) fn place_rows(
     let rows = upper
         .iter()
         .try_fold(1usize, |rows, &(m, _)| rows.checked_mul(out.dims[m]));
-    let cannot = |e: String| Error::Input(format!("cannot store the output `{}`: {e}", out.name));
     let mut pos = crate::memory::filled(rows.and_then(|r| r.checked_add(1)), 0i64, &|| {
         "the offsets of its rows".to_string()
     })
-    .map_err(cannot)?;
+    .map_err(|e| out.cannot_store(e))?;
     let rows = pos.len() - 1;
     let leaf = |kind| ArrayRef::Level {
         operand: OperandId(0),
@@ -55,16 +61,16 @@ pub(crate) fn place_rows(
     };
     let slot = |array: ArrayRef| signature.arrays.iter().position(|a| *a == array);
     let scalar = |arg: ScalarArg| signature.scalars.iter().position(|s| *s == arg);
-    let phase =
-        scalar(ScalarArg::Param(ParamRef::Phase)).expect("a two-phase kernel reads its phase");
+    let idx = slot(leaf(ArrayKind::Idx));
     let slots = LeafSlots {
         pos: slot(leaf(ArrayKind::Pos)).expect("the kernel counts rows"),
-        idx: slot(leaf(ArrayKind::Idx)),
+        idx,
         values: slot(ArrayRef::Values(OperandId(0))),
+        phase: scalar(ScalarArg::Param(ParamRef::Phase))
+            .expect("a two-phase kernel reads its phase"),
+        narrow_idx: idx.is_some_and(|s| arguments.narrow.contains(&signature.arrays[s])),
     };
-    let narrow_leaf = slots
-        .idx
-        .is_some_and(|s| arguments.narrow.contains(&signature.arrays[s]));
+    let phase = slots.phase;
     // Threads the work would not keep busy are not worth a second pass: where a balanced
     // loop over that many entries would run on one thread, phase 2 runs on one.
     let threads = scalar(ScalarArg::Threads);
@@ -77,14 +83,13 @@ pub(crate) fn place_rows(
     let capacity = scalar(ScalarArg::Param(ParamRef::Capacity));
 
     if let Some(capacity) = capacity.filter(|_| on_one_thread && expected_entries > 0) {
-        let mut leaf =
-            LeafArrays::reserved(expected_entries, narrow_leaf, out.value_type).map_err(cannot)?;
+        let mut leaf = LeafArrays::reserved(expected_entries, &slots, out)?;
         leaf.bind(arguments, &slots, &mut pos);
         arguments.params[phase] = 2;
         arguments.params[capacity] = expected_entries as i64;
-        let requested = threads.map(|t| std::mem::replace(&mut arguments.params[t], 1));
+        let requested = threads.map(|t| (t, std::mem::replace(&mut arguments.params[t], 1)));
         let appended = call(arguments);
-        if let (Some(t), Some(requested)) = (threads, requested) {
+        if let Some((t, requested)) = requested {
             arguments.params[t] = requested;
         }
         appended?;
@@ -99,7 +104,7 @@ pub(crate) fn place_rows(
                 return Ok(leaf.into_rows(pos));
             }
             // More entries than room: `pos` holds each row's start, as counting gives.
-            return place_counted(pos, rows, out, &slots, narrow_leaf, phase, arguments, call);
+            return place_counted(pos, out, &slots, arguments, call);
         }
         pos.fill(0);
     }
@@ -115,7 +120,7 @@ pub(crate) fn place_rows(
         entries += count;
     }
     pos[rows] = entries;
-    place_counted(pos, rows, out, &slots, narrow_leaf, phase, arguments, call)
+    place_counted(pos, out, &slots, arguments, call)
 }
 
 /// The guess [`place_rows`] appends with: the entries the sparse inputs store (dense ones
@@ -132,35 +137,35 @@ pub(crate) fn stored_sparse_entries<'f>(
         .fold(0, usize::saturating_add)
 }
 
-/// The signature slots of the output's leaf level and values.
+/// Where a two-phase kernel's output goes in its arguments: the array slots of the leaf
+/// level and the values, the scalar slot of the phase, and whether the leaf's coordinates
+/// are `int32_t`.
 struct LeafSlots {
     pos: usize,
     idx: Option<usize>,
     values: Option<usize>,
+    phase: usize,
+    narrow_idx: bool,
 }
 
-/// Phase 1 of a two-phase kernel: `pos` holds each row's start (and `pos[rows]` the number
-/// of entries); the leaf's coordinates and values are allocated at their exact size and
-/// the kernel places the entries.
-#[allow(clippy::too_many_arguments)]
+/// Phase 1 of a two-phase kernel: `pos` holds each row's start (and its last slot the
+/// number of entries); the leaf's coordinates and values are allocated at their exact size
+/// and the kernel places the entries.
 fn place_counted(
     mut pos: Vec<i64>,
-    rows: usize,
     out: &PlacedOutput,
     slots: &LeafSlots,
-    narrow_leaf: bool,
-    phase: usize,
     arguments: &mut Arguments,
     call: &mut dyn FnMut(&mut Arguments) -> Result<(), Error>,
 ) -> Result<Rows, Error> {
-    let cannot = |e: String| Error::Input(format!("cannot store the output `{}`: {e}", out.name));
+    let rows = pos.len() - 1;
     let entries = pos[rows] as usize;
     let starts = pos.clone();
     // Not zeroed: the placing phase writes every slot, which the check below confirms
     // before the lengths are set.
-    let mut leaf = LeafArrays::reserved(entries, narrow_leaf, out.value_type).map_err(cannot)?;
+    let mut leaf = LeafArrays::reserved(entries, slots, out)?;
     leaf.bind(arguments, slots, &mut pos);
-    arguments.params[phase] = 1;
+    arguments.params[slots.phase] = 1;
     call(arguments)?;
     // Each row's cursor stopped at its end, the next row's start: every slot of every
     // row was written once (each placed entry writes its coordinate and value).
@@ -185,18 +190,26 @@ struct LeafArrays {
 }
 
 impl LeafArrays {
-    fn reserved(entries: usize, narrow: bool, value_type: ValueType) -> Result<LeafArrays, String> {
+    /// Room for `entries` of `out`, at the coordinate width `slots` says.
+    fn reserved(
+        entries: usize,
+        slots: &LeafSlots,
+        out: &PlacedOutput,
+    ) -> Result<LeafArrays, Error> {
         let what = || format!("the {entries} entries");
-        let idx = if narrow {
-            IndexArray::I32(crate::memory::reserved(entries, &what)?)
-        } else {
-            IndexArray::I64(crate::memory::reserved(entries, &what)?)
+        let room = || -> Result<LeafArrays, String> {
+            let idx = if slots.narrow_idx {
+                IndexArray::I32(crate::memory::reserved(entries, &what)?)
+            } else {
+                IndexArray::I64(crate::memory::reserved(entries, &what)?)
+            };
+            let values = match out.value_type {
+                ValueType::F64 => Values::F64(crate::memory::reserved(entries, &what)?),
+                ValueType::F32 => Values::F32(crate::memory::reserved(entries, &what)?),
+            };
+            Ok(LeafArrays { idx, values })
         };
-        let values = match value_type {
-            ValueType::F64 => Values::F64(crate::memory::reserved(entries, &what)?),
-            ValueType::F32 => Values::F32(crate::memory::reserved(entries, &what)?),
-        };
-        Ok(LeafArrays { idx, values })
+        room().map_err(|e| out.cannot_store(e))
     }
 
     /// Point the kernel's output slots at these arrays and at `pos`.
