@@ -186,6 +186,21 @@ pub enum Streaming {
     Appended,
 }
 
+/// How a level lays out its stored coordinates, for readers that walk storage natively
+/// instead of evaluating the level functions (converting, writing files): the layout the
+/// level functions describe, said once more so that a reader need not interpret them.
+/// Levels without one ([`LevelFormat::layout`] is `None`) are read through their functions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Layout {
+    /// Every coordinate `0..size` under each parent, at position `parent * size + coord`.
+    Full,
+    /// The children of parent position `p` are the positions `pos[p]..pos[p + 1]`, their
+    /// coordinates in `idx`.
+    Segments,
+    /// One child per parent, at the parent's own position, its coordinate in `idx`.
+    Singleton,
+}
+
 /// Input of [`LevelFormat::validate`]: one level's storage as read from a file, and what
 /// the levels above it established.
 pub struct ValidateInput<'a> {
@@ -278,6 +293,12 @@ pub trait LevelFormat: fmt::Debug + Send + Sync {
     /// can build itself that way (the runtime then packs without intermediate arrays);
     /// `None` (the default) means only [`LevelFormat::pack`].
     fn streaming(&self) -> Option<Streaming> {
+        None
+    }
+    /// The level's layout when it is one the runtime reads natively ([`Layout`]); `None`
+    /// (the default) means readers evaluate the level functions. It must agree with them:
+    /// `tensor`'s tests compare both readings for every level that has one.
+    fn layout(&self) -> Option<Layout> {
         None
     }
 }

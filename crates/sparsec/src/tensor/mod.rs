@@ -2,8 +2,10 @@
 //!
 //! Tensors are built from coordinate lists ([`Coo`]), which may be unsorted and hold
 //! duplicates (summed) and explicit zeros (kept as stored entries). Reading back walks the
-//! coordinate hierarchy through the level functions of each level format
-//! ([`crate::ir::interp`]), so storage and generated code can never disagree about layout.
+//! coordinate hierarchy: natively through levels whose [`Layout`] the runtime knows (dense,
+//! compressed, singleton), and through the level functions of every other level format
+//! ([`crate::ir::interp`]). The tests compare the two readings on every format, so storage
+//! and generated code cannot disagree about layout.
 
 mod coo;
 mod order;
@@ -18,9 +20,10 @@ pub use coo::Coo;
 pub use rows::Rows;
 pub use view::{IndexSlice, TensorView, ValueSlice};
 
-use crate::format::{Format, IndexArray, LevelCoord, LevelSite, LevelStorage};
+use crate::format::{Format, IndexArray, Layout, LevelCoord, LevelSite, LevelStorage};
 use crate::ir::interp::{Env, ARGUMENT};
 use crate::ir::Expr;
+use crate::ir::{ArrayKind, ParamKind};
 
 pub use crate::ir::{IndexWidth, ValueType};
 
@@ -337,98 +340,34 @@ impl Tensor {
         self.values.value_type()
     }
 
-    /// Every stored component, walking the hierarchy with the level functions. Padding
-    /// slots of non-compact formats (ELL, DIA, BCSR, dense) come out as stored zeros;
-    /// slots outside the dimensions (partial BCSR blocks) are skipped.
+    /// Every stored component, in storage order. Padding slots of non-compact formats
+    /// (ELL, DIA, BCSR, dense) come out as stored zeros; slots outside the dimensions
+    /// (partial BCSR blocks) are skipped.
     pub fn for_each_stored(&self, mut visit: impl FnMut(&[i64], f64)) {
+        self.walk_stored(Reading::Native, &mut visit);
+    }
+
+    fn walk_stored(&self, reading: Reading, visit: &mut dyn FnMut(&[i64], f64)) {
         let levels = self.format.levels();
-        let mut storage_coords = Vec::with_capacity(levels.len());
-        let mut logical = vec![0i64; self.order()];
-        self.walk(0, 0, &mut storage_coords, &mut logical, &mut visit);
-    }
-
-    fn walk(
-        &self,
-        k: usize,
-        parent_pos: i64,
-        storage_coords: &mut Vec<i64>,
-        logical: &mut Vec<i64>,
-        visit: &mut dyn FnMut(&[i64], f64),
-    ) {
-        let specs = self.format.levels();
-        if k == specs.len() {
-            if logical
+        let mut walk = Walk {
+            tensor: self,
+            level_coords: levels.iter().map(|l| l.coord).collect(),
+            layouts: levels
                 .iter()
-                .zip(&self.dims)
-                .all(|(&c, &n)| (c as usize) < n)
-            {
-                visit(logical, self.values.get(parent_pos as usize));
-            }
-            return;
-        }
-        let spec = &specs[k];
-        let site = LevelSite {
-            operand: crate::ir::OperandId(0),
-            level: k + 1,
-            ancestors: storage_coords.iter().map(|&c| Expr::Int(c)).collect(),
+                .map(|l| match reading {
+                    Reading::Native => l.format.layout(),
+                    #[cfg(test)]
+                    Reading::LevelFunctions => None,
+                })
+                .collect(),
+            storage_coords: Vec::with_capacity(self.format.levels().len()),
+            logical: vec![0i64; self.order()],
+            visit,
         };
-        let level = &spec.format;
-        let parent = Expr::Int(parent_pos);
-        let mut descend = |coord: i64,
-                           pos: i64,
-                           this: &Tensor,
-                           storage_coords: &mut Vec<i64>,
-                           logical: &mut Vec<i64>| {
-            // Each level changes at most one logical coordinate: save and restore just it.
-            let touched = mode_of(spec.coord);
-            let saved = touched.map(|m| logical[m]);
-            apply_coord(spec.coord, coord, logical);
-            storage_coords.push(coord);
-            this.walk(k + 1, pos, storage_coords, logical, visit);
-            storage_coords.pop();
-            if let (Some(m), Some(old)) = (touched, saved) {
-                logical[m] = old;
-            }
-        };
-        let env = |argument| Env {
-            levels: &self.levels,
-            argument,
-        };
-        // Each level function is built once per parent, over ARGUMENT, and evaluated for
-        // every coordinate or position under it.
-        let argument = Expr::Var(ARGUMENT);
-        if level.capabilities().coord_value_iter {
-            let (begin, end) = level
-                .coord_iter(&site)
-                .expect("coordinate value iteration has coord_iter");
-            let (begin, end) = (env(0).eval(&begin), env(0).eval(&end));
-            let (pos, found) = level
-                .coord_access(&site, &parent, &argument)
-                .expect("coordinate value iteration has coord_access");
-            for i in begin..end {
-                let at = env(i);
-                if at.eval(&found) != 0 {
-                    descend(i, at.eval(&pos), self, storage_coords, logical);
-                }
-            }
-        } else {
-            let (begin, end) = level
-                .pos_iter(&site, &parent)
-                .expect("a level without coordinate value iteration iterates positions");
-            let (begin, end) = (env(0).eval(&begin), env(0).eval(&end));
-            let (coord, found) = level
-                .pos_access(&site, &argument)
-                .expect("position iteration has pos_access");
-            for p in begin..end {
-                let at = env(p);
-                if at.eval(&found) != 0 {
-                    descend(at.eval(&coord), p, self, storage_coords, logical);
-                }
-            }
-        }
+        walk.level(0, 0);
     }
 
-    /// The stored components as a sorted coordinate list with duplicates summed.
+    /// The stored components as a sorted coordinate list with duplicates summed.    /// The stored components as a sorted coordinate list with duplicates summed.
     pub fn to_coo(&self) -> Coo {
         let mut coords = Vec::new();
         let mut values = Vec::new();
@@ -454,7 +393,10 @@ impl Tensor {
         if let Some(transposed) = self.transpose_compressed(format) {
             return Ok(transposed);
         }
-        Tensor::from_coo(&self.to_coo(), format, self.value_type())
+        if let Some(streamed) = pack::stream_converted(self, format)? {
+            return Ok(streamed.with_narrowest_indices());
+        }
+        Tensor::from_coo_owned(self.to_coo(), format, self.value_type())
     }
 
     /// A dense tensor in another dense mode order: one pass over the values.
@@ -510,6 +452,139 @@ impl Tensor {
     }
 }
 
+/// How [`Tensor::walk_stored`] reads each level.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Reading {
+    /// Natively where the level has a [`Layout`], through its level functions elsewhere.
+    Native,
+    /// Through the level functions at every level: what the native reading must agree with.
+    #[cfg(test)]
+    LevelFunctions,
+}
+
+/// A depth-first walk over a tensor's stored components.
+struct Walk<'t, 'v> {
+    tensor: &'t Tensor,
+    /// Each level's coordinate, and its layout when it is read natively.
+    level_coords: Vec<LevelCoord>,
+    layouts: Vec<Option<Layout>>,
+    /// The storage coordinates of the levels above the current one.
+    storage_coords: Vec<i64>,
+    /// The logical coordinates they amount to.
+    logical: Vec<i64>,
+    visit: &'v mut dyn FnMut(&[i64], f64),
+}
+
+impl Walk<'_, '_> {
+    /// Visit everything under position `parent_pos` of level `k` (0-based; the root's
+    /// position is 0).
+    fn level(&mut self, k: usize, parent_pos: i64) {
+        let tensor = self.tensor;
+        let specs = tensor.format.levels();
+        if k == specs.len() {
+            let inside = self
+                .logical
+                .iter()
+                .zip(&tensor.dims)
+                .all(|(&c, &n)| (c as usize) < n);
+            if inside {
+                (self.visit)(&self.logical, tensor.values.get(parent_pos as usize));
+            }
+            return;
+        }
+        let layout = self.layouts[k];
+        let storage = &tensor.levels[k];
+        let array = |kind| {
+            storage
+                .array(kind)
+                .unwrap_or_else(|| panic!("level {} has no {kind:?} array", k + 1))
+        };
+        match layout {
+            Some(Layout::Full) => {
+                let size = storage.param(ParamKind::Size);
+                for coord in 0..size {
+                    self.descend(k, coord, parent_pos * size + coord);
+                }
+            }
+            Some(Layout::Segments) => {
+                let (pos, idx) = (array(ArrayKind::Pos), array(ArrayKind::Idx));
+                let parent = parent_pos as usize;
+                for p in pos.get(parent)..pos.get(parent + 1) {
+                    self.descend(k, idx.get(p as usize), p);
+                }
+            }
+            Some(Layout::Singleton) => {
+                let coord = array(ArrayKind::Idx).get(parent_pos as usize);
+                self.descend(k, coord, parent_pos);
+            }
+            None => self.by_level_functions(k, parent_pos),
+        }
+    }
+
+    /// Level `k`'s children of `parent_pos`, found by evaluating its level functions.
+    fn by_level_functions(&mut self, k: usize, parent_pos: i64) {
+        let tensor = self.tensor;
+        let level = &tensor.format.levels()[k].format;
+        let site = LevelSite {
+            operand: crate::ir::OperandId(0),
+            level: k + 1,
+            ancestors: self.storage_coords.iter().map(|&c| Expr::Int(c)).collect(),
+        };
+        let parent = Expr::Int(parent_pos);
+        let env = |argument| Env {
+            levels: &tensor.levels,
+            argument,
+        };
+        // Each level function is built once per parent, over ARGUMENT, and evaluated for
+        // every coordinate or position under it.
+        let argument = Expr::Var(ARGUMENT);
+        if level.capabilities().coord_value_iter {
+            let (begin, end) = level
+                .coord_iter(&site)
+                .expect("coordinate value iteration has coord_iter");
+            let (begin, end) = (env(0).eval(&begin), env(0).eval(&end));
+            let (pos, found) = level
+                .coord_access(&site, &parent, &argument)
+                .expect("coordinate value iteration has coord_access");
+            for i in begin..end {
+                let at = env(i);
+                if at.eval(&found) != 0 {
+                    self.descend(k, i, at.eval(&pos));
+                }
+            }
+        } else {
+            let (begin, end) = level
+                .pos_iter(&site, &parent)
+                .expect("a level without coordinate value iteration iterates positions");
+            let (begin, end) = (env(0).eval(&begin), env(0).eval(&end));
+            let (coord, found) = level
+                .pos_access(&site, &argument)
+                .expect("position iteration has pos_access");
+            for p in begin..end {
+                let at = env(p);
+                if at.eval(&found) != 0 {
+                    self.descend(k, at.eval(&coord), p);
+                }
+            }
+        }
+    }
+
+    /// Take coordinate `coord` at position `pos` of level `k`, and walk below it.
+    fn descend(&mut self, k: usize, coord: i64, pos: i64) {
+        let level_coord = self.level_coords[k];
+        // Each level changes at most one logical coordinate: save and restore just it.
+        let touched = mode_of(level_coord);
+        let saved = touched.map(|m| self.logical[m]);
+        apply_coord(level_coord, coord, &mut self.logical);
+        self.storage_coords.push(coord);
+        self.level(k + 1, pos);
+        self.storage_coords.pop();
+        if let (Some(m), Some(old)) = (touched, saved) {
+            self.logical[m] = old;
+        }
+    }
+}
+
 fn mode_of(coord: LevelCoord) -> Option<usize> {
     match coord {
         LevelCoord::Mode(m)
@@ -540,5 +615,122 @@ pub(crate) fn unscaled_difference(x: f64, y: f64) -> Option<f64> {
         Some(f64::INFINITY)
     } else {
         None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::{Rng, SeedableRng};
+
+    /// Every component a reading visits, in order.
+    fn read(tensor: &Tensor, reading: Reading) -> Vec<(Vec<i64>, f64)> {
+        let mut seen = Vec::new();
+        tensor.walk_stored(reading, &mut |c, v| seen.push((c.to_vec(), v)));
+        seen
+    }
+
+    /// Reading natively the levels whose layout the runtime knows visits exactly what
+    /// evaluating every level's functions visits, in the same order: every level kind,
+    /// mode orders, partial blocks, padding, duplicates and explicit zeros, empty tensors.
+    #[test]
+    fn native_reading_agrees_with_the_level_functions() {
+        let mut r = rand::rngs::StdRng::seed_from_u64(11);
+        let by_order: [&[&str]; 3] = [
+            &["dense", "s", "sv", "h", "b", "coo", "u"],
+            &[
+                "dense", "dd:1,0", "csr", "csc", "dcsr", "dcsc", "coo", "coo:1,0", "uq", "ell",
+                "dia", "bcsr:2x3", "bcsr:4x1", "bcsr:1x1", "hash", "dh", "hh", "db", "bs:1,0",
+            ],
+            &[
+                "dense",
+                "csf",
+                "csf:2,0,1",
+                "coo",
+                "sss",
+                "dsd",
+                "sds:1,2,0",
+                "ucq",
+                "duq",
+                "dhh",
+                "bbb",
+                "ddh:2,1,0",
+            ],
+        ];
+        // Spellings compared on tensors with something stored.
+        let mut compared = std::collections::HashSet::new();
+        for (k, spellings) in by_order.iter().enumerate() {
+            let order = k + 1;
+            for _ in 0..12 {
+                let dims: Vec<usize> = (0..order).map(|_| r.gen_range(1..9)).collect();
+                let entries = r.gen_range(0..=dims.iter().product::<usize>() + 3);
+                let mut coo = Coo::empty(dims.clone());
+                for _ in 0..entries {
+                    coo.coords
+                        .extend(dims.iter().map(|&d| r.gen_range(0..d) as i64));
+                    // Zeros are stored explicitly; repeated coordinates are summed.
+                    coo.values.push(f64::from(r.gen_range(-3i32..4)));
+                }
+                for spelling in *spellings {
+                    let format = Format::parse(spelling, order).unwrap();
+                    let Ok(tensor) = Tensor::from_coo(&coo, &format, ValueType::F64) else {
+                        continue; // formats that cannot hold these entries (a singleton's duplicates)
+                    };
+                    let native = read(&tensor, Reading::Native);
+                    assert_eq!(
+                        native,
+                        read(&tensor, Reading::LevelFunctions),
+                        "{spelling} {dims:?}"
+                    );
+                    if !native.is_empty() {
+                        compared.insert((order, *spelling));
+                    }
+                }
+            }
+        }
+        let every: usize = by_order.iter().map(|s| s.len()).sum();
+        assert_eq!(compared.len(), every, "compared: {compared:?}");
+    }
+
+    /// Storage whose levels claim ordered, unique coordinates that it does not have (row 0
+    /// lists column 2 before column 0, row 1 lists column 1 twice) is converted through
+    /// sorting, as a coordinate list would be, instead of streamed out of order.
+    #[test]
+    fn storage_out_of_order_is_converted_by_sorting() {
+        use crate::ir::{ArrayKind, ParamKind};
+        let level = |arrays: Vec<(ArrayKind, IndexArray)>, size| LevelStorage {
+            arrays,
+            params: vec![(ParamKind::Size, size)],
+        };
+        let csr = Tensor::from_parts(
+            vec![2, 3],
+            Format::parse("csr", 2).unwrap(),
+            vec![
+                level(vec![], 2),
+                level(
+                    vec![
+                        (ArrayKind::Pos, vec![0i64, 2, 4].into()),
+                        (ArrayKind::Idx, vec![2i64, 0, 1, 1].into()),
+                    ],
+                    3,
+                ),
+            ],
+            Values::F64(vec![1.0, 2.0, 3.0, 4.0]),
+        );
+        let expected = Coo::new(vec![2, 3], vec![0, 0, 0, 2, 1, 1], vec![2.0, 1.0, 7.0]).unwrap();
+        for target in ["ss", "ds", "sd", "dd"] {
+            let converted = csr.convert(&Format::parse(target, 2).unwrap()).unwrap();
+            let mut stored = converted.to_coo();
+            // Dense levels store their zeros: compare the nonzero components.
+            let nonzero: Vec<usize> = (0..stored.len())
+                .filter(|&e| stored.values[e] != 0.0)
+                .collect();
+            stored.coords = nonzero
+                .iter()
+                .flat_map(|&e| stored.coord(e).to_vec())
+                .collect();
+            stored.values = nonzero.iter().map(|&e| stored.values[e]).collect();
+            assert_eq!(stored, expected, "{target}");
+        }
     }
 }

@@ -167,12 +167,93 @@ fn pack_streaming(
     value_type: ValueType,
     track: bool,
 ) -> Result<Option<(Tensor, Vec<usize>)>, TensorError> {
-    let unrepresentable = |reason: String| TensorError::Unrepresentable {
-        format: format.spelling(),
-        reason,
+    let Some(kinds) = streaming_kinds(format) else {
+        return Ok(None);
     };
-    let specs = format.levels();
-    let kinds: Option<Vec<Streaming>> = specs
+    let (tensor, leaf) = stream_entries(
+        kinds,
+        &coo.dims,
+        format,
+        value_type,
+        coo.len(),
+        track,
+        |push| {
+            for e in 0..coo.len() {
+                let first_changed = match e {
+                    0 => Some(0),
+                    _ => first_difference(coo.coord(e - 1), coo.coord(e)),
+                };
+                push(
+                    coo.coord(e),
+                    first_changed.expect("packed entries are distinct"),
+                    coo.values[e],
+                );
+            }
+        },
+    )?;
+    Ok(Some((tensor, leaf)))
+}
+
+/// `source` in `format` without a coordinate list, when `format`'s levels stream in mode
+/// order and `source` stores its components in that same order, each once (plain levels
+/// in mode order, ordered and unique): the components go from the walk over the source's
+/// storage straight into the new levels. `None` for other pairs, or when the source's
+/// storage turns out not to be in order (its levels claimed so wrongly).
+pub(super) fn stream_converted(
+    source: &Tensor,
+    format: &Format,
+) -> Result<Option<Tensor>, TensorError> {
+    let Some(kinds) = streaming_kinds(format) else {
+        return Ok(None);
+    };
+    let in_mode_order = source.format.mode_order() == Some((0..source.order()).collect::<Vec<_>>())
+        && source.format.levels().iter().all(|level| {
+            let properties = level.format.properties();
+            properties.ordered && properties.unique
+        });
+    if !in_mode_order {
+        return Ok(None);
+    }
+    let mut previous: Vec<i64> = Vec::new();
+    let mut in_order = true;
+    let (tensor, _) = stream_entries(
+        kinds,
+        &source.dims,
+        format,
+        source.value_type(),
+        source.stored_values(),
+        false,
+        |push| {
+            source.for_each_stored(|coords, value| {
+                if !in_order {
+                    return;
+                }
+                let first_changed = if previous.is_empty() {
+                    previous.extend_from_slice(coords);
+                    0
+                } else {
+                    match first_difference(&previous, coords) {
+                        Some(k) if previous[k] < coords[k] => k,
+                        _ => {
+                            in_order = false;
+                            return;
+                        }
+                    }
+                };
+                previous[first_changed..].copy_from_slice(&coords[first_changed..]);
+                push(coords, first_changed, value);
+            })
+        },
+    )?;
+    Ok(in_order.then_some(tensor))
+}
+
+/// The streaming kind of each level of `format`, when every level streams and stores the
+/// mode of its own number (the storage order is the modes' order); `None` otherwise and
+/// for scalars.
+fn streaming_kinds(format: &Format) -> Option<Vec<Streaming>> {
+    let kinds: Vec<Streaming> = format
+        .levels()
         .iter()
         .enumerate()
         .map(|(k, spec)| {
@@ -180,54 +261,73 @@ fn pack_streaming(
                 .then(|| spec.format.streaming())
                 .flatten()
         })
-        .collect::<Option<_>>();
-    let Some(kinds) = kinds else {
-        return Ok(None);
+        .collect::<Option<_>>()?;
+    (!kinds.is_empty()).then_some(kinds)
+}
+
+/// The first level at which two coordinate tuples differ; `None` when they are equal.
+fn first_difference(a: &[i64], b: &[i64]) -> Option<usize> {
+    a.iter().zip(b).position(|(x, y)| x != y)
+}
+
+/// Stream the entries `entries` hands to its callback into levels of `kinds`: coordinates
+/// in mode order, strictly increasing, with the first level whose coordinate differs from
+/// the previous entry's (0 for the first) and the value; about `expected` of them. With
+/// `track`, also returns the value slot of each entry.
+fn stream_entries(
+    kinds: Vec<Streaming>,
+    dims: &[usize],
+    format: &Format,
+    value_type: ValueType,
+    expected: usize,
+    track: bool,
+    entries: impl FnOnce(&mut dyn FnMut(&[i64], usize, f64)),
+) -> Result<(Tensor, Vec<usize>), TensorError> {
+    let unrepresentable = |reason: String| TensorError::Unrepresentable {
+        format: format.spelling(),
+        reason,
     };
     let order = kinds.len();
-    if order == 0 {
-        return Ok(None);
-    }
-    let mut stream = StreamedLevels::new(kinds, coo.dims.clone());
+    let mut stream = StreamedLevels::new(kinds, dims.to_vec());
     // The leaf position of each entry: the entry's own number when the leaf appends.
     let leaf_appends = stream.kinds[order - 1] == Streaming::Appended;
     let record_leaf = track || !leaf_appends;
-    let mut leaf: Vec<usize> = Vec::with_capacity(if record_leaf { coo.len() } else { 0 });
+    let mut leaf: Vec<usize> = Vec::with_capacity(if record_leaf { expected } else { 0 });
+    let mut entry_values: Vec<f64> = Vec::with_capacity(expected);
     if leaf_appends {
         // The leaf level takes one coordinate per entry: grown once, not by doubling.
         stream.idx[order - 1]
-            .try_reserve_exact(coo.len())
-            .map_err(|_| {
-                unrepresentable(format!("{} coordinates do not fit in memory", coo.len()))
-            })?;
+            .try_reserve_exact(expected)
+            .map_err(|_| unrepresentable(format!("{expected} coordinates do not fit in memory")))?;
     }
-    for e in 0..coo.len() {
-        let position = stream.push(coo.coord(e));
+    entries(&mut |coords, first_changed, value| {
+        let position = stream.push_changed(coords, first_changed);
         if record_leaf {
             leaf.push(position);
         }
-    }
+        entry_values.push(value);
+    });
     let (levels, positions) = stream.finish().map_err(unrepresentable)?;
     let values = match (leaf_appends, value_type) {
         // One value per entry, in entry order: the values are the entries' own.
-        (true, ValueType::F64) => Values::F64(coo.values.clone()),
-        (true, ValueType::F32) => Values::F32(coo.values.iter().map(|&v| v as f32).collect()),
+        (true, ValueType::F64) => Values::F64(entry_values),
+        (true, ValueType::F32) => Values::F32(entry_values.iter().map(|&v| v as f32).collect()),
         (false, _) => {
             let mut values =
                 Values::try_zeros(value_type, Some(positions)).map_err(unrepresentable)?;
-            for (e, &v) in coo.values.iter().enumerate() {
+            for (e, &v) in entry_values.iter().enumerate() {
                 values.set(leaf[e], v);
             }
             values
         }
     };
     let tensor = Tensor {
-        dims: coo.dims.clone(),
+        dims: dims.to_vec(),
         format: format.clone(),
         levels,
         values,
     };
-    Ok(Some((tensor, if track { leaf } else { Vec::new() })))
+    Ok((tensor, if track { leaf } else { Vec::new() }))
 }
 
 /// Levels built from distinct coordinate tuples given one at a time in storage order, each
@@ -243,7 +343,6 @@ pub(super) struct StreamedLevels {
     idx: Vec<Vec<i64>>,
     /// The position of the last tuple at each level.
     current: Vec<usize>,
-    previous: Option<Vec<i64>>,
 }
 
 impl StreamedLevels {
@@ -255,7 +354,6 @@ impl StreamedLevels {
             pos: vec![Vec::new(); levels],
             idx: vec![Vec::new(); levels],
             current: vec![0; levels],
-            previous: None,
         }
     }
 
@@ -267,27 +365,8 @@ impl StreamedLevels {
     }
 
     /// Add the tuple `coords` (one coordinate per level, after the previous tuple in
-    /// storage order); returns its position in the last level.
-    #[inline]
-    pub(super) fn push(&mut self, coords: &[i64]) -> usize {
-        let first_changed = match &self.previous {
-            Some(p) => p
-                .iter()
-                .zip(coords)
-                .position(|(a, b)| a != b)
-                .expect("tuples are distinct"),
-            None => 0,
-        };
-        match &mut self.previous {
-            Some(p) => p.copy_from_slice(coords),
-            None => self.previous = Some(coords.to_vec()),
-        }
-        self.push_changed(coords, first_changed)
-    }
-
-    /// [`StreamedLevels::push`] for a caller that knows the first level whose coordinate
-    /// differs from the previous tuple's (0 for the first tuple), and does not mix the two
-    /// methods.
+    /// storage order), given the first level whose coordinate differs from the previous
+    /// tuple's (0 for the first tuple); returns its position in the last level.
     #[inline]
     pub(super) fn push_changed(&mut self, coords: &[i64], first_changed: usize) -> usize {
         let levels = self.kinds.len();

@@ -68,6 +68,9 @@ impl LevelFormat for Dense {
     fn streaming(&self) -> Option<Streaming> {
         Some(Streaming::Inserted)
     }
+    fn layout(&self) -> Option<Layout> {
+        Some(Layout::Full)
+    }
     fn pack(&self, input: &PackInput<'_>) -> Result<PackOutput, String> {
         let size = input.size;
         Ok(PackOutput {

@@ -8,7 +8,7 @@ use std::ops::{Add, Mul, Sub};
 use std::sync::Arc;
 
 use super::{
-    Capabilities, Level, LevelFormat, LevelSite, LevelStorage, PackInput, PackOutput, Pair,
+    Capabilities, Layout, Level, LevelFormat, LevelSite, LevelStorage, PackInput, PackOutput, Pair,
     Properties, Segment, Streaming, ValidateInput,
 };
 use crate::ir::{ArrayKind, BinOp, Expr, Helper, ParamKind};

@@ -79,6 +79,9 @@ impl LevelFormat for Compressed {
     fn streaming(&self) -> Option<Streaming> {
         self.0.unique.then_some(Streaming::Appended)
     }
+    fn layout(&self) -> Option<Layout> {
+        Some(Layout::Segments)
+    }
     fn pack(&self, input: &PackInput<'_>) -> Result<PackOutput, String> {
         // Segments arrive in increasing parent order (their entry ranges need not be, below
         // a hashed level), and positions are laid out in that order.
@@ -171,6 +174,9 @@ impl LevelFormat for Singleton {
             Expr::load(site.array(ArrayKind::Idx), pos.clone()),
             Expr::Bool(true),
         ))
+    }
+    fn layout(&self) -> Option<Layout> {
+        Some(Layout::Singleton)
     }
     fn pack(&self, input: &PackInput<'_>) -> Result<PackOutput, String> {
         // Positions without an entry (ELL padding) keep coordinate 0, a valid coordinate
