@@ -21,6 +21,7 @@ use sparsec::tensor::{Tensor, ValueType};
 use crate::arrays;
 use crate::borrowed::{Held, InputArg, Ready};
 use crate::errors;
+use crate::learned::ModelSearch;
 use crate::tensor::{compressed_parts, dtype_name, is_scipy_compressed, parse_format, PyTensor};
 
 /// What makes two compiled kernels the same.
@@ -551,21 +552,26 @@ impl PyKernel {
     /// Search formats and a schedule for `inputs` for about `budget` seconds (see
     /// `sparsec::tune`), store the choice in the tuning cache and return it: the formats
     /// by tensor name, the schedule text, the thread count, the measured speedup over the
-    /// default, the candidates measured and the seconds the search took.
-    #[pyo3(signature = (inputs, budget=10.0, search="random"))]
+    /// default, the candidates measured and the seconds the search took. `search` is
+    /// `random`, `format-only` or `model` (the learned cost model's `candidates` best
+    /// points, 10 by default; the model is the one shipped for the statement, or the one
+    /// stored at the stem `model`).
+    #[pyo3(signature = (inputs, budget=10.0, search="random", model=None, candidates=None))]
     fn tune<'py>(
         &self,
         py: Python<'py>,
         inputs: HashMap<String, InputArg<'py>>,
         budget: f64,
         search: &str,
+        model: Option<std::path::PathBuf>,
+        candidates: Option<usize>,
     ) -> PyResult<Bound<'py, PyDict>> {
         let strategy = match search {
-            "random" => sparsec::tune::Strategy::Random,
+            "random" | "model" => sparsec::tune::Strategy::Random,
             "format-only" => sparsec::tune::Strategy::FormatOnly,
             other => {
                 return Err(errors::input(format!(
-                    "unknown search `{other}`; use \"random\" or \"format-only\""
+                    "unknown search `{other}`; use \"random\", \"format-only\" or \"model\""
                 )))
             }
         };
@@ -574,6 +580,19 @@ impl PyKernel {
                 "the budget is a positive number of seconds, not {budget}"
             )));
         }
+        if candidates == Some(0) {
+            return Err(errors::input("candidates: measure at least one"));
+        }
+        if search != "model" && model.is_some() {
+            return Err(errors::input(format!(
+                "a model is read by search=\"model\", not by search=\"{search}\""
+            )));
+        }
+        let learned = if search == "model" {
+            Some(ModelSearch::for_statement(&self.expr, model.as_deref())?)
+        } else {
+            None
+        };
         let held = hold(&inputs)?;
         let ready = ready(py, &held)?;
         let (kernel, tensors) = self.prepare(py, &ready)?;
@@ -581,6 +600,7 @@ impl PyKernel {
         let mut options = sparsec::tune::TuneOptions {
             budget: std::time::Duration::from_secs_f64(budget),
             strategy,
+            candidates,
             ..Default::default()
         };
         if let Some(n) = self.threads {
@@ -594,7 +614,10 @@ impl PyKernel {
                     .zip(&tensors)
                     .map(|(decl, t)| t.input_view().convert(&decl.format))
                     .collect::<Result<Vec<_>, _>>()?;
-                sparsec::tune::tune(&statement, declared, &options, |_| {})
+                match learned {
+                    Some(model) => model.tune(&statement, declared, &options),
+                    None => sparsec::tune::tune(&statement, declared, &options, |_| {}),
+                }
             })
             .map_err(errors::to_py)?;
         let out = PyDict::new(py);

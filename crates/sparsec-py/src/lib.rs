@@ -6,6 +6,7 @@ mod arrays;
 mod borrowed;
 mod errors;
 mod kernel;
+mod learned;
 mod tensor;
 
 use pyo3::prelude::*;
@@ -17,6 +18,12 @@ fn format_spelling(text: &str, order: usize) -> PyResult<String> {
     Ok(tensor::parse_format(text, order)?.spelling())
 }
 
+/// The optional features this build has (`binsparse`, `learned`).
+#[pyfunction]
+fn features() -> Vec<&'static str> {
+    learned::features()
+}
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     errors::register(m)?;
@@ -26,6 +33,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<kernel::PyAssembled>()?;
     m.add_function(wrap_pyfunction!(kernel::cache_info, m)?)?;
     m.add_function(wrap_pyfunction!(format_spelling, m)?)?;
+    m.add_function(wrap_pyfunction!(features, m)?)?;
     m.add_function(wrap_pyfunction!(tensor::read, m)?)?;
     Ok(())
 }

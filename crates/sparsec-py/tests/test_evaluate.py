@@ -1,5 +1,6 @@
 """sparsec.evaluate and sparsec.compile against SciPy and NumPy."""
 
+import os
 import subprocess
 import sys
 
@@ -360,3 +361,49 @@ def test_tune_refuses_bad_options(rng):
         sparsec.tune("y(i) = A(i,j) * x(j)", A=a, x=x, budget=-1.0)
     with pytest.raises(sparsec.InputError, match="unknown search"):
         sparsec.tune("y(i) = A(i,j) * x(j)", A=a, x=x, search="exhaustive")
+
+
+def test_features_are_those_the_build_was_asked_for():
+    features = sparsec.features()
+    assert set(features) <= {"binsparse", "learned"}
+    # CI names the features it builds the package with, so a build that lost one fails here.
+    expected = os.environ.get("SPARSEC_PY_FEATURES")
+    if expected is not None:
+        assert set(features) == set(filter(None, expected.split(","))), features
+
+
+def test_tune_with_the_learned_model_or_a_clear_refusal(rng, tmp_path):
+    a = sp.random(400, 300, density=0.03, format="csr", random_state=11)
+    x = rng.standard_normal(300)
+    spmv = "y(i) = A(i,j) * x(j)"
+    if "learned" not in sparsec.features():
+        with pytest.raises(sparsec.InputError, match="without the `learned` feature"):
+            sparsec.tune(spmv, A=a, x=x, search="model", budget=1.0)
+        return
+    choice = sparsec.tune(spmv, A=a, x=x, search="model", budget=5.0, candidates=3, threads=1)
+    # sparsec's default and at most the three points the model ranks best.
+    assert 1 <= choice["measured"] <= 4 and choice["speedup"] > 0
+    y = sparsec.evaluate(
+        spmv,
+        A=a,
+        x=x,
+        formats=choice["formats"],
+        schedule=choice["schedule"] or None,
+        threads=choice["threads"],
+    )
+    np.testing.assert_allclose(y, a @ x, rtol=1e-12, atol=1e-12)
+    missing = tmp_path / "no-such-model"
+    with pytest.raises(sparsec.InputError, match="no-such-model"):
+        sparsec.tune(spmv, A=a, x=x, search="model", model=missing, budget=1.0)
+    b = sp.random(400, 300, density=0.03, format="csr", random_state=12)
+    with pytest.raises(sparsec.InputError, match="no cost model ships"):
+        sparsec.tune("C(i,j) = A(i,j) + B(i,j)", A=a, B=b, search="model", budget=1.0)
+
+
+def test_tune_refuses_a_model_for_other_searches_and_zero_candidates(rng):
+    a = sp.random(20, 20, density=0.2, format="csr", random_state=3)
+    x = rng.standard_normal(20)
+    with pytest.raises(sparsec.InputError, match="model"):
+        sparsec.tune("y(i) = A(i,j) * x(j)", A=a, x=x, search="random", model="m")
+    with pytest.raises(sparsec.InputError, match="at least one"):
+        sparsec.tune("y(i) = A(i,j) * x(j)", A=a, x=x, candidates=0)

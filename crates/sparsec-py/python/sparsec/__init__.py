@@ -67,6 +67,7 @@ __all__ = [
     "cache_info",
     "compile",
     "evaluate",
+    "features",
     "read",
     "tune",
 ]
@@ -548,12 +549,19 @@ def tune(
     threads: int | None = None,
     budget: float = 10.0,
     search: str = "random",
+    model: str | os.PathLike[str] | None = None,
+    candidates: int | None = None,
     **tensors: Any,
 ) -> dict[str, Any]:
     """Choose the sparse operands' formats and the schedule of ``expr`` together for
     these ``tensors`` (WACO-style autotuning), measuring candidates for about ``budget``
-    seconds; ``search`` is ``"random"`` (formats and schedules drawn together) or
-    ``"format-only"`` (formats with the default schedule, the baseline).
+    seconds. ``search`` is ``"random"`` (formats and schedules drawn together),
+    ``"format-only"`` (formats with the default schedule, the baseline) or ``"model"``
+    (the learned cost model reads the input's nonzero pattern and ranks the schedules; the
+    ``candidates`` it ranks best, 10 by default, are measured). ``"model"`` uses the model
+    shipped for the statement (SpMV and SpMM), or the one at the stem ``model`` written
+    by ``sparsec tune train``, and needs a package built with the ``learned`` feature
+    (see :func:`features`). ``candidates`` also caps the other searches.
 
     Returns ``{"formats": {name: format}, "schedule": str, "threads": int, "speedup":
     float, "measured": int, "seconds": float}``: pass ``formats``, ``schedule`` and
@@ -562,4 +570,16 @@ def tune(
     choice is also stored in the tuning cache that ``sparsec run --tuned`` reads.
     """
     kernel = compile(expr, formats=formats, threads=threads, backend="c")
-    return kernel._native.tune(kernel._inputs(tensors), budget=budget, search=search)
+    return kernel._native.tune(
+        kernel._inputs(tensors),
+        budget=budget,
+        search=search,
+        model=None if model is None else os.fspath(model),
+        candidates=candidates,
+    )
+
+
+def features() -> list[str]:
+    """The optional parts this build of the package has: ``"binsparse"`` (reading and
+    writing ``.h5`` files) and ``"learned"`` (``tune(search="model")``)."""
+    return list(_native.features())
