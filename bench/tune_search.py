@@ -46,9 +46,15 @@ import numpy as np
 
 DATA = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data", "matrices")
 
+# Per kernel: the statement, its other arguments, the tuned sparse matrix and the index
+# variables of its rows and columns.
 KERNELS = {
-    "spmv": ("y(i) = A(i,j) * x(j)", ["-f", "A:csr", "-g", "x:dense"]),
-    "spmm": ("C(i,j) = A(i,k) * B(k,j)", ["-f", "A:csr", "-g", "B:dense", "-d", "j:16"]),
+    "spmv": ("y(i) = A(i,j) * x(j)", ["-f", "A:csr", "-g", "x:dense"], "A", "i", "j"),
+    "spmm": ("C(i,j) = A(i,k) * B(k,j)", ["-f", "A:csr", "-g", "B:dense", "-d", "j:16"],
+             "A", "i", "k"),
+    "sddmm": ("A(i,j) = B(i,j) * C(i,k) * D(k,j)",
+              ["-f", "A:csr", "-f", "B:csr", "-g", "C:dense", "-g", "D:dense", "-d", "k:32"],
+              "B", "i", "j"),
 }
 
 # Generated families (`KIND@N`: an N x N matrix from `-g A:KIND`).
@@ -56,14 +62,12 @@ GENERATED = ["powerlaw:8@50000", "banded:4@100000"]
 
 
 def tune(binary, kernel, source, threads, search, budget, candidates, cache):
-    expr, extra = KERNELS[kernel]
+    expr, extra, tensor, rows, cols = KERNELS[kernel]
     if "@" in source:
         kind, n = source.split("@")
-        # The second mode of A is `j` (SpMV) or `k` (SpMM).
-        inner = "j" if kernel == "spmv" else "k"
-        data = ["-g", f"A:{kind}", "-d", f"i:{n}", "-d", f"{inner}:{n}"]
+        data = ["-g", f"{tensor}:{kind}", "-d", f"{rows}:{n}", "-d", f"{cols}:{n}"]
     else:
-        data = ["-i", f"A:{os.path.join(DATA, source + '.mtx')}"]
+        data = ["-i", f"{tensor}:{os.path.join(DATA, source + '.mtx')}"]
     cmd = [binary, "tune", expr, *extra, *data, "--threads", str(threads), "--search",
            search, "--budget", str(budget), "--seed", "1", "--json"]
     if candidates:
@@ -79,7 +83,8 @@ def mkl_ms(mkl, kernel, source, threads, runs=21):
     """MKL's median time for `kernel` on the shared matrix `source`, in ms, or None."""
     import schedules_vs_mkl as peers
 
-    if mkl is None or "@" in source:
+    # MKL has no SDDMM.
+    if mkl is None or "@" in source or kernel == "sddmm":
         return None
     a = peers.load_matrix(os.path.join(DATA, source + ".mtx"))
     rng = np.random.default_rng(1)
@@ -110,7 +115,7 @@ def main():
     p.add_argument("--binary", default="target/release/sparsec")
     p.add_argument("--budget", type=float, default=15)
     p.add_argument("--threads", default="1,2")
-    p.add_argument("--kernels", default="spmv,spmm")
+    p.add_argument("--kernels", default="spmv,spmm", help="spmv, spmm, sddmm")
     p.add_argument("--inputs", default="adder_dcop_05,bayer10,cage10,karate")
     p.add_argument("--candidates", type=int, help="at most this many measured candidates")
     p.add_argument("--model", action="store_true", help="also the model-guided search")

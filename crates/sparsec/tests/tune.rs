@@ -320,6 +320,10 @@ fn searches_return_measured_choices() {
         assert!(tuned.measured > 1, "{}: nothing measured", strategy.name());
         assert!(tuned.best_measurement.runtime <= tuned.default_measurement.runtime);
         assert!(tuned.speedup() >= 1.0);
+        // The choice and the speedup come from three confirmation rounds of one run each
+        // (`quick` measures one run), not from the search's single measurements.
+        assert_eq!(tuned.default_measurement.runs, 3);
+        assert_eq!(tuned.best_measurement.runs, 3);
         if strategy == Strategy::FormatOnly {
             assert_eq!(tuned.best.schedule, "");
         }

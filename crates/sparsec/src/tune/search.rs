@@ -48,13 +48,14 @@ pub struct Progress<'a> {
 /// A search's outcome.
 #[derive(Clone, Debug)]
 pub struct Tuned {
-    /// The fastest point measured (the default when nothing beat it).
+    /// The fastest point (the default when nothing beat it), by the median of the
+    /// confirmation rounds that measure the search's fastest again beside the default.
     pub best: Point,
-    /// Its measurement.
+    /// Its measurement: the round of median runtime, counting every round's runs.
     pub best_measurement: Measurement,
     /// The default point (declared formats, default schedule, all threads).
     pub default: Point,
-    /// The default's measurement.
+    /// The default's measurement, from the same rounds when there were any.
     pub default_measurement: Measurement,
     /// Candidates measured, the default included.
     pub measured: usize,
@@ -113,6 +114,57 @@ pub fn search(
     )
 }
 
+/// Measure the default and the finalists again, interleaved, for
+/// [`CONFIRMATION_ROUNDS`] rounds; returns the fastest point by its median over the rounds,
+/// that median measurement, and the default's. A finalist that fails to run again (it ran
+/// before, so only a changed machine makes it fail) drops out.
+fn confirm(
+    space: &Space,
+    measurer: &Measurer,
+    default: &Candidate,
+    finalists: Vec<(Duration, Candidate)>,
+) -> Result<(Point, Measurement, Measurement), Error> {
+    let mut contenders: Vec<(&Candidate, Vec<Measurement>)> = std::iter::once(default)
+        .chain(finalists.iter().map(|(_, c)| c))
+        .map(|c| (c, Vec::with_capacity(CONFIRMATION_ROUNDS)))
+        .collect();
+    for _ in 0..CONFIRMATION_ROUNDS {
+        for (k, (candidate, rounds)) in contenders.iter_mut().enumerate() {
+            match measurer.measure(space, candidate, None) {
+                Ok(m) => rounds.push(m),
+                Err(e) if k == 0 => {
+                    return Err(Error::Tune(format!(
+                        "measuring sparsec's default again failed: {e}"
+                    )))
+                }
+                Err(_) => rounds.clear(),
+            }
+        }
+        // A finalist that failed once is out: its median would mix fewer rounds.
+        contenders.retain(|(c, rounds)| std::ptr::eq(*c, default) || !rounds.is_empty());
+    }
+    let confirmed: Vec<(&Candidate, Measurement)> = contenders
+        .into_iter()
+        .map(|(c, rounds)| (c, median_measurement(rounds)))
+        .collect();
+    let default_measurement = confirmed[0].1.clone();
+    let (best, best_measurement) = confirmed
+        .into_iter()
+        .min_by_key(|(_, m)| m.runtime)
+        .expect("the default is confirmed");
+    Ok((best.point.clone(), best_measurement, default_measurement))
+}
+
+/// The measurement of median runtime among `rounds` (not empty), counting every round's
+/// runs.
+fn median_measurement(mut rounds: Vec<Measurement>) -> Measurement {
+    rounds.sort_by_key(|m| m.runtime);
+    let runs = rounds.iter().map(|m| m.runs).sum();
+    let mut median = rounds.swap_remove(rounds.len() / 2);
+    median.runs = runs;
+    median
+}
+
 /// When a search stops.
 #[derive(Clone, Copy, Debug)]
 pub struct Limits {
@@ -123,8 +175,20 @@ pub struct Limits {
     pub candidates: Option<usize>,
 }
 
+/// How many of the fastest candidates a search measures again, beside the default, before
+/// it chooses.
+const FINALISTS: usize = 3;
+
+/// Rounds of that confirmation: each measures the default and every finalist once, in turn.
+const CONFIRMATION_ROUNDS: usize = 3;
+
 /// Measure sparsec's default, then `candidates` in turn (skipping repeats) until one of
-/// `limits` is reached or they run out; keep the fastest.
+/// `limits` is reached or they run out. Then confirm: the default and the [`FINALISTS`]
+/// fastest are measured again, interleaved, [`CONFIRMATION_ROUNDS`] times, and the fastest
+/// by its median over those rounds is kept. The best of many noisy measurements is biased
+/// low (a candidate wins by drawing a lucky run), and the default measured first ran in a
+/// cold process: choosing and reporting the speedup from the interleaved rounds removes
+/// both biases. The rounds count in the tuning time, not in `measured`.
 pub fn measure_candidates(
     space: &Space,
     measurer: &Measurer,
@@ -139,8 +203,10 @@ pub fn measure_candidates(
             .measure(space, &default, None)
             .map_err(|e| Error::Tune(format!("measuring sparsec's default failed: {e}")))
     };
-    let mut default_measurement = measure_default()?;
-    let mut best = (default.point.clone(), default_measurement.clone());
+    let default_measurement = measure_default()?;
+    let mut best_runtime = default_measurement.runtime;
+    // The fastest candidates so far with their runtimes, fastest first.
+    let mut finalists: Vec<(Duration, Candidate)> = Vec::with_capacity(FINALISTS + 1);
     let mut seen: HashSet<String> = HashSet::from([default.point.key()]);
     let mut failures = Vec::new();
     let mut unfit = 0;
@@ -163,14 +229,12 @@ pub fn measure_candidates(
         repeats_in_a_row = 0;
         // Ten times the best is far enough from it to stop timing precisely (and at least
         // a few milliseconds, above the cost of starting a child process).
-        let give_up = (best.1.runtime * 10).max(Duration::from_millis(20));
+        let give_up = (best_runtime * 10).max(Duration::from_millis(20));
         let outcome = measurer.measure(space, &candidate, Some(give_up));
         measured += 1;
         let last = match &outcome {
             Ok(m) => {
-                if m.runtime < best.1.runtime {
-                    best = (candidate.point.clone(), m.clone());
-                }
+                best_runtime = best_runtime.min(m.runtime);
                 Some((&candidate.point, m))
             }
             Err(MeasureError::Unfit(_)) => {
@@ -190,25 +254,26 @@ pub fn measure_candidates(
             elapsed: started.elapsed(),
             budget,
             measured,
-            best: best.1.runtime,
+            best: best_runtime,
             last,
         });
-    }
-    // The default was measured first, while the process's memory was cold (page faults,
-    // a cold kernel cache): measure it again now and keep the faster, so that the speedup
-    // over it is not inflated by warming up.
-    if measured > 1 {
-        let again = measure_default()?;
-        if again.runtime < default_measurement.runtime {
-            default_measurement = again;
-        }
-        if default_measurement.runtime < best.1.runtime {
-            best = (default.point.clone(), default_measurement.clone());
+        if let Ok(m) = outcome {
+            let slower = finalists.partition_point(|(t, _)| *t <= m.runtime);
+            if slower < FINALISTS {
+                finalists.insert(slower, (m.runtime, candidate));
+                finalists.truncate(FINALISTS);
+            }
         }
     }
+    let (best, best_measurement, default_measurement) = if finalists.is_empty() {
+        let only = default_measurement.clone();
+        (default.point.clone(), only, default_measurement)
+    } else {
+        confirm(space, measurer, &default, finalists)?
+    };
     Ok(Tuned {
-        best: best.0,
-        best_measurement: best.1,
+        best,
+        best_measurement,
         default: default.point,
         default_measurement,
         measured,
