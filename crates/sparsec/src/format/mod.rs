@@ -301,6 +301,26 @@ pub trait LevelFormat: fmt::Debug + Send + Sync {
     fn layout(&self) -> Option<Layout> {
         None
     }
+    /// An upper bound on the level's positions when its parent level has
+    /// `parent_positions`, its dimension is `size`, no parent holds more than `widest`
+    /// coordinates here and the tensor stores `entries` components: what a tuner checks
+    /// before it builds storage that cannot pay. The default: a full level has a position
+    /// per coordinate of every parent, any other at most one per entry.
+    fn positions_bound(
+        &self,
+        parent_positions: u128,
+        size: u128,
+        widest: u128,
+        entries: u128,
+    ) -> u128 {
+        let _ = widest;
+        let every = parent_positions.saturating_mul(size);
+        if self.properties().full {
+            every
+        } else {
+            every.min(entries)
+        }
+    }
 }
 
 /// A shared, immutable level format instance.
@@ -480,6 +500,40 @@ impl Format {
             let p = l.format.properties();
             p.full && p.ordered && p.unique && p.compact
         })
+    }
+
+    /// An upper bound on the positions (value slots) of the last level when a tensor of
+    /// this plain format over `dims` stores `entries` components, of which no parent at
+    /// level `k` holds more than `widest[k]` (each level's
+    /// [`LevelFormat::positions_bound`]). `None` for formats whose levels do not each
+    /// store a mode (blocked, ELL, DIA).
+    ///
+    /// ```
+    /// use sparsec::format::Format;
+    /// let (dims, widest) = ([20_000, 20_000], [100, 1]);
+    /// let bound = |f: &str| Format::parse(f, 2).unwrap().positions_bound(&dims, &widest, 100);
+    /// assert_eq!(bound("csr"), Some(100));
+    /// assert_eq!(bound("dense"), Some(400_000_000));
+    /// ```
+    pub fn positions_bound(
+        &self,
+        dims: &[usize],
+        widest: &[usize],
+        entries: usize,
+    ) -> Option<u128> {
+        let mut positions: u128 = 1;
+        for (k, level) in self.levels.iter().enumerate() {
+            let LevelCoord::Mode(m) = level.coord else {
+                return None;
+            };
+            positions = level.format.positions_bound(
+                positions,
+                *dims.get(m)? as u128,
+                *widest.get(k)? as u128,
+                entries as u128,
+            );
+        }
+        Some(positions)
     }
 
     /// How a kernel can fill this format row by row (`ir::rows`): the `(mode, streaming

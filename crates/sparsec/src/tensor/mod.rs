@@ -384,6 +384,41 @@ impl Tensor {
         coo
     }
 
+    /// For each level of the plain `format`, the most coordinates one parent position
+    /// would hold there if this tensor's components were stored in it (a fiber's length
+    /// at the leaf, the count of distinct leading coordinates at the root); `None` for
+    /// formats that are not plain or of another order.
+    pub fn widest_fibers(&self, format: &Format) -> Option<Vec<usize>> {
+        let order = format.mode_order()?;
+        if order.len() != self.order() {
+            return None;
+        }
+        let coo = self.to_coo();
+        let sorted = coo.sorted_permutation(&order);
+        let mut widest = vec![0usize; order.len()];
+        for (k, width) in widest.iter_mut().enumerate() {
+            // Entries in storage order: a new parent starts when a coordinate above level k
+            // changes, a new child when one at or above it does.
+            let mut children = 0usize;
+            for (n, &e) in sorted.iter().enumerate() {
+                let differs = |levels: &[usize]| {
+                    n == 0
+                        || levels
+                            .iter()
+                            .any(|&m| coo.coord(e)[m] != coo.coord(sorted[n - 1])[m])
+                };
+                if differs(&order[..k]) {
+                    children = 0;
+                }
+                if differs(&order[..=k]) {
+                    children += 1;
+                }
+                *width = (*width).max(children);
+            }
+        }
+        Some(widest)
+    }
+
     /// The same tensor in another format.
     pub fn convert(&self, format: &Format) -> Result<Tensor, TensorError> {
         let plain_dense = |f: &Format| f.is_plain() && f.is_all_dense();
@@ -690,6 +725,23 @@ mod tests {
         }
         let every: usize = by_order.iter().map(|s| s.len()).sum();
         assert_eq!(compared.len(), every, "compared: {compared:?}");
+    }
+
+    /// The widest fiber at each level, in both mode orders.
+    #[test]
+    fn widest_fibers_count_children_per_parent() {
+        let coo = Coo::new(vec![3, 4], vec![0, 1, 0, 3, 2, 0], vec![1.0; 3]).unwrap();
+        let csr = Format::parse("csr", 2).unwrap();
+        let tensor = Tensor::from_coo(&coo, &csr, ValueType::F64).unwrap();
+        assert_eq!(tensor.widest_fibers(&csr), Some(vec![2, 2]));
+        let csc = Format::parse("csc", 2).unwrap();
+        assert_eq!(tensor.widest_fibers(&csc), Some(vec![3, 1]));
+        assert_eq!(
+            tensor.widest_fibers(&Format::parse("bcsr:2x2", 2).unwrap()),
+            None
+        );
+        let empty = Tensor::from_coo(&Coo::empty(vec![3, 4]), &csr, ValueType::F64).unwrap();
+        assert_eq!(empty.widest_fibers(&csr), Some(vec![0, 0]));
     }
 
     /// Storage whose levels claim ordered, unique coordinates that it does not have (row 0

@@ -4,6 +4,7 @@
 
 use std::time::{Duration, Instant};
 
+use crate::format::Format;
 use crate::jit::Toolchain;
 use crate::kernel::{Backend, Kernel};
 use crate::reference;
@@ -99,11 +100,23 @@ impl Measurer {
         let converting = Instant::now();
         let mut converted: Vec<Option<Tensor>> = vec![None; self.inputs.len()];
         for (k, &t) in space.tuned().iter().enumerate() {
-            if t == 0 {
-                continue; // the output is produced in its format, not converted
-            }
             let format = &candidate.point.formats[k];
-            if format != self.inputs[t - 1].format() {
+            if t == 0 {
+                // The output is produced in its format, not converted; the reference's
+                // result tells how many components it holds.
+                let declared = &space.statement().tensors[0].format;
+                if let Some(grown) =
+                    oversized(format, &self.expected).filter(|_| format != declared)
+                {
+                    return Err(MeasureError::Unfit(grown));
+                }
+                continue;
+            }
+            let input = &self.inputs[t - 1];
+            if let Some(grown) = oversized(format, input).filter(|_| format != input.format()) {
+                return Err(MeasureError::Unfit(grown));
+            }
+            if format != input.format() {
                 converted[t - 1] = Some(
                     self.inputs[t - 1]
                         .convert(format)
@@ -187,6 +200,39 @@ impl Measurer {
             compile,
         })
     }
+}
+
+/// How many times an input's stored values a candidate's format may store: dense levels
+/// over a large hypersparse matrix (`dd` over 20,000 x 20,000 with 240,000 entries), or
+/// hash tables as wide as a power-law matrix's longest row under every row (`sh`: 20,000
+/// tables of 8,192 slots), take seconds and gigabytes to build, and cannot win.
+const MAX_GROWTH: u128 = 64;
+
+/// Below this many positions a format is never too large, however few the entries.
+const SMALL_STORAGE: u128 = 1 << 20;
+
+/// Why `format` is unfit for `tensor` (an input, or the reference's result for the output)
+/// because of its size alone: it would store more than [`MAX_GROWTH`] times the tensor's
+/// stored values (and more than [`SMALL_STORAGE`]).
+fn oversized(format: &Format, tensor: &Tensor) -> Option<TensorError> {
+    let stored = tensor.stored_values() as u128;
+    let too_large =
+        |bound: u128| bound > SMALL_STORAGE && bound > stored.saturating_mul(MAX_GROWTH);
+    let (dims, entries) = (tensor.dims(), tensor.stored_values());
+    // First as if one parent held every entry; only a format that could then be too large
+    // needs the widths of the tensor's fibers, which take a sort.
+    let anywhere = vec![entries; format.levels().len()];
+    if !too_large(format.positions_bound(dims, &anywhere, entries)?) {
+        return None;
+    }
+    let bound = format.positions_bound(dims, &tensor.widest_fibers(format)?, entries)?;
+    too_large(bound).then(|| TensorError::Unrepresentable {
+        format: format.spelling(),
+        reason: format!(
+            "it would store up to {bound} values for {stored} stored ones, more than \
+             {MAX_GROWTH} times as many"
+        ),
+    })
 }
 
 /// Why a candidate has no measurement.
@@ -278,5 +324,51 @@ pub fn median(times: &mut [Duration]) -> Duration {
         times[n / 2]
     } else {
         (times[n / 2 - 1] + times[n / 2]) / 2
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tensor::Coo;
+
+    fn matrix(n: usize, entries: usize) -> Tensor {
+        let coords = (0..entries)
+            .flat_map(|e| [e as i64, (e * 7 % n) as i64])
+            .collect();
+        let coo = Coo::new(vec![n, n], coords, vec![1.0; entries]).unwrap();
+        Tensor::from_coo(&coo, &Format::parse("csr", 2).unwrap(), ValueType::F64).unwrap()
+    }
+
+    /// Dense levels over a large hypersparse matrix make a format unfit before anything is
+    /// allocated; compressed levels, small matrices and formats whose size the entry
+    /// count does not bound (blocked) are left to the conversion.
+    #[test]
+    fn formats_far_larger_than_the_input_are_unfit() {
+        let large = matrix(50_000, 100);
+        let format = |f: &str| Format::parse(f, 2).unwrap();
+        let error = oversized(&format("dense"), &large).expect("2.5G slots for 100 entries");
+        assert!(error.to_string().contains("2500000000"), "{error}");
+        assert!(oversized(&format("sd"), &large).is_some());
+        for fits in ["csr", "dcsr", "csc", "coo", "ds:1,0", "bcsr:4x4"] {
+            assert!(oversized(&format(fits), &large).is_none(), "{fits}");
+        }
+        // Below a million slots nothing is too large.
+        assert!(oversized(&format("dense"), &matrix(1000, 1)).is_none());
+        // Hash tables are as wide as the widest parent needs: one long row makes every
+        // row's table wide, short rows keep them narrow.
+        assert!(oversized(&format("sh"), &large).is_none());
+        let n = 50_000;
+        let mut coords: Vec<i64> = (0..20_000).flat_map(|j| [7, j]).collect();
+        coords.extend((0..100).flat_map(|e| [100 + e, e]));
+        let skewed = Tensor::from_coo(
+            &Coo::new(vec![n, n], coords, vec![1.0; 20_100]).unwrap(),
+            &format("csr"),
+            ValueType::F64,
+        )
+        .unwrap();
+        assert!(oversized(&format("sh"), &skewed).is_some());
+        assert!(oversized(&format("dh"), &skewed).is_some());
+        assert!(oversized(&format("csr"), &skewed).is_none());
     }
 }

@@ -54,6 +54,10 @@ impl LevelFormat for Bytemap {
     fn locate(&self, site: &LevelSite, parent_pos: &Expr, coord: &Expr, _: &Expr) -> Option<Pair> {
         self.coord_access(site, parent_pos, coord)
     }
+    fn positions_bound(&self, parent_positions: u128, size: u128, _: u128, _: u128) -> u128 {
+        // A flag for every coordinate of every parent.
+        parent_positions.saturating_mul(size)
+    }
     fn pack(&self, input: &PackInput<'_>) -> Result<PackOutput, String> {
         let children = pack_computed(input)?;
         let positions = input.parent_positions.checked_mul(input.size);

@@ -83,6 +83,11 @@ impl LevelFormat for Hashed {
         );
         Some((pos, found))
     }
+    fn positions_bound(&self, parent_positions: u128, size: u128, widest: u128, _: u128) -> u128 {
+        // Every parent gets a table as wide as the widest one needs.
+        let fits = |x: u128| usize::try_from(x).unwrap_or(usize::MAX);
+        parent_positions.saturating_mul(hash_width(fits(widest), fits(size)) as u128)
+    }
     fn pack(&self, input: &PackInput<'_>) -> Result<PackOutput, String> {
         let mut groups = Vec::new();
         let mut max_children = 0usize;

@@ -178,6 +178,9 @@ impl LevelFormat for Singleton {
     fn layout(&self) -> Option<Layout> {
         Some(Layout::Singleton)
     }
+    fn positions_bound(&self, parent_positions: u128, _: u128, _: u128, _: u128) -> u128 {
+        parent_positions
+    }
     fn pack(&self, input: &PackInput<'_>) -> Result<PackOutput, String> {
         // Positions without an entry (ELL padding) keep coordinate 0, a valid coordinate
         // whose value slot stays zero, so kernels may read padding unconditionally.
