@@ -337,12 +337,8 @@ def test_threads_share_a_kernel_and_compile_concurrently(rng):
     np.testing.assert_allclose(assembled.output().toarray(), (a @ a).toarray(), rtol=1e-12)
 
 
-def test_tune_returns_a_choice_that_computes_the_same_result(rng):
-    a = sp.random(300, 200, density=0.05, format="csr", random_state=7)
-    x = rng.standard_normal(200)
-    choice = sparsec.tune("y(i) = A(i,j) * x(j)", A=a, x=x, budget=3.0, threads=1)
-    assert set(choice) == {"formats", "schedule", "threads", "speedup", "measured", "seconds"}
-    assert "A" in choice["formats"] and choice["measured"] >= 1 and choice["speedup"] > 0
+def assert_spmv_choice_computes(choice, a, x):
+    """The tuned choice of SpMV (formats, schedule, threads) computes ``a @ x``."""
     y = sparsec.evaluate(
         "y(i) = A(i,j) * x(j)",
         A=a,
@@ -352,6 +348,15 @@ def test_tune_returns_a_choice_that_computes_the_same_result(rng):
         threads=choice["threads"],
     )
     np.testing.assert_allclose(y, a @ x, rtol=1e-12, atol=1e-12)
+
+
+def test_tune_returns_a_choice_that_computes_the_same_result(rng):
+    a = sp.random(300, 200, density=0.05, format="csr", random_state=7)
+    x = rng.standard_normal(200)
+    choice = sparsec.tune("y(i) = A(i,j) * x(j)", A=a, x=x, budget=3.0, threads=1)
+    assert set(choice) == {"formats", "schedule", "threads", "speedup", "measured", "seconds"}
+    assert "A" in choice["formats"] and choice["measured"] >= 1 and choice["speedup"] > 0
+    assert_spmv_choice_computes(choice, a, x)
 
 
 def test_tune_refuses_bad_options(rng):
@@ -383,15 +388,7 @@ def test_tune_with_the_learned_model_or_a_clear_refusal(rng, tmp_path):
     choice = sparsec.tune(spmv, A=a, x=x, search="model", budget=5.0, candidates=3, threads=1)
     # sparsec's default and at most the three points the model ranks best.
     assert 1 <= choice["measured"] <= 4 and choice["speedup"] > 0
-    y = sparsec.evaluate(
-        spmv,
-        A=a,
-        x=x,
-        formats=choice["formats"],
-        schedule=choice["schedule"] or None,
-        threads=choice["threads"],
-    )
-    np.testing.assert_allclose(y, a @ x, rtol=1e-12, atol=1e-12)
+    assert_spmv_choice_computes(choice, a, x)
     missing = tmp_path / "no-such-model"
     with pytest.raises(sparsec.InputError, match="no-such-model"):
         sparsec.tune(spmv, A=a, x=x, search="model", model=missing, budget=1.0)
