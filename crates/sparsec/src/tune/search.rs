@@ -183,9 +183,9 @@ const FINALISTS: usize = 3;
 const CONFIRMATION_ROUNDS: usize = 3;
 
 /// Measure sparsec's default, then `candidates` in turn (skipping repeats) until one of
-/// `limits` is reached or they run out. Then confirm: the default and the [`FINALISTS`]
-/// fastest are measured again, interleaved, [`CONFIRMATION_ROUNDS`] times, and the fastest
-/// by its median over those rounds is kept. The best of many noisy measurements is biased
+/// `limits` is reached or they run out. Then confirm: the default and the three fastest
+/// are measured again, interleaved, three times (`FINALISTS`, `CONFIRMATION_ROUNDS`), and
+/// the fastest by its median over those rounds is kept. The best of many noisy measurements is biased
 /// low (a candidate wins by drawing a lucky run), and the default measured first ran in a
 /// cold process: choosing and reporting the speedup from the interleaved rounds removes
 /// both biases. The rounds count in the tuning time, not in `measured`.
