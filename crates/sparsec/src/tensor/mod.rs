@@ -22,8 +22,7 @@ pub use view::{IndexSlice, TensorView, ValueSlice};
 
 use crate::format::{Format, IndexArray, Layout, LevelCoord, LevelSite, LevelStorage};
 use crate::ir::interp::{Env, ARGUMENT};
-use crate::ir::Expr;
-use crate::ir::{ArrayKind, ParamKind};
+use crate::ir::{ArrayKind, Expr, ParamKind};
 
 pub use crate::ir::{IndexWidth, ValueType};
 
@@ -749,7 +748,6 @@ mod tests {
     /// sorting, as a coordinate list would be, instead of streamed out of order.
     #[test]
     fn storage_out_of_order_is_converted_by_sorting() {
-        use crate::ir::{ArrayKind, ParamKind};
         let level = |arrays: Vec<(ArrayKind, IndexArray)>, size| LevelStorage {
             arrays,
             params: vec![(ParamKind::Size, size)],

@@ -185,10 +185,11 @@ const CONFIRMATION_ROUNDS: usize = 3;
 /// Measure sparsec's default, then `candidates` in turn (skipping repeats) until one of
 /// `limits` is reached or they run out. Then confirm: the default and the three fastest
 /// are measured again, interleaved, three times (`FINALISTS`, `CONFIRMATION_ROUNDS`), and
-/// the fastest by its median over those rounds is kept. The best of many noisy measurements is biased
-/// low (a candidate wins by drawing a lucky run), and the default measured first ran in a
-/// cold process: choosing and reporting the speedup from the interleaved rounds removes
-/// both biases. The rounds count in the tuning time, not in `measured`.
+/// the fastest by its median over those rounds is kept (finalists over three times the
+/// best single measurement are not worth it). The best of many noisy measurements is
+/// biased low (a candidate wins by drawing a lucky run), and the default measured first
+/// ran in a cold process: choosing and reporting the speedup from the interleaved rounds
+/// removes both biases. The rounds count in the tuning time, not in `measured`.
 pub fn measure_candidates(
     space: &Space,
     measurer: &Measurer,
@@ -265,11 +266,15 @@ pub fn measure_candidates(
             }
         }
     }
-    let (best, best_measurement, default_measurement) = if finalists.is_empty() {
+    // Noise moves a measurement by a factor of two at worst here, not three.
+    finalists.retain(|(runtime, _)| *runtime <= best_runtime * 3);
+    // Whenever anything else was measured, the default's measurement comes from the rounds
+    // too (alone, when no finalist is left), so that the speedup is never over a cold one.
+    let (best, best_measurement, default_measurement) = if measured > 1 {
+        confirm(space, measurer, &default, finalists)?
+    } else {
         let only = default_measurement.clone();
         (default.point.clone(), only, default_measurement)
-    } else {
-        confirm(space, measurer, &default, finalists)?
     };
     Ok(Tuned {
         best,
