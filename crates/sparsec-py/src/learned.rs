@@ -83,15 +83,3 @@ impl ModelSearch {
         match *self {}
     }
 }
-
-/// The optional features this build of the package has.
-pub fn features() -> Vec<&'static str> {
-    let mut features = Vec::new();
-    if cfg!(feature = "binsparse") {
-        features.push("binsparse");
-    }
-    if cfg!(feature = "learned") {
-        features.push("learned");
-    }
-    features
-}

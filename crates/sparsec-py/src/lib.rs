@@ -21,7 +21,14 @@ fn format_spelling(text: &str, order: usize) -> PyResult<String> {
 /// The optional features this build has (`binsparse`, `learned`).
 #[pyfunction]
 fn features() -> Vec<&'static str> {
-    learned::features()
+    let mut features = Vec::new();
+    if cfg!(feature = "binsparse") {
+        features.push("binsparse");
+    }
+    if cfg!(feature = "learned") {
+        features.push("learned");
+    }
+    features
 }
 
 #[pymodule]
