@@ -33,7 +33,9 @@ use sparsec::io::TensorFile;
 use sparsec::kernel::Backend;
 use sparsec::notation::cin::Statement;
 use sparsec::tensor::{Coo, Tensor};
-use sparsec::tune::{self, augment, Draw, MeasureError, MeasureOptions, Measurer, Point, Space};
+use sparsec::tune::{
+    self, augment, Draw, MeasureError, MeasureOptions, Measurer, Patience, Point, Space,
+};
 
 use crate::run::load_tensors;
 use crate::spec::{self, GenKind, Problem, Source, SpecArgs};
@@ -142,6 +144,7 @@ pub fn collect(args: &CollectArgs) -> Result<()> {
             repeats: args.repeats,
             cap: Duration::from_secs_f64(args.cap),
             backend: Backend::C,
+            ..MeasureOptions::default()
         };
         let measurer = Measurer::new(&space, tensors, options).map_err(Report::new)?;
         for k in todo {
@@ -329,7 +332,11 @@ fn measure_sample(
     };
     record["point"] = point_json(space, &candidate.point);
     let limit = Duration::from_secs_f64(args.cap);
-    match measurer.measure(space, &candidate, Some(limit)) {
+    let patience = Patience {
+        run: Some(limit),
+        compile: None,
+    };
+    match measurer.measure(space, &candidate, patience) {
         Ok(m) => {
             record["status"] = "ok".into();
             record["runtime_s"] = m.runtime.as_secs_f64().into();
@@ -337,7 +344,9 @@ fn measure_sample(
             record["conversion_s"] = m.conversion.as_secs_f64().into();
         }
         Err(MeasureError::Unfit(_)) => record["status"] = "unfit".into(),
-        Err(MeasureError::TimedOut(_)) => record["status"] = "timed_out".into(),
+        Err(MeasureError::TimedOut(_) | MeasureError::CompileTimedOut(_)) => {
+            record["status"] = "timed_out".into()
+        }
         Err(MeasureError::Failed(e)) => {
             record["status"] = "failed".into();
             record["error"] = e.to_string().into();

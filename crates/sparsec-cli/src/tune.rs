@@ -192,6 +192,7 @@ pub fn tune(args: &TuneArgs) -> Result<()> {
             repeats: args.repeats,
             cap: Duration::from_secs_f64(args.cap),
             backend: Backend::C,
+            ..MeasureOptions::default()
         },
     };
     let bar = ProgressBar::new(options.budget.as_millis() as u64);

@@ -1,6 +1,9 @@
 //! The kernel cache: reuse, recovery from corrupted entries, concurrency, and a clear
 //! error for a missing or failing compiler.
 
+mod common;
+
+use common::slow_compiler;
 use sparsec::jit::{self, JitError, Toolchain};
 
 fn toolchain(dir: &std::path::Path) -> Toolchain {
@@ -103,6 +106,61 @@ fn compiler_errors_carry_stderr() {
     let err = jit::load("int broken( {", &toolchain(dir.path()))
         .err()
         .unwrap();
+    assert!(matches!(err, JitError::CompileFailed { .. }));
+    assert!(err.to_string().contains("error"), "{err}");
+}
+
+#[test]
+fn a_compilation_past_the_limit_is_stopped_with_its_children() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("cache");
+    let tc = Toolchain {
+        compiler: slow_compiler(dir.path(), 0, 1.5),
+        compile_limit: Some(std::time::Duration::from_millis(200)),
+        ..toolchain(&cache)
+    };
+    let started = std::time::Instant::now();
+    let err = jit::load(&source(21), &tc).err().unwrap();
+    assert!(
+        matches!(err, JitError::CompileTimedOut { limit, .. } if limit.as_millis() == 200),
+        "{err}"
+    );
+    assert!(err.to_string().contains("took longer than"), "{err}");
+    assert!(
+        started.elapsed().as_secs_f64() < 1.2,
+        "{:?}",
+        started.elapsed()
+    );
+    // The compiler's own child (here `sleep`, for gcc its passes) was stopped too: it never
+    // went on to finish.
+    std::thread::sleep(std::time::Duration::from_millis(2000));
+    assert!(!dir.path().join("finished").exists());
+    // Nothing half-written is left in the cache: only the compiler's identity record.
+    let left: Vec<String> = std::fs::read_dir(&cache)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| !name.ends_with(".id"))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+
+    // Under a limit it does not reach, the same compiler builds the kernel.
+    let patient = Toolchain {
+        compile_limit: Some(std::time::Duration::from_secs(60)),
+        ..tc
+    };
+    let loaded = jit::load(&source(21), &patient).unwrap();
+    assert_eq!(probe(&loaded.library), 21);
+    assert!(dir.path().join("finished").exists());
+}
+
+#[test]
+fn compiler_errors_under_a_limit_carry_stderr() {
+    let dir = tempfile::tempdir().unwrap();
+    let tc = Toolchain {
+        compile_limit: Some(std::time::Duration::from_secs(60)),
+        ..toolchain(dir.path())
+    };
+    let err = jit::load("int broken( {", &tc).err().unwrap();
     assert!(matches!(err, JitError::CompileFailed { .. }));
     assert!(err.to_string().contains("error"), "{err}");
 }

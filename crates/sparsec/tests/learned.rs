@@ -279,6 +279,7 @@ fn shipped_models_guide_a_correct_search() {
             repeats: 1,
             cap: Duration::from_millis(50),
             backend: Backend::Jit,
+            ..MeasureOptions::default()
         };
         let measurer = Measurer::new(&space, tensors, options).unwrap();
         let tuned = ann::search(

@@ -7,9 +7,12 @@ mod common;
 use std::time::Duration;
 
 use rand::SeedableRng;
+use sparsec::jit::Toolchain;
 use sparsec::kernel::Backend;
 use sparsec::tensor::{Coo, Tensor};
-use sparsec::tune::{self, cache, Draw, MeasureError, MeasureOptions, Measurer, Strategy};
+use sparsec::tune::{
+    self, cache, Draw, MeasureError, MeasureOptions, Measurer, Patience, Strategy,
+};
 
 use common::{random_coo, rng, statement};
 
@@ -142,6 +145,7 @@ fn quick(backend: Backend) -> MeasureOptions {
         repeats: 1,
         cap: Duration::from_millis(50),
         backend,
+        ..MeasureOptions::default()
     }
 }
 
@@ -184,7 +188,7 @@ fn every_sampled_point_computes_the_reference_result() {
                     .unwrap_or_else(|| panic!("{what}: no point found"));
                 let point = &candidate.point;
                 let measurer = if k < 2 { &c } else { &jit };
-                match measurer.measure(&space, &candidate, None) {
+                match measurer.measure(&space, &candidate, Patience::default()) {
                     Ok(_) => fit += 1,
                     // The formats cannot hold these inputs (a singleton level under a
                     // parent with several entries): not a point for them.
@@ -328,6 +332,55 @@ fn searches_return_measured_choices() {
             assert_eq!(tuned.best.schedule, "");
         }
     }
+}
+
+/// A compilation that would run past the budget is stopped when the budget ends, so that
+/// one slow candidate cannot hold a search far beyond it; a measurer given a compile limit
+/// reports such a candidate as having timed out.
+#[test]
+fn a_slow_compilation_is_stopped_at_the_budget() {
+    let kernel = &KERNELS[0];
+    let inputs = inputs_of(kernel, Variant::Random, 5);
+    let (stmt, tensors) = statement(kernel.expr, kernel.formats, &inputs, &[]);
+    let space = tune::space_of(&stmt, &tensors, 1);
+    let dir = tempfile::tempdir().unwrap();
+    // The default compiles at gcc's speed; every other candidate would take a minute.
+    let options = MeasureOptions {
+        toolchain: Toolchain {
+            compiler: common::slow_compiler(dir.path(), 1, 60.0),
+            cache_dir: dir.path().join("cache"),
+            ..Toolchain::default()
+        },
+        ..quick(Backend::C)
+    };
+    let measurer = Measurer::new(&space, tensors, options).unwrap();
+    let limits = tune::Limits {
+        budget: Duration::from_secs(2),
+        candidates: None,
+    };
+    let tuned =
+        tune::search::search(&space, &measurer, Strategy::Random, limits, 3, |_| {}).unwrap();
+    assert!(tuned.failures.is_empty(), "{:?}", tuned.failures);
+    assert!(tuned.timed_out >= 1, "no candidate was stopped");
+    assert!(
+        tuned.tuning_time < Duration::from_secs(20),
+        "a 2 s search took {:?}",
+        tuned.tuning_time
+    );
+
+    // Not the default, whose kernel is in the cache.
+    let mut draws = rng(5);
+    let candidate = std::iter::from_fn(|| space.sample(&mut draws, Draw::Everything))
+        .find(|c| c.point != tuned.default)
+        .expect("a point other than the default");
+    let patience = Patience {
+        run: None,
+        compile: Some(Duration::from_millis(100)),
+    };
+    assert!(matches!(
+        measurer.measure(&space, &candidate, patience),
+        Err(MeasureError::CompileTimedOut(limit)) if limit == Duration::from_millis(100)
+    ));
 }
 
 /// A measurement budget stops the search after that many candidates, however much time is

@@ -10,8 +10,9 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, ExitStatus, Stdio};
 use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
 
 /// Why a kernel could not be compiled or loaded.
 #[derive(Debug, thiserror::Error)]
@@ -28,6 +29,10 @@ pub enum JitError {
         source_path: String,
         stderr: String,
     },
+    /// The C compiler ran longer than the toolchain's [`Toolchain::compile_limit`] and was
+    /// stopped.
+    #[error("the C compiler `{compiler}` took longer than {limit:?} on the generated kernel and was stopped")]
+    CompileTimedOut { compiler: String, limit: Duration },
     /// The kernel cache could not be written.
     #[error("kernel cache at {path}: {reason}")]
     Cache { path: String, reason: String },
@@ -47,6 +52,11 @@ pub struct Toolchain {
     /// Cache directory (`SPARSEC_CACHE_DIR`, default `$XDG_CACHE_HOME/sparsec` or
     /// `~/.cache/sparsec`).
     pub cache_dir: PathBuf,
+    /// The longest one compilation may take (`None`, the default: no limit). A compiler
+    /// still running then is stopped, with every process it started, and loading fails
+    /// with [`JitError::CompileTimedOut`]: a tuner with a time budget sets it to what is
+    /// left of the budget. Not part of the cache key.
+    pub compile_limit: Option<Duration>,
 }
 
 impl Default for Toolchain {
@@ -78,6 +88,7 @@ impl Default for Toolchain {
             compiler,
             flags,
             cache_dir,
+            compile_limit: None,
         }
     }
 }
@@ -311,23 +322,38 @@ fn compile(
     let suffix = unique_suffix();
     let c_path = dir.join(format!("{key}.{suffix}.c"));
     let tmp_so = dir.join(format!("{key}.{suffix}.so.tmp"));
+    let stderr_path = dir.join(format!("{key}.{suffix}.stderr"));
     std::fs::write(&c_path, source).map_err(|e| cache_err(&c_path, e))?;
-    let output = Command::new(&toolchain.compiler)
+    let stderr_file =
+        std::fs::File::create(&stderr_path).map_err(|e| cache_err(&stderr_path, e))?;
+    let mut command = Command::new(&toolchain.compiler);
+    command
         .args(flags_for(source, toolchain))
         .arg("-o")
         .arg(&tmp_so)
         .arg(&c_path)
-        .output()
-        .map_err(|e| JitError::MissingCompiler {
-            compiler: toolchain.compiler.clone(),
-            reason: e.to_string(),
-        })?;
-    if !output.status.success() {
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        // A file, not a pipe: a compiler that fills a pipe nobody reads while we wait
+        // would block, and look like one that runs too long.
+        .stderr(stderr_file);
+    let status = run_compiler(command, toolchain);
+    let stderr = std::fs::read(&stderr_path).unwrap_or_default();
+    let _ = std::fs::remove_file(&stderr_path);
+    let status = match status {
+        Ok(status) => status,
+        Err(e) => {
+            let _ = std::fs::remove_file(&c_path);
+            let _ = std::fs::remove_file(&tmp_so);
+            return Err(e);
+        }
+    };
+    if !status.success() {
         let _ = std::fs::remove_file(&tmp_so);
         return Err(JitError::CompileFailed {
             compiler: toolchain.compiler.clone(),
             source_path: c_path.display().to_string(),
-            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+            stderr: String::from_utf8_lossy(&stderr).into_owned(),
         });
     }
     let _ = std::fs::remove_file(&c_path);
@@ -339,6 +365,40 @@ fn compile(
     std::fs::rename(&tmp_so, so).map_err(|e| cache_err(so, e))?;
     std::fs::rename(&tmp_sum, sum).map_err(|e| cache_err(sum, e))?;
     Ok(())
+}
+
+/// Run the compiler `command` to its end, or under the toolchain's limit until then.
+fn run_compiler(mut command: Command, toolchain: &Toolchain) -> Result<ExitStatus, JitError> {
+    let missing = |e: std::io::Error| JitError::MissingCompiler {
+        compiler: toolchain.compiler.clone(),
+        reason: e.to_string(),
+    };
+    let Some(limit) = toolchain.compile_limit else {
+        return command.status().map_err(missing);
+    };
+    // Its own process group, so that stopping it also stops the passes it started (gcc's
+    // `cc1` would otherwise finish the compilation orphaned).
+    use std::os::unix::process::CommandExt;
+    let mut child = command.process_group(0).spawn().map_err(missing)?;
+    let started = Instant::now();
+    let mut pause = Duration::from_micros(200);
+    loop {
+        if let Some(status) = child.try_wait().map_err(missing)? {
+            return Ok(status);
+        }
+        if started.elapsed() > limit {
+            // SAFETY: signals the process group this call created, which holds only the
+            // compiler and its children.
+            unsafe { libc::kill(-(child.id() as libc::pid_t), libc::SIGKILL) };
+            let _ = child.wait();
+            return Err(JitError::CompileTimedOut {
+                compiler: toolchain.compiler.clone(),
+                limit,
+            });
+        }
+        std::thread::sleep(pause.min(limit.saturating_sub(started.elapsed())));
+        pause = (pause * 2).min(Duration::from_millis(5));
+    }
 }
 
 fn open(path: &Path) -> Result<libloading::Library, JitError> {

@@ -5,7 +5,7 @@
 use std::time::{Duration, Instant};
 
 use crate::format::Format;
-use crate::jit::Toolchain;
+use crate::jit::{JitError, Toolchain};
 use crate::kernel::{Backend, Kernel};
 use crate::reference;
 use crate::tensor::{Tensor, TensorError, ValueType};
@@ -26,6 +26,9 @@ pub struct MeasureOptions {
     pub cap: Duration,
     /// The backend that compiles candidates.
     pub backend: Backend,
+    /// The C compiler, flags and cache of the C backend (its `compile_limit` is set per
+    /// candidate from [`Patience::compile`]).
+    pub toolchain: Toolchain,
 }
 
 impl Default for MeasureOptions {
@@ -34,8 +37,21 @@ impl Default for MeasureOptions {
             repeats: 7,
             cap: Duration::from_secs(2),
             backend: Backend::C,
+            toolchain: Toolchain::default(),
         }
     }
+}
+
+/// How long measuring one candidate may take before it is given up; `None` waits.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Patience {
+    /// A first run longer than this (on one thread, in a child process) is killed
+    /// ([`MeasureError::TimedOut`]), and a warm-up run longer than this is the only timed
+    /// run: a candidate far slower than the best need not be known precisely.
+    pub run: Option<Duration>,
+    /// A compilation longer than this is stopped ([`MeasureError::CompileTimedOut`]): what
+    /// is left of a search's budget.
+    pub compile: Option<Duration>,
 }
 
 /// What measuring one candidate found.
@@ -87,15 +103,12 @@ impl Measurer {
         &self.inputs
     }
 
-    /// Measure `candidate`. With `give_up_after`, a first run in a child process that
-    /// takes longer is killed ([`MeasureError::TimedOut`]), and a warm-up run that takes
-    /// longer is the only run: a candidate far slower than the best need not be known
-    /// precisely.
+    /// Measure `candidate`, giving up as `patience` says.
     pub fn measure(
         &self,
         space: &Space,
         candidate: &Candidate,
-        give_up_after: Option<Duration>,
+        patience: Patience,
     ) -> Result<Measurement, MeasureError> {
         let converting = Instant::now();
         let mut converted: Vec<Option<Tensor>> = vec![None; self.inputs.len()];
@@ -127,18 +140,22 @@ impl Measurer {
             .collect();
 
         let compiling = Instant::now();
+        let toolchain = Toolchain {
+            compile_limit: patience.compile,
+            ..self.options.toolchain.clone()
+        };
         let mut kernel = Kernel::from_lowered(
             candidate.statement.clone(),
             candidate.lowered.clone(),
             ValueType::F64,
-            &Toolchain::default(),
+            &toolchain,
             self.options.backend,
         )
-        .map_err(MeasureError::Failed)?;
+        .map_err(MeasureError::from_compile)?;
         kernel.set_threads(candidate.point.threads);
         let compile = compiling.elapsed();
 
-        if let Some(limit) = give_up_after {
+        if let Some(limit) = patience.run {
             // A run can take far longer than the whole budget (a loop order that binary
             // searches a compressed level at every coordinate); a run in a child process
             // that can be killed finds out first. It runs on one thread: OpenMP's thread
@@ -175,7 +192,7 @@ impl Measurer {
         }
         // A candidate far slower than the best is known well enough from one run.
         let mut times = vec![warm_up];
-        if give_up_after.is_none_or(|limit| warm_up < limit) {
+        if patience.run.is_none_or(|limit| warm_up < limit) {
             times.clear();
             let timing = Instant::now();
             while times.len() < self.options.repeats.max(1) {
@@ -240,6 +257,9 @@ pub enum MeasureError {
     /// One run took longer than this on one thread.
     #[error("one run takes more than {0:?} on one thread")]
     TimedOut(Duration),
+    /// Compiling it took longer than this, and was stopped.
+    #[error("compiling it takes more than {0:?}")]
+    CompileTimedOut(Duration),
     /// It failed to compile, run or compute the reference's result: a bug, since every
     /// point of the space should.
     #[error(transparent)]
@@ -247,6 +267,17 @@ pub enum MeasureError {
 }
 
 impl MeasureError {
+    /// A compilation's error: one stopped at the time limit is
+    /// [`MeasureError::CompileTimedOut`], anything else a failure.
+    fn from_compile(e: Error) -> MeasureError {
+        match e {
+            Error::Jit(JitError::CompileTimedOut { limit, .. }) => {
+                MeasureError::CompileTimedOut(limit)
+            }
+            other => MeasureError::Failed(other),
+        }
+    }
+
     /// A run's error: the output format that cannot hold the result is
     /// [`MeasureError::Unfit`], anything else a failure.
     fn from_run(e: Error) -> MeasureError {

@@ -35,7 +35,7 @@ use crate::tensor::Tensor;
 use crate::Error;
 
 pub use cache::Choice;
-pub use measure::{MeasureError, MeasureOptions, Measurement, Measurer};
+pub use measure::{MeasureError, MeasureOptions, Measurement, Measurer, Patience};
 pub use search::{Limits, Progress, Strategy, Tuned};
 pub use space::{Candidate, Draw, ParallelLoop, Point, Space};
 

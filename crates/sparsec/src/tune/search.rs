@@ -9,7 +9,7 @@ use rand::SeedableRng;
 
 use crate::Error;
 
-use super::measure::{MeasureError, Measurement, Measurer};
+use super::measure::{MeasureError, Measurement, Measurer, Patience};
 use super::space::{Candidate, Draw, Point, Space};
 
 /// How a search draws its candidates.
@@ -62,7 +62,8 @@ pub struct Tuned {
     /// Candidates whose formats cannot hold these inputs (a singleton level under a
     /// parent with several entries, say): the formats' packing decides, per input.
     pub unfit: usize,
-    /// Candidates stopped because one run took over ten times the best's.
+    /// Candidates stopped because one run took over ten times the best's, or their
+    /// compilation ran past the budget.
     pub timed_out: usize,
     /// Candidates that failed otherwise, with the reason. Each is a bug: every point of
     /// the space should compile and compute the reference's result.
@@ -130,7 +131,7 @@ fn confirm(
         .collect();
     for _ in 0..CONFIRMATION_ROUNDS {
         for (k, (candidate, rounds)) in contenders.iter_mut().enumerate() {
-            match measurer.measure(space, candidate, None) {
+            match measurer.measure(space, candidate, Patience::default()) {
                 Ok(m) => rounds.push(m),
                 Err(e) if k == 0 => {
                     return Err(Error::Tune(format!(
@@ -201,7 +202,7 @@ pub fn measure_candidates(
     let default = space.default_point()?;
     let measure_default = || {
         measurer
-            .measure(space, &default, None)
+            .measure(space, &default, Patience::default())
             .map_err(|e| Error::Tune(format!("measuring sparsec's default failed: {e}")))
     };
     let default_measurement = measure_default()?;
@@ -230,8 +231,12 @@ pub fn measure_candidates(
         repeats_in_a_row = 0;
         // Ten times the best is far enough from it to stop timing precisely (and at least
         // a few milliseconds, above the cost of starting a child process).
-        let give_up = (best_runtime * 10).max(Duration::from_millis(20));
-        let outcome = measurer.measure(space, &candidate, Some(give_up));
+        // A compilation, unlike a run, is not bounded otherwise: it may use what is left.
+        let patience = Patience {
+            run: Some((best_runtime * 10).max(Duration::from_millis(20))),
+            compile: Some(budget.saturating_sub(started.elapsed())),
+        };
+        let outcome = measurer.measure(space, &candidate, patience);
         measured += 1;
         let last = match &outcome {
             Ok(m) => {
@@ -242,7 +247,7 @@ pub fn measure_candidates(
                 unfit += 1;
                 None
             }
-            Err(MeasureError::TimedOut(_)) => {
+            Err(MeasureError::TimedOut(_) | MeasureError::CompileTimedOut(_)) => {
                 timed_out += 1;
                 None
             }

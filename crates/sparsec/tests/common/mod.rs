@@ -196,3 +196,27 @@ pub fn assert_close(what: &str, got: &[f64], want: &[f64]) {
         );
     }
 }
+
+/// A C compiler (a script in `dir`) that answers `--version` at once and compiles its
+/// first `fast` kernels at gcc's speed, the later ones only after `seconds`, waited for in
+/// a process of its own that leaves `finished` in `dir` when done (as gcc runs its passes
+/// in processes of their own).
+pub fn slow_compiler(dir: &std::path::Path, fast: usize, seconds: f64) -> String {
+    use std::os::unix::fs::PermissionsExt;
+    let path = dir.join("slow-cc");
+    let (count, finished) = (dir.join("compilations"), dir.join("finished"));
+    std::fs::write(
+        &path,
+        format!(
+            "#!/bin/sh\ncase \"$1\" in --version) exec gcc --version;; esac\n\
+             n=$(cat '{count}' 2>/dev/null || echo 0)\necho $((n + 1)) > '{count}'\n\
+             if [ \"$n\" -ge {fast} ]; then (sleep {seconds}; touch '{finished}') & wait $!; fi\n\
+             exec gcc \"$@\"\n",
+            count = count.display(),
+            finished = finished.display(),
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    path.display().to_string()
+}
