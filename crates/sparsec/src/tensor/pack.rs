@@ -2,7 +2,7 @@
 //! diagonals), sort by storage order, then let each level pack itself.
 
 use super::{Coo, Tensor, TensorError, ValueType, Values};
-use crate::format::{Format, LevelCoord, LevelStorage, PackInput, Segment, Streaming};
+use crate::format::{Format, Layout, LevelCoord, LevelStorage, PackInput, Segment, Streaming};
 use crate::ir::{ArrayKind, ParamKind};
 
 /// Pack `coo` into `format`. With `track`, also return the value slot each entry of
@@ -248,18 +248,25 @@ pub(super) fn stream_converted(
     Ok(in_order.then_some(tensor))
 }
 
-/// The streaming kind of each level of `format`, when every level streams and stores the
-/// mode of its own number (the storage order is the modes' order); `None` otherwise and
-/// for scalars.
-fn streaming_kinds(format: &Format) -> Option<Vec<Streaming>> {
-    let kinds: Vec<Streaming> = format
+/// How each level of `format` is built from tuples in storage order, when every level has
+/// a layout the runtime writes natively ([`Layout`]) and stores the mode of its own number
+/// (the storage order is the modes' order); `None` otherwise and for scalars.
+fn streaming_kinds(format: &Format) -> Option<Vec<Built>> {
+    let kinds: Vec<Built> = format
         .levels()
         .iter()
         .enumerate()
         .map(|(k, spec)| {
-            (spec.coord == LevelCoord::Mode(k))
-                .then(|| spec.format.streaming())
-                .flatten()
+            if spec.coord != LevelCoord::Mode(k) {
+                return None;
+            }
+            Some(match spec.format.layout()? {
+                Layout::Full => Built::Inserted,
+                Layout::Segments => Built::Appended {
+                    unique: spec.format.properties().unique,
+                },
+                Layout::Singleton => Built::Singleton,
+            })
         })
         .collect::<Option<_>>()?;
     (!kinds.is_empty()).then_some(kinds)
@@ -275,7 +282,7 @@ fn first_difference(a: &[i64], b: &[i64]) -> Option<usize> {
 /// the previous entry's (0 for the first) and the value; about `expected` of them. With
 /// `track`, also returns the value slot of each entry.
 fn stream_entries(
-    kinds: Vec<Streaming>,
+    kinds: Vec<Built>,
     dims: &[usize],
     format: &Format,
     value_type: ValueType,
@@ -290,7 +297,7 @@ fn stream_entries(
     let order = kinds.len();
     let mut stream = StreamedLevels::new(kinds, dims.to_vec());
     // The leaf position of each entry: the entry's own number when the leaf appends.
-    let leaf_appends = stream.kinds[order - 1] == Streaming::Appended;
+    let leaf_appends = matches!(stream.kinds[order - 1], Built::Appended { .. });
     let record_leaf = track || !leaf_appends;
     let mut leaf: Vec<usize> = Vec::with_capacity(if record_leaf { expected } else { 0 });
     let mut entry_values: Vec<f64> = Vec::with_capacity(expected);
@@ -330,30 +337,66 @@ fn stream_entries(
     Ok((tensor, if track { leaf } else { Vec::new() }))
 }
 
+/// How a level is built from distinct coordinate tuples given in storage order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Built {
+    /// Every coordinate has a position, `parent * size + coord` ([`Streaming::Inserted`]).
+    Inserted,
+    /// A new coordinate under its parent is appended to `idx`, `pos` holding each parent's
+    /// segment ([`Streaming::Appended`]). Without `unique`, every tuple gets a position of
+    /// its own here, also one whose coordinate repeats its predecessor's (the upper levels
+    /// of COO).
+    Appended { unique: bool },
+    /// One coordinate at its parent's own position; positions without a tuple keep
+    /// coordinate 0, as the general packing leaves them.
+    Singleton,
+}
+
+impl From<Streaming> for Built {
+    fn from(kind: Streaming) -> Built {
+        match kind {
+            Streaming::Inserted => Built::Inserted,
+            Streaming::Appended => Built::Appended { unique: true },
+        }
+    }
+}
+
 /// Levels built from distinct coordinate tuples given one at a time in storage order, each
-/// level inserting (one position per coordinate under its parent) or appending (a new
-/// coordinate under its parent) as [`Streaming`] says: Chou's insert and append.
+/// level inserting, appending or placing its coordinate as [`Built`] says: Chou's insert
+/// and append, and a singleton's one child per parent.
 pub(super) struct StreamedLevels {
-    kinds: Vec<Streaming>,
+    kinds: Vec<Built>,
     /// Each level's size.
     sizes: Vec<usize>,
     /// Appending levels' segment starts, one per parent position seen so far.
     pos: Vec<Vec<i64>>,
-    /// Appending levels' coordinates.
+    /// Appending and singleton levels' coordinates.
     idx: Vec<Vec<i64>>,
     /// The position of the last tuple at each level.
     current: Vec<usize>,
+    /// The first level that gives every tuple a new position whatever its coordinate (not
+    /// unique); the number of levels when none does.
+    first_copying: usize,
+    /// Why the tuples cannot be stored: a singleton level given two coordinates under one
+    /// parent position.
+    conflict: Option<String>,
 }
 
 impl StreamedLevels {
-    pub(super) fn new(kinds: Vec<Streaming>, sizes: Vec<usize>) -> StreamedLevels {
+    pub(super) fn new(kinds: Vec<Built>, sizes: Vec<usize>) -> StreamedLevels {
         let levels = kinds.len();
+        let first_copying = kinds
+            .iter()
+            .position(|kind| *kind == Built::Appended { unique: false })
+            .unwrap_or(levels);
         StreamedLevels {
             kinds,
             sizes,
             pos: vec![Vec::new(); levels],
             idx: vec![Vec::new(); levels],
             current: vec![0; levels],
+            first_copying,
+            conflict: None,
         }
     }
 
@@ -370,31 +413,53 @@ impl StreamedLevels {
     #[inline]
     pub(super) fn push_changed(&mut self, coords: &[i64], first_changed: usize) -> usize {
         let levels = self.kinds.len();
-        for (k, &c) in coords.iter().enumerate().skip(first_changed) {
+        let first_new = first_changed.min(self.first_copying);
+        for (k, &c) in coords.iter().enumerate().skip(first_new) {
             let parent = if k == 0 { 0 } else { self.current[k - 1] };
             self.current[k] = match self.kinds[k] {
-                Streaming::Inserted => parent * self.sizes[k] + c as usize,
-                Streaming::Appended => {
+                Built::Inserted => parent * self.sizes[k] + c as usize,
+                Built::Appended { .. } => {
                     while self.pos[k].len() <= parent {
                         self.pos[k].push(self.idx[k].len() as i64);
                     }
                     self.idx[k].push(c);
                     self.idx[k].len() - 1
                 }
+                Built::Singleton => {
+                    // The parent's position is new unless this is the first level that
+                    // changed (a singleton level is never the first: formats refuse it).
+                    if k == first_new && self.conflict.is_none() {
+                        self.conflict = Some(format!(
+                            "level {} is singleton, so each parent position holds one \
+                             coordinate, but parent position {parent} holds more than one; make \
+                             the parent level non-unique (e.g. COO `uq`)",
+                            k + 1
+                        ));
+                    }
+                    let idx = &mut self.idx[k];
+                    if idx.len() <= parent {
+                        idx.resize(parent + 1, 0);
+                    }
+                    idx[parent] = c;
+                    parent
+                }
             };
         }
         self.current[levels - 1]
     }
 
-    /// The levels' storage and the number of positions of the last one; an error when a
-    /// level's positions cannot be counted or allocated.
+    /// The levels' storage and the number of positions of the last one; an error when the
+    /// tuples do not fit the levels, or a level's positions cannot be counted or allocated.
     pub(super) fn finish(mut self) -> Result<(Vec<LevelStorage>, usize), String> {
+        if let Some(conflict) = self.conflict.take() {
+            return Err(conflict);
+        }
         let mut positions = 1usize;
         let mut levels = Vec::with_capacity(self.kinds.len());
         for (k, kind) in self.kinds.iter().enumerate() {
             let params = vec![(ParamKind::Size, self.sizes[k] as i64)];
             match kind {
-                Streaming::Inserted => {
+                Built::Inserted => {
                     positions = positions
                         .checked_mul(self.sizes[k])
                         .ok_or_else(|| format!("level {} has too many positions", k + 1))?;
@@ -403,7 +468,7 @@ impl StreamedLevels {
                         params,
                     });
                 }
-                Streaming::Appended => {
+                Built::Appended { .. } => {
                     let mut starts = std::mem::take(&mut self.pos[k]);
                     let children = self.idx[k].len();
                     crate::memory::resize(
@@ -418,6 +483,16 @@ impl StreamedLevels {
                             (ArrayKind::Pos, starts.into()),
                             (ArrayKind::Idx, std::mem::take(&mut self.idx[k]).into()),
                         ],
+                        params,
+                    });
+                }
+                Built::Singleton => {
+                    let mut coords = std::mem::take(&mut self.idx[k]);
+                    crate::memory::resize(&mut coords, Some(positions), 0, &|| {
+                        format!("the coordinates of level {}", k + 1)
+                    })?;
+                    levels.push(LevelStorage {
+                        arrays: vec![(ArrayKind::Idx, coords.into())],
                         params,
                     });
                 }
@@ -480,8 +555,10 @@ mod tests {
     #[test]
     fn streaming_matches_general_packing() {
         let mut r = rand::rngs::StdRng::seed_from_u64(7);
+        let mut singleton_conflicts = 0;
         for spelling in [
-            "d", "s", "dd", "ds", "sd", "ss", "dss", "sds", "ssd", "sss", "dsss",
+            "d", "s", "dd", "ds", "sd", "ss", "dss", "sds", "ssd", "sss", "dsss", "uq", "ucq",
+            "us", "su", "uu", "dq", "duq",
         ] {
             let order = spelling.len();
             let format = Format::parse(spelling, order).unwrap();
@@ -501,16 +578,25 @@ mod tests {
                         coo.values.push(r.gen_range(-1.0..1.0));
                     }
                 }
-                let streamed = pack_streaming(&coo, &format, ValueType::F64, true)
-                    .unwrap()
-                    .expect("dense and compressed levels stream");
-                let general = pack_general(&coo, &format, ValueType::F64, true).unwrap();
-                assert!(
-                    streamed.0 == general.0,
-                    "{spelling} {dims:?} density {density}"
-                );
-                assert_eq!(streamed.1, general.1, "{spelling} slots");
+                let what = format!("{spelling} {dims:?} density {density}");
+                let streamed = match pack_streaming(&coo, &format, ValueType::F64, true) {
+                    Ok(Some(packed)) => Ok(packed),
+                    Ok(None) => panic!("{what}: dense, compressed and singleton levels stream"),
+                    Err(e) => Err(e),
+                };
+                let general = pack_general(&coo, &format, ValueType::F64, true);
+                match (streamed, general) {
+                    (Ok(streamed), Ok(general)) => {
+                        assert!(streamed.0 == general.0, "{what}");
+                        assert_eq!(streamed.1, general.1, "{what}: slots");
+                    }
+                    // A singleton level under a parent with two entries.
+                    (Err(_), Err(_)) => singleton_conflicts += 1,
+                    (streamed, general) => panic!("{what}: {streamed:?} against {general:?}"),
+                }
             }
         }
+        // Both paths refused the same inputs, and there were some to refuse.
+        assert!(singleton_conflicts > 0);
     }
 }

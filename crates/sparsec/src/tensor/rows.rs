@@ -153,7 +153,8 @@ fn compact(
         return Ok((vec![level], leaf_pos));
     }
     let sizes = upper.iter().map(|&(mode, _)| dims[mode]).collect();
-    let mut stream = StreamedLevels::new(upper.iter().map(|&(_, kind)| kind).collect(), sizes);
+    let mut stream =
+        StreamedLevels::new(upper.iter().map(|&(_, kind)| kind.into()).collect(), sizes);
     stream.reserve_last(filled);
     let mut leaf_pos: Vec<i64> = Vec::with_capacity(filled + 1);
     // The rows' coordinates advance as an odometer (no division per row), and the
