@@ -383,6 +383,41 @@ fn a_slow_compilation_is_stopped_at_the_budget() {
     ));
 }
 
+/// The confirmation rounds come out of the budget: a budget that leaves time to measure
+/// candidates but not to measure the default again three times measures no other
+/// candidate (before, the search measured candidates until the budget was spent, then
+/// confirmed them past it).
+#[test]
+fn the_budget_keeps_room_for_the_confirmation_rounds() {
+    let kernel = &KERNELS[0];
+    let inputs = inputs_of(kernel, Variant::Random, 5);
+    let (stmt, tensors) = statement(kernel.expr, kernel.formats, &inputs, &[]);
+    let space = tune::space_of(&stmt, &tensors, 1);
+    // Many runs, so that measuring takes far longer than loading the kernel (compiled by
+    // the first measurement, then found in the cache).
+    let options = MeasureOptions {
+        repeats: 20_000,
+        cap: Duration::from_secs(30),
+        ..quick(Backend::C)
+    };
+    let measurer = Measurer::new(&space, tensors, options).unwrap();
+    let default = space.default_point().unwrap();
+    let once = measurer
+        .measure(&space, &default, Patience::default())
+        .unwrap();
+    // Twice one measurement: room for the search's own first measurement of the default
+    // and more, but less than the three rounds that confirm it.
+    let again = once.conversion + once.runtime * (once.runs as u32 + 1);
+    let limits = tune::Limits {
+        budget: again * 2,
+        candidates: None,
+    };
+    let tuned =
+        tune::search::search(&space, &measurer, Strategy::Random, limits, 5, |_| {}).unwrap();
+    assert_eq!(tuned.measured, 1, "one measurement {again:?}");
+    assert_eq!(tuned.best, tuned.default);
+}
+
 /// A measurement budget stops the search after that many candidates, however much time is
 /// left, so that searches can be compared at one budget.
 #[test]

@@ -123,10 +123,10 @@ fn confirm(
     space: &Space,
     measurer: &Measurer,
     default: &Candidate,
-    finalists: Vec<(Duration, Candidate)>,
+    finalists: Vec<Candidate>,
 ) -> Result<(Point, Measurement, Measurement), Error> {
     let mut contenders: Vec<(&Candidate, Vec<Measurement>)> = std::iter::once(default)
-        .chain(finalists.iter().map(|(_, c)| c))
+        .chain(&finalists)
         .map(|c| (c, Vec::with_capacity(CONFIRMATION_ROUNDS)))
         .collect();
     for _ in 0..CONFIRMATION_ROUNDS {
@@ -154,6 +154,12 @@ fn confirm(
         .min_by_key(|(_, m)| m.runtime)
         .expect("the default is confirmed");
     Ok((best.point.clone(), best_measurement, default_measurement))
+}
+
+/// About what measuring a candidate again takes, from its measurement `m`: converting its
+/// inputs and its timed runs after a warm-up (its kernel is compiled already).
+fn remeasuring(m: &Measurement) -> Duration {
+    m.conversion + m.runtime * (m.runs as u32 + 1)
 }
 
 /// The measurement of median runtime among `rounds` (not empty), counting every round's
@@ -190,7 +196,9 @@ const CONFIRMATION_ROUNDS: usize = 3;
 /// best single measurement are not worth it). The best of many noisy measurements is
 /// biased low (a candidate wins by drawing a lucky run), and the default measured first
 /// ran in a cold process: choosing and reporting the speedup from the interleaved rounds
-/// removes both biases. The rounds count in the tuning time, not in `measured`.
+/// removes both biases. The rounds count in the tuning time and come out of the budget
+/// (the search stops early enough for them, by the finalists' measurements so far), not
+/// in `measured`.
 pub fn measure_candidates(
     space: &Space,
     measurer: &Measurer,
@@ -207,8 +215,8 @@ pub fn measure_candidates(
     };
     let default_measurement = measure_default()?;
     let mut best_runtime = default_measurement.runtime;
-    // The fastest candidates so far with their runtimes, fastest first.
-    let mut finalists: Vec<(Duration, Candidate)> = Vec::with_capacity(FINALISTS + 1);
+    // The fastest candidates so far with their measurements, fastest first.
+    let mut finalists: Vec<(Measurement, Candidate)> = Vec::with_capacity(FINALISTS + 1);
     let mut seen: HashSet<String> = HashSet::from([default.point.key()]);
     let mut failures = Vec::new();
     let mut unfit = 0;
@@ -218,7 +226,14 @@ pub fn measure_candidates(
     // A space with few points runs out of new ones; stop after this many repeats in a row.
     let mut repeats_in_a_row = 0;
     for candidate in candidates {
-        if started.elapsed() >= budget
+        let confirming = CONFIRMATION_ROUNDS as u32
+            * (remeasuring(&default_measurement)
+                + finalists
+                    .iter()
+                    .map(|(m, _)| remeasuring(m))
+                    .sum::<Duration>());
+        let left = budget.saturating_sub(started.elapsed() + confirming);
+        if left.is_zero()
             || repeats_in_a_row >= 100
             || limits.candidates.is_some_and(|n| measured > n)
         {
@@ -234,7 +249,7 @@ pub fn measure_candidates(
         // A compilation, unlike a run, is not bounded otherwise: it may use what is left.
         let patience = Patience {
             run: Some((best_runtime * 10).max(Duration::from_millis(20))),
-            compile: Some(budget.saturating_sub(started.elapsed())),
+            compile: Some(left),
         };
         let outcome = measurer.measure(space, &candidate, patience);
         measured += 1;
@@ -264,15 +279,16 @@ pub fn measure_candidates(
             last,
         });
         if let Ok(m) = outcome {
-            let slower = finalists.partition_point(|(t, _)| *t <= m.runtime);
+            let slower = finalists.partition_point(|(f, _)| f.runtime <= m.runtime);
             if slower < FINALISTS {
-                finalists.insert(slower, (m.runtime, candidate));
+                finalists.insert(slower, (m, candidate));
                 finalists.truncate(FINALISTS);
             }
         }
     }
     // Noise moves a measurement by a factor of two at worst here, not three.
-    finalists.retain(|(runtime, _)| *runtime <= best_runtime * 3);
+    finalists.retain(|(m, _)| m.runtime <= best_runtime * 3);
+    let finalists = finalists.into_iter().map(|(_, c)| c).collect();
     // Whenever anything else was measured, the default's measurement comes from the rounds
     // too (alone, when no finalist is left), so that the speedup is never over a cold one.
     let (best, best_measurement, default_measurement) = if measured > 1 {
