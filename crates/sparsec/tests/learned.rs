@@ -270,6 +270,8 @@ fn shipped_models_guide_a_correct_search() {
     assert!(spmv.meta().report["held_out"]["inputs"].as_u64().unwrap() > 0);
     let spmm = CostModel::builtin("C(i,j) = A(i,k) * B(k,j)").expect("SpMM ships");
     assert!(spmm.meta().report["held_out"]["inputs"].as_u64().unwrap() > 0);
+    let sddmm = CostModel::builtin("S(r,c) = P(r,c) * U(r,f) * V(f,c)").expect("SDDMM ships");
+    assert!(sddmm.meta().report["held_out"]["inputs"].as_u64().unwrap() > 0);
     assert!(CostModel::builtin("y(i) = A(i,j) * A(i,j)").is_none());
 
     for blocky in [true, false] {

@@ -559,7 +559,7 @@ def tune(
     ``"format-only"`` (formats with the default schedule, the baseline) or ``"model"``
     (the learned cost model reads the input's nonzero pattern and ranks the schedules; the
     ``candidates`` it ranks best, 10 by default, are measured). ``"model"`` uses the model
-    shipped for the statement (SpMV and SpMM), or the one at the stem ``model`` written
+    shipped for the statement (SpMV, SpMM, SDDMM), or the one at the stem ``model`` written
     by ``sparsec tune train``, and needs a package built with the ``learned`` feature
     (see :func:`features`). ``candidates`` also caps the other searches.
 

@@ -11,7 +11,7 @@
 //!
 //! A model is two files, `NAME.json` (what it was trained for, the standardization of the
 //! global sizes, the points seen in training, the training report) and
-//! `NAME.safetensors` (the weights). Models for SpMV and SpMM ship inside the library
+//! `NAME.safetensors` (the weights). Models for SpMV, SpMM and SDDMM ship inside the library
 //! ([`CostModel::builtin`]).
 //!
 //! ```no_run
@@ -205,7 +205,7 @@ pub struct CostModel {
 }
 
 /// The models shipped with sparsec: (statement, description, weights).
-const BUILTIN: [(&str, &[u8], &[u8]); 2] = [
+const BUILTIN: [(&str, &[u8], &[u8]); 3] = [
     (
         "spmv",
         include_bytes!("../../../models/spmv.json"),
@@ -215,6 +215,11 @@ const BUILTIN: [(&str, &[u8], &[u8]); 2] = [
         "spmm",
         include_bytes!("../../../models/spmm.json"),
         include_bytes!("../../../models/spmm.safetensors"),
+    ),
+    (
+        "sddmm",
+        include_bytes!("../../../models/sddmm.json"),
+        include_bytes!("../../../models/sddmm.safetensors"),
     ),
 ];
 
