@@ -76,6 +76,8 @@ pub struct Measurer {
     /// The reference's magnitude of the terms of each output component.
     magnitude: Tensor,
     options: MeasureOptions,
+    /// How long the reference evaluator took to compute `expected` and `magnitude`.
+    reference_time: Duration,
 }
 
 impl Measurer {
@@ -88,6 +90,7 @@ impl Measurer {
     ) -> Result<Measurer, Error> {
         let refs: Vec<&Tensor> = inputs.iter().collect();
         let statement = space.statement();
+        let evaluating = Instant::now();
         let expected = reference::evaluate(statement, &refs, None);
         let magnitude = reference::magnitude(statement, &refs, None);
         Ok(Measurer {
@@ -95,7 +98,14 @@ impl Measurer {
             expected,
             magnitude,
             options,
+            reference_time: evaluating.elapsed(),
         })
+    }
+
+    /// How long the reference evaluator took on these inputs: part of what tuning costs,
+    /// since every candidate is checked against its result.
+    pub fn reference_time(&self) -> Duration {
+        self.reference_time
     }
 
     /// The inputs in their declared formats.

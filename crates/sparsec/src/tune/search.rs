@@ -68,7 +68,8 @@ pub struct Tuned {
     /// Candidates that failed otherwise, with the reason. Each is a bug: every point of
     /// the space should compile and compute the reference's result.
     pub failures: Vec<String>,
-    /// Wall-clock time of the whole search.
+    /// Wall-clock time of the whole search, with the reference evaluation that checks its
+    /// candidates ([`Measurer::reference_time`]).
     pub tuning_time: Duration,
 }
 
@@ -306,6 +307,6 @@ pub fn measure_candidates(
         unfit,
         timed_out,
         failures,
-        tuning_time: started.elapsed(),
+        tuning_time: started.elapsed() + measurer.reference_time(),
     })
 }

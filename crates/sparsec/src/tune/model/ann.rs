@@ -142,7 +142,7 @@ pub fn search(
         candidates: Some(top),
     };
     let mut tuned = search::measure_candidates(space, measurer, chosen, limits, progress)?;
-    tuned.tuning_time = started.elapsed();
+    tuned.tuning_time = started.elapsed() + measurer.reference_time();
     Ok(tuned)
 }
 
