@@ -11,6 +11,8 @@
 //! varies over a variable the operand with listed entries lacks (`A(i,j) + x(k)`).
 
 use std::collections::HashMap;
+
+use smallvec::SmallVec;
 use std::hash::{BuildHasherDefault, Hasher};
 
 use crate::format::Format;
@@ -50,11 +52,15 @@ impl Hasher for FxHasher {
 
 type Map<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
 
+/// Coordinates in a function's variable order: held inline up to order 4, so that the
+/// millions of components an SDDMM or MTTKRP join lists are not one allocation each.
+type Key = SmallVec<[usize; 4]>;
+
 /// A function of `vars`: `entries[coords]` where listed (coordinates in `vars` order),
 /// `fill` elsewhere.
 struct Func {
     vars: Vec<VarId>,
-    entries: Map<Vec<usize>, f64>,
+    entries: Map<Key, f64>,
     fill: f64,
     /// The fill is a structural zero: the unlisted coordinates are entries no operand
     /// stores (rather than values computed there), which annihilate a product or a
@@ -142,7 +148,7 @@ fn eval(expr: &CExpr, cx: &Cx) -> Func {
                 .iter()
                 .map(|v| a.indices.iter().position(|w| w == v).expect("listed"))
                 .collect();
-            let mut entries: Map<Vec<usize>, f64> = Map::default();
+            let mut entries: Map<Key, f64> = Map::default();
             tensor.for_each_stored(|c, x| {
                 if a.indices.iter().zip(c).any(|(v, &cv)| {
                     let m = first[vars.iter().position(|w| w == v).expect("listed")];
@@ -235,13 +241,13 @@ fn binary(op: Op, a: Func, b: Func, stmt: &Statement) -> Func {
                 for_each_point(&extra, |p| {
                     key[ak.len()..].copy_from_slice(p);
                     b_pos.iter().zip(&mut b_key).for_each(|(&m, c)| *c = key[m]);
-                    let value = match b.entries.get(&b_key) {
+                    let value = match b.entries.get(b_key.as_slice()) {
                         // An absent term leaves the other as it is (`x + absent` is `x`,
                         // even for x = -0), as the kernels drop it.
                         None if b.structural && matches!(op, Op::Add | Op::Sub) => ax,
                         bx => apply(op, ax, bx.copied().unwrap_or(b.fill)),
                     };
-                    entries.insert(key.clone(), value);
+                    entries.insert(Key::from_slice(&key), value);
                 });
             }
         }
@@ -258,7 +264,7 @@ fn binary(op: Op, a: Func, b: Func, stmt: &Statement) -> Func {
                         (Op::Sub, None) if a.structural => -bx,
                         (op, ax) => apply(op, ax.copied().unwrap_or(a.fill), bx),
                     };
-                    entries.insert(key.clone(), value);
+                    entries.insert(Key::from_slice(&key), value);
                 });
             }
         }
@@ -309,7 +315,7 @@ fn join(
     vars: &[VarId],
     b_pos: &[usize],
     drop: Option<usize>,
-    out: &mut Map<Vec<usize>, f64>,
+    out: &mut Map<Key, f64>,
 ) {
     let shared: Vec<(usize, usize)> = b_pos
         .iter()
@@ -317,8 +323,8 @@ fn join(
         .filter(|&(_, &m)| m < a.vars.len())
         .map(|(j, &m)| (m, j))
         .collect();
-    let a_shared = |k: &[usize]| shared.iter().map(|&(m, _)| k[m]).collect::<Vec<_>>();
-    let b_shared = |k: &[usize]| shared.iter().map(|&(_, j)| k[j]).collect::<Vec<_>>();
+    let a_shared = |k: &[usize]| shared.iter().map(|&(m, _)| k[m]).collect::<Key>();
+    let b_shared = |k: &[usize]| shared.iter().map(|&(_, j)| k[j]).collect::<Key>();
     let mut key = vec![0usize; vars.len()];
     let mut kept = Vec::with_capacity(vars.len());
     let mut emit = |ak: &[usize], ax: f64, bk: &[usize], bx: f64| {
@@ -335,7 +341,7 @@ fn join(
         match out.get_mut(kept.as_slice()) {
             Some(x) => *x += ax * bx,
             None => {
-                out.insert(kept.clone(), ax * bx);
+                out.insert(Key::from_slice(&kept), ax * bx);
             }
         }
     };
@@ -344,7 +350,7 @@ fn join(
         let mut bk = vec![0usize; b.vars.len()];
         for (ak, &ax) in &a.entries {
             shared.iter().for_each(|&(m, j)| bk[j] = ak[m]);
-            if let Some(&bx) = b.entries.get(&bk) {
+            if let Some(&bx) = b.entries.get(bk.as_slice()) {
                 emit(ak, ax, &bk, bx);
             }
         }
@@ -354,7 +360,7 @@ fn join(
         let mut ak = vec![0usize; a.vars.len()];
         for (bk, &bx) in &b.entries {
             shared.iter().for_each(|&(m, j)| ak[m] = bk[j]);
-            if let Some(&ax) = a.entries.get(&ak) {
+            if let Some(&ax) = a.entries.get(ak.as_slice()) {
                 emit(&ak, ax, bk, bx);
             }
         }
@@ -382,13 +388,13 @@ fn join(
 /// Call `f` on every pair of entries of `build` and `probe` whose keys agree, indexing the
 /// `build` side (the smaller one) by its key.
 fn hash_join(
-    build: &Map<Vec<usize>, f64>,
-    build_key: impl Fn(&[usize]) -> Vec<usize>,
-    probe: &Map<Vec<usize>, f64>,
-    probe_key: impl Fn(&[usize]) -> Vec<usize>,
+    build: &Map<Key, f64>,
+    build_key: impl Fn(&[usize]) -> Key,
+    probe: &Map<Key, f64>,
+    probe_key: impl Fn(&[usize]) -> Key,
     mut f: impl FnMut(&[usize], f64, &[usize], f64),
 ) {
-    let mut index: Map<Vec<usize>, Vec<(&[usize], f64)>> = Map::default();
+    let mut index: Map<Key, Vec<(&[usize], f64)>> = Map::default();
     for (k, &x) in build {
         index.entry(build_key(k)).or_default().push((k, x));
     }
@@ -414,7 +420,7 @@ fn sum(var: VarId, f: Func, size: usize) -> Func {
             structural: f.structural,
         };
     };
-    let mut groups: Map<Vec<usize>, (f64, usize)> = Map::default();
+    let mut groups: Map<Key, (f64, usize)> = Map::default();
     for (mut k, x) in f.entries {
         k.remove(pos);
         let g = groups.entry(k).or_insert((0.0, 0));
@@ -650,7 +656,7 @@ fn evaluate_as(
         .filter(|&m| !f.vars.contains(&stmt.lhs[m]))
         .collect();
     let free_sizes: Vec<usize> = free.iter().map(|&m| out_dims[m]).collect();
-    let mut components: Map<Vec<usize>, f64> = Map::default();
+    let mut components: Map<Key, f64> = Map::default();
     let mut c = vec![0usize; order];
     for (k, &x) in &f.entries {
         for (m, v) in stmt.lhs.iter().enumerate() {
@@ -660,11 +666,11 @@ fn evaluate_as(
         }
         for_each_point(&free_sizes, |p| {
             free.iter().zip(p).for_each(|(&m, &x)| c[m] = x);
-            components.insert(c.clone(), x);
+            components.insert(Key::from_slice(&c), x);
         });
     }
     if let Some(init) = init {
-        let mut old: Map<Vec<usize>, f64> = Map::default();
+        let mut old: Map<Key, f64> = Map::default();
         init.for_each_stored(|c, x| {
             *old.entry(c.iter().map(|&c| c as usize).collect())
                 .or_insert(0.0) += x;
@@ -674,7 +680,7 @@ fn evaluate_as(
             components.insert(c, combine(o, x));
         }
     }
-    let mut sorted: Vec<(Vec<usize>, f64)> = components.into_iter().collect();
+    let mut sorted: Vec<(Key, f64)> = components.into_iter().collect();
     sorted.sort_unstable_by(|a, b| a.0.cmp(&b.0));
     let coords = sorted
         .iter()
