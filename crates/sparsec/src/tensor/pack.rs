@@ -376,7 +376,7 @@ pub(super) struct StreamedLevels {
     current: Vec<usize>,
     /// The first level that gives every tuple a new position whatever its coordinate (not
     /// unique); the number of levels when none does.
-    first_copying: usize,
+    first_non_unique: usize,
     /// Why the tuples cannot be stored: a singleton level given two coordinates under one
     /// parent position.
     conflict: Option<String>,
@@ -385,7 +385,7 @@ pub(super) struct StreamedLevels {
 impl StreamedLevels {
     pub(super) fn new(kinds: Vec<Built>, sizes: Vec<usize>) -> StreamedLevels {
         let levels = kinds.len();
-        let first_copying = kinds
+        let first_non_unique = kinds
             .iter()
             .position(|kind| *kind == Built::Appended { unique: false })
             .unwrap_or(levels);
@@ -395,7 +395,7 @@ impl StreamedLevels {
             pos: vec![Vec::new(); levels],
             idx: vec![Vec::new(); levels],
             current: vec![0; levels],
-            first_copying,
+            first_non_unique,
             conflict: None,
         }
     }
@@ -413,7 +413,7 @@ impl StreamedLevels {
     #[inline]
     pub(super) fn push_changed(&mut self, coords: &[i64], first_changed: usize) -> usize {
         let levels = self.kinds.len();
-        let first_new = first_changed.min(self.first_copying);
+        let first_new = first_changed.min(self.first_non_unique);
         for (k, &c) in coords.iter().enumerate().skip(first_new) {
             let parent = if k == 0 { 0 } else { self.current[k - 1] };
             self.current[k] = match self.kinds[k] {

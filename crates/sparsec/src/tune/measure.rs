@@ -289,11 +289,12 @@ impl MeasureError {
     }
 
     /// A run's error: the output format that cannot hold the result is
-    /// [`MeasureError::Unfit`], anything else a failure.
+    /// [`MeasureError::Unfit`]; a run may also compile (a variant for inputs of other
+    /// index widths, on first use), and is then judged as a compilation.
     fn from_run(e: Error) -> MeasureError {
         match e {
             Error::Tensor(t) => MeasureError::Unfit(t),
-            other => MeasureError::Failed(other),
+            other => MeasureError::from_compile(other),
         }
     }
 }
