@@ -285,10 +285,11 @@ fn report(args: &TuneArgs, tuned: &Tuned, choice: &tune::Choice) {
         .collect();
     let search = format!("{} search", args.search.name());
     crate::outln!(
-        "searched {} candidates in {:.1} s ({search}; {} could not hold the inputs, {} \
-         stopped at ten times the best)",
+        "searched {} candidates in {:.1} s, {:.1} s of it the reference evaluation that \
+         checks them ({search}; {} could not hold the inputs, {} stopped at ten times the best)",
         tuned.measured,
         tuned.tuning_time.as_secs_f64(),
+        tuned.reference_time.as_secs_f64(),
         tuned.unfit,
         tuned.timed_out
     );
@@ -349,6 +350,7 @@ fn json(
         "tuned_ms": ms(tuned.best_measurement.runtime),
         "speedup": tuned.speedup(),
         "tuning_s": tuned.tuning_time.as_secs_f64(),
+        "reference_s": tuned.reference_time.as_secs_f64(),
         "conversion_ms": ms(tuned.best_measurement.conversion),
         "break_even_runs": tuned.break_even_runs(),
         "measured": tuned.measured,

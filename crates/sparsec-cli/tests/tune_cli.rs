@@ -219,6 +219,9 @@ fn json_output_of_a_statement_with_two_sparse_operands_and_a_sparse_output() {
     }
     assert!(value["speedup"].as_f64().expect("speedup") >= 1.0);
     assert!(value["measured"].as_u64().expect("measured") >= 1);
+    // The reference evaluation is part of the tuning time.
+    let reference = value["reference_s"].as_f64().expect("reference_s");
+    assert!(reference > 0.0 && reference <= value["tuning_s"].as_f64().expect("tuning_s"));
     assert_eq!(
         value["failures"].as_array().expect("failures").len(),
         0,

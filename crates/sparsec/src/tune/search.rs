@@ -71,6 +71,8 @@ pub struct Tuned {
     /// Wall-clock time of the whole search, with the reference evaluation that checks its
     /// candidates ([`Measurer::reference_time`]).
     pub tuning_time: Duration,
+    /// The part of `tuning_time` the reference evaluation took.
+    pub reference_time: Duration,
 }
 
 impl Tuned {
@@ -308,5 +310,6 @@ pub fn measure_candidates(
         timed_out,
         failures,
         tuning_time: started.elapsed() + measurer.reference_time(),
+        reference_time: measurer.reference_time(),
     })
 }
