@@ -296,14 +296,20 @@ fn cache_round_trip_and_fingerprint() {
     assert!(err.contains(":2:"), "{err}");
 }
 
+/// The space of the first kernel (SpMV) on random inputs drawn with `seed`, for up to
+/// `threads` threads, and those inputs.
+fn random_spmv(seed: u64, threads: usize) -> (tune::Space, Vec<Tensor>) {
+    let kernel = &KERNELS[0];
+    let inputs = inputs_of(kernel, Variant::Random, seed);
+    let (stmt, tensors) = statement(kernel.expr, kernel.formats, &inputs, &[]);
+    (tune::space_of(&stmt, &tensors, threads), tensors)
+}
+
 /// Both searches return a measured choice at least as fast as the default they measured,
 /// count their candidates, and every candidate they measured was correct.
 #[test]
 fn searches_return_measured_choices() {
-    let kernel = &KERNELS[0];
-    let inputs = inputs_of(kernel, Variant::Random, 3);
-    let (stmt, tensors) = statement(kernel.expr, kernel.formats, &inputs, &[]);
-    let space = tune::space_of(&stmt, &tensors, 2);
+    let (space, tensors) = random_spmv(3, 2);
     let measurer = Measurer::new(&space, tensors, quick(Backend::Jit)).unwrap();
     for strategy in [Strategy::Random, Strategy::FormatOnly] {
         let mut calls = 0;
@@ -339,10 +345,7 @@ fn searches_return_measured_choices() {
 /// reports such a candidate as having timed out.
 #[test]
 fn a_slow_compilation_is_stopped_at_the_budget() {
-    let kernel = &KERNELS[0];
-    let inputs = inputs_of(kernel, Variant::Random, 5);
-    let (stmt, tensors) = statement(kernel.expr, kernel.formats, &inputs, &[]);
-    let space = tune::space_of(&stmt, &tensors, 1);
+    let (space, tensors) = random_spmv(5, 1);
     let dir = tempfile::tempdir().unwrap();
     // The default compiles at gcc's speed; every other candidate would take a minute.
     let options = MeasureOptions {
@@ -389,10 +392,7 @@ fn a_slow_compilation_is_stopped_at_the_budget() {
 /// confirmed them past it).
 #[test]
 fn the_budget_keeps_room_for_the_confirmation_rounds() {
-    let kernel = &KERNELS[0];
-    let inputs = inputs_of(kernel, Variant::Random, 5);
-    let (stmt, tensors) = statement(kernel.expr, kernel.formats, &inputs, &[]);
-    let space = tune::space_of(&stmt, &tensors, 1);
+    let (space, tensors) = random_spmv(5, 1);
     // Many runs, so that measuring takes far longer than loading the kernel (compiled by
     // the first measurement, then found in the cache).
     let options = MeasureOptions {
@@ -422,10 +422,7 @@ fn the_budget_keeps_room_for_the_confirmation_rounds() {
 /// left, so that searches can be compared at one budget.
 #[test]
 fn a_candidate_budget_bounds_what_is_measured() {
-    let kernel = &KERNELS[0];
-    let inputs = inputs_of(kernel, Variant::Random, 5);
-    let (stmt, tensors) = statement(kernel.expr, kernel.formats, &inputs, &[]);
-    let space = tune::space_of(&stmt, &tensors, 2);
+    let (space, tensors) = random_spmv(5, 2);
     let measurer = Measurer::new(&space, tensors, quick(Backend::Jit)).unwrap();
     let limits = tune::Limits {
         budget: Duration::from_secs(600),

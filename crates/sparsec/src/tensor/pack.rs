@@ -167,7 +167,7 @@ fn pack_streaming(
     value_type: ValueType,
     track: bool,
 ) -> Result<Option<(Tensor, Vec<usize>)>, TensorError> {
-    let Some(kinds) = streaming_kinds(format) else {
+    let Some(kinds) = built_levels(format) else {
         return Ok(None);
     };
     let (tensor, leaf) = stream_entries(
@@ -203,7 +203,7 @@ pub(super) fn stream_converted(
     source: &Tensor,
     format: &Format,
 ) -> Result<Option<Tensor>, TensorError> {
-    let Some(kinds) = streaming_kinds(format) else {
+    let Some(kinds) = built_levels(format) else {
         return Ok(None);
     };
     let in_mode_order = source.format.mode_order() == Some((0..source.order()).collect::<Vec<_>>())
@@ -251,7 +251,7 @@ pub(super) fn stream_converted(
 /// How each level of `format` is built from tuples in storage order, when every level has
 /// a layout the runtime writes natively ([`Layout`]) and stores the mode of its own number
 /// (the storage order is the modes' order); `None` otherwise and for scalars.
-fn streaming_kinds(format: &Format) -> Option<Vec<Built>> {
+fn built_levels(format: &Format) -> Option<Vec<Built>> {
     let kinds: Vec<Built> = format
         .levels()
         .iter()
