@@ -215,15 +215,15 @@ pub fn run(args: &RunArgs) -> Result<()> {
     }
 
     if args.check {
-        let expected = reference::evaluate(&statement, &refs, initial.as_ref());
+        // The magnitude of the summed terms comes with the result, so that cancellation in
+        // a long sum does not read as an error.
+        let (expected, magnitude) =
+            reference::evaluate_with_magnitude(&statement, &refs, initial.as_ref());
         if result.dims() != expected.dims() {
             return Err(miette!(
                 "the result's dimensions differ from the reference's"
             ));
         }
-        // Relative to the magnitude of the summed terms, so that cancellation in a long
-        // sum does not read as an error.
-        let magnitude = reference::magnitude(&statement, &refs, initial.as_ref());
         let diff = reference::max_error(&result, &expected, &magnitude);
         if diff > TOLERANCE {
             return Err(miette!(

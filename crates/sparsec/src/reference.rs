@@ -56,12 +56,71 @@ type Map<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
 /// millions of components an SDDMM or MTTKRP join lists are not one allocation each.
 type Key = SmallVec<[usize; 4]>;
 
+/// A component's value and, beside it, the magnitude of its terms: the same evaluation
+/// with every stored value and literal replaced by its absolute value and every
+/// subtraction by an addition. Both are computed in one pass, because the joins that list
+/// the components are most of the work.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Pair {
+    value: f64,
+    magnitude: f64,
+}
+
+impl Pair {
+    const ZERO: Pair = Pair {
+        value: 0.0,
+        magnitude: 0.0,
+    };
+
+    /// A stored value or a literal.
+    fn exact(x: f64) -> Pair {
+        Pair {
+            value: x,
+            magnitude: x.abs(),
+        }
+    }
+
+    /// `x op y` in IEEE arithmetic (stored values, explicit zeros included); magnitudes
+    /// add up for a difference, as a difference's terms are as large as a sum's.
+    fn apply(op: Op, x: Pair, y: Pair) -> Pair {
+        let magnitude_op = if op == Op::Sub { Op::Add } else { op };
+        Pair {
+            value: apply(op, x.value, y.value),
+            magnitude: apply(magnitude_op, x.magnitude, y.magnitude),
+        }
+    }
+
+    /// The negated value; a magnitude has no sign.
+    fn negated(self) -> Pair {
+        Pair {
+            value: -self.value,
+            ..self
+        }
+    }
+
+    fn scaled(self, n: f64) -> Pair {
+        Pair {
+            value: self.value * n,
+            magnitude: self.magnitude * n,
+        }
+    }
+
+    fn add(&mut self, x: Pair) {
+        self.value += x.value;
+        self.magnitude += x.magnitude;
+    }
+
+    fn times(self, x: Pair) -> Pair {
+        Pair::apply(Op::Mul, self, x)
+    }
+}
+
 /// A function of `vars`: `entries[coords]` where listed (coordinates in `vars` order),
 /// `fill` elsewhere.
 struct Func {
     vars: Vec<VarId>,
-    entries: Map<Key, f64>,
-    fill: f64,
+    entries: Map<Key, Pair>,
+    fill: Pair,
     /// The fill is a structural zero: the unlisted coordinates are entries no operand
     /// stores (rather than values computed there), which annihilate a product or a
     /// numerator whatever the other operand holds there, infinities included.
@@ -69,7 +128,7 @@ struct Func {
 }
 
 impl Func {
-    fn constant(fill: f64) -> Func {
+    fn constant(fill: Pair) -> Func {
         Func {
             vars: Vec::new(),
             entries: Map::default(),
@@ -78,7 +137,7 @@ impl Func {
         }
     }
 
-    fn get(&self, key: &[usize]) -> f64 {
+    fn get(&self, key: &[usize]) -> Pair {
         self.entries.get(key).copied().unwrap_or(self.fill)
     }
 
@@ -92,11 +151,10 @@ impl Func {
     }
 }
 
-/// What is being evaluated: the statement's values, or the magnitudes of its terms.
+/// What is being evaluated.
 struct Cx<'a> {
     stmt: &'a Statement,
     inputs: &'a [&'a Tensor],
-    magnitude: bool,
 }
 
 /// `x op y` in IEEE arithmetic (stored values, explicit zeros included).
@@ -148,7 +206,7 @@ fn eval(expr: &CExpr, cx: &Cx) -> Func {
                 .iter()
                 .map(|v| a.indices.iter().position(|w| w == v).expect("listed"))
                 .collect();
-            let mut entries: Map<Key, f64> = Map::default();
+            let mut sums: Map<Key, f64> = Map::default();
             tensor.for_each_stored(|c, x| {
                 if a.indices.iter().zip(c).any(|(v, &cv)| {
                     let m = first[vars.iter().position(|w| w == v).expect("listed")];
@@ -159,43 +217,30 @@ fn eval(expr: &CExpr, cx: &Cx) -> Func {
                 let key = first.iter().map(|&m| c[m] as usize).collect();
                 // Duplicates add up, as they do in the tensor's value; a single entry keeps
                 // its value exactly (-0 included, which `0.0 + x` would make +0).
-                entries
-                    .entry(key)
+                sums.entry(key)
                     .and_modify(|sum: &mut f64| *sum += x)
                     .or_insert(x);
             });
-            if cx.magnitude {
-                entries.values_mut().for_each(|x| *x = x.abs());
-            }
             Func {
                 vars,
-                entries,
-                fill: 0.0,
+                entries: sums.into_iter().map(|(k, x)| (k, Pair::exact(x))).collect(),
+                fill: Pair::ZERO,
                 structural: true,
             }
             .normalized()
         }
-        CExpr::Literal(x) => Func::constant(if cx.magnitude { x.abs() } else { *x }),
+        CExpr::Literal(x) => Func::constant(Pair::exact(*x)),
         CExpr::Neg(e) => {
             let mut f = eval(e, cx);
-            if !cx.magnitude {
-                f.entries.values_mut().for_each(|x| *x = -*x);
-                // A structural zero has no sign (kernels drop the negated absent operand):
-                // `1 / -A(i)` is +inf where `A` stores nothing, as `1 / A(i)` is.
-                if !f.structural {
-                    f.fill = -f.fill;
-                }
+            f.entries.values_mut().for_each(|x| *x = x.negated());
+            // A structural zero has no sign (kernels drop the negated absent operand):
+            // `1 / -A(i)` is +inf where `A` stores nothing, as `1 / A(i)` is.
+            if !f.structural {
+                f.fill = f.fill.negated();
             }
             f
         }
-        CExpr::Binary(op, a, b) => {
-            // Magnitudes add up: a difference's terms are as large as a sum's.
-            let op = match op {
-                Op::Sub if cx.magnitude => Op::Add,
-                op => *op,
-            };
-            binary(op, eval(a, cx), eval(b, cx), cx.stmt)
-        }
+        CExpr::Binary(op, a, b) => binary(*op, eval(a, cx), eval(b, cx), cx.stmt),
         CExpr::Sum(v, e) => {
             let size = cx.stmt.vars[*v].size;
             if let CExpr::Binary(Op::Mul, a, b) = &**e {
@@ -216,9 +261,9 @@ fn binary(op: Op, a: Func, b: Func, stmt: &Statement) -> Func {
     let b_zeroes = b.structural && op == Op::Mul;
     let structural = a_zeroes || b_zeroes || (a.structural && b.structural);
     let fill = if structural {
-        0.0
+        Pair::ZERO
     } else {
-        apply(op, a.fill, b.fill)
+        Pair::apply(op, a.fill, b.fill)
     };
     let b_pos: Vec<usize> = b
         .vars
@@ -245,7 +290,7 @@ fn binary(op: Op, a: Func, b: Func, stmt: &Statement) -> Func {
                         // An absent term leaves the other as it is (`x + absent` is `x`,
                         // even for x = -0), as the kernels drop it.
                         None if b.structural && matches!(op, Op::Add | Op::Sub) => ax,
-                        bx => apply(op, ax, bx.copied().unwrap_or(b.fill)),
+                        bx => Pair::apply(op, ax, bx.copied().unwrap_or(b.fill)),
                     };
                     entries.insert(Key::from_slice(&key), value);
                 });
@@ -261,8 +306,8 @@ fn binary(op: Op, a: Func, b: Func, stmt: &Statement) -> Func {
                     let value = match (op, a.entries.get(&key[..a.vars.len()])) {
                         // `absent - x` is `-x`, not `0 - x` (which is +0 for x = +0).
                         (Op::Add, None) if a.structural => bx,
-                        (Op::Sub, None) if a.structural => -bx,
-                        (op, ax) => apply(op, ax.copied().unwrap_or(a.fill), bx),
+                        (Op::Sub, None) if a.structural => bx.negated(),
+                        (op, ax) => Pair::apply(op, ax.copied().unwrap_or(a.fill), bx),
                     };
                     entries.insert(Key::from_slice(&key), value);
                 });
@@ -300,7 +345,7 @@ fn contract(var: VarId, size: usize, a: Func, b: Func, stmt: &Statement) -> Func
     Func {
         vars,
         entries,
-        fill: 0.0,
+        fill: Pair::ZERO,
         structural: true,
     }
     .normalized()
@@ -315,7 +360,7 @@ fn join(
     vars: &[VarId],
     b_pos: &[usize],
     drop: Option<usize>,
-    out: &mut Map<Key, f64>,
+    out: &mut Map<Key, Pair>,
 ) {
     let shared: Vec<(usize, usize)> = b_pos
         .iter()
@@ -327,7 +372,7 @@ fn join(
     let b_shared = |k: &[usize]| shared.iter().map(|&(_, j)| k[j]).collect::<Key>();
     let mut key = vec![0usize; vars.len()];
     let mut kept = Vec::with_capacity(vars.len());
-    let mut emit = |ak: &[usize], ax: f64, bk: &[usize], bx: f64| {
+    let mut emit = |ak: &[usize], ax: Pair, bk: &[usize], bx: Pair| {
         key[..ak.len()].copy_from_slice(ak);
         b_pos.iter().zip(bk).for_each(|(&m, &c)| key[m] = c);
         kept.clear();
@@ -339,9 +384,9 @@ fn join(
         );
         // Look up before inserting: most products land on a component already listed.
         match out.get_mut(kept.as_slice()) {
-            Some(x) => *x += ax * bx,
+            Some(x) => x.add(ax.times(bx)),
             None => {
-                out.insert(Key::from_slice(&kept), ax * bx);
+                out.insert(Key::from_slice(&kept), ax.times(bx));
             }
         }
     };
@@ -388,13 +433,13 @@ fn join(
 /// Call `f` on every pair of entries of `build` and `probe` whose keys agree, indexing the
 /// `build` side (the smaller one) by its key.
 fn hash_join(
-    build: &Map<Key, f64>,
+    build: &Map<Key, Pair>,
     build_key: impl Fn(&[usize]) -> Key,
-    probe: &Map<Key, f64>,
+    probe: &Map<Key, Pair>,
     probe_key: impl Fn(&[usize]) -> Key,
-    mut f: impl FnMut(&[usize], f64, &[usize], f64),
+    mut f: impl FnMut(&[usize], Pair, &[usize], Pair),
 ) {
-    let mut index: Map<Key, Vec<(&[usize], f64)>> = Map::default();
+    let mut index: Map<Key, Vec<(&[usize], Pair)>> = Map::default();
     for (k, &x) in build {
         index.entry(build_key(k)).or_default().push((k, x));
     }
@@ -408,32 +453,40 @@ fn hash_join(
 /// `f` summed over all `size` values of `var`.
 fn sum(var: VarId, f: Func, size: usize) -> Func {
     if size == 0 {
-        return Func::constant(0.0);
+        return Func::constant(Pair::ZERO);
     }
     let Some(pos) = f.vars.iter().position(|&v| v == var) else {
         // Constant in `var`: every term is the same.
         let n = size as f64;
         return Func {
             vars: f.vars,
-            entries: f.entries.into_iter().map(|(k, x)| (k, x * n)).collect(),
-            fill: if f.structural { 0.0 } else { f.fill * n },
+            entries: f
+                .entries
+                .into_iter()
+                .map(|(k, x)| (k, x.scaled(n)))
+                .collect(),
+            fill: if f.structural {
+                Pair::ZERO
+            } else {
+                f.fill.scaled(n)
+            },
             structural: f.structural,
         };
     };
-    let mut groups: Map<Key, (f64, usize)> = Map::default();
+    let mut groups: Map<Key, (Pair, usize)> = Map::default();
     for (mut k, x) in f.entries {
         k.remove(pos);
-        let g = groups.entry(k).or_insert((0.0, 0));
-        g.0 += x;
+        let g = groups.entry(k).or_insert((Pair::ZERO, 0));
+        g.0.add(x);
         g.1 += 1;
     }
     // The unlisted values of `var` contribute the fill each (skipped when there are none,
     // so that a non-finite fill does not leak into a fully listed group).
     let unlisted = |count: usize| {
         if count == size || f.structural {
-            0.0
+            Pair::ZERO
         } else {
-            (size - count) as f64 * f.fill
+            f.fill.scaled((size - count) as f64)
         }
     };
     let mut vars = f.vars;
@@ -444,7 +497,10 @@ fn sum(var: VarId, f: Func, size: usize) -> Func {
         structural: f.structural,
         entries: groups
             .into_iter()
-            .map(|(k, (total, count))| (k, total + unlisted(count)))
+            .map(|(k, (mut total, count))| {
+                total.add(unlisted(count));
+                (k, total)
+            })
             .collect(),
     }
     .normalized()
@@ -506,13 +562,32 @@ pub fn distribute_reductions(rhs: &CExpr) -> CExpr {
 /// # Panics
 /// If the number of inputs or any tensor's dimensions disagree with the statement.
 pub fn evaluate(stmt: &Statement, inputs: &[&Tensor], output_init: Option<&Tensor>) -> Tensor {
-    evaluate_as(stmt, inputs, output_init, false)
+    let f = evaluate_pairs(stmt, inputs, output_init);
+    output(stmt, &f, output_init, Lane::Value)
 }
 
 /// Per output component, the sum of the absolute values of the terms that
 /// [`evaluate`] adds up: the scale of the rounding error of any evaluation order.
 pub fn magnitude(stmt: &Statement, inputs: &[&Tensor], output_init: Option<&Tensor>) -> Tensor {
-    evaluate_as(stmt, inputs, output_init, true)
+    let f = evaluate_pairs(stmt, inputs, output_init);
+    output(stmt, &f, output_init, Lane::Magnitude)
+}
+
+/// [`evaluate`] and [`magnitude`] together, for the price of one evaluation: the result,
+/// then the magnitude of its terms.
+///
+/// # Panics
+/// As [`evaluate`].
+pub fn evaluate_with_magnitude(
+    stmt: &Statement,
+    inputs: &[&Tensor],
+    output_init: Option<&Tensor>,
+) -> (Tensor, Tensor) {
+    let f = evaluate_pairs(stmt, inputs, output_init);
+    (
+        output(stmt, &f, output_init, Lane::Value),
+        output(stmt, &f, output_init, Lane::Magnitude),
+    )
 }
 
 /// Largest difference between `got` and `expected` relative to `1 + magnitude`, per
@@ -572,12 +647,25 @@ fn check_dims(t: &Tensor, dims: &[usize], what: &str) {
     );
 }
 
-fn evaluate_as(
-    stmt: &Statement,
-    inputs: &[&Tensor],
-    output_init: Option<&Tensor>,
-    magnitude: bool,
-) -> Tensor {
+/// Which half of the evaluated pairs an output tensor holds.
+#[derive(Clone, Copy, PartialEq)]
+enum Lane {
+    Value,
+    Magnitude,
+}
+
+impl Lane {
+    fn of(self, x: Pair) -> f64 {
+        match self {
+            Lane::Value => x.value,
+            Lane::Magnitude => x.magnitude,
+        }
+    }
+}
+
+/// The right-hand side as a function of its free variables, after checking the tensors'
+/// dimensions against the statement.
+fn evaluate_pairs(stmt: &Statement, inputs: &[&Tensor], output_init: Option<&Tensor>) -> Func {
     assert_eq!(
         inputs.len() + 1,
         stmt.tensors.len(),
@@ -589,21 +677,23 @@ fn evaluate_as(
         let decl = &stmt.tensors[k + 1];
         check_dims(t, &decl.dims, &format!("input `{}`", decl.name));
     }
+    if let Some(init) = output_init.filter(|_| stmt.accumulate) {
+        check_dims(init, &stmt.tensors[0].dims, "initial output");
+    }
+    eval(&distribute_reductions(&stmt.rhs), &Cx { stmt, inputs })
+}
+
+/// One lane of `f` as the output tensor, combined with the output's previous contents
+/// under `+=`.
+fn output(stmt: &Statement, f: &Func, output_init: Option<&Tensor>, lane: Lane) -> Tensor {
     let out_dims = &stmt.tensors[0].dims;
     let init = output_init.filter(|_| stmt.accumulate);
-    if let Some(init) = init {
-        check_dims(init, out_dims, "initial output");
-    }
-    let f = eval(
-        &distribute_reductions(&stmt.rhs),
-        &Cx {
-            stmt,
-            inputs,
-            magnitude,
-        },
-    );
+    let fill = lane.of(f.fill);
     // The previous contents and the right-hand side's value combine per component.
-    let combine = |old: f64, x: f64| if magnitude { old.abs() + x } else { old + x };
+    let combine = |old: f64, x: f64| match lane {
+        Lane::Value => old + x,
+        Lane::Magnitude => old.abs() + x,
+    };
     // Where each of the function's variables sits on the left-hand side.
     let lhs_pos: Vec<usize> = f
         .vars
@@ -616,14 +706,14 @@ fn evaluate_as(
         })
         .collect();
     let order = stmt.lhs.len();
-    if stmt.tensors[0].format.is_all_dense() || f.fill != 0.0 || order == 0 {
-        let mut out = vec![f.fill; out_dims.iter().product()];
+    if stmt.tensors[0].format.is_all_dense() || fill != 0.0 || order == 0 {
+        let mut out = vec![fill; out_dims.iter().product()];
         let strides = row_major_strides(out_dims);
         if lhs_pos.len() == order {
             // Every output mode has its own variable: each listed entry is one component.
             for (k, &x) in &f.entries {
                 let flat: usize = lhs_pos.iter().zip(k).map(|(&m, &c)| c * strides[m]).sum();
-                out[flat] = x;
+                out[flat] = lane.of(x);
             }
         } else {
             // The value is broadcast over the output variables it does not depend on.
@@ -631,7 +721,7 @@ fn evaluate_as(
             let mut flat = 0;
             for_each_point(out_dims, |p| {
                 lhs_pos.iter().zip(&mut key).for_each(|(&m, c)| *c = p[m]);
-                out[flat] = f.get(&key);
+                out[flat] = lane.of(f.get(&key));
                 flat += 1;
             });
         }
@@ -666,7 +756,7 @@ fn evaluate_as(
         }
         for_each_point(&free_sizes, |p| {
             free.iter().zip(p).for_each(|(&m, &x)| c[m] = x);
-            components.insert(Key::from_slice(&c), x);
+            components.insert(Key::from_slice(&c), lane.of(x));
         });
     }
     if let Some(init) = init {

@@ -91,8 +91,7 @@ impl Measurer {
         let refs: Vec<&Tensor> = inputs.iter().collect();
         let statement = space.statement();
         let evaluating = Instant::now();
-        let expected = reference::evaluate(statement, &refs, None);
-        let magnitude = reference::magnitude(statement, &refs, None);
+        let (expected, magnitude) = reference::evaluate_with_magnitude(statement, &refs, None);
         Ok(Measurer {
             inputs,
             expected,
