@@ -44,30 +44,44 @@ import time
 
 import numpy as np
 
-DATA = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data", "matrices")
+DATA = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data")
 
-# Per kernel: the statement, its other arguments, the tuned sparse matrix and the index
-# variables of its rows and columns.
+# Per kernel: the statement, its other arguments, the tuned sparse tensor and the index
+# variables of its modes.
 KERNELS = {
-    "spmv": ("y(i) = A(i,j) * x(j)", ["-f", "A:csr", "-g", "x:dense"], "A", "i", "j"),
+    "spmv": ("y(i) = A(i,j) * x(j)", ["-f", "A:csr", "-g", "x:dense"], "A", ["i", "j"]),
     "spmm": ("C(i,j) = A(i,k) * B(k,j)", ["-f", "A:csr", "-g", "B:dense", "-d", "j:16"],
-             "A", "i", "k"),
+             "A", ["i", "k"]),
     "sddmm": ("A(i,j) = B(i,j) * C(i,k) * D(k,j)",
               ["-f", "A:csr", "-f", "B:csr", "-g", "C:dense", "-g", "D:dense", "-d", "k:32"],
-              "B", "i", "j"),
+              "B", ["i", "j"]),
+    "mttkrp": ("A(i,j) = B(i,k,l) * C(k,j) * D(l,j)",
+               ["-f", "B:sss", "-g", "C:dense", "-g", "D:dense", "-d", "j:16"],
+               "B", ["i", "k", "l"]),
 }
 
-# Generated families (`KIND@N`: an N x N matrix from `-g A:KIND`).
-GENERATED = ["powerlaw:8@50000", "banded:4@100000"]
+# Real inputs and generated families (`KIND@N`: every mode of size N, from `-g B:KIND`) that
+# the shipped models were not trained on, for matrices and for order-3 tensors.
+MATRICES = "adder_dcop_05,bayer10,cage10,karate"
+GENERATED = "powerlaw:8@50000,banded:4@100000"
+TENSORS = "pierreauger_coauthor"
+GENERATED_TENSORS = "uniform:0.000001@4000,uniform:0.003@100,uniform:0.0000002@8000"
+
+
+def source_file(source, order):
+    """The shared file of a real input: a matrix, or a FROSTT tensor for order 3."""
+    if order == 2:
+        return os.path.join(DATA, "matrices", source + ".mtx")
+    return os.path.join(DATA, "tensors", source + ".tns")
 
 
 def tune(binary, kernel, source, threads, search, budget, candidates, cache):
-    expr, extra, tensor, rows, cols = KERNELS[kernel]
+    expr, extra, tensor, modes = KERNELS[kernel]
     if "@" in source:
         kind, n = source.split("@")
-        data = ["-g", f"{tensor}:{kind}", "-d", f"{rows}:{n}", "-d", f"{cols}:{n}"]
+        data = ["-g", f"{tensor}:{kind}"] + [a for m in modes for a in ("-d", f"{m}:{n}")]
     else:
-        data = ["-i", f"{tensor}:{os.path.join(DATA, source + '.mtx')}"]
+        data = ["-i", f"{tensor}:{source_file(source, len(modes))}"]
     cmd = [binary, "tune", expr, *extra, *data, "--threads", str(threads), "--search",
            search, "--budget", str(budget), "--seed", "1", "--json"]
     if candidates:
@@ -83,10 +97,10 @@ def mkl_ms(mkl, kernel, source, threads, runs=21):
     """MKL's median time for `kernel` on the shared matrix `source`, in ms, or None."""
     import schedules_vs_mkl as peers
 
-    # MKL has no SDDMM.
-    if mkl is None or "@" in source or kernel == "sddmm":
+    # MKL has no SDDMM or MTTKRP.
+    if mkl is None or "@" in source or kernel not in ("spmv", "spmm"):
         return None
-    a = peers.load_matrix(os.path.join(DATA, source + ".mtx"))
+    a = peers.load_matrix(source_file(source, 2))
     rng = np.random.default_rng(1)
     dense_in = rng.standard_normal(a.shape[1] if kernel == "spmv" else (a.shape[1], 16))
     problem = peers.set_mkl_threads(mkl, threads)
@@ -115,16 +129,25 @@ def main():
     p.add_argument("--binary", default="target/release/sparsec")
     p.add_argument("--budget", type=float, default=15)
     p.add_argument("--threads", default="1,2")
-    p.add_argument("--kernels", default="spmv,spmm", help="spmv, spmm, sddmm")
-    p.add_argument("--inputs", default="adder_dcop_05,bayer10,cage10,karate")
+    p.add_argument("--kernels", default="spmv,spmm", help="spmv, spmm, sddmm, mttkrp")
+    p.add_argument("--inputs", help=f"real inputs (default: matrices {MATRICES}; "
+                   f"for MTTKRP tensors {TENSORS})")
     p.add_argument("--candidates", type=int, help="at most this many measured candidates")
     p.add_argument("--model", action="store_true", help="also the model-guided search")
-    p.add_argument("--generated", default=",".join(GENERATED))
+    p.add_argument("--generated", help=f"generated families (default: {GENERATED}; for "
+                   f"MTTKRP {GENERATED_TENSORS})")
     p.add_argument("--out", default="/tmp/sparsec-tune-bench.csv")
     p.add_argument("--no-mkl", action="store_true", help="leave MKL out")
     p.add_argument("--figure", help="draw the sorted speedups into this PNG")
     args = p.parse_args()
-    sources = [s for s in args.inputs.split(",") + args.generated.split(",") if s]
+
+    def sources(kernel):
+        tensors = len(KERNELS[kernel][3]) == 3
+        real = args.inputs if args.inputs is not None else TENSORS if tensors else MATRICES
+        generated = args.generated if args.generated is not None else (
+            GENERATED_TENSORS if tensors else GENERATED)
+        return [s for s in real.split(",") + generated.split(",") if s]
+
     mkl = None
     if not args.no_mkl:
         sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -135,7 +158,7 @@ def main():
     rows = []
     with tempfile.TemporaryDirectory() as cache:
         for kernel in args.kernels.split(","):
-            for source in sources:
+            for source in sources(kernel):
                 for threads in [int(t) for t in args.threads.split(",")]:
                     searches = ["random", "format-only"] + (["model"] if args.model else [])
                     runs = {s: tune(args.binary, kernel, source, threads, s, args.budget,

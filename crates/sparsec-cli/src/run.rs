@@ -43,8 +43,8 @@ GENERATORS (-g NAME:KIND); dimensions come from -d VAR:SIZE or from other inputs
   dense                 every component
   uniform[:DENSITY]     uniformly random, default density 0.01
   banded[:BW]           matrix with |i-j| <= BW, default 1
-  powerlaw[:NNZ_ROW]    matrix, rows' nonzero counts follow a power law (Zipf, exponent 1),
-                        NNZ_ROW nonzeros per row on average (default 8)
+  powerlaw[:NNZ_ROW]    rows' (first-mode slices') nonzero counts follow a power law (Zipf,
+                        exponent 1), NNZ_ROW nonzeros per row on average (default 8)
   skewed[:K,C]          matrix, row i holds about K*C^i nonzeros (default 1,1.01)
 
 SCHEDULES (-s): transformations separated by `,` or `.`, applied left to right:

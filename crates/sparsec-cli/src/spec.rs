@@ -139,7 +139,7 @@ pub enum GenKind {
     Uniform(f64),
     /// Banded matrix with this half-bandwidth.
     Banded(usize),
-    /// Power-law rows with this mean number of nonzeros per row.
+    /// Power-law rows (slices of the first mode) with this mean number of nonzeros each.
     PowerLaw(f64),
     /// Row `i` holds about `k * c^i` nonzeros.
     Skewed(f64, f64),
@@ -223,10 +223,7 @@ impl GenKind {
 
     /// Whether this kind only makes matrices.
     pub fn matrix_only(&self) -> bool {
-        matches!(
-            self,
-            GenKind::Banded(_) | GenKind::PowerLaw(_) | GenKind::Skewed(..)
-        )
+        matches!(self, GenKind::Banded(_) | GenKind::Skewed(..))
     }
 
     /// Generate a tensor of `dims`.
@@ -239,7 +236,7 @@ impl GenKind {
             GenKind::Banded(bw) => generate::banded(matrix(), bw, seed),
             GenKind::PowerLaw(per_row) => {
                 let nnz = (per_row * dims[0] as f64).round() as usize;
-                generate::power_law(matrix(), nnz, 1.0, seed)
+                generate::power_law(dims, nnz, 1.0, seed)
             }
             GenKind::Skewed(k, c) => generate::skewed_rows(dims[0], dims[1], k, c, seed),
         }

@@ -46,7 +46,7 @@ const CASES: &[Case] = &[
         formats: &[("y", "d"), ("A", "csr"), ("x", "d")],
         inputs: || {
             vec![
-                generate::power_law([20_000, 20_000], 200_000, 1.0, 2),
+                generate::power_law(&[20_000, 20_000], 200_000, 1.0, 2),
                 vector(20_000),
             ]
         },

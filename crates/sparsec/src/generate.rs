@@ -190,19 +190,52 @@ pub fn banded(dims: [usize; 2], bandwidth: usize, seed: u64) -> Coo {
     }
 }
 
-/// Rows with given nonzero counts (capped at the number of columns), columns uniformly
-/// random and distinct within a row.
-fn rows_with_counts(dims: [usize; 2], counts: &[u64], rng: &mut StdRng) -> Coo {
-    let [_, cols] = dims;
-    let total: u64 = counts.iter().map(|&c| c.min(cols as u64)).sum();
-    let mut coords = Vec::with_capacity(total as usize * 2);
+/// Slices of the first mode (rows of a matrix) with given nonzero counts, capped at the
+/// slice's points; the other coordinates uniformly random and distinct within a slice.
+fn slices_with_counts(dims: &[usize], counts: &[u64], rng: &mut StdRng) -> Coo {
+    let order = dims.len();
+    let trailing = &dims[1..];
+    let points = total_points(trailing);
+    let total: u64 = counts
+        .iter()
+        .map(|&c| c.min(points.unwrap_or(u64::MAX)))
+        .sum();
+    let mut coords = Vec::with_capacity((total as usize).saturating_mul(order));
     for (i, &count) in counts.iter().enumerate() {
-        for j in sample_distinct(rng, cols as u64, count) {
-            coords.push(i as i64);
-            coords.push(j as i64);
+        match points {
+            Some(points) => {
+                for linear in sample_distinct(rng, points, count) {
+                    coords.push(i as i64);
+                    let start = coords.len();
+                    coords.resize(start + trailing.len(), 0);
+                    let mut rest = linear;
+                    for (m, &d) in trailing.iter().enumerate().rev() {
+                        coords[start + m] = (rest % d as u64) as i64;
+                        rest /= d as u64;
+                    }
+                }
+            }
+            None => {
+                // More points in a slice than u64 holds: draw per mode and deduplicate
+                // (a count is necessarily tiny against such a slice).
+                let mut tails: Vec<Vec<i64>> = (0..count)
+                    .map(|_| {
+                        trailing
+                            .iter()
+                            .map(|&d| rng.gen_range(0..d) as i64)
+                            .collect()
+                    })
+                    .collect();
+                tails.sort_unstable();
+                tails.dedup();
+                for tail in tails {
+                    coords.push(i as i64);
+                    coords.extend(tail);
+                }
+            }
         }
     }
-    let values = (0..coords.len() / 2).map(|_| value(rng)).collect();
+    let values = (0..coords.len() / order).map(|_| value(rng)).collect();
     Coo {
         dims: dims.to_vec(),
         coords,
@@ -217,9 +250,13 @@ fn rows_with_counts(dims: [usize; 2], counts: &[u64], rng: &mut StdRng) -> Coo {
 ///
 /// `exponent` 0 gives equal rows; 1 is a classic Zipf distribution (row degrees with a
 /// power-law tail of exponent 2); larger values concentrate the nonzeros in fewer rows.
-pub fn power_law(dims: [usize; 2], nnz: usize, exponent: f64, seed: u64) -> Coo {
+///
+/// A tensor of any other order gets the same law over the slices of its first mode (the
+/// heavy slices of real tensors: a few users, authors or products with most of the
+/// entries), the other coordinates uniform within a slice.
+pub fn power_law(dims: &[usize], nnz: usize, exponent: f64, seed: u64) -> Coo {
     let mut rng = rng(seed);
-    let [rows, _] = dims;
+    let rows = dims.first().copied().unwrap_or(0);
     if rows == 0 {
         return Coo {
             dims: dims.to_vec(),
@@ -243,7 +280,7 @@ pub fn power_law(dims: [usize; 2], nnz: usize, exponent: f64, seed: u64) -> Coo 
             whole as u64 + extra as u64
         })
         .collect();
-    rows_with_counts(dims, &counts, &mut rng)
+    slices_with_counts(dims, &counts, &mut rng)
 }
 
 /// The skewed matrices of sparse-iteration-space scheduling experiments: row `i` has
@@ -261,7 +298,7 @@ pub fn skewed_rows(rows: usize, cols: usize, k: f64, c: f64, seed: u64) -> Coo {
             }
         })
         .collect();
-    rows_with_counts([rows, cols], &counts, &mut rng)
+    slices_with_counts(&[rows, cols], &counts, &mut rng)
 }
 
 #[cfg(test)]
@@ -352,7 +389,7 @@ mod tests {
 
     #[test]
     fn power_law_is_skewed_and_near_target() {
-        let p = power_law([2000, 2000], 20_000, 1.0, 11);
+        let p = power_law(&[2000, 2000], 20_000, 1.0, 11);
         check_valid(&p);
         let n = p.len() as f64;
         assert!((n - 20_000.0).abs() < 1000.0, "nnz {n}");
@@ -364,9 +401,37 @@ mod tests {
         let max = *per_row.last().unwrap();
         let median = per_row[1000];
         assert!(max > 50 * median.max(1), "max {max} median {median}");
-        assert_eq!(p, power_law([2000, 2000], 20_000, 1.0, 11));
-        let flat = power_law([100, 100], 1000, 0.0, 1);
+        assert_eq!(p, power_law(&[2000, 2000], 20_000, 1.0, 11));
+        let flat = power_law(&[100, 100], 1000, 0.0, 1);
         assert_eq!(flat.len(), 1000);
+    }
+
+    #[test]
+    fn power_law_tensors_have_heavy_slices_of_distinct_points() {
+        let t = power_law(&[500, 40, 30], 20_000, 1.0, 5);
+        check_valid(&t);
+        // About 20,000, less what the cap cuts off the heaviest slices.
+        assert!((15_000..=21_000).contains(&t.len()), "nnz {}", t.len());
+        let mut per_slice = vec![0usize; 500];
+        for e in 0..t.len() {
+            per_slice[t.coord(e)[0] as usize] += 1;
+        }
+        per_slice.sort_unstable();
+        let (max, median) = (per_slice[499], per_slice[250]);
+        // The heaviest slice (a share of about 2,900) is capped at its 1,200 points.
+        assert!(
+            max == 1200 && max > 20 * median.max(1),
+            "max {max} median {median}"
+        );
+        // Every trailing mode is used, not only the first columns.
+        for (m, size) in [(1, 40), (2, 30)] {
+            let top = (0..t.len()).map(|e| t.coord(e)[m]).max().unwrap();
+            assert_eq!(top, size - 1);
+        }
+        // Slices whose points do not fit in u64 still get their counts, drawn per mode.
+        let huge = power_law(&[4, 1 << 40, 1 << 40], 100, 0.0, 2);
+        check_valid(&huge);
+        assert_eq!(huge.len(), 100);
     }
 
     #[test]

@@ -135,7 +135,7 @@ fn the_jit_runs_split_sums_serially() {
 #[test]
 fn balanced_blocks_cover_every_row_once() {
     let skewed = generate::skewed_rows(300, 200, 1.0, 1.015, 7);
-    let power = generate::power_law([400, 300], 3000, 1.0, 8);
+    let power = generate::power_law(&[400, 300], 3000, 1.0, 8);
     let sets = vec![
         vec![("A", skewed), ("x", vector(200))],
         vec![("A", last_row_only(200, 200)), ("x", vector(200))],
@@ -218,7 +218,7 @@ fn balanced_blocks_weigh_the_entries_of_deeper_levels() {
 fn balanced_blocks_keep_emitted_outputs_in_order() {
     // A COO output is emitted into one entry buffer per thread, concatenated in thread
     // order: the blocks must follow it. (CSR outputs are placed row by row instead.)
-    let a = generate::power_law([120, 80], 900, 1.0, 14);
+    let a = generate::power_law(&[120, 80], 900, 1.0, 14);
     let b = generate::uniform(&[80, 90], 0.05, 15);
     check_threads(
         "C(i,j) = A(i,k) * B(k,j)",

@@ -83,7 +83,7 @@ fn matrices(seed: u64, dims: [usize; 2]) -> Vec<Coo> {
     }
     let mut sets = vec![random_coo(&mut r, &dims, 0.15), Coo::empty(dims.to_vec())];
     if m > 0 && n > 0 {
-        sets.push(generate::power_law(dims, (m * n / 8).max(1), 1.2, seed));
+        sets.push(generate::power_law(&dims, (m * n / 8).max(1), 1.2, seed));
         sets.push(Coo::new(dims.to_vec(), dense_row, vec![1.5; n]).unwrap());
     }
     sets
