@@ -502,17 +502,21 @@ impl Format {
         })
     }
 
-    /// An upper bound on the positions (value slots) of the last level when a tensor of
-    /// this plain format over `dims` stores `entries` components, of which no parent at
-    /// level `k` holds more than `widest[k]` (each level's
-    /// [`LevelFormat::positions_bound`]). `None` for formats whose levels do not each
-    /// store a mode (blocked, ELL, DIA).
+    /// An upper bound on the positions of the largest level when a tensor of this plain
+    /// format over `dims` stores `entries` components, of which no parent at level `k`
+    /// holds more than `widest[k]` (each level's [`LevelFormat::positions_bound`]): the
+    /// storage's size, since the last level's positions are the value slots and a level's
+    /// arrays have an entry per position of it or of its parent (a compressed level under
+    /// a dense one has a segment start for every position of the dense one, however few
+    /// the entries). `None` for formats whose levels do not each store a mode (blocked,
+    /// ELL, DIA).
     ///
     /// ```
     /// use sparsec::format::Format;
     /// let (dims, widest) = ([20_000, 20_000], [100, 1]);
     /// let bound = |f: &str| Format::parse(f, 2).unwrap().positions_bound(&dims, &widest, 100);
-    /// assert_eq!(bound("csr"), Some(100));
+    /// assert_eq!(bound("dcsr"), Some(100));
+    /// assert_eq!(bound("csr"), Some(20_000));
     /// assert_eq!(bound("dense"), Some(400_000_000));
     /// ```
     pub fn positions_bound(
@@ -522,6 +526,7 @@ impl Format {
         entries: usize,
     ) -> Option<u128> {
         let mut positions: u128 = 1;
+        let mut largest: u128 = 1;
         for (k, level) in self.levels.iter().enumerate() {
             let LevelCoord::Mode(m) = level.coord else {
                 return None;
@@ -532,8 +537,9 @@ impl Format {
                 *widest.get(k)? as u128,
                 entries as u128,
             );
+            largest = largest.max(positions);
         }
-        Some(positions)
+        Some(largest)
     }
 
     /// How a kernel can fill this format row by row (`ir::rows`): the `(mode, streaming

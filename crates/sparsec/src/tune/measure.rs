@@ -406,5 +406,17 @@ mod tests {
         assert!(oversized(&format("sh"), &skewed).is_some());
         assert!(oversized(&format("dh"), &skewed).is_some());
         assert!(oversized(&format("csr"), &skewed).is_none());
+        // The largest level counts, not the last: a compressed level under a dense one has
+        // a segment start per dense position (here 100 x 50,000 for 100 entries).
+        let coords = (0..100).flat_map(|e| [e * 13, e * 7, e]).collect();
+        let hypersparse = Tensor::from_coo(
+            &Coo::new(vec![n; 3], coords, vec![1.0; 100]).unwrap(),
+            &Format::parse("sss", 3).unwrap(),
+            ValueType::F64,
+        )
+        .unwrap();
+        let format3 = |f: &str| Format::parse(f, 3).unwrap();
+        assert!(oversized(&format3("sds:2,0,1"), &hypersparse).is_some());
+        assert!(oversized(&format3("sss:2,0,1"), &hypersparse).is_none());
     }
 }

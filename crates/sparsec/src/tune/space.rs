@@ -348,12 +348,15 @@ fn fresh_name(base: &str, taken: &[String]) -> String {
         .expect("an unbounded sequence")
 }
 
-/// An upper bound of the stored positions of `format` for a tensor of `dims` with
-/// `nonzeros` entries: a full level multiplies its parent's positions by its extent, any
-/// other level stores at most one position per entry.
+/// An upper bound of the positions of the largest level of `format` for a tensor of `dims`
+/// with `nonzeros` entries: a full level multiplies its parent's positions by its extent,
+/// any other level stores at most one position per entry. The largest, not the last: a
+/// sparse level's segment starts number its parent's positions (`sds` over a hypersparse
+/// tensor stores few values but billions of starts).
 fn positions_bound(format: &Format, dims: &[usize], nonzeros: usize) -> usize {
     use crate::format::LevelCoord;
     let mut positions = 1usize;
+    let mut largest = 1usize;
     for spec in format.levels() {
         let extent = match spec.coord {
             LevelCoord::Mode(m) => dims[m],
@@ -365,8 +368,9 @@ fn positions_bound(format: &Format, dims: &[usize], nonzeros: usize) -> usize {
         if !spec.format.properties().full {
             positions = positions.min(nonzeros);
         }
+        largest = largest.max(positions);
     }
-    positions
+    largest
 }
 
 /// The splits, loop order and parallel loop of a scheduled statement, read back from it.

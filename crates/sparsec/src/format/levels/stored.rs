@@ -85,7 +85,9 @@ impl LevelFormat for Compressed {
     fn pack(&self, input: &PackInput<'_>) -> Result<PackOutput, String> {
         // Segments arrive in increasing parent order (their entry ranges need not be, below
         // a hashed level), and positions are laid out in that order.
-        let mut pos = vec![0i64; input.parent_positions + 1];
+        let mut pos = crate::memory::filled(input.parent_positions.checked_add(1), 0i64, &|| {
+            format!("the positions array of level {}", input.level)
+        })?;
         let mut idx = Vec::new();
         let mut children = Vec::with_capacity(input.segments.len());
         for seg in input.segments {
@@ -184,7 +186,9 @@ impl LevelFormat for Singleton {
     fn pack(&self, input: &PackInput<'_>) -> Result<PackOutput, String> {
         // Positions without an entry (ELL padding) keep coordinate 0, a valid coordinate
         // whose value slot stays zero, so kernels may read padding unconditionally.
-        let mut idx = vec![0i64; input.parent_positions];
+        let mut idx = crate::memory::filled(Some(input.parent_positions), 0i64, &|| {
+            format!("the coordinates of level {}", input.level)
+        })?;
         let mut children = Vec::with_capacity(input.segments.len());
         for seg in input.segments {
             check_in_range(input, seg)?;
