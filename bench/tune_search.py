@@ -65,7 +65,7 @@ KERNELS = {
 MATRICES = "adder_dcop_05,bayer10,cage10,karate"
 GENERATED = "powerlaw:8@50000,banded:4@100000"
 TENSORS = "pierreauger_coauthor"
-GENERATED_TENSORS = "uniform:0.000001@4000,uniform:0.003@100,uniform:0.0000002@8000"
+GENERATED_TENSORS = "uniform:0.000001@4000,uniform:0.003@100,powerlaw:8@5000,uniform:0.0000002@8000"
 
 
 def source_file(source, order):

@@ -272,6 +272,8 @@ fn shipped_models_guide_a_correct_search() {
     assert!(spmm.meta().report["held_out"]["inputs"].as_u64().unwrap() > 0);
     let sddmm = CostModel::builtin("S(r,c) = P(r,c) * U(r,f) * V(f,c)").expect("SDDMM ships");
     assert!(sddmm.meta().report["held_out"]["inputs"].as_u64().unwrap() > 0);
+    let mttkrp = CostModel::builtin("Y(u,r) = T(u,v,w) * P(v,r) * Q(w,r)").expect("MTTKRP ships");
+    assert!(mttkrp.meta().report["held_out"]["inputs"].as_u64().unwrap() > 0);
     assert!(CostModel::builtin("y(i) = A(i,j) * A(i,j)").is_none());
 
     for blocky in [true, false] {

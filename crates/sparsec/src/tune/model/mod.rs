@@ -11,8 +11,8 @@
 //!
 //! A model is two files, `NAME.json` (what it was trained for, the standardization of the
 //! global sizes, the points seen in training, the training report) and
-//! `NAME.safetensors` (the weights). Models for SpMV, SpMM and SDDMM ship inside the library
-//! ([`CostModel::builtin`]).
+//! `NAME.safetensors` (the weights). Models for SpMV, SpMM, SDDMM and MTTKRP ship inside the
+//! library ([`CostModel::builtin`]).
 //!
 //! ```no_run
 //! # use sparsec::tune::model::CostModel;
@@ -205,7 +205,7 @@ pub struct CostModel {
 }
 
 /// The models shipped with sparsec: (statement, description, weights).
-const BUILTIN: [(&str, &[u8], &[u8]); 3] = [
+const BUILTIN: [(&str, &[u8], &[u8]); 4] = [
     (
         "spmv",
         include_bytes!("../../../models/spmv.json"),
@@ -220,6 +220,11 @@ const BUILTIN: [(&str, &[u8], &[u8]); 3] = [
         "sddmm",
         include_bytes!("../../../models/sddmm.json"),
         include_bytes!("../../../models/sddmm.safetensors"),
+    ),
+    (
+        "mttkrp",
+        include_bytes!("../../../models/mttkrp.json"),
+        include_bytes!("../../../models/mttkrp.safetensors"),
     ),
 ];
 
