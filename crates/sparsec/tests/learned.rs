@@ -13,7 +13,7 @@ use sparsec::kernel::Backend;
 use sparsec::tensor::Coo;
 use sparsec::tune::model::train::{self, Sample, TrainInput, TrainOptions};
 use sparsec::tune::model::{
-    ann, statement_key, CostModel, Extractor, ModelError, ModelMeta, ScheduleEncoder,
+    ann, statement_key, CostModel, Extractor, ModelError, ModelMeta, ScheduleEncoder, StoredPoint,
 };
 use sparsec::tune::{self, Draw, MeasureOptions, Measurer, Point, Space};
 
@@ -275,6 +275,26 @@ fn shipped_models_guide_a_correct_search() {
     let mttkrp = CostModel::builtin("Y(u,r) = T(u,v,w) * P(v,r) * Q(w,r)").expect("MTTKRP ships");
     assert!(mttkrp.meta().report["held_out"]["inputs"].as_u64().unwrap() > 0);
     assert!(CostModel::builtin("y(i) = A(i,j) * A(i,j)").is_none());
+    // A point measured in training on a small input is not a candidate where its formats
+    // would store far more than this input: dense rows and columns over a hypersparse
+    // 200,000 x 200,000 matrix.
+    let stored = StoredPoint {
+        formats: vec!["dense".into()],
+        schedule: String::new(),
+        threads: 1,
+    };
+    let hypersparse = Coo::new(vec![200_000, 200_000], vec![5, 7, 9, 11], vec![1.0, 2.0]).unwrap();
+    let x = random_coo(&mut rng(2), &[200_000], 1.0);
+    let (stmt, tensors) = statement(SPMV, &[("A", "csr")], &[("A", hypersparse), ("x", x)], &[]);
+    assert!(stored
+        .candidate(&tune::space_of(&stmt, &tensors, 1))
+        .is_none());
+    let (small, _) = space_of(&matrix(false, 3));
+    let fitting = StoredPoint {
+        threads: 2,
+        ..stored
+    };
+    assert!(fitting.candidate(&small).is_some());
 
     for blocky in [true, false] {
         let coo = matrix(blocky, 11);

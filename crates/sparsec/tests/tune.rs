@@ -479,4 +479,8 @@ fn drawn_formats_store_about_what_the_input_stores() {
         );
     }
     assert!(converted > 100, "{converted} formats could hold the tensor");
+    // The same bound holds for points that are not drawn (a cost model's, say).
+    let parse = |f: &str| sparsec::format::Format::parse(f, 3).unwrap();
+    assert!(!space.fits(&[parse("sds:2,0,1")]));
+    assert!(space.fits(&[parse("sss:2,0,1")]));
 }

@@ -208,6 +208,18 @@ impl Space {
         })
     }
 
+    /// Whether `formats` (one per tuned tensor) keep every tuned tensor's storage within
+    /// the space's bound, a multiple of its entries: the points drawn, and any other point
+    /// a search measures, are. (The declared formats are the user's, and always measured.)
+    pub fn fits(&self, formats: &[Format]) -> bool {
+        self.tuned.iter().enumerate().all(|(k, &t)| {
+            let dims = &self.statement.tensors[t].dims;
+            formats.get(k).is_some_and(|format| {
+                positions_bound(format, dims, self.nonzeros[k]) <= self.position_limit[k]
+            })
+        })
+    }
+
     /// The declared statement with `formats` on the tuned tensors.
     pub fn with_formats(&self, formats: &[Format]) -> Statement {
         let mut statement = self.statement.clone();
@@ -226,11 +238,10 @@ impl Space {
         let mut formats = Vec::with_capacity(self.tuned.len());
         for (k, &t) in self.tuned.iter().enumerate() {
             let dims = &self.statement.tensors[t].dims;
-            let format = self.draw_format(rng, dims.len())?;
-            if positions_bound(&format, dims, self.nonzeros[k]) > self.position_limit[k] {
-                return None;
-            }
-            formats.push(format);
+            formats.push(self.draw_format(rng, dims.len())?);
+        }
+        if !self.fits(&formats) {
+            return None;
         }
         let threads = *self.thread_counts().choose(rng).expect("at least one");
         // The format-only points are part of the space; a quarter of the draws keep the

@@ -94,7 +94,7 @@ impl StoredPoint {
     }
 
     /// The candidate of this point in `space`, if it is one there (its formats parse for
-    /// the tensors, its schedule applies, its threads are allowed).
+    /// the tensors and fit their sizes, its schedule applies, its threads are allowed).
     pub fn candidate(&self, space: &Space) -> Option<Candidate> {
         let statement = space.statement();
         if self.formats.len() != space.tuned().len()
@@ -108,6 +108,10 @@ impl StoredPoint {
             .zip(&self.formats)
             .map(|(&t, f)| crate::format::Format::parse(f, statement.tensors[t].dims.len()).ok())
             .collect::<Option<Vec<_>>>()?;
+        // A point measured on a smaller input may store far too much on this one.
+        if !space.fits(&formats) {
+            return None;
+        }
         space.candidate(formats, &self.schedule, self.threads).ok()
     }
 }
