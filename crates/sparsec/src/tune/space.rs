@@ -236,9 +236,8 @@ impl Space {
 
     fn draw_once(&self, rng: &mut impl Rng, draw: Draw) -> Option<Candidate> {
         let mut formats = Vec::with_capacity(self.tuned.len());
-        for (k, &t) in self.tuned.iter().enumerate() {
-            let dims = &self.statement.tensors[t].dims;
-            formats.push(self.draw_format(rng, dims.len())?);
+        for &t in &self.tuned {
+            formats.push(self.draw_format(rng, self.statement.tensors[t].dims.len())?);
         }
         if !self.fits(&formats) {
             return None;
