@@ -206,7 +206,7 @@ fn eval(expr: &CExpr, cx: &Cx) -> Func {
                 .iter()
                 .map(|v| a.indices.iter().position(|w| w == v).expect("listed"))
                 .collect();
-            let mut sums: Map<Key, f64> = Map::default();
+            let mut entries: Map<Key, Pair> = Map::default();
             tensor.for_each_stored(|c, x| {
                 if a.indices.iter().zip(c).any(|(v, &cv)| {
                     let m = first[vars.iter().position(|w| w == v).expect("listed")];
@@ -217,13 +217,18 @@ fn eval(expr: &CExpr, cx: &Cx) -> Func {
                 let key = first.iter().map(|&m| c[m] as usize).collect();
                 // Duplicates add up, as they do in the tensor's value; a single entry keeps
                 // its value exactly (-0 included, which `0.0 + x` would make +0).
-                sums.entry(key)
-                    .and_modify(|sum: &mut f64| *sum += x)
-                    .or_insert(x);
+                entries
+                    .entry(key)
+                    .and_modify(|sum: &mut Pair| sum.value += x)
+                    .or_insert(Pair::exact(x));
             });
+            // The magnitude of a stored component is that of its value, duplicates summed.
+            entries
+                .values_mut()
+                .for_each(|x| x.magnitude = x.value.abs());
             Func {
                 vars,
-                entries: sums.into_iter().map(|(k, x)| (k, Pair::exact(x))).collect(),
+                entries,
                 fill: Pair::ZERO,
                 structural: true,
             }
