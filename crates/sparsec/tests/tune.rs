@@ -418,6 +418,47 @@ fn the_budget_keeps_room_for_the_confirmation_rounds() {
     assert_eq!(tuned.best, tuned.default);
 }
 
+/// Checking a result against the reference comes out of the budget too: with a large
+/// dense output and a nearly empty matrix, the check takes far longer than the runs, and
+/// a search that reserved only the runs for its confirmation rounds measured candidates
+/// until the budget was spent, then overran it confirming them.
+#[test]
+fn the_budget_counts_the_checks_of_the_confirmation_rounds() {
+    let rows = 200_000;
+    let a = Coo::new(vec![rows, 50], vec![3, 7, 90_000, 20], vec![1.0, 2.0]).unwrap();
+    let b = sparsec::generate::dense(&[50, 8], 1);
+    let (stmt, tensors) = statement(
+        "C(i,j) = A(i,k) * B(k,j)",
+        &[("A", "csr")],
+        &[("A", a), ("B", b)],
+        &[],
+    );
+    let space = tune::space_of(&stmt, &tensors, 1);
+    let options = MeasureOptions {
+        repeats: 3,
+        ..quick(Backend::C)
+    };
+    let measurer = Measurer::new(&space, tensors, options).unwrap();
+    let default = space.default_point().unwrap();
+    let once = measurer
+        .measure(&space, &default, Patience::default())
+        .unwrap();
+    let runs = once.conversion + once.runtime * (once.runs as u32 + 1);
+    assert!(
+        once.check > runs * 3,
+        "check {:?}, runs {runs:?}",
+        once.check
+    );
+    // Room for the search's own first measurement of the default, not for three more.
+    let limits = tune::Limits {
+        budget: (once.check + runs) * 2,
+        candidates: None,
+    };
+    let tuned =
+        tune::search::search(&space, &measurer, Strategy::Random, limits, 5, |_| {}).unwrap();
+    assert_eq!(tuned.measured, 1, "check {:?}, runs {runs:?}", once.check);
+}
+
 /// A measurement budget stops the search after that many candidates, however much time is
 /// left, so that searches can be compared at one budget.
 #[test]

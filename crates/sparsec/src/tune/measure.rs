@@ -65,6 +65,9 @@ pub struct Measurement {
     pub conversion: Duration,
     /// Compiling (or loading from the cache) the candidate's kernel.
     pub compile: Duration,
+    /// Comparing its result with the reference's: as long as the runs themselves where the
+    /// output is large and the kernel fast (a dense 1,000,000 x 4 SpMM result).
+    pub check: Duration,
 }
 
 /// Measures candidates of one space on one set of inputs.
@@ -191,7 +194,9 @@ impl Measurer {
             .run_timed(&refs, None)
             .map_err(MeasureError::from_run)?;
         let warm_up = first.prepare + first.compute + first.assemble;
+        let checking = Instant::now();
         let error = reference::max_error(&result, &self.expected, &self.magnitude);
+        let check = checking.elapsed();
         if error > TOLERANCE || error.is_nan() {
             return Err(MeasureError::Failed(Error::Tune(format!(
                 "the candidate `{}` computes a result that differs from the reference's by \
@@ -219,6 +224,7 @@ impl Measurer {
             runs: times.len(),
             conversion,
             compile,
+            check,
         })
     }
 }

@@ -160,9 +160,10 @@ fn confirm(
 }
 
 /// About what measuring a candidate again takes, from its measurement `m`: converting its
-/// inputs and its timed runs after a warm-up (its kernel is compiled already).
+/// inputs, a warm-up run checked against the reference, and its timed runs (its kernel is
+/// compiled already).
 fn remeasuring(m: &Measurement) -> Duration {
-    m.conversion + m.runtime * (m.runs as u32 + 1)
+    m.conversion + m.check + m.runtime * (m.runs as u32 + 1)
 }
 
 /// The measurement of median runtime among `rounds` (not empty), counting every round's
