@@ -248,8 +248,10 @@ pub fn gather_inputs(args: &InputArgs, order: usize) -> Result<Vec<Input>> {
             .parse()
             .map_err(|_| miette!("--family {family}: `{size}` is not a size"))?;
         let kind = GenKind::parse(kind).wrap_err_with(|| format!("--family {family}"))?;
-        if kind.matrix_only() && order != 2 {
-            return Err(miette!("--family {family}: this kind makes matrices only"));
+        if let Some(why) = kind.refuses(order) {
+            return Err(miette!(
+                "--family {family}: {why}, but the tensor has order {order}"
+            ));
         }
         let coo = kind.generate(&vec![size; order], args.seed + 1000 + f as u64);
         inputs.push(Input {

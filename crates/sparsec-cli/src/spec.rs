@@ -221,14 +221,24 @@ impl GenKind {
         }
     }
 
-    /// Whether this kind only makes matrices.
-    pub fn matrix_only(&self) -> bool {
-        matches!(self, GenKind::Banded(_) | GenKind::Skewed(..))
+    /// Why this kind cannot make a tensor of `order` modes, if it cannot: bands and
+    /// skewed rows are matrices, and power-law slices need a first mode to slice.
+    pub fn refuses(&self, order: usize) -> Option<&'static str> {
+        match self {
+            GenKind::Banded(_) | GenKind::Skewed(..) if order != 2 => {
+                Some("this generator makes matrices")
+            }
+            GenKind::PowerLaw(_) if order == 0 => {
+                Some("this generator draws slices of a first mode")
+            }
+            _ => None,
+        }
     }
 
     /// Generate a tensor of `dims`.
     pub fn generate(&self, dims: &[usize], seed: u64) -> Coo {
         use sparsec::generate;
+        // `refuses` has ruled out the orders a kind cannot make.
         let matrix = || [dims[0], dims[1]];
         match *self {
             GenKind::Dense => generate::dense(dims, seed),
@@ -352,9 +362,9 @@ impl Problem {
                 ));
             }
             let kind = GenKind::parse(kind).wrap_err_with(|| format!("-g {text}"))?;
-            if kind.matrix_only() && problem.tensors[k].1 != 2 {
+            if let Some(why) = kind.refuses(problem.tensors[k].1) {
                 return Err(miette!(
-                    "-g {text}: this generator makes matrices, but `{name}` has order {}; use dense or uniform",
+                    "-g {text}: {why}, but `{name}` has order {}; use dense or uniform",
                     problem.tensors[k].1
                 ));
             }

@@ -403,6 +403,10 @@ fn errors_are_reported_without_panics() {
         "makes matrices",
     );
     fails(
+        &["run", "a = s * 2", "-g", "s:powerlaw"],
+        "slices of a first mode",
+    );
+    fails(
         &with_sizes(&["-g", "A:dense", "-g", "x:dense", "-o", "y:out.csv"]),
         "unknown extension",
     );
