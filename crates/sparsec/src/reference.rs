@@ -60,7 +60,7 @@ type Key = SmallVec<[usize; 4]>;
 /// with every stored value and literal replaced by its absolute value and every
 /// subtraction by an addition. Both are computed in one pass, because the joins that list
 /// the components are most of the work.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy)]
 struct Pair {
     value: f64,
     magnitude: f64,
@@ -653,7 +653,7 @@ fn check_dims(t: &Tensor, dims: &[usize], what: &str) {
 }
 
 /// Which half of the evaluated pairs an output tensor holds.
-#[derive(Clone, Copy, PartialEq)]
+#[derive(Clone, Copy)]
 enum Lane {
     Value,
     Magnitude,

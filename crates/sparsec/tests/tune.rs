@@ -305,6 +305,35 @@ fn random_spmv(seed: u64, threads: usize) -> (tune::Space, Vec<Tensor>) {
     (tune::space_of(&stmt, &tensors, threads), tensors)
 }
 
+/// A random search of `space`, drawn with `seed`, within `budget` (no candidate limit).
+fn random_search(
+    space: &tune::Space,
+    measurer: &Measurer,
+    budget: Duration,
+    seed: u64,
+) -> tune::Tuned {
+    let limits = tune::Limits {
+        budget,
+        candidates: None,
+    };
+    tune::search::search(space, measurer, Strategy::Random, limits, seed, |_| {}).unwrap()
+}
+
+/// A measurer of `space` with `options`, and its measurement of the default point: the
+/// budget tests size their budgets by it.
+fn measurer_and_default(
+    space: &tune::Space,
+    tensors: Vec<Tensor>,
+    options: MeasureOptions,
+) -> (Measurer, tune::Measurement) {
+    let measurer = Measurer::new(space, tensors, options).unwrap();
+    let default = space.default_point().unwrap();
+    let once = measurer
+        .measure(space, &default, Patience::default())
+        .unwrap();
+    (measurer, once)
+}
+
 /// Both searches return a measured choice at least as fast as the default they measured,
 /// count their candidates, and every candidate they measured was correct.
 #[test]
@@ -357,12 +386,7 @@ fn a_slow_compilation_is_stopped_at_the_budget() {
         ..quick(Backend::C)
     };
     let measurer = Measurer::new(&space, tensors, options).unwrap();
-    let limits = tune::Limits {
-        budget: Duration::from_secs(2),
-        candidates: None,
-    };
-    let tuned =
-        tune::search::search(&space, &measurer, Strategy::Random, limits, 3, |_| {}).unwrap();
+    let tuned = random_search(&space, &measurer, Duration::from_secs(2), 3);
     assert!(tuned.failures.is_empty(), "{:?}", tuned.failures);
     assert!(tuned.timed_out >= 1, "no candidate was stopped");
     assert!(
@@ -400,20 +424,11 @@ fn the_budget_keeps_room_for_the_confirmation_rounds() {
         cap: Duration::from_secs(30),
         ..quick(Backend::C)
     };
-    let measurer = Measurer::new(&space, tensors, options).unwrap();
-    let default = space.default_point().unwrap();
-    let once = measurer
-        .measure(&space, &default, Patience::default())
-        .unwrap();
+    let (measurer, once) = measurer_and_default(&space, tensors, options);
     // Twice one measurement: room for the search's own first measurement of the default
     // and more, but less than the three rounds that confirm it.
     let again = once.conversion + once.runtime * (once.runs as u32 + 1);
-    let limits = tune::Limits {
-        budget: again * 2,
-        candidates: None,
-    };
-    let tuned =
-        tune::search::search(&space, &measurer, Strategy::Random, limits, 5, |_| {}).unwrap();
+    let tuned = random_search(&space, &measurer, again * 2, 5);
     assert_eq!(tuned.measured, 1, "one measurement {again:?}");
     assert_eq!(tuned.best, tuned.default);
 }
@@ -438,11 +453,7 @@ fn the_budget_counts_the_checks_of_the_confirmation_rounds() {
         repeats: 3,
         ..quick(Backend::C)
     };
-    let measurer = Measurer::new(&space, tensors, options).unwrap();
-    let default = space.default_point().unwrap();
-    let once = measurer
-        .measure(&space, &default, Patience::default())
-        .unwrap();
+    let (measurer, once) = measurer_and_default(&space, tensors, options);
     let runs = once.conversion + once.runtime * (once.runs as u32 + 1);
     assert!(
         once.check > runs * 3,
@@ -450,12 +461,7 @@ fn the_budget_counts_the_checks_of_the_confirmation_rounds() {
         once.check
     );
     // Room for the search's own first measurement of the default, not for three more.
-    let limits = tune::Limits {
-        budget: (once.check + runs) * 2,
-        candidates: None,
-    };
-    let tuned =
-        tune::search::search(&space, &measurer, Strategy::Random, limits, 5, |_| {}).unwrap();
+    let tuned = random_search(&space, &measurer, (once.check + runs) * 2, 5);
     assert_eq!(tuned.measured, 1, "check {:?}, runs {runs:?}", once.check);
 }
 
