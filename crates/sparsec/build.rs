@@ -13,7 +13,7 @@ fn main() {
     }
     cc::Build::new()
         .files(SOURCES)
-        .std("c99")
+        .std("gnu99")
         .compile("sparsec_runtime");
     link_isl();
 }

@@ -99,6 +99,7 @@ pub fn emit(function: &Function) -> Result<CKernel, BackendError> {
         indent: 1,
         emit_order: order,
         parallel_depth: 0,
+        paces: 0,
     };
     printer.allocate(&function.locals, "", "1");
     for s in &function.body {
@@ -149,6 +150,8 @@ struct Printer<'a> {
     emit_order: usize,
     /// Number of enclosing OpenMP thread teams.
     parallel_depth: usize,
+    /// Balanced loops printed so far, each with its own `sparsec_pace`.
+    paces: usize,
 }
 
 impl Printer<'_> {
@@ -331,8 +334,17 @@ impl Printer<'_> {
         let dynamic = !emits && reductions.is_empty() && work.estimated;
         let work = expr(names, &work.before);
         let (start, end) = (expr(names, &l.start), expr(names, &l.end));
+        // The team follows how the loop ran before (`sparsec_pace`), except where threads'
+        // partial sums are combined: their rounding must not change from run to run.
+        let pace = reductions.is_empty().then(|| {
+            self.paces += 1;
+            format!("sparsec_pace{}", self.paces - 1)
+        });
         self.line("{");
         self.indent += 1;
+        if let Some(pace) = &pace {
+            self.line(&format!("static sparsec_pace {pace};"));
+        }
         self.line("int64_t sparsec_w0, sparsec_w1;");
         self.line(&format!(
             "{{ const int64_t {var} = {start}; sparsec_w0 = {work}; }}"
@@ -340,9 +352,23 @@ impl Printer<'_> {
         self.line(&format!(
             "{{ const int64_t {var} = {end}; sparsec_w1 = {work}; }}"
         ));
-        self.line(
-            "const int64_t sparsec_nt = sparsec_team(sparsec_threads, sparsec_w1 - sparsec_w0);",
-        );
+        self.line("const int64_t sparsec_work = sparsec_w1 - sparsec_w0;");
+        match &pace {
+            Some(pace) => {
+                self.line(
+                    "const int64_t sparsec_start = sparsec_pace_start(sparsec_threads, \
+                     sparsec_work);",
+                );
+                self.line(&format!(
+                    "const int64_t sparsec_nt = sparsec_team(&{pace}, sparsec_threads, \
+                     sparsec_work, sparsec_start);"
+                ));
+                self.line("int64_t sparsec_done = 0;");
+            }
+            None => self.line(
+                "const int64_t sparsec_nt = sparsec_team(0, sparsec_threads, sparsec_work, 0);",
+            ),
+        }
         if dynamic {
             self.line(&format!(
                 "const int64_t sparsec_chunk = ({end} - {start}) / (sparsec_nt * 32) + 1;"
@@ -379,8 +405,17 @@ impl Printer<'_> {
             self.balanced_blocks(l, var, &work, (&start, &end));
         }
         self.line("}");
+        if pace.is_some() {
+            self.line("if (sparsec_t == 0) sparsec_done = sparsec_pace_clock(sparsec_start);");
+        }
         self.indent -= 1;
         self.line("}");
+        if let Some(pace) = &pace {
+            self.line(&format!(
+                "sparsec_pace_record(&{pace}, sparsec_nt, sparsec_work, sparsec_start, \
+                 sparsec_done, sparsec_pace_clock(sparsec_start));"
+            ));
+        }
         self.parallel_depth -= 1;
         self.release(locals, "_all");
         self.parallel_depth += 1;

@@ -216,16 +216,121 @@ SPARSEC_RT_INLINE int64_t sparsec_min(int64_t a, int64_t b) { return a < b ? a :
 SPARSEC_RT_INLINE int64_t sparsec_max(int64_t a, int64_t b) { return a > b ? a : b; }
 
 /* @section team */
-/* The threads a parallel loop of `work` units (entries and rows) runs on: one per
-   SPARSEC_GRAIN units, at least 1 and at most `threads`. Waking a team and its closing
-   barrier cost tens of microseconds on an idle machine, and up to a scheduler time slice
-   (milliseconds) when other processes hold the cores, so a thread only joins for about
-   a quarter of a millisecond of work. Tests compile with -DSPARSEC_GRAIN=1 to split small
-   inputs too. */
-#ifndef SPARSEC_GRAIN
-#define SPARSEC_GRAIN 262144
-#endif
-SPARSEC_RT_INLINE int64_t sparsec_team(int64_t threads, int64_t work) {
+#include <time.h>
+
+/* How a balanced parallel loop ran lately, from which its next run takes its team
+   (sparsec_team): the picoseconds a thread takes per unit of work (entries and rows), and
+   the team's lag, the time a run on a team took beyond its first thread's share of work
+   at that pace, with the clock when that lag was seen. A team costs its lag: a few
+   microseconds while the threads still spin, tens to wake sleeping ones on an idle
+   machine, and several scheduler time slices (milliseconds) when other processes hold
+   the cores, where waking a thread hands the core away and the first thread itself comes
+   back late. All zero (a fresh static) means nothing seen yet. Each kernel keeps one per
+   loop; calls may overlap, so the fields are read and written by relaxed atomics. */
+typedef struct {
+  int64_t ps_per_unit;
+  int64_t lag_ns;
+  int64_t lag_seen_ns;
+} sparsec_pace;
+
+/* Before a loop has run on a team: a lag of 10 us. Until it has run alone, its pace is
+   a guess, a nanosecond a unit, and only work that would earn a team even at an eighth
+   of that pace (4M units) gets one: other loops run alone first, to learn their pace. */
+#define SPARSEC_GUESS_LAG_NS 10000
+#define SPARSEC_GUESS_PS_PER_UNIT 1000
+#define SPARSEC_SURE_WORK 4194304
+/* No team starts and joins in less than a microsecond: a run faster than its pace says
+   (its data in two threads' caches) does not lower the lag below that. */
+#define SPARSEC_LEAST_LAG_NS 1000
+/* Loops without a pace: one thread per this many units, about a quarter of a
+   millisecond of work, which covers waking a thread on an idle machine. */
+#define SPARSEC_STEADY_GRAIN 262144
+/* No thread joins for fewer units than this. */
+#define SPARSEC_MIN_SHARE 4096
+/* A loop that runs on one thread sees no lag, so a lag from a busy spell fades: it
+   halves every quarter of a second since it was seen, and teams are tried again. */
+#define SPARSEC_LAG_HALF_LIFE_NS 250000000
+
+SPARSEC_RT_INLINE int64_t sparsec_now_ns(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+/* The clock as a loop of `work` units on at most `threads` threads starts, or 0 when no
+   team could form: such a loop is not timed. */
+SPARSEC_RT_INLINE int64_t sparsec_pace_start(int64_t threads, int64_t work) {
+  return threads > 1 && work >= 2 * SPARSEC_MIN_SHARE ? sparsec_now_ns() : 0;
+}
+
+/* The clock when the loop is timed (`start` is not 0), else 0. */
+SPARSEC_RT_INLINE int64_t sparsec_pace_clock(int64_t start) {
+  return start ? sparsec_now_ns() : 0;
+}
+
+/* The lag of `pace` at `now_ns`, faded by its age; the guess when none was seen. */
+SPARSEC_RT_INLINE int64_t sparsec_lag(const sparsec_pace *pace, int64_t now_ns) {
+  int64_t lag = __atomic_load_n(&pace->lag_ns, __ATOMIC_RELAXED);
+  if (lag == 0) return SPARSEC_GUESS_LAG_NS;
+  int64_t halvings = (now_ns - __atomic_load_n(&pace->lag_seen_ns, __ATOMIC_RELAXED)) / SPARSEC_LAG_HALF_LIFE_NS;
+  if (halvings > 0) lag >>= halvings < 62 ? halvings : 62;
+  return lag > 0 ? lag : 1;
+}
+
+/* The threads a balanced loop of `work` units runs on, from 1 to `threads`, `start`
+   being its sparsec_pace_start: each thread joins for at least twice the lag's time of
+   work, and never for fewer than SPARSEC_MIN_SHARE units. (Two threads halve the time
+   and cost a lag, so they pay from four lags of work on; near that line either choice
+   costs about one lag.) A loop that combines its threads' partial sums passes no pace
+   and gets one thread per SPARSEC_STEADY_GRAIN units: the same team, so the same
+   rounding, on every run. Tests compile with -DSPARSEC_GRAIN=G to get one thread per G
+   units instead, however the loop ran before. */
+SPARSEC_RT_INLINE int64_t sparsec_team(const sparsec_pace *pace, int64_t threads, int64_t work, int64_t start) {
+#ifdef SPARSEC_GRAIN
+  (void)pace;
+  (void)start;
   int64_t team = work / SPARSEC_GRAIN;
+#else
+  if (!pace) {
+    int64_t team = work / SPARSEC_STEADY_GRAIN;
+    return team < 1 ? 1 : team < threads ? team : threads;
+  }
+  if (!start) return 1;
+  const int64_t ps = __atomic_load_n(&pace->ps_per_unit, __ATOMIC_RELAXED);
+  if (!ps && work < SPARSEC_SURE_WORK) return 1;
+  const double ns = (double)work * (double)(ps ? ps : SPARSEC_GUESS_PS_PER_UNIT) / 1000.0;
+  const double by_time = ns / (2.0 * (double)sparsec_lag(pace, start));
+  int64_t team = work / SPARSEC_MIN_SHARE;
+  if (by_time < (double)team) team = (int64_t)by_time;
+#endif
   return team < 1 ? 1 : team < threads ? team : threads;
+}
+
+/* Record a run of a loop of `work` units on `team` threads, timed from `start` (not
+   timed when 0): the first thread finished its block at `done_ns`, the closing barrier
+   at `end_ns`. The pace is learnt from runs on one thread only: in a team, the first
+   thread's block also takes the time its wake-up cost it. It follows a faster run at
+   once but creeps up by 1/32 a run, as a run descheduled midway measures the machine, not
+   the loop. The lag moves at most 4x up or 2x down per run: one late run on a quiet
+   machine does not keep loops on one thread for long, and a busy machine sends them there
+   within a few runs. */
+SPARSEC_RT_INLINE void sparsec_pace_record(sparsec_pace *pace, int64_t team, int64_t work, int64_t start, int64_t done_ns, int64_t end_ns) {
+  if (!start || team < 1 || work / team < 1 || done_ns <= start) return;
+  const int64_t old_ps = __atomic_load_n(&pace->ps_per_unit, __ATOMIC_RELAXED);
+  if (team == 1) {
+    const int64_t seen_ps = (done_ns - start) * 1000 / work;
+    const int64_t creep = old_ps + old_ps / 32 + 1;
+    const int64_t ps = !old_ps || seen_ps < old_ps ? seen_ps : seen_ps < creep ? seen_ps : creep;
+    __atomic_store_n(&pace->ps_per_unit, ps > 0 ? ps : 1, __ATOMIC_RELAXED);
+    return;
+  }
+  /* A loop's first team may be the process's first, which starts the threads: it moves
+     the lag no higher than the guess. */
+  const int64_t lag = sparsec_lag(pace, end_ns);
+  const int64_t most = __atomic_load_n(&pace->lag_ns, __ATOMIC_RELAXED) ? 4 * lag : lag;
+  const int64_t share_ns = work / team * (old_ps ? old_ps : SPARSEC_GUESS_PS_PER_UNIT) / 1000;
+  int64_t seen = end_ns - start - share_ns;
+  seen = seen > most ? most : seen < lag / 2 ? lag / 2 : seen;
+  __atomic_store_n(&pace->lag_ns, seen > SPARSEC_LEAST_LAG_NS ? seen : SPARSEC_LEAST_LAG_NS, __ATOMIC_RELAXED);
+  __atomic_store_n(&pace->lag_seen_ns, end_ns, __ATOMIC_RELAXED);
 }

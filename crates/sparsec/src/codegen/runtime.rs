@@ -33,7 +33,8 @@ pub(crate) enum Section {
     Min,
     /// `sparsec_max`.
     Max,
-    /// `sparsec_team`: kernels with a balanced parallel loop.
+    /// `sparsec_team` and the `sparsec_pace` it reads: kernels with a balanced parallel
+    /// loop.
     Team,
 }
 
@@ -174,9 +175,6 @@ pub mod sys {
             marks: *mut i64,
             width: i64,
         );
-        /// The threads a balanced parallel loop of `work` units runs on: one per 262144
-        /// units, at least 1, at most `threads`.
-        pub fn sparsec_team(threads: i64, work: i64) -> i64;
     }
 }
 
@@ -337,14 +335,118 @@ mod tests {
         assert_eq!(names, expected);
     }
 
+    /// `sparsec_pace`, for calling the team functions the library exports.
+    #[repr(C)]
+    #[derive(Default)]
+    struct Pace {
+        ps_per_unit: i64,
+        lag_ns: i64,
+        lag_seen_ns: i64,
+    }
+
+    extern "C" {
+        fn sparsec_team(pace: *const Pace, threads: i64, work: i64, start: i64) -> i64;
+        fn sparsec_pace_record(
+            pace: *mut Pace,
+            team: i64,
+            work: i64,
+            start: i64,
+            done_ns: i64,
+            end_ns: i64,
+        );
+    }
+
+    const MS: i64 = 1_000_000;
+
+    impl Pace {
+        fn team(&self, threads: i64, work: i64, now: i64) -> i64 {
+            // SAFETY: reads the three fields of a live `Pace`.
+            unsafe { sparsec_team(self, threads, work, now) }
+        }
+
+        /// A run of `work` units on `team` threads starting at `start`, the first thread
+        /// busy for `busy` ns and then waiting `lag` ns for the others.
+        fn record(&mut self, team: i64, work: i64, start: i64, busy: i64, lag: i64) {
+            // SAFETY: writes the three fields of a live `Pace`.
+            unsafe {
+                sparsec_pace_record(self, team, work, start, start + busy, start + busy + lag)
+            }
+        }
+    }
+
     #[test]
-    fn teams_grow_with_the_work_up_to_the_threads() {
-        let team = |threads, work| unsafe { sys::sparsec_team(threads, work) };
+    fn teams_follow_the_work_and_the_lag_of_past_runs() {
+        let now = 1000 * MS;
+        let mut pace = Pace::default();
+        // Not timed (start 0), one thread asked, or too little work for two shares.
+        assert_eq!(pace.team(4, 1 << 40, 0), 1);
+        assert_eq!(pace.team(1, 1 << 40, now), 1);
+        assert_eq!(pace.team(4, 8191, now), 1);
+        // Before a run alone, only plainly large work gets a team.
+        assert_eq!(pace.team(4, 4_194_303, now), 1);
+        assert_eq!(pace.team(4, 1 << 40, now), 4);
+        // A run alone at 0.5 ns a unit; with the 10 us lag guessed, 2 threads from
+        // 80,000 units on (two lags per thread).
+        pace.record(1, 100_000, now, 50_000, 0);
+        assert_eq!(pace.team(4, 79_999, now), 1);
+        assert_eq!(pace.team(4, 80_000, now), 2);
+        // Team runs that take 2 us beyond their share: 2 threads from 8,000 units on.
+        for run in 0..20 {
+            pace.record(2, 200_000, now + run * MS, 50_000, 2_000);
+        }
+        let quiet = now + 20 * MS;
+        assert_eq!(pace.team(4, 200_000, quiet), 4);
+        assert_eq!(pace.team(4, 16_384, quiet), 2);
+        // A busy machine: the first thread waits 10 ms for the other. The lag grows at
+        // most 4x a run (8, 32, 128, 512 us), and after four such runs a loop of 1 ms
+        // stays on one thread.
+        let mut busy = quiet;
+        for _ in 0..4 {
+            pace.record(2, 2_000_000, busy, 500_000, 10 * MS);
+            busy += 11 * MS;
+        }
+        assert_eq!(pace.team(2, 2_000_000, busy), 1);
+        // A lag fades by half every quarter second, and the team comes back.
+        assert_eq!(pace.team(2, 2_000_000, busy + 2000 * MS), 2);
+        // One late run on a quiet machine raises the lag 4x, not to its 5 ms: a loop
+        // of 0.1 ms keeps its team.
+        pace.record(2, 200_000, busy + 2000 * MS, 50_000, 5 * MS);
+        assert_eq!(pace.team(2, 200_000, busy + 2010 * MS), 2);
+    }
+
+    #[test]
+    fn loops_without_a_pace_take_the_same_team_every_run() {
+        let team = |threads, work| unsafe { sparsec_team(std::ptr::null(), threads, work, 0) };
         assert_eq!(team(4, 0), 1);
         assert_eq!(team(4, 524_287), 1);
         assert_eq!(team(4, 524_288), 2);
         assert_eq!(team(4, 1 << 40), 4);
         assert_eq!(team(1, 1 << 40), 1);
+    }
+
+    #[test]
+    fn a_first_team_moves_the_lag_no_higher_than_the_guess() {
+        // The process's first team starts its threads.
+        let now = 1000 * MS;
+        let mut pace = Pace::default();
+        pace.record(1, 100_000, now, 50_000, 0);
+        pace.record(2, 200_000, now, 50_000, 5 * MS);
+        assert_eq!(pace.team(2, 200_000, now + MS), 2);
+        pace.record(2, 200_000, now + MS, 50_000, 5 * MS);
+        assert_eq!(pace.team(2, 200_000, now + 20 * MS), 1);
+    }
+
+    #[test]
+    fn a_run_descheduled_alone_barely_slows_the_pace() {
+        // A 0.5 ns pace, then a run alone that took 100 times as long: the pace creeps
+        // up by 1/32 (to 0.516 ns), so 100,000 units still take two threads and 77,000
+        // one.
+        let now = 1000 * MS;
+        let mut pace = Pace::default();
+        pace.record(1, 100_000, now, 50_000, 0);
+        pace.record(1, 100_000, now + MS, 5_000_000, 0);
+        assert_eq!(pace.team(4, 100_000, now + 2 * MS), 2);
+        assert_eq!(pace.team(4, 77_000, now + 2 * MS), 1);
     }
 
     #[test]

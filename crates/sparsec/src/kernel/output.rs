@@ -26,6 +26,12 @@ impl PlacedOutput<'_> {
     }
 }
 
+/// Entries below which an output that can be appended is appended on one thread, however
+/// many were asked for. Counting and placing on threads are two passes over the inputs,
+/// which on two threads take about as long as one pass on one (A + B into CSR, 20M
+/// entries: 0.95x), so only long outputs are worth the second pass.
+const APPEND_ON_ONE_THREAD_BELOW: usize = 524_288;
+
 /// Place the output's entries in its rows. A kernel with an appending phase
 /// ([`crate::ir::rows`]) that runs on one thread, or on threads that so few entries
 /// would not keep busy, appends them in one call on one thread, into room for
@@ -71,15 +77,9 @@ pub(crate) fn place_rows(
         narrow_idx: idx.is_some_and(|s| arguments.narrow.contains(&signature.arrays[s])),
     };
     let phase = slots.phase;
-    // Threads the work would not keep busy are not worth a second pass: where a balanced
-    // loop over that many entries would run on one thread, phase 2 runs on one.
     let threads = scalar(ScalarArg::Threads);
-    let serial_work = |threads: i64| {
-        let work = i64::try_from(expected_entries).unwrap_or(i64::MAX);
-        // SAFETY: a pure function of two integers.
-        threads <= 1 || unsafe { crate::codegen::runtime::sys::sparsec_team(threads, work) } == 1
-    };
-    let on_one_thread = threads.is_none_or(|t| serial_work(arguments.params[t]));
+    let on_one_thread = threads
+        .is_none_or(|t| arguments.params[t] <= 1 || expected_entries < APPEND_ON_ONE_THREAD_BELOW);
     let capacity = scalar(ScalarArg::Param(ParamRef::Capacity));
 
     if let Some(capacity) = capacity.filter(|_| on_one_thread && expected_entries > 0) {
