@@ -231,6 +231,8 @@ typedef struct {
   int64_t ps_per_unit;
   int64_t lag_ns;
   int64_t lag_seen_ns;
+  /* The lags of the two runs on a team before the last one (0: none). */
+  int64_t earlier_lags_ns[2];
 } sparsec_pace;
 
 /* Before a loop has run on a team: a lag of 10 us. Until it has run alone, its pace is
@@ -311,9 +313,10 @@ SPARSEC_RT_INLINE int64_t sparsec_team(const sparsec_pace *pace, int64_t threads
    at `end_ns`. The pace is learnt from runs on one thread only: in a team, the first
    thread's block also takes the time its wake-up cost it. It follows a faster run at
    once but creeps up by 1/32 a run, as a run descheduled midway measures the machine, not
-   the loop. The lag moves at most 4x up or 2x down per run: one late run on a quiet
-   machine does not keep loops on one thread for long, and a busy machine sends them there
-   within a few runs. */
+   the loop. The lag falls by at most half a run, and rises only to the least of the last
+   three runs' lags: a process's first teams, whose threads start and settle on their
+   cores, can be milliseconds late on an idle machine, while a busy machine makes every
+   run late, and after three of them sends the loop to one thread. */
 SPARSEC_RT_INLINE void sparsec_pace_record(sparsec_pace *pace, int64_t team, int64_t work, int64_t start, int64_t done_ns, int64_t end_ns) {
   if (!start || team < 1 || work / team < 1 || done_ns <= start) return;
   const int64_t old_ps = __atomic_load_n(&pace->ps_per_unit, __ATOMIC_RELAXED);
@@ -324,13 +327,22 @@ SPARSEC_RT_INLINE void sparsec_pace_record(sparsec_pace *pace, int64_t team, int
     __atomic_store_n(&pace->ps_per_unit, ps > 0 ? ps : 1, __ATOMIC_RELAXED);
     return;
   }
-  /* A loop's first team may be the process's first, which starts the threads: it moves
-     the lag no higher than the guess. */
   const int64_t lag = sparsec_lag(pace, end_ns);
-  const int64_t most = __atomic_load_n(&pace->lag_ns, __ATOMIC_RELAXED) ? 4 * lag : lag;
   const int64_t share_ns = work / team * (old_ps ? old_ps : SPARSEC_GUESS_PS_PER_UNIT) / 1000;
   int64_t seen = end_ns - start - share_ns;
-  seen = seen > most ? most : seen < lag / 2 ? lag / 2 : seen;
-  __atomic_store_n(&pace->lag_ns, seen > SPARSEC_LEAST_LAG_NS ? seen : SPARSEC_LEAST_LAG_NS, __ATOMIC_RELAXED);
+  if (seen < SPARSEC_LEAST_LAG_NS) seen = SPARSEC_LEAST_LAG_NS;
+  const int64_t before = __atomic_load_n(&pace->earlier_lags_ns[0], __ATOMIC_RELAXED);
+  const int64_t before_that = __atomic_load_n(&pace->earlier_lags_ns[1], __ATOMIC_RELAXED);
+  __atomic_store_n(&pace->earlier_lags_ns[1], before, __ATOMIC_RELAXED);
+  __atomic_store_n(&pace->earlier_lags_ns[0], seen, __ATOMIC_RELAXED);
+  int64_t next;
+  if (seen < lag) {
+    next = seen > lag / 2 ? seen : lag / 2;
+  } else {
+    int64_t steady = seen < before ? seen : before;
+    steady = steady < before_that ? steady : before_that;
+    next = steady > lag ? steady : lag;
+  }
+  __atomic_store_n(&pace->lag_ns, next > SPARSEC_LEAST_LAG_NS ? next : SPARSEC_LEAST_LAG_NS, __ATOMIC_RELAXED);
   __atomic_store_n(&pace->lag_seen_ns, end_ns, __ATOMIC_RELAXED);
 }

@@ -342,6 +342,7 @@ mod tests {
         ps_per_unit: i64,
         lag_ns: i64,
         lag_seen_ns: i64,
+        earlier_lags_ns: [i64; 2],
     }
 
     extern "C" {
@@ -397,21 +398,21 @@ mod tests {
         let quiet = now + 20 * MS;
         assert_eq!(pace.team(4, 200_000, quiet), 4);
         assert_eq!(pace.team(4, 16_384, quiet), 2);
-        // A busy machine: the first thread waits 10 ms for the other. The lag grows at
-        // most 4x a run (8, 32, 128, 512 us), and after four such runs a loop of 1 ms
-        // stays on one thread.
+        // A busy machine: every run on a team is 10 ms late. After three such runs, the
+        // lag is 10 ms, and a loop of 1 ms stays on one thread.
         let mut busy = quiet;
-        for _ in 0..4 {
+        for run in 0..3 {
+            assert_eq!(pace.team(2, 2_000_000, busy), 2, "run {run}");
             pace.record(2, 2_000_000, busy, 500_000, 10 * MS);
             busy += 11 * MS;
         }
         assert_eq!(pace.team(2, 2_000_000, busy), 1);
-        // A lag fades by half every quarter second, and the team comes back.
-        assert_eq!(pace.team(2, 2_000_000, busy + 2000 * MS), 2);
-        // One late run on a quiet machine raises the lag 4x, not to its 5 ms: a loop
-        // of 0.1 ms keeps its team.
-        pace.record(2, 200_000, busy + 2000 * MS, 50_000, 5 * MS);
-        assert_eq!(pace.team(2, 200_000, busy + 2010 * MS), 2);
+        // A lag fades by half every quarter second, and the team comes back; one more late
+        // run sends the loop back to one thread at once.
+        let later = busy + 2000 * MS;
+        assert_eq!(pace.team(2, 2_000_000, later), 2);
+        pace.record(2, 2_000_000, later, 500_000, 10 * MS);
+        assert_eq!(pace.team(2, 2_000_000, later + 11 * MS), 1);
     }
 
     #[test]
@@ -425,15 +426,27 @@ mod tests {
     }
 
     #[test]
-    fn a_first_team_moves_the_lag_no_higher_than_the_guess() {
-        // The process's first team starts its threads.
+    fn a_late_run_raises_the_lag_only_when_the_two_before_were_late_too() {
+        // As a process's first teams are on an idle machine, while their threads start
+        // and settle on their cores.
         let now = 1000 * MS;
         let mut pace = Pace::default();
         pace.record(1, 100_000, now, 50_000, 0);
-        pace.record(2, 200_000, now, 50_000, 5 * MS);
-        assert_eq!(pace.team(2, 200_000, now + MS), 2);
-        pace.record(2, 200_000, now + MS, 50_000, 5 * MS);
-        assert_eq!(pace.team(2, 200_000, now + 20 * MS), 1);
+        for run in 0..2 {
+            pace.record(2, 200_000, now + run * 10 * MS, 50_000, 5 * MS);
+            assert_eq!(pace.team(2, 200_000, now + 9 * MS), 2);
+        }
+        // Three runs 2 us late bring the lag down to 2 us (from the 10 us guessed, by
+        // half at most a run): 16,384 units then get two threads.
+        for run in 2..5 {
+            pace.record(2, 200_000, now + run * 10 * MS, 50_000, 2_000);
+        }
+        assert_eq!(pace.team(2, 16_384, now + 59 * MS), 2);
+        // The third late run in a row does.
+        for run in 5..8 {
+            pace.record(2, 200_000, now + run * 10 * MS, 50_000, 5 * MS);
+        }
+        assert_eq!(pace.team(2, 200_000, now + 89 * MS), 1);
     }
 
     #[test]
