@@ -328,7 +328,11 @@ SPARSEC_RT_INLINE void sparsec_pace_record(sparsec_pace *pace, int64_t team, int
     return;
   }
   const int64_t lag = sparsec_lag(pace, end_ns);
-  const int64_t share_ns = work / team * (old_ps ? old_ps : SPARSEC_GUESS_PS_PER_UNIT) / 1000;
+  /* Beyond the first thread's share at the pace of a run alone (which includes what
+     threads slow each other down by sharing memory bandwidth); while there has been none,
+     the first thread's own block stands for its share, and only the wait at the barrier
+     counts. */
+  const int64_t share_ns = old_ps ? work / team * old_ps / 1000 : done_ns - start;
   int64_t seen = end_ns - start - share_ns;
   if (seen < SPARSEC_LEAST_LAG_NS) seen = SPARSEC_LEAST_LAG_NS;
   const int64_t before = __atomic_load_n(&pace->earlier_lags_ns[0], __ATOMIC_RELAXED);

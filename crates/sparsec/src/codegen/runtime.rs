@@ -450,6 +450,22 @@ mod tests {
     }
 
     #[test]
+    fn large_loops_that_never_ran_alone_count_only_the_wait_at_the_barrier() {
+        // 10M units at 5 ns on two threads that share memory bandwidth: each block takes
+        // 25 ms, where the guessed 1 ns a unit would say 5 ms.
+        let now = 1000 * MS;
+        let mut pace = Pace::default();
+        for run in 0..10 {
+            assert_eq!(
+                pace.team(2, 10_000_000, now + run * 30 * MS),
+                2,
+                "run {run}"
+            );
+            pace.record(2, 10_000_000, now + run * 30 * MS, 25 * MS, 2_000);
+        }
+    }
+
+    #[test]
     fn a_run_descheduled_alone_barely_slows_the_pace() {
         // A 0.5 ns pace, then a run alone that took 100 times as long: the pace creeps
         // up by 1/32 (to 0.516 ns), so 100,000 units still take two threads and 77,000

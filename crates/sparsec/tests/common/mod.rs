@@ -151,8 +151,9 @@ pub fn compare_with_reference(
 }
 
 /// The default toolchain, but with kernels that split every balanced parallel loop between
-/// the threads however little work it has (`SPARSEC_GRAIN=1`; by default small loops run on
-/// one thread), so that small inputs exercise the threads' blocks.
+/// the threads however little work it has (`SPARSEC_GRAIN=1`; by default a loop's team
+/// follows how it ran before, and small loops run on one thread), so that small inputs
+/// exercise the threads' blocks.
 pub fn split_toolchain() -> Toolchain {
     let mut toolchain = Toolchain::default();
     toolchain.flags.push("-DSPARSEC_GRAIN=1".into());
