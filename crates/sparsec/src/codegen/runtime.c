@@ -332,7 +332,7 @@ SPARSEC_RT_INLINE void sparsec_pace_record(sparsec_pace *pace, int64_t team, int
      threads slow each other down by sharing memory bandwidth); while there has been none,
      the first thread's own block stands for its share, and only the wait at the barrier
      counts. */
-  const int64_t share_ns = old_ps ? work / team * old_ps / 1000 : done_ns - start;
+  const int64_t share_ns = old_ps ? (int64_t)((double)(work / team) * (double)old_ps / 1000.0) : done_ns - start;
   int64_t seen = end_ns - start - share_ns;
   if (seen < SPARSEC_LEAST_LAG_NS) seen = SPARSEC_LEAST_LAG_NS;
   const int64_t before = __atomic_load_n(&pace->earlier_lags_ns[0], __ATOMIC_RELAXED);

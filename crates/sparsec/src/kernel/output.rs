@@ -27,9 +27,11 @@ impl PlacedOutput<'_> {
 }
 
 /// Entries below which an output that can be appended is appended on one thread, however
-/// many were asked for. Counting and placing on threads are two passes over the inputs,
-/// which on two threads take about as long as one pass on one (A + B into CSR, 20M
-/// entries: 0.95x), so only long outputs are worth the second pass.
+/// many were asked for. Counting and placing on threads take two passes over the inputs
+/// where appending takes one, and on two threads the two take about as long as the one
+/// (A + B into CSR, 20M entries: 0.95x), so only long outputs are given to the threads.
+/// The line is where balanced loops started a second thread before they learnt their
+/// pace (`sparsec_team` in `runtime.c`).
 const APPEND_ON_ONE_THREAD_BELOW: usize = 524_288;
 
 /// Place the output's entries in its rows. A kernel with an appending phase
