@@ -430,8 +430,8 @@ impl Printer<'_> {
         self.line("for (int64_t sparsec_k = 0; sparsec_k < 2; sparsec_k++) {");
         self.indent += 1;
         self.line(
-            "const int64_t sparsec_goal = sparsec_w0 + (sparsec_w1 - sparsec_w0) * \
-             (sparsec_t + sparsec_k) / omp_get_num_threads();",
+            "const int64_t sparsec_goal = sparsec_w0 + sparsec_work * (sparsec_t + sparsec_k) \
+             / omp_get_num_threads();",
         );
         self.line(&format!(
             "int64_t sparsec_lo = {start}, sparsec_hi = {end};"

@@ -293,17 +293,18 @@ SPARSEC_RT_INLINE int64_t sparsec_team(const sparsec_pace *pace, int64_t threads
   (void)start;
   int64_t team = work / SPARSEC_GRAIN;
 #else
+  const int64_t ps = pace ? __atomic_load_n(&pace->ps_per_unit, __ATOMIC_RELAXED) : 0;
+  int64_t team;
   if (!pace) {
-    int64_t team = work / SPARSEC_STEADY_GRAIN;
-    return team < 1 ? 1 : team < threads ? team : threads;
+    team = work / SPARSEC_STEADY_GRAIN;
+  } else if (!start || (!ps && work < SPARSEC_SURE_WORK)) {
+    team = 1;
+  } else {
+    const double ns = (double)work * (double)(ps ? ps : SPARSEC_GUESS_PS_PER_UNIT) / 1000.0;
+    const double by_time = ns / (2.0 * (double)sparsec_lag(pace, start));
+    team = work / SPARSEC_MIN_SHARE;
+    if (by_time < (double)team) team = (int64_t)by_time;
   }
-  if (!start) return 1;
-  const int64_t ps = __atomic_load_n(&pace->ps_per_unit, __ATOMIC_RELAXED);
-  if (!ps && work < SPARSEC_SURE_WORK) return 1;
-  const double ns = (double)work * (double)(ps ? ps : SPARSEC_GUESS_PS_PER_UNIT) / 1000.0;
-  const double by_time = ns / (2.0 * (double)sparsec_lag(pace, start));
-  int64_t team = work / SPARSEC_MIN_SHARE;
-  if (by_time < (double)team) team = (int64_t)by_time;
 #endif
   return team < 1 ? 1 : team < threads ? team : threads;
 }
