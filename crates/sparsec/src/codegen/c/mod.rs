@@ -1,0 +1,374 @@
+//! The C99 backend.
+//!
+//! A kernel is one function `int sparsec_kernel(void **arrays, const int64_t *params,
+//! sparsec_buffer *out)`. Every array and scalar the body reads is unpacked into a named
+//! local at the top (`A2_pos`, `A1_size`, `i_size`), in the order given by the function's
+//! [`Signature`], which the runtime follows when it passes storage. Index arrays are
+//! `int64_t` or `int32_t`; values are `double` or `float` per tensor. The runtime helpers
+//! come from [`super::runtime`], only those the kernel calls.
+//!
+//! One file per job: statements and loops here, expressions in `expr.rs`, sum reductions
+//! in `sums.rs`, OpenMP thread teams in `threads.rs`.
+
+mod expr;
+mod sums;
+mod threads;
+
+use std::collections::BTreeSet;
+use std::fmt::Write;
+
+use super::abi::{assumption_status, check_units, BackendError};
+use super::runtime::{self, Section};
+use crate::ir::{
+    visit, ArrayRef, BinOp, Element, Expr, Function, Helper, Local, LocalType, Loop, LoopKind,
+    Names, OperandId, OutputMode, ParallelUnit, ScalarArg, Signature, Stmt, Type,
+};
+use expr::expr;
+use threads::{balanced_work, reduction_clauses};
+
+/// Generated C source and its argument layout.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CKernel {
+    /// Complete translation unit.
+    pub source: String,
+    /// The arguments, in `arrays[]` and `params[]` order.
+    pub signature: Signature,
+    /// Start of the kernel function in `source` (after the runtime sections it uses).
+    pub body_offset: usize,
+}
+
+/// Name of the exported kernel function.
+pub const ENTRY: &str = "sparsec_kernel";
+
+/// Print a kernel.
+pub fn emit(function: &Function) -> Result<CKernel, BackendError> {
+    check_units(function, "C")?;
+    let signature = function.signature();
+    let names = Names::new(function, &signature);
+
+    let (sections, helpers) = runtime_used(function);
+    let mut out = runtime::kernel_prelude(&sections, &helpers);
+    let body_offset = out.len();
+    let order = match function.output {
+        OutputMode::Emit { order } => order,
+        OutputMode::Dense { .. } | OutputMode::Rows => 0,
+    };
+    let _ = writeln!(
+        out,
+        "int {ENTRY}(void **arrays, const int64_t *params, sparsec_buffer *out) {{"
+    );
+    let _ = writeln!(out, "  (void)arrays; (void)params; (void)out;");
+    for (n, (a, element)) in signature.arrays.iter().zip(&signature.elements).enumerate() {
+        let name = names.array(a);
+        // The output's arrays: its values, and the leaf level a two-phase kernel places.
+        let writable = matches!(
+            a,
+            ArrayRef::Values(OperandId(0))
+                | ArrayRef::Level {
+                    operand: OperandId(0),
+                    ..
+                }
+        );
+        let ty = match element {
+            Element::Value(ty) => ty.c_name(),
+            Element::Index(width) => width.c_name(),
+        };
+        let constness = if writable { "" } else { "const " };
+        let _ = writeln!(
+            out,
+            "  {constness}{ty} *restrict {name} = ({constness}{ty} *)arrays[{n}];"
+        );
+    }
+    for (n, p) in signature.scalars.iter().enumerate() {
+        let name = match p {
+            ScalarArg::Param(p) => names.param(p),
+            ScalarArg::Threads => "sparsec_threads",
+        };
+        let _ = writeln!(out, "  const int64_t {name} = params[{n}];");
+    }
+    // `out` holds one entry buffer per thread; serial code appends to the first.
+    let _ = writeln!(
+        out,
+        "  sparsec_buffer *sparsec_out = out; (void)sparsec_out;"
+    );
+    let _ = writeln!(out, "  int sparsec_oom = 0;");
+    for (n, (holds, _)) in function.assumptions.iter().enumerate() {
+        let _ = writeln!(
+            out,
+            "  if (!({})) return {};",
+            expr(&names, holds),
+            assumption_status(n)
+        );
+    }
+    let mut printer = Printer {
+        out: &mut out,
+        names: &names,
+        function,
+        indent: 1,
+        emit_order: order,
+        parallel_depth: 0,
+        paces: 0,
+    };
+    printer.allocate(&function.locals, "", "1");
+    for s in &function.body {
+        printer.stmt(s);
+    }
+    printer.release(&function.locals, "");
+    out.push_str("  return sparsec_oom ? -1 : 0;\n}\n");
+    Ok(CKernel {
+        source: out,
+        signature,
+        body_offset,
+    })
+}
+
+/// The parts of the C runtime a kernel calls: the buffer type always, the others where the
+/// body uses them; and the level formats' helpers it calls.
+fn runtime_used(function: &Function) -> (BTreeSet<Section>, Vec<&'static Helper>) {
+    let mut sections = BTreeSet::from([Section::Base]);
+    function.walk_exprs(&mut |e| match e {
+        Expr::Bin(BinOp::Min, ..) => {
+            sections.insert(Section::Min);
+        }
+        Expr::Bin(BinOp::Max, ..) => {
+            sections.insert(Section::Max);
+        }
+        _ => {}
+    });
+    visit::walk_stmts(&function.body, &mut |s| match s {
+        Stmt::Emit { .. } => {
+            sections.insert(Section::Grow);
+        }
+        Stmt::OrderTouched { .. } => {
+            sections.insert(Section::Order);
+        }
+        Stmt::For(l) if balanced_work(l).is_some() => {
+            sections.insert(Section::Team);
+        }
+        _ => {}
+    });
+    (sections, function.helpers())
+}
+
+struct Printer<'a> {
+    out: &'a mut String,
+    names: &'a Names,
+    function: &'a Function,
+    indent: usize,
+    emit_order: usize,
+    /// Number of enclosing OpenMP thread teams.
+    parallel_depth: usize,
+    /// Balanced loops printed so far, each with its own `sparsec_pace`.
+    paces: usize,
+}
+
+impl Printer<'_> {
+    /// Allocate zeroed scratch arrays, `copies` times each.
+    fn allocate(&mut self, locals: &[Local], suffix: &str, copies: &str) {
+        for Local { array, len } in locals {
+            let name = self.names.scratch(*array);
+            let ty = local_type(self.function.scratch_info(*array).ty);
+            self.line(&format!(
+                "{ty} *{name}{suffix} = ({ty} *)calloc((size_t)({}) * (size_t)({copies}) + 1, \
+                 sizeof({ty}));",
+                expr(self.names, len)
+            ));
+            // No early return from inside a parallel region.
+            let fail = if self.parallel_depth > 0 {
+                "abort();"
+            } else {
+                "return -1;"
+            };
+            self.line(&format!("if (!{name}{suffix}) {fail}"));
+        }
+    }
+
+    fn release(&mut self, locals: &[Local], suffix: &str) {
+        for Local { array, .. } in locals {
+            let name = self.names.scratch(*array);
+            self.line(&format!("free({name}{suffix});"));
+        }
+    }
+
+    fn for_loop(&mut self, l: &Loop) {
+        match &l.kind {
+            LoopKind::Serial => self.serial_loop(l),
+            LoopKind::Unrolled(n) => {
+                self.line(&format!("#pragma GCC unroll {n}"));
+                self.plain_loop(l);
+            }
+            LoopKind::Parallel {
+                unit: ParallelUnit::CpuThread,
+                ..
+            } => self.thread_loop(l),
+            LoopKind::Parallel {
+                unit: ParallelUnit::CpuVector,
+                reductions,
+                locals,
+                ..
+            } => {
+                self.allocate(locals, "", "1");
+                self.line(&format!(
+                    "#pragma omp simd{}",
+                    reduction_clauses(self.names, reductions)
+                ));
+                self.plain_loop(l);
+                self.release(locals, "");
+            }
+            LoopKind::Parallel { .. } => unreachable!("GPU loops are refused before printing"),
+        }
+    }
+
+    /// The loop as it stands, with nothing added.
+    fn plain_loop(&mut self, l: &Loop) {
+        let names = self.names;
+        let var = names.var(l.var);
+        self.block(
+            &format!(
+                "for (int64_t {var} = {}; {var} < {}; {var}++)",
+                expr(names, &l.start),
+                expr(names, &l.end)
+            ),
+            &l.body,
+        );
+        self.line("}");
+    }
+
+    fn line(&mut self, text: &str) {
+        for _ in 0..self.indent {
+            self.out.push_str("  ");
+        }
+        self.out.push_str(text);
+        self.out.push('\n');
+    }
+
+    fn block(&mut self, head: &str, body: &[Stmt]) {
+        self.line(&format!("{head} {{"));
+        self.indent += 1;
+        body.iter().for_each(|s| self.stmt(s));
+        self.indent -= 1;
+    }
+
+    fn stmt(&mut self, s: &Stmt) {
+        let names = self.names;
+        match s {
+            Stmt::Decl(v, e) => {
+                let name = names.var(*v);
+                let ty = match self.function.var(*v).ty {
+                    Type::Index => "int64_t",
+                    Type::Bool => "int",
+                    Type::Value(v) => v.c_name(),
+                };
+                self.line(&format!("{ty} {name} = {};", expr(names, e)));
+            }
+            Stmt::Assign(v, e) => match e {
+                Expr::Bin(BinOp::Add, a, b) if matches!(&**a, Expr::Var(n) if n == v) => {
+                    let name = names.var(*v);
+                    match &**b {
+                        Expr::Int(1) => self.line(&format!("{name}++;")),
+                        b => self.line(&format!("{name} += {};", expr(names, b))),
+                    }
+                }
+                _ => self.line(&format!("{} = {};", names.var(*v), expr(names, e))),
+            },
+            Stmt::Store(store) => {
+                let op = if store.accumulate { "+=" } else { "=" };
+                self.line(&format!(
+                    "{}[{}] {op} {};",
+                    names.array(&store.array),
+                    expr(names, &store.index),
+                    expr(names, &store.value)
+                ));
+            }
+            Stmt::For(l) => self.for_loop(l),
+            Stmt::While(c, body) => {
+                self.block(&format!("while ({})", expr(names, c)), body);
+                self.line("}");
+            }
+            Stmt::Atomic(inner) => {
+                self.line("#pragma omp atomic");
+                self.stmt(inner);
+            }
+            Stmt::If(c, then, otherwise) => {
+                self.block(&format!("if ({})", expr(names, c)), then);
+                let mut rest = otherwise.as_slice();
+                loop {
+                    if rest.is_empty() {
+                        self.line("}");
+                        break;
+                    }
+                    if let Some(Stmt::If(c, then, otherwise)) = single_if(rest) {
+                        self.block(&format!("}} else if ({})", expr(names, c)), then);
+                        rest = otherwise;
+                    } else {
+                        self.block("} else", rest);
+                        self.line("}");
+                        break;
+                    }
+                }
+            }
+            Stmt::Emit { coords, value } => {
+                let n = self.emit_order;
+                self.line(&format!(
+                    "if (sparsec_out->len == sparsec_out->cap && !sparsec_grow(sparsec_out, {n})) {{"
+                ));
+                self.line("  sparsec_oom = 1;");
+                self.line("} else {");
+                self.indent += 1;
+                for (k, c) in coords.iter().enumerate() {
+                    self.line(&format!(
+                        "sparsec_out->coords[sparsec_out->len * {n} + {k}] = {};",
+                        expr(names, c)
+                    ));
+                }
+                self.line(&format!(
+                    "sparsec_out->vals[sparsec_out->len++] = {};",
+                    expr(names, value)
+                ));
+                self.indent -= 1;
+                self.line("}");
+            }
+            Stmt::Block(b) if !b.iter().any(|s| matches!(s, Stmt::Decl(..))) => {
+                b.iter().for_each(|s| self.stmt(s));
+            }
+            Stmt::Block(b) => {
+                self.line("{");
+                self.indent += 1;
+                b.iter().for_each(|s| self.stmt(s));
+                self.indent -= 1;
+                self.line("}");
+            }
+            Stmt::OrderTouched {
+                list,
+                len,
+                flags,
+                marks,
+                width,
+            } => self.line(&format!(
+                "sparsec_order_touched({}, {}, {}, {}, {});",
+                names.scratch(*list),
+                expr(names, len),
+                names.scratch(*flags),
+                names.scratch(*marks),
+                expr(names, width)
+            )),
+        }
+    }
+}
+
+pub(super) fn local_type(ty: LocalType) -> &'static str {
+    match ty {
+        LocalType::Value => "double",
+        LocalType::Index => "int64_t",
+        LocalType::Flag => "char",
+    }
+}
+
+/// The lone `if` of an `else` branch (through empty nesting), printed as `else if`.
+fn single_if(stmts: &[Stmt]) -> Option<&Stmt> {
+    match stmts {
+        [s @ Stmt::If(..)] => Some(s),
+        [Stmt::Block(inner)] => single_if(inner),
+        _ => None,
+    }
+}
