@@ -157,55 +157,31 @@ fn original_slots(moved_to: Option<Vec<usize>>, slot_of_summed: Vec<usize>) -> V
     }
 }
 
-/// Pack sorted, unique entries straight into levels that take entries one at a time in
-/// storage order ([`Streaming`]), without the intermediate arrays of the general path.
-/// `None` when a level cannot, when the storage order is not the modes' order, or for
-/// scalars; an error when the storage cannot be allocated.
+/// Pack sorted, unique entries straight into levels that take entries one at a time
+/// ([`stream_in_mode_order`]), without the intermediate arrays of the general path. `None`
+/// when the format's levels cannot be built so, or for scalars; an error when the storage
+/// cannot be allocated.
 fn pack_streaming(
     coo: &Coo,
     format: &Format,
     value_type: ValueType,
     track: bool,
 ) -> Result<Option<(Tensor, Vec<usize>)>, TensorError> {
-    let Some(kinds) = built_levels(format) else {
-        return Ok(None);
-    };
-    let (tensor, leaf) = stream_entries(
-        kinds,
-        &coo.dims,
-        format,
-        value_type,
-        coo.len(),
-        track,
-        |push| {
-            for e in 0..coo.len() {
-                let first_changed = match e {
-                    0 => Some(0),
-                    _ => first_difference(coo.coord(e - 1), coo.coord(e)),
-                };
-                push(
-                    coo.coord(e),
-                    first_changed.expect("packed entries are distinct"),
-                    coo.values[e],
-                );
-            }
-        },
-    )?;
-    Ok(Some((tensor, leaf)))
+    stream_in_mode_order(&coo.dims, format, value_type, coo.len(), track, |push| {
+        (0..coo.len()).for_each(|e| push(coo.coord(e), coo.values[e]));
+    })
 }
 
-/// `source` in `format` without a coordinate list, when `format`'s levels stream in mode
-/// order and `source` stores its components in that same order, each once (plain levels
-/// in mode order, ordered and unique): the components go from the walk over the source's
-/// storage straight into the new levels. `None` for other pairs, or when the source's
-/// storage turns out not to be in order (its levels claimed so wrongly).
+/// `source` in `format` without a coordinate list, when `source` stores its components in
+/// the modes' order, each once (plain levels in mode order, ordered and unique), and
+/// `format`'s levels can be built from them ([`stream_in_mode_order`]): the components go
+/// from the walk over the source's storage straight into the new levels. `None` for other
+/// pairs, or when the source's storage turns out not to be in order (its levels claimed
+/// so wrongly).
 pub(super) fn stream_converted(
     source: &Tensor,
     format: &Format,
 ) -> Result<Option<Tensor>, TensorError> {
-    let Some(kinds) = built_levels(format) else {
-        return Ok(None);
-    };
     let in_mode_order = source.format.mode_order() == Some((0..source.order()).collect::<Vec<_>>())
         && source.format.levels().iter().all(|level| {
             let properties = level.format.properties();
@@ -214,50 +190,246 @@ pub(super) fn stream_converted(
     if !in_mode_order {
         return Ok(None);
     }
-    let mut previous: Vec<i64> = Vec::new();
-    let mut in_order = true;
-    let (tensor, _) = stream_entries(
-        kinds,
+    let streamed = stream_in_mode_order(
         &source.dims,
         format,
         source.value_type(),
         source.stored_values(),
         false,
-        |push| {
-            source.for_each_stored(|coords, value| {
-                if !in_order {
-                    return;
-                }
-                let first_changed = if previous.is_empty() {
-                    previous.extend_from_slice(coords);
-                    0
-                } else {
-                    match first_difference(&previous, coords) {
-                        Some(k) if previous[k] < coords[k] => k,
-                        _ => {
-                            in_order = false;
-                            return;
-                        }
-                    }
-                };
-                previous[first_changed..].copy_from_slice(&coords[first_changed..]);
-                push(coords, first_changed, value);
-            })
-        },
+        |visit| source.walk_stored(super::Reading::Native, visit),
     )?;
-    Ok(in_order.then_some(tensor))
+    Ok(streamed.map(|(tensor, _)| tensor))
+}
+
+/// Build `format` from distinct entries that `entries` hands over in the modes' order
+/// (about `expected` of them), when every level has a layout the runtime writes natively
+/// ([`Layout`]) and stores a coordinate computed from the entry's own (a mode, or a block
+/// of one), and the first level's coordinate never falls as mode 0's rises (mode 0 or its
+/// blocks). Entries with the same first-level coordinate then come together; each such
+/// group is put in storage order (CSR's rows already are; a BCSR block row is sorted by
+/// block column) and streamed into the levels. With `track`, also returns the value slot
+/// of each entry. `None` when the format's levels cannot be built so, or when the entries
+/// turn out not to be in order.
+fn stream_in_mode_order(
+    dims: &[usize],
+    format: &Format,
+    value_type: ValueType,
+    expected: usize,
+    track: bool,
+    entries: impl FnOnce(&mut dyn FnMut(&[i64], f64)),
+) -> Result<Option<(Tensor, Vec<usize>)>, TensorError> {
+    let Some(kinds) = built_levels(format) else {
+        return Ok(None);
+    };
+    let coords: Vec<LevelCoord> = format.levels().iter().map(|l| l.coord).collect();
+    if !matches!(
+        coords[0],
+        LevelCoord::Mode(0) | LevelCoord::BlockOuter { mode: 0, .. }
+    ) {
+        return Ok(None);
+    }
+    let sizes = level_sizes(format, dims);
+    let unrepresentable = |reason: String| TensorError::Unrepresentable {
+        format: format.spelling(),
+        reason,
+    };
+    let mut sink = Sink::new(kinds, sizes.clone(), expected, track).map_err(unrepresentable)?;
+    let mut in_order = true;
+    // Where every level stores the mode of its own number, storage order is the modes'
+    // order and each entry goes straight on.
+    if coords
+        .iter()
+        .enumerate()
+        .all(|(k, &c)| c == LevelCoord::Mode(k))
+    {
+        let (mut previous, mut seen) = (Vec::new(), 0);
+        entries(
+            &mut |entry, value| match next_in_order(&mut previous, entry) {
+                Some(first_changed) if in_order => {
+                    sink.push(entry, first_changed, value, seen);
+                    seen += 1;
+                }
+                _ => in_order = false,
+            },
+        );
+    } else {
+        let mut regroup = Regroup::new(coords, &sizes);
+        entries(&mut |entry, value| {
+            if in_order && !regroup.add(entry, value, &mut sink) {
+                in_order = false;
+            }
+        });
+        if in_order && !regroup.flush(&mut sink) {
+            in_order = false;
+        }
+    }
+    if !in_order {
+        return Ok(None);
+    }
+    sink.finish(dims, format, value_type)
+        .map(Some)
+        .map_err(unrepresentable)
+}
+
+/// The first level at which `next` differs from `previous` (0 when `previous` is empty,
+/// before the first tuple), which then holds `next`; `None` when `next` does not come
+/// after `previous` in lexicographic order.
+#[inline]
+fn next_in_order(previous: &mut Vec<i64>, next: &[i64]) -> Option<usize> {
+    let first_changed = if previous.is_empty() {
+        previous.extend_from_slice(next);
+        0
+    } else {
+        match first_difference(previous, next) {
+            Some(k) if previous[k] < next[k] => k,
+            _ => return None,
+        }
+    };
+    previous[first_changed..].copy_from_slice(&next[first_changed..]);
+    Some(first_changed)
+}
+
+/// Entries in the modes' order put in storage order: the entries sharing a first-level
+/// coordinate are held until the next one starts, then sorted by their storage
+/// coordinates and streamed.
+struct Regroup {
+    coords: Vec<LevelCoord>,
+    /// Each level's share of a packed sort key, in bits, outermost first; `None` when the
+    /// levels' sizes need more than 128 bits (tuples are then compared level by level).
+    key_bits: Option<Vec<u32>>,
+    /// Each held entry's storage coordinates, one tuple after another, and sort key.
+    tuples: Vec<i64>,
+    keys: Vec<u128>,
+    values: Vec<f64>,
+    /// The previous entry's coordinates, to check that entries come in the modes' order.
+    previous_entry: Vec<i64>,
+    /// The last streamed tuple, to find the first level each tuple changes.
+    previous_tuple: Vec<i64>,
+    /// Entries seen so far.
+    seen: usize,
+    /// Order of the held entries by storage coordinates.
+    order: Vec<usize>,
+}
+
+impl Regroup {
+    fn new(coords: Vec<LevelCoord>, sizes: &[usize]) -> Regroup {
+        let bits: Vec<u32> = sizes
+            .iter()
+            .map(|&size| usize::BITS - size.saturating_sub(1).leading_zeros())
+            .collect();
+        let key_bits = (bits.iter().sum::<u32>() <= u128::BITS).then_some(bits);
+        Regroup {
+            coords,
+            key_bits,
+            tuples: Vec::new(),
+            keys: Vec::new(),
+            values: Vec::new(),
+            previous_entry: Vec::new(),
+            previous_tuple: Vec::new(),
+            seen: 0,
+            order: Vec::new(),
+        }
+    }
+
+    /// Take one entry; false when it does not come after the previous entry in the
+    /// modes' order, or a group streamed before it was out of storage order.
+    fn add(&mut self, entry: &[i64], value: f64, sink: &mut Sink) -> bool {
+        if next_in_order(&mut self.previous_entry, entry).is_none() {
+            return false;
+        }
+        let levels = self.coords.len();
+        let first = storage_coord(self.coords[0], entry);
+        let starts_group =
+            !self.values.is_empty() && self.tuples[self.tuples.len() - levels] != first;
+        if starts_group && !self.flush(sink) {
+            return false;
+        }
+        let start = self.tuples.len();
+        self.tuples
+            .extend(self.coords.iter().map(|&c| storage_coord(c, entry)));
+        if let Some(bits) = &self.key_bits {
+            let tuple = &self.tuples[start..];
+            let key = bits
+                .iter()
+                .zip(tuple)
+                .fold(0u128, |key, (&b, &c)| (key << b) | c as u128);
+            self.keys.push(key);
+        }
+        self.values.push(value);
+        self.seen += 1;
+        true
+    }
+
+    /// Stream the held entries in storage order; false when two have the same storage
+    /// coordinates or the group does not come after the previous one.
+    fn flush(&mut self, sink: &mut Sink) -> bool {
+        let levels = self.coords.len();
+        let held = self.values.len();
+        let tuples = &self.tuples;
+        let at = |e: usize| &tuples[e * levels..(e + 1) * levels];
+        self.order.clear();
+        self.order.extend(0..held);
+        if !(1..held).all(|e| at(e - 1) < at(e)) {
+            match self.key_bits {
+                Some(_) => {
+                    let keys = &self.keys;
+                    self.order.sort_unstable_by_key(|&e| keys[e]);
+                }
+                None => self.order.sort_unstable_by(|&a, &b| at(a).cmp(at(b))),
+            }
+        }
+        let first_entry = self.seen - held;
+        for &e in &self.order {
+            let coords = at(e);
+            let Some(first_changed) = next_in_order(&mut self.previous_tuple, coords) else {
+                return false;
+            };
+            sink.push(coords, first_changed, self.values[e], first_entry + e);
+        }
+        self.tuples.clear();
+        self.keys.clear();
+        self.values.clear();
+        true
+    }
+}
+
+/// The coordinate a level of `coord` stores for an entry with coordinates `entry`, when
+/// the entry alone gives it.
+#[inline]
+fn storage_coord(coord: LevelCoord, entry: &[i64]) -> i64 {
+    match coord {
+        LevelCoord::Mode(m) => entry[m],
+        LevelCoord::BlockOuter { mode, block } => entry[mode] / block as i64,
+        LevelCoord::BlockInner { mode, block } => entry[mode] % block as i64,
+        LevelCoord::EllSlot | LevelCoord::Diagonal => {
+            unreachable!("built levels store coordinates computed from the entry alone")
+        }
+    }
+}
+
+/// Each level's size: its mode's dimension, its number of blocks or the block's side.
+fn level_sizes(format: &Format, dims: &[usize]) -> Vec<usize> {
+    format
+        .levels()
+        .iter()
+        .map(|spec| match spec.coord {
+            LevelCoord::Mode(m) => dims[m],
+            LevelCoord::BlockOuter { mode, block } => dims[mode].div_ceil(block),
+            LevelCoord::BlockInner { block, .. } => block,
+            LevelCoord::EllSlot | LevelCoord::Diagonal => 0,
+        })
+        .collect()
 }
 
 /// How each level of `format` is built from tuples in storage order, when every level has
-/// a layout the runtime writes natively ([`Layout`]) and stores the mode of its own number
-/// (the storage order is the modes' order); `None` otherwise and for scalars.
+/// a layout the runtime writes natively ([`Layout`]) and stores a coordinate computed from
+/// the entry's own (a mode, or the blocks of one); `None` otherwise and for scalars.
 fn built_levels(format: &Format) -> Option<Vec<Built>> {
     let kinds: Vec<Built> = format
         .levels()
         .iter()
-        .enumerate()
-        .map(|(k, spec)| {
-            if spec.coord != LevelCoord::Mode(k) {
+        .map(|spec| {
+            if matches!(spec.coord, LevelCoord::EllSlot | LevelCoord::Diagonal) {
                 return None;
             }
             Some(match spec.format.layout()? {
@@ -277,64 +449,92 @@ fn first_difference(a: &[i64], b: &[i64]) -> Option<usize> {
     a.iter().zip(b).position(|(x, y)| x != y)
 }
 
-/// Stream the entries `entries` hands to its callback into levels of `kinds`: coordinates
-/// in mode order, strictly increasing, with the first level whose coordinate differs from
-/// the previous entry's (0 for the first) and the value; about `expected` of them. With
-/// `track`, also returns the value slot of each entry.
-fn stream_entries(
-    kinds: Vec<Built>,
-    dims: &[usize],
-    format: &Format,
-    value_type: ValueType,
-    expected: usize,
-    track: bool,
-    entries: impl FnOnce(&mut dyn FnMut(&[i64], usize, f64)),
-) -> Result<(Tensor, Vec<usize>), TensorError> {
-    let unrepresentable = |reason: String| TensorError::Unrepresentable {
-        format: format.spelling(),
-        reason,
-    };
-    let order = kinds.len();
-    let mut stream = StreamedLevels::new(kinds, dims.to_vec());
-    // The leaf position of each entry: the entry's own number when the leaf appends.
-    let leaf_appends = matches!(stream.kinds[order - 1], Built::Appended { .. });
-    let record_leaf = track || !leaf_appends;
-    let mut leaf: Vec<usize> = Vec::with_capacity(if record_leaf { expected } else { 0 });
-    let mut entry_values: Vec<f64> = Vec::with_capacity(expected);
-    if leaf_appends {
-        // The leaf level takes one coordinate per entry: grown once, not by doubling.
-        stream.idx[order - 1]
-            .try_reserve_exact(expected)
-            .map_err(|_| unrepresentable(format!("{expected} coordinates do not fit in memory")))?;
+/// Levels being built from tuples of storage coordinates, with the values that go with
+/// them.
+struct Sink {
+    stream: StreamedLevels,
+    /// The leaf level appends: each value's position is its own number.
+    leaf_appends: bool,
+    /// Each value's leaf position, when the leaf does not append.
+    placed: Vec<usize>,
+    /// Each entry's leaf position, by the entry's number, when tracked.
+    slots: Option<Vec<usize>>,
+    values: Vec<f64>,
+}
+
+impl Sink {
+    /// Room for about `expected` tuples; an error when the leaf's coordinates cannot be
+    /// allocated.
+    fn new(
+        kinds: Vec<Built>,
+        sizes: Vec<usize>,
+        expected: usize,
+        track: bool,
+    ) -> Result<Sink, String> {
+        let levels = kinds.len();
+        let mut stream = StreamedLevels::new(kinds, sizes);
+        let leaf_appends = matches!(stream.kinds[levels - 1], Built::Appended { .. });
+        if leaf_appends {
+            // The leaf level takes one coordinate per entry: grown once, not by doubling.
+            stream.idx[levels - 1]
+                .try_reserve_exact(expected)
+                .map_err(|_| format!("{expected} coordinates do not fit in memory"))?;
+        }
+        Ok(Sink {
+            stream,
+            leaf_appends,
+            placed: Vec::with_capacity(if leaf_appends { 0 } else { expected }),
+            slots: track.then(|| vec![0; expected]),
+            values: Vec::with_capacity(expected),
+        })
     }
-    entries(&mut |coords, first_changed, value| {
-        let position = stream.push_changed(coords, first_changed);
-        if record_leaf {
-            leaf.push(position);
+
+    /// Add a tuple of storage coordinates (after the previous one in storage order), the
+    /// first level at which it differs from the previous (0 for the first), its value
+    /// and the number of its entry in the order given.
+    #[inline]
+    fn push(&mut self, coords: &[i64], first_changed: usize, value: f64, entry: usize) {
+        let position = self.stream.push_changed(coords, first_changed);
+        if !self.leaf_appends {
+            self.placed.push(position);
         }
-        entry_values.push(value);
-    });
-    let (levels, positions) = stream.finish().map_err(unrepresentable)?;
-    let values = match (leaf_appends, value_type) {
-        // One value per entry, in entry order: the values are the entries' own.
-        (true, ValueType::F64) => Values::F64(entry_values),
-        (true, ValueType::F32) => Values::F32(entry_values.iter().map(|&v| v as f32).collect()),
-        (false, _) => {
-            let mut values =
-                Values::try_zeros(value_type, Some(positions)).map_err(unrepresentable)?;
-            for (e, &v) in entry_values.iter().enumerate() {
-                values.set(leaf[e], v);
+        if let Some(slots) = &mut self.slots {
+            if slots.len() <= entry {
+                slots.resize(entry + 1, 0);
             }
-            values
+            slots[entry] = position;
         }
-    };
-    let tensor = Tensor {
-        dims: dims.to_vec(),
-        format: format.clone(),
-        levels,
-        values,
-    };
-    Ok((tensor, if track { leaf } else { Vec::new() }))
+        self.values.push(value);
+    }
+
+    /// The tensor of `dims` in `format`, and each entry's value slot when tracked.
+    fn finish(
+        self,
+        dims: &[usize],
+        format: &Format,
+        value_type: ValueType,
+    ) -> Result<(Tensor, Vec<usize>), String> {
+        let (levels, positions) = self.stream.finish()?;
+        let values = match (self.leaf_appends, value_type) {
+            // One value per tuple, in storage order: the values are the tuples' own.
+            (true, ValueType::F64) => Values::F64(self.values),
+            (true, ValueType::F32) => Values::F32(self.values.iter().map(|&v| v as f32).collect()),
+            (false, _) => {
+                let mut values = Values::try_zeros(value_type, Some(positions))?;
+                for (&slot, &v) in self.placed.iter().zip(&self.values) {
+                    values.set(slot, v);
+                }
+                values
+            }
+        };
+        let tensor = Tensor {
+            dims: dims.to_vec(),
+            format: format.clone(),
+            levels,
+            values,
+        };
+        Ok((tensor, self.slots.unwrap_or_default()))
+    }
 }
 
 /// How a level is built from distinct coordinate tuples given in storage order.
@@ -558,9 +758,13 @@ mod tests {
         let mut singleton_conflicts = 0;
         for spelling in [
             "d", "s", "dd", "ds", "sd", "ss", "dss", "sds", "ssd", "sss", "dsss", "uq", "ucq",
-            "us", "su", "uu", "dq", "duq",
+            "us", "su", "uu", "dq", "duq", "bcsr:2x2", "bcsr:1x3", "bcsr:3x1", "bcsr:4x2",
         ] {
-            let order = spelling.len();
+            let order = if spelling.starts_with("bcsr") {
+                2
+            } else {
+                spelling.len()
+            };
             let format = Format::parse(spelling, order).unwrap();
             for density in [0.0, 0.05, 0.3, 1.0] {
                 let dims: Vec<usize> = (0..order).map(|_| r.gen_range(1..6)).collect();
@@ -581,7 +785,9 @@ mod tests {
                 let what = format!("{spelling} {dims:?} density {density}");
                 let streamed = match pack_streaming(&coo, &format, ValueType::F64, true) {
                     Ok(Some(packed)) => Ok(packed),
-                    Ok(None) => panic!("{what}: dense, compressed and singleton levels stream"),
+                    Ok(None) => {
+                        panic!("{what}: dense, compressed, singleton and blocked levels stream")
+                    }
                     Err(e) => Err(e),
                 };
                 let general = pack_general(&coo, &format, ValueType::F64, true);
