@@ -65,7 +65,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 Tensor::from_coo(&coo, &format, ValueType::F64).expect("builds");
             });
             println!(
-                "{name},{},{family},{spelling},{:.3},{:.3},{:.2}",
+                // Spellings with a mode order hold a comma (`ds:1,0`): quoted.
+                "{name},{},{family},\"{spelling}\",{:.3},{:.3},{:.2}",
                 coo.len(),
                 convert.as_secs_f64() * 1e3,
                 build.as_secs_f64() * 1e3,
