@@ -222,10 +222,26 @@ fn stream_in_mode_order(
         return Ok(None);
     };
     let coords: Vec<LevelCoord> = format.levels().iter().map(|l| l.coord).collect();
-    if !matches!(
+    // Where every level stores the mode of its own number, storage order is the modes'
+    // order and each entry goes straight on.
+    let direct = coords
+        .iter()
+        .enumerate()
+        .all(|(k, &c)| c == LevelCoord::Mode(k));
+    // ELL: an entry's slot is its rank in its row, and every level places its coordinate
+    // at a position computed from its parent's (dense slots and rows, a singleton column),
+    // so the entries go on in the modes' order, not in storage order. Distinct entries
+    // have distinct (slot, row) pairs: the singleton level never sees two coordinates
+    // under one parent.
+    let by_rank = coords.contains(&LevelCoord::EllSlot)
+        && kinds
+            .iter()
+            .all(|kind| matches!(kind, Built::Inserted | Built::Singleton));
+    let grouped = matches!(
         coords[0],
         LevelCoord::Mode(0) | LevelCoord::BlockOuter { mode: 0, .. }
-    ) {
+    );
+    if !(direct || by_rank || grouped) {
         return Ok(None);
     }
     let sizes = level_sizes(format, dims);
@@ -235,13 +251,7 @@ fn stream_in_mode_order(
     };
     let mut sink = Sink::new(kinds, sizes.clone(), expected, track).map_err(unrepresentable)?;
     let mut in_order = true;
-    // Where every level stores the mode of its own number, storage order is the modes'
-    // order and each entry goes straight on.
-    if coords
-        .iter()
-        .enumerate()
-        .all(|(k, &c)| c == LevelCoord::Mode(k))
-    {
+    if direct {
         let (mut previous, mut seen) = (Vec::new(), 0);
         entries(
             &mut |entry, value| match next_in_order(&mut previous, entry) {
@@ -252,6 +262,40 @@ fn stream_in_mode_order(
                 _ => in_order = false,
             },
         );
+    } else if by_rank {
+        // The tuples are held until the number of slots, the widest row, is known: then
+        // every level's positions are, and the singleton level is allocated once.
+        let mut previous = Vec::new();
+        let (mut tuples, mut values) = (Vec::with_capacity(expected * coords.len()), Vec::new());
+        let (mut slot, mut slots_used) = (0i64, 0);
+        entries(&mut |entry, value| {
+            let Some(first_changed) = next_in_order(&mut previous, entry).filter(|_| in_order)
+            else {
+                in_order = false;
+                return;
+            };
+            // A new row (mode 0 changed, or the first entry) starts at slot 0.
+            slot = if first_changed == 0 { 0 } else { slot + 1 };
+            slots_used = slots_used.max(slot as usize + 1);
+            tuples.extend(coords.iter().map(|&c| storage_coord(c, entry, slot)));
+            values.push(value);
+        });
+        for (k, &c) in coords.iter().enumerate() {
+            if c == LevelCoord::EllSlot {
+                sink.stream.sizes[k] = slots_used;
+            }
+        }
+        sink.stream.place_singletons().map_err(unrepresentable)?;
+        let levels = coords.len();
+        for (e, &value) in values.iter().enumerate() {
+            let tuple = &tuples[e * levels..(e + 1) * levels];
+            let changed = match e {
+                0 => 0,
+                _ => first_difference(&tuples[(e - 1) * levels..e * levels], tuple)
+                    .expect("distinct entries, distinct tuples"),
+            };
+            sink.push(tuple, changed, value, e);
+        }
     } else {
         let mut regroup = Regroup::new(coords, &sizes);
         entries(&mut |entry, value| {
@@ -338,7 +382,7 @@ impl Regroup {
             return false;
         }
         let levels = self.coords.len();
-        let first = storage_coord(self.coords[0], entry);
+        let first = storage_coord(self.coords[0], entry, 0);
         let starts_group =
             !self.values.is_empty() && self.tuples[self.tuples.len() - levels] != first;
         if starts_group && !self.flush(sink) {
@@ -346,7 +390,7 @@ impl Regroup {
         }
         let start = self.tuples.len();
         self.tuples
-            .extend(self.coords.iter().map(|&c| storage_coord(c, entry)));
+            .extend(self.coords.iter().map(|&c| storage_coord(c, entry, 0)));
         if let Some(bits) = &self.key_bits {
             let tuple = &self.tuples[start..];
             let key = bits
@@ -393,17 +437,16 @@ impl Regroup {
     }
 }
 
-/// The coordinate a level of `coord` stores for an entry with coordinates `entry`, when
-/// the entry alone gives it.
+/// The coordinate a level of `coord` stores for an entry with coordinates `entry`, of
+/// rank `slot` among the entries of its row.
 #[inline]
-fn storage_coord(coord: LevelCoord, entry: &[i64]) -> i64 {
+fn storage_coord(coord: LevelCoord, entry: &[i64], slot: i64) -> i64 {
     match coord {
         LevelCoord::Mode(m) => entry[m],
         LevelCoord::BlockOuter { mode, block } => entry[mode] / block as i64,
         LevelCoord::BlockInner { mode, block } => entry[mode] % block as i64,
-        LevelCoord::EllSlot | LevelCoord::Diagonal => {
-            unreachable!("built levels store coordinates computed from the entry alone")
-        }
+        LevelCoord::EllSlot => slot,
+        LevelCoord::Diagonal => unreachable!("built levels do not store diagonals"),
     }
 }
 
@@ -429,7 +472,7 @@ fn built_levels(format: &Format) -> Option<Vec<Built>> {
         .levels()
         .iter()
         .map(|spec| {
-            if matches!(spec.coord, LevelCoord::EllSlot | LevelCoord::Diagonal) {
+            if spec.coord == LevelCoord::Diagonal {
                 return None;
             }
             Some(match spec.format.layout()? {
@@ -648,6 +691,24 @@ impl StreamedLevels {
         self.current[levels - 1]
     }
 
+    /// Allocate every singleton level's coordinates at once, when the levels above it have
+    /// all their positions (they insert): tuples may then come in any order.
+    fn place_singletons(&mut self) -> Result<(), String> {
+        let mut positions = Some(1usize);
+        for k in 0..self.kinds.len() {
+            match self.kinds[k] {
+                Built::Inserted => positions = positions.and_then(|p| p.checked_mul(self.sizes[k])),
+                Built::Singleton => {
+                    self.idx[k] = crate::memory::filled(positions, 0i64, &|| {
+                        format!("the coordinates of level {}", k + 1)
+                    })?;
+                }
+                Built::Appended { .. } => return Ok(()),
+            }
+        }
+        Ok(())
+    }
+
     /// The levels' storage and the number of positions of the last one; an error when the
     /// tuples do not fit the levels, or a level's positions cannot be counted or allocated.
     pub(super) fn finish(mut self) -> Result<(Vec<LevelStorage>, usize), String> {
@@ -758,9 +819,9 @@ mod tests {
         let mut singleton_conflicts = 0;
         for spelling in [
             "d", "s", "dd", "ds", "sd", "ss", "dss", "sds", "ssd", "sss", "dsss", "uq", "ucq",
-            "us", "su", "uu", "dq", "duq", "bcsr:2x2", "bcsr:1x3", "bcsr:3x1", "bcsr:4x2",
+            "us", "su", "uu", "dq", "duq", "bcsr:2x2", "bcsr:1x3", "bcsr:3x1", "bcsr:4x2", "ell",
         ] {
-            let order = if spelling.starts_with("bcsr") {
+            let order = if spelling.starts_with("bcsr") || spelling == "ell" {
                 2
             } else {
                 spelling.len()
@@ -786,7 +847,9 @@ mod tests {
                 let streamed = match pack_streaming(&coo, &format, ValueType::F64, true) {
                     Ok(Some(packed)) => Ok(packed),
                     Ok(None) => {
-                        panic!("{what}: dense, compressed, singleton and blocked levels stream")
+                        panic!(
+                            "{what}: dense, compressed, singleton, blocked and ELL levels stream"
+                        )
                     }
                     Err(e) => Err(e),
                 };
