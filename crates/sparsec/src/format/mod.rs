@@ -305,7 +305,9 @@ pub trait LevelFormat: fmt::Debug + Send + Sync {
     /// `parent_positions`, its dimension is `size`, no parent holds more than `widest`
     /// coordinates here and the tensor stores `entries` components: what a tuner checks
     /// before it builds storage that cannot pay. The default: a full level has a position
-    /// per coordinate of every parent, any other at most one per entry.
+    /// per coordinate of every parent; a unique one at most one per entry, and no more
+    /// than its parents have coordinates; a non-unique one (COO's upper level) one per
+    /// entry, however few its coordinates.
     fn positions_bound(
         &self,
         parent_positions: u128,
@@ -315,10 +317,13 @@ pub trait LevelFormat: fmt::Debug + Send + Sync {
     ) -> u128 {
         let _ = widest;
         let every = parent_positions.saturating_mul(size);
-        if self.properties().full {
+        let properties = self.properties();
+        if properties.full {
             every
-        } else {
+        } else if properties.unique {
             every.min(entries)
+        } else {
+            entries
         }
     }
 }
@@ -502,22 +507,28 @@ impl Format {
         })
     }
 
-    /// An upper bound on the positions of the largest level when a tensor of this plain
-    /// format over `dims` stores `entries` components, of which no parent at level `k`
-    /// holds more than `widest[k]` (each level's [`LevelFormat::positions_bound`]): the
-    /// storage's size, since the last level's positions are the value slots and a level's
-    /// arrays have an entry per position of it or of its parent (a compressed level under
-    /// a dense one has a segment start for every position of the dense one, however few
-    /// the entries). `None` for formats whose levels do not each store a mode (blocked,
-    /// ELL, DIA).
+    /// An upper bound on the positions of the largest level when a tensor of this format
+    /// over `dims` stores `entries` components, of which no parent at level `k` holds more
+    /// than `widest[k]` (each level's [`LevelFormat::positions_bound`]): the storage's
+    /// size, since the last level's positions are the value slots and a level's arrays
+    /// have an entry per position of it or of its parent (a compressed level under a
+    /// dense one has a segment start for every position of the dense one, however few
+    /// the entries). A level of blocks has a coordinate per block, one inside blocks the
+    /// block's side; ELL's slot level has `widest[k]` slots (the widest row's entries)
+    /// and DIA's diagonal level `widest[k]` diagonals (those occupied), the root being
+    /// their one parent. `None` when `dims` or `widest` has too few values.
     ///
     /// ```
     /// use sparsec::format::Format;
-    /// let (dims, widest) = ([20_000, 20_000], [100, 1]);
+    /// // No row, column or block row holds more than 100 entries; no level more than 100.
+    /// let (dims, widest) = ([20_000, 20_000], [100; 4]);
     /// let bound = |f: &str| Format::parse(f, 2).unwrap().positions_bound(&dims, &widest, 100);
     /// assert_eq!(bound("dcsr"), Some(100));
     /// assert_eq!(bound("csr"), Some(20_000));
     /// assert_eq!(bound("dense"), Some(400_000_000));
+    /// assert_eq!(bound("bcsr:4x4"), Some(5_000)); // 5,000 block rows; 100 blocks of 16
+    /// assert_eq!(bound("ell"), Some(2_000_000)); // 100 slots for each of 20,000 rows
+    /// assert_eq!(bound("dia"), Some(2_000_000)); // 100 diagonals of up to 20,000 rows
     /// ```
     pub fn positions_bound(
         &self,
@@ -528,12 +539,19 @@ impl Format {
         let mut positions: u128 = 1;
         let mut largest: u128 = 1;
         for (k, level) in self.levels.iter().enumerate() {
-            let LevelCoord::Mode(m) = level.coord else {
-                return None;
+            let size = match level.coord {
+                LevelCoord::Mode(m) => *dims.get(m)?,
+                LevelCoord::BlockOuter { mode, block } => dims.get(mode)?.div_ceil(block.max(1)),
+                LevelCoord::BlockInner { block, .. } => block,
+                LevelCoord::EllSlot => (*widest.get(k)?).min(*dims.get(1)?),
+                LevelCoord::Diagonal => {
+                    let diagonals = (dims.first()? + dims.get(1)?).saturating_sub(1);
+                    (*widest.get(k)?).min(diagonals)
+                }
             };
             positions = level.format.positions_bound(
                 positions,
-                *dims.get(m)? as u128,
+                size as u128,
                 *widest.get(k)? as u128,
                 entries as u128,
             );

@@ -727,6 +727,58 @@ mod tests {
     }
 
     /// The widest fiber at each level, in both mode orders.
+    /// `Format::positions_bound` bounds the storage every format builds, and is exact for
+    /// ELL and DIA given their widest row and their diagonals.
+    #[test]
+    fn positions_bound_covers_the_storage_of_every_format() {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(11);
+        for _ in 0..20 {
+            let (rows, cols) = (rng.gen_range(1..9), rng.gen_range(1..9));
+            let mut coo = Coo::empty(vec![rows, cols]);
+            for i in 0..rows {
+                for j in 0..cols {
+                    if rng.gen_bool(0.3) {
+                        coo.coords.extend([i as i64, j as i64]);
+                        coo.values.push(1.0);
+                    }
+                }
+            }
+            let entries = coo.len();
+            for spelling in [
+                "dense", "csr", "csc", "dcsr", "coo", "hash", "dh", "bcsr:2x3", "ell", "dia",
+            ] {
+                let format = Format::parse(spelling, 2).unwrap();
+                let tensor = Tensor::from_coo(&coo, &format, ValueType::F64).unwrap();
+                let anywhere = vec![entries; format.levels().len()];
+                let bound = format.positions_bound(&[rows, cols], &anywhere, entries);
+                assert!(
+                    bound >= Some(tensor.stored_values() as u128),
+                    "{spelling} {rows}x{cols}: {bound:?} < {}",
+                    tensor.stored_values()
+                );
+            }
+            let widest_row = (0..rows)
+                .map(|i| {
+                    (0..entries)
+                        .filter(|&e| coo.coord(e)[0] == i as i64)
+                        .count()
+                })
+                .max()
+                .unwrap_or(0);
+            let mut diagonals: Vec<i64> = (0..entries)
+                .map(|e| coo.coord(e)[1] - coo.coord(e)[0])
+                .collect();
+            diagonals.sort_unstable();
+            diagonals.dedup();
+            for (spelling, widest) in [("ell", widest_row), ("dia", diagonals.len())] {
+                let format = Format::parse(spelling, 2).unwrap();
+                let tensor = Tensor::from_coo(&coo, &format, ValueType::F64).unwrap();
+                let bound = format.positions_bound(&[rows, cols], &[widest; 3], entries);
+                assert_eq!(bound, Some(tensor.stored_values() as u128), "{spelling}");
+            }
+        }
+    }
+
     #[test]
     fn widest_fibers_count_children_per_parent() {
         let coo = Coo::new(vec![3, 4], vec![0, 1, 0, 3, 2, 0], vec![1.0; 3]).unwrap();

@@ -383,8 +383,8 @@ mod tests {
     }
 
     /// Dense levels over a large hypersparse matrix make a format unfit before anything is
-    /// allocated; compressed levels, small matrices and formats whose size the entry
-    /// count does not bound (blocked) are left to the conversion.
+    /// allocated; compressed levels, blocks (at most one per entry) and small matrices
+    /// fit.
     #[test]
     fn formats_far_larger_than_the_input_are_unfit() {
         let large = matrix(50_000, 100);

@@ -215,7 +215,13 @@ impl Space {
         self.tuned.iter().enumerate().all(|(k, &t)| {
             let dims = &self.statement.tensors[t].dims;
             formats.get(k).is_some_and(|format| {
-                positions_bound(format, dims, self.nonzeros[k]) <= self.position_limit[k]
+                // Fibers one entry wide: what the pattern cannot lower (dense levels,
+                // segment starts under them); the measurement checks the widths the input
+                // has (hash tables, ELL slots) before it converts.
+                let singles = vec![1; format.levels().len()];
+                format
+                    .positions_bound(dims, &singles, self.nonzeros[k])
+                    .is_some_and(|bound| bound <= self.position_limit[k] as u128)
             })
         })
     }
@@ -356,31 +362,6 @@ fn fresh_name(base: &str, taken: &[String]) -> String {
         .chain((2..).map(|k| format!("{base}_{k}")))
         .find(|n| !taken.iter().any(|t| t == n))
         .expect("an unbounded sequence")
-}
-
-/// An upper bound of the positions of the largest level of `format` for a tensor of `dims`
-/// with `nonzeros` entries: a full level multiplies its parent's positions by its extent,
-/// any other level stores at most one position per entry. The largest, not the last: a
-/// sparse level's segment starts number its parent's positions (`sds` over a hypersparse
-/// tensor stores few values but billions of starts).
-fn positions_bound(format: &Format, dims: &[usize], nonzeros: usize) -> usize {
-    use crate::format::LevelCoord;
-    let mut positions = 1usize;
-    let mut largest = 1usize;
-    for spec in format.levels() {
-        let extent = match spec.coord {
-            LevelCoord::Mode(m) => dims[m],
-            LevelCoord::BlockOuter { mode, block } => dims[mode].div_ceil(block.max(1)),
-            LevelCoord::BlockInner { block, .. } => block,
-            LevelCoord::EllSlot | LevelCoord::Diagonal => dims.iter().sum(),
-        };
-        positions = positions.saturating_mul(extent);
-        if !spec.format.properties().full {
-            positions = positions.min(nonzeros);
-        }
-        largest = largest.max(positions);
-    }
-    largest
 }
 
 /// The splits, loop order and parallel loop of a scheduled statement, read back from it.

@@ -63,6 +63,10 @@ impl LevelFormat for Range {
     fn coord_access(&self, site: &LevelSite, parent_pos: &Expr, coord: &Expr) -> Option<Pair> {
         DENSE.coord_access(site, parent_pos, coord)
     }
+    fn positions_bound(&self, parent_positions: u128, size: u128, _: u128, _: u128) -> u128 {
+        // Every diagonal keeps a slot for each row, inside the matrix or not.
+        parent_positions.saturating_mul(size)
+    }
     fn pack(&self, input: &PackInput<'_>) -> Result<PackOutput, String> {
         let size = input.size;
         Ok(PackOutput {
@@ -136,6 +140,10 @@ impl LevelFormat for Offset {
             Expr::add(row, diagonal_offset(site, site.level - 3)),
             Expr::Bool(true),
         ))
+    }
+    fn positions_bound(&self, parent_positions: u128, _: u128, _: u128, _: u128) -> u128 {
+        // One column per row of a diagonal, stored or padding.
+        parent_positions
     }
     fn pack(&self, input: &PackInput<'_>) -> Result<PackOutput, String> {
         // The diagonal coordinate is defined as the index of `j - i`, so every stored column
