@@ -199,6 +199,23 @@ pub enum Layout {
     Segments,
     /// One child per parent, at the parent's own position, its coordinate in `idx`.
     Singleton,
+    /// Parent position `p` owns the slots `p * width..(p + 1) * width` (`width` is the
+    /// level's `Width` parameter); a slot holds a child's coordinate in `idx`, or -1 when
+    /// empty. Children come in slot order. The level says how wide a table is and where a
+    /// coordinate goes in it ([`LevelFormat::table_rule`]).
+    Table,
+}
+
+/// How a level of [`Layout::Table`] places its coordinates, for writers that build it one
+/// coordinate at a time.
+#[derive(Clone, Copy, Debug)]
+pub struct TableRule {
+    /// The width of every parent's table when no parent has more than `widest` children
+    /// and the level's dimension is `size`.
+    pub width: fn(widest: usize, size: usize) -> usize,
+    /// The slot of `coord` in the table of `parent` (tables of `width` slots in
+    /// `table`): where it is, else where it goes.
+    pub slot: fn(table: &[i64], width: usize, parent: usize, coord: i64) -> usize,
 }
 
 /// Input of [`LevelFormat::validate`]: one level's storage as read from a file, and what
@@ -299,6 +316,12 @@ pub trait LevelFormat: fmt::Debug + Send + Sync {
     /// (the default) means readers evaluate the level functions. It must agree with them:
     /// `tensor`'s tests compare both readings for every level that has one.
     fn layout(&self) -> Option<Layout> {
+        None
+    }
+    /// How the level places coordinates when its layout is [`Layout::Table`]; `None` (the
+    /// default) for other layouts. Building by it must give what [`LevelFormat::pack`]
+    /// gives for coordinates inserted in increasing order under each parent.
+    fn table_rule(&self) -> Option<TableRule> {
         None
     }
     /// An upper bound on the level's positions when its parent level has

@@ -551,6 +551,15 @@ impl Walk<'_, '_> {
                 let coord = array(ArrayKind::Idx).get(parent_pos as usize);
                 self.descend(k, coord, parent_pos);
             }
+            Some(Layout::Table) => {
+                let (width, idx) = (storage.param(ParamKind::Width), array(ArrayKind::Idx));
+                for slot in parent_pos * width..(parent_pos + 1) * width {
+                    let coord = idx.get(slot as usize);
+                    if coord != -1 {
+                        self.descend(k, coord, slot);
+                    }
+                }
+            }
             None => self.by_level_functions(k, parent_pos),
         }
     }

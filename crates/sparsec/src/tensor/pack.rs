@@ -2,7 +2,9 @@
 //! diagonals), sort by storage order, then let each level pack itself.
 
 use super::{Coo, Tensor, TensorError, ValueType, Values};
-use crate::format::{Format, Layout, LevelCoord, LevelStorage, PackInput, Segment, Streaming};
+use crate::format::{
+    Format, Layout, LevelCoord, LevelStorage, PackInput, Segment, Streaming, TableRule,
+};
 use crate::ir::{ArrayKind, ParamKind};
 
 /// Pack `coo` into `format`. With `track`, also return the value slot each entry of
@@ -228,20 +230,24 @@ fn stream_in_mode_order(
         .iter()
         .enumerate()
         .all(|(k, &c)| c == LevelCoord::Mode(k));
-    // ELL: an entry's slot is its rank in its row, and every level places its coordinate
-    // at a position computed from its parent's (dense slots and rows, a singleton column),
-    // so the entries go on in the modes' order, not in storage order. Distinct entries
-    // have distinct (slot, row) pairs: the singleton level never sees two coordinates
-    // under one parent.
-    let by_rank = coords.contains(&LevelCoord::EllSlot)
+    // Levels that place each coordinate at a position computed from its parent's (dense,
+    // singleton, hash tables) can take the entries out of storage order, once every
+    // level's size is known: ELL's slots (an entry's rank in its row, so the entries go
+    // on in the modes' order; distinct entries have distinct (slot, row) pairs, so the
+    // singleton level never sees two coordinates under one parent) and the tables' widths
+    // (from the widest parent, counted over entries in storage order).
+    let has_tables = kinds.contains(&Built::Table);
+    let placed = (coords.contains(&LevelCoord::EllSlot) || has_tables)
+        && (direct || !has_tables)
         && kinds
             .iter()
-            .all(|kind| matches!(kind, Built::Inserted | Built::Singleton));
+            .all(|kind| matches!(kind, Built::Inserted | Built::Singleton | Built::Table));
     let grouped = matches!(
         coords[0],
         LevelCoord::Mode(0) | LevelCoord::BlockOuter { mode: 0, .. }
     );
-    if !(direct || by_rank || grouped) {
+    // Tables take their widths before any tuple: not by streaming as the tuples come.
+    if !(direct || placed || grouped) || has_tables && !placed {
         return Ok(None);
     }
     let sizes = level_sizes(format, dims);
@@ -251,7 +257,7 @@ fn stream_in_mode_order(
     };
     let mut sink = Sink::new(kinds, sizes.clone(), expected, track).map_err(unrepresentable)?;
     let mut in_order = true;
-    if direct {
+    if direct && !placed {
         let (mut previous, mut seen) = (Vec::new(), 0);
         entries(
             &mut |entry, value| match next_in_order(&mut previous, entry) {
@@ -262,9 +268,9 @@ fn stream_in_mode_order(
                 _ => in_order = false,
             },
         );
-    } else if by_rank {
-        // The tuples are held until the number of slots, the widest row, is known: then
-        // every level's positions are, and the singleton level is allocated once.
+    } else if placed {
+        // The tuples are held until every level's size is known; then each level is
+        // allocated once.
         let mut previous = Vec::new();
         let (mut tuples, mut values) = (Vec::with_capacity(expected * coords.len()), Vec::new());
         let (mut slot, mut slots_used) = (0i64, 0);
@@ -280,21 +286,41 @@ fn stream_in_mode_order(
             tuples.extend(coords.iter().map(|&c| storage_coord(c, entry, slot)));
             values.push(value);
         });
-        for (k, &c) in coords.iter().enumerate() {
-            if c == LevelCoord::EllSlot {
+        let levels = coords.len();
+        let tuple = |e: usize| &tuples[e * levels..(e + 1) * levels];
+        // The level of the first coordinate each tuple changes (0 for the first).
+        let changed: Vec<usize> = (0..values.len())
+            .map(|e| match e {
+                0 => 0,
+                _ => first_difference(tuple(e - 1), tuple(e))
+                    .expect("distinct entries, distinct tuples"),
+            })
+            .collect();
+        let mut tables = vec![None; levels];
+        for (k, spec) in format.levels().iter().enumerate() {
+            if spec.coord == LevelCoord::EllSlot {
                 sink.stream.sizes[k] = slots_used;
             }
+            if let Some(rule) = spec.format.table_rule() {
+                // Tuples in storage order: a parent's children are consecutive.
+                let (mut widest, mut children) = (0, 0);
+                for &first in &changed {
+                    if first < k {
+                        children = 0;
+                    }
+                    if first <= k {
+                        children += 1;
+                    }
+                    widest = widest.max(children);
+                }
+                tables[k] = Some((rule, (rule.width)(widest, sizes[k])));
+            }
         }
-        sink.stream.place_singletons().map_err(unrepresentable)?;
-        let levels = coords.len();
+        sink.stream
+            .place_computed(tables)
+            .map_err(unrepresentable)?;
         for (e, &value) in values.iter().enumerate() {
-            let tuple = &tuples[e * levels..(e + 1) * levels];
-            let changed = match e {
-                0 => 0,
-                _ => first_difference(&tuples[(e - 1) * levels..e * levels], tuple)
-                    .expect("distinct entries, distinct tuples"),
-            };
-            sink.push(tuple, changed, value, e);
+            sink.push(tuple(e), changed[e], value, e);
         }
     } else {
         let mut regroup = Regroup::new(coords, &sizes);
@@ -481,6 +507,8 @@ fn built_levels(format: &Format) -> Option<Vec<Built>> {
                     unique: spec.format.properties().unique,
                 },
                 Layout::Singleton => Built::Singleton,
+                Layout::Table if spec.format.properties().unique => Built::Table,
+                Layout::Table => return None,
             })
         })
         .collect::<Option<_>>()?;
@@ -593,6 +621,9 @@ pub(super) enum Built {
     /// One coordinate at its parent's own position; positions without a tuple keep
     /// coordinate 0, as the general packing leaves them.
     Singleton,
+    /// A coordinate goes in its parent's table where the level's rule puts it
+    /// ([`Layout::Table`]); slots without one keep -1.
+    Table,
 }
 
 impl From<Streaming> for Built {
@@ -613,8 +644,10 @@ pub(super) struct StreamedLevels {
     sizes: Vec<usize>,
     /// Appending levels' segment starts, one per parent position seen so far.
     pos: Vec<Vec<i64>>,
-    /// Appending and singleton levels' coordinates.
+    /// Appending, singleton and table levels' coordinates.
     idx: Vec<Vec<i64>>,
+    /// Each table level's rule and width ([`StreamedLevels::place_computed`]).
+    tables: Vec<Option<(TableRule, usize)>>,
     /// The position of the last tuple at each level.
     current: Vec<usize>,
     /// The first level that gives every tuple a new position whatever its coordinate (not
@@ -637,6 +670,7 @@ impl StreamedLevels {
             sizes,
             pos: vec![Vec::new(); levels],
             idx: vec![Vec::new(); levels],
+            tables: vec![None; levels],
             current: vec![0; levels],
             first_non_unique,
             conflict: None,
@@ -686,26 +720,36 @@ impl StreamedLevels {
                     idx[parent] = c;
                     parent
                 }
+                Built::Table => {
+                    let (rule, width) = self.tables[k].expect("tables are placed before tuples");
+                    let slot = (rule.slot)(&self.idx[k], width, parent, c);
+                    self.idx[k][slot] = c;
+                    slot
+                }
             };
         }
         self.current[levels - 1]
     }
 
-    /// Allocate every singleton level's coordinates at once, when the levels above it have
-    /// all their positions (they insert): tuples may then come in any order.
-    fn place_singletons(&mut self) -> Result<(), String> {
+    /// Allocate every singleton level's coordinates and every table at once, the tables
+    /// with the rules and widths in `tables`, when the levels above each have all their
+    /// positions (they insert, or are tables): tuples may then come in any order.
+    fn place_computed(&mut self, tables: Vec<Option<(TableRule, usize)>>) -> Result<(), String> {
         let mut positions = Some(1usize);
-        for k in 0..self.kinds.len() {
+        for (k, table) in tables.iter().enumerate() {
+            let what = || format!("the coordinates of level {}", k + 1);
             match self.kinds[k] {
                 Built::Inserted => positions = positions.and_then(|p| p.checked_mul(self.sizes[k])),
-                Built::Singleton => {
-                    self.idx[k] = crate::memory::filled(positions, 0i64, &|| {
-                        format!("the coordinates of level {}", k + 1)
-                    })?;
+                Built::Singleton => self.idx[k] = crate::memory::filled(positions, 0i64, &what)?,
+                Built::Table => {
+                    let width = table.map_or(0, |(_, width)| width);
+                    positions = positions.and_then(|p| p.checked_mul(width));
+                    self.idx[k] = crate::memory::filled(positions, -1i64, &what)?;
                 }
-                Built::Appended { .. } => return Ok(()),
+                Built::Appended { .. } => break,
             }
         }
+        self.tables = tables;
         Ok(())
     }
 
@@ -745,6 +789,19 @@ impl StreamedLevels {
                             (ArrayKind::Idx, std::mem::take(&mut self.idx[k]).into()),
                         ],
                         params,
+                    });
+                }
+                Built::Table => {
+                    let width = self.tables[k].map_or(0, |(_, width)| width);
+                    positions = positions
+                        .checked_mul(width)
+                        .ok_or_else(|| format!("level {} has too many positions", k + 1))?;
+                    levels.push(LevelStorage {
+                        arrays: vec![(ArrayKind::Idx, std::mem::take(&mut self.idx[k]).into())],
+                        params: vec![
+                            (ParamKind::Size, self.sizes[k] as i64),
+                            (ParamKind::Width, width as i64),
+                        ],
                     });
                 }
                 Built::Singleton => {
@@ -820,6 +877,7 @@ mod tests {
         for spelling in [
             "d", "s", "dd", "ds", "sd", "ss", "dss", "sds", "ssd", "sss", "dsss", "uq", "ucq",
             "us", "su", "uu", "dq", "duq", "bcsr:2x2", "bcsr:1x3", "bcsr:3x1", "bcsr:4x2", "ell",
+            "h", "dh", "hh", "hd", "dhh",
         ] {
             let order = if spelling.starts_with("bcsr") || spelling == "ell" {
                 2
@@ -867,5 +925,12 @@ mod tests {
         }
         // Both paths refused the same inputs, and there were some to refuse.
         assert!(singleton_conflicts > 0);
+        // A table above a level that appends would need its parents in slot order.
+        let coo = Coo::new(vec![3, 3], vec![0, 1, 2, 2], vec![1.0, 2.0]).unwrap();
+        for spelling in ["hs", "sh"] {
+            let format = Format::parse(spelling, 2).unwrap();
+            let streamed = pack_streaming(&coo, &format, ValueType::F64, false).unwrap();
+            assert!(streamed.is_none(), "{spelling}");
+        }
     }
 }

@@ -83,6 +83,15 @@ impl LevelFormat for Hashed {
         );
         Some((pos, found))
     }
+    fn layout(&self) -> Option<Layout> {
+        Some(Layout::Table)
+    }
+    fn table_rule(&self) -> Option<TableRule> {
+        Some(TableRule {
+            width: hash_width,
+            slot: hash_locate,
+        })
+    }
     fn positions_bound(&self, parent_positions: u128, size: u128, widest: u128, _: u128) -> u128 {
         // Every parent gets a table as wide as the widest one needs.
         let fits = |x: u128| usize::try_from(x).unwrap_or(usize::MAX);
@@ -111,14 +120,10 @@ impl LevelFormat for Hashed {
         let mut children = Vec::with_capacity(groups.len());
         for g in groups {
             let coord = input.coords[g.lo];
-            let base = g.parent * width;
-            let mut slot = (coord as usize) % width;
-            while idx[base + slot] != -1 {
-                slot = (slot + 1) % width;
-            }
-            idx[base + slot] = coord;
+            let slot = hash_locate(&idx, width, g.parent, coord);
+            idx[slot] = coord;
             children.push(Segment {
-                parent: base + slot,
+                parent: slot,
                 lo: g.lo,
                 hi: g.hi,
             });

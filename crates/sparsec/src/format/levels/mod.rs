@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use super::{
     Capabilities, Layout, Level, LevelFormat, LevelSite, LevelStorage, PackInput, PackOutput, Pair,
-    Properties, Segment, Streaming, ValidateInput,
+    Properties, Segment, Streaming, TableRule, ValidateInput,
 };
 use crate::ir::{ArrayKind, BinOp, Expr, Helper, ParamKind};
 
