@@ -52,17 +52,7 @@ impl Printer<'_> {
             self.line(&format!("#pragma omp parallel {team}"));
             self.line("{");
             self.indent += 1;
-            for Local { array, len } in locals {
-                let name = self.names.scratch(*array);
-                let ty = local_type(self.function.scratch_info(*array).ty);
-                self.line(&format!(
-                    "{ty} *{name} = {name}_all + (int64_t)omp_get_thread_num() * ({});",
-                    expr(names, len)
-                ));
-            }
-            if emits {
-                self.line("sparsec_buffer *sparsec_out = out + omp_get_thread_num();");
-            }
+            self.thread_shares(locals, emits, "(int64_t)omp_get_thread_num()");
             self.line(&format!("#pragma omp for {schedule}{reductions}"));
             self.plain_loop(l);
             self.indent -= 1;
@@ -147,17 +137,7 @@ impl Printer<'_> {
         self.line("{");
         self.indent += 1;
         self.line("const int64_t sparsec_t = omp_get_thread_num();");
-        for Local { array, len } in locals {
-            let name = names.scratch(*array);
-            let ty = local_type(self.function.scratch_info(*array).ty);
-            self.line(&format!(
-                "{ty} *{name} = {name}_all + sparsec_t * ({});",
-                expr(names, len)
-            ));
-        }
-        if emits {
-            self.line("sparsec_buffer *sparsec_out = out + sparsec_t;");
-        }
+        self.thread_shares(locals, emits, "sparsec_t");
         if dynamic {
             self.line("#pragma omp for schedule(dynamic, sparsec_chunk) nowait");
             self.block(
@@ -184,6 +164,23 @@ impl Printer<'_> {
         self.parallel_depth += 1;
         self.indent -= 1;
         self.line("}");
+    }
+
+    /// Inside a team: this thread's share of the scratch arrays allocated for the whole
+    /// team (`NAME_all`), and its own entry buffer when the loop emits; `thread` is the C
+    /// expression of its number.
+    fn thread_shares(&mut self, locals: &[Local], emits: bool, thread: &str) {
+        for Local { array, len } in locals {
+            let name = self.names.scratch(*array);
+            let ty = local_type(self.function.scratch_info(*array).ty);
+            self.line(&format!(
+                "{ty} *{name} = {name}_all + {thread} * ({});",
+                expr(self.names, len)
+            ));
+        }
+        if emits {
+            self.line(&format!("sparsec_buffer *sparsec_out = out + {thread};"));
+        }
     }
 
     /// Each thread's block of about equal `work`, found by binary search, and the loop
