@@ -205,13 +205,17 @@ pub(super) fn stream_converted(
 
 /// Build `format` from distinct entries that `entries` hands over in the modes' order
 /// (about `expected` of them), when every level has a layout the runtime writes natively
-/// ([`Layout`]) and stores a coordinate computed from the entry's own (a mode, or a block
-/// of one), and the first level's coordinate never falls as mode 0's rises (mode 0 or its
-/// blocks). Entries with the same first-level coordinate then come together; each such
-/// group is put in storage order (CSR's rows already are; a BCSR block row is sorted by
-/// block column) and streamed into the levels. With `track`, also returns the value slot
-/// of each entry. `None` when the format's levels cannot be built so, or when the entries
-/// turn out not to be in order.
+/// ([`Layout`]) and stores a mode, a block of one or an ELL slot, in one of three ways:
+/// - storage in the modes' order (CSR, DCSR, CSF, COO): each entry goes straight on;
+/// - levels that all compute their positions from their parents' (dense, singleton, hash
+///   tables: ELL, `dh`, `hh`): the entries are held until every size is known (the widest
+///   row's slots, each table's width), then placed in the order given;
+/// - a first level storing mode 0 or its blocks (BCSR): the entries sharing its
+///   coordinate come together, and each such group is sorted into storage order
+///   ([`Regroup`]) and streamed.
+///
+/// With `track`, also returns the value slot of each entry. `None` when the format's
+/// levels cannot be built so, or when the entries turn out not to be in order.
 fn stream_in_mode_order(
     dims: &[usize],
     format: &Format,
@@ -491,8 +495,9 @@ fn level_sizes(format: &Format, dims: &[usize]) -> Vec<usize> {
 }
 
 /// How each level of `format` is built from tuples in storage order, when every level has
-/// a layout the runtime writes natively ([`Layout`]) and stores a coordinate computed from
-/// the entry's own (a mode, or the blocks of one); `None` otherwise and for scalars.
+/// a layout the runtime writes natively ([`Layout`]; hash tables only of distinct
+/// coordinates) and stores a mode, a block of one or an ELL slot; `None` otherwise and for
+/// scalars.
 fn built_levels(format: &Format) -> Option<Vec<Built>> {
     let kinds: Vec<Built> = format
         .levels()
@@ -877,7 +882,7 @@ mod tests {
         for spelling in [
             "d", "s", "dd", "ds", "sd", "ss", "dss", "sds", "ssd", "sss", "dsss", "uq", "ucq",
             "us", "su", "uu", "dq", "duq", "bcsr:2x2", "bcsr:1x3", "bcsr:3x1", "bcsr:4x2", "ell",
-            "h", "dh", "hh", "hd", "dhh",
+            "h", "dh", "hh", "hd", "dhh", "hq",
         ] {
             let order = if spelling.starts_with("bcsr") || spelling == "ell" {
                 2
