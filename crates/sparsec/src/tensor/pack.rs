@@ -890,8 +890,10 @@ mod tests {
                 spelling.len()
             };
             let format = Format::parse(spelling, order).unwrap();
-            for density in [0.0, 0.05, 0.3, 1.0] {
-                let dims: Vec<usize> = (0..order).map(|_| r.gen_range(1..6)).collect();
+            for density in [0.0, 0.05, 0.3, 1.0].repeat(5) {
+                // Matrices up to 12 x 12: several block rows, hash collisions, long rows.
+                let side = if order <= 2 { 13 } else { 6 };
+                let dims: Vec<usize> = (0..order).map(|_| r.gen_range(1..side)).collect();
                 let total: usize = dims.iter().product();
                 let mut coo = Coo::empty(dims.clone());
                 for p in 0..total {
