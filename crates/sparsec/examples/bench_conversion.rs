@@ -1,6 +1,7 @@
 //! How fast the tuner can move an input between formats: for each format family, the
 //! median time to convert a CSR matrix to it (`Tensor::convert`, what the tuner does per
-//! candidate) against building it from the coordinate list (`Tensor::from_coo`).
+//! candidate) against building it from the coordinate list (`Tensor::from_coo`), and the
+//! median time to convert it back to CSR.
 //!
 //! ```sh
 //! cargo run --release -p sparsec --example bench_conversion -- [--runs N] FILE.mtx...
@@ -49,7 +50,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         runs = args.get(k + 1).ok_or("--runs N")?.parse()?;
         args.drain(k..k + 2);
     }
-    println!("input,nnz,family,format,from_csr_ms,from_coo_ms,ratio");
+    println!("input,nnz,family,format,from_csr_ms,from_coo_ms,ratio,to_csr_ms");
     for file in &args {
         let coo = io::read_any(std::path::Path::new(file))?.into_coo();
         let csr = Tensor::from_coo(&coo, &Format::parse("csr", 2)?, ValueType::F64)?;
@@ -64,13 +65,18 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             let build = time(runs, || {
                 Tensor::from_coo(&coo, &format, ValueType::F64).expect("builds");
             });
+            let converted = csr.convert(&format)?;
+            let back = time(runs, || {
+                converted.convert(csr.format()).expect("converts back");
+            });
             println!(
                 // Spellings with a mode order hold a comma (`ds:1,0`): quoted.
-                "{name},{},{family},\"{spelling}\",{:.3},{:.3},{:.2}",
+                "{name},{},{family},\"{spelling}\",{:.3},{:.3},{:.2},{:.3}",
                 coo.len(),
                 convert.as_secs_f64() * 1e3,
                 build.as_secs_f64() * 1e3,
-                convert.as_secs_f64() / build.as_secs_f64()
+                convert.as_secs_f64() / build.as_secs_f64(),
+                back.as_secs_f64() * 1e3
             );
         }
     }

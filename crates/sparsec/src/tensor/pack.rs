@@ -174,22 +174,32 @@ fn pack_streaming(
     })
 }
 
-/// `source` in `format` without a coordinate list, when `source` stores its components in
-/// the modes' order, each once (plain levels in mode order, ordered and unique), and
-/// `format`'s levels can be built from them ([`stream_in_mode_order`]): the components go
-/// from the walk over the source's storage straight into the new levels. `None` for other
-/// pairs, or when the source's storage turns out not to be in order (its levels claimed
-/// so wrongly).
+/// `source` in `format` without a coordinate list, when `format`'s levels can be built
+/// from components in the modes' order ([`stream_in_mode_order`]) and `source` gives them
+/// so: it stores them in that order, each once (plain levels in mode order, ordered and
+/// unique), or its first level is ordered and stores mode 0 or its blocks, so that each
+/// group sharing that level's coordinate sorted is in order ([`Regather`]). The
+/// components go from the walk over the source's storage straight into the new levels.
+/// `None` for other pairs, or when the source's storage turns out not to be in order (its
+/// levels claimed so wrongly, or a component stored twice).
 pub(super) fn stream_converted(
     source: &Tensor,
     format: &Format,
 ) -> Result<Option<Tensor>, TensorError> {
+    let levels = source.format.levels();
     let in_mode_order = source.format.mode_order() == Some((0..source.order()).collect::<Vec<_>>())
-        && source.format.levels().iter().all(|level| {
+        && levels.iter().all(|level| {
             let properties = level.format.properties();
             properties.ordered && properties.unique
         });
-    if !in_mode_order {
+    let grouped = levels.first().is_some_and(|level| {
+        level.format.properties().ordered
+            && matches!(
+                level.coord,
+                LevelCoord::Mode(0) | LevelCoord::BlockOuter { mode: 0, .. }
+            )
+    });
+    if !(in_mode_order || grouped) {
         return Ok(None);
     }
     let streamed = stream_in_mode_order(
@@ -198,7 +208,20 @@ pub(super) fn stream_converted(
         source.value_type(),
         source.stored_values(),
         false,
-        |visit| source.walk_stored(super::Reading::Native, visit),
+        |visit| {
+            if in_mode_order {
+                return source.walk_stored(super::Reading::Native, visit);
+            }
+            let mut regather = Regather {
+                first: levels[0].coord,
+                key: None,
+                group: HeldGroup::new(&source.dims),
+            };
+            source.walk_stored(super::Reading::Native, &mut |entry, value| {
+                regather.add(entry, value, visit)
+            });
+            regather.flush(visit);
+        },
     )?;
     Ok(streamed.map(|(tensor, _)| tensor))
 }
@@ -363,84 +386,70 @@ fn next_in_order(previous: &mut Vec<i64>, next: &[i64]) -> Option<usize> {
     Some(first_changed)
 }
 
-/// Entries in the modes' order put in storage order: the entries sharing a first-level
-/// coordinate are held until the next one starts, then sorted by their storage
-/// coordinates and streamed.
-struct Regroup {
-    coords: Vec<LevelCoord>,
-    /// Each level's share of a packed sort key, in bits, outermost first; `None` when the
-    /// levels' sizes need more than 128 bits (tuples are then compared level by level).
+/// Tuples held together and handed on in lexicographic order: the step that puts a group
+/// of entries in another order.
+struct HeldGroup {
+    /// Coordinates per tuple.
+    width: usize,
+    /// Each coordinate's share of a packed sort key, in bits, outermost first; `None` when
+    /// the extents need more than 128 bits (tuples are then compared coordinate by
+    /// coordinate).
     key_bits: Option<Vec<u32>>,
-    /// Each held entry's storage coordinates, one tuple after another, and sort key.
+    /// The held tuples, one after another, their sort keys and their values.
     tuples: Vec<i64>,
     keys: Vec<u128>,
     values: Vec<f64>,
-    /// The previous entry's coordinates, to check that entries come in the modes' order.
-    previous_entry: Vec<i64>,
-    /// The last streamed tuple, to find the first level each tuple changes.
-    previous_tuple: Vec<i64>,
-    /// Entries seen so far.
-    seen: usize,
-    /// Order of the held entries by storage coordinates.
+    /// The held tuples' order.
     order: Vec<usize>,
 }
 
-impl Regroup {
-    fn new(coords: Vec<LevelCoord>, sizes: &[usize]) -> Regroup {
-        let bits: Vec<u32> = sizes
+impl HeldGroup {
+    /// A group of tuples whose coordinates lie in `0..extents[k]`.
+    fn new(extents: &[usize]) -> HeldGroup {
+        let bits: Vec<u32> = extents
             .iter()
-            .map(|&size| usize::BITS - size.saturating_sub(1).leading_zeros())
+            .map(|&extent| usize::BITS - extent.saturating_sub(1).leading_zeros())
             .collect();
-        let key_bits = (bits.iter().sum::<u32>() <= u128::BITS).then_some(bits);
-        Regroup {
-            coords,
-            key_bits,
+        HeldGroup {
+            width: extents.len(),
+            key_bits: (bits.iter().sum::<u32>() <= u128::BITS).then_some(bits),
             tuples: Vec::new(),
             keys: Vec::new(),
             values: Vec::new(),
-            previous_entry: Vec::new(),
-            previous_tuple: Vec::new(),
-            seen: 0,
             order: Vec::new(),
         }
     }
 
-    /// Take one entry; false when it does not come after the previous entry in the
-    /// modes' order, or a group streamed before it was out of storage order.
-    fn add(&mut self, entry: &[i64], value: f64, sink: &mut Sink) -> bool {
-        if next_in_order(&mut self.previous_entry, entry).is_none() {
-            return false;
-        }
-        let levels = self.coords.len();
-        let first = storage_coord(self.coords[0], entry, 0);
-        let starts_group =
-            !self.values.is_empty() && self.tuples[self.tuples.len() - levels] != first;
-        if starts_group && !self.flush(sink) {
-            return false;
-        }
+    fn len(&self) -> usize {
+        self.values.len()
+    }
+
+    /// The first coordinate of the last tuple held.
+    fn last_first(&self) -> Option<i64> {
+        self.len()
+            .checked_sub(1)
+            .map(|last| self.tuples[last * self.width])
+    }
+
+    fn hold(&mut self, tuple: impl IntoIterator<Item = i64>, value: f64) {
         let start = self.tuples.len();
-        self.tuples
-            .extend(self.coords.iter().map(|&c| storage_coord(c, entry, 0)));
+        self.tuples.extend(tuple);
         if let Some(bits) = &self.key_bits {
-            let tuple = &self.tuples[start..];
             let key = bits
                 .iter()
-                .zip(tuple)
+                .zip(&self.tuples[start..])
                 .fold(0u128, |key, (&b, &c)| (key << b) | c as u128);
             self.keys.push(key);
         }
         self.values.push(value);
-        self.seen += 1;
-        true
     }
 
-    /// Stream the held entries in storage order; false when two have the same storage
-    /// coordinates or the group does not come after the previous one.
-    fn flush(&mut self, sink: &mut Sink) -> bool {
-        let levels = self.coords.len();
-        let held = self.values.len();
+    /// Hand the held tuples to `each` in lexicographic order, with their values and their
+    /// numbers in the order held, then forget them; false as soon as `each` is.
+    fn drain(&mut self, mut each: impl FnMut(&[i64], f64, usize) -> bool) -> bool {
+        let (width, held) = (self.width, self.len());
         let tuples = &self.tuples;
-        let at = |e: usize| &tuples[e * levels..(e + 1) * levels];
+        let at = |e: usize| &tuples[e * width..(e + 1) * width];
         self.order.clear();
         self.order.extend(0..held);
         if !(1..held).all(|e| at(e - 1) < at(e)) {
@@ -452,18 +461,97 @@ impl Regroup {
                 None => self.order.sort_unstable_by(|&a, &b| at(a).cmp(at(b))),
             }
         }
-        let first_entry = self.seen - held;
-        for &e in &self.order {
-            let coords = at(e);
-            let Some(first_changed) = next_in_order(&mut self.previous_tuple, coords) else {
-                return false;
-            };
-            sink.push(coords, first_changed, self.values[e], first_entry + e);
-        }
+        let all = self.order.iter().all(|&e| each(at(e), self.values[e], e));
         self.tuples.clear();
         self.keys.clear();
         self.values.clear();
+        all
+    }
+}
+
+/// Entries in the modes' order put in storage order: the entries sharing a first-level
+/// coordinate are held until the next one starts, then sorted by their storage
+/// coordinates and streamed.
+struct Regroup {
+    coords: Vec<LevelCoord>,
+    group: HeldGroup,
+    /// The previous entry's coordinates, to check that entries come in the modes' order.
+    previous_entry: Vec<i64>,
+    /// The last streamed tuple, to find the first level each tuple changes.
+    previous_tuple: Vec<i64>,
+    /// Entries seen so far.
+    seen: usize,
+}
+
+impl Regroup {
+    fn new(coords: Vec<LevelCoord>, sizes: &[usize]) -> Regroup {
+        Regroup {
+            coords,
+            group: HeldGroup::new(sizes),
+            previous_entry: Vec::new(),
+            previous_tuple: Vec::new(),
+            seen: 0,
+        }
+    }
+
+    /// Take one entry; false when it does not come after the previous entry in the
+    /// modes' order, or a group streamed before it was out of storage order.
+    fn add(&mut self, entry: &[i64], value: f64, sink: &mut Sink) -> bool {
+        if next_in_order(&mut self.previous_entry, entry).is_none() {
+            return false;
+        }
+        let first = storage_coord(self.coords[0], entry, 0);
+        let starts_group = self.group.last_first().is_some_and(|last| last != first);
+        if starts_group && !self.flush(sink) {
+            return false;
+        }
+        let tuple = self.coords.iter().map(|&c| storage_coord(c, entry, 0));
+        self.group.hold(tuple, value);
+        self.seen += 1;
         true
+    }
+
+    /// Stream the held entries in storage order; false when two have the same storage
+    /// coordinates or the group does not come after the previous one.
+    fn flush(&mut self, sink: &mut Sink) -> bool {
+        let first_entry = self.seen - self.group.len();
+        let previous = &mut self.previous_tuple;
+        self.group.drain(|tuple, value, e| {
+            let Some(first_changed) = next_in_order(previous, tuple) else {
+                return false;
+            };
+            sink.push(tuple, first_changed, value, first_entry + e);
+            true
+        })
+    }
+}
+
+/// The entries of a source whose first level is ordered and stores mode 0 or its blocks
+/// (BCSR, hashed rows, COO with repeated rows), put back in the modes' order: they come
+/// grouped by that level's coordinate, and each group is sorted by the entries'
+/// coordinates.
+struct Regather {
+    first: LevelCoord,
+    /// The first level's coordinate of the group held.
+    key: Option<i64>,
+    group: HeldGroup,
+}
+
+impl Regather {
+    fn add(&mut self, entry: &[i64], value: f64, visit: &mut dyn FnMut(&[i64], f64)) {
+        let key = storage_coord(self.first, entry, 0);
+        if self.key != Some(key) {
+            self.flush(visit);
+            self.key = Some(key);
+        }
+        self.group.hold(entry.iter().copied(), value);
+    }
+
+    fn flush(&mut self, visit: &mut dyn FnMut(&[i64], f64)) {
+        self.group.drain(|entry, value, _| {
+            visit(entry, value);
+            true
+        });
     }
 }
 
@@ -873,6 +961,43 @@ fn ell_slots(coo: &Coo, format: &Format) -> Vec<i64> {
 mod tests {
     use super::*;
     use rand::{Rng, SeedableRng};
+
+    /// Converting from a source whose first level stores mode 0 or its blocks out of the
+    /// modes' order below it (BCSR, hashed rows, COO) builds exactly what packing its
+    /// coordinate list builds, explicit zeros of its padding included.
+    #[test]
+    fn regathered_sources_convert_like_their_coordinate_lists() {
+        let mut r = rand::rngs::StdRng::seed_from_u64(5);
+        for _ in 0..20 {
+            let dims = vec![r.gen_range(1..13), r.gen_range(1..13)];
+            let mut coo = Coo::empty(dims.clone());
+            for i in 0..dims[0] {
+                for j in 0..dims[1] {
+                    if r.gen_bool(0.25) {
+                        coo.coords.extend([i as i64, j as i64]);
+                        coo.values.push(r.gen_range(-1.0..1.0));
+                    }
+                }
+            }
+            for from in ["bcsr:2x3", "bcsr:3x1", "dh", "uq", "coo"] {
+                let source =
+                    Tensor::from_coo(&coo, &Format::parse(from, 2).unwrap(), ValueType::F64)
+                        .unwrap();
+                for to in ["csr", "dcsr", "bcsr:2x2", "ell", "dh"] {
+                    let target = Format::parse(to, 2).unwrap();
+                    let streamed = stream_converted(&source, &target)
+                        .unwrap()
+                        .unwrap_or_else(|| panic!("{from} to {to} streams"));
+                    let packed =
+                        Tensor::from_coo(&source.to_coo(), &target, ValueType::F64).unwrap();
+                    assert!(
+                        streamed.with_narrowest_indices() == packed,
+                        "{from} to {to} over {dims:?}"
+                    );
+                }
+            }
+        }
+    }
 
     /// The streaming path builds exactly what the general path builds.
     #[test]
