@@ -11,6 +11,7 @@ mod coo;
 mod order;
 mod pack;
 mod rows;
+mod stream;
 mod transpose;
 mod view;
 
@@ -427,7 +428,7 @@ impl Tensor {
         if let Some(transposed) = self.transpose_compressed(format) {
             return Ok(transposed);
         }
-        if let Some(streamed) = pack::stream_converted(self, format)? {
+        if let Some(streamed) = stream::stream_converted(self, format)? {
             return Ok(streamed.with_narrowest_indices());
         }
         Tensor::from_coo_owned(self.to_coo(), format, self.value_type())

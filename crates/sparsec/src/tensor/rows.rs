@@ -2,7 +2,7 @@
 //! leaf level is already in place, the levels above it follow from which rows hold
 //! entries.
 
-use super::pack::StreamedLevels;
+use super::stream::StreamedLevels;
 use super::{Coo, IndexSlice, Tensor, TensorError, Values};
 use crate::format::{Format, IndexArray, LevelStorage, Streaming};
 use crate::ir::{ArrayKind, IndexWidth, ParamKind};
