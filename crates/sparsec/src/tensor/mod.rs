@@ -736,7 +736,6 @@ mod tests {
         assert_eq!(compared.len(), every, "compared: {compared:?}");
     }
 
-    /// The widest fiber at each level, in both mode orders.
     /// `Format::positions_bound` bounds the storage every format builds, and is exact for
     /// ELL and DIA given their widest row and their diagonals.
     #[test]
@@ -789,6 +788,7 @@ mod tests {
         }
     }
 
+    /// The widest fiber at each level, in both mode orders.
     #[test]
     fn widest_fibers_count_children_per_parent() {
         let coo = Coo::new(vec![3, 4], vec![0, 1, 0, 3, 2, 0], vec![1.0; 3]).unwrap();
