@@ -227,7 +227,12 @@ impl Function {
             Expr::Load(a, _) | Expr::Call(_, a, _) if !matches!(a, ArrayRef::Scratch(_)) => {
                 arrays.insert(*a);
             }
-            Expr::Param(p @ (ParamRef::Level { .. } | ParamRef::Phase | ParamRef::Capacity)) => {
+            Expr::Param(
+                p @ (ParamRef::Level { .. }
+                | ParamRef::Length { .. }
+                | ParamRef::Phase
+                | ParamRef::Capacity),
+            ) => {
                 params.insert(*p);
             }
             _ => {}

@@ -50,7 +50,12 @@ impl Env<'_> {
             Expr::Var(v) if *v == ARGUMENT => self.argument,
             Expr::Var(_)
             | Expr::Symbol(_)
-            | Expr::Param(ParamRef::Extent(_) | ParamRef::Phase | ParamRef::Capacity) => {
+            | Expr::Param(
+                ParamRef::Extent(_)
+                | ParamRef::Phase
+                | ParamRef::Capacity
+                | ParamRef::Length { .. },
+            ) => {
                 panic!("level functions evaluated on storage take constants or ARGUMENT")
             }
             Expr::Param(ParamRef::Level { level, kind, .. }) => self.levels.param(*level, *kind),

@@ -20,6 +20,7 @@ pub mod analysis;
 mod function;
 pub mod interp;
 mod names;
+pub mod prefetch;
 pub mod rows;
 mod simplify;
 mod verify;
@@ -137,6 +138,13 @@ pub enum ParamRef {
     Phase,
     /// How many entries the appending call of a two-phase kernel may write (see [`rows`]).
     Capacity,
+    /// The number of elements of array `kind` of 1-based storage level `level` of an
+    /// input operand: what bounds a load that reads ahead of its loop (see [`prefetch`]).
+    Length {
+        operand: OperandId,
+        level: usize,
+        kind: ArrayKind,
+    },
 }
 
 /// A value a front end or scheduler names before lowering knows how it is computed.
@@ -365,6 +373,10 @@ pub enum Stmt {
         marks: Scratch,
         width: Expr,
     },
+    /// A hint that `array[index]` will be read soon: a backend may fetch its cache line
+    /// or do nothing. `index` reads only in bounds and has no effect; it may be one past
+    /// the array's end (the bound of an empty last segment), which is only an address.
+    Prefetch { array: ArrayRef, index: Expr },
 }
 
 /// The words of the bitmap that `Stmt::OrderTouched` marks coordinates below `width` in

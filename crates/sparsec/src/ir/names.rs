@@ -171,6 +171,11 @@ impl Names {
                     ParamRef::Extent(n) => format!("{}_size", extent_hint(function, n)),
                     ParamRef::Phase => "phase".to_string(),
                     ParamRef::Capacity => "capacity".to_string(),
+                    ParamRef::Length {
+                        operand,
+                        level,
+                        kind,
+                    } => level_hint(operand, level, &format!("{}_len", kind.suffix())),
                 };
                 (p, alloc.fresh(&hint))
             })

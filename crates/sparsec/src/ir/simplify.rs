@@ -115,6 +115,10 @@ fn simplify_stmt(stmt: Stmt) -> Option<Stmt> {
             marks,
             width: simplify(&width),
         },
+        Stmt::Prefetch { array, index } => Stmt::Prefetch {
+            array,
+            index: simplify(&index),
+        },
     })
 }
 

@@ -180,6 +180,10 @@ impl Verifier<'_> {
                 self.index(len)?;
                 self.index(width)
             }
+            Stmt::Prefetch { array, index } => {
+                self.array(array)?;
+                self.index(index)
+            }
         }
     }
 
@@ -269,6 +273,15 @@ impl Verifier<'_> {
             }
             Expr::Load(a, _) | Expr::Call(_, a, _) if problem.is_none() => {
                 problem = self.array(a).err()
+            }
+            Expr::Param(super::ParamRef::Length { operand, .. })
+                if problem.is_none()
+                    && (operand.0 == 0 || operand.0 >= self.function.operands.len()) =>
+            {
+                problem = Some(VerifyError(format!(
+                    "the length of an array of operand #{}, which is not an input",
+                    operand.0
+                )))
             }
             _ => {}
         });

@@ -52,7 +52,8 @@ pub fn children(s: &Stmt) -> Vec<&[Stmt]> {
         | Stmt::Assign(..)
         | Stmt::Store(Store { .. })
         | Stmt::Emit { .. }
-        | Stmt::OrderTouched { .. } => Vec::new(),
+        | Stmt::OrderTouched { .. }
+        | Stmt::Prefetch { .. } => Vec::new(),
     }
 }
 
@@ -82,6 +83,7 @@ pub fn own_exprs(s: &Stmt) -> Vec<&Expr> {
         }
         Stmt::Emit { coords, value } => coords.iter().chain(std::iter::once(value)).collect(),
         Stmt::OrderTouched { len, width, .. } => vec![len, width],
+        Stmt::Prefetch { index, .. } => vec![index],
         Stmt::Atomic(_) | Stmt::Block(_) => Vec::new(),
     }
 }

@@ -171,6 +171,14 @@ impl Kernel {
                         kind,
                     }) => views[operand.0].param(level, kind),
                     ScalarArg::Param(ParamRef::Extent(n)) => self.statement.vars[n].size as i64,
+                    ScalarArg::Param(ParamRef::Length {
+                        operand,
+                        level,
+                        kind,
+                    }) => views[operand.0]
+                        .array(level, kind)
+                        .expect("lowering reads only arrays its level stores")
+                        .len() as i64,
                     ScalarArg::Param(ParamRef::Phase | ParamRef::Capacity) => 0,
                     ScalarArg::Threads => self.threads as i64,
                 })

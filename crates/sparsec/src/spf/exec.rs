@@ -304,6 +304,9 @@ impl SpfKernel {
                     level,
                     kind,
                 }) => operands[operand.0 - 1].levels()[level - 1].param(kind),
+                ScalarArg::Param(ParamRef::Length { .. }) => {
+                    unreachable!("sparse polyhedral kernels read no array ahead")
+                }
                 // Set for each call by `output::place_rows`.
                 ScalarArg::Param(ParamRef::Phase | ParamRef::Capacity) => 0,
                 ScalarArg::Threads => self.threads as i64,

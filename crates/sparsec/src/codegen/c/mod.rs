@@ -352,6 +352,11 @@ impl Printer<'_> {
                 names.scratch(*marks),
                 expr(names, width)
             )),
+            Stmt::Prefetch { array, index } => self.line(&format!(
+                "__builtin_prefetch(&{}[{}]);",
+                names.array(array),
+                expr(names, index)
+            )),
         }
     }
 }

@@ -364,6 +364,8 @@ impl<'a> Translator<'a, '_> {
                     &[list, len, flags, marks, width],
                 );
             }
+            // Cranelift has no prefetch instruction; the hint has no effect to keep.
+            Stmt::Prefetch { .. } => {}
         }
         Ok(())
     }

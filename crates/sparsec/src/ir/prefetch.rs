@@ -1,0 +1,603 @@
+//! Software prefetch of the rows that a loop's coordinates locate.
+//!
+//! In Gustavson's SpGEMM (`C(i,j) = A(i,k) * B(k,j)`), in SpMM and in MTTKRP, each stored
+//! coordinate `k` of one operand locates a row of another: `B`'s segment `pos[k]..pos[k+1]`
+//! or a dense row `k * n..`. Those rows lie anywhere in memory, and where the operands do
+//! not fit in cache each costs a miss that the processor cannot overlap with work: the
+//! next row's address depends on a coordinate not loaded yet, behind the mispredicted end
+//! of the current row's loop. [`prefetch_located_rows`] reads the coordinate
+//! [`ROW_DISTANCE`] positions ahead and prefetches the start of the row it locates, and
+//! twice as far ahead the segment bound that locates it, so that both arrive before they
+//! are needed. (A*A on a uniform 1M x 1M matrix with 10M entries, one thread: half the
+//! time; see `bench/README.md`.)
+//!
+//! The hints must be safe to compute, so a row is prefetched only when all of this holds:
+//! - a loop iterates a segment `pos[q]..pos[q + 1]` of an input's level and its body
+//!   declares `k = idx[p]` for its position `p`: every stored coordinate of such a level
+//!   is valid (storage is validated), and `idx` holds exactly the positions the segments
+//!   cover, so `idx[min(p + d, len - 1)]` is a valid coordinate like `k` (`len` is
+//!   [`ParamRef::Length`]);
+//! - a loop nested in that body reads an input array at an index that, with the nested
+//!   loop's variable at its start, is computed from `k` by the body's own declarations,
+//!   from variables the body neither declares nor assigns, and from integer arithmetic,
+//!   with no load but segment bounds at such an index.
+//!
+//! Replacing `k` by the coordinate ahead then gives an address the kernel itself could
+//! compute for that coordinate: every load in it stays in bounds.
+
+use std::collections::{HashMap, HashSet};
+
+use super::visit;
+use super::{ArrayKind, ArrayRef, BinOp, Expr, Function, Loop, ParamRef, Stmt};
+
+/// How many positions ahead a row is prefetched: a row's loop takes long enough that a
+/// few rows cover a miss's latency, and a short distance wastes little at segment ends.
+pub const ROW_DISTANCE: i64 = 4;
+
+/// Add prefetches of located rows (see the module documentation) at the top of every loop
+/// whose body locates them.
+pub fn prefetch_located_rows(function: &mut Function) {
+    for s in &mut function.body {
+        prefetch_in(s);
+    }
+}
+
+fn prefetch_in(s: &mut Stmt) {
+    match s {
+        Stmt::For(l) => {
+            let hints = row_prefetches(l);
+            for s in &mut l.body {
+                prefetch_in(s);
+            }
+            l.body.splice(0..0, hints);
+        }
+        Stmt::While(_, body) | Stmt::Block(body) => body.iter_mut().for_each(prefetch_in),
+        Stmt::If(_, then, otherwise) => {
+            then.iter_mut().for_each(prefetch_in);
+            otherwise.iter_mut().for_each(prefetch_in);
+        }
+        Stmt::Atomic(inner) => prefetch_in(inner),
+        Stmt::Decl(..)
+        | Stmt::Assign(..)
+        | Stmt::Store(_)
+        | Stmt::Emit { .. }
+        | Stmt::OrderTouched { .. }
+        | Stmt::Prefetch { .. } => {}
+    }
+}
+
+/// The prefetches for the rows that `l`'s coordinates locate, empty when it locates none.
+fn row_prefetches(l: &Loop) -> Vec<Stmt> {
+    let Some((coord, coords)) = segment_coordinate(l) else {
+        return Vec::new();
+    };
+    let ArrayRef::Level { operand, level, .. } = coords else {
+        unreachable!("a segment's coordinates are a level array")
+    };
+    let ahead = |distance: i64| {
+        let last = Expr::Param(ParamRef::Length {
+            operand,
+            level,
+            kind: ArrayKind::Idx,
+        }) - Expr::Int(1);
+        Expr::load(
+            coords,
+            Expr::min(Expr::Var(l.var) + Expr::Int(distance), last),
+        )
+    };
+    let body = Body::of(l, coord);
+    let mut near = Vec::new();
+    let mut far = Vec::new();
+    visit::walk_stmts(&l.body, &mut |s| {
+        let Stmt::For(row) = s else { return };
+        let mut reads = Vec::new();
+        visit::walk_stmt_exprs(&row.body, &mut |e| {
+            if let Expr::Load(array, index) = e {
+                if is_input(array) {
+                    reads.push((*array, index));
+                }
+            }
+        });
+        for (array, index) in reads {
+            let at_start = |coord_ahead: &Expr| {
+                body.rewrite(index, coord_ahead, Some((row.var, &row.start)))
+                    .filter(|r| r.uses_coord)
+            };
+            let (Some(soon), Some(later)) = (
+                at_start(&ahead(ROW_DISTANCE)),
+                at_start(&ahead(2 * ROW_DISTANCE)),
+            ) else {
+                continue;
+            };
+            near.push(Stmt::Prefetch {
+                array,
+                index: super::simplify(&soon.expr),
+            });
+            visit::walk_expr(&later.expr, &mut |e| {
+                if let Expr::Load(
+                    bounds @ ArrayRef::Level {
+                        kind: ArrayKind::Pos,
+                        ..
+                    },
+                    index,
+                ) = e
+                {
+                    far.push(Stmt::Prefetch {
+                        array: *bounds,
+                        index: super::simplify(index),
+                    });
+                }
+            });
+        }
+    });
+    let mut hints: Vec<Stmt> = Vec::new();
+    for hint in far.into_iter().chain(near) {
+        if !hints.contains(&hint) {
+            hints.push(hint);
+        }
+    }
+    hints
+}
+
+/// When `l` iterates a segment `pos[q]..pos[q + 1]` of an input's level and its body
+/// first declares a variable as the coordinate at `l`'s position: that variable and the
+/// level's coordinate array.
+fn segment_coordinate(l: &Loop) -> Option<(super::Var, ArrayRef)> {
+    let (
+        Expr::Load(
+            ArrayRef::Level {
+                operand,
+                level,
+                kind: ArrayKind::Pos,
+            },
+            q,
+        ),
+        Expr::Load(bounds, q_next),
+    ) = (&l.start, &l.end)
+    else {
+        return None;
+    };
+    let pos = ArrayRef::Level {
+        operand: *operand,
+        level: *level,
+        kind: ArrayKind::Pos,
+    };
+    let next = Expr::Bin(BinOp::Add, q.clone(), Box::new(Expr::Int(1)));
+    if operand.0 == 0 || *bounds != pos || **q_next != next {
+        return None;
+    }
+    let coords = ArrayRef::Level {
+        operand: *operand,
+        level: *level,
+        kind: ArrayKind::Idx,
+    };
+    l.body.iter().find_map(|s| match s {
+        Stmt::Decl(v, Expr::Load(a, p)) if *a == coords && **p == Expr::Var(l.var) => {
+            Some((*v, coords))
+        }
+        _ => None,
+    })
+}
+
+fn is_input(array: &ArrayRef) -> bool {
+    match array {
+        ArrayRef::Level { operand, .. } | ArrayRef::Values(operand) => operand.0 != 0,
+        ArrayRef::Scratch(_) => false,
+    }
+}
+
+/// What a segment loop's body declares, to rewrite an index for another coordinate.
+struct Body<'a> {
+    /// The loop's position variable.
+    position: super::Var,
+    /// The variable holding the coordinate at that position.
+    coord: super::Var,
+    /// Variables declared once in the body with their initial values.
+    defs: HashMap<super::Var, &'a Expr>,
+    /// Variables the body declares (as variables or loop variables) or assigns.
+    varying: HashSet<super::Var>,
+}
+
+/// An index rewritten for another coordinate.
+struct Rewritten {
+    expr: Expr,
+    /// The index depends on the coordinate (else it locates nothing).
+    uses_coord: bool,
+    /// It loads a segment bound.
+    loads: bool,
+}
+
+impl<'a> Body<'a> {
+    fn of(l: &'a Loop, coord: super::Var) -> Body<'a> {
+        let mut defs = HashMap::new();
+        let mut varying = HashSet::new();
+        let mut assigned = HashSet::new();
+        visit::walk_stmts(&l.body, &mut |s| match s {
+            Stmt::Decl(v, e) => {
+                defs.insert(*v, e);
+                varying.insert(*v);
+            }
+            Stmt::For(inner) => {
+                varying.insert(inner.var);
+            }
+            Stmt::Assign(v, _) => {
+                assigned.insert(*v);
+            }
+            _ => {}
+        });
+        defs.retain(|v, _| !assigned.contains(v));
+        varying.extend(assigned);
+        Body {
+            position: l.var,
+            coord,
+            defs,
+            varying,
+        }
+    }
+
+    /// `e` with the coordinate replaced by `coord_ahead`, declarations inlined and the
+    /// variable of `row` (a nested loop) at its start; `None` when `e` is not an index
+    /// that the coordinate locates in the module's sense.
+    fn rewrite(
+        &self,
+        e: &Expr,
+        coord_ahead: &Expr,
+        row: Option<(super::Var, &Expr)>,
+    ) -> Option<Rewritten> {
+        let plain = |expr: Expr| {
+            Some(Rewritten {
+                expr,
+                uses_coord: false,
+                loads: false,
+            })
+        };
+        match e {
+            Expr::Int(_) | Expr::Param(_) => plain(e.clone()),
+            Expr::Var(v) if *v == self.coord => Some(Rewritten {
+                expr: coord_ahead.clone(),
+                uses_coord: true,
+                loads: false,
+            }),
+            Expr::Var(v) => match row {
+                Some((var, start)) if var == *v => self.rewrite(start, coord_ahead, None),
+                _ if *v == self.position => None,
+                _ => match self.defs.get(v) {
+                    Some(def) => self.rewrite(def, coord_ahead, row),
+                    None if self.varying.contains(v) => None,
+                    None => plain(e.clone()),
+                },
+            },
+            Expr::Load(
+                array @ ArrayRef::Level {
+                    kind: ArrayKind::Pos,
+                    ..
+                },
+                index,
+            ) if is_input(array) => {
+                let index = self.rewrite(index, coord_ahead, row)?;
+                (index.uses_coord && !index.loads).then(|| Rewritten {
+                    expr: Expr::load(*array, index.expr),
+                    uses_coord: true,
+                    loads: true,
+                })
+            }
+            Expr::Neg(a) => {
+                let a = self.rewrite(a, coord_ahead, row)?;
+                Some(Rewritten {
+                    expr: Expr::Neg(Box::new(a.expr)),
+                    ..a
+                })
+            }
+            Expr::Bin(op, a, b) => {
+                let divides = matches!(op, BinOp::Div | BinOp::Rem);
+                let arithmetic = matches!(op, BinOp::Add | BinOp::Sub | BinOp::Mul)
+                    || matches!(op, BinOp::Min | BinOp::Max)
+                    || (divides && matches!(**b, Expr::Int(d) if d != 0));
+                if !arithmetic {
+                    return None;
+                }
+                let (a, b) = (
+                    self.rewrite(a, coord_ahead, row)?,
+                    self.rewrite(b, coord_ahead, row)?,
+                );
+                Some(Rewritten {
+                    expr: Expr::bin(*op, a.expr, b.expr),
+                    uses_coord: a.uses_coord || b.uses_coord,
+                    loads: a.loads || b.loads,
+                })
+            }
+            _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::format::Format;
+    use crate::ir::{ParamKind, Var};
+    use crate::kernel::lower_with_default_parallelism;
+    use crate::notation::{self, TensorDecl};
+    use crate::schedule::Concrete;
+    use crate::tensor::{Coo, Tensor, ValueType};
+
+    /// A tensor of a test statement: name, format, dimensions.
+    type Decl<'a> = (&'a str, &'a str, &'a [usize]);
+
+    /// `expr` lowered with the default schedule, its tensors `(name, format, dims)`, and
+    /// a random tensor of each format (the output's too), built with `seed`.
+    fn lowered(expr: &str, tensors: &[Decl], seed: u64) -> (Function, Vec<Tensor>) {
+        let decls: Vec<TensorDecl> = tensors
+            .iter()
+            .map(|(name, format, dims)| {
+                TensorDecl::new(*name)
+                    .with_format(Format::parse(format, dims.len()).unwrap())
+                    .with_dims(dims)
+            })
+            .collect();
+        let statement = notation::bind(&notation::parse(expr).unwrap(), &decls, &[]).unwrap();
+        let lowered = lower_with_default_parallelism(&Concrete::new(&statement).unwrap()).unwrap();
+        let mut state = seed;
+        let mut next = |bound: usize| {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            ((state >> 33) % bound as u64) as i64
+        };
+        let operands = lowered
+            .operands
+            .iter()
+            .map(|op| {
+                let (_, _, dims) = tensors[op.tensor];
+                let mut coo = Coo::new(dims.to_vec(), Vec::new(), Vec::new()).unwrap();
+                // About a third of the coordinates, so that some rows are empty.
+                let cells: usize = dims.iter().product();
+                for _ in 0..cells / 3 {
+                    coo.coords.extend(dims.iter().map(|&d| next(d)));
+                    coo.values.push(1.0);
+                }
+                Tensor::from_coo(&coo, &op.format, ValueType::F64).unwrap()
+            })
+            .collect();
+        (lowered.function, operands)
+    }
+
+    /// Every segment loop with prefetches, and its hints.
+    fn hinted_loops(f: &Function) -> Vec<(&Loop, Vec<&Stmt>)> {
+        let mut out = Vec::new();
+        visit::walk_stmts(&f.body, &mut |s| {
+            if let Stmt::For(l) = s {
+                let hints: Vec<&Stmt> = l
+                    .body
+                    .iter()
+                    .filter(|s| matches!(s, Stmt::Prefetch { .. }))
+                    .collect();
+                if !hints.is_empty() {
+                    out.push((l, hints));
+                }
+            }
+        });
+        out
+    }
+
+    /// The value of a hint's index with the loop's position at `p`, every load checked
+    /// against its array's bounds (a panic names the first one out of bounds).
+    fn eval(e: &Expr, position: Var, p: i64, operands: &[Tensor]) -> i64 {
+        let array = |a: &ArrayRef| -> Vec<i64> {
+            match *a {
+                ArrayRef::Level {
+                    operand,
+                    level,
+                    kind,
+                } => operands[operand.0]
+                    .view()
+                    .array(level, kind)
+                    .expect("a stored array")
+                    .to_array()
+                    .to_i64()
+                    .into_owned(),
+                _ => panic!("a hint loads {a:?}"),
+            }
+        };
+        match e {
+            Expr::Int(v) => *v,
+            Expr::Var(v) if *v == position => p,
+            Expr::Param(ParamRef::Length {
+                operand,
+                level,
+                kind,
+            }) => array(&ArrayRef::Level {
+                operand: *operand,
+                level: *level,
+                kind: *kind,
+            })
+            .len() as i64,
+            Expr::Param(ParamRef::Level {
+                operand,
+                level,
+                kind: ParamKind::Size,
+            }) => operands[operand.0].view().param(*level, ParamKind::Size),
+            Expr::Load(a, index) => {
+                let i = eval(index, position, p, operands);
+                let values = array(a);
+                assert!(
+                    (0..values.len() as i64).contains(&i),
+                    "load {i} of {a:?}, which has {} entries",
+                    values.len()
+                );
+                values[i as usize]
+            }
+            Expr::Bin(op, a, b) => {
+                let (a, b) = (
+                    eval(a, position, p, operands),
+                    eval(b, position, p, operands),
+                );
+                match op {
+                    BinOp::Add => a + b,
+                    BinOp::Sub => a - b,
+                    BinOp::Mul => a * b,
+                    BinOp::Min => a.min(b),
+                    BinOp::Max => a.max(b),
+                    BinOp::Div => a / b,
+                    BinOp::Rem => a % b,
+                    _ => panic!("a hint computes {op:?}"),
+                }
+            }
+            _ => panic!("a hint holds {e:?}"),
+        }
+    }
+
+    /// Check that every hint of `f`, at every position of every operand's coordinate
+    /// array, loads in bounds and addresses at most one past its array's end.
+    fn check_in_bounds(f: &Function, operands: &[Tensor]) -> usize {
+        let mut checked = 0;
+        for (l, hints) in hinted_loops(f) {
+            let (_, coords) = segment_coordinate(l).expect("hints only in segment loops");
+            let ArrayRef::Level { operand, level, .. } = coords else {
+                unreachable!()
+            };
+            let len = operands[operand.0]
+                .view()
+                .array(level, ArrayKind::Idx)
+                .unwrap()
+                .len();
+            for hint in hints {
+                let Stmt::Prefetch { array, index } = hint else {
+                    unreachable!()
+                };
+                let end = match *array {
+                    ArrayRef::Level {
+                        operand,
+                        level,
+                        kind,
+                    } => operands[operand.0].view().array(level, kind).unwrap().len(),
+                    ArrayRef::Values(operand) => operands[operand.0].values().len(),
+                    ArrayRef::Scratch(_) => panic!("a hint of a scratch array"),
+                };
+                for p in 0..len as i64 {
+                    let at = eval(index, l.var, p, operands);
+                    assert!(
+                        (0..=end as i64).contains(&at),
+                        "{hint:?} at {p}: {at} of {end}"
+                    );
+                    checked += 1;
+                }
+            }
+        }
+        checked
+    }
+
+    fn hinted_arrays(f: &Function) -> Vec<String> {
+        let mut names: Vec<String> = hinted_loops(f)
+            .into_iter()
+            .flat_map(|(_, hints)| hints)
+            .map(|hint| match hint {
+                Stmt::Prefetch { array, .. } => format!("{array:?}"),
+                _ => unreachable!(),
+            })
+            .collect();
+        names.sort();
+        names
+    }
+
+    #[test]
+    fn rows_located_by_coordinates_are_prefetched_in_bounds() {
+        let cases: [(&str, &[Decl], usize); 4] = [
+            // Gustavson's SpGEMM: B's segment bound, coordinates and values.
+            (
+                "C(i,j) = A(i,k) * B(k,j)",
+                &[
+                    ("C", "csr", &[9, 8]),
+                    ("A", "csr", &[9, 7]),
+                    ("B", "csr", &[7, 8]),
+                ],
+                3,
+            ),
+            // SpMM: B's dense row.
+            (
+                "C(i,j) = A(i,k) * B(k,j)",
+                &[
+                    ("C", "dd", &[9, 5]),
+                    ("A", "csr", &[9, 7]),
+                    ("B", "dd", &[7, 5]),
+                ],
+                1,
+            ),
+            // MTTKRP over CSF: rows of both factors, each from its own level's loop.
+            (
+                "A(i,j) = B(i,k,l) * C(k,j) * D(l,j)",
+                &[
+                    ("A", "dd", &[4, 3]),
+                    ("B", "sss", &[4, 5, 6]),
+                    ("C", "dd", &[5, 3]),
+                    ("D", "dd", &[6, 3]),
+                ],
+                2,
+            ),
+            // A^T * A, Gustavson rows over a transposed copy of A.
+            (
+                "C(i,j) = A(k,i) * A(k,j)",
+                &[("C", "csr", &[7, 7]), ("A", "csr", &[9, 7])],
+                3,
+            ),
+        ];
+        for (expr, tensors, expected) in cases {
+            for seed in 0..20 {
+                let (f, operands) = lowered(expr, tensors, seed);
+                let arrays = hinted_arrays(&f);
+                let distinct: std::collections::BTreeSet<_> = arrays.iter().collect();
+                assert_eq!(distinct.len(), expected, "{expr}: {arrays:?}");
+                assert!(
+                    check_in_bounds(&f, &operands) > 0,
+                    "{expr}: no hint evaluated"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn nothing_is_prefetched_where_no_coordinate_locates_a_row() {
+        let cases: [(&str, &[Decl]); 4] = [
+            // SpMV: no nested loop over a row.
+            (
+                "y(i) = A(i,j) * x(j)",
+                &[("y", "d", &[6]), ("A", "csr", &[6, 5]), ("x", "d", &[5])],
+            ),
+            // A hashed level is iterated slot by slot, not as a segment.
+            (
+                "C(i,j) = A(i,k) * B(k,j)",
+                &[
+                    ("C", "dd", &[6, 4]),
+                    ("A", "dh", &[6, 5]),
+                    ("B", "dd", &[5, 4]),
+                ],
+            ),
+            // B's rows are found by a search of its compressed outer level.
+            (
+                "C(i,j) = A(i,k) * B(k,j)",
+                &[
+                    ("C", "csr", &[6, 4]),
+                    ("A", "csr", &[6, 5]),
+                    ("B", "dcsr", &[5, 4]),
+                ],
+            ),
+            // Dense A: no stored coordinates.
+            (
+                "C(i,j) = A(i,k) * B(k,j)",
+                &[
+                    ("C", "dd", &[6, 4]),
+                    ("A", "dd", &[6, 5]),
+                    ("B", "csr", &[5, 4]),
+                ],
+            ),
+        ];
+        for (expr, tensors) in cases {
+            let (f, _) = lowered(expr, tensors, 1);
+            assert_eq!(
+                hinted_arrays(&f),
+                Vec::<String>::new(),
+                "{expr} with {tensors:?}"
+            );
+        }
+    }
+}
