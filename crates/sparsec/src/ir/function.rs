@@ -229,7 +229,7 @@ impl Function {
             }
             Expr::Param(
                 p @ (ParamRef::Level { .. }
-                | ParamRef::Length { .. }
+                | ParamRef::Length(_)
                 | ParamRef::Phase
                 | ParamRef::Capacity),
             ) => {

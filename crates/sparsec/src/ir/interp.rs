@@ -51,10 +51,7 @@ impl Env<'_> {
             Expr::Var(_)
             | Expr::Symbol(_)
             | Expr::Param(
-                ParamRef::Extent(_)
-                | ParamRef::Phase
-                | ParamRef::Capacity
-                | ParamRef::Length { .. },
+                ParamRef::Extent(_) | ParamRef::Phase | ParamRef::Capacity | ParamRef::Length(_),
             ) => {
                 panic!("level functions evaluated on storage take constants or ARGUMENT")
             }

@@ -138,13 +138,10 @@ pub enum ParamRef {
     Phase,
     /// How many entries the appending call of a two-phase kernel may write (see [`rows`]).
     Capacity,
-    /// The number of elements of array `kind` of 1-based storage level `level` of an
-    /// input operand: what bounds a load that reads ahead of its loop (see [`prefetch`]).
-    Length {
-        operand: OperandId,
-        level: usize,
-        kind: ArrayKind,
-    },
+    /// The number of elements of an input operand's array (a level's, or its values):
+    /// what bounds a load that reads ahead of its loop, and tells whether the array is
+    /// large enough to prefetch (see [`prefetch`]).
+    Length(ArrayRef),
 }
 
 /// A value a front end or scheduler names before lowering knows how it is computed.

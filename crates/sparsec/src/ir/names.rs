@@ -171,11 +171,7 @@ impl Names {
                     ParamRef::Extent(n) => format!("{}_size", extent_hint(function, n)),
                     ParamRef::Phase => "phase".to_string(),
                     ParamRef::Capacity => "capacity".to_string(),
-                    ParamRef::Length {
-                        operand,
-                        level,
-                        kind,
-                    } => level_hint(operand, level, &format!("{}_len", kind.suffix())),
+                    ParamRef::Length(array) => format!("{}_len", operand_hint(&array)),
                 };
                 (p, alloc.fresh(&hint))
             })

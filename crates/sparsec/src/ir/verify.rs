@@ -274,14 +274,18 @@ impl Verifier<'_> {
             Expr::Load(a, _) | Expr::Call(_, a, _) if problem.is_none() => {
                 problem = self.array(a).err()
             }
-            Expr::Param(super::ParamRef::Length { operand, .. })
-                if problem.is_none()
-                    && (operand.0 == 0 || operand.0 >= self.function.operands.len()) =>
-            {
-                problem = Some(VerifyError(format!(
-                    "the length of an array of operand #{}, which is not an input",
-                    operand.0
-                )))
+            Expr::Param(super::ParamRef::Length(array)) if problem.is_none() => {
+                let input = match array {
+                    ArrayRef::Level { operand, .. } | ArrayRef::Values(operand) => {
+                        operand.0 != 0 && operand.0 < self.function.operands.len()
+                    }
+                    ArrayRef::Scratch(_) => false,
+                };
+                if !input {
+                    problem = Some(VerifyError(format!(
+                        "the length of {array:?}, which is not an input's array"
+                    )))
+                }
             }
             _ => {}
         });

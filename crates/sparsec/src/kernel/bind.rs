@@ -171,14 +171,20 @@ impl Kernel {
                         kind,
                     }) => views[operand.0].param(level, kind),
                     ScalarArg::Param(ParamRef::Extent(n)) => self.statement.vars[n].size as i64,
-                    ScalarArg::Param(ParamRef::Length {
-                        operand,
-                        level,
-                        kind,
-                    }) => views[operand.0]
-                        .array(level, kind)
-                        .expect("lowering reads only arrays its level stores")
-                        .len() as i64,
+                    ScalarArg::Param(ParamRef::Length(array)) => match array {
+                        ArrayRef::Level {
+                            operand,
+                            level,
+                            kind,
+                        } => views[operand.0]
+                            .array(level, kind)
+                            .expect("lowering reads only arrays its level stores")
+                            .len() as i64,
+                        ArrayRef::Values(operand) => views[operand.0].values().len() as i64,
+                        ArrayRef::Scratch(_) => {
+                            unreachable!("scratch arrays have no length argument")
+                        }
+                    },
                     ScalarArg::Param(ParamRef::Phase | ParamRef::Capacity) => 0,
                     ScalarArg::Threads => self.threads as i64,
                 })
