@@ -2,8 +2,9 @@
 
 mod common;
 use common::*;
+use sparsec::format::Format;
 use sparsec::kernel::Kernel;
-use sparsec::tensor::{Coo, ValueType};
+use sparsec::tensor::{Coo, Tensor, ValueType};
 
 #[test]
 fn spmv_csr() {
@@ -785,6 +786,41 @@ fn signed_zeros_of_absent_operands_in_denominators() {
                     );
                 }
             }
+        }
+    }
+}
+
+/// Rows located by a scattered operand's coordinates are prefetched only when the arrays
+/// are large (`ir::prefetch::LARGE_ARRAY` entries) and the coordinates scatter, so small
+/// random inputs never run the hinted loops: these inputs do, on 1 and 2 threads.
+#[test]
+fn rows_are_prefetched_on_large_scattered_inputs() {
+    let n = 150_000;
+    let a = random_coo(&mut rng(11), &[n, n], 2.0 / n as f64);
+    let coords: Vec<i64> = {
+        let csr = Tensor::from_coo(&a, &Format::parse("csr", 2).unwrap(), ValueType::F64).unwrap();
+        csr.view()
+            .array(2, sparsec::ir::ArrayKind::Idx)
+            .unwrap()
+            .to_array()
+            .to_i64()
+            .into_owned()
+    };
+    assert!(sparsec::ir::prefetch::scattered(coords.len(), |p| coords[p]));
+    assert!(coords.len() as i64 >= sparsec::ir::prefetch::LARGE_ARRAY);
+    let b = random_coo(&mut rng(12), &[n, 2], 1.0);
+    let expr = "C(i,j) = A(i,k) * B(k,j)";
+    let spgemm = [("A", "csr"), ("B", "csr"), ("C", "csr")];
+    let spmm = [("A", "csr"), ("B", "dd"), ("C", "dd")];
+    for (formats, b) in [(&spgemm, a.clone()), (&spmm, b)] {
+        let inputs = [("A", a.clone()), ("B", b)];
+        let (stmt, tensors) = statement(expr, formats, &inputs, &[]);
+        let mut kernel = Kernel::from_statement(stmt.clone(), ValueType::F64, &split_toolchain())
+            .unwrap_or_else(|e| panic!("{expr}: {e}"));
+        assert!(kernel.kernel_source().contains("__builtin_prefetch"));
+        for threads in [1, 2] {
+            kernel.set_threads(threads);
+            compare_with_reference(&kernel, &stmt, &tensors, &format!("{expr} {formats:?}"));
         }
     }
 }

@@ -230,6 +230,7 @@ impl Function {
             Expr::Param(
                 p @ (ParamRef::Level { .. }
                 | ParamRef::Length(_)
+                | ParamRef::Scattered(_)
                 | ParamRef::Phase
                 | ParamRef::Capacity),
             ) => {

@@ -51,7 +51,11 @@ impl Env<'_> {
             Expr::Var(_)
             | Expr::Symbol(_)
             | Expr::Param(
-                ParamRef::Extent(_) | ParamRef::Phase | ParamRef::Capacity | ParamRef::Length(_),
+                ParamRef::Extent(_)
+                | ParamRef::Phase
+                | ParamRef::Capacity
+                | ParamRef::Length(_)
+                | ParamRef::Scattered(_),
             ) => {
                 panic!("level functions evaluated on storage take constants or ARGUMENT")
             }

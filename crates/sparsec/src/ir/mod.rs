@@ -142,6 +142,10 @@ pub enum ParamRef {
     /// what bounds a load that reads ahead of its loop, and tells whether the array is
     /// large enough to prefetch (see [`prefetch`]).
     Length(ArrayRef),
+    /// 1 when the coordinates in an input's level array jump far between nearby
+    /// positions, so that the rows they locate are not near each other in memory, else 0:
+    /// sampled by the runtime when the kernel is called ([`prefetch::scattered`]).
+    Scattered(ArrayRef),
 }
 
 /// A value a front end or scheduler names before lowering knows how it is computed.

@@ -172,6 +172,7 @@ impl Names {
                     ParamRef::Phase => "phase".to_string(),
                     ParamRef::Capacity => "capacity".to_string(),
                     ParamRef::Length(array) => format!("{}_len", operand_hint(&array)),
+                    ParamRef::Scattered(array) => format!("{}_scattered", operand_hint(&array)),
                 };
                 (p, alloc.fresh(&hint))
             })

@@ -274,7 +274,9 @@ impl Verifier<'_> {
             Expr::Load(a, _) | Expr::Call(_, a, _) if problem.is_none() => {
                 problem = self.array(a).err()
             }
-            Expr::Param(super::ParamRef::Length(array)) if problem.is_none() => {
+            Expr::Param(super::ParamRef::Length(array) | super::ParamRef::Scattered(array))
+                if problem.is_none() =>
+            {
                 let input = match array {
                     ArrayRef::Level { operand, .. } | ArrayRef::Values(operand) => {
                         operand.0 != 0 && operand.0 < self.function.operands.len()

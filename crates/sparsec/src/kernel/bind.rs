@@ -8,7 +8,7 @@ use std::ffi::c_void;
 use super::{Kernel, KernelInput};
 use crate::ir::{ArrayRef, IndexWidth, ParamRef, ScalarArg};
 use crate::lower;
-use crate::tensor::{Coo, Tensor, TensorView, ValueType, Values};
+use crate::tensor::{Coo, IndexSlice, Tensor, TensorView, ValueType, Values};
 use crate::Error;
 
 /// The `arrays` and `params` arguments of one call.
@@ -185,6 +185,25 @@ impl Kernel {
                             unreachable!("scratch arrays have no length argument")
                         }
                     },
+                    ScalarArg::Param(ParamRef::Scattered(array)) => {
+                        let ArrayRef::Level {
+                            operand,
+                            level,
+                            kind,
+                        } = array
+                        else {
+                            unreachable!("only a level's coordinates scatter")
+                        };
+                        let coords = views[operand.0]
+                            .array(level, kind)
+                            .expect("lowering reads only arrays its level stores");
+                        i64::from(match coords {
+                            IndexSlice::I32(c) => {
+                                crate::ir::prefetch::scattered(c.len(), |p| i64::from(c[p]))
+                            }
+                            IndexSlice::I64(c) => crate::ir::prefetch::scattered(c.len(), |p| c[p]),
+                        })
+                    }
                     ScalarArg::Param(ParamRef::Phase | ParamRef::Capacity) => 0,
                     ScalarArg::Threads => self.threads as i64,
                 })

@@ -304,7 +304,7 @@ impl SpfKernel {
                     level,
                     kind,
                 }) => operands[operand.0 - 1].levels()[level - 1].param(kind),
-                ScalarArg::Param(ParamRef::Length(_)) => {
+                ScalarArg::Param(ParamRef::Length(_) | ParamRef::Scattered(_)) => {
                     unreachable!("sparse polyhedral kernels read no array ahead")
                 }
                 // Set for each call by `output::place_rows`.

@@ -20,8 +20,8 @@ use std::fmt::Write;
 use super::abi::{assumption_status, check_units, BackendError};
 use super::runtime::{self, Section};
 use crate::ir::{
-    visit, ArrayRef, BinOp, Element, Expr, Function, Helper, Local, LocalType, Loop, LoopKind,
-    Names, OperandId, OutputMode, ParallelUnit, ScalarArg, Signature, Stmt, Type,
+    prefetch, visit, ArrayRef, BinOp, Element, Expr, Function, Helper, Local, LocalType, Loop,
+    LoopKind, Names, OperandId, OutputMode, ParallelUnit, ScalarArg, Signature, Stmt, Type,
 };
 use expr::expr;
 use threads::{balanced_work, reduction_clauses};
@@ -192,7 +192,20 @@ impl Printer<'_> {
 
     fn for_loop(&mut self, l: &Loop) {
         match &l.kind {
-            LoopKind::Serial => self.serial_loop(l),
+            LoopKind::Serial => match prefetch::split_hints(l) {
+                Some(prefetch::SplitHints { any, hinted, plain }) => {
+                    self.line(&format!("if ({}) {{", expr(self.names, &any)));
+                    self.indent += 1;
+                    self.serial_loop(&hinted);
+                    self.indent -= 1;
+                    self.line("} else {");
+                    self.indent += 1;
+                    self.serial_loop(&plain);
+                    self.indent -= 1;
+                    self.line("}");
+                }
+                None => self.serial_loop(l),
+            },
             LoopKind::Unrolled(n) => {
                 self.line(&format!("#pragma GCC unroll {n}"));
                 self.plain_loop(l);
