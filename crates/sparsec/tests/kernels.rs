@@ -824,3 +824,34 @@ fn rows_are_prefetched_on_large_scattered_inputs() {
         }
     }
 }
+
+/// SpMM rows of at least 32 entries are summed in registers, 8 columns at a time
+/// (`codegen/c/row_sums.rs`): widths below, at and between multiples of 8, rows long and
+/// short, explicit zeros and duplicates, on 1 and 2 threads and on the JIT.
+#[test]
+fn dense_rows_summed_in_registers_match_the_reference() {
+    let mut r = rng(21);
+    // Rows of about 45 entries, then an empty row and a short one.
+    let mut a = random_coo(&mut r, &[40, 50], 0.9);
+    a.coords.extend([38, 3, 38, 7, 38, 7]);
+    a.values.extend([1.5, -2.0, 0.25]);
+    let a = Coo::new(vec![41, 50], a.coords, a.values).unwrap();
+    for width in [1, 7, 8, 13, 32] {
+        let b = random_coo(&mut r, &[50, width], 1.0);
+        let (stmt, tensors) = statement(
+            "C(i,j) = A(i,k) * B(k,j)",
+            &[("A", "csr"), ("B", "dd"), ("C", "dd")],
+            &[("A", a.clone()), ("B", b)],
+            &[],
+        );
+        let mut kernel =
+            Kernel::from_statement(stmt.clone(), ValueType::F64, &split_toolchain()).unwrap();
+        assert!(kernel.kernel_source().contains("sparsec_r7"));
+        for threads in [1, 2] {
+            kernel.set_threads(threads);
+            compare_with_reference(&kernel, &stmt, &tensors, &format!("width {width}"));
+        }
+        let jit = kernel.with_backend(sparsec::kernel::Backend::Jit).unwrap();
+        compare_with_reference(&jit, &stmt, &tensors, &format!("width {width}, JIT"));
+    }
+}

@@ -5,7 +5,9 @@
 
 use std::collections::HashMap;
 
-use super::{visit, ArrayKind, ArrayRef, BinOp, Expr, Function, Loop, LoopKind, Stmt, Type, Var};
+use super::{
+    visit, ArrayKind, ArrayRef, BinOp, Expr, Function, Loop, LoopKind, Stmt, Store, Type, Var,
+};
 
 /// A loop whose only effect is adding a value into one scalar declared outside it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -85,6 +87,98 @@ pub fn sum_reduction(function: &Function, l: &Loop) -> Option<SumReduction> {
         indirect,
         flag,
     })
+}
+
+/// A serial loop that adds one row of products into one row of the dense output per
+/// iteration: its body declares variables and ends with a loop over columns
+/// `j in start..end` whose body declares variables and ends with `out[base + j] += value`,
+/// where `base`, `start` and `end` do not change in the loop and nothing in either body
+/// reads `out` (SpMM's `C(i,:) += A(i,k) * B(k,:)` for each `k` of row `i`). A backend may
+/// sum a block of columns over all the loop's iterations in registers and add each column
+/// to the output once. Where `out`'s row starts at zero, as a computed output's does, the
+/// result is the same to the bit (the same additions in the same order); otherwise the
+/// row's old value is added last instead of first.
+pub struct RowSum<'a> {
+    /// Guarded prefetch hints at the top of the loop's body (see `prefetch`).
+    pub hints: Vec<&'a Stmt>,
+    /// The declarations that follow them.
+    pub decls: Vec<&'a Stmt>,
+    /// The loop over columns.
+    pub columns: &'a Loop,
+    /// Its declarations.
+    pub column_decls: Vec<&'a Stmt>,
+    /// Its store, `out[base + j] += value`.
+    pub store: &'a Store,
+}
+
+/// `l` as a [`RowSum`], when it is one.
+pub fn row_sum(l: &Loop) -> Option<RowSum<'_>> {
+    if l.kind != LoopKind::Serial {
+        return None;
+    }
+    let is_hint = |s: &Stmt| {
+        matches!(s, Stmt::If(_, hints, otherwise)
+            if otherwise.is_empty() && hints.iter().all(|h| matches!(h, Stmt::Prefetch { .. })))
+    };
+    let body = unblocked(&l.body);
+    let (Stmt::For(columns), rest) = body.split_last()? else {
+        return None;
+    };
+    let hinted = rest.iter().take_while(|s| is_hint(s)).count();
+    let (hints, decls) = rest.split_at(hinted);
+    let column_body = unblocked(&columns.body);
+    let (Some((Stmt::Store(store), column_decls)), LoopKind::Serial) =
+        (column_body.split_last(), &columns.kind)
+    else {
+        return None;
+    };
+    let only_decls = |stmts: &[&Stmt]| stmts.iter().all(|s| matches!(s, Stmt::Decl(..)));
+    if !only_decls(decls) || !only_decls(column_decls) || !store.accumulate {
+        return None;
+    }
+    if !matches!(store.array, ArrayRef::Values(super::OperandId(0))) {
+        return None;
+    }
+    let mut varying = vec![l.var, columns.var];
+    visit::walk_stmts(&l.body, &mut |s| {
+        if let Stmt::Decl(v, _) = s {
+            varying.push(*v)
+        }
+    });
+    let base = match &store.index {
+        Expr::Bin(BinOp::Add, a, b) if **b == Expr::Var(columns.var) => a,
+        Expr::Bin(BinOp::Add, a, b) if **a == Expr::Var(columns.var) => b,
+        _ => return None,
+    };
+    if [&**base, &columns.start, &columns.end]
+        .iter()
+        .any(|e| depends_on(e, &varying))
+    {
+        return None;
+    }
+    let mut reads_out = false;
+    visit::walk_stmt_exprs(&l.body, &mut |e| {
+        reads_out |= matches!(e, Expr::Load(a, _) if *a == store.array)
+    });
+    (!reads_out).then(|| RowSum {
+        hints: hints.to_vec(),
+        decls: decls.to_vec(),
+        columns,
+        column_decls: column_decls.to_vec(),
+        store,
+    })
+}
+
+/// `stmts` with nested blocks opened: every variable is declared once, under its own
+/// name, so a block's scope only shortens its declarations' lives.
+fn unblocked(stmts: &[Stmt]) -> Vec<&Stmt> {
+    stmts
+        .iter()
+        .flat_map(|s| match s {
+            Stmt::Block(inner) => unblocked(inner),
+            other => vec![other],
+        })
+        .collect()
 }
 
 /// True when `e` loads from an array.
