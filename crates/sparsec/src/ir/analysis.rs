@@ -116,15 +116,14 @@ pub fn row_sum(l: &Loop) -> Option<RowSum<'_>> {
     if l.kind != LoopKind::Serial {
         return None;
     }
-    let is_hint = |s: &Stmt| {
-        matches!(s, Stmt::If(_, hints, otherwise)
-            if otherwise.is_empty() && hints.iter().all(|h| matches!(h, Stmt::Prefetch { .. })))
-    };
     let body = unblocked(&l.body);
     let (Stmt::For(columns), rest) = body.split_last()? else {
         return None;
     };
-    let hinted = rest.iter().take_while(|s| is_hint(s)).count();
+    let hinted = rest
+        .iter()
+        .take_while(|s| super::prefetch::is_guarded_hint(s))
+        .count();
     let (hints, decls) = rest.split_at(hinted);
     let column_body = unblocked(&columns.body);
     let (Some((Stmt::Store(store), column_decls)), LoopKind::Serial) =

@@ -94,10 +94,6 @@ pub struct SplitHints {
 /// backend may test them once and run one of the two loops ("unswitch"): testing them in
 /// every iteration cost 5% on a banded SpMM whose rows are never prefetched.
 pub fn split_hints(l: &Loop) -> Option<SplitHints> {
-    let is_guarded_hint = |s: &Stmt| {
-        matches!(s, Stmt::If(_, hints, otherwise)
-            if otherwise.is_empty() && hints.iter().all(|h| matches!(h, Stmt::Prefetch { .. })))
-    };
     let guarded = l.body.iter().take_while(|s| is_guarded_hint(s)).count();
     let any = l.body[..guarded]
         .iter()
@@ -117,6 +113,12 @@ pub fn split_hints(l: &Loop) -> Option<SplitHints> {
     });
     hinted.body.splice(0..0, hints);
     Some(SplitHints { any, hinted, plain })
+}
+
+/// True for hints under a guard, as this pass adds them: `if (guard) { prefetch... }`.
+pub fn is_guarded_hint(s: &Stmt) -> bool {
+    matches!(s, Stmt::If(_, hints, otherwise)
+        if otherwise.is_empty() && hints.iter().all(|h| matches!(h, Stmt::Prefetch { .. })))
 }
 
 fn prefetch_in(s: &mut Stmt) {
