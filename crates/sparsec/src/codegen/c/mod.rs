@@ -209,20 +209,17 @@ impl Printer<'_> {
                     // Long rows only: on short ones, walking the row once per block of
                     // columns costs more than the loads and stores it saves.
                     Some(row) => {
-                        self.line(&format!(
-                            "if ({} - {} >= {}) {{",
+                        let long_row = format!(
+                            "{} - {} >= {}",
                             expr(self.names, &l.end),
                             expr(self.names, &l.start),
                             row_sums::MIN_ROW_LENGTH
-                        ));
-                        self.indent += 1;
-                        self.row_sum_loop(l, &row);
-                        self.indent -= 1;
-                        self.line("} else {");
-                        self.indent += 1;
-                        self.unswitched_loop(l);
-                        self.indent -= 1;
-                        self.line("}");
+                        );
+                        self.if_else(
+                            &long_row,
+                            |this| this.row_sum_loop(l, &row),
+                            |this| this.unswitched_loop(l),
+                        );
                     }
                     None => self.unswitched_loop(l),
                 }
@@ -258,19 +255,31 @@ impl Printer<'_> {
     /// `prefetch::split_hints`): the guards are tested once, not in every iteration.
     fn unswitched_loop(&mut self, l: &Loop) {
         match prefetch::split_hints(l) {
-            Some(prefetch::SplitHints { any, hinted, plain }) => {
-                self.line(&format!("if ({}) {{", expr(self.names, &any)));
-                self.indent += 1;
-                self.serial_loop(&hinted);
-                self.indent -= 1;
-                self.line("} else {");
-                self.indent += 1;
-                self.serial_loop(&plain);
-                self.indent -= 1;
-                self.line("}");
-            }
+            Some(prefetch::SplitHints { any, hinted, plain }) => self.if_else(
+                &expr(self.names, &any),
+                |this| this.serial_loop(&hinted),
+                |this| this.serial_loop(&plain),
+            ),
             None => self.serial_loop(l),
         }
+    }
+
+    /// Two versions of the code, chosen at run time by `condition` (a C expression).
+    fn if_else(
+        &mut self,
+        condition: &str,
+        then: impl FnOnce(&mut Self),
+        otherwise: impl FnOnce(&mut Self),
+    ) {
+        self.line(&format!("if ({condition}) {{"));
+        self.indent += 1;
+        then(self);
+        self.indent -= 1;
+        self.line("} else {");
+        self.indent += 1;
+        otherwise(self);
+        self.indent -= 1;
+        self.line("}");
     }
 
     /// The loop as it stands, with nothing added.
