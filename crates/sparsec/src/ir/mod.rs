@@ -78,6 +78,19 @@ pub enum ArrayRef {
     Scratch(Scratch),
 }
 
+impl ArrayRef {
+    /// The operand owning the array when it is one of an input's (not the output's, nor
+    /// scratch): the arrays a kernel may only read.
+    pub fn input_operand(&self) -> Option<OperandId> {
+        match self {
+            ArrayRef::Level { operand, .. } | ArrayRef::Values(operand) => {
+                (operand.0 != 0).then_some(*operand)
+            }
+            ArrayRef::Scratch(_) => None,
+        }
+    }
+}
+
 /// Kinds of arrays a level can own.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum ArrayKind {

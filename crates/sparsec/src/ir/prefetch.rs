@@ -165,7 +165,7 @@ fn row_prefetches(l: &Loop) -> Vec<Stmt> {
         let mut reads = Vec::new();
         visit::walk_stmt_exprs(&row.body, &mut |e| {
             if let Expr::Load(array, index) = e {
-                if is_input(array) {
+                if array.input_operand().is_some() {
                     reads.push((*array, index));
                 }
             }
@@ -272,13 +272,6 @@ fn segment_coordinate(l: &Loop) -> Option<(super::Var, ArrayRef)> {
     })
 }
 
-fn is_input(array: &ArrayRef) -> bool {
-    match array {
-        ArrayRef::Level { operand, .. } | ArrayRef::Values(operand) => operand.0 != 0,
-        ArrayRef::Scratch(_) => false,
-    }
-}
-
 /// What a segment loop's body declares, to rewrite an index for another coordinate.
 struct Body<'a> {
     /// The loop's position variable.
@@ -366,7 +359,7 @@ impl<'a> Body<'a> {
                     ..
                 },
                 index,
-            ) if is_input(array) => {
+            ) if array.input_operand().is_some() => {
                 let index = self.rewrite(index, coord_ahead, row)?;
                 (index.uses_coord && !index.loads).then(|| Rewritten {
                     expr: Expr::load(*array, index.expr),

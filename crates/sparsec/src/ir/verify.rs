@@ -277,15 +277,12 @@ impl Verifier<'_> {
             Expr::Param(super::ParamRef::Length(array) | super::ParamRef::Scattered(array))
                 if problem.is_none() =>
             {
-                let input = match array {
-                    ArrayRef::Level { operand, .. } | ArrayRef::Values(operand) => {
-                        operand.0 != 0 && operand.0 < self.function.operands.len()
-                    }
-                    ArrayRef::Scratch(_) => false,
-                };
+                let input = array
+                    .input_operand()
+                    .is_some_and(|operand| operand.0 < self.function.operands.len());
                 if !input {
                     problem = Some(VerifyError(format!(
-                        "the length of {array:?}, which is not an input's array"
+                        "a parameter describes {array:?}, which is not an input's array"
                     )))
                 }
             }
