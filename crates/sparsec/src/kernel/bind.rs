@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 use std::ffi::c_void;
 
 use super::{Kernel, KernelInput};
-use crate::ir::{ArrayRef, IndexWidth, ParamRef, ScalarArg};
+use crate::ir::{ArrayRef, IndexWidth, OperandId, ParamRef, ScalarArg};
 use crate::lower;
 use crate::tensor::{Coo, IndexSlice, Tensor, TensorView, ValueType, Values};
 use crate::Error;
@@ -131,6 +131,11 @@ impl Kernel {
             let views: Vec<TensorView<'_>> = std::iter::once(output.view())
                 .chain(inputs.iter().map(Input::view))
                 .collect();
+            let level_array = |operand: OperandId, level, kind| {
+                views[operand.0]
+                    .array(level, kind)
+                    .expect("lowering reads only arrays its level stores")
+            };
             for a in &signature.arrays {
                 arrays.push(match *a {
                     // The output's values are written: their pointer is taken below, from
@@ -150,9 +155,7 @@ impl Kernel {
                         level,
                         kind,
                     } => {
-                        let array = views[operand.0]
-                            .array(level, kind)
-                            .expect("lowering reads only arrays its level stores");
+                        let array = level_array(operand, level, kind);
                         if array.width() == IndexWidth::I32 {
                             narrow.insert(*a);
                         }
@@ -176,10 +179,7 @@ impl Kernel {
                             operand,
                             level,
                             kind,
-                        } => views[operand.0]
-                            .array(level, kind)
-                            .expect("lowering reads only arrays its level stores")
-                            .len() as i64,
+                        } => level_array(operand, level, kind).len() as i64,
                         ArrayRef::Values(operand) => views[operand.0].values().len() as i64,
                         ArrayRef::Scratch(_) => {
                             unreachable!("scratch arrays have no length argument")
@@ -194,9 +194,7 @@ impl Kernel {
                         else {
                             unreachable!("only a level's coordinates scatter")
                         };
-                        let coords = views[operand.0]
-                            .array(level, kind)
-                            .expect("lowering reads only arrays its level stores");
+                        let coords = level_array(operand, level, kind);
                         i64::from(match coords {
                             IndexSlice::I32(c) => {
                                 crate::ir::prefetch::scattered(c.len(), |p| i64::from(c[p]))
