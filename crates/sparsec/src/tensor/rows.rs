@@ -2,7 +2,7 @@
 //! leaf level is already in place, the levels above it follow from which rows hold
 //! entries.
 
-use super::stream::StreamedLevels;
+use super::levels::StreamedLevels;
 use super::{Coo, IndexSlice, Tensor, TensorError, Values};
 use crate::format::{Format, IndexArray, LevelStorage, Streaming};
 use crate::ir::{ArrayKind, IndexWidth, ParamKind};
@@ -155,7 +155,7 @@ fn compact(
     let sizes = upper.iter().map(|&(mode, _)| dims[mode]).collect();
     let mut stream =
         StreamedLevels::new(upper.iter().map(|&(_, kind)| kind.into()).collect(), sizes);
-    stream.reserve_last(filled);
+    stream.reserve_last(filled)?;
     let mut leaf_pos: Vec<i64> = Vec::with_capacity(filled + 1);
     // The rows' coordinates advance as an odometer (no division per row), and the
     // outermost level that moved since the last row holding entries tells the stream
