@@ -2,6 +2,7 @@
 
 mod common;
 use common::*;
+use rand::Rng;
 use sparsec::format::Format;
 use sparsec::kernel::Kernel;
 use sparsec::tensor::{Coo, Tensor, ValueType};
@@ -854,4 +855,68 @@ fn dense_rows_summed_in_registers_match_the_reference() {
         let jit = kernel.with_backend(sparsec::kernel::Backend::Jit).unwrap();
         compare_with_reference(&jit, &stmt, &tensors, &format!("width {width}, JIT"));
     }
+}
+
+/// Sums over uneven rows whose gathered array is large (`ir::gather`) run with masked
+/// gathers: SpMV over rows of every length from 0 to 20 (below, at and past one 8-entry
+/// iteration), with explicit zeros and duplicates, its indices stored at 32 and 64 bits,
+/// on 1 and 2 threads and on the JIT. Small test inputs never take that path.
+#[test]
+fn uneven_rows_gathered_match_the_reference() {
+    let cols = sparsec::ir::gather::GATHER_MIN_LENGTH as usize + 1000;
+    let rows = 2000;
+    let mut r = rng(31);
+    let (mut coords, mut values) = (Vec::new(), Vec::new());
+    for i in 0..rows {
+        for _ in 0..(i * 7) % 21 {
+            coords.extend([i as i64, r.gen_range(0..cols as i64)]);
+            values.push(if r.gen_bool(0.1) {
+                0.0
+            } else {
+                r.gen_range(-2.0..2.0)
+            });
+        }
+    }
+    // A duplicate in the last row.
+    coords.extend([rows as i64 - 1, 5, rows as i64 - 1, 5]);
+    values.extend([0.5, 0.25]);
+    let a = Coo::new(vec![rows, cols], coords, values).unwrap();
+    let x = random_coo(&mut r, &[cols], 1.0);
+    let (stmt, tensors) = statement(
+        "y(i) = A(i,j) * x(j)",
+        &[("A", "csr"), ("x", "d"), ("y", "d")],
+        &[("A", a), ("x", x)],
+        &[],
+    );
+    let pos = tensors[0]
+        .view()
+        .array(2, sparsec::ir::ArrayKind::Pos)
+        .unwrap()
+        .to_array()
+        .to_i64()
+        .into_owned();
+    assert!(sparsec::ir::gather::uneven(pos.len() - 1, |q| pos[q]));
+    let wide: Vec<Tensor> = tensors
+        .iter()
+        .map(|t| {
+            t.clone()
+                .with_index_width(sparsec::ir::IndexWidth::I64)
+                .unwrap()
+        })
+        .collect();
+    let compile = || Kernel::from_statement(stmt.clone(), ValueType::F64, &split_toolchain());
+    let mut kernel = compile().unwrap();
+    let jit = compile()
+        .and_then(|k| k.with_backend(sparsec::kernel::Backend::Jit))
+        .unwrap();
+    for (widths, tensors) in [("32-bit", &tensors), ("64-bit", &wide)] {
+        for threads in [1, 2] {
+            kernel.set_threads(threads);
+            compare_with_reference(&kernel, &stmt, tensors, widths);
+        }
+        compare_with_reference(&jit, &stmt, tensors, &format!("{widths}, JIT"));
+    }
+    // The kernel as compiled for the statement's own (32-bit) inputs; the 64-bit runs compiled
+    // their own, with `_mm512_mask_i64gather_pd`.
+    assert!(kernel.kernel_source().contains("_mm512_mask_i32gather_pd"));
 }

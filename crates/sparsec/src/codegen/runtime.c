@@ -351,3 +351,10 @@ SPARSEC_RT_INLINE void sparsec_pace_record(sparsec_pace *pace, int64_t team, int
   __atomic_store_n(&pace->lag_ns, next > SPARSEC_LEAST_LAG_NS ? next : SPARSEC_LEAST_LAG_NS, __ATOMIC_RELAXED);
   __atomic_store_n(&pace->lag_seen_ns, end_ns, __ATOMIC_RELAXED);
 }
+
+/* @section gather */
+/* Masked gathers for sums over uneven segments (ir::gather); kernels compiled for a
+   processor without AVX-512 run the loop as a plain `omp simd` loop instead. */
+#if defined(__AVX512F__) && defined(__AVX512VL__)
+#include <immintrin.h>
+#endif

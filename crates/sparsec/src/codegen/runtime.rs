@@ -36,6 +36,8 @@ pub(crate) enum Section {
     /// `sparsec_team` and the `sparsec_pace` it reads: kernels with a balanced parallel
     /// loop.
     Team,
+    /// The intrinsics of masked gathers: kernels with a gathered dot product.
+    Gather,
 }
 
 impl Section {
@@ -47,6 +49,7 @@ impl Section {
             Section::Min => "min",
             Section::Max => "max",
             Section::Team => "team",
+            Section::Gather => "gather",
         }
     }
 }
@@ -327,6 +330,7 @@ mod tests {
             Section::Min,
             Section::Max,
             Section::Team,
+            Section::Gather,
         ];
         let mut expected = variants.map(Section::name).to_vec();
         // Kernels never call these two: only the library exports them.

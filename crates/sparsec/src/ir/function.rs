@@ -231,6 +231,7 @@ impl Function {
                 p @ (ParamRef::Level { .. }
                 | ParamRef::Length(_)
                 | ParamRef::Scattered(_)
+                | ParamRef::Uneven(_)
                 | ParamRef::Phase
                 | ParamRef::Capacity),
             ) => {

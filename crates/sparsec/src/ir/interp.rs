@@ -55,7 +55,8 @@ impl Env<'_> {
                 | ParamRef::Phase
                 | ParamRef::Capacity
                 | ParamRef::Length(_)
-                | ParamRef::Scattered(_),
+                | ParamRef::Scattered(_)
+                | ParamRef::Uneven(_),
             ) => {
                 panic!("level functions evaluated on storage take constants or ARGUMENT")
             }

@@ -18,11 +18,14 @@
 
 pub mod analysis;
 mod function;
+pub mod gather;
 pub mod interp;
 mod names;
 pub mod prefetch;
 pub mod rows;
 mod simplify;
+#[cfg(test)]
+mod testing;
 mod verify;
 pub mod visit;
 
@@ -159,6 +162,10 @@ pub enum ParamRef {
     /// positions, so that the rows they locate are not near each other in memory, else 0:
     /// sampled by the runtime when the kernel is called ([`prefetch::scattered`]).
     Scattered(ArrayRef),
+    /// 1 when the segments an input's level bounds (its `pos` array) vary in length from
+    /// one to the next, else 0: sampled by the runtime when the kernel is called
+    /// ([`gather::uneven`]).
+    Uneven(ArrayRef),
 }
 
 /// A value a front end or scheduler names before lowering knows how it is computed.

@@ -173,6 +173,7 @@ impl Names {
                     ParamRef::Capacity => "capacity".to_string(),
                     ParamRef::Length(array) => format!("{}_len", operand_hint(&array)),
                     ParamRef::Scattered(array) => format!("{}_scattered", operand_hint(&array)),
+                    ParamRef::Uneven(array) => format!("{}_uneven", operand_hint(&array)),
                 };
                 (p, alloc.fresh(&hint))
             })

@@ -235,7 +235,7 @@ fn row_prefetches(l: &Loop) -> Vec<Stmt> {
 /// When `l` iterates a segment `pos[q]..pos[q + 1]` of an input's level and its body
 /// first declares a variable as the coordinate at `l`'s position: that variable and the
 /// level's coordinate array.
-fn segment_coordinate(l: &Loop) -> Option<(super::Var, ArrayRef)> {
+pub(super) fn segment_coordinate(l: &Loop) -> Option<(super::Var, ArrayRef)> {
     let (
         Expr::Load(
             ArrayRef::Level {
@@ -400,29 +400,14 @@ impl<'a> Body<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::format::Format;
+    use crate::ir::testing::{self, Decl};
     use crate::ir::{ParamKind, Var};
-    use crate::kernel::lower_with_default_parallelism;
-    use crate::notation::{self, TensorDecl};
-    use crate::schedule::Concrete;
     use crate::tensor::{Coo, Tensor, ValueType};
-
-    /// A tensor of a test statement: name, format, dimensions.
-    type Decl<'a> = (&'a str, &'a str, &'a [usize]);
 
     /// `expr` lowered with the default schedule, its tensors `(name, format, dims)`, and
     /// a random tensor of each format (the output's too), built with `seed`.
     fn lowered(expr: &str, tensors: &[Decl], seed: u64) -> (Function, Vec<Tensor>) {
-        let decls: Vec<TensorDecl> = tensors
-            .iter()
-            .map(|(name, format, dims)| {
-                TensorDecl::new(*name)
-                    .with_format(Format::parse(format, dims.len()).unwrap())
-                    .with_dims(dims)
-            })
-            .collect();
-        let statement = notation::bind(&notation::parse(expr).unwrap(), &decls, &[]).unwrap();
-        let lowered = lower_with_default_parallelism(&Concrete::new(&statement).unwrap()).unwrap();
+        let lowered = testing::lowered(expr, tensors);
         let mut state = seed;
         let mut next = |bound: usize| {
             state = state

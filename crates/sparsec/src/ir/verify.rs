@@ -274,9 +274,11 @@ impl Verifier<'_> {
             Expr::Load(a, _) | Expr::Call(_, a, _) if problem.is_none() => {
                 problem = self.array(a).err()
             }
-            Expr::Param(super::ParamRef::Length(array) | super::ParamRef::Scattered(array))
-                if problem.is_none() =>
-            {
+            Expr::Param(
+                super::ParamRef::Length(array)
+                | super::ParamRef::Scattered(array)
+                | super::ParamRef::Uneven(array),
+            ) if problem.is_none() => {
                 let input = array
                     .input_operand()
                     .is_some_and(|operand| operand.0 < self.function.operands.len());

@@ -8,7 +8,7 @@ use std::ffi::c_void;
 use super::{Kernel, KernelInput};
 use crate::ir::{ArrayRef, IndexWidth, OperandId, ParamRef, ScalarArg};
 use crate::lower;
-use crate::tensor::{Coo, IndexSlice, Tensor, TensorView, ValueType, Values};
+use crate::tensor::{Coo, Tensor, TensorView, ValueType, Values};
 use crate::Error;
 
 /// The `arrays` and `params` arguments of one call.
@@ -185,21 +185,25 @@ impl Kernel {
                             unreachable!("scratch arrays have no length argument")
                         }
                     },
-                    ScalarArg::Param(ParamRef::Scattered(array)) => {
+                    // Samples of a level's index array, which the kernel reads as flags.
+                    ScalarArg::Param(
+                        sample @ (ParamRef::Scattered(array) | ParamRef::Uneven(array)),
+                    ) => {
                         let ArrayRef::Level {
                             operand,
                             level,
                             kind,
                         } = array
                         else {
-                            unreachable!("only a level's coordinates scatter")
+                            unreachable!("only a level's index arrays are sampled")
                         };
-                        let coords = level_array(operand, level, kind);
-                        i64::from(match coords {
-                            IndexSlice::I32(c) => {
-                                crate::ir::prefetch::scattered(c.len(), |p| i64::from(c[p]))
+                        let indices = level_array(operand, level, kind);
+                        let at = |p| indices.get(p);
+                        i64::from(match sample {
+                            ParamRef::Scattered(_) => {
+                                crate::ir::prefetch::scattered(indices.len(), at)
                             }
-                            IndexSlice::I64(c) => crate::ir::prefetch::scattered(c.len(), |p| c[p]),
+                            _ => crate::ir::gather::uneven(indices.len().saturating_sub(1), at),
                         })
                     }
                     ScalarArg::Param(ParamRef::Phase | ParamRef::Capacity) => 0,

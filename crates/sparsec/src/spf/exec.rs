@@ -304,7 +304,9 @@ impl SpfKernel {
                     level,
                     kind,
                 }) => operands[operand.0 - 1].levels()[level - 1].param(kind),
-                ScalarArg::Param(ParamRef::Length(_) | ParamRef::Scattered(_)) => {
+                ScalarArg::Param(
+                    ParamRef::Length(_) | ParamRef::Scattered(_) | ParamRef::Uneven(_),
+                ) => {
                     unreachable!("sparse polyhedral kernels read no array ahead")
                 }
                 // Set for each call by `output::place_rows`.

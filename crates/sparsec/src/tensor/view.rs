@@ -41,6 +41,13 @@ impl IndexSlice<'_> {
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
+    /// The index at position `p`, widened.
+    pub fn get(&self, p: usize) -> i64 {
+        match self {
+            IndexSlice::I32(a) => i64::from(a[p]),
+            IndexSlice::I64(a) => a[p],
+        }
+    }
     /// Address of the first element, for a kernel's argument.
     pub fn as_ptr(&self) -> *const std::ffi::c_void {
         match self {

@@ -8,9 +8,11 @@
 //! come from [`super::runtime`], only those the kernel calls.
 //!
 //! One file per job: statements and loops here, expressions in `expr.rs`, sum reductions
-//! in `sums.rs`, OpenMP thread teams in `threads.rs`.
+//! in `sums.rs`, gathered dot products in `gathers.rs`, dense rows summed in registers in
+//! `row_sums.rs`, OpenMP thread teams in `threads.rs`.
 
 mod expr;
+mod gathers;
 mod row_sums;
 mod sums;
 mod threads;
@@ -21,8 +23,9 @@ use std::fmt::Write;
 use super::abi::{assumption_status, check_units, BackendError};
 use super::runtime::{self, Section};
 use crate::ir::{
-    analysis, prefetch, visit, ArrayRef, BinOp, Element, Expr, Function, Helper, Local, LocalType,
-    Loop, LoopKind, Names, OperandId, OutputMode, ParallelUnit, ScalarArg, Signature, Stmt, Type,
+    analysis, gather, prefetch, visit, ArrayRef, BinOp, Element, Expr, Function, Helper, Local,
+    LocalType, Loop, LoopKind, Names, OperandId, OutputMode, ParallelUnit, ScalarArg, Signature,
+    Stmt, Type,
 };
 use expr::expr;
 use threads::{balanced_work, reduction_clauses};
@@ -147,6 +150,18 @@ fn runtime_used(function: &Function) -> (BTreeSet<Section>, Vec<&'static Helper>
         Stmt::For(l) if balanced_work(l).is_some() => {
             sections.insert(Section::Team);
         }
+        Stmt::For(
+            l @ Loop {
+                kind:
+                    LoopKind::Parallel {
+                        unit: ParallelUnit::CpuVector,
+                        ..
+                    },
+                ..
+            },
+        ) if gather::gathered_dot(function, l).is_some() => {
+            sections.insert(Section::Gather);
+        }
         _ => {}
     });
     (sections, function.helpers())
@@ -233,6 +248,10 @@ impl Printer<'_> {
                 unit: ParallelUnit::CpuThread,
                 ..
             } => self.thread_loop(l),
+            LoopKind::Parallel {
+                unit: ParallelUnit::CpuVector,
+                ..
+            } if gather::gathered_dot(self.function, l).is_some() => self.gathered_dot_loop(l),
             LoopKind::Parallel {
                 unit: ParallelUnit::CpuVector,
                 reductions,

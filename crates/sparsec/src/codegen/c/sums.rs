@@ -59,13 +59,7 @@ impl Printer<'_> {
             Type::Value(v) => v.c_name(),
             other => unreachable!("a sum into a {other:?} variable"),
         };
-        self.line("{");
-        self.indent += 1;
-        self.line(&format!(
-            "const int64_t sparsec_end = {};",
-            expr(names, &l.end)
-        ));
-        self.line(&format!("int64_t sparsec_q = {};", expr(names, &l.start)));
+        self.open_cursor(l);
         self.line(&format!(
             "{ty} sparsec_acc1 = 0, sparsec_acc2 = 0, sparsec_acc3 = 0;"
         ));
@@ -97,6 +91,21 @@ impl Printer<'_> {
         ));
         self.indent -= 1;
         self.line("}");
+    }
+
+    /// Open a block walking `l`'s range by hand: `sparsec_q` from its start to
+    /// `sparsec_end`, its end read once.
+    pub(super) fn open_cursor(&mut self, l: &Loop) {
+        self.line("{");
+        self.indent += 1;
+        self.line(&format!(
+            "const int64_t sparsec_end = {};",
+            expr(self.names, &l.end)
+        ));
+        self.line(&format!(
+            "int64_t sparsec_q = {};",
+            expr(self.names, &l.start)
+        ));
     }
 
     /// One iteration of a loop's body, with the loop's variable `var` declared as `value`.

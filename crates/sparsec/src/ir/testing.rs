@@ -1,0 +1,24 @@
+//! Helpers for the passes' unit tests.
+
+use crate::format::Format;
+use crate::kernel::lower_with_default_parallelism;
+use crate::lower::Lowered;
+use crate::notation::{self, TensorDecl};
+use crate::schedule::Concrete;
+
+/// A tensor of a test statement: name, format, dimensions.
+pub type Decl<'a> = (&'a str, &'a str, &'a [usize]);
+
+/// `expr` lowered with the default schedule, its tensors `(name, format, dims)`.
+pub fn lowered(expr: &str, tensors: &[Decl]) -> Lowered {
+    let decls: Vec<TensorDecl> = tensors
+        .iter()
+        .map(|(name, format, dims)| {
+            TensorDecl::new(*name)
+                .with_format(Format::parse(format, dims.len()).unwrap())
+                .with_dims(dims)
+        })
+        .collect();
+    let statement = notation::bind(&notation::parse(expr).unwrap(), &decls, &[]).unwrap();
+    lower_with_default_parallelism(&Concrete::new(&statement).unwrap()).unwrap()
+}
