@@ -847,7 +847,7 @@ fn dense_rows_summed_in_registers_match_the_reference() {
         );
         let mut kernel =
             Kernel::from_statement(stmt.clone(), ValueType::F64, &split_toolchain()).unwrap();
-        assert!(kernel.kernel_source().contains("sparsec_r7"));
+        assert!(kernel.kernel_source().contains("sparsec_r[8]"));
         for threads in [1, 2] {
             kernel.set_threads(threads);
             compare_with_reference(&kernel, &stmt, &tensors, &format!("width {width}"));

@@ -221,21 +221,11 @@ impl Printer<'_> {
                 let sparse = !matches!(l.start, Expr::Int(_));
                 self.sparse_loops += usize::from(sparse);
                 match row {
-                    // Long rows only: on short ones, walking the row once per block of
-                    // columns costs more than the loads and stores it saves.
-                    Some(row) => {
-                        let long_row = format!(
-                            "{} - {} >= {}",
-                            expr(self.names, &l.end),
-                            expr(self.names, &l.start),
-                            row_sums::MIN_ROW_LENGTH
-                        );
-                        self.if_else(
-                            &long_row,
-                            |this| this.row_sum_loop(l, &row),
-                            |this| this.unswitched_loop(l),
-                        );
-                    }
+                    Some(row) => self.if_else(
+                        &self.row_sum_condition(l, &row),
+                        |this| this.row_sum_loop(l, &row),
+                        |this| this.unswitched_loop(l),
+                    ),
                     None => self.unswitched_loop(l),
                 }
                 self.sparse_loops -= usize::from(sparse);

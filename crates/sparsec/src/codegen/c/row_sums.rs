@@ -1,31 +1,83 @@
 //! Rows of a dense output summed in registers (see `analysis::row_sum`): SpMM's
 //! `C(i,:) += A(i,k) * B(k,:)` for every `k` of row `i` loads and stores the whole row of
-//! `C` once per `k`. Summing `ROW_BLOCK` columns at a time over all of row `i`'s `k` in
-//! local accumulators, which the compiler keeps in registers, and adding them to `C`
-//! once, ran 2-2.5x faster in a C loop of this shape (5000 rows of 60 entries, 32
-//! columns: 2.66 ms against 1.05 ms). In sparsec's SpMM with 32 columns, one thread:
-//! bcsstk16 (59 entries a row) 2.67 to 2.23 ms, EX5 (45) 2.80 to 2.34 ms, bcsstk13 (32)
-//! 0.77 to 0.58 ms. Each block of columns walks the row again, which short rows do not
-//! repay: with rows of 16 entries and more summed so, cage10 (13 a row) took 1.05 ms
-//! against 0.89 ms, hence [`MIN_ROW_LENGTH`]. Loops inside another sparse loop that
-//! adds into the same output row (MTTKRP's fibers) keep the plain form: their rows are
-//! short, and with the path printed beside their loop gcc compiled that loop 20% slower
-//! (18.9 to 22.9 ms on a uniform 1000^3 tensor, rank 32).
+//! `C` once per `k`. Instead, `ROW_BLOCK` columns at a time are summed over all of row
+//! `i`'s `k` in a local array, updated by one `omp simd` loop over the block's columns (a
+//! vector operation), and added to `C` once. In sparsec's SpMM with 32 columns, one
+//! thread, against the plain loop: bcsstk16 (59 entries a row) 2.86 to 1.2 ms, EX5 (45)
+//! 2.84 to 1.37 ms, sparse-images-1024_subset (102) 1.0 to 0.57 ms (from the plain loop
+//! and from eight scalar sums, which gcc left scalar: 2.24 and 2.37 ms for the first two).
+//! Each block of columns walks the row again, which short rows do not repay: with rows of
+//! 2 entries and more summed so, ct2010 (5 a row) took 6.0-6.9 ms against 5.2, and
+//! fe_4elt2 (6) 0.46-0.56 against 0.38-0.39, while from 8 entries on stokes64s (11 a row)
+//! went from 1.30 to 0.68 ms and bayer10 from 0.91 to 0.53, hence [`MIN_ROW_LENGTH`].
+//! Loops inside another sparse loop that adds into the same output row (MTTKRP's fibers)
+//! keep the plain form: their rows are short, and with the path printed beside their loop
+//! gcc compiled that loop 20% slower (18.9 to 22.9 ms on a uniform 1000^3 tensor, rank 32).
 
 use super::expr::expr;
 use super::Printer;
 use crate::ir::analysis::RowSum;
-use crate::ir::Loop;
+use crate::ir::{visit, BinOp, Expr, Loop, ParamRef, Stmt};
 
 /// The fewest entries a row needs to be summed in registers.
-pub(super) const MIN_ROW_LENGTH: usize = 32;
+pub(super) const MIN_ROW_LENGTH: usize = 8;
 
-/// Columns summed together: eight `double`s are two AVX2 registers, and more
-/// accumulators than this spilled in the same experiment (16: 1.56 ms).
+/// Columns summed together: eight `double`s, one AVX-512 register or two AVX2 ones.
 const ROW_BLOCK: usize = 8;
 
+/// The fewest elements of an array of rows read through scattered coordinates for the
+/// plain loop to run instead: 16 MiB of `double`s, about where the rows stop staying in
+/// the last-level cache beside the streamed matrix. Beyond it the plain loop, which reads
+/// all of a row's cache lines together where the blocks read them one pass at a time, is
+/// faster. SpMM with 32 columns, one thread, random matrices with 10 entries a row, plain
+/// against summed by blocks: 15k rows (3.8 MB of rows) 1.45-1.49 against 1.19-1.42 ms,
+/// 30k (7.7 MB) 3.07-3.14 against 2.80-3.03, 60k (15 MB) 9.3-9.8 against 8.6-10.6, 100k
+/// (26 MB) 28.5 against 43.0, 1M 388-404 against 499-539; stokes64s (3.2 MB) 1.3 against
+/// 0.68.
+const ROWS_IN_MEMORY: i64 = 1 << 21;
+
 impl Printer<'_> {
-    /// Print `l`, a [`RowSum`], one block of columns at a time.
+    /// When `l`, a [`RowSum`], runs as one: its row holds at least [`MIN_ROW_LENGTH`]
+    /// entries (on shorter ones, walking the row once per block of columns costs more than
+    /// the loads and stores it saves), and the rows it reads are not both scattered and
+    /// too many to stay cached ([`ROWS_IN_MEMORY`]).
+    pub(super) fn row_sum_condition(&self, l: &Loop, row: &RowSum) -> String {
+        let long = format!(
+            "{} - {} >= {MIN_ROW_LENGTH}",
+            expr(self.names, &l.end),
+            expr(self.names, &l.start)
+        );
+        // The hints' guards name the arrays whose rows are read and the coordinates that
+        // locate them (`prefetch`): the same test, with a larger size.
+        let mut in_memory = Vec::new();
+        for hint in &row.hints {
+            let Stmt::If(guard, ..) = hint else {
+                unreachable!("row sums' hints are guarded")
+            };
+            let (mut scattered, mut length) = (None, None);
+            visit::walk_expr(guard, &mut |e| match e {
+                Expr::Param(p @ ParamRef::Scattered(_)) => scattered = Some(*p),
+                Expr::Param(p @ ParamRef::Length(_)) => length = Some(*p),
+                _ => {}
+            });
+            if let (Some(scattered), Some(length)) = (scattered, length) {
+                in_memory.push(Expr::and(
+                    Expr::bin(BinOp::Ne, Expr::Param(scattered), Expr::Int(0)),
+                    Expr::bin(BinOp::Ge, Expr::Param(length), Expr::Int(ROWS_IN_MEMORY)),
+                ));
+            }
+        }
+        match in_memory
+            .into_iter()
+            .reduce(|a, b| Expr::bin(BinOp::Or, a, b))
+        {
+            Some(any) => format!("({long}) && !({})", expr(self.names, &any)),
+            None => long,
+        }
+    }
+
+    /// Print `l`, a [`RowSum`], one block of columns at a time. Its hints are left out:
+    /// the loop runs only when none of their guards holds.
     pub(super) fn row_sum_loop(&mut self, l: &Loop, row: &RowSum) {
         let names = self.names;
         let ty = self.function.operands[0].values.c_name();
@@ -41,9 +93,7 @@ impl Printer<'_> {
                 "for (; sparsec_jb + {width} <= {end}; sparsec_jb += {step}) {{"
             ));
             self.indent += 1;
-            let sums: Vec<String> = (0..width).map(|c| format!("sparsec_r{c}")).collect();
-            let zeros: Vec<String> = sums.iter().map(|s| format!("{s} = 0")).collect();
-            self.line(&format!("{ty} {};", zeros.join(", ")));
+            self.line(&format!("{ty} sparsec_r[{width}] = {{0}};"));
             let var = names.var(l.var);
             self.line(&format!(
                 "for (int64_t {var} = {}; {var} < {}; {var}++) {{",
@@ -51,27 +101,25 @@ impl Printer<'_> {
                 expr(names, &l.end)
             ));
             self.indent += 1;
-            row.hints
-                .iter()
-                .chain(&row.decls)
-                .for_each(|s| self.stmt(s));
-            for (c, sum) in sums.iter().enumerate() {
-                self.column_block(row, c, true, |p| {
-                    p.line(&format!("{sum} += {};", expr(names, &row.store.value)))
-                });
-            }
+            row.decls.iter().for_each(|s| self.stmt(s));
+            // One vector operation over the block's columns: the sums stay in registers.
+            self.line("#pragma omp simd");
+            self.column_loop(row, width, true, |p| {
+                p.line(&format!(
+                    "sparsec_r[sparsec_c] += {};",
+                    expr(names, &row.store.value)
+                ))
+            });
             self.indent -= 1;
             self.line("}");
-            for (c, sum) in sums.iter().enumerate() {
-                // The store's index reads nothing the loop declares.
-                self.column_block(row, c, false, |p| {
-                    p.line(&format!(
-                        "{}[{}] += {sum};",
-                        names.array(&row.store.array),
-                        expr(names, &row.store.index)
-                    ))
-                });
-            }
+            // The store's index reads nothing the loop declares.
+            self.column_loop(row, width, false, |p| {
+                p.line(&format!(
+                    "{}[{}] += sparsec_r[sparsec_c];",
+                    names.array(&row.store.array),
+                    expr(names, &row.store.index)
+                ))
+            });
             self.indent -= 1;
             self.line("}");
         }
@@ -79,19 +127,22 @@ impl Printer<'_> {
         self.line("}");
     }
 
-    /// A scope where the column variable is `sparsec_jb + c` (and, with `declared`, the
-    /// column loop's declarations hold), around what `inner` prints.
-    fn column_block(
+    /// A loop over the block's columns, `sparsec_c` from 0 to `width`, where the column
+    /// variable is `sparsec_jb + sparsec_c` (and, with `declared`, the column loop's
+    /// declarations hold), around what `inner` prints.
+    fn column_loop(
         &mut self,
         row: &RowSum,
-        c: usize,
+        width: usize,
         declared: bool,
         inner: impl FnOnce(&mut Self),
     ) {
-        self.line("{");
+        self.line(&format!(
+            "for (int64_t sparsec_c = 0; sparsec_c < {width}; sparsec_c++) {{"
+        ));
         self.indent += 1;
         self.line(&format!(
-            "const int64_t {} = sparsec_jb + {c};",
+            "const int64_t {} = sparsec_jb + sparsec_c;",
             self.names.var(row.columns.var)
         ));
         if declared {
