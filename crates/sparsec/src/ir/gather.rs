@@ -23,6 +23,7 @@
 //! Hence [`GATHER_MIN_LENGTH`] and [`uneven`].
 
 use super::analysis::{self, SumReduction};
+use super::visit;
 use super::{
     ArrayKind, ArrayRef, BinOp, Expr, Function, Loop, LoopKind, OmpSchedule, ParallelUnit,
     ParamRef, Reduction, Stmt, Type, ValueType, Var,
@@ -203,42 +204,26 @@ pub fn gather_uneven_sums(function: &mut Function) {
 /// Make every gathered dot product in `s` a vector loop, noting its (gathered array,
 /// segment bounds) in `pairs` once.
 fn vectorise(function: &Function, s: &mut Stmt, pairs: &mut Vec<(ArrayRef, ArrayRef)>) {
-    match s {
-        Stmt::For(l) => match (l.kind == LoopKind::Serial)
+    if let Stmt::For(l) = s {
+        if let Some(dot) = (l.kind == LoopKind::Serial)
             .then(|| gathered_dot(function, l))
             .flatten()
         {
-            Some(dot) => {
-                if !pairs.contains(&(dot.gathered, dot.bounds)) {
-                    pairs.push((dot.gathered, dot.bounds));
-                }
-                l.kind = LoopKind::Parallel {
-                    unit: ParallelUnit::CpuVector,
-                    schedule: OmpSchedule::Static,
-                    chunk: 0,
-                    reductions: vec![Reduction::Scalar(dot.accumulator)],
-                    locals: Vec::new(),
-                };
+            if !pairs.contains(&(dot.gathered, dot.bounds)) {
+                pairs.push((dot.gathered, dot.bounds));
             }
-            None => l
-                .body
-                .iter_mut()
-                .for_each(|s| vectorise(function, s, pairs)),
-        },
-        Stmt::While(_, body) | Stmt::Block(body) => {
-            body.iter_mut().for_each(|s| vectorise(function, s, pairs))
+            l.kind = LoopKind::Parallel {
+                unit: ParallelUnit::CpuVector,
+                schedule: OmpSchedule::Static,
+                chunk: 0,
+                reductions: vec![Reduction::Scalar(dot.accumulator)],
+                locals: Vec::new(),
+            };
+            return;
         }
-        Stmt::If(_, then, otherwise) => then
-            .iter_mut()
-            .chain(otherwise.iter_mut())
-            .for_each(|s| vectorise(function, s, pairs)),
-        Stmt::Atomic(inner) => vectorise(function, inner, pairs),
-        Stmt::Decl(..)
-        | Stmt::Assign(..)
-        | Stmt::Store(_)
-        | Stmt::Emit { .. }
-        | Stmt::OrderTouched { .. }
-        | Stmt::Prefetch { .. } => {}
+    }
+    for body in visit::children_mut(s) {
+        body.iter_mut().for_each(|s| vectorise(function, s, pairs));
     }
 }
 

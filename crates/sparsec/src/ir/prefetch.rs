@@ -122,26 +122,16 @@ pub fn is_guarded_hint(s: &Stmt) -> bool {
 }
 
 fn prefetch_in(s: &mut Stmt) {
-    match s {
-        Stmt::For(l) => {
-            let hints = row_prefetches(l);
-            for s in &mut l.body {
-                prefetch_in(s);
-            }
-            l.body.splice(0..0, hints);
-        }
-        Stmt::While(_, body) | Stmt::Block(body) => body.iter_mut().for_each(prefetch_in),
-        Stmt::If(_, then, otherwise) => {
-            then.iter_mut().for_each(prefetch_in);
-            otherwise.iter_mut().for_each(prefetch_in);
-        }
-        Stmt::Atomic(inner) => prefetch_in(inner),
-        Stmt::Decl(..)
-        | Stmt::Assign(..)
-        | Stmt::Store(_)
-        | Stmt::Emit { .. }
-        | Stmt::OrderTouched { .. }
-        | Stmt::Prefetch { .. } => {}
+    // A loop's hints are found before its body gets its own.
+    let hints = match s {
+        Stmt::For(l) => row_prefetches(l),
+        _ => Vec::new(),
+    };
+    for body in visit::children_mut(s) {
+        body.iter_mut().for_each(prefetch_in);
+    }
+    if let Stmt::For(l) = s {
+        l.body.splice(0..0, hints);
     }
 }
 

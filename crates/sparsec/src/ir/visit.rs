@@ -42,19 +42,32 @@ pub fn walk_expr_mut(e: &mut Expr, f: &mut impl FnMut(&mut Expr)) {
     f(e);
 }
 
+/// The bodies nested directly inside a statement, shared or mutable: one definition of
+/// the IR's statement nesting for both.
+macro_rules! nested_bodies {
+    ($s:expr, $one:path $(, $mutable:tt)?) => {
+        match $s {
+            Stmt::For(Loop { body, .. }) | Stmt::While(_, body) | Stmt::Block(body) => vec![body],
+            Stmt::If(_, then, otherwise) => vec![then, otherwise],
+            Stmt::Atomic(inner) => vec![$one(&$($mutable)? **inner)],
+            Stmt::Decl(..)
+            | Stmt::Assign(..)
+            | Stmt::Store(Store { .. })
+            | Stmt::Emit { .. }
+            | Stmt::OrderTouched { .. }
+            | Stmt::Prefetch { .. } => Vec::new(),
+        }
+    };
+}
+
 /// The statements nested directly inside `s` (bodies and branches), in order.
 pub fn children(s: &Stmt) -> Vec<&[Stmt]> {
-    match s {
-        Stmt::For(Loop { body, .. }) | Stmt::While(_, body) | Stmt::Block(body) => vec![body],
-        Stmt::If(_, then, otherwise) => vec![then, otherwise],
-        Stmt::Atomic(inner) => vec![std::slice::from_ref(inner.as_ref())],
-        Stmt::Decl(..)
-        | Stmt::Assign(..)
-        | Stmt::Store(Store { .. })
-        | Stmt::Emit { .. }
-        | Stmt::OrderTouched { .. }
-        | Stmt::Prefetch { .. } => Vec::new(),
-    }
+    nested_bodies!(s, std::slice::from_ref)
+}
+
+/// The statements nested directly inside `s`, mutable, for passes that rewrite bodies.
+pub fn children_mut(s: &mut Stmt) -> Vec<&mut [Stmt]> {
+    nested_bodies!(s, std::slice::from_mut, mut)
 }
 
 /// The expressions `s` evaluates itself (not those of nested statements), including the
