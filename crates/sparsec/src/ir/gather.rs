@@ -23,7 +23,7 @@
 //! Hence [`GATHER_MIN_LENGTH`] and [`uneven`].
 
 use super::analysis::{self, SumReduction};
-use super::visit;
+use super::{prefetch, visit};
 use super::{
     ArrayKind, ArrayRef, BinOp, Expr, Function, Loop, LoopKind, OmpSchedule, ParallelUnit,
     ParamRef, Reduction, Stmt, Type, ValueType, Var,
@@ -177,17 +177,7 @@ pub fn gather_uneven_sums(function: &mut Function) {
         let Some(test) = pairs
             .into_iter()
             .map(|(gathered, bounds)| {
-                let large = Expr::bin(
-                    BinOp::Ge,
-                    Expr::Param(ParamRef::Length(gathered)),
-                    Expr::Int(GATHER_MIN_LENGTH),
-                );
-                let uneven = Expr::bin(
-                    BinOp::Ne,
-                    Expr::Param(ParamRef::Uneven(bounds)),
-                    Expr::Int(0),
-                );
-                Expr::and(large, uneven)
+                prefetch::sampled_and_large(ParamRef::Uneven(bounds), gathered, GATHER_MIN_LENGTH)
             })
             .reduce(Expr::and)
         else {
@@ -302,7 +292,7 @@ mod tests {
         });
         assert_eq!(
             params,
-            [ParamRef::Length(dot.gathered), ParamRef::Uneven(dot.bounds)]
+            [ParamRef::Uneven(dot.bounds), ParamRef::Length(dot.gathered)]
         );
     }
 

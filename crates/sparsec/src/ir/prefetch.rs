@@ -71,6 +71,40 @@ pub fn scattered(len: usize, coord: impl Fn(usize) -> i64) -> bool {
     far * 4 > samples
 }
 
+/// `flag != 0 && Length(array) >= min_length`: the run-time test that a property the
+/// runtime samples from an input holds ([`ParamRef::Scattered`], [`ParamRef::Uneven`])
+/// and that `array` is large. Hints run under one (see [`hint_guard`]), and so do the
+/// versions of loops chosen for large inputs (`gather`, the C backend's row sums).
+pub fn sampled_and_large(flag: ParamRef, array: ArrayRef, min_length: i64) -> Expr {
+    Expr::and(
+        Expr::bin(BinOp::Ne, Expr::Param(flag), Expr::Int(0)),
+        Expr::bin(
+            BinOp::Ge,
+            Expr::Param(ParamRef::Length(array)),
+            Expr::Int(min_length),
+        ),
+    )
+}
+
+/// The flag and array of the test guarding hints `s`, as this pass builds it with
+/// [`sampled_and_large`]; `None` when `s` is not such a guard.
+pub fn hint_guard(s: &Stmt) -> Option<(ParamRef, ArrayRef)> {
+    let Stmt::If(Expr::Bin(BinOp::And, flag, large), ..) = s else {
+        return None;
+    };
+    match (&**flag, &**large) {
+        (Expr::Bin(BinOp::Ne, flag, zero), Expr::Bin(BinOp::Ge, length, _))
+            if **zero == Expr::Int(0) =>
+        {
+            match (&**flag, &**length) {
+                (Expr::Param(flag), Expr::Param(ParamRef::Length(array))) => Some((*flag, *array)),
+                _ => None,
+            }
+        }
+        _ => None,
+    }
+}
+
 /// Add prefetches of located rows (see the module documentation) at the top of every loop
 /// whose body locates them.
 pub fn prefetch_located_rows(function: &mut Function) {
@@ -207,17 +241,8 @@ fn row_prefetches(l: &Loop) -> Vec<Stmt> {
     by_array
         .into_iter()
         .map(|(array, hints)| {
-            let large = Expr::bin(
-                BinOp::Ge,
-                Expr::Param(ParamRef::Length(array)),
-                Expr::Int(LARGE_ARRAY),
-            );
-            let scattered = Expr::bin(
-                BinOp::Ne,
-                Expr::Param(ParamRef::Scattered(coords)),
-                Expr::Int(0),
-            );
-            Stmt::If(Expr::and(scattered, large), hints, Vec::new())
+            let guard = sampled_and_large(ParamRef::Scattered(coords), array, LARGE_ARRAY);
+            Stmt::If(guard, hints, Vec::new())
         })
         .collect()
 }

@@ -17,7 +17,7 @@
 use super::expr::expr;
 use super::Printer;
 use crate::ir::analysis::RowSum;
-use crate::ir::{visit, BinOp, Expr, Loop, ParamRef, Stmt};
+use crate::ir::{prefetch, BinOp, Expr, Loop};
 
 /// The fewest entries a row needs to be summed in registers.
 pub(super) const MIN_ROW_LENGTH: usize = 8;
@@ -47,30 +47,14 @@ impl Printer<'_> {
             expr(self.names, &l.end),
             expr(self.names, &l.start)
         );
-        // The hints' guards name the arrays whose rows are read and the coordinates that
-        // locate them (`prefetch`): the same test, with a larger size.
-        let mut in_memory = Vec::new();
-        for hint in &row.hints {
-            let Stmt::If(guard, ..) = hint else {
-                unreachable!("row sums' hints are guarded")
-            };
-            let (mut scattered, mut length) = (None, None);
-            visit::walk_expr(guard, &mut |e| match e {
-                Expr::Param(p @ ParamRef::Scattered(_)) => scattered = Some(*p),
-                Expr::Param(p @ ParamRef::Length(_)) => length = Some(*p),
-                _ => {}
-            });
-            if let (Some(scattered), Some(length)) = (scattered, length) {
-                in_memory.push(Expr::and(
-                    Expr::bin(BinOp::Ne, Expr::Param(scattered), Expr::Int(0)),
-                    Expr::bin(BinOp::Ge, Expr::Param(length), Expr::Int(ROWS_IN_MEMORY)),
-                ));
-            }
-        }
-        match in_memory
-            .into_iter()
-            .reduce(|a, b| Expr::bin(BinOp::Or, a, b))
-        {
+        // The hints' guards name the coordinates and the arrays of rows they read: the
+        // same test, with a larger size.
+        let in_memory = row.hints.iter().map(|hint| {
+            let (scattered, rows) =
+                prefetch::hint_guard(hint).expect("row sums' hints are guarded");
+            prefetch::sampled_and_large(scattered, rows, ROWS_IN_MEMORY)
+        });
+        match in_memory.reduce(|a, b| Expr::bin(BinOp::Or, a, b)) {
             Some(any) => format!("({long}) && !({})", expr(self.names, &any)),
             None => long,
         }
