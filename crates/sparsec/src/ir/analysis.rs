@@ -32,6 +32,12 @@ pub fn sum_reduction(function: &Function, l: &Loop) -> Option<SumReduction> {
     if l.kind != LoopKind::Serial {
         return None;
     }
+    summed_body(function, l)
+}
+
+/// The sum `l`'s body computes (see [`sum_reduction`]), whatever `l`'s kind: a vector loop
+/// made from a serial sum (`gather`) still sums the same way.
+pub fn summed_body(function: &Function, l: &Loop) -> Option<SumReduction> {
     let mut accumulator = None;
     let mut declared = vec![l.var];
     let mut loaded = Vec::new();

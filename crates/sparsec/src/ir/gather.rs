@@ -74,26 +74,21 @@ pub struct GatheredDot {
 /// coordinate into an accumulator of `double`s.
 pub fn gathered_dot(function: &Function, l: &Loop) -> Option<GatheredDot> {
     // The vector version this pass makes is matched as the serial loop it came from.
-    let serial;
-    let l = match l.kind {
-        LoopKind::Serial => l,
-        LoopKind::Parallel {
-            unit: ParallelUnit::CpuVector,
-            ..
-        } => {
-            serial = Loop {
-                kind: LoopKind::Serial,
-                ..l.clone()
-            };
-            &serial
-        }
-        _ => return None,
-    };
+    let serial_or_vector = matches!(
+        l.kind,
+        LoopKind::Serial
+            | LoopKind::Parallel {
+                unit: ParallelUnit::CpuVector,
+                ..
+            }
+    );
     let Some(SumReduction {
         accumulator,
         indirect: true,
         flag: None,
-    }) = analysis::sum_reduction(function, l)
+    }) = serial_or_vector
+        .then(|| analysis::summed_body(function, l))
+        .flatten()
     else {
         return None;
     };

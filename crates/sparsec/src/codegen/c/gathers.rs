@@ -6,19 +6,20 @@
 
 use super::threads::reduction_clauses;
 use super::Printer;
-use crate::ir::gather::{self, GatheredDot};
+use crate::ir::gather::GatheredDot;
 use crate::ir::{Loop, LoopKind};
 
 impl Printer<'_> {
-    /// Print `l`, a vector loop that [`gather::gathered_dot`] matches.
-    pub(super) fn gathered_dot_loop(&mut self, l: &Loop) {
-        let GatheredDot {
+    /// Print `l`, a vector loop, as the gathered dot product `dot` it is (see
+    /// [`gathered_dot`](crate::ir::gather::gathered_dot)).
+    pub(super) fn gathered_dot_loop(&mut self, l: &Loop, dot: &GatheredDot) {
+        let &GatheredDot {
             accumulator,
             values,
             coords,
             gathered,
             ..
-        } = gather::gathered_dot(self.function, l).expect("the caller matched the loop");
+        } = dot;
         let names = self.names;
         let narrow = names.is_narrow(&coords);
         let (acc, values, coords, gathered) = (
@@ -29,8 +30,9 @@ impl Printer<'_> {
         );
         // The coordinates' width decides the loads and gathers: eight `int32_t` fill a
         // 256-bit register, eight `int64_t` a 512-bit one.
-        let (load, masked_load, gather_all, gather_masked) = if narrow {
+        let (at, load, masked_load, gather_all, gather_masked) = if narrow {
             (
+                "__m256i",
                 "_mm256_loadu_si256((const __m256i *)",
                 "_mm256_maskz_loadu_epi32",
                 "_mm512_i32gather_pd",
@@ -38,16 +40,12 @@ impl Printer<'_> {
             )
         } else {
             (
+                "__m512i",
                 "_mm512_loadu_si512((const void *)",
                 "_mm512_maskz_loadu_epi64",
                 "_mm512_i64gather_pd",
                 "_mm512_mask_i64gather_pd",
             )
-        };
-        let at = if load.starts_with("_mm256") {
-            "__m256i"
-        } else {
-            "__m512i"
         };
         self.line("#if defined(__AVX512F__) && defined(__AVX512VL__)");
         self.open_cursor(l);

@@ -240,22 +240,21 @@ impl Printer<'_> {
             } => self.thread_loop(l),
             LoopKind::Parallel {
                 unit: ParallelUnit::CpuVector,
-                ..
-            } if gather::gathered_dot(self.function, l).is_some() => self.gathered_dot_loop(l),
-            LoopKind::Parallel {
-                unit: ParallelUnit::CpuVector,
                 reductions,
                 locals,
                 ..
-            } => {
-                self.allocate(locals, "", "1");
-                self.line(&format!(
-                    "#pragma omp simd{}",
-                    reduction_clauses(self.names, reductions)
-                ));
-                self.plain_loop(l);
-                self.release(locals, "");
-            }
+            } => match gather::gathered_dot(self.function, l) {
+                Some(dot) => self.gathered_dot_loop(l, &dot),
+                None => {
+                    self.allocate(locals, "", "1");
+                    self.line(&format!(
+                        "#pragma omp simd{}",
+                        reduction_clauses(self.names, reductions)
+                    ));
+                    self.plain_loop(l);
+                    self.release(locals, "");
+                }
+            },
             LoopKind::Parallel { .. } => unreachable!("GPU loops are refused before printing"),
         }
     }
