@@ -115,7 +115,7 @@ pub fn emit(args: &EmitArgs) -> Result<()> {
                 );
                 crate::outln!(" * `sparsec run --time` reports that step as `assembly`.");
             }
-            OutputMode::Rows => {
+            OutputMode::Rows { bounds } => {
                 crate::outln!(
                     " * The output is sparse and placed row by row, in two calls of `{}`:",
                     c::ENTRY
@@ -146,6 +146,14 @@ pub fn emit(args: &EmitArgs) -> Result<()> {
                     );
                     crate::outln!(
                         " * rows come in order and fit; else the runtime counts and places."
+                    );
+                }
+                if bounds {
+                    crate::outln!(
+                        " * With `phase` 3 it first bounds each row's entries (a count of its"
+                    );
+                    crate::outln!(
+                        " * workspace updates); the bounds' sum is the room `phase` 2 appends in."
                     );
                 }
             }

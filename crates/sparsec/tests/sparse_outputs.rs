@@ -47,7 +47,7 @@ fn check_mode(
     .unwrap_or_else(|e| panic!("{expr}: {e}"));
     let what = format!("{expr} with {formats:?}, schedule {schedule:?}");
     assert_eq!(
-        kernel.output_mode() == OutputMode::Rows,
+        matches!(kernel.output_mode(), OutputMode::Rows { .. }),
         rows,
         "{what}: output mode {:?}\n{}",
         kernel.output_mode(),
@@ -247,6 +247,68 @@ fn outputs_with_work_for_threads_are_placed_on_them() {
     );
 }
 
+/// Workspace kernels (Gustavson rows: SpGEMM, A^T A) also bound each row's entries
+/// (`ir::rows`, phase 3); with few products they append into the summed bounds on one
+/// thread, with work for threads they count and place on them. Products that cancel keep
+/// their entry (an explicit zero), as the reference does. Kernels without a workspace
+/// have no bounds.
+#[test]
+fn workspace_kernels_bound_their_rows() {
+    let mode = |expr: &str, formats: &[(&str, &str)], inputs: &[(&str, Coo)]| {
+        let (stmt, _) = statement(expr, formats, inputs, &[]);
+        Kernel::from_statement(stmt, ValueType::F64, &split_toolchain())
+            .unwrap()
+            .output_mode()
+    };
+    let mut r = rng(16);
+    // About 900,000 products: more than one thread appends.
+    let busy = vec![
+        ("A", random_coo(&mut r, &[1000, 1000], 0.03)),
+        ("B", random_coo(&mut r, &[1000, 1000], 0.03)),
+    ];
+    // Row 0 of A times B's rows 0 and 1, which cancel: C(0, 0) is an explicit zero.
+    let cancelling = vec![
+        (
+            "A",
+            Coo::new(vec![3, 2], vec![0, 0, 0, 1], vec![1.0, 1.0]).unwrap(),
+        ),
+        (
+            "B",
+            Coo::new(vec![2, 2], vec![0, 0, 1, 0, 1, 1], vec![2.0, -2.0, 5.0]).unwrap(),
+        ),
+    ];
+    let product = "C(i,j) = A(i,k) * B(k,j)";
+    for out in ["csr", "dcsr"] {
+        let formats = [("A", "csr"), ("B", "csr"), ("C", out)];
+        assert_eq!(
+            mode(product, &formats, &busy),
+            OutputMode::Rows { bounds: true }
+        );
+        check_mode(product, &formats, std::slice::from_ref(&busy), None, true);
+        check_mode(
+            product,
+            &formats,
+            std::slice::from_ref(&cancelling),
+            None,
+            true,
+        );
+    }
+    let square = vec![("A", random_coo(&mut r, &[40, 30], 0.2))];
+    let gram = [("A", "csr"), ("C", "csr")];
+    assert_eq!(
+        mode("C(i,j) = A(k,i) * A(k,j)", &gram, &square),
+        OutputMode::Rows { bounds: true }
+    );
+    assert_eq!(
+        mode(
+            "C(i,j) = A(i,j) + B(i,j)",
+            &[("A", "csr"), ("B", "csr"), ("C", "csr")],
+            &busy
+        ),
+        OutputMode::Rows { bounds: false }
+    );
+}
+
 /// SDDMM's inner sum runs over a dense `k`, and the flag that says whether it had terms is
 /// set once ahead of the vectorized loop: with no `k` at all the output has no entries.
 #[test]
@@ -400,7 +462,7 @@ fn single_precision_outputs_are_placed_too() {
         &[],
     );
     let kernel = Kernel::from_statement(stmt.clone(), ValueType::F32, &Default::default()).unwrap();
-    assert_eq!(kernel.output_mode(), OutputMode::Rows);
+    assert!(matches!(kernel.output_mode(), OutputMode::Rows { .. }));
     let refs: Vec<&Tensor> = tensors.iter().collect();
     let got = kernel.run(&refs).unwrap();
     assert!(matches!(got.values(), Values::F32(_)));
@@ -531,7 +593,7 @@ fn hypersparse_outputs_are_emitted_or_refused_with_the_bytes() {
         &[],
     );
     let kernel = Kernel::from_statement(stmt, ValueType::F64, &Default::default()).unwrap();
-    assert_eq!(kernel.output_mode(), OutputMode::Rows);
+    assert!(matches!(kernel.output_mode(), OutputMode::Rows { .. }));
     let err = kernel.run(&tensors.iter().collect::<Vec<_>>()).unwrap_err();
     assert!(
         err.to_string().contains("cannot store the output `C`")
@@ -562,7 +624,7 @@ fn placed_coordinates_take_the_width_of_the_leaf_dimension() {
         );
         let kernel =
             Kernel::from_statement(stmt.clone(), ValueType::F64, &Default::default()).unwrap();
-        assert_eq!(kernel.output_mode(), OutputMode::Rows);
+        assert!(matches!(kernel.output_mode(), OutputMode::Rows { .. }));
         let jit = Kernel::from_statement(stmt.clone(), ValueType::F64, &Default::default())
             .and_then(|k| k.with_backend(Backend::Jit))
             .unwrap();

@@ -558,8 +558,8 @@ fn conversions_from_relations_store_every_entry_once() {
     // Into CSR the kernel counts and places each row's entries itself; into CSF (whose
     // upper levels are compressed) it emits them for the runtime to pack.
     let mode = |k: &SpfKernel| k.lowered().function.output;
-    assert_eq!(mode(&to_csr), OutputMode::Rows);
-    assert_eq!(mode(&transpose), OutputMode::Rows);
+    assert!(matches!(mode(&to_csr), OutputMode::Rows { .. }));
+    assert!(matches!(mode(&transpose), OutputMode::Rows { .. }));
     assert!(matches!(mode(&to_csf), OutputMode::Emit { order: 3 }));
     assert!(
         to_csr.source().contains("if (phase == 0)"),

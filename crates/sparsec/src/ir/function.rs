@@ -40,8 +40,9 @@ pub enum OutputMode {
     /// Emits `order` coordinates and a value per entry for the runtime to assemble.
     Emit { order: usize },
     /// Writes a sparse output's leaf level and values directly, counting its rows in a
-    /// first call and placing its entries in a second ([`super::rows`]).
-    Rows,
+    /// first call and placing its entries in a second ([`super::rows`]); with `bounds`,
+    /// it also has the phase that bounds each row's entries.
+    Rows { bounds: bool },
 }
 
 /// One scalar argument of the function, in [`Signature::scalars`] order.

@@ -744,6 +744,9 @@ mod tests {
             assert!(matches!(any, Expr::Bin(BinOp::Or, ..)));
             split += 1;
         }
-        assert_eq!(split, 2, "the counting and the placing phase");
+        assert_eq!(
+            split, 4,
+            "the counting, bounding, placing and appending phases"
+        );
     }
 }

@@ -32,7 +32,17 @@
 //! counted but not written: `pos` then holds exact row starts for phase 1. The capacity is
 //! the runtime's guess (the inputs' stored entries), which outputs tied to input entries
 //! (element-wise operations, SDDMM, contractions into a sparse result such as TTV) never
-//! exceed; workspace kernels (SpGEMM), whose products can, keep the two phases.
+//! exceed.
+//!
+//! A workspace kernel (SpGEMM: a Gustavson row gathered in a dense workspace, then its
+//! touched coordinates emitted in order) can emit more entries than its inputs store, so
+//! it also gets phase 3, which bounds each row: the same loops, where each workspace
+//! update adds one to its touched count and each emitting loop over the touched list adds
+//! that count to `pos[row + 1]`. Updates at most touch each coordinate once, so the sum
+//! is at least the row's entries; it costs a pass over the loops above the innermost one
+//! (a backend closes a loop that only counts). With the bounds summed as the capacity,
+//! appending (phase 2) never runs out of room, and the runtime places the entries in one
+//! numeric pass instead of counting them with a symbolic pass first.
 
 use super::{
     visit, ArrayKind, ArrayRef, Expr, Function, LocalType, OperandId, OutputMode, ParamRef, Stmt,
@@ -105,7 +115,12 @@ pub fn place_rows(function: &mut Function, layout: &RowLayout) {
         }
         other => vec![other],
     });
-    let append_body = (!has_workspaces(&body)).then(|| body.clone());
+    let workspaces = has_workspaces(&body);
+    // Dropping value stores is what keeps a bound's loops from reading values.
+    let bound = (workspaces && drop_values)
+        .then(|| bound_phase(&body, layout, &is_value_workspace))
+        .flatten();
+    let append_body = (!workspaces || bound.is_some()).then(|| body.clone());
     let place = rewrite(body, &mut |s| match s {
         Stmt::Emit { coords, value } => {
             let row = layout.row(&coords);
@@ -141,12 +156,146 @@ pub fn place_rows(function: &mut Function, layout: &RowLayout) {
         )],
         None => place,
     };
+    let bounds = bound.is_some();
+    let placed = match bound {
+        Some(bound) => vec![Stmt::If(
+            Expr::eq(Expr::Param(ParamRef::Phase), Expr::Int(3)),
+            bound,
+            placed,
+        )],
+        None => placed,
+    };
     function.body = vec![Stmt::If(
         Expr::eq(Expr::Param(ParamRef::Phase), Expr::Int(0)),
         count,
         placed,
     )];
-    function.output = OutputMode::Rows;
+    function.output = OutputMode::Rows { bounds };
+}
+
+/// The body of phase 3 of a workspace kernel (see the module): `pos[row + 1]` gains an
+/// upper bound of the row's entries. `None` when the body's shape does not make the bound
+/// sure: a touched list ordered but not then emitted by the loop that follows, once per
+/// touched coordinate, into a row that the loop does not choose.
+fn bound_phase(
+    body: &[Stmt],
+    layout: &RowLayout,
+    is_value_workspace: &impl Fn(&ArrayRef) -> bool,
+) -> Option<Vec<Stmt>> {
+    let mut touched = Touched::default();
+    visit::walk_stmts(body, &mut |s| {
+        if let Stmt::OrderTouched {
+            list, len, flags, ..
+        } = s
+        {
+            touched.lists.push(*list);
+            touched.flags.push(*flags);
+            touched.counts.push(len.clone());
+        }
+    });
+    bound_stmts(body.to_vec(), layout, &touched, is_value_workspace)
+}
+
+/// The scratch arrays and counts of a function's touched workspaces.
+#[derive(Default)]
+struct Touched {
+    lists: Vec<super::Scratch>,
+    flags: Vec<super::Scratch>,
+    counts: Vec<Expr>,
+}
+
+impl Touched {
+    /// True for a store that records a touched coordinate (in a list or a flag).
+    fn records(&self, array: &ArrayRef) -> bool {
+        matches!(array, ArrayRef::Scratch(s) if self.lists.contains(s) || self.flags.contains(s))
+    }
+}
+
+/// [`bound_phase`] over one statement list.
+fn bound_stmts(
+    stmts: Vec<Stmt>,
+    layout: &RowLayout,
+    touched: &Touched,
+    is_value_workspace: &impl Fn(&ArrayRef) -> bool,
+) -> Option<Vec<Stmt>> {
+    let (pos, _) = layout.leaf_arrays();
+    let add_to_row = |coords: &[Expr], n: Expr| {
+        Stmt::Store(Store {
+            array: pos,
+            index: layout.row(coords) + Expr::Int(1),
+            value: n,
+            accumulate: true,
+        })
+    };
+    let recurse = |stmts| bound_stmts(stmts, layout, touched, is_value_workspace);
+    let mut out = Vec::new();
+    let mut stmts = stmts.into_iter();
+    while let Some(s) = stmts.next() {
+        match s {
+            Stmt::OrderTouched { len, .. } => {
+                // The loop that emits the touched coordinates, one entry each at most.
+                let Some(Stmt::For(emitting)) = stmts.next() else {
+                    return None;
+                };
+                if emitting.start != Expr::Int(0) || emitting.end != len {
+                    return None;
+                }
+                let coords = single_emit(&emitting, layout)?;
+                out.push(add_to_row(&coords, len));
+            }
+            Stmt::For(mut l) => {
+                l.body = recurse(l.body)?;
+                out.push(Stmt::For(l));
+            }
+            Stmt::While(c, body) => out.push(Stmt::While(c, recurse(body)?)),
+            Stmt::If(c, then, otherwise) => {
+                out.push(Stmt::If(c, recurse(then)?, recurse(otherwise)?))
+            }
+            Stmt::Block(body) => out.push(Stmt::Block(recurse(body)?)),
+            Stmt::Store(Store { array, .. })
+                if touched.records(&array) || is_value_workspace(&array) => {}
+            Stmt::Atomic(inner) if matches!(inner.as_ref(), Stmt::Store(st) if is_value_workspace(&st.array)) =>
+                {}
+            Stmt::Assign(v, _) if touched.counts.contains(&Expr::Var(v)) => {
+                out.push(Stmt::Assign(v, Expr::Var(v) + Expr::Int(1)))
+            }
+            Stmt::Emit { coords, .. } => out.push(add_to_row(&coords, Expr::Int(1))),
+            other => out.push(other),
+        }
+    }
+    Some(out)
+}
+
+/// The coordinates of the one emit of `emitting`'s body, when there is exactly one, it
+/// runs at most once an iteration (no loop between it and the body) and its row does not
+/// depend on the iteration (it reads neither the loop's variable nor one declared inside).
+fn single_emit(emitting: &super::Loop, layout: &RowLayout) -> Option<Vec<Expr>> {
+    let mut emits = Vec::new();
+    let mut inner = vec![emitting.var];
+    let mut nested_loop_emits = false;
+    visit::walk_stmts(&emitting.body, &mut |s| match s {
+        Stmt::Emit { coords, .. } => emits.push(coords.clone()),
+        Stmt::Decl(v, _) => inner.push(*v),
+        Stmt::For(l) => {
+            inner.push(l.var);
+            nested_loop_emits |= contains_emit(&l.body);
+        }
+        Stmt::While(_, body) => nested_loop_emits |= contains_emit(body),
+        _ => {}
+    });
+    let [coords] = <[Vec<Expr>; 1]>::try_from(emits).ok()?;
+    let mut reads_inner = false;
+    visit::walk_expr(&layout.row(&coords), &mut |e| {
+        reads_inner |= matches!(e, Expr::Var(v) if inner.contains(v))
+    });
+    (!nested_loop_emits && !reads_inner).then_some(coords)
+}
+
+/// True when `stmts` emit an entry somewhere.
+fn contains_emit(stmts: &[Stmt]) -> bool {
+    let mut found = false;
+    visit::walk_stmts(stmts, &mut |s| found |= matches!(s, Stmt::Emit { .. }));
+    found
 }
 
 /// True when `stmts` order a workspace's touched list (a Gustavson row, as SpGEMM builds).

@@ -482,8 +482,8 @@ impl Kernel {
         let inputs = self.inputs(&inputs)?;
         let mut arguments = self.arguments(&mut output, &inputs);
         let prepared = Instant::now();
-        if self.lowered.function.output == OutputMode::Rows {
-            let rows = self.place_rows(&mut arguments, stored_entries)?;
+        if let OutputMode::Rows { bounds } = self.lowered.function.output {
+            let rows = self.place_rows(&mut arguments, stored_entries, bounds)?;
             return Ok((
                 Produced::Rows(rows),
                 Timings {
@@ -519,6 +519,7 @@ impl Kernel {
         &self,
         arguments: &mut Arguments,
         expected_entries: usize,
+        bounds: bool,
     ) -> Result<Rows, Error> {
         let out = &self.statement.tensors[0];
         let target = output::PlacedOutput {
@@ -528,11 +529,18 @@ impl Kernel {
             value_type: self.value_type,
         };
         let signature = &self.generated.signature;
-        output::place_rows(&target, signature, arguments, expected_entries, &mut |a| {
-            let buffers = self.call(a)?;
-            self.keep_buffers(buffers);
-            Ok(())
-        })
+        output::place_rows(
+            &target,
+            signature,
+            arguments,
+            expected_entries,
+            bounds,
+            &mut |a| {
+                let buffers = self.call(a)?;
+                self.keep_buffers(buffers);
+                Ok(())
+            },
+        )
     }
 
     /// Call the current native code with one entry buffer per thread (serial code uses the
@@ -676,7 +684,7 @@ fn narrow_arrays(lowered: &Lowered, statement: &Statement) -> BTreeSet<ArrayRef>
                 level,
                 kind,
             } if operand.0 == 0 => {
-                lowered.function.output == OutputMode::Rows
+                matches!(lowered.function.output, OutputMode::Rows { .. })
                     && narrow_leaf
                     && level == output.format.levels().len()
                     && kind == ArrayKind::Idx

@@ -34,12 +34,18 @@ impl PlacedOutput<'_> {
 /// pace (`sparsec_team` in `runtime.c`).
 const APPEND_ON_ONE_THREAD_BELOW: usize = 524_288;
 
+/// Largest room a workspace kernel's summed row bounds may reserve for appending (in
+/// entries: 512 MiB of 64-bit coordinates and values). Only the slots written are touched,
+/// so a loose bound costs address space, not memory; beyond it the rows are counted.
+const BOUNDED_ROOM_MAX: usize = 1 << 25;
+
 /// Place the output's entries in its rows. A kernel with an appending phase
 /// ([`crate::ir::rows`]) that runs on one thread, or on threads that so few entries
 /// would not keep busy, appends them in one call on one thread, into room for
-/// `expected_entries` (a guess; 0 skips the attempt); otherwise, or when its rows came out
-/// of order, the entries of each row are counted (phase 0), the leaf level and values
-/// allocated once, and the entries placed (phase 1). `call` runs the code once on
+/// `expected_entries` (a guess; 0 skips the attempt), or, for a kernel with `bounds`, for
+/// the sum of its rows' bounds (phase 3), which appending cannot exceed; otherwise, or
+/// when its rows came out of order, the entries of each row are counted (phase 0), the
+/// leaf level and values allocated once, and the entries placed (phase 1). `call` runs the code once on
 /// `arguments`, whose output slots this function fills. The leaf's coordinates are
 /// `int32_t` when `arguments.narrow` holds them, so they need no narrowing afterwards.
 pub(crate) fn place_rows(
@@ -47,6 +53,7 @@ pub(crate) fn place_rows(
     signature: &Signature,
     arguments: &mut Arguments,
     expected_entries: usize,
+    bounds: bool,
     call: &mut dyn FnMut(&mut Arguments) -> Result<(), Error>,
 ) -> Result<Rows, Error> {
     let levels = out.format.levels();
@@ -80,15 +87,31 @@ pub(crate) fn place_rows(
     };
     let phase = slots.phase;
     let threads = scalar(ScalarArg::Threads);
-    let on_one_thread = threads
-        .is_none_or(|t| arguments.params[t] <= 1 || expected_entries < APPEND_ON_ONE_THREAD_BELOW);
+    let room = if bounds {
+        arguments.arrays[slots.pos] = pos.as_mut_ptr().cast();
+        arguments.params[phase] = 3;
+        call(arguments)?;
+        let bound = pos
+            .iter()
+            .fold(0usize, |sum, &b| sum.saturating_add(b as usize));
+        pos.fill(0);
+        if bound <= BOUNDED_ROOM_MAX {
+            bound
+        } else {
+            0
+        }
+    } else {
+        expected_entries
+    };
+    let on_one_thread =
+        threads.is_none_or(|t| arguments.params[t] <= 1 || room < APPEND_ON_ONE_THREAD_BELOW);
     let capacity = scalar(ScalarArg::Param(ParamRef::Capacity));
 
-    if let Some(capacity) = capacity.filter(|_| on_one_thread && expected_entries > 0) {
-        let mut leaf = LeafArrays::reserved(expected_entries, &slots, out)?;
+    if let Some(capacity) = capacity.filter(|_| on_one_thread && room > 0) {
+        let mut leaf = LeafArrays::reserved(room, &slots, out)?;
         leaf.bind(arguments, &slots, &mut pos);
         arguments.params[phase] = 2;
-        arguments.params[capacity] = expected_entries as i64;
+        arguments.params[capacity] = room as i64;
         let requested = threads.map(|t| (t, std::mem::replace(&mut arguments.params[t], 1)));
         let appended = call(arguments);
         if let Some((t, requested)) = requested {
@@ -101,9 +124,16 @@ pub(crate) fn place_rows(
                 pos[r + 1] = pos[r + 1].max(pos[r]);
             }
             let entries = pos[rows] as usize;
-            if entries <= expected_entries {
+            if entries <= room {
                 leaf.written(entries, &slots, out.name)?;
                 return Ok(leaf.into_rows(pos));
+            }
+            if bounds {
+                return Err(Error::Input(format!(
+                    "internal error: the kernel placed {entries} entries in `{}`, more than \
+                     its rows' bounds ({room})",
+                    out.name
+                )));
             }
             // More entries than room: `pos` holds each row's start, as counting gives.
             return place_counted(pos, out, &slots, arguments, call);
@@ -325,7 +355,15 @@ mod tests {
     /// A stand-in for a generated CSR kernel that emits `entries` (row, column, value) in
     /// the given order, following the phase protocol of `ir::rows`; returns the rows
     /// placed and the phases called, in order.
-    fn place(entries: &[(usize, i64, f64)], threads: i64, expected: usize) -> (Rows, Vec<i64>) {
+    /// Place `entries` through a kernel that emits them in the given order; with
+    /// `bound_per_entry`, the kernel has the bounding phase, which adds that much per
+    /// entry to its row. Returns the rows and the phases called.
+    fn place(
+        entries: &[(usize, i64, f64)],
+        threads: i64,
+        expected: usize,
+        bound_per_entry: Option<i64>,
+    ) -> (Rows, Vec<i64>) {
         let pos = |kind| ArrayRef::Level {
             operand: OperandId(0),
             level: 2,
@@ -378,6 +416,7 @@ mod tests {
                 for &(row, column, value) in entries {
                     match a.params[0] {
                         0 => *pos.add(row + 1) += 1,
+                        3 => *pos.add(row + 1) += bound_per_entry.expect("a bounding kernel"),
                         1 => {
                             let slot = *pos.add(row);
                             *pos.add(row) = slot + 1;
@@ -401,7 +440,16 @@ mod tests {
             }
             Ok(())
         };
-        let rows = place_rows(&out, &signature, &mut arguments, expected, &mut kernel).unwrap();
+        let bounds = bound_per_entry.is_some();
+        let rows = place_rows(
+            &out,
+            &signature,
+            &mut arguments,
+            expected,
+            bounds,
+            &mut kernel,
+        );
+        let rows = rows.unwrap();
         (rows, phases)
     }
 
@@ -414,23 +462,63 @@ mod tests {
             values: Values::F64(vec![1.0, 2.0, 3.0, 4.0]),
         };
         // Room for every entry, on one thread: one appending call.
-        assert_eq!(place(&in_order, 1, 4), (expected.clone(), vec![2]));
+        assert_eq!(place(&in_order, 1, 4, None), (expected.clone(), vec![2]));
         // Too little room: the appending call counted the rows; the entries are placed.
-        assert_eq!(place(&in_order, 1, 3), (expected.clone(), vec![2, 1]));
+        assert_eq!(place(&in_order, 1, 3, None), (expected.clone(), vec![2, 1]));
         // On threads that few entries would not keep busy: appended on one thread.
-        assert_eq!(place(&in_order, 2, 4), (expected.clone(), vec![2]));
+        assert_eq!(place(&in_order, 2, 4, None), (expected.clone(), vec![2]));
         // On threads with work for them, or without a guess: counted, then placed.
-        assert_eq!(place(&in_order, 2, 1 << 20), (expected.clone(), vec![0, 1]));
-        assert_eq!(place(&in_order, 1, 0), (expected.clone(), vec![0, 1]));
+        assert_eq!(
+            place(&in_order, 2, 1 << 20, None),
+            (expected.clone(), vec![0, 1])
+        );
+        assert_eq!(place(&in_order, 1, 0, None), (expected.clone(), vec![0, 1]));
         // Row 0 after row 2: counted and placed after all.
         let out_of_order = [(2, 0, 3.0), (0, 1, 1.0), (0, 3, 2.0), (3, 4, 4.0)];
-        assert_eq!(place(&out_of_order, 1, 8), (expected, vec![2, 0, 1]));
+        assert_eq!(place(&out_of_order, 1, 8, None), (expected, vec![2, 0, 1]));
         // No entries at all.
         let empty = Rows {
             pos: vec![0; 5],
             idx: IndexArray::I64(vec![]),
             values: Values::F64(vec![]),
         };
-        assert_eq!(place(&[], 1, 4), (empty, vec![2]));
+        assert_eq!(place(&[], 1, 4, None), (empty, vec![2]));
+    }
+
+    #[test]
+    fn bounded_rows_are_appended_into_their_summed_bounds() {
+        let in_order = [(0, 1, 1.0), (0, 3, 2.0), (2, 0, 3.0), (3, 4, 4.0)];
+        let expected = Rows {
+            pos: vec![0, 2, 2, 3, 4],
+            idx: IndexArray::I64(vec![1, 3, 0, 4]),
+            values: Values::F64(vec![1.0, 2.0, 3.0, 4.0]),
+        };
+        // Bounded, then appended, whatever the guess: the bounds make the room.
+        for guess in [0, 1, 4, 1 << 20] {
+            assert_eq!(
+                place(&in_order, 1, guess, Some(2)),
+                (expected.clone(), vec![3, 2])
+            );
+        }
+        // Bounds too loose to reserve: counted, then placed.
+        assert_eq!(
+            place(&in_order, 1, 4, Some(1 << 24)),
+            (expected.clone(), vec![3, 0, 1])
+        );
+        // On threads: a small bound appends on one thread, a large one places on threads.
+        assert_eq!(
+            place(&in_order, 2, 0, Some(1)),
+            (expected.clone(), vec![3, 2])
+        );
+        assert_eq!(
+            place(&in_order, 2, 0, Some(1 << 18)),
+            (expected.clone(), vec![3, 0, 1])
+        );
+        // Rows out of order: counted and placed after all.
+        let out_of_order = [(2, 0, 3.0), (0, 1, 1.0), (0, 3, 2.0), (3, 4, 4.0)];
+        assert_eq!(
+            place(&out_of_order, 1, 0, Some(1)),
+            (expected, vec![3, 2, 0, 1])
+        );
     }
 }

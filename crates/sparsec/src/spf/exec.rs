@@ -361,7 +361,7 @@ impl SpfKernel {
             self.call(&code, &mut arguments, 0)?;
             return Ok(output);
         };
-        if self.lowered.function.output == OutputMode::Rows {
+        if let OutputMode::Rows { bounds } = self.lowered.function.output {
             let target = PlacedOutput {
                 name: &output_decl.name,
                 dims: &dims,
@@ -371,9 +371,14 @@ impl SpfKernel {
             let signature = &self.generated.signature;
             let expected =
                 stored_sparse_entries(operands.iter().map(|t| (t.format(), t.values().len())));
-            let rows = place_rows(&target, signature, &mut arguments, expected, &mut |a| {
-                self.call(&code, a, 0).map(drop)
-            })?;
+            let rows = place_rows(
+                &target,
+                signature,
+                &mut arguments,
+                expected,
+                bounds,
+                &mut |a| self.call(&code, a, 0).map(drop),
+            )?;
             return Tensor::from_rows(rows, dims, format).map_err(cannot_store);
         }
         let coo = self.call(&code, &mut arguments, dims.len())?;

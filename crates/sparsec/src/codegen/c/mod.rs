@@ -55,7 +55,7 @@ pub fn emit(function: &Function) -> Result<CKernel, BackendError> {
     let body_offset = out.len();
     let order = match function.output {
         OutputMode::Emit { order } => order,
-        OutputMode::Dense { .. } | OutputMode::Rows => 0,
+        OutputMode::Dense { .. } | OutputMode::Rows { .. } => 0,
     };
     let _ = writeln!(
         out,

@@ -67,7 +67,7 @@ pub(super) fn kernel(
     let (arrays_arg, params_arg, out) = (*arrays_arg, *params_arg, *out);
     let order = match function.output {
         OutputMode::Emit { order } => order,
-        OutputMode::Dense { .. } | OutputMode::Rows => 0,
+        OutputMode::Dense { .. } | OutputMode::Rows { .. } => 0,
     };
     let coords = (order > 0).then(|| {
         let room = StackSlotData::new(StackSlotKind::ExplicitSlot, 8 * order as u32, 3);
@@ -374,7 +374,7 @@ impl<'a> Translator<'a, '_> {
     fn emit(&mut self, coords: &'a [Expr], value: &'a Expr) -> Result<(), BackendError> {
         let order = match self.function.output {
             OutputMode::Emit { order } => order,
-            OutputMode::Dense { .. } | OutputMode::Rows => 0,
+            OutputMode::Dense { .. } | OutputMode::Rows { .. } => 0,
         };
         if coords.len() != order {
             return Err(error(format!(
