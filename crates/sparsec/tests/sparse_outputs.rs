@@ -249,7 +249,7 @@ fn outputs_with_work_for_threads_are_placed_on_them() {
 
 /// Workspace kernels (Gustavson rows: SpGEMM, A^T A) also bound each row's entries
 /// (`ir::rows`, phase 3); with few products they append into the summed bounds on one
-/// thread, with work for threads they count and place on them. Products that cancel keep
+/// thread, with work for threads they place each row in its bounded room on them. Products that cancel keep
 /// their entry (an explicit zero), as the reference does. Kernels without a workspace
 /// have no bounds.
 #[test]
@@ -261,7 +261,7 @@ fn workspace_kernels_bound_their_rows() {
             .output_mode()
     };
     let mut r = rng(16);
-    // About 900,000 products: more than one thread appends.
+    // About 900,000 products: placed on the threads.
     let busy = vec![
         ("A", random_coo(&mut r, &[1000, 1000], 0.03)),
         ("B", random_coo(&mut r, &[1000, 1000], 0.03)),

@@ -35,17 +35,18 @@ impl PlacedOutput<'_> {
 const APPEND_ON_ONE_THREAD_BELOW: usize = 524_288;
 
 /// Largest room a workspace kernel's summed row bounds may reserve for appending (in
-/// entries: 512 MiB of 64-bit coordinates and values). Only the slots written are touched,
+/// entries: 2 GiB of 64-bit coordinates and values). Only the slots written are touched,
 /// so a loose bound costs address space, not memory; beyond it the rows are counted.
-const BOUNDED_ROOM_MAX: usize = 1 << 25;
+const BOUNDED_ROOM_MAX: usize = 1 << 27;
 
 /// Place the output's entries in its rows. A kernel with an appending phase
 /// ([`crate::ir::rows`]) that runs on one thread, or on threads that so few entries
 /// would not keep busy, appends them in one call on one thread, into room for
 /// `expected_entries` (a guess; 0 skips the attempt), or, for a kernel with `bounds`, for
-/// the sum of its rows' bounds (phase 3), which appending cannot exceed; otherwise, or
-/// when its rows came out of order, the entries of each row are counted (phase 0), the
-/// leaf level and values allocated once, and the entries placed (phase 1). `call` runs the code once on
+/// the sum of its rows' bounds (phase 3), which appending cannot exceed. On threads, such
+/// a kernel places each row in its bounded room (phase 1), and the rows are then packed.
+/// Otherwise, or when its rows came out of order, the entries of each row are counted
+/// (phase 0), the leaf level and values allocated once, and the entries placed (phase 1). `call` runs the code once on
 /// `arguments`, whose output slots this function fills. The leaf's coordinates are
 /// `int32_t` when `arguments.narrow` holds them, so they need no narrowing afterwards.
 pub(crate) fn place_rows(
@@ -87,21 +88,27 @@ pub(crate) fn place_rows(
     };
     let phase = slots.phase;
     let threads = scalar(ScalarArg::Threads);
-    let room = if bounds {
+    // A workspace kernel's rows bounded (phase 3), as the start of each row's room.
+    let bounded_starts = if bounds {
         arguments.arrays[slots.pos] = pos.as_mut_ptr().cast();
         arguments.params[phase] = 3;
         call(arguments)?;
-        let bound = pos
-            .iter()
-            .fold(0usize, |sum, &b| sum.saturating_add(b as usize));
-        pos.fill(0);
-        if bound <= BOUNDED_ROOM_MAX {
-            bound
-        } else {
-            0
+        let mut starts = Vec::with_capacity(rows + 1);
+        let mut room = 0usize;
+        for &bound in &pos[1..] {
+            starts.push(room as i64);
+            room = room.saturating_add(bound as usize);
         }
+        starts.push(room as i64);
+        pos.fill(0);
+        (room <= BOUNDED_ROOM_MAX).then_some(starts)
     } else {
-        expected_entries
+        None
+    };
+    let room = match &bounded_starts {
+        Some(starts) => starts[rows] as usize,
+        None if bounds => 0,
+        None => expected_entries,
     };
     let on_one_thread =
         threads.is_none_or(|t| arguments.params[t] <= 1 || room < APPEND_ON_ONE_THREAD_BELOW);
@@ -139,6 +146,10 @@ pub(crate) fn place_rows(
             return place_counted(pos, out, &slots, arguments, call);
         }
         pos.fill(0);
+    }
+
+    if let Some(starts) = bounded_starts.filter(|_| room > 0) {
+        return place_bounded(starts, out, &slots, arguments, call);
     }
 
     arguments.arrays[slots.pos] = pos.as_mut_ptr().cast();
@@ -214,6 +225,45 @@ fn place_counted(
     Ok(leaf.into_rows(pos))
 }
 
+/// Phase 1 of a kernel with bounds, on threads: each row is placed from the start of its
+/// room (`starts`, the bounds' prefix sums), then the rows are moved left to close the gaps
+/// the bounds left. One numeric pass and a copy of the entries, where counting would take
+/// a symbolic pass as long as the numeric one's loops.
+fn place_bounded(
+    starts: Vec<i64>,
+    out: &PlacedOutput,
+    slots: &LeafSlots,
+    arguments: &mut Arguments,
+    call: &mut dyn FnMut(&mut Arguments) -> Result<(), Error>,
+) -> Result<Rows, Error> {
+    let rows = starts.len() - 1;
+    let mut leaf = LeafArrays::reserved(starts[rows] as usize, slots, out)?;
+    let mut pos = starts.clone();
+    leaf.bind(arguments, slots, &mut pos);
+    arguments.params[slots.phase] = 1;
+    call(arguments)?;
+    if (0..rows).any(|r| pos[r] < starts[r] || pos[r] > starts[r + 1]) {
+        return Err(Error::Input(format!(
+            "internal error: the kernel placed more entries in a row of `{}` than its bound",
+            out.name
+        )));
+    }
+    // Each cursor holds its row's end; rows move left in order, so none overwrites a row
+    // still to move.
+    let mut entries = 0usize;
+    for r in 0..rows {
+        let (from, len) = (starts[r] as usize, (pos[r] - starts[r]) as usize);
+        // SAFETY: the kernel wrote slots `from..from + len` of both arrays (the cursor
+        // moved over them, within the row's room), and `entries <= from`.
+        unsafe { leaf.move_slots(from, entries, len) };
+        pos[r] = entries as i64;
+        entries += len;
+    }
+    pos[rows] = entries as i64;
+    leaf.written(entries, slots, out.name)?;
+    Ok(leaf.into_rows(pos))
+}
+
 /// The leaf level's coordinates and the values of a sparse output being placed: reserved,
 /// then given their length once the kernel has written them.
 struct LeafArrays {
@@ -283,6 +333,26 @@ impl LeafArrays {
             }
         }
         Ok(())
+    }
+
+    /// Move slots `from..from + len` of both arrays to `to..to + len` (the ranges may
+    /// overlap).
+    ///
+    /// # Safety
+    /// Both ranges lie within the reserved room and the slots moved were written.
+    unsafe fn move_slots(&mut self, from: usize, to: usize, len: usize) {
+        unsafe fn move_within<T>(v: &mut Vec<T>, from: usize, to: usize, len: usize) {
+            let base = v.as_mut_ptr();
+            std::ptr::copy(base.add(from), base.add(to), len);
+        }
+        match &mut self.idx {
+            IndexArray::I32(v) => move_within(v, from, to, len),
+            IndexArray::I64(v) => move_within(v, from, to, len),
+        }
+        match &mut self.values {
+            Values::F64(v) => move_within(v, from, to, len),
+            Values::F32(v) => move_within(v, from, to, len),
+        }
     }
 
     fn into_rows(self, pos: Vec<i64>) -> Rows {
@@ -502,23 +572,26 @@ mod tests {
         }
         // Bounds too loose to reserve: counted, then placed.
         assert_eq!(
-            place(&in_order, 1, 4, Some(1 << 24)),
+            place(&in_order, 1, 4, Some(1 << 26)),
             (expected.clone(), vec![3, 0, 1])
         );
-        // On threads: a small bound appends on one thread, a large one places on threads.
+        // On threads: a small bound appends on one thread; a large one places each row in
+        // its room on the threads (rows in any order), then packs the rows.
         assert_eq!(
             place(&in_order, 2, 0, Some(1)),
             (expected.clone(), vec![3, 2])
         );
-        assert_eq!(
-            place(&in_order, 2, 0, Some(1 << 18)),
-            (expected.clone(), vec![3, 0, 1])
-        );
-        // Rows out of order: counted and placed after all.
         let out_of_order = [(2, 0, 3.0), (0, 1, 1.0), (0, 3, 2.0), (3, 4, 4.0)];
+        for entries in [&in_order, &out_of_order] {
+            assert_eq!(
+                place(entries, 2, 0, Some(1 << 18)),
+                (expected.clone(), vec![3, 1])
+            );
+        }
+        // Rows out of order on one thread: placed in their rooms after all, not counted.
         assert_eq!(
             place(&out_of_order, 1, 0, Some(1)),
-            (expected, vec![3, 2, 0, 1])
+            (expected, vec![3, 2, 1])
         );
     }
 }
