@@ -203,13 +203,9 @@ fn place_counted(
 ) -> Result<Rows, Error> {
     let rows = pos.len() - 1;
     let entries = pos[rows] as usize;
-    let starts = pos.clone();
     // Not zeroed: the placing phase writes every slot, which the check below confirms
     // before the lengths are set.
-    let mut leaf = LeafArrays::reserved(entries, slots, out)?;
-    leaf.bind(arguments, slots, &mut pos);
-    arguments.params[slots.phase] = 1;
-    call(arguments)?;
+    let (mut leaf, starts) = place_from(&mut pos, out, slots, arguments, call)?;
     // Each row's cursor stopped at its end, the next row's start: every slot of every
     // row was written once (each placed entry writes its coordinate and value).
     if pos[..rows] != starts[1..] {
@@ -225,6 +221,23 @@ fn place_counted(
     Ok(leaf.into_rows(pos))
 }
 
+/// Run phase 1 with each row's cursor in `cursors` starting where it holds, into room for
+/// the entries up to its last slot; returns that room and the starts.
+fn place_from(
+    cursors: &mut [i64],
+    out: &PlacedOutput,
+    slots: &LeafSlots,
+    arguments: &mut Arguments,
+    call: &mut dyn FnMut(&mut Arguments) -> Result<(), Error>,
+) -> Result<(LeafArrays, Vec<i64>), Error> {
+    let starts = cursors.to_vec();
+    let mut leaf = LeafArrays::reserved(starts[starts.len() - 1] as usize, slots, out)?;
+    leaf.bind(arguments, slots, cursors);
+    arguments.params[slots.phase] = 1;
+    call(arguments)?;
+    Ok((leaf, starts))
+}
+
 /// Phase 1 of a kernel with bounds, on threads: each row is placed from the start of its
 /// room (`starts`, the bounds' prefix sums), then the rows are moved left to close the gaps
 /// the bounds left. One numeric pass and a copy of the entries, where counting would take
@@ -237,11 +250,8 @@ fn place_bounded(
     call: &mut dyn FnMut(&mut Arguments) -> Result<(), Error>,
 ) -> Result<Rows, Error> {
     let rows = starts.len() - 1;
-    let mut leaf = LeafArrays::reserved(starts[rows] as usize, slots, out)?;
-    let mut pos = starts.clone();
-    leaf.bind(arguments, slots, &mut pos);
-    arguments.params[slots.phase] = 1;
-    call(arguments)?;
+    let mut pos = starts;
+    let (mut leaf, starts) = place_from(&mut pos, out, slots, arguments, call)?;
     if (0..rows).any(|r| pos[r] < starts[r] || pos[r] > starts[r + 1]) {
         return Err(Error::Input(format!(
             "internal error: the kernel placed more entries in a row of `{}` than its bound",
@@ -523,14 +533,24 @@ mod tests {
         (rows, phases)
     }
 
-    #[test]
-    fn rows_are_appended_in_one_call_when_they_come_in_order_and_fit() {
-        let in_order = [(0, 1, 1.0), (0, 3, 2.0), (2, 0, 3.0), (3, 4, 4.0)];
-        let expected = Rows {
+    /// Four entries of a 4 x 5 matrix, emitted row by row and with row 2 first.
+    const IN_ORDER: [(usize, i64, f64); 4] = [(0, 1, 1.0), (0, 3, 2.0), (2, 0, 3.0), (3, 4, 4.0)];
+    const OUT_OF_ORDER: [(usize, i64, f64); 4] =
+        [(2, 0, 3.0), (0, 1, 1.0), (0, 3, 2.0), (3, 4, 4.0)];
+
+    /// The rows of [`IN_ORDER`]'s entries.
+    fn four_entries() -> Rows {
+        Rows {
             pos: vec![0, 2, 2, 3, 4],
             idx: IndexArray::I64(vec![1, 3, 0, 4]),
             values: Values::F64(vec![1.0, 2.0, 3.0, 4.0]),
-        };
+        }
+    }
+
+    #[test]
+    fn rows_are_appended_in_one_call_when_they_come_in_order_and_fit() {
+        let (in_order, out_of_order) = (IN_ORDER, OUT_OF_ORDER);
+        let expected = four_entries();
         // Room for every entry, on one thread: one appending call.
         assert_eq!(place(&in_order, 1, 4, None), (expected.clone(), vec![2]));
         // Too little room: the appending call counted the rows; the entries are placed.
@@ -544,7 +564,6 @@ mod tests {
         );
         assert_eq!(place(&in_order, 1, 0, None), (expected.clone(), vec![0, 1]));
         // Row 0 after row 2: counted and placed after all.
-        let out_of_order = [(2, 0, 3.0), (0, 1, 1.0), (0, 3, 2.0), (3, 4, 4.0)];
         assert_eq!(place(&out_of_order, 1, 8, None), (expected, vec![2, 0, 1]));
         // No entries at all.
         let empty = Rows {
@@ -557,12 +576,8 @@ mod tests {
 
     #[test]
     fn bounded_rows_are_appended_into_their_summed_bounds() {
-        let in_order = [(0, 1, 1.0), (0, 3, 2.0), (2, 0, 3.0), (3, 4, 4.0)];
-        let expected = Rows {
-            pos: vec![0, 2, 2, 3, 4],
-            idx: IndexArray::I64(vec![1, 3, 0, 4]),
-            values: Values::F64(vec![1.0, 2.0, 3.0, 4.0]),
-        };
+        let (in_order, out_of_order) = (IN_ORDER, OUT_OF_ORDER);
+        let expected = four_entries();
         // Bounded, then appended, whatever the guess: the bounds make the room.
         for guess in [0, 1, 4, 1 << 20] {
             assert_eq!(
@@ -581,7 +596,6 @@ mod tests {
             place(&in_order, 2, 0, Some(1)),
             (expected.clone(), vec![3, 2])
         );
-        let out_of_order = [(2, 0, 3.0), (0, 1, 1.0), (0, 3, 2.0), (3, 4, 4.0)];
         for entries in [&in_order, &out_of_order] {
             assert_eq!(
                 place(entries, 2, 0, Some(1 << 18)),
