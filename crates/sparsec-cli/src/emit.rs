@@ -132,7 +132,17 @@ pub fn emit(args: &EmitArgs) -> Result<()> {
                 crate::outln!(
                     " * slot. Levels above the leaf are built from the rows that hold entries."
                 );
-                if lowered
+                if bounds {
+                    for line in [
+                        " * But first, with `phase` 3, it bounds each row's entries by its",
+                        " * workspace updates. On one thread, `phase` 2 then appends every entry",
+                        " * in one call, in room for the bounds' sum (`capacity`); on threads,",
+                        " * `phase` 1 places each row from the start of its bounded room and the",
+                        " * runtime packs the rows. Only bounds too large to reserve are counted.",
+                    ] {
+                        crate::outln!("{line}");
+                    }
+                } else if lowered
                     .function
                     .signature()
                     .scalars
@@ -146,14 +156,6 @@ pub fn emit(args: &EmitArgs) -> Result<()> {
                     );
                     crate::outln!(
                         " * rows come in order and fit; else the runtime counts and places."
-                    );
-                }
-                if bounds {
-                    crate::outln!(
-                        " * With `phase` 3 it first bounds each row's entries (a count of its"
-                    );
-                    crate::outln!(
-                        " * workspace updates); the bounds' sum is the room `phase` 2 appends in."
                     );
                 }
             }
