@@ -114,42 +114,50 @@ pub(crate) fn place_rows(
         threads.is_none_or(|t| arguments.params[t] <= 1 || room < APPEND_ON_ONE_THREAD_BELOW);
     let capacity = scalar(ScalarArg::Param(ParamRef::Capacity));
 
+    // Room that bounds ask for but the allocator refuses is counted instead.
+    let reserve = |room| match LeafArrays::reserved(room, &slots, out) {
+        Err(_) if bounds => Ok(None),
+        reserved => reserved.map(Some),
+    };
     if let Some(capacity) = capacity.filter(|_| on_one_thread && room > 0) {
-        let mut leaf = LeafArrays::reserved(room, &slots, out)?;
-        leaf.bind(arguments, &slots, &mut pos);
-        arguments.params[phase] = 2;
-        arguments.params[capacity] = room as i64;
-        let requested = threads.map(|t| (t, std::mem::replace(&mut arguments.params[t], 1)));
-        let appended = call(arguments);
-        if let Some((t, requested)) = requested {
-            arguments.params[t] = requested;
-        }
-        appended?;
-        if pos[0] == 0 {
-            // Rows came in order: each holds its end, rows without entries still 0.
-            for r in 0..rows {
-                pos[r + 1] = pos[r + 1].max(pos[r]);
+        if let Some(mut leaf) = reserve(room)? {
+            leaf.bind(arguments, &slots, &mut pos);
+            arguments.params[phase] = 2;
+            arguments.params[capacity] = room as i64;
+            let requested = threads.map(|t| (t, std::mem::replace(&mut arguments.params[t], 1)));
+            let appended = call(arguments);
+            if let Some((t, requested)) = requested {
+                arguments.params[t] = requested;
             }
-            let entries = pos[rows] as usize;
-            if entries <= room {
-                leaf.written(entries, &slots, out.name)?;
-                return Ok(leaf.into_rows(pos));
-            }
-            if bounds {
-                return Err(Error::Input(format!(
-                    "internal error: the kernel placed {entries} entries in `{}`, more than \
+            appended?;
+            if pos[0] == 0 {
+                // Rows came in order: each holds its end, rows without entries still 0.
+                for r in 0..rows {
+                    pos[r + 1] = pos[r + 1].max(pos[r]);
+                }
+                let entries = pos[rows] as usize;
+                if entries <= room {
+                    leaf.written(entries, &slots, out.name)?;
+                    return Ok(leaf.into_rows(pos));
+                }
+                if bounds {
+                    return Err(Error::Input(format!(
+                        "internal error: the kernel placed {entries} entries in `{}`, more than \
                      its rows' bounds ({room})",
-                    out.name
-                )));
+                        out.name
+                    )));
+                }
+                // More entries than room: `pos` holds each row's start, as counting gives.
+                return place_counted(pos, out, &slots, arguments, call);
             }
-            // More entries than room: `pos` holds each row's start, as counting gives.
-            return place_counted(pos, out, &slots, arguments, call);
+            pos.fill(0);
         }
-        pos.fill(0);
     }
 
     if let Some(starts) = bounded_starts.filter(|_| room > 0) {
-        return place_bounded(starts, out, &slots, arguments, call);
+        if let Some(leaf) = reserve(room)? {
+            return place_bounded(starts, leaf, &slots, out.name, arguments, call);
+        }
     }
 
     arguments.arrays[slots.pos] = pos.as_mut_ptr().cast();
@@ -205,7 +213,8 @@ fn place_counted(
     let entries = pos[rows] as usize;
     // Not zeroed: the placing phase writes every slot, which the check below confirms
     // before the lengths are set.
-    let (mut leaf, starts) = place_from(&mut pos, out, slots, arguments, call)?;
+    let leaf = LeafArrays::reserved(entries, slots, out)?;
+    let (mut leaf, starts) = place_from(&mut pos, leaf, slots, arguments, call)?;
     // Each row's cursor stopped at its end, the next row's start: every slot of every
     // row was written once (each placed entry writes its coordinate and value).
     if pos[..rows] != starts[1..] {
@@ -221,17 +230,16 @@ fn place_counted(
     Ok(leaf.into_rows(pos))
 }
 
-/// Run phase 1 with each row's cursor in `cursors` starting where it holds, into room for
-/// the entries up to its last slot; returns that room and the starts.
+/// Run phase 1 into `leaf`, with each row's cursor in `cursors` starting where it holds;
+/// returns `leaf` and the starts.
 fn place_from(
     cursors: &mut [i64],
-    out: &PlacedOutput,
+    mut leaf: LeafArrays,
     slots: &LeafSlots,
     arguments: &mut Arguments,
     call: &mut dyn FnMut(&mut Arguments) -> Result<(), Error>,
 ) -> Result<(LeafArrays, Vec<i64>), Error> {
     let starts = cursors.to_vec();
-    let mut leaf = LeafArrays::reserved(starts[starts.len() - 1] as usize, slots, out)?;
     leaf.bind(arguments, slots, cursors);
     arguments.params[slots.phase] = 1;
     call(arguments)?;
@@ -244,18 +252,19 @@ fn place_from(
 /// a symbolic pass as long as the numeric one's loops.
 fn place_bounded(
     starts: Vec<i64>,
-    out: &PlacedOutput,
+    room: LeafArrays,
     slots: &LeafSlots,
+    name: &str,
     arguments: &mut Arguments,
     call: &mut dyn FnMut(&mut Arguments) -> Result<(), Error>,
 ) -> Result<Rows, Error> {
     let rows = starts.len() - 1;
     let mut pos = starts;
-    let (mut leaf, starts) = place_from(&mut pos, out, slots, arguments, call)?;
+    let (mut leaf, starts) = place_from(&mut pos, room, slots, arguments, call)?;
     if (0..rows).any(|r| pos[r] < starts[r] || pos[r] > starts[r + 1]) {
         return Err(Error::Input(format!(
             "internal error: the kernel placed more entries in a row of `{}` than its bound",
-            out.name
+            name
         )));
     }
     // Each cursor holds its row's end; rows move left in order, so none overwrites a row
@@ -270,7 +279,7 @@ fn place_bounded(
         entries += len;
     }
     pos[rows] = entries as i64;
-    leaf.written(entries, slots, out.name)?;
+    leaf.written(entries, slots, name)?;
     Ok(leaf.into_rows(pos))
 }
 
