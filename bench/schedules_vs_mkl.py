@@ -673,9 +673,26 @@ def first_line(text: str) -> str:
     return re.sub(r"\s+", " ", text).strip()
 
 
+# Timed runs per measurement are raised until they take about this long, up to MAX_RUNS:
+# a kernel of tens of microseconds timed over 7 runs moved by up to 2x from one process
+# to the next on this machine (a stray interruption or a slow start decides the median).
+MIN_TIMED_MS = 100.0
+MAX_RUNS = 1001
+
+
+def enough_runs(runs: int, one_ms: Optional[float]) -> int:
+    """`runs`, raised so that runs of `one_ms` each take about MIN_TIMED_MS."""
+    if one_ms is None or not one_ms > 0:
+        return runs
+    return max(runs, min(MAX_RUNS, math.ceil(MIN_TIMED_MS / one_ms)))
+
+
 def time_ms(fn, runs: int) -> Tuple[float, float]:
-    """(median, min) in ms of `runs` calls after one warm-up call."""
+    """(median, min) in ms of at least `runs` calls (see `enough_runs`, from the time of
+    the warm-up call) after one warm-up call."""
+    t0 = time.perf_counter()
     fn()
+    runs = enough_runs(runs, (time.perf_counter() - t0) * 1e3)
     times = []
     for _ in range(runs):
         t0 = time.perf_counter()
@@ -739,18 +756,28 @@ def run_sparsec(args, kernel: Kernel, variant: Variant, inp: Input, threads: int
         cmd += ["-g", g]
     for d in kernel.dims:
         cmd += ["-d", d]
-    cmd += ["--time", str(args.runs), "--threads", str(threads)]
+    cmd += ["--threads", str(threads)]
     if variant.schedule is not None:
         cmd += ["-s", variant.schedule]
     env = dict(os.environ, OMP_NUM_THREADS=str(threads))
-    try:
-        p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=args.timeout)
-    except subprocess.TimeoutExpired:
-        row.status = f"timeout: over {args.timeout} s"
-        return row
-    if p.returncode != 0:
-        row.status = "unsupported: " + first_line(p.stderr or p.stdout)
-        return row
+    runs, timed = args.runs, None
+    # A second process with more runs when the first one's runs took little time.
+    while timed is None or runs < enough_runs(args.runs, timed):
+        if timed is not None:
+            runs = enough_runs(args.runs, timed)
+        try:
+            p = subprocess.run(cmd + ["--time", str(runs)], capture_output=True, text=True,
+                               env=env, timeout=args.timeout)
+        except subprocess.TimeoutExpired:
+            row.status = f"timeout: over {args.timeout} s"
+            return row
+        if p.returncode != 0:
+            row.status = "unsupported: " + first_line(p.stderr or p.stdout)
+            return row
+        timed = ((parse_phase(p.stdout, "compute") or math.nan)
+                 + (parse_phase(p.stdout, "assembl(?:y|e)") or 0.0))
+        if not timed > 0:
+            break
     compute = parse_phase(p.stdout, "compute")
     if compute is None:
         row.status = "failed: no compute median in the output of --time"
@@ -805,13 +832,20 @@ def taco_rows(args, kernel: Kernel, inp: Input, nnz: int, threads: int) -> List[
             os.remove(out)
         reads = [f"-i={name}:{inp.path}" for name in [kernel.sparse, *kernel.also_reads]]
         cmd = [args.taco, kernel.expr, *reads, *kernel.taco,
-               f"-time={args.runs}", f"-write-time={out}", f"-nthreads={threads}"]
+               f"-write-time={out}", f"-nthreads={threads}"]
         if threads > 1:
             cmd.append("-s=parallelize(i,CPUThread,NoRaces)")
         env = dict(os.environ, TACO_CFLAGS=flags, OMP_NUM_THREADS=str(threads))
         try:
-            p = subprocess.run(cmd, capture_output=True, text=True, env=env,
-                               timeout=args.timeout, cwd=args.dir)
+            p = subprocess.run(cmd + [f"-time={args.runs}"], capture_output=True, text=True,
+                               env=env, timeout=args.timeout, cwd=args.dir)
+            timed = taco_median(out) if p.returncode == 0 else None
+            runs = enough_runs(args.runs, timed)
+            if runs > args.runs:
+                # As for sparsec: more runs in a second process when they took little time.
+                os.remove(out)
+                p = subprocess.run(cmd + [f"-time={runs}"], capture_output=True, text=True,
+                                   env=env, timeout=args.timeout, cwd=args.dir)
         except subprocess.TimeoutExpired:
             row.status = f"timeout: over {args.timeout} s"
             rows.append(row)
@@ -898,6 +932,15 @@ def measure_input(args, inp: Input, kernels: List[Kernel], mkl,
         rows += kernel_rows
         del state
     return rows
+
+
+def taco_median(out: str) -> Optional[float]:
+    """The compute median in ms of TACO's `-write-time` file, if it wrote one."""
+    if not os.path.exists(out):
+        return None
+    with open(out) as fh:
+        fields = fh.read().strip().split(",")
+    return float(fields[4]) if len(fields) > 4 else None
 
 
 def mkl_rows(kernel: Kernel, inp: Input, nnz: int, threads: int, state, mkl, runs: int,
@@ -1021,7 +1064,8 @@ def report(rows: List[Row], kernels: List[Kernel], args, mkl_note: str, overhead
            stream: Dict[int, Tuple[float, float]], stream_problem: str,
            load: Tuple[float, float],
            inputs: List[Input], warnings: List[str]) -> None:
-    print(f"\nmedian of {args.runs} runs after one warm-up; times in ms; sparsec time = "
+    print(f"\nmedian of at least {args.runs} runs after one warm-up (more where they take "
+          f"under {MIN_TIMED_MS:.0f} ms in all, up to {MAX_RUNS}); times in ms; sparsec time = "
           "compute + assembly medians of `sparsec run --time`; ratios = sparsec / peer "
           "(below 1: sparsec faster); SciPy is single-threaded, so sparsec/SciPy at 2 "
           "threads compares with its 1-thread time")
