@@ -193,7 +193,8 @@ fn reads_load(e: &Expr) -> bool {
     found
 }
 
-fn depends_on(e: &Expr, vars: &[Var]) -> bool {
+/// True when `e` reads one of `vars`.
+pub(super) fn depends_on(e: &Expr, vars: &[Var]) -> bool {
     let mut found = false;
     visit::walk_expr(e, &mut |e| {
         found |= matches!(e, Expr::Var(v) if vars.contains(v))

@@ -284,26 +284,24 @@ fn single_emit(emitting: &super::Loop, layout: &RowLayout) -> Option<Vec<Expr>> 
         _ => {}
     });
     let [coords] = <[Vec<Expr>; 1]>::try_from(emits).ok()?;
-    let mut reads_inner = false;
-    visit::walk_expr(&layout.row(&coords), &mut |e| {
-        reads_inner |= matches!(e, Expr::Var(v) if inner.contains(v))
-    });
+    let reads_inner = super::analysis::depends_on(&layout.row(&coords), &inner);
     (!nested_loop_emits && !reads_inner).then_some(coords)
 }
 
 /// True when `stmts` emit an entry somewhere.
 fn contains_emit(stmts: &[Stmt]) -> bool {
-    let mut found = false;
-    visit::walk_stmts(stmts, &mut |s| found |= matches!(s, Stmt::Emit { .. }));
-    found
+    any_stmt(stmts, |s| matches!(s, Stmt::Emit { .. }))
 }
 
 /// True when `stmts` order a workspace's touched list (a Gustavson row, as SpGEMM builds).
 fn has_workspaces(stmts: &[Stmt]) -> bool {
+    any_stmt(stmts, |s| matches!(s, Stmt::OrderTouched { .. }))
+}
+
+/// True when a statement of `stmts`, at any depth, satisfies `holds`.
+fn any_stmt(stmts: &[Stmt], holds: impl Fn(&Stmt) -> bool) -> bool {
     let mut found = false;
-    visit::walk_stmts(stmts, &mut |s| {
-        found |= matches!(s, Stmt::OrderTouched { .. })
-    });
+    visit::walk_stmts(stmts, &mut |s| found |= holds(s));
     found
 }
 

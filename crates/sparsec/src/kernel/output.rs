@@ -46,8 +46,8 @@ const BOUNDED_ROOM_MAX: usize = 1 << 27;
 /// the sum of its rows' bounds (phase 3), which appending cannot exceed. On threads, such
 /// a kernel places each row in its bounded room (phase 1), and the rows are then packed.
 /// Otherwise, or when its rows came out of order, the entries of each row are counted
-/// (phase 0), the leaf level and values allocated once, and the entries placed (phase 1). `call` runs the code once on
-/// `arguments`, whose output slots this function fills. The leaf's coordinates are
+/// (phase 0), the leaf level and values allocated once, and the entries placed (phase 1).
+/// `call` runs the code once on `arguments`, whose output slots this function fills. The leaf's coordinates are
 /// `int32_t` when `arguments.narrow` holds them, so they need no narrowing afterwards.
 pub(crate) fn place_rows(
     out: &PlacedOutput,
@@ -89,7 +89,7 @@ pub(crate) fn place_rows(
     let phase = slots.phase;
     let threads = scalar(ScalarArg::Threads);
     // A workspace kernel's rows bounded (phase 3), as the start of each row's room.
-    let bounded_starts = if bounds {
+    let mut bounded_starts = if bounds {
         arguments.arrays[slots.pos] = pos.as_mut_ptr().cast();
         arguments.params[phase] = 3;
         call(arguments)?;
@@ -143,7 +143,7 @@ pub(crate) fn place_rows(
                 if bounds {
                     return Err(Error::Input(format!(
                         "internal error: the kernel placed {entries} entries in `{}`, more than \
-                     its rows' bounds ({room})",
+                         its rows' bounds ({room})",
                         out.name
                     )));
                 }
@@ -151,6 +151,9 @@ pub(crate) fn place_rows(
                 return place_counted(pos, out, &slots, arguments, call);
             }
             pos.fill(0);
+        } else {
+            // Refused once: not tried again for the rows on threads.
+            bounded_starts = None;
         }
     }
 
