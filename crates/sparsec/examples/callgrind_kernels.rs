@@ -52,6 +52,13 @@ const CASES: &[Case] = &[
         },
     },
     Case {
+        // 40 entries a row and `x` in cache: the lanes filled from scalar loads.
+        name: "spmv_long_rows",
+        expr: "y(i) = A(i,j) * x(j)",
+        formats: &[("y", "d"), ("A", "csr"), ("x", "d")],
+        inputs: || vec![generate::uniform(&[5_000, 5_000], 8e-3, 12), vector(5_000)],
+    },
+    Case {
         name: "spmm",
         expr: "C(i,k) = A(i,j) * B(j,k)",
         formats: &[("C", "dd"), ("A", "csr"), ("B", "dd")],

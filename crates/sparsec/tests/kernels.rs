@@ -4,6 +4,7 @@ mod common;
 use common::*;
 use rand::Rng;
 use sparsec::format::Format;
+use sparsec::jit::Toolchain;
 use sparsec::kernel::Kernel;
 use sparsec::tensor::{Coo, Tensor, ValueType};
 
@@ -860,27 +861,14 @@ fn dense_rows_summed_in_registers_match_the_reference() {
 /// Sums over uneven rows whose gathered array is large (`ir::gather`) run with masked
 /// gathers: SpMV over rows of every length from 0 to 20 (below, at and past one 8-entry
 /// iteration), with explicit zeros and duplicates, its indices stored at 32 and 64 bits,
-/// on 1 and 2 threads and on the JIT. Small test inputs never take that path.
+/// on 1 and 2 threads, compiled for each form of the vector loop, and on the JIT. Small
+/// test inputs never take that path.
 #[test]
 fn uneven_rows_gathered_match_the_reference() {
     let cols = sparsec::ir::gather::GATHER_MIN_LENGTH as usize + 1000;
     let rows = 2000;
     let mut r = rng(31);
-    let (mut coords, mut values) = (Vec::new(), Vec::new());
-    for i in 0..rows {
-        for _ in 0..(i * 7) % 21 {
-            coords.extend([i as i64, r.gen_range(0..cols as i64)]);
-            values.push(if r.gen_bool(0.1) {
-                0.0
-            } else {
-                r.gen_range(-2.0..2.0)
-            });
-        }
-    }
-    // A duplicate in the last row.
-    coords.extend([rows as i64 - 1, 5, rows as i64 - 1, 5]);
-    values.extend([0.5, 0.25]);
-    let a = Coo::new(vec![rows, cols], coords, values).unwrap();
+    let a = rows_of_every_length(&mut r, rows, cols, 21);
     let x = random_coo(&mut r, &[cols], 1.0);
     let (stmt, tensors) = statement(
         "y(i) = A(i,j) * x(j)",
@@ -896,6 +884,56 @@ fn uneven_rows_gathered_match_the_reference() {
         .to_i64()
         .into_owned();
     assert!(sparsec::ir::gather::uneven(pos.len() - 1, |q| pos[q]));
+    compare_on_lane_targets(&stmt, &tensors);
+    // The kernel as compiled for the statement's own (32-bit) inputs; the 64-bit runs compiled
+    // their own, with `_mm512_mask_i64gather_pd`.
+    let kernel = Kernel::from_statement(stmt, ValueType::F64, &split_toolchain()).unwrap();
+    assert!(kernel.kernel_source().contains("_mm512_mask_i32gather_pd"));
+}
+
+/// Sums over long segments whose gathered array stays in cache (`ir::gather`) run with
+/// lanes filled from scalar loads: SpMV over rows of every length from 0 to 40 (below, at
+/// and past one 8-entry iteration, with every remainder), 20 on average, with explicit
+/// zeros and duplicates, and TTV over fibers as long, their indices stored at 32 and 64
+/// bits, on 1 and 2 threads and on the JIT.
+#[test]
+fn long_segments_in_lanes_match_the_reference() {
+    let mut r = rng(37);
+    let (rows, cols) = (400, 700);
+    let a = rows_of_every_length(&mut r, rows, cols, 41);
+    let x = random_coo(&mut r, &[cols], 1.0);
+    let spmv = statement(
+        "y(i) = A(i,j) * x(j)",
+        &[("A", "csr"), ("x", "d"), ("y", "d")],
+        &[("A", a), ("x", x)],
+        &[],
+    );
+    let (mut coords, mut values) = (Vec::new(), Vec::new());
+    for f in 0..150i64 {
+        for _ in 0..(f * 11) % 37 {
+            coords.extend([f % 10, f / 10, r.gen_range(0..300)]);
+            values.push(r.gen_range(-2.0..2.0));
+        }
+    }
+    let b = Coo::new(vec![10, 15, 300], coords, values).unwrap();
+    let c = random_coo(&mut r, &[300], 1.0);
+    let ttv = statement(
+        "Y(i,j) = B(i,j,k) * c(k)",
+        &[("B", "sss"), ("c", "d"), ("Y", "dd")],
+        &[("B", b), ("c", c)],
+        &[],
+    );
+    for (stmt, tensors) in [spmv, ttv] {
+        let kernel = Kernel::from_statement(stmt.clone(), ValueType::F64, &split_toolchain());
+        assert!(kernel.unwrap().kernel_source().contains("_mm256_set_pd"));
+        compare_on_lane_targets(&stmt, &tensors);
+    }
+}
+
+/// Run `stmt` on `tensors` and on them with 64-bit indices, on 1 and 2 threads, compiled
+/// for each form of the vector loops of `ir::gather` (see [`lane_targets`]), and on the
+/// JIT, each against the reference.
+fn compare_on_lane_targets(stmt: &sparsec::notation::cin::Statement, tensors: &[Tensor]) {
     let wide: Vec<Tensor> = tensors
         .iter()
         .map(|t| {
@@ -904,19 +942,54 @@ fn uneven_rows_gathered_match_the_reference() {
                 .unwrap()
         })
         .collect();
-    let compile = || Kernel::from_statement(stmt.clone(), ValueType::F64, &split_toolchain());
-    let mut kernel = compile().unwrap();
-    let jit = compile()
+    for target in lane_targets() {
+        let mut kernel = Kernel::from_statement(stmt.clone(), ValueType::F64, &target).unwrap();
+        let target = target.flags.last().unwrap();
+        for (widths, tensors) in [("32-bit", tensors), ("64-bit", &wide)] {
+            for threads in [1, 2] {
+                kernel.set_threads(threads);
+                compare_with_reference(&kernel, stmt, tensors, &format!("{widths} {target}"));
+            }
+        }
+    }
+    let jit = Kernel::from_statement(stmt.clone(), ValueType::F64, &split_toolchain())
         .and_then(|k| k.with_backend(sparsec::kernel::Backend::Jit))
         .unwrap();
-    for (widths, tensors) in [("32-bit", &tensors), ("64-bit", &wide)] {
-        for threads in [1, 2] {
-            kernel.set_threads(threads);
-            compare_with_reference(&kernel, &stmt, tensors, widths);
-        }
-        compare_with_reference(&jit, &stmt, tensors, &format!("{widths}, JIT"));
+    for (widths, tensors) in [("32-bit", tensors), ("64-bit", &wide)] {
+        compare_with_reference(&jit, stmt, tensors, &format!("{widths}, JIT"));
     }
-    // The kernel as compiled for the statement's own (32-bit) inputs; the 64-bit runs compiled
-    // their own, with `_mm512_mask_i64gather_pd`.
-    assert!(kernel.kernel_source().contains("_mm512_mask_i32gather_pd"));
+}
+
+/// A `rows` x `cols` matrix whose row `i` holds `(i * 7) % lengths` random entries (so
+/// every length below `lengths` occurs), a tenth of them explicit zeros, and a duplicate
+/// in the last row.
+fn rows_of_every_length(r: &mut impl Rng, rows: usize, cols: usize, lengths: usize) -> Coo {
+    let (mut coords, mut values) = (Vec::new(), Vec::new());
+    for i in 0..rows {
+        for _ in 0..(i * 7) % lengths {
+            coords.extend([i as i64, r.gen_range(0..cols as i64)]);
+            values.push(if r.gen_bool(0.1) {
+                0.0
+            } else {
+                r.gen_range(-2.0..2.0)
+            });
+        }
+    }
+    coords.extend([rows as i64 - 1, 5, rows as i64 - 1, 5]);
+    values.extend([0.5, 0.25]);
+    Coo::new(vec![rows, cols], coords, values).unwrap()
+}
+
+/// Toolchains that compile a vector loop of `ir::gather` for each of its printed forms:
+/// this processor (AVX-512 gathers where it has them), AVX2 with FMA (lanes filled from
+/// scalar loads for every test), and baseline x86-64 (the `omp simd` loop).
+fn lane_targets() -> Vec<Toolchain> {
+    ["-march=native", "-march=x86-64-v3", "-march=x86-64"]
+        .into_iter()
+        .map(|target| {
+            let mut toolchain = split_toolchain();
+            toolchain.flags.push(target.into());
+            toolchain
+        })
+        .collect()
 }

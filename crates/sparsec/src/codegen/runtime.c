@@ -353,8 +353,9 @@ SPARSEC_RT_INLINE void sparsec_pace_record(sparsec_pace *pace, int64_t team, int
 }
 
 /* @section gather */
-/* Masked gathers for sums over uneven segments (ir::gather); kernels compiled for a
-   processor without AVX-512 run the loop as a plain `omp simd` loop instead. */
-#if defined(__AVX512F__) && defined(__AVX512VL__)
+/* Sums over segments in SIMD lanes (ir::gather): masked gathers with AVX-512, lanes
+   filled from scalar loads with AVX2 and FMA; kernels compiled for a processor with
+   neither run the loop as a plain `omp simd` loop instead. */
+#if (defined(__AVX512F__) && defined(__AVX512VL__)) || (defined(__AVX2__) && defined(__FMA__))
 #include <immintrin.h>
 #endif

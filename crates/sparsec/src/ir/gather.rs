@@ -1,9 +1,10 @@
-//! Sums over uneven segments gathered in SIMD lanes: `acc += v[p] * x[idx[p]]` over a
-//! compressed segment `pos[q]..pos[q + 1]` (SpMV's row, TTV's fiber) gets a second version,
-//! a [`ParallelUnit::CpuVector`] loop that a backend may run with masked gathers, chosen
-//! at run time when the segments' lengths vary and the gathered array is large.
+//! Sums over compressed segments in SIMD lanes: `acc += v[p] * x[idx[p]]` over a segment
+//! `pos[q]..pos[q + 1]` (SpMV's row, TTV's fiber) gets a second version, a
+//! [`ParallelUnit::CpuVector`] loop, chosen at run time when the segments' lengths vary
+//! and the gathered array is large (a backend may then use masked gathers), or when the
+//! segments are long (a backend fills the lanes from scalar loads).
 //!
-//! Why both conditions. A scalar loop over a short segment ends with a branch whose
+//! Why these conditions. A scalar loop over a short segment ends with a branch whose
 //! outcome depends on the segment's length: when lengths vary from one segment to the
 //! next, it mispredicts about once a segment, and the loads of `x` in flight behind it are
 //! thrown away. A masked gather covers a segment of up to 8 entries in one iteration, with
@@ -20,7 +21,23 @@
 //! | banded 100k x 100k, every row 12 entries | 0.58 ms | 1.04 ms |
 //! | banded 100k x 100k, varying rows | 1.27 ms | 1.05 ms |
 //!
-//! Hence [`GATHER_MIN_LENGTH`] and [`uneven`].
+//! Long segments whose `x` stays in cache are bound instead by the scalar loop's three
+//! loads an entry (coordinate, value, `x`): loading the values four at a time and 32-bit
+//! coordinates two at a time leaves one and a quarter. Measured the same way on shared
+//! matrices whose `x` fits in the first caches, in ns an entry, scalar loop against lanes
+//! filled from scalar loads:
+//!
+//! | matrix | entries a row | scalar | filled lanes |
+//! |---|---:|---:|---:|
+//! | sparse-images-1024_subset | 102 | 0.33 | 0.26 |
+//! | bcsstk13 | 42 | 0.35 | 0.28 |
+//! | cavity24 | 30 | 0.36 | 0.31 |
+//! | cage10 | 13 | 0.42 | 0.43 |
+//! | bcspwr10 | 4 | 0.56 | 0.60 |
+//!
+//! Below about 16 entries a segment the lanes gain nothing, and the test of a segment's
+//! length that picks them costs short segments 5-8% (measured with the test on every
+//! segment), hence [`LONG_SEGMENT_MEAN`], tested once for all segments.
 
 use super::analysis::{self, SumReduction};
 use super::{prefetch, visit};
@@ -33,6 +50,37 @@ use super::{
 /// 32768 `double`s (256 KiB), where the measured crossover on uniform random matrices lay
 /// (16k columns: scalar 1.5x faster; 32k: gathers 1.2x faster).
 pub const GATHER_MIN_LENGTH: i64 = 1 << 15;
+
+/// The fewest entries a segment must hold on average for the vector version to run
+/// whatever the gathered array's size: below it, lanes filled from scalar loads are no
+/// faster than the scalar loop (see the module documentation).
+pub const LONG_SEGMENT_MEAN: i64 = 16;
+
+/// The run-time test that `dot`'s vector loop runs with hardware gathers: its segments
+/// are uneven and its gathered array holds at least [`GATHER_MIN_LENGTH`] elements.
+/// Backends test it again inside the vector version, which also runs where only
+/// [`long_segments`] holds.
+pub fn hardware_gathers(dot: &GatheredDot) -> Expr {
+    prefetch::sampled_and_large(
+        ParamRef::Uneven(dot.bounds),
+        dot.gathered,
+        GATHER_MIN_LENGTH,
+    )
+}
+
+/// The run-time test that `dot`'s segments hold at least [`LONG_SEGMENT_MEAN`] entries
+/// on average: its values outnumber its segment bounds by that factor.
+pub fn long_segments(dot: &GatheredDot) -> Expr {
+    Expr::bin(
+        BinOp::Ge,
+        Expr::Param(ParamRef::Length(dot.values)),
+        Expr::bin(
+            BinOp::Mul,
+            Expr::Int(LONG_SEGMENT_MEAN),
+            Expr::Param(ParamRef::Length(dot.bounds)),
+        ),
+    )
+}
 
 /// Whether segments of `segments + 1` bounds (`bound(s)` is the `s`-th) have lengths that
 /// vary: of at most 256 evenly spaced segments, more than a quarter differ in length from
@@ -156,46 +204,45 @@ pub fn gathered_dot(function: &Function, l: &Loop) -> Option<GatheredDot> {
 }
 
 /// Give every top-level statement holding gathered dot products (see the module
-/// documentation) a second version in which they are vector loops, run when every one's
-/// segments are uneven and its gathered array holds at least [`GATHER_MIN_LENGTH`]
-/// elements: `flag = tests; if (flag) { vector version } else { the statement }`. The
-/// test is made once, outside the loops, and the scalar version is the statement as it
-/// was: with the choice made at each segment instead, TTV on 200^3 (fibers of 2 entries)
-/// took 4-16% more instructions and up to 20% more time where the vector loops never ran.
-pub fn gather_uneven_sums(function: &mut Function) {
+/// documentation) a second version in which they are vector loops, run when every one
+/// would use hardware gathers ([`hardware_gathers`]) or every one's segments are long
+/// ([`long_segments`]): `flag = tests; if (flag) { vector version } else { the
+/// statement }`. The test is made once, outside the loops, and the scalar version is the
+/// statement as it was: with the choice made at each segment instead, TTV on 200^3
+/// (fibers of 2 entries) took 4-16% more instructions and up to 20% more time where the
+/// vector loops never ran.
+pub fn vectorise_gathered_sums(function: &mut Function) {
     let body = std::mem::take(&mut function.body);
     let mut versioned = Vec::with_capacity(body.len());
     for scalar in body {
         let mut vector = scalar.clone();
-        let mut pairs = Vec::new();
-        vectorise(function, &mut vector, &mut pairs);
-        let Some(test) = pairs
-            .into_iter()
-            .map(|(gathered, bounds)| {
-                prefetch::sampled_and_large(ParamRef::Uneven(bounds), gathered, GATHER_MIN_LENGTH)
-            })
-            .reduce(Expr::and)
-        else {
+        let mut dots = Vec::new();
+        vectorise(function, &mut vector, &mut dots);
+        let all = |test: fn(&GatheredDot) -> Expr| dots.iter().map(test).reduce(Expr::and);
+        let (Some(gathers), Some(long)) = (all(hardware_gathers), all(long_segments)) else {
             versioned.push(scalar);
             continue;
         };
-        let flag = function.fresh_var("gathers", Type::Bool);
-        versioned.push(Stmt::Decl(flag, test));
+        let flag = function.fresh_var("vector_sums", Type::Bool);
+        versioned.push(Stmt::Decl(flag, Expr::bin(BinOp::Or, gathers, long)));
         versioned.push(Stmt::If(Expr::Var(flag), vec![vector], vec![scalar]));
     }
     function.body = versioned;
 }
 
-/// Make every gathered dot product in `s` a vector loop, noting its (gathered array,
-/// segment bounds) in `pairs` once.
-fn vectorise(function: &Function, s: &mut Stmt, pairs: &mut Vec<(ArrayRef, ArrayRef)>) {
+/// Make every gathered dot product in `s` a vector loop, noting each one with another
+/// (gathered array, segment bounds, values) in `dots`.
+fn vectorise(function: &Function, s: &mut Stmt, dots: &mut Vec<GatheredDot>) {
     if let Stmt::For(l) = s {
         if let Some(dot) = (l.kind == LoopKind::Serial)
             .then(|| gathered_dot(function, l))
             .flatten()
         {
-            if !pairs.contains(&(dot.gathered, dot.bounds)) {
-                pairs.push((dot.gathered, dot.bounds));
+            let same_arrays = |d: &GatheredDot| {
+                (d.gathered, d.bounds, d.values) == (dot.gathered, dot.bounds, dot.values)
+            };
+            if !dots.iter().any(same_arrays) {
+                dots.push(dot);
             }
             l.kind = LoopKind::Parallel {
                 unit: ParallelUnit::CpuVector,
@@ -208,7 +255,7 @@ fn vectorise(function: &Function, s: &mut Stmt, pairs: &mut Vec<(ArrayRef, Array
         }
     }
     for body in visit::children_mut(s) {
-        body.iter_mut().for_each(|s| vectorise(function, s, pairs));
+        body.iter_mut().for_each(|s| vectorise(function, s, dots));
     }
 }
 
@@ -253,8 +300,9 @@ mod tests {
         let dot = dots[0];
         assert_eq!(dot.gathered, ArrayRef::Values(crate::ir::OperandId(2)));
         assert_eq!(dot.values, ArrayRef::Values(crate::ir::OperandId(1)));
-        // The statement holding the vector loop runs only under both guards, computed
-        // once into a flag; the statement as lowered runs otherwise.
+        // The statement holding the vector loop runs only under its guards (hardware
+        // gathers, or long segments), computed once into a flag; the statement as lowered
+        // runs otherwise.
         let [Stmt::Decl(flag, guard), Stmt::If(Expr::Var(tested), vector, scalar)] = &f.body[..]
         else {
             panic!("a flag, then the two versions: {:#?}", f.body)
@@ -287,7 +335,12 @@ mod tests {
         });
         assert_eq!(
             params,
-            [ParamRef::Uneven(dot.bounds), ParamRef::Length(dot.gathered)]
+            [
+                ParamRef::Uneven(dot.bounds),
+                ParamRef::Length(dot.gathered),
+                ParamRef::Length(dot.values),
+                ParamRef::Length(dot.bounds),
+            ]
         );
     }
 

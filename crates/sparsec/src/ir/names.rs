@@ -220,6 +220,11 @@ impl Names {
     pub fn param(&self, p: &ParamRef) -> &str {
         &self.params[p]
     }
+
+    /// True when the function reads parameter `p`, so that it has an identifier.
+    pub fn has_param(&self, p: &ParamRef) -> bool {
+        self.params.contains_key(p)
+    }
 }
 
 /// Extent `n` is named after the index variable it bounds: the function's variable that

@@ -327,7 +327,7 @@ pub fn lower(plan: &Concrete) -> Result<Lowered, LowerError> {
             crate::ir::rows::place_rows(&mut function, &layout);
         }
     }
-    crate::ir::gather::gather_uneven_sums(&mut function);
+    crate::ir::gather::vectorise_gathered_sums(&mut function);
     crate::ir::prefetch::prefetch_located_rows(&mut function);
     if cfg!(debug_assertions) {
         crate::ir::verify(&function).map_err(|e| LowerError(e.to_string()))?;

@@ -1,33 +1,81 @@
-//! Gathered dot products (`ir::gather`) printed with AVX-512 masked gathers: eight
-//! entries of the segment an iteration, the last (or only) iteration masked to the
-//! entries left, so a segment of up to eight entries takes one iteration and no branch on
-//! its length. Without AVX-512 (and its 256-bit forms, AVX-512VL) the loop is printed as
-//! the `omp simd` loop it is.
+//! Gathered dot products (`ir::gather`) printed with SIMD lanes, in one of two ways
+//! chosen when the kernel runs, by the test that chose the vector version
+//! ([`gather::hardware_gathers`]):
+//! - **Hardware gathers** (AVX-512), where the gathered array is large and the segments
+//!   uneven, and in loops that the schedule (not `ir::gather`) put in lanes: eight entries of the segment an iteration, the last (or only) iteration
+//!   masked to the entries left, so a segment of up to eight entries takes one iteration
+//!   and no branch on its length.
+//! - **Lanes filled from scalar loads** (AVX2 and FMA), where the segments are long and
+//!   the gathered array stays in cache, in which a gather's loads cost more than scalar
+//!   ones (see `ir::gather`): the values are loaded four at a time, the gathered ones one by
+//!   one into the lanes, and 32-bit coordinates two at a time, with one 64-bit load. Per
+//!   entry that is one load and a quarter instead of three. The segment's last entries
+//!   (fewer than eight) are summed as a serial loop's (`sums.rs`).
+//!
+//! Without AVX2 the loop is printed as the `omp simd` loop it is.
 
+use super::expr::expr;
 use super::threads::reduction_clauses;
 use super::Printer;
-use crate::ir::gather::GatheredDot;
-use crate::ir::{Loop, LoopKind};
+use crate::ir::gather::{self, GatheredDot};
+use crate::ir::Names;
+use crate::ir::{visit, Expr, Loop, LoopKind};
+
+/// The C identifiers of a gathered dot product's accumulator, values, coordinates and
+/// gathered array, after whether its coordinates are `int32_t` (else `int64_t`).
+fn dot_names<'a>(
+    names: &'a Names,
+    dot: &GatheredDot,
+) -> (bool, &'a str, &'a str, &'a str, &'a str) {
+    (
+        names.is_narrow(&dot.coords),
+        names.var(dot.accumulator),
+        names.array(&dot.values),
+        names.array(&dot.coords),
+        names.array(&dot.gathered),
+    )
+}
 
 impl Printer<'_> {
     /// Print `l`, a vector loop, as the gathered dot product `dot` it is (see
     /// [`gathered_dot`](crate::ir::gather::gathered_dot)).
     pub(super) fn gathered_dot_loop(&mut self, l: &Loop, dot: &GatheredDot) {
-        let &GatheredDot {
-            accumulator,
-            values,
-            coords,
-            gathered,
-            ..
-        } = dot;
-        let names = self.names;
-        let narrow = names.is_narrow(&coords);
-        let (acc, values, coords, gathered) = (
-            names.var(accumulator),
-            names.array(&values),
-            names.array(&coords),
-            names.array(&gathered),
-        );
+        self.line("#if defined(__AVX512F__) && defined(__AVX512VL__)");
+        let hardware = gather::hardware_gathers(dot);
+        let mut tested = true;
+        visit::walk_expr(&hardware, &mut |e| {
+            if let Expr::Param(p) = e {
+                tested &= self.names.has_param(p);
+            }
+        });
+        if tested {
+            self.if_else(
+                &expr(self.names, &hardware),
+                |this| this.hardware_gathers(l, dot),
+                |this| this.filled_lanes(l, dot),
+            );
+        } else {
+            // A loop that the schedule put in lanes, not `ir::gather`: the function never
+            // reads the test's parameters, and the loop gathers as asked.
+            self.hardware_gathers(l, dot);
+        }
+        self.line("#elif defined(__AVX2__) && defined(__FMA__)");
+        self.filled_lanes(l, dot);
+        self.line("#else");
+        let LoopKind::Parallel { reductions, .. } = &l.kind else {
+            unreachable!("a vector loop")
+        };
+        self.line(&format!(
+            "#pragma omp simd{}",
+            reduction_clauses(self.names, reductions)
+        ));
+        self.plain_loop(l);
+        self.line("#endif");
+    }
+
+    /// `dot` with AVX-512 masked gathers, eight entries an iteration.
+    fn hardware_gathers(&mut self, l: &Loop, dot: &GatheredDot) {
+        let (narrow, acc, values, coords, gathered) = dot_names(self.names, dot);
         // The coordinates' width decides the loads and gathers: eight `int32_t` fill a
         // 256-bit register, eight `int64_t` a 512-bit one.
         let (at, load, masked_load, gather_all, gather_masked) = if narrow {
@@ -47,7 +95,6 @@ impl Printer<'_> {
                 "_mm512_mask_i64gather_pd",
             )
         };
-        self.line("#if defined(__AVX512F__) && defined(__AVX512VL__)");
         self.open_cursor(l);
         self.line("__m512d sparsec_lanes = _mm512_setzero_pd();");
         self.line("for (; sparsec_q + 8 <= sparsec_end; sparsec_q += 8) {");
@@ -74,15 +121,64 @@ impl Printer<'_> {
         self.line(&format!("{acc} += _mm512_reduce_add_pd(sparsec_lanes);"));
         self.indent -= 1;
         self.line("}");
-        self.line("#else");
-        let LoopKind::Parallel { reductions, .. } = &l.kind else {
-            unreachable!("a vector loop")
+    }
+
+    /// `dot` with two 256-bit registers of lanes filled from scalar loads, eight entries
+    /// an iteration, then the entries left as a serial loop sums them.
+    fn filled_lanes(&mut self, l: &Loop, dot: &GatheredDot) {
+        let (narrow, acc, values, coords, gathered) = dot_names(self.names, dot);
+        // Lane k of a register of four holds the gathered value of entry q + k, so a
+        // register's four are read from its first entry `first` on.
+        let lanes = |first: usize| -> String {
+            let entries: Vec<String> = (first..first + 4)
+                .rev()
+                .map(|k| {
+                    if narrow {
+                        // Two 32-bit coordinates a 64-bit word, the first in its low half
+                        // (this code only runs on x86, which is little-endian).
+                        let half = if k % 2 == 0 { "" } else { " >> 32" };
+                        format!("{gathered}[(uint32_t)(sparsec_pairs[{}]{half})]", k / 2)
+                    } else {
+                        format!("{gathered}[{coords}[sparsec_q + {k}]]")
+                    }
+                })
+                .collect();
+            format!("_mm256_set_pd({})", entries.join(", "))
         };
+        self.open_cursor(l);
+        self.line("if (sparsec_end - sparsec_q >= 8) {");
+        self.indent += 1;
+        self.line("__m256d sparsec_low = _mm256_setzero_pd(), sparsec_high = sparsec_low;");
+        self.line("for (; sparsec_q + 8 <= sparsec_end; sparsec_q += 8) {");
+        self.indent += 1;
+        if narrow {
+            self.line("uint64_t sparsec_pairs[4];");
+            self.line(&format!(
+                "memcpy(sparsec_pairs, {coords} + sparsec_q, sizeof sparsec_pairs);"
+            ));
+        }
         self.line(&format!(
-            "#pragma omp simd{}",
-            reduction_clauses(names, reductions)
+            "sparsec_low = _mm256_fmadd_pd(_mm256_loadu_pd({values} + sparsec_q), {}, sparsec_low);",
+            lanes(0)
         ));
-        self.plain_loop(l);
-        self.line("#endif");
+        self.line(&format!(
+            "sparsec_high = _mm256_fmadd_pd(_mm256_loadu_pd({values} + sparsec_q + 4), {}, sparsec_high);",
+            lanes(4)
+        ));
+        self.indent -= 1;
+        self.line("}");
+        self.line("const __m256d sparsec_four = _mm256_add_pd(sparsec_low, sparsec_high);");
+        self.line(
+            "const __m128d sparsec_two = _mm_add_pd(_mm256_castpd256_pd128(sparsec_four), \
+             _mm256_extractf128_pd(sparsec_four, 1));",
+        );
+        self.line(&format!(
+            "{acc} += _mm_cvtsd_f64(_mm_add_sd(sparsec_two, _mm_unpackhi_pd(sparsec_two, sparsec_two)));"
+        ));
+        self.indent -= 1;
+        self.line("}");
+        self.split_sum_from_cursor(l, dot.accumulator);
+        self.indent -= 1;
+        self.line("}");
     }
 }

@@ -52,6 +52,15 @@ impl Printer<'_> {
     /// the loads stay scalar (gathers, which gcc would use to vectorise the loop, are slower
     /// than scalar loads on AMD Zen and on Intel cores before Ice Lake).
     fn split_sum(&mut self, l: &Loop, accumulator: Var) {
+        self.open_cursor(l);
+        self.split_sum_from_cursor(l, accumulator);
+        self.indent -= 1;
+        self.line("}");
+    }
+
+    /// The loops of [`Printer::split_sum`], from where the cursor of [`Printer::open_cursor`]
+    /// stands to its end, adding into `accumulator`.
+    pub(super) fn split_sum_from_cursor(&mut self, l: &Loop, accumulator: Var) {
         let names = self.names;
         let var = names.var(l.var);
         let acc = names.var(accumulator);
@@ -59,7 +68,6 @@ impl Printer<'_> {
             Type::Value(v) => v.c_name(),
             other => unreachable!("a sum into a {other:?} variable"),
         };
-        self.open_cursor(l);
         self.line(&format!(
             "{ty} sparsec_acc1 = 0, sparsec_acc2 = 0, sparsec_acc3 = 0;"
         ));
@@ -89,8 +97,6 @@ impl Printer<'_> {
         self.line(&format!(
             "{acc} += (sparsec_acc1 + sparsec_acc2) + sparsec_acc3;"
         ));
-        self.indent -= 1;
-        self.line("}");
     }
 
     /// Open a block walking `l`'s range by hand: `sparsec_q` from its start to
