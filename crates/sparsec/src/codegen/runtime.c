@@ -235,10 +235,15 @@ typedef struct {
   int64_t earlier_lags_ns[2];
 } sparsec_pace;
 
-/* Before a loop has run on a team: a lag of 10 us. Until it has run alone, its pace is
-   a guess, a nanosecond a unit, and only work that would earn a team even at an eighth
-   of that pace (4M units) gets one: other loops run alone first, to learn their pace. */
-#define SPARSEC_GUESS_LAG_NS 10000
+/* Before a loop has run on a team: a lag of 2 us, what a team of threads that still spin
+   costs (SpMV on bcspwr10, 13 us alone, took 7 us on two). The lag is learnt only from
+   runs on a team, so the guess must let loops of a few microseconds try one: with 10 us,
+   loops under 40 us never did, and kept one thread where two would halve their time.
+   Where the threads sleep, or other processes hold the cores, three late runs send the
+   loop back to one thread. Until a loop has run alone, its pace is a guess, a nanosecond
+   a unit, and only work that would earn a team even at an eighth of that pace (4M units)
+   gets one: other loops run alone first, to learn their pace. */
+#define SPARSEC_GUESS_LAG_NS 2000
 #define SPARSEC_GUESS_PS_PER_UNIT 1000
 #define SPARSEC_SURE_WORK 4194304
 /* No team starts and joins in less than a microsecond: a run faster than its pace says

@@ -390,18 +390,21 @@ mod tests {
         // Before a run alone, only plainly large work gets a team.
         assert_eq!(pace.team(4, 4_194_303, now), 1);
         assert_eq!(pace.team(4, 1 << 40, now), 4);
-        // A run alone at 0.5 ns a unit; with the 10 us lag guessed, 2 threads from
-        // 80,000 units on (two lags per thread).
+        // A run alone at 0.5 ns a unit; with the 2 us lag guessed, 2 threads from 16,000
+        // units on (two lags per thread).
         pace.record(1, 100_000, now, 50_000, 0);
-        assert_eq!(pace.team(4, 79_999, now), 1);
-        assert_eq!(pace.team(4, 80_000, now), 2);
-        // Team runs that take 2 us beyond their share: 2 threads from 8,000 units on.
+        assert_eq!(pace.team(4, 15_999, now), 1);
+        assert_eq!(pace.team(4, 16_000, now), 2);
+        // Team runs that take 1 us beyond their share: 2 threads from 8,192 units on (two
+        // shares of the fewest units a thread joins for), 4 from 16,384.
         for run in 0..20 {
-            pace.record(2, 200_000, now + run * MS, 50_000, 2_000);
+            pace.record(2, 200_000, now + run * MS, 50_000, 1_000);
         }
         let quiet = now + 20 * MS;
         assert_eq!(pace.team(4, 200_000, quiet), 4);
-        assert_eq!(pace.team(4, 16_384, quiet), 2);
+        assert_eq!(pace.team(4, 8_191, quiet), 1);
+        assert_eq!(pace.team(4, 8_192, quiet), 2);
+        assert_eq!(pace.team(4, 16_384, quiet), 4);
         // A busy machine: every run on a team is 10 ms late. After three such runs, the
         // lag is 10 ms, and a loop of 1 ms stays on one thread.
         let mut busy = quiet;
@@ -440,12 +443,12 @@ mod tests {
             pace.record(2, 200_000, now + run * 10 * MS, 50_000, 5 * MS);
             assert_eq!(pace.team(2, 200_000, now + 9 * MS), 2);
         }
-        // Three runs 2 us late bring the lag down to 2 us (from the 10 us guessed, by
-        // half at most a run): 16,384 units then get two threads.
+        // Three runs 1 us late bring the lag down to 1 us (from the 2 us guessed, by half
+        // at most a run): 8,192 units then get two threads.
         for run in 2..5 {
-            pace.record(2, 200_000, now + run * 10 * MS, 50_000, 2_000);
+            pace.record(2, 200_000, now + run * 10 * MS, 50_000, 1_000);
         }
-        assert_eq!(pace.team(2, 16_384, now + 59 * MS), 2);
+        assert_eq!(pace.team(2, 8_192, now + 59 * MS), 2);
         // The third late run in a row does.
         for run in 5..8 {
             pace.record(2, 200_000, now + run * 10 * MS, 50_000, 5 * MS);
@@ -472,14 +475,14 @@ mod tests {
     #[test]
     fn a_run_descheduled_alone_barely_slows_the_pace() {
         // A 0.5 ns pace, then a run alone that took 100 times as long: the pace creeps
-        // up by 1/32 (to 0.516 ns), so 100,000 units still take two threads and 77,000
-        // one.
+        // up by 1/32 (to 0.516 ns), so 20,000 units still take two threads and 15,400
+        // one (at 50 ns they would take four and three).
         let now = 1000 * MS;
         let mut pace = Pace::default();
         pace.record(1, 100_000, now, 50_000, 0);
         pace.record(1, 100_000, now + MS, 5_000_000, 0);
-        assert_eq!(pace.team(4, 100_000, now + 2 * MS), 2);
-        assert_eq!(pace.team(4, 77_000, now + 2 * MS), 1);
+        assert_eq!(pace.team(4, 20_000, now + 2 * MS), 2);
+        assert_eq!(pace.team(4, 15_400, now + 2 * MS), 1);
     }
 
     #[test]
