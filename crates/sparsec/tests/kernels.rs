@@ -894,20 +894,12 @@ fn uneven_rows_gathered_match_the_reference() {
 /// Sums over long segments whose gathered array stays in cache (`ir::gather`) run with
 /// lanes filled from scalar loads: SpMV over rows of every length from 0 to 40 (below, at
 /// and past one 8-entry iteration, with every remainder), 20 on average, with explicit
-/// zeros and duplicates, and TTV over fibers as long, their indices stored at 32 and 64
-/// bits, on 1 and 2 threads and on the JIT.
+/// zeros and duplicates, and TTV over fibers as long into a dense and a sparse result,
+/// their indices stored at 32 and 64 bits, on 1 and 2 threads and on the JIT.
 #[test]
 fn long_segments_in_lanes_match_the_reference() {
     let mut r = rng(37);
-    let (rows, cols) = (400, 700);
-    let a = rows_of_every_length(&mut r, rows, cols, 41);
-    let x = random_coo(&mut r, &[cols], 1.0);
-    let spmv = statement(
-        "y(i) = A(i,j) * x(j)",
-        &[("A", "csr"), ("x", "d"), ("y", "d")],
-        &[("A", a), ("x", x)],
-        &[],
-    );
+    let spmv = spmv_over_rows_of_every_length(&mut r, 400, 700, 41);
     let (mut coords, mut values) = (Vec::new(), Vec::new());
     for f in 0..150i64 {
         for _ in 0..(f * 11) % 37 {
@@ -920,12 +912,61 @@ fn long_segments_in_lanes_match_the_reference() {
     let ttv = statement(
         "Y(i,j) = B(i,j,k) * c(k)",
         &[("B", "sss"), ("c", "d"), ("Y", "dd")],
+        &[("B", b.clone()), ("c", c.clone())],
+        &[],
+    );
+    // Into a sparse output, whose sums also mark that they have terms.
+    let ttv_sparse = statement(
+        "Y(i,j) = B(i,j,k) * c(k)",
+        &[("B", "sss"), ("c", "d"), ("Y", "ss")],
+        &[("B", b), ("c", c)],
+        &[],
+    );
+    for (stmt, tensors) in [spmv, ttv, ttv_sparse] {
+        let kernel = Kernel::from_statement(stmt.clone(), ValueType::F64, &split_toolchain());
+        assert!(kernel.unwrap().kernel_source().contains("_mm256_set_pd"));
+        compare_on_lane_targets(&stmt, &tensors);
+    }
+}
+
+/// Sums over uneven segments too many for a branch predictor to learn
+/// (`GATHER_MIN_SEGMENTS`) run with masked gathers however small the gathered array:
+/// SpMV over 70,000 rows of 0 to 8 entries and 40 columns, and TTV into a sparse result
+/// over as many fibers, at 32 and 64 bits, 1 and 2 threads, each form of the vector loop
+/// and the JIT.
+#[test]
+fn many_uneven_segments_gathered_match_the_reference() {
+    let mut r = rng(41);
+    let segments = sparsec::ir::gather::GATHER_MIN_SEGMENTS as usize + 4464;
+    let spmv = spmv_over_rows_of_every_length(&mut r, segments, 40, 9);
+    let (mut coords, mut values) = (Vec::new(), Vec::new());
+    for f in 0..segments as i64 {
+        for k in 0..(f * 5) % 7 + 1 {
+            coords.extend([f / 300, f % 300, (k * 3 + f) % 30]);
+            values.push(r.gen_range(-2.0..2.0));
+        }
+    }
+    let b = Coo::new(vec![segments / 300 + 1, 300, 30], coords, values).unwrap();
+    let c = random_coo(&mut r, &[30], 1.0);
+    let ttv = statement(
+        "Y(i,j) = B(i,j,k) * c(k)",
+        &[("B", "sss"), ("c", "d"), ("Y", "ss")],
         &[("B", b), ("c", c)],
         &[],
     );
     for (stmt, tensors) in [spmv, ttv] {
-        let kernel = Kernel::from_statement(stmt.clone(), ValueType::F64, &split_toolchain());
-        assert!(kernel.unwrap().kernel_source().contains("_mm256_set_pd"));
+        let pos = tensors[0]
+            .view()
+            .array(
+                tensors[0].format().levels().len(),
+                sparsec::ir::ArrayKind::Pos,
+            )
+            .unwrap()
+            .to_array()
+            .to_i64()
+            .into_owned();
+        assert!(pos.len() > segments, "{}", pos.len());
+        assert!(sparsec::ir::gather::uneven(pos.len() - 1, |q| pos[q]));
         compare_on_lane_targets(&stmt, &tensors);
     }
 }
@@ -958,6 +999,23 @@ fn compare_on_lane_targets(stmt: &sparsec::notation::cin::Statement, tensors: &[
     for (widths, tensors) in [("32-bit", tensors), ("64-bit", &wide)] {
         compare_with_reference(&jit, stmt, tensors, &format!("{widths}, JIT"));
     }
+}
+
+/// SpMV on [`rows_of_every_length`] and a random `x`.
+fn spmv_over_rows_of_every_length(
+    r: &mut rand::rngs::StdRng,
+    rows: usize,
+    cols: usize,
+    lengths: usize,
+) -> (sparsec::notation::cin::Statement, Vec<Tensor>) {
+    let a = rows_of_every_length(r, rows, cols, lengths);
+    let x = random_coo(r, &[cols], 1.0);
+    statement(
+        "y(i) = A(i,j) * x(j)",
+        &[("A", "csr"), ("x", "d"), ("y", "d")],
+        &[("A", a), ("x", x)],
+        &[],
+    )
 }
 
 /// A `rows` x `cols` matrix whose row `i` holds `(i * 7) % lengths` random entries (so

@@ -95,6 +95,18 @@ pub fn summed_body(function: &Function, l: &Loop) -> Option<SumReduction> {
     })
 }
 
+/// `body` without its statements setting `flag` (a sum reduction's body: declarations,
+/// assignments and blocks).
+pub fn without_flag(body: &[Stmt], flag: Var) -> Vec<Stmt> {
+    body.iter()
+        .filter(|s| !matches!(s, Stmt::Assign(v, Expr::Bool(true)) if *v == flag))
+        .map(|s| match s {
+            Stmt::Block(inner) => Stmt::Block(without_flag(inner, flag)),
+            other => other.clone(),
+        })
+        .collect()
+}
+
 /// A serial loop that adds one row of products into one row of the dense output per
 /// iteration: its body declares variables and ends with a loop over columns
 /// `j in start..end` whose body declares variables and ends with `out[base + j] += value`,

@@ -40,6 +40,14 @@ impl Printer<'_> {
     /// Print `l`, a vector loop, as the gathered dot product `dot` it is (see
     /// [`gathered_dot`](crate::ir::gather::gathered_dot)).
     pub(super) fn gathered_dot_loop(&mut self, l: &Loop, dot: &GatheredDot) {
+        let sum_only;
+        let l = match dot.flag {
+            Some(flag) => {
+                sum_only = self.flag_set_ahead(l, flag);
+                &sum_only
+            }
+            None => l,
+        };
         self.line("#if defined(__AVX512F__) && defined(__AVX512VL__)");
         let hardware = gather::hardware_gathers(dot);
         let mut tested = true;

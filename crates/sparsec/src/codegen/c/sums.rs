@@ -9,24 +9,11 @@ impl Printer<'_> {
     /// A serial loop, its sum reduction (if it is one) printed for speed.
     pub(super) fn serial_loop(&mut self, l: &Loop) {
         let names = self.names;
-        let (start, end) = (&l.start, &l.end);
         match analysis::sum_reduction(self.function, l) {
             Some(SumReduction {
                 flag: Some(flag), ..
             }) => {
-                // The flag every iteration sets is set once, when the loop runs; the
-                // loop left is a plain sum.
-                self.line(&format!(
-                    "if ({} < {}) {} = {};",
-                    expr(names, start),
-                    expr(names, end),
-                    names.var(flag),
-                    expr(names, &Expr::Bool(true))
-                ));
-                let sum_only = Loop {
-                    body: without_flag(&l.body, flag),
-                    ..l.clone()
-                };
+                let sum_only = self.flag_set_ahead(l, flag);
                 self.for_loop(&sum_only);
             }
             Some(SumReduction {
@@ -99,6 +86,23 @@ impl Printer<'_> {
         ));
     }
 
+    /// Print the setting of `flag`, which every iteration of `l` sets, once, when `l`
+    /// runs at all, and return `l` without it: a plain sum.
+    pub(super) fn flag_set_ahead(&mut self, l: &Loop, flag: Var) -> Loop {
+        let names = self.names;
+        self.line(&format!(
+            "if ({} < {}) {} = {};",
+            expr(names, &l.start),
+            expr(names, &l.end),
+            names.var(flag),
+            expr(names, &Expr::Bool(true))
+        ));
+        Loop {
+            body: analysis::without_flag(&l.body, flag),
+            ..l.clone()
+        }
+    }
+
     /// Open a block walking `l`'s range by hand: `sparsec_q` from its start to
     /// `sparsec_end`, its end read once.
     pub(super) fn open_cursor(&mut self, l: &Loop) {
@@ -122,16 +126,4 @@ impl Printer<'_> {
         self.line(&format!("__asm__(\"\" : \"+r\"({var}));"));
         body.iter().for_each(|s| self.stmt(s));
     }
-}
-
-/// `body` without its statements setting `flag` (a sum reduction's body: declarations,
-/// assignments and blocks).
-fn without_flag(body: &[Stmt], flag: Var) -> Vec<Stmt> {
-    body.iter()
-        .filter(|s| !matches!(s, Stmt::Assign(v, Expr::Bool(true)) if *v == flag))
-        .map(|s| match s {
-            Stmt::Block(inner) => Stmt::Block(without_flag(inner, flag)),
-            other => other.clone(),
-        })
-        .collect()
 }
