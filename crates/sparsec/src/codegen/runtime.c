@@ -254,9 +254,14 @@ typedef struct {
 #define SPARSEC_STEADY_GRAIN 262144
 /* No thread joins for fewer units than this. */
 #define SPARSEC_MIN_SHARE 4096
-/* A loop that runs on one thread sees no lag, so a lag from a busy spell fades: it
-   halves every quarter of a second since it was seen, and teams are tried again. */
-#define SPARSEC_LAG_HALF_LIFE_NS 250000000
+/* A loop that runs on one thread sees no lag, so a lag from a busy spell fades, and
+   teams are tried again: it halves each time this many lags' time passes since it was
+   seen. A try on a machine still busy costs about one lag, so tries cost a few percent
+   of the time in between, whatever the lag; and the lag of a process's first teams (a
+   few hundred microseconds while their threads start) fades within milliseconds,
+   where a fixed quarter of a second kept a loop of 0.4 ms on one thread for the rest
+   of a short run. */
+#define SPARSEC_LAG_PATIENCE 16
 
 SPARSEC_RT_INLINE int64_t sparsec_now_ns(void) {
   struct timespec t;
@@ -279,7 +284,7 @@ SPARSEC_RT_INLINE int64_t sparsec_pace_clock(int64_t start) {
 SPARSEC_RT_INLINE int64_t sparsec_lag(const sparsec_pace *pace, int64_t now_ns) {
   int64_t lag = __atomic_load_n(&pace->lag_ns, __ATOMIC_RELAXED);
   if (lag == 0) return SPARSEC_GUESS_LAG_NS;
-  int64_t halvings = (now_ns - __atomic_load_n(&pace->lag_seen_ns, __ATOMIC_RELAXED)) / SPARSEC_LAG_HALF_LIFE_NS;
+  int64_t halvings = (now_ns - __atomic_load_n(&pace->lag_seen_ns, __ATOMIC_RELAXED)) / (SPARSEC_LAG_PATIENCE * lag);
   if (halvings > 0) lag >>= halvings < 62 ? halvings : 62;
   return lag > 0 ? lag : 1;
 }

@@ -414,8 +414,9 @@ mod tests {
             busy += 11 * MS;
         }
         assert_eq!(pace.team(2, 2_000_000, busy), 1);
-        // A lag fades by half every quarter second, and the team comes back; one more late
-        // run sends the loop back to one thread at once.
+        // A lag fades by half every 16 lags' time (160 ms here), and the team comes back;
+        // one more late run sends the loop back to one thread at once.
+        assert_eq!(pace.team(2, 2_000_000, busy + 500 * MS), 1);
         let later = busy + 2000 * MS;
         assert_eq!(pace.team(2, 2_000_000, later), 2);
         pace.record(2, 2_000_000, later, 500_000, 10 * MS);
@@ -470,6 +471,24 @@ mod tests {
             );
             pace.record(2, 10_000_000, now + run * 30 * MS, 25 * MS, 2_000);
         }
+    }
+
+    #[test]
+    fn the_lag_of_a_processs_first_teams_fades_within_milliseconds() {
+        // Three team runs 300 us late, as a process's threads start: a loop of 0.4 ms alone
+        // (800,000 units at 0.5 ns) then runs alone, until sixteen lags' time has passed
+        // twice (9.6 ms), when the lag is 75 us.
+        let now = 1000 * MS;
+        let mut pace = Pace::default();
+        pace.record(1, 800_000, now, 400_000, 0);
+        for run in 0..3 {
+            pace.record(2, 800_000, now + run * MS, 200_000, 300_000);
+        }
+        // The last of them ended 2.5 ms after the first began.
+        let seen = now + 2 * MS + 500_000;
+        assert_eq!(pace.team(2, 800_000, seen + MS), 1);
+        assert_eq!(pace.team(2, 800_000, seen + 9 * MS), 1);
+        assert_eq!(pace.team(2, 800_000, seen + 10 * MS), 2);
     }
 
     #[test]
