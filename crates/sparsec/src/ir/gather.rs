@@ -1,8 +1,9 @@
 //! Sums over compressed segments in SIMD lanes: `acc += v[p] * x[idx[p]]` over a segment
 //! `pos[q]..pos[q + 1]` (SpMV's row, TTV's fiber) gets a second version, a
 //! [`ParallelUnit::CpuVector`] loop, chosen at run time when the segments' lengths vary
-//! and the gathered array is large (a backend may then use masked gathers), or when the
-//! segments are long (a backend fills the lanes from scalar loads).
+//! and either the gathered array is large or the segments many (a backend may then use
+//! masked gathers), or when the segments are long (a backend fills the lanes from scalar
+//! loads).
 //!
 //! Why these conditions. A scalar loop over a short segment ends with a branch whose
 //! outcome depends on the segment's length: when lengths vary from one segment to the
@@ -53,6 +54,8 @@
 //! Below about 16 entries a segment the lanes gain nothing, and the test of a segment's
 //! length that picks them costs short segments 5-8% (measured with the test on every
 //! segment), hence [`LONG_SEGMENT_MEAN`], tested once for all segments.
+
+use std::borrow::Cow;
 
 use super::analysis::{self, SumReduction};
 use super::{prefetch, visit};
@@ -177,9 +180,9 @@ pub fn gathered_dot(function: &Function, l: &Loop) -> Option<GatheredDot> {
     else {
         return None;
     };
-    let body = match flag {
-        Some(flag) => analysis::without_flag(&l.body, flag),
-        None => l.body.clone(),
+    let body: Cow<[Stmt]> = match flag {
+        Some(flag) => Cow::Owned(analysis::without_flag(&l.body, flag)),
+        None => Cow::Borrowed(&l.body),
     };
     let (coord, coords) = prefetch::segment_coordinate(l)?;
     let ArrayRef::Level { operand, level, .. } = coords else {

@@ -1,8 +1,9 @@
 //! Gathered dot products (`ir::gather`) printed with SIMD lanes, in one of two ways
 //! chosen when the kernel runs, by the test that chose the vector version
 //! ([`gather::hardware_gathers`]):
-//! - **Hardware gathers** (AVX-512), where the gathered array is large and the segments
-//!   uneven, and in loops that the schedule (not `ir::gather`) put in lanes: eight entries of the segment an iteration, the last (or only) iteration
+//! - **Hardware gathers** (AVX-512), where the segments are uneven and the gathered array
+//!   large or the segments many, and in loops that the schedule (not `ir::gather`) put in
+//!   lanes: eight entries of the segment an iteration, the last (or only) iteration
 //!   masked to the entries left, so a segment of up to eight entries takes one iteration
 //!   and no branch on its length.
 //! - **Lanes filled from scalar loads** (AVX2 and FMA), where the segments are long and
