@@ -17,6 +17,7 @@
 //! - no [`Symbol`] is left after lowering.
 
 pub mod analysis;
+pub mod extents;
 mod function;
 pub mod gather;
 pub mod interp;

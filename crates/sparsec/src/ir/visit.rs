@@ -70,35 +70,50 @@ pub fn children_mut(s: &mut Stmt) -> Vec<&mut [Stmt]> {
     nested_bodies!(s, std::slice::from_mut, mut)
 }
 
+/// The expressions a statement evaluates itself, shared or mutable: one definition of
+/// where statements hold expressions for both.
+macro_rules! own_expressions {
+    ($s:expr $(, $mutable:tt)?) => {
+        match $s {
+            Stmt::Decl(_, e) | Stmt::Assign(_, e) | Stmt::While(e, _) | Stmt::If(e, _, _) => {
+                vec![e]
+            }
+            Stmt::Store(Store { index, value, .. }) => vec![index, value],
+            Stmt::For(Loop {
+                start, end, kind, ..
+            }) => {
+                let mut out = vec![start, end];
+                if let LoopKind::Parallel {
+                    reductions, locals, ..
+                } = kind
+                {
+                    out.extend(locals.into_iter().map(|l| &$($mutable)? l.len));
+                    out.extend(reductions.into_iter().filter_map(|r| match r {
+                        Reduction::Array(_, len) => Some(len),
+                        Reduction::Scalar(_) => None,
+                    }));
+                }
+                out
+            }
+            Stmt::Emit { coords, value } => {
+                coords.into_iter().chain(std::iter::once(value)).collect()
+            }
+            Stmt::OrderTouched { len, width, .. } => vec![len, width],
+            Stmt::Prefetch { index, .. } => vec![index],
+            Stmt::Atomic(_) | Stmt::Block(_) => Vec::new(),
+        }
+    };
+}
+
 /// The expressions `s` evaluates itself (not those of nested statements), including the
 /// lengths of scratch arrays a parallel loop allocates and the sizes of array reductions.
 pub fn own_exprs(s: &Stmt) -> Vec<&Expr> {
-    match s {
-        Stmt::Decl(_, e) | Stmt::Assign(_, e) | Stmt::While(e, _) | Stmt::If(e, _, _) => {
-            vec![e]
-        }
-        Stmt::Store(Store { index, value, .. }) => vec![index, value],
-        Stmt::For(Loop {
-            start, end, kind, ..
-        }) => {
-            let mut out = vec![start, end];
-            if let LoopKind::Parallel {
-                reductions, locals, ..
-            } = kind
-            {
-                out.extend(locals.iter().map(|l| &l.len));
-                out.extend(reductions.iter().filter_map(|r| match r {
-                    Reduction::Array(_, len) => Some(len),
-                    Reduction::Scalar(_) => None,
-                }));
-            }
-            out
-        }
-        Stmt::Emit { coords, value } => coords.iter().chain(std::iter::once(value)).collect(),
-        Stmt::OrderTouched { len, width, .. } => vec![len, width],
-        Stmt::Prefetch { index, .. } => vec![index],
-        Stmt::Atomic(_) | Stmt::Block(_) => Vec::new(),
-    }
+    own_expressions!(s)
+}
+
+/// The expressions `s` evaluates itself, mutable, for passes that rewrite them.
+pub fn own_exprs_mut(s: &mut Stmt) -> Vec<&mut Expr> {
+    own_expressions!(s, mut)
 }
 
 /// Call `f` on every statement of `stmts` and of their nested bodies, parents first.
@@ -118,4 +133,17 @@ pub fn walk_stmt_exprs<'a>(stmts: &'a [Stmt], f: &mut impl FnMut(&'a Expr)) {
             walk_expr(e, f);
         }
     });
+}
+
+/// Call `f` on every expression and subexpression of `stmts`, nested bodies included,
+/// children before parents (see [`walk_expr_mut`]).
+pub fn walk_stmt_exprs_mut(stmts: &mut [Stmt], f: &mut impl FnMut(&mut Expr)) {
+    for s in stmts {
+        for e in own_exprs_mut(s) {
+            walk_expr_mut(e, f);
+        }
+        for body in children_mut(s) {
+            walk_stmt_exprs_mut(body, f);
+        }
+    }
 }

@@ -322,6 +322,7 @@ pub fn lower(plan: &Concrete) -> Result<Lowered, LowerError> {
     function.body = crate::ir::simplify_stmts(body);
     function.assumptions = lowerer.assumptions;
     function.locals = locals;
+    crate::ir::extents::fix_extents(&mut function, &fixed_extents(plan));
     if !lowerer.rows_shared && !stmt.accumulate {
         if let Some(layout) = row_layout(stmt) {
             crate::ir::rows::place_rows(&mut function, &layout);
@@ -337,6 +338,35 @@ pub fn lower(plan: &Concrete) -> Result<Lowered, LowerError> {
         operands: lowerer.operands,
         loops: plan.loops().iter().map(|s| s.to_string()).collect(),
     })
+}
+
+/// The largest extent [`fixed_extents`] fixes: a row of 64 `double`s is eight AVX-512
+/// registers, as many as gcc keeps a sum in; longer rows gain no unrolling.
+pub const MAX_FIXED_EXTENT: usize = 64;
+
+/// The extents compiled as constants (`ir::extents`): those of index variables that only
+/// dense tensors read or write (an MTTKRP's or SpMM's rank), up to [`MAX_FIXED_EXTENT`].
+/// A variable that indexes a sparse operand keeps its extent a parameter, so that one
+/// kernel serves inputs of every size.
+pub fn fixed_extents(plan: &Concrete) -> BTreeMap<usize, i64> {
+    let stmt = &plan.statement;
+    let output = (0, stmt.lhs.as_slice());
+    let inputs = plan
+        .accesses
+        .iter()
+        .map(|(t, indices)| (*t, indices.as_slice()));
+    let mut on_sparse = BTreeSet::new();
+    for (t, indices) in std::iter::once(output).chain(inputs) {
+        if !stmt.tensors[t].format.is_all_dense() {
+            on_sparse.extend(indices.iter().copied());
+        }
+    }
+    stmt.vars
+        .iter()
+        .enumerate()
+        .filter(|&(n, v)| !on_sparse.contains(&n) && (1..=MAX_FIXED_EXTENT).contains(&v.size))
+        .map(|(n, v)| (n, v.size as i64))
+        .collect()
 }
 
 /// Rows larger in number than this are not counted when some level above the output's
