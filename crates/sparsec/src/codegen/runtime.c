@@ -233,6 +233,8 @@ typedef struct {
   int64_t lag_seen_ns;
   /* The lags of the two runs on a team before the last one (0: none). */
   int64_t earlier_lags_ns[2];
+  /* Runs alone recorded, up to SPARSEC_SOLO_RUNS. */
+  int64_t solo_runs;
 } sparsec_pace;
 
 /* Before a loop has run on a team: a lag of 2 us, what a team of threads that still spin
@@ -240,10 +242,18 @@ typedef struct {
    runs on a team, so the guess must let loops of a few microseconds try one: with 10 us,
    loops under 40 us never did, and kept one thread where two would halve their time.
    Where the threads sleep, or other processes hold the cores, three late runs send the
-   loop back to one thread. Until a loop has run alone, its pace is a guess, a nanosecond
-   a unit, and only work that would earn a team even at an eighth of that pace (4M units)
-   gets one: other loops run alone first, to learn their pace. */
+   loop back to one thread. Until a loop has run alone (SPARSEC_SOLO_RUNS times), its pace
+   is unsure (a guess, a nanosecond a unit, or a cold run's), and only work that would
+   earn a team even at an eighth of that pace (4M units) gets one: other loops run alone
+   first, to learn their pace. */
 #define SPARSEC_GUESS_LAG_NS 2000
+/* A loop's first run alone is cold (its data not yet in cache, its pages not yet mapped)
+   and can take three times as long as the next: MTTKRP on a small tensor took 0.44 ms
+   then 0.13. A pace learnt from it alone makes every team look early, and teams record no
+   pace, so the loop kept a team that was slower than one thread (0.16 ms). The pace is
+   taken from the second run alone, outright, and a loop below SPARSEC_SURE_WORK gets a
+   team only after it. */
+#define SPARSEC_SOLO_RUNS 2
 #define SPARSEC_GUESS_PS_PER_UNIT 1000
 #define SPARSEC_SURE_WORK 4194304
 /* No team starts and joins in less than a microsecond: a run faster than its pace says
@@ -307,7 +317,7 @@ SPARSEC_RT_INLINE int64_t sparsec_team(const sparsec_pace *pace, int64_t threads
   int64_t team;
   if (!pace) {
     team = work / SPARSEC_STEADY_GRAIN;
-  } else if (!start || (!ps && work < SPARSEC_SURE_WORK)) {
+  } else if (!start || (__atomic_load_n(&pace->solo_runs, __ATOMIC_RELAXED) < SPARSEC_SOLO_RUNS && work < SPARSEC_SURE_WORK)) {
     team = 1;
   } else {
     const double ns = (double)work * (double)(ps ? ps : SPARSEC_GUESS_PS_PER_UNIT) / 1000.0;
@@ -332,10 +342,12 @@ SPARSEC_RT_INLINE void sparsec_pace_record(sparsec_pace *pace, int64_t team, int
   if (!start || team < 1 || work / team < 1 || done_ns <= start) return;
   const int64_t old_ps = __atomic_load_n(&pace->ps_per_unit, __ATOMIC_RELAXED);
   if (team == 1) {
+    const int64_t solo = __atomic_load_n(&pace->solo_runs, __ATOMIC_RELAXED);
     const int64_t seen_ps = (done_ns - start) * 1000 / work;
     const int64_t creep = old_ps + old_ps / 32 + 1;
-    const int64_t ps = !old_ps || seen_ps < old_ps ? seen_ps : seen_ps < creep ? seen_ps : creep;
+    const int64_t ps = solo < SPARSEC_SOLO_RUNS || seen_ps < old_ps ? seen_ps : seen_ps < creep ? seen_ps : creep;
     __atomic_store_n(&pace->ps_per_unit, ps > 0 ? ps : 1, __ATOMIC_RELAXED);
+    if (solo < SPARSEC_SOLO_RUNS) __atomic_store_n(&pace->solo_runs, solo + 1, __ATOMIC_RELAXED);
     return;
   }
   const int64_t lag = sparsec_lag(pace, end_ns);

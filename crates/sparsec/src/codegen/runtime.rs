@@ -347,6 +347,7 @@ mod tests {
         lag_ns: i64,
         lag_seen_ns: i64,
         earlier_lags_ns: [i64; 2],
+        solo_runs: i64,
     }
 
     extern "C" {
@@ -377,6 +378,13 @@ mod tests {
                 sparsec_pace_record(self, team, work, start, start + busy, start + busy + lag)
             }
         }
+
+        /// Runs alone, `busy` ns for `work` units, until the pace is sure.
+        fn learn(&mut self, work: i64, start: i64, busy: i64) {
+            for _ in 0..2 {
+                self.record(1, work, start, busy, 0);
+            }
+        }
     }
 
     #[test]
@@ -390,8 +398,10 @@ mod tests {
         // Before a run alone, only plainly large work gets a team.
         assert_eq!(pace.team(4, 4_194_303, now), 1);
         assert_eq!(pace.team(4, 1 << 40, now), 4);
-        // A run alone at 0.5 ns a unit; with the 2 us lag guessed, 2 threads from 16,000
-        // units on (two lags per thread).
+        // A cold first run alone sets no team; after a second at 0.5 ns a unit, with the
+        // 2 us lag guessed, 2 threads from 16,000 units on (two lags per thread).
+        pace.record(1, 100_000, now, 150_000, 0);
+        assert_eq!(pace.team(4, 16_000, now), 1);
         pace.record(1, 100_000, now, 50_000, 0);
         assert_eq!(pace.team(4, 15_999, now), 1);
         assert_eq!(pace.team(4, 16_000, now), 2);
@@ -439,7 +449,7 @@ mod tests {
         // and settle on their cores.
         let now = 1000 * MS;
         let mut pace = Pace::default();
-        pace.record(1, 100_000, now, 50_000, 0);
+        pace.learn(100_000, now, 50_000);
         for run in 0..2 {
             pace.record(2, 200_000, now + run * 10 * MS, 50_000, 5 * MS);
             assert_eq!(pace.team(2, 200_000, now + 9 * MS), 2);
@@ -480,7 +490,7 @@ mod tests {
         // twice (9.6 ms), when the lag is 75 us.
         let now = 1000 * MS;
         let mut pace = Pace::default();
-        pace.record(1, 800_000, now, 400_000, 0);
+        pace.learn(800_000, now, 400_000);
         for run in 0..3 {
             pace.record(2, 800_000, now + run * MS, 200_000, 300_000);
         }
@@ -498,10 +508,31 @@ mod tests {
         // one (at 50 ns they would take four and three).
         let now = 1000 * MS;
         let mut pace = Pace::default();
-        pace.record(1, 100_000, now, 50_000, 0);
+        pace.learn(100_000, now, 50_000);
         pace.record(1, 100_000, now + MS, 5_000_000, 0);
         assert_eq!(pace.team(4, 20_000, now + 2 * MS), 2);
         assert_eq!(pace.team(4, 15_400, now + 2 * MS), 1);
+    }
+
+    #[test]
+    fn a_cold_first_run_alone_does_not_set_the_pace() {
+        // MTTKRP on a small tensor whose first slice holds three quarters of the entries:
+        // 596,967 units, 435 us cold, then 130 us alone; on two threads the first thread's
+        // block takes 155 us. From the cold run's pace the block looked early (its share
+        // at 0.73 ns a unit: 216 us) and the loop kept its team; from the second run's
+        // pace (0.22 ns) each team run is 90 us late, and after three the loop runs alone.
+        let now = 1000 * MS;
+        let mut pace = Pace::default();
+        pace.record(1, 596_967, now, 435_000, 0);
+        assert_eq!(pace.team(2, 596_967, now + MS), 1, "one cold run is not enough");
+        pace.record(1, 596_967, now + MS, 130_000, 0);
+        let mut start = now + 2 * MS;
+        for run in 0..3 {
+            assert_eq!(pace.team(2, 596_967, start), 2, "run {run}");
+            pace.record(2, 596_967, start, 155_000, 1_000);
+            start += 200_000;
+        }
+        assert_eq!(pace.team(2, 596_967, start), 1);
     }
 
     #[test]
