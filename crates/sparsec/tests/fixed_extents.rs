@@ -1,7 +1,7 @@
 //! Ranks compiled as constants (`ir::extents`): SpMM, SDDMM and MTTKRP whose dense rank
-//! is fixed when compiling, for ranks around the vector widths and on both sides of the
-//! largest fixed extent, with the default schedule and with a split of the rank, on 1 and
-//! 2 threads and with the JIT, against the reference evaluator.
+//! is fixed when compiling, for the ranks in [`RANKS`], with the default schedule and
+//! with a split of the rank, on 1 and 2 threads and with the JIT, against the reference
+//! evaluator.
 
 mod common;
 use common::*;
@@ -11,17 +11,9 @@ use sparsec::lower::MAX_FIXED_EXTENT;
 use sparsec::schedule::Schedule;
 use sparsec::tensor::{Coo, ValueType};
 
-const RANKS: [usize; 9] = [
-    1,
-    2,
-    3,
-    8,
-    9,
-    17,
-    32,
-    MAX_FIXED_EXTENT,
-    MAX_FIXED_EXTENT + 1,
-];
+/// Ranks around the vector widths, the blocks of 16, 8 and 1 columns that SpMM sums in
+/// registers (25 = 16 + 8 + 1), and both sides of the largest fixed extent.
+const RANKS: [usize; 10] = [1, 2, 3, 8, 9, 17, 25, 32, 64, 65];
 
 /// A sparse matrix with empty first and last rows and one row much longer than the rest.
 fn uneven_matrix(seed: u64, m: usize, n: usize) -> Coo {
@@ -52,6 +44,11 @@ fn check_ranks(
     inputs: impl Fn(usize) -> Vec<(&'static str, Coo)>,
 ) {
     for rank in RANKS {
+        assert_eq!(
+            rank > 64,
+            rank > MAX_FIXED_EXTENT,
+            "RANKS straddle the bound"
+        );
         let inputs = inputs(rank);
         let sizes = [(rank_var, rank)];
         let (stmt, tensors) = statement(expr, formats, &inputs, &sizes);

@@ -524,7 +524,11 @@ mod tests {
         let now = 1000 * MS;
         let mut pace = Pace::default();
         pace.record(1, 596_967, now, 435_000, 0);
-        assert_eq!(pace.team(2, 596_967, now + MS), 1, "one cold run is not enough");
+        assert_eq!(
+            pace.team(2, 596_967, now + MS),
+            1,
+            "one cold run is not enough"
+        );
         pace.record(1, 596_967, now + MS, 130_000, 0);
         let mut start = now + 2 * MS;
         for run in 0..3 {

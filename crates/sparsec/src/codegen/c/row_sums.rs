@@ -2,17 +2,24 @@
 //! `C(i,:) += A(i,k) * B(k,:)` for every `k` of row `i` loads and stores the whole row of
 //! `C` once per `k`. Instead, `ROW_BLOCK` columns at a time are summed over all of row
 //! `i`'s `k` in a local array, updated by one `omp simd` loop over the block's columns (a
-//! vector operation), and added to `C` once. In sparsec's SpMM with 32 columns, one
-//! thread, against the plain loop: bcsstk16 (59 entries a row) 2.86 to 1.2 ms, EX5 (45)
-//! 2.84 to 1.37 ms, sparse-images-1024_subset (102) 1.0 to 0.57 ms (from the plain loop
-//! and from eight scalar sums, which gcc left scalar: 2.24 and 2.37 ms for the first two).
-//! Each block of columns walks the row again, which short rows do not repay: with rows of
-//! 2 entries and more summed so, ct2010 (5 a row) took 6.0-6.9 ms against 5.2, and
-//! fe_4elt2 (6) 0.46-0.56 against 0.38-0.39, while from 8 entries on stokes64s (11 a row)
-//! went from 1.30 to 0.68 ms and bayer10 from 0.91 to 0.53, hence [`MIN_ROW_LENGTH`].
-//! Loops inside another sparse loop that adds into the same output row (MTTKRP's fibers)
-//! keep the plain form: their rows are short, and with the path printed beside their loop
-//! gcc compiled that loop 20% slower (18.9 to 22.9 ms on a uniform 1000^3 tensor, rank 32).
+//! vector operation), and added to `C` once; the columns left over go eight and then one
+//! at a time. In sparsec's SpMM with 32 columns, one thread, against the plain loop:
+//! bcsstk16 (59 entries a row) 2.86 to 1.2 ms, EX5 (45) 2.84 to 1.37 ms,
+//! sparse-images-1024_subset (102) 1.0 to 0.57 ms, with blocks of eight columns (from the
+//! plain loop and from eight scalar sums, which gcc left scalar: 2.24 and 2.37 ms for the
+//! first two). Blocks of 16 walk each row half as often: with the 32 columns known when
+//! compiling (`ir::extents`), bcsstk16 1.08 to 0.82 ms, sparse-images-1024_subset 0.45 to
+//! 0.30, stokes64s 0.58 to 0.50, and with 100 columns (a parameter) bcsstk16 4.9 to 4.1;
+//! a block of all 32 columns at once was twice as slow (gcc keeps that array in memory).
+//! Each block walks the row again, which short rows do not repay: with rows of 2 entries
+//! and more summed so, ct2010 (5 a row) took 6.0-6.9 ms against 5.2 in blocks of eight,
+//! and ca-HepTh (power-law rows) 0.43 against 0.30 in blocks of 16. In blocks of 16, rows
+//! from 6 entries on pay: fe_4elt2 (6 a row) 0.69 to 0.40 ms, bcspwr10 0.213 to 0.20,
+//! ca-HepTh 0.300 to 0.313 (from 4 entries on: 0.38, 0.20 and 0.34), hence
+//! [`MIN_ROW_LENGTH`]. Loops inside another sparse loop that adds into the same output
+//! row (MTTKRP's fibers) keep the plain form: their rows are short, and with the path
+//! printed beside their loop gcc compiled that loop 20% slower (18.9 to 22.9 ms on a
+//! uniform 1000^3 tensor, rank 32).
 
 use super::expr::expr;
 use super::Printer;
@@ -20,10 +27,10 @@ use crate::ir::analysis::RowSum;
 use crate::ir::{prefetch, BinOp, Expr, Loop};
 
 /// The fewest entries a row needs to be summed in registers.
-pub(super) const MIN_ROW_LENGTH: usize = 8;
+pub(super) const MIN_ROW_LENGTH: usize = 6;
 
-/// Columns summed together: eight `double`s, one AVX-512 register or two AVX2 ones.
-const ROW_BLOCK: usize = 8;
+/// Columns summed together: sixteen `double`s, two AVX-512 registers or four AVX2 ones.
+const ROW_BLOCK: usize = 16;
 
 /// The fewest elements of an array of rows read through scattered coordinates for the
 /// plain loop to run instead: 16 MiB of `double`s, about where the rows stop staying in
@@ -60,8 +67,9 @@ impl Printer<'_> {
         }
     }
 
-    /// Print `l`, a [`RowSum`], one block of columns at a time. Its hints are left out:
-    /// the loop runs only when none of their guards holds.
+    /// Print `l`, a [`RowSum`], one block of columns at a time ([`ROW_BLOCK`] columns,
+    /// then eight, then one). Its hints are left out: the loop runs only when none of
+    /// their guards holds.
     pub(super) fn row_sum_loop(&mut self, l: &Loop, row: &RowSum) {
         let names = self.names;
         let ty = self.function.operands[0].values.c_name();
@@ -72,7 +80,11 @@ impl Printer<'_> {
             "int64_t sparsec_jb = {};",
             expr(names, &row.columns.start)
         ));
-        for (width, step) in [(ROW_BLOCK, ROW_BLOCK), (1, 1)] {
+        for (width, step) in [
+            (ROW_BLOCK, ROW_BLOCK),
+            (ROW_BLOCK / 2, ROW_BLOCK / 2),
+            (1, 1),
+        ] {
             self.line(&format!(
                 "for (; sparsec_jb + {width} <= {end}; sparsec_jb += {step}) {{"
             ));
