@@ -80,13 +80,9 @@ impl Printer<'_> {
             "int64_t sparsec_jb = {};",
             expr(names, &row.columns.start)
         ));
-        for (width, step) in [
-            (ROW_BLOCK, ROW_BLOCK),
-            (ROW_BLOCK / 2, ROW_BLOCK / 2),
-            (1, 1),
-        ] {
+        for width in [ROW_BLOCK, ROW_BLOCK / 2, 1] {
             self.line(&format!(
-                "for (; sparsec_jb + {width} <= {end}; sparsec_jb += {step}) {{"
+                "for (; sparsec_jb + {width} <= {end}; sparsec_jb += {width}) {{"
             ));
             self.indent += 1;
             self.line(&format!("{ty} sparsec_r[{width}] = {{0}};"));
