@@ -929,6 +929,62 @@ fn long_segments_in_lanes_match_the_reference() {
     }
 }
 
+/// Sums over even but long rows whose coordinates scatter over a large gathered array
+/// (`ir::gather::SCATTERED_SEGMENT_MEAN`) run with masked gathers: SpMV over rows of 37
+/// entries (four whole iterations and five left) and every twentieth of 42, a tenth of
+/// them explicit zeros, at 32 and 64 bits, 1 and 2 threads, each form of the vector loop
+/// and the JIT. Its precondition checks that only the new rule can send it there.
+#[test]
+fn long_scattered_rows_gathered_match_the_reference() {
+    let mut r = rng(43);
+    let cols = sparsec::ir::gather::GATHER_MIN_LENGTH + 1000;
+    let rows = 400;
+    let (mut coords, mut values) = (Vec::new(), Vec::new());
+    for i in 0..rows {
+        let length = if i % 20 == 0 { 42 } else { 37 };
+        let mut row: Vec<i64> = Vec::new();
+        while row.len() < length {
+            let j = r.gen_range(0..cols);
+            if !row.contains(&j) {
+                row.push(j);
+            }
+        }
+        for j in row {
+            coords.extend([i as i64, j]);
+            values.push(if r.gen_bool(0.1) {
+                0.0
+            } else {
+                r.gen_range(-2.0..2.0)
+            });
+        }
+    }
+    let a = Coo::new(vec![rows, cols as usize], coords, values).unwrap();
+    let x = random_coo(&mut r, &[cols as usize], 1.0);
+    let (stmt, tensors) = statement(
+        "y(i) = A(i,j) * x(j)",
+        &[("A", "csr"), ("x", "d"), ("y", "d")],
+        &[("A", a), ("x", x)],
+        &[],
+    );
+    let level = |kind| {
+        tensors[0]
+            .view()
+            .array(2, kind)
+            .unwrap()
+            .to_array()
+            .to_i64()
+            .into_owned()
+    };
+    let (pos, idx) = (
+        level(sparsec::ir::ArrayKind::Pos),
+        level(sparsec::ir::ArrayKind::Idx),
+    );
+    assert!(!sparsec::ir::gather::uneven(pos.len() - 1, |q| pos[q]));
+    assert!(sparsec::ir::prefetch::scattered(idx.len(), |p| idx[p]));
+    assert!(idx.len() as i64 >= sparsec::ir::gather::SCATTERED_SEGMENT_MEAN * pos.len() as i64);
+    compare_on_lane_targets(&stmt, &tensors);
+}
+
 /// Sums over uneven segments too many for a branch predictor to learn
 /// (`GATHER_MIN_SEGMENTS`) run with masked gathers however small the gathered array:
 /// SpMV over 70,000 rows of 0 to 8 entries and 40 columns, and TTV into a sparse result

@@ -37,6 +37,26 @@
 //!
 //! Hence [`GATHER_MIN_LENGTH`], [`GATHER_MIN_SEGMENTS`] and [`uneven`].
 //!
+//! Even segments need no masked iteration to avoid a branch, but long ones whose
+//! coordinates scatter over a large gathered array still run faster with gathers: each
+//! entry loads `x` from beyond the first-level cache, and a gather's few instructions let
+//! more of those loads be in flight than lanes filled from scalar loads. Where the
+//! coordinates lie close together (a band), `x` stays in the first-level cache and filled
+//! lanes win. Same harnesses, rows of one length, ms:
+//!
+//! | matrix | scalar | filled lanes | gathers |
+//! |---|---:|---:|---:|
+//! | 100k x 100k, random columns, 100 a row | 12.6 | 14.4 | 10.1 |
+//! | 100k x 100k, random columns, 49 a row | 8.1 | 8.0 | 5.4 |
+//! | 60k x 60k, random columns, 40 a row | 3.0 | 3.3 | 2.8 |
+//! | 40k x 40k, random columns, 20 a row | 0.54 | 0.54 | 0.59 |
+//! | 100k x 100k, random columns, 12 a row | 1.09 | 1.27 | 1.43 |
+//! | banded, 200k rows of 41 / 130k rows of 57 | 4.4 / 3.7 | 4.3 / 3.6 | 5.3 / 4.3 |
+//! | 20k x 20k, 500 a row in 1024 random columns | 6.0 | 5.6 | 5.7 |
+//!
+//! Hence [`SCATTERED_SEGMENT_MEAN`], with [`prefetch::scattered`] telling scattered
+//! coordinates from near ones.
+//!
 //! Long segments whose `x` stays in cache are bound instead by the scalar loop's three
 //! loads an entry (coordinate, value, `x`): loading the values four at a time and 32-bit
 //! coordinates two at a time leaves one and a quarter. Measured the same way on shared
@@ -79,41 +99,64 @@ pub const LONG_SEGMENT_MEAN: i64 = 16;
 /// learns across repeated calls (see the module documentation).
 pub const GATHER_MIN_SEGMENTS: i64 = 1 << 16;
 
+/// The fewest entries a segment must hold on average for scattered coordinates
+/// ([`prefetch::scattered`]) into a large gathered array ([`GATHER_MIN_LENGTH`]) to run
+/// with hardware gathers however even the segments: each entry then loads `x` from beyond
+/// the first-level cache, and the few instructions of a gather keep more of those loads
+/// in flight than lanes filled from scalar loads do (see the module documentation).
+pub const SCATTERED_SEGMENT_MEAN: i64 = 32;
+
 /// The run-time test that `dot`'s vector loop runs with hardware gathers: its segments
 /// are uneven, and its gathered array holds at least [`GATHER_MIN_LENGTH`] elements or
-/// its segments number at least [`GATHER_MIN_SEGMENTS`]. Backends test it again inside
-/// the vector version, which also runs where only [`long_segments`] holds.
+/// its segments number at least [`GATHER_MIN_SEGMENTS`]; or its coordinates scatter over
+/// a gathered array as large, in segments of [`SCATTERED_SEGMENT_MEAN`] entries on
+/// average. Backends test it again inside the vector version, which also runs where only
+/// [`long_segments`] holds.
 pub fn hardware_gathers(dot: &GatheredDot) -> Expr {
-    let at_least = |array, least| {
-        Expr::bin(
-            BinOp::Ge,
-            Expr::Param(ParamRef::Length(array)),
-            Expr::Int(least),
-        )
-    };
-    Expr::and(
+    let large = Expr::bin(
+        BinOp::Ge,
+        Expr::Param(ParamRef::Length(dot.gathered)),
+        Expr::Int(GATHER_MIN_LENGTH),
+    );
+    let many = Expr::bin(
+        BinOp::Ge,
+        Expr::Param(ParamRef::Length(dot.bounds)),
+        Expr::Int(GATHER_MIN_SEGMENTS),
+    );
+    let uneven = Expr::and(
         Expr::bin(
             BinOp::Ne,
             Expr::Param(ParamRef::Uneven(dot.bounds)),
             Expr::Int(0),
         ),
-        Expr::bin(
-            BinOp::Or,
-            at_least(dot.gathered, GATHER_MIN_LENGTH),
-            at_least(dot.bounds, GATHER_MIN_SEGMENTS),
+        Expr::bin(BinOp::Or, large, many),
+    );
+    let scattered = Expr::and(
+        prefetch::sampled_and_large(
+            ParamRef::Scattered(dot.coords),
+            dot.gathered,
+            GATHER_MIN_LENGTH,
         ),
-    )
+        segments_of_mean(dot, SCATTERED_SEGMENT_MEAN),
+    );
+    Expr::bin(BinOp::Or, uneven, scattered)
 }
 
 /// The run-time test that `dot`'s segments hold at least [`LONG_SEGMENT_MEAN`] entries
-/// on average: its values outnumber its segment bounds by that factor.
+/// on average.
 pub fn long_segments(dot: &GatheredDot) -> Expr {
+    segments_of_mean(dot, LONG_SEGMENT_MEAN)
+}
+
+/// The run-time test that `dot`'s segments hold at least `mean` entries on average: its
+/// values outnumber its segment bounds by that factor.
+fn segments_of_mean(dot: &GatheredDot, mean: i64) -> Expr {
     Expr::bin(
         BinOp::Ge,
         Expr::Param(ParamRef::Length(dot.values)),
         Expr::bin(
             BinOp::Mul,
-            Expr::Int(LONG_SEGMENT_MEAN),
+            Expr::Int(mean),
             Expr::Param(ParamRef::Length(dot.bounds)),
         ),
     )
@@ -384,6 +427,10 @@ mod tests {
                 ParamRef::Uneven(dot.bounds),
                 ParamRef::Length(dot.gathered),
                 ParamRef::Length(dot.bounds),
+                ParamRef::Scattered(dot.coords),
+                ParamRef::Length(dot.gathered),
+                ParamRef::Length(dot.values),
+                ParamRef::Length(dot.bounds),
                 ParamRef::Length(dot.values),
                 ParamRef::Length(dot.bounds),
             ]
@@ -453,6 +500,71 @@ mod tests {
             visit::walk_stmts(&f.body, &mut |s| {
                 assert!(!format!("{s:?}").contains("Uneven"), "{expr}");
             });
+        }
+    }
+
+    /// Whether `test` holds where the runtime passes `param`'s value for each parameter.
+    fn holds(test: &Expr, param: &impl Fn(&ParamRef) -> i64) -> bool {
+        fn value(e: &Expr, param: &impl Fn(&ParamRef) -> i64) -> i64 {
+            match e {
+                Expr::Int(v) => *v,
+                Expr::Param(p) => param(p),
+                Expr::Bin(op, a, b) => {
+                    let (a, b) = (value(a, param), value(b, param));
+                    match op {
+                        BinOp::And => (a != 0 && b != 0) as i64,
+                        BinOp::Or => (a != 0 || b != 0) as i64,
+                        BinOp::Ne => (a != b) as i64,
+                        BinOp::Ge => (a >= b) as i64,
+                        BinOp::Mul => a * b,
+                        _ => panic!("{op:?} in a gathering test"),
+                    }
+                }
+                _ => panic!("{e:?} in a gathering test"),
+            }
+        }
+        value(test, param) != 0
+    }
+
+    /// Which SpMV inputs run with hardware gathers: uneven rows over a large `x` or many
+    /// of them, and long rows whose coordinates scatter over a large `x` however even
+    /// (the skewed 100,000 x 100,000 matrix with 10M entries: 14.5 ms in filled lanes,
+    /// 10 ms in gathers); not long rows whose coordinates lie close together (a band) or
+    /// scatter over a small `x`, nor short even rows.
+    #[test]
+    fn hardware_gathers_serve_uneven_rows_and_long_scattered_ones() {
+        let f = lowered(
+            "y(i) = A(i,j) * x(j)",
+            &[("y", "d", &[50]), ("A", "ds", &[50, 60]), ("x", "d", &[60])],
+        );
+        let dot = gathered(&f)[0];
+        let test = hardware_gathers(&dot);
+        // (x's length, rows, entries a row on average, uneven, scattered, expected)
+        let cases = [
+            (100_000, 100_000, 100, false, true, true),
+            (100_000, 100_000, 33, false, true, true),
+            (100_000, 100_000, 31, false, true, false),
+            (100_000, 100_000, 100, false, false, false),
+            (4096, 100_000, 100, false, true, false),
+            (1_000_000, 1_000_000, 10, true, true, true),
+            (1000, 70_000, 3, true, false, true),
+            (1000, 1000, 3, true, false, false),
+            (1_000_000, 1_000_000, 12, false, true, false),
+        ];
+        for (x, rows, mean, uneven, scattered, expected) in cases {
+            let param = |p: &ParamRef| match *p {
+                ParamRef::Length(a) if a == dot.gathered => x,
+                ParamRef::Length(a) if a == dot.bounds => rows + 1,
+                ParamRef::Length(a) if a == dot.values => rows * mean,
+                ParamRef::Uneven(a) if a == dot.bounds => uneven as i64,
+                ParamRef::Scattered(a) if a == dot.coords => scattered as i64,
+                _ => panic!("{p:?} in the gathering test"),
+            };
+            assert_eq!(
+                holds(&test, &param),
+                expected,
+                "x {x}, {rows} rows of {mean}, uneven {uneven}, scattered {scattered}"
+            );
         }
     }
 

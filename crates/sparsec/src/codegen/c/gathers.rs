@@ -2,7 +2,8 @@
 //! chosen when the kernel runs, by the test that chose the vector version
 //! ([`gather::hardware_gathers`]):
 //! - **Hardware gathers** (AVX-512), where the segments are uneven and the gathered array
-//!   large or the segments many, and in loops that the schedule (not `ir::gather`) put in
+//!   large or the segments many, or long with their coordinates scattered over a large
+//!   gathered array, and in loops that the schedule (not `ir::gather`) put in
 //!   lanes: eight entries of the segment an iteration, the last (or only) iteration
 //!   masked to the entries left, so a segment of up to eight entries takes one iteration
 //!   and no branch on its length.
