@@ -294,6 +294,21 @@ def gen_powerlaw(rng, rows: int, cols: int, per_row: float, exponent: float = 1.
     return rows_with_counts(rng, counts, cols)
 
 
+def gen_banded(rng, n: int, per_row: float, half_width: int):
+    """Row r holds Poisson(per_row) distinct columns within half_width of the diagonal (a
+    finite-element-like band): x is read near the diagonal and stays in cache, so the
+    matrix streams as STREAM's arrays do."""
+    width = 2 * half_width + 1
+    counts = np.minimum(rng.poisson(per_row, n), width)
+    offsets = rng.random((n, width)).argsort(axis=1)
+    keep = np.arange(width)[None, :] < counts[:, None]
+    rows = np.broadcast_to(np.arange(n, dtype=np.int64)[:, None], (n, width))[keep]
+    cols = rows + offsets[keep] - half_width
+    inside = (cols >= 0) & (cols < n)
+    linear = np.sort(rows[inside] * n + cols[inside])
+    return linear // n, linear % n
+
+
 def skew_parameters(rows: int, nnz: int, growth: float = 5.0) -> Tuple[float, float]:
     """K, C of sparsec's `skewed:K,C` (row i holds round(K*C^i) nonzeros) with
     C^rows = e^growth (the last row is ~150x the first) and about nnz nonzeros in all."""
@@ -359,6 +374,10 @@ def generated_inputs(dir_: str, which: List[str], quick: bool, seed: int) -> Lis
         "tensor": (f"uniform3_{t_dim}x{t_dim}x{t_dim}_{short(t_nnz)}", 3,
                    lambda rng: distinct_sorted(rng, t_dim ** 3, t_nnz), (t_dim,) * 3,
                    "uniform random order-3"),
+        # Last, so that the inputs above keep their seeds.
+        "banded": (f"banded_{short(n)}x{short(n)}_10perrow", 2,
+                   lambda rng: gen_banded(rng, n, nnz / n, 16), (n, n),
+                   "10 a row on average within 16 of the diagonal"),
     }
     out = []
     unknown = set(which) - set(specs)
@@ -1207,8 +1226,9 @@ def parse_args():
                     help=f"stems of {DATA}/matrices to use: all, none or a comma list")
     ap.add_argument("--tensors", default="all",
                     help=f"stems of {DATA}/tensors (order 3 only): all, none or a comma list")
-    ap.add_argument("--generated", default="uniform,powerlaw,skewed,tensor",
-                    help="generated inputs: any of uniform,powerlaw,skewed,tensor, or none")
+    ap.add_argument("--generated", default="uniform,powerlaw,skewed,banded,tensor",
+                    help="generated inputs: any of uniform,powerlaw,skewed,banded,tensor, "
+                         "or none")
     ap.add_argument("--kernels", default="spmv,spmm,spgemm,ata,add,emul,mttkrp,ttv,sddmm",
                     help="kernels to run, comma-separated")
     ap.add_argument("--sparsec", default=os.path.join(ROOT, "target", "release", "sparsec"),

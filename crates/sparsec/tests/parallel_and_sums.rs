@@ -163,30 +163,33 @@ fn balanced_blocks_cover_every_row_once() {
         })
         .chain([vec![("A", power), ("x", vector(300))]])
         .collect();
-    for format in ["csr", "dcsr"] {
-        check_threads(
-            "y(i) = A(i,j) * x(j)",
-            &[("A", format)],
-            &sets,
-            None,
-            &split_toolchain(),
-            &["sparsec_team(", "sparsec_goal"],
-        );
-    }
     // Dense B: the blocks follow A's rows, weighted by their entries.
     let b = generate::dense(&[300, 5], 9);
     let spmm: Vec<_> = sets
         .iter()
         .map(|set| vec![set[0].clone(), ("B", b.clone())])
         .collect();
-    check_threads(
-        "C(i,k) = A(i,j) * B(j,k)",
-        &[("A", "csr")],
-        &spmm,
-        None,
-        &split_toolchain(),
-        &["sparsec_team("],
-    );
+    // One block a thread, then eight a thread claimed as the threads finish.
+    for toolchain in [split_toolchain(), claiming_toolchain()] {
+        for format in ["csr", "dcsr"] {
+            check_threads(
+                "y(i) = A(i,j) * x(j)",
+                &[("A", format)],
+                &sets,
+                None,
+                &toolchain,
+                &["sparsec_team(", "sparsec_goal", "sparsec_claimed"],
+            );
+        }
+        check_threads(
+            "C(i,k) = A(i,j) * B(j,k)",
+            &[("A", "csr")],
+            &spmm,
+            None,
+            &toolchain,
+            &["sparsec_team(", "sparsec_claimed"],
+        );
+    }
 }
 
 #[test]
@@ -204,14 +207,19 @@ fn balanced_blocks_weigh_the_entries_of_deeper_levels() {
             ]
         })
         .collect();
-    check_threads(
-        "A(i,r) = T(i,j,k) * B(j,r) * C(k,r)",
-        &[("T", "sss")],
-        &sets,
-        None,
-        &split_toolchain(),
-        &["sparsec_w0 = ((int64_t)T3_pos[(int64_t)T2_pos["],
-    );
+    for toolchain in [split_toolchain(), claiming_toolchain()] {
+        check_threads(
+            "A(i,r) = T(i,j,k) * B(j,r) * C(k,r)",
+            &[("T", "sss")],
+            &sets,
+            None,
+            &toolchain,
+            &[
+                "sparsec_w0 = ((int64_t)T3_pos[(int64_t)T2_pos[",
+                "sparsec_claimed",
+            ],
+        );
+    }
 }
 
 #[test]

@@ -160,6 +160,15 @@ pub fn split_toolchain() -> Toolchain {
     toolchain
 }
 
+/// [`split_toolchain`], with kernels whose threads also claim blocks of a balanced loop
+/// as they finish however little work it has (`SPARSEC_CLAIMED_WORK=1`; by default only
+/// loops of milliseconds do), so that small inputs exercise the claimed blocks.
+pub fn claiming_toolchain() -> Toolchain {
+    let mut toolchain = split_toolchain();
+    toolchain.flags.push("-DSPARSEC_CLAIMED_WORK=1".into());
+    toolchain
+}
+
 /// Compile an SPF program, or fail the test with its diagnostic.
 pub fn compile_spf(name: &str, text: &str) -> sparsec::spf::SpfKernel {
     sparsec::spf::SpfKernel::compile(name, text, &Toolchain::default())

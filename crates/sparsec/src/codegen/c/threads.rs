@@ -122,10 +122,18 @@ impl Printer<'_> {
                 "const int64_t sparsec_nt = sparsec_team(0, sparsec_threads, sparsec_work, 0);",
             ),
         }
+        // Blocks may be claimed in any order only where neither their order (emits) nor
+        // the order of partial sums (reductions) matters.
+        let claimed = !dynamic && !emits && reductions.is_empty();
         if dynamic {
             self.line(&format!(
                 "const int64_t sparsec_chunk = ({end} - {start}) / (sparsec_nt * 32) + 1;"
             ));
+        } else if claimed {
+            self.line(
+                "const int sparsec_claimed = sparsec_nt > 1 && sparsec_work >= SPARSEC_CLAIMED_WORK;",
+            );
+            self.line("int64_t sparsec_next = 0;");
         }
         self.parallel_depth -= 1;
         self.allocate(locals, "_all", "sparsec_nt");
@@ -145,7 +153,7 @@ impl Printer<'_> {
                 &l.body,
             );
         } else {
-            self.balanced_blocks(l, var, &work, (&start, &end));
+            self.balanced_blocks(l, var, &work, (&start, &end), claimed);
         }
         self.line("}");
         if pace.is_some() {
@@ -184,14 +192,39 @@ impl Printer<'_> {
     }
 
     /// Each thread's block of about equal `work`, found by binary search, and the loop
-    /// over it.
-    fn balanced_blocks(&mut self, l: &Loop, var: &str, work: &str, (start, end): (&str, &str)) {
+    /// over it. Where `claimed`, the kernel tests `sparsec_claimed` (large loops, see
+    /// `SPARSEC_CLAIMED_WORK`): the work is then cut into `SPARSEC_CLAIMS` blocks a thread,
+    /// which threads claim from the shared `sparsec_next` as they finish.
+    fn balanced_blocks(
+        &mut self,
+        l: &Loop,
+        var: &str,
+        work: &str,
+        (start, end): (&str, &str),
+        claimed: bool,
+    ) {
+        if claimed {
+            self.line(
+                "const int64_t sparsec_blocks = omp_get_num_threads() * \
+                 (sparsec_claimed ? SPARSEC_CLAIMS : 1);",
+            );
+            let next = "sparsec_claimed ? __atomic_fetch_add(&sparsec_next, 1, __ATOMIC_RELAXED)";
+            self.line(&format!(
+                "for (int64_t sparsec_b = {next} : sparsec_t; sparsec_b < sparsec_blocks; \
+                 sparsec_b = {next} : sparsec_blocks) {{"
+            ));
+            self.indent += 1;
+        } else {
+            self.line(
+                "const int64_t sparsec_blocks = omp_get_num_threads(), sparsec_b = sparsec_t;",
+            );
+        }
         self.line("int64_t sparsec_ends[2];");
         self.line("for (int64_t sparsec_k = 0; sparsec_k < 2; sparsec_k++) {");
         self.indent += 1;
         self.line(
-            "const int64_t sparsec_goal = sparsec_w0 + sparsec_work * (sparsec_t + sparsec_k) \
-             / omp_get_num_threads();",
+            "const int64_t sparsec_goal = sparsec_w0 + sparsec_work * (sparsec_b + sparsec_k) \
+             / sparsec_blocks;",
         );
         self.line(&format!(
             "int64_t sparsec_lo = {start}, sparsec_hi = {end};"
@@ -213,6 +246,10 @@ impl Printer<'_> {
             &format!("for (int64_t {var} = sparsec_ends[0]; {var} < sparsec_ends[1]; {var}++)"),
             &l.body,
         );
+        if claimed {
+            self.indent -= 1;
+            self.line("}");
+        }
     }
 }
 
