@@ -51,6 +51,24 @@ fn check_threads(
     }
 }
 
+/// [`check_threads`] for SpMV with `A` in CSR and in DCSR.
+fn check_spmv_in_csr_and_dcsr(
+    input_sets: &[Vec<(&str, Coo)>],
+    toolchain: &Toolchain,
+    expected: &[&str],
+) {
+    for format in ["csr", "dcsr"] {
+        check_threads(
+            "y(i) = A(i,j) * x(j)",
+            &[("A", format)],
+            input_sets,
+            None,
+            toolchain,
+            expected,
+        );
+    }
+}
+
 /// A matrix whose row `i` holds `lengths[i % lengths.len()]` entries.
 fn rows_of_lengths(rows: usize, cols: usize, lengths: &[usize]) -> Coo {
     let (mut coords, mut values) = (Vec::new(), Vec::new());
@@ -85,16 +103,7 @@ fn indirect_sums_split_into_partial_sums_for_every_row_length() {
         vec![("A", rows_of_lengths(97, 40, &lengths)), ("x", vector(40))],
         vec![("A", Coo::empty(vec![97, 40])), ("x", vector(40))],
     ];
-    for format in ["csr", "dcsr"] {
-        check_threads(
-            "y(i) = A(i,j) * x(j)",
-            &[("A", format)],
-            &sets,
-            None,
-            &Toolchain::default(),
-            &["sparsec_acc3", "__asm__"],
-        );
-    }
+    check_spmv_in_csr_and_dcsr(&sets, &Toolchain::default(), &["sparsec_acc3", "__asm__"]);
     // TTV: the sum over a tensor's last level.
     let t = generate::uniform(&[12, 10, 30], 0.2, 5);
     check_threads(
@@ -171,16 +180,11 @@ fn balanced_blocks_cover_every_row_once() {
         .collect();
     // One block a thread, then eight a thread claimed as the threads finish.
     for toolchain in [split_toolchain(), claiming_toolchain()] {
-        for format in ["csr", "dcsr"] {
-            check_threads(
-                "y(i) = A(i,j) * x(j)",
-                &[("A", format)],
-                &sets,
-                None,
-                &toolchain,
-                &["sparsec_team(", "sparsec_goal", "sparsec_claimed"],
-            );
-        }
+        check_spmv_in_csr_and_dcsr(
+            &sets,
+            &toolchain,
+            &["sparsec_team(", "sparsec_goal", "sparsec_claimed"],
+        );
         check_threads(
             "C(i,k) = A(i,j) * B(j,k)",
             &[("A", "csr")],
