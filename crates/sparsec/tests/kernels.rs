@@ -799,15 +799,11 @@ fn signed_zeros_of_absent_operands_in_denominators() {
 fn rows_are_prefetched_on_large_scattered_inputs() {
     let n = 150_000;
     let a = random_coo(&mut rng(11), &[n, n], 2.0 / n as f64);
-    let coords: Vec<i64> = {
-        let csr = Tensor::from_coo(&a, &Format::parse("csr", 2).unwrap(), ValueType::F64).unwrap();
-        csr.view()
-            .array(2, sparsec::ir::ArrayKind::Idx)
-            .unwrap()
-            .to_array()
-            .to_i64()
-            .into_owned()
-    };
+    let coords = level_array(
+        &Tensor::from_coo(&a, &Format::parse("csr", 2).unwrap(), ValueType::F64).unwrap(),
+        2,
+        sparsec::ir::ArrayKind::Idx,
+    );
     assert!(sparsec::ir::prefetch::scattered(coords.len(), |p| coords[p]));
     assert!(coords.len() as i64 >= sparsec::ir::prefetch::LARGE_ARRAY);
     let b = random_coo(&mut rng(12), &[n, 2], 1.0);
@@ -869,20 +865,8 @@ fn uneven_rows_gathered_match_the_reference() {
     let rows = 2000;
     let mut r = rng(31);
     let a = rows_of_every_length(&mut r, rows, cols, 21);
-    let x = random_coo(&mut r, &[cols], 1.0);
-    let (stmt, tensors) = statement(
-        "y(i) = A(i,j) * x(j)",
-        &[("A", "csr"), ("x", "d"), ("y", "d")],
-        &[("A", a), ("x", x)],
-        &[],
-    );
-    let pos = tensors[0]
-        .view()
-        .array(2, sparsec::ir::ArrayKind::Pos)
-        .unwrap()
-        .to_array()
-        .to_i64()
-        .into_owned();
+    let (stmt, tensors) = spmv_with_random_x(&mut r, a);
+    let pos = level_array(&tensors[0], 2, sparsec::ir::ArrayKind::Pos);
     assert!(sparsec::ir::gather::uneven(pos.len() - 1, |q| pos[q]));
     compare_on_lane_targets(&stmt, &tensors);
     // The kernel as compiled for the statement's own (32-bit) inputs; the 64-bit runs compiled
@@ -959,26 +943,9 @@ fn long_scattered_rows_gathered_match_the_reference() {
         }
     }
     let a = Coo::new(vec![rows, cols as usize], coords, values).unwrap();
-    let x = random_coo(&mut r, &[cols as usize], 1.0);
-    let (stmt, tensors) = statement(
-        "y(i) = A(i,j) * x(j)",
-        &[("A", "csr"), ("x", "d"), ("y", "d")],
-        &[("A", a), ("x", x)],
-        &[],
-    );
-    let level = |kind| {
-        tensors[0]
-            .view()
-            .array(2, kind)
-            .unwrap()
-            .to_array()
-            .to_i64()
-            .into_owned()
-    };
-    let (pos, idx) = (
-        level(sparsec::ir::ArrayKind::Pos),
-        level(sparsec::ir::ArrayKind::Idx),
-    );
+    let (stmt, tensors) = spmv_with_random_x(&mut r, a);
+    let pos = level_array(&tensors[0], 2, sparsec::ir::ArrayKind::Pos);
+    let idx = level_array(&tensors[0], 2, sparsec::ir::ArrayKind::Idx);
     assert!(!sparsec::ir::gather::uneven(pos.len() - 1, |q| pos[q]));
     assert!(sparsec::ir::prefetch::scattered(idx.len(), |p| idx[p]));
     assert!(idx.len() as i64 >= sparsec::ir::gather::SCATTERED_SEGMENT_MEAN * pos.len() as i64);
@@ -1011,16 +978,8 @@ fn many_uneven_segments_gathered_match_the_reference() {
         &[],
     );
     for (stmt, tensors) in [spmv, ttv] {
-        let pos = tensors[0]
-            .view()
-            .array(
-                tensors[0].format().levels().len(),
-                sparsec::ir::ArrayKind::Pos,
-            )
-            .unwrap()
-            .to_array()
-            .to_i64()
-            .into_owned();
+        let last = tensors[0].format().levels().len();
+        let pos = level_array(&tensors[0], last, sparsec::ir::ArrayKind::Pos);
         assert!(pos.len() > segments, "{}", pos.len());
         assert!(sparsec::ir::gather::uneven(pos.len() - 1, |q| pos[q]));
         compare_on_lane_targets(&stmt, &tensors);
@@ -1065,7 +1024,15 @@ fn spmv_over_rows_of_every_length(
     lengths: usize,
 ) -> (sparsec::notation::cin::Statement, Vec<Tensor>) {
     let a = rows_of_every_length(r, rows, cols, lengths);
-    let x = random_coo(r, &[cols], 1.0);
+    spmv_with_random_x(r, a)
+}
+
+/// SpMV with `a` in CSR times a random dense `x`.
+fn spmv_with_random_x(
+    r: &mut rand::rngs::StdRng,
+    a: Coo,
+) -> (sparsec::notation::cin::Statement, Vec<Tensor>) {
+    let x = random_coo(r, &[a.dims[1]], 1.0);
     statement(
         "y(i) = A(i,j) * x(j)",
         &[("A", "csr"), ("x", "d"), ("y", "d")],
@@ -1092,6 +1059,18 @@ fn rows_of_every_length(r: &mut impl Rng, rows: usize, cols: usize, lengths: usi
     coords.extend([rows as i64 - 1, 5, rows as i64 - 1, 5]);
     values.extend([0.5, 0.25]);
     Coo::new(vec![rows, cols], coords, values).unwrap()
+}
+
+/// The `kind` array of `tensor`'s `level` (1-based, as the IR numbers levels), widened to
+/// `i64`.
+fn level_array(tensor: &Tensor, level: usize, kind: sparsec::ir::ArrayKind) -> Vec<i64> {
+    tensor
+        .view()
+        .array(level, kind)
+        .unwrap()
+        .to_array()
+        .to_i64()
+        .into_owned()
 }
 
 /// Toolchains that compile a vector loop of `ir::gather` for each of its printed forms:
