@@ -938,19 +938,23 @@ def measure_input(args, inp: Input, kernels: List[Kernel], mkl,
             log(f"  {kernel.name}: the peers' inputs could not be built "
                 f"({type(e).__name__}: {first_line(str(e))}); peers skipped")
             state = None
-        kernel_rows = []
-        for threads in args.threads:
-            for variant in kernel.variants:
-                kernel_rows.append(run_sparsec(args, kernel, variant, inp, threads, nnz,
-                                               warnings))
-            if state is not None and mkl is not None and kernel.mkl_operand is not None:
-                kernel_rows += mkl_rows(kernel, inp, nnz, threads, state, mkl, args.runs,
-                                        warnings)
-            if args.taco is not None and kernel.taco is not None:
-                kernel_rows += taco_rows(args, kernel, inp, nnz, threads)
-        if state is not None:
-            kernel_rows.append(run_peer(kernel, inp, nnz, 1, "scipy", kernel.scipy(state),
-                                        args.runs))
+        rounds = []
+        for _ in range(args.rounds):
+            round_rows = []
+            for threads in args.threads:
+                for variant in kernel.variants:
+                    round_rows.append(run_sparsec(args, kernel, variant, inp, threads, nnz,
+                                                  warnings))
+                if state is not None and mkl is not None and kernel.mkl_operand is not None:
+                    round_rows += mkl_rows(kernel, inp, nnz, threads, state, mkl, args.runs,
+                                           warnings)
+                if args.taco is not None and kernel.taco is not None:
+                    round_rows += taco_rows(args, kernel, inp, nnz, threads)
+            if state is not None:
+                round_rows.append(run_peer(kernel, inp, nnz, 1, "scipy",
+                                           kernel.scipy(state), args.runs))
+            rounds.append(round_rows)
+        kernel_rows = merge_rounds(rounds)
         add_ratios(kernel_rows)
         if kernel.name == "spmv":
             add_bandwidth(kernel_rows, spmv_bytes(data), stream)
@@ -960,6 +964,32 @@ def measure_input(args, inp: Input, kernels: List[Kernel], mkl,
         rows += kernel_rows
         del state
     return rows
+
+
+def merge_rounds(rounds: List[List[Row]]) -> List[Row]:
+    """One row per measurement from interleaved rounds (each round measures every tool
+    once, in the same order): the median over the rounds that ran of each time, and the
+    fastest run of all. The machine drifts between slow and fast states that last seconds;
+    interleaving spreads each tool's runs over the same states, so that no peer's figure
+    comes from one state alone. A measurement that failed in every round keeps its first
+    failure."""
+    groups: Dict[Tuple[str, int, str], List[Row]] = {}
+    for r in (r for round_rows in rounds for r in round_rows):
+        groups.setdefault((r.tool, r.threads, r.variant), []).append(r)
+    merged = []
+    for same in groups.values():
+        ok = [r for r in same if r.ok]
+        if not ok:
+            merged.append(same[0])
+            continue
+        row = dataclasses.replace(ok[0])
+        for field in ("median_ms", "compute_ms", "assembly_ms"):
+            values = [getattr(r, field) for r in ok if math.isfinite(getattr(r, field))]
+            setattr(row, field, statistics.median(values) if values else float("nan"))
+        row.min_ms = min((r.min_ms for r in ok if math.isfinite(r.min_ms)),
+                         default=float("nan"))
+        merged.append(row)
+    return merged
 
 
 def taco_median(out: str) -> Optional[float]:
@@ -1092,7 +1122,8 @@ def report(rows: List[Row], kernels: List[Kernel], args, mkl_note: str, overhead
            stream: Dict[int, Tuple[float, float]], stream_problem: str,
            load: Tuple[float, float],
            inputs: List[Input], warnings: List[str]) -> None:
-    print(f"\nmedian of at least {args.runs} runs after one warm-up (more where they take "
+    print(f"\nmedian over {args.rounds} interleaved rounds (each tool once a round) of "
+          f"the median of at least {args.runs} runs after one warm-up (more where they take "
           f"under {MIN_TIMED_MS:.0f} ms in all, up to {MAX_RUNS}); times in ms; sparsec time = "
           "compute + assembly medians of `sparsec run --time`; ratios = sparsec / peer "
           "(below 1: sparsec faster); SciPy is single-threaded, so sparsec/SciPy at 2 "
@@ -1227,6 +1258,9 @@ def parse_args():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--runs", type=int, default=9, help="timed runs per measurement (median)")
+    ap.add_argument("--rounds", type=int, default=3,
+                    help="interleaved rounds per input and kernel, each measuring every "
+                         "tool once; figures are medians over the rounds")
     ap.add_argument("--threads", default="1,2", help="thread counts, comma-separated")
     ap.add_argument("--quick", action="store_true", help="generated inputs 10x smaller")
     ap.add_argument("--dir", default="/tmp/sparsec-sched-bench",
@@ -1255,8 +1289,8 @@ def parse_args():
     if not set(args.kernels) <= known:
         ap.error(f"--kernels: choose from {', '.join(sorted(known))}")
     args.generated = [] if args.generated == "none" else args.generated.split(",")
-    if args.runs < 1 or min(args.threads) < 1:
-        ap.error("--runs and --threads must be positive")
+    if args.runs < 1 or args.rounds < 1 or min(args.threads) < 1:
+        ap.error("--runs, --rounds and --threads must be positive")
     return args
 
 
