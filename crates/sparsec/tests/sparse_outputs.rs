@@ -247,6 +247,46 @@ fn outputs_with_work_for_threads_are_placed_on_them() {
     );
 }
 
+/// Long outputs (at least 524,288 entries of room) on threads are placed as the kernel's
+/// earlier runs found faster (`kernel::output::PlacementPace`): after a first run on the
+/// threads, runs alternate between the threads and one thread twice, then take the
+/// faster and retry the other every eighth run. Every run must match the reference, whichever placement it took: an
+/// element-wise sum (counted and placed on threads) and SpGEMM (bounded rows).
+#[test]
+fn long_outputs_match_the_reference_in_every_placement() {
+    let mut r = rng(16);
+    let sum_inputs = [
+        ("A", random_coo(&mut r, &[1000, 1000], 0.4)),
+        ("B", random_coo(&mut r, &[1000, 1000], 0.4)),
+    ];
+    let product_inputs = [
+        ("A", random_coo(&mut r, &[800, 800], 0.04)),
+        ("B", random_coo(&mut r, &[800, 800], 0.04)),
+    ];
+    for (expr, inputs) in [
+        ("C(i,j) = A(i,j) + B(i,j)", &sum_inputs),
+        ("C(i,j) = A(i,k) * B(k,j)", &product_inputs),
+    ] {
+        let formats = [("A", "csr"), ("B", "csr"), ("C", "csr")];
+        let (stmt, tensors) = statement(expr, &formats, inputs, &[]);
+        let mut kernel = Kernel::from_statement(stmt.clone(), ValueType::F64, &split_toolchain())
+            .unwrap_or_else(|e| panic!("{expr}: {e}"));
+        assert!(matches!(kernel.output_mode(), OutputMode::Rows { .. }));
+        kernel.set_threads(2);
+        let refs: Vec<&Tensor> = tensors.iter().collect();
+        let expected = sparsec::reference::evaluate(&stmt, &refs, None);
+        // Five first runs, then eight choices, the last of them a retry.
+        for run in 0..13 {
+            let got = kernel
+                .run(&refs)
+                .unwrap_or_else(|e| panic!("{expr}, run {run}: {e}"));
+            let diff = got.max_difference(&expected).expect("same shape");
+            assert!(diff <= 1e-9, "{expr}, run {run}: differs by {diff}");
+            assert_eq!(got.format(), &stmt.tensors[0].format);
+        }
+    }
+}
+
 /// Workspace kernels (Gustavson rows: SpGEMM, A^T A) also bound each row's entries
 /// (`ir::rows`, phase 3); with few products they append into the summed bounds on one
 /// thread, with work for threads they place each row in its bounded room on them. Products that cancel keep

@@ -104,6 +104,9 @@ pub struct Kernel {
     variants: variants::WidthVariants<Tiers>,
     /// Entry buffers of the last run, kept so that later runs do not grow them again.
     spare_buffers: Mutex<Vec<RawBuffer>>,
+    /// Whether long sparse outputs are placed faster on one thread or on threads, learnt
+    /// from the runs.
+    placement: output::PlacementPace,
 }
 
 impl Drop for Kernel {
@@ -194,6 +197,7 @@ impl Kernel {
             code,
             variants: variants::WidthVariants::new(),
             spare_buffers: Mutex::new(Vec::new()),
+            placement: output::PlacementPace::default(),
         })
     }
 
@@ -535,6 +539,7 @@ impl Kernel {
             arguments,
             expected_entries,
             bounds,
+            &self.placement,
             &mut |a| {
                 let buffers = self.call(a)?;
                 self.keep_buffers(buffers);

@@ -4,6 +4,9 @@
 //! ([`super::Kernel`]) and SPF kernels (`crate::spf::SpfKernel`), which bind their
 //! arguments differently but run the phases alike.
 
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
 use crate::format::{Format, IndexArray};
 use crate::ir::{ArrayKind, ArrayRef, OperandId, ParamRef, ScalarArg, Signature};
 use crate::tensor::{Coo, Rows, Tensor, ValueType, Values};
@@ -28,11 +31,116 @@ impl PlacedOutput<'_> {
 
 /// Entries below which an output that can be appended is appended on one thread, however
 /// many were asked for. Counting and placing on threads take two passes over the inputs
-/// where appending takes one, and on two threads the two take about as long as the one
-/// (A + B into CSR, 20M entries: 0.95x), so only long outputs are given to the threads.
-/// The line is where balanced loops started a second thread before they learnt their
-/// pace (`sparsec_team` in `runtime.c`).
+/// where appending takes one, so short outputs never pay for the threads. Above it the
+/// kernel's [`PlacementPace`] decides. The line is where balanced loops started a second
+/// thread before they learnt their pace (`sparsec_team` in `runtime.c`).
 const APPEND_ON_ONE_THREAD_BELOW: usize = 524_288;
+
+/// How a kernel that can append its output places it when it runs on several threads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Placement {
+    /// Appended in one pass, on one thread.
+    OneThread,
+    /// Counted (or bounded) and placed by the threads.
+    Threads,
+}
+
+impl Placement {
+    fn other(self) -> Placement {
+        match self {
+            Placement::OneThread => Placement::Threads,
+            Placement::Threads => Placement::OneThread,
+        }
+    }
+}
+
+/// Which [`Placement`] has been faster for a kernel's long outputs, learnt from its calls.
+/// Neither wins everywhere: on threads the output takes two passes (counting, then
+/// placing) where appending takes one, so the threads win where each entry costs much
+/// work (SDDMM's inner products: 2.0x on two threads) and lose where it costs little
+/// (A + B into CSR: 0.95x, 2026-11-26 on this project's 2-core machine), by an amount
+/// that depends on the machine and on the moment (TTV into `ss` on a uniform 1000^3
+/// tensor with 2M entries, two threads against one, minutes apart on 2026-11-28: 0.7x,
+/// then 1.6x). So after a first call on threads, whose time (starting the threads) is
+/// dropped, the calls alternate until each placement has [`PlacementPace::SAMPLES`]
+/// times; later calls take the placement with the lower best time per entry of room,
+/// and try the other every [`PlacementPace::RETRY`] calls while it is close. Best times,
+/// because this machine's noise only ever slows a run down.
+#[derive(Debug, Default)]
+pub(crate) struct PlacementPace {
+    state: Mutex<PaceState>,
+}
+
+#[derive(Debug, Default)]
+struct PaceState {
+    /// A first call was made (and its time dropped).
+    warm: bool,
+    /// Best seconds per entry of room, and runs timed, of each placement.
+    one_thread: Timed,
+    threads: Timed,
+    /// Choices made since both placements were sampled.
+    choices: u32,
+}
+
+#[derive(Clone, Copy, Debug, Default)]
+struct Timed {
+    best: f64,
+    runs: u32,
+}
+
+impl PlacementPace {
+    /// Times of each placement taken before choosing between them.
+    const SAMPLES: u32 = 2;
+    /// One call in this many takes the placement not currently faster, when its best time
+    /// is under [`PlacementPace::RETRY_WITHIN`] times the faster's: a placement far
+    /// slower (one thread against many cores) is not worth the retries.
+    const RETRY: u32 = 8;
+    const RETRY_WITHIN: f64 = 1.5;
+
+    /// The placement for the next long output.
+    fn choose(&self) -> Placement {
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let (threads, one) = (state.threads, state.one_thread);
+        if threads.runs < Self::SAMPLES || one.runs < Self::SAMPLES {
+            return if one.runs < threads.runs {
+                Placement::OneThread
+            } else {
+                Placement::Threads
+            };
+        }
+        state.choices += 1;
+        let (faster, best, other_best) = if one.best <= threads.best {
+            (Placement::OneThread, one.best, threads.best)
+        } else {
+            (Placement::Threads, threads.best, one.best)
+        };
+        if state.choices.is_multiple_of(Self::RETRY) && other_best < best * Self::RETRY_WITHIN {
+            faster.other()
+        } else {
+            faster
+        }
+    }
+
+    /// Record that `placement` placed an output with `room` entries of room in `elapsed`
+    /// (except for the first call).
+    fn record(&self, placement: Placement, elapsed: Duration, room: usize) {
+        let sample = elapsed.as_secs_f64() / room.max(1) as f64;
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        if !std::mem::replace(&mut state.warm, true) {
+            return;
+        }
+        let timed = match placement {
+            Placement::OneThread => &mut state.one_thread,
+            Placement::Threads => &mut state.threads,
+        };
+        timed.best = if timed.runs == 0 {
+            sample
+        } else {
+            timed.best.min(sample)
+        };
+        timed.runs += 1;
+    }
+}
 
 /// Largest room a workspace kernel's summed row bounds may reserve for appending (in
 /// entries: 2 GiB of 64-bit coordinates and values). Only the slots written are touched,
@@ -41,20 +149,22 @@ const BOUNDED_ROOM_MAX: usize = 1 << 27;
 
 /// Place the output's entries in its rows. A kernel with an appending phase
 /// ([`crate::ir::rows`]) that runs on one thread, or on threads that so few entries
-/// would not keep busy, appends them in one call on one thread, into room for
-/// `expected_entries` (a guess; 0 skips the attempt), or, for a kernel with `bounds`, for
-/// the sum of its rows' bounds (phase 3), which appending cannot exceed. On threads, such
-/// a kernel places each row in its bounded room (phase 1), and the rows are then packed.
-/// Otherwise, or when its rows came out of order, the entries of each row are counted
-/// (phase 0), the leaf level and values allocated once, and the entries placed (phase 1).
-/// `call` runs the code once on `arguments`, whose output slots this function fills. The leaf's coordinates are
-/// `int32_t` when `arguments.narrow` holds them, so they need no narrowing afterwards.
+/// would not keep busy, or on threads that `pace` found slower, appends them in one call
+/// on one thread, into room for `expected_entries` (a guess; 0 skips the attempt), or,
+/// for a kernel with `bounds`, for the sum of its rows' bounds (phase 3), which appending
+/// cannot exceed. On threads, such a kernel places each row in its bounded room (phase 1),
+/// and the rows are then packed. Otherwise, or when its rows came out of order, the
+/// entries of each row are counted (phase 0), the leaf level and values allocated once,
+/// and the entries placed (phase 1). `call` runs the code once on `arguments`, whose
+/// output slots this function fills. The leaf's coordinates are `int32_t` when
+/// `arguments.narrow` holds them, so they need no narrowing afterwards.
 pub(crate) fn place_rows(
     out: &PlacedOutput,
     signature: &Signature,
     arguments: &mut Arguments,
     expected_entries: usize,
     bounds: bool,
+    pace: &PlacementPace,
     call: &mut dyn FnMut(&mut Arguments) -> Result<(), Error>,
 ) -> Result<Rows, Error> {
     let levels = out.format.levels();
@@ -89,7 +199,7 @@ pub(crate) fn place_rows(
     let phase = slots.phase;
     let threads = scalar(ScalarArg::Threads);
     // A workspace kernel's rows bounded (phase 3), as the start of each row's room.
-    let mut bounded_starts = if bounds {
+    let bounded_starts = if bounds {
         arguments.arrays[slots.pos] = pos.as_mut_ptr().cast();
         arguments.params[phase] = 3;
         call(arguments)?;
@@ -110,18 +220,83 @@ pub(crate) fn place_rows(
         None if bounds => 0,
         None => expected_entries,
     };
-    let on_one_thread =
-        threads.is_none_or(|t| arguments.params[t] <= 1 || room < APPEND_ON_ONE_THREAD_BELOW);
     let capacity = scalar(ScalarArg::Param(ParamRef::Capacity));
+    let on_threads = threads.is_some_and(|t| arguments.params[t] > 1);
+    // Long outputs of kernels that can append are placed as the kernel's calls found
+    // faster; the time of that placement is recorded for the next choice.
+    let contested = capacity.is_some() && on_threads && room >= APPEND_ON_ONE_THREAD_BELOW;
+    let placement = if contested {
+        pace.choose()
+    } else if on_threads && room >= APPEND_ON_ONE_THREAD_BELOW {
+        Placement::Threads
+    } else {
+        Placement::OneThread
+    };
+    let started = Instant::now();
+    let placed = place_rows_as(
+        placement,
+        out,
+        &slots,
+        Prepared {
+            pos,
+            bounded_starts,
+            bounds,
+            room,
+            capacity,
+            threads,
+        },
+        arguments,
+        call,
+    );
+    if contested && placed.is_ok() {
+        pace.record(placement, started.elapsed(), room);
+    }
+    placed
+}
+
+/// What [`place_rows`] prepared before choosing the placement.
+struct Prepared {
+    /// Zeroed, one more than the rows.
+    pos: Vec<i64>,
+    /// Each row's room from a kernel's bounds (phase 3), when they fit.
+    bounded_starts: Option<Vec<i64>>,
+    /// The kernel has a bounding phase.
+    bounds: bool,
+    /// The entries to reserve for appending.
+    room: usize,
+    /// The scalar slots of the appending phase's capacity and of the thread count.
+    capacity: Option<usize>,
+    threads: Option<usize>,
+}
+
+/// The rest of [`place_rows`], once the placement is chosen.
+fn place_rows_as(
+    placement: Placement,
+    out: &PlacedOutput,
+    slots: &LeafSlots,
+    prepared: Prepared,
+    arguments: &mut Arguments,
+    call: &mut dyn FnMut(&mut Arguments) -> Result<(), Error>,
+) -> Result<Rows, Error> {
+    let Prepared {
+        mut pos,
+        mut bounded_starts,
+        bounds,
+        room,
+        capacity,
+        threads,
+    } = prepared;
+    let rows = pos.len() - 1;
+    let phase = slots.phase;
 
     // Room that bounds ask for but the allocator refuses is counted instead.
-    let reserve = |room| match LeafArrays::reserved(room, &slots, out) {
+    let reserve = |room| match LeafArrays::reserved(room, slots, out) {
         Err(_) if bounds => Ok(None),
         reserved => reserved.map(Some),
     };
-    if let Some(capacity) = capacity.filter(|_| on_one_thread && room > 0) {
+    if let Some(capacity) = capacity.filter(|_| placement == Placement::OneThread && room > 0) {
         if let Some(mut leaf) = reserve(room)? {
-            leaf.bind(arguments, &slots, &mut pos);
+            leaf.bind(arguments, slots, &mut pos);
             arguments.params[phase] = 2;
             arguments.params[capacity] = room as i64;
             let requested = threads.map(|t| (t, std::mem::replace(&mut arguments.params[t], 1)));
@@ -137,7 +312,7 @@ pub(crate) fn place_rows(
                 }
                 let entries = pos[rows] as usize;
                 if entries <= room {
-                    leaf.written(entries, &slots, out.name)?;
+                    leaf.written(entries, slots, out.name)?;
                     return Ok(leaf.into_rows(pos));
                 }
                 if bounds {
@@ -148,7 +323,7 @@ pub(crate) fn place_rows(
                     )));
                 }
                 // More entries than room: `pos` holds each row's start, as counting gives.
-                return place_counted(pos, out, &slots, arguments, call);
+                return place_counted(pos, out, slots, arguments, call);
             }
             pos.fill(0);
         } else {
@@ -159,7 +334,7 @@ pub(crate) fn place_rows(
 
     if let Some(starts) = bounded_starts.filter(|_| room > 0) {
         if let Some(leaf) = reserve(room)? {
-            return place_bounded(starts, leaf, &slots, out.name, arguments, call);
+            return place_bounded(starts, leaf, slots, out.name, arguments, call);
         }
     }
 
@@ -174,7 +349,7 @@ pub(crate) fn place_rows(
         entries += count;
     }
     pos[rows] = entries;
-    place_counted(pos, out, &slots, arguments, call)
+    place_counted(pos, out, slots, arguments, call)
 }
 
 /// The guess [`place_rows`] appends with: the entries the sparse inputs store (dense ones
@@ -456,6 +631,23 @@ mod tests {
         expected: usize,
         bound_per_entry: Option<i64>,
     ) -> (Rows, Vec<i64>) {
+        place_paced(
+            entries,
+            threads,
+            expected,
+            bound_per_entry,
+            &PlacementPace::default(),
+        )
+    }
+
+    /// [`place`], for a kernel whose earlier runs `pace` measured.
+    fn place_paced(
+        entries: &[(usize, i64, f64)],
+        threads: i64,
+        expected: usize,
+        bound_per_entry: Option<i64>,
+        pace: &PlacementPace,
+    ) -> (Rows, Vec<i64>) {
         let pos = |kind| ArrayRef::Level {
             operand: OperandId(0),
             level: 2,
@@ -539,6 +731,7 @@ mod tests {
             &mut arguments,
             expected,
             bounds,
+            pace,
             &mut kernel,
         );
         let rows = rows.unwrap();
@@ -618,6 +811,76 @@ mod tests {
         assert_eq!(
             place(&out_of_order, 1, 0, Some(1)),
             (expected, vec![3, 2, 1])
+        );
+    }
+
+    #[test]
+    fn long_outputs_on_threads_take_the_placement_found_faster() {
+        let ms = Duration::from_millis;
+        let room = 1 << 20;
+        let pace = PlacementPace::default();
+        // The first call on threads, its time dropped; then both placements in turn.
+        let record = |placement, time| {
+            assert_eq!(pace.choose(), placement);
+            pace.record(placement, ms(time), room);
+        };
+        record(Placement::Threads, 1);
+        record(Placement::Threads, 12);
+        record(Placement::OneThread, 5);
+        record(Placement::Threads, 7);
+        record(Placement::OneThread, 7);
+        // Then the faster by its best time, and the other (within 1.5x) every eighth.
+        let choices: Vec<Placement> = (0..16).map(|_| pace.choose()).collect();
+        for (k, choice) in choices.iter().enumerate() {
+            let retry = (k + 1) % PlacementPace::RETRY as usize == 0;
+            let expected = if retry {
+                Placement::Threads
+            } else {
+                Placement::OneThread
+            };
+            assert_eq!(*choice, expected, "choice {k}");
+        }
+        // Slow runs do not raise a best time; a faster retry of the other turns the choice.
+        pace.record(Placement::OneThread, ms(100), room);
+        assert_eq!(pace.choose(), Placement::OneThread);
+        pace.record(Placement::Threads, ms(4), room);
+        assert_eq!(pace.choose(), Placement::Threads);
+        // Times are per entry of room: a run twice as long over twice the room is as fast.
+        pace.record(Placement::OneThread, ms(7), 2 * room);
+        assert_eq!(pace.choose(), Placement::OneThread);
+
+        // A placement far slower than the other (threads on many cores against one) is
+        // not retried.
+        let pace = PlacementPace::default();
+        for (placement, time) in [(Placement::Threads, 1), (Placement::Threads, 2)]
+            .into_iter()
+            .chain([(Placement::OneThread, 10), (Placement::Threads, 2)])
+            .chain([(Placement::OneThread, 10)])
+        {
+            assert_eq!(pace.choose(), placement);
+            pace.record(placement, ms(time), room);
+        }
+        assert!((0..32).all(|_| pace.choose() == Placement::Threads));
+    }
+
+    #[test]
+    fn a_paced_kernel_places_its_first_long_outputs_on_threads_and_its_third_on_one() {
+        let expected = four_entries();
+        let pace = PlacementPace::default();
+        let on_threads = (expected.clone(), vec![0, 1]);
+        let appended = (expected.clone(), vec![2]);
+        for phases in [&on_threads, &on_threads, &appended, &on_threads, &appended] {
+            assert_eq!(&place_paced(&IN_ORDER, 2, 1 << 20, None, &pace), phases);
+        }
+        // Short outputs are appended on one thread, and do not count.
+        let unpaced = PlacementPace::default();
+        assert_eq!(
+            place_paced(&IN_ORDER, 2, 4, None, &unpaced),
+            (expected.clone(), vec![2])
+        );
+        assert_eq!(
+            place_paced(&IN_ORDER, 2, 1 << 20, None, &unpaced),
+            (expected, vec![0, 1])
         );
     }
 }

@@ -21,7 +21,7 @@ use crate::jit::Toolchain;
 use crate::kernel::bind::{cast_values, Arguments};
 use crate::kernel::default_threads;
 use crate::kernel::native::Code;
-use crate::kernel::output::{place_rows, stored_sparse_entries, PlacedOutput};
+use crate::kernel::output::{place_rows, stored_sparse_entries, PlacedOutput, PlacementPace};
 use crate::kernel::variants::WidthVariants;
 use crate::tensor::{Coo, IndexWidth, Tensor, ValueType, Values};
 use crate::Error;
@@ -41,6 +41,9 @@ pub struct SpfKernel {
     threads: usize,
     /// Values of the `param` symbols, by name.
     params: Vec<(String, i64)>,
+    /// Whether long sparse outputs are placed faster on one thread or on threads, learnt
+    /// from the runs.
+    placement: PlacementPace,
 }
 
 impl SpfKernel {
@@ -60,6 +63,7 @@ impl SpfKernel {
             toolchain: toolchain.clone(),
             threads: default_threads(),
             params: Vec::new(),
+            placement: PlacementPace::default(),
         })
     }
 
@@ -377,6 +381,7 @@ impl SpfKernel {
                 &mut arguments,
                 expected,
                 bounds,
+                &self.placement,
                 &mut |a| self.call(&code, a, 0).map(drop),
             )?;
             return Tensor::from_rows(rows, dims, format).map_err(cannot_store);
