@@ -248,10 +248,11 @@ fn outputs_with_work_for_threads_are_placed_on_them() {
 }
 
 /// Long outputs (at least 524,288 entries of room) on threads are placed as the kernel's
-/// earlier runs found faster (`kernel::output::PlacementPace`): after a first run on the
-/// threads, runs alternate between the threads and one thread twice, then take the
-/// faster and retry the other every eighth run. Every run must match the reference, whichever placement it took: an
-/// element-wise sum (counted and placed on threads) and SpGEMM (bounded rows).
+/// earlier runs found faster (`kernel::placement::PlacementPace`): after a first run on
+/// the threads, runs alternate between the threads and one thread twice, then take the
+/// faster and retry the other every eighth run. Every run must match the reference,
+/// whichever placement it took: an element-wise sum (counted and placed on threads) and
+/// SpGEMM (bounded rows).
 #[test]
 fn long_outputs_match_the_reference_in_every_placement() {
     let mut r = rng(16);

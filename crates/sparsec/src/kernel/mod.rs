@@ -24,6 +24,7 @@
 pub(crate) mod bind;
 pub(crate) mod native;
 pub(crate) mod output;
+pub(crate) mod placement;
 pub use output::Assembled;
 use output::{OutputStructure, Produced};
 pub(crate) mod variants;
@@ -106,7 +107,7 @@ pub struct Kernel {
     spare_buffers: Mutex<Vec<RawBuffer>>,
     /// Whether long sparse outputs are placed faster on one thread or on threads, learnt
     /// from the runs.
-    placement: output::PlacementPace,
+    placement: placement::PlacementPace,
 }
 
 impl Drop for Kernel {
@@ -197,7 +198,7 @@ impl Kernel {
             code,
             variants: variants::WidthVariants::new(),
             spare_buffers: Mutex::new(Vec::new()),
-            placement: output::PlacementPace::default(),
+            placement: placement::PlacementPace::default(),
         })
     }
 
