@@ -26,16 +26,23 @@ draws the sorted per-input speedups (`sparsec tune figure`, a binary built with
 The default inputs are shared matrices the shipped models were not trained on (held out
 by `tune::model::train::held_out`) and generated families of other sizes than training's.
 
-Runtimes are medians of repeated runs measured by `sparsec tune` itself (preparation,
-compute and assembly); every candidate's result is checked against the reference. MKL's
-are medians of its executor calls from Python (a few microseconds of ctypes each), on
-the shared matrices only: the generated families are drawn by sparsec's own generator.
+Each search measures its own candidates and its own default (medians of repeated runs of
+preparation, compute and assembly; every candidate is checked against the reference), but
+the searches run minutes apart and this machine's speed drifts between states lasting
+seconds to minutes. So after the searches the default, each search's choice (the
+`sparsec run` command `tune` printed) and MKL are measured again in `--rounds`
+interleaved rounds, each running every one of them once in the same order; the speedups
+are the medians over the rounds. The searches' own speedups are kept beside them in the
+CSV (`*_search_speedup`). MKL's times are medians of its executor calls from Python (a
+few microseconds of ctypes each), on the shared matrices only: the generated families are
+drawn by sparsec's own generator.
 """
 import argparse
 import csv
 import json
 import math
 import os
+import shlex
 import subprocess
 import sys
 import statistics
@@ -47,13 +54,14 @@ import numpy as np
 DATA = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data")
 
 # Per kernel: the statement, its other arguments, the tuned sparse tensor and the index
-# variables of its modes.
+# variables of its modes. Formats are spelled by level (`ds` is CSR) as `tune --json`
+# spells its choices, so that a choice of the declared formats is recognised.
 KERNELS = {
-    "spmv": ("y(i) = A(i,j) * x(j)", ["-f", "A:csr", "-g", "x:dense"], "A", ["i", "j"]),
-    "spmm": ("C(i,j) = A(i,k) * B(k,j)", ["-f", "A:csr", "-g", "B:dense", "-d", "j:16"],
+    "spmv": ("y(i) = A(i,j) * x(j)", ["-f", "A:ds", "-g", "x:dense"], "A", ["i", "j"]),
+    "spmm": ("C(i,j) = A(i,k) * B(k,j)", ["-f", "A:ds", "-g", "B:dense", "-d", "j:16"],
              "A", ["i", "k"]),
     "sddmm": ("A(i,j) = B(i,j) * C(i,k) * D(k,j)",
-              ["-f", "A:csr", "-f", "B:csr", "-g", "C:dense", "-g", "D:dense", "-d", "k:32"],
+              ["-f", "A:ds", "-f", "B:ds", "-g", "C:dense", "-g", "D:dense", "-d", "k:32"],
               "B", ["i", "j"]),
     "mttkrp": ("A(i,j) = B(i,k,l) * C(k,j) * D(l,j)",
                ["-f", "B:sss", "-g", "C:dense", "-g", "D:dense", "-d", "j:16"],
@@ -75,13 +83,18 @@ def source_file(source, order):
     return os.path.join(DATA, "tensors", source + ".tns")
 
 
-def tune(binary, kernel, source, threads, search, budget, candidates, cache):
-    expr, extra, tensor, modes = KERNELS[kernel]
+def input_args(kernel, source):
+    """The arguments that give the tuned tensor: a shared file, or a generated family."""
+    _, _, tensor, modes = KERNELS[kernel]
     if "@" in source:
         kind, n = source.split("@")
-        data = ["-g", f"{tensor}:{kind}"] + [a for m in modes for a in ("-d", f"{m}:{n}")]
-    else:
-        data = ["-i", f"{tensor}:{source_file(source, len(modes))}"]
+        return ["-g", f"{tensor}:{kind}"] + [a for m in modes for a in ("-d", f"{m}:{n}")]
+    return ["-i", f"{tensor}:{source_file(source, len(modes))}"]
+
+
+def tune(binary, kernel, source, threads, search, budget, candidates, cache):
+    expr, extra, _, _ = KERNELS[kernel]
+    data = input_args(kernel, source)
     cmd = [binary, "tune", expr, *extra, *data, "--threads", str(threads), "--search",
            search, "--budget", str(budget), "--seed", "1", "--json"]
     if candidates:
@@ -93,31 +106,123 @@ def tune(binary, kernel, source, threads, search, budget, candidates, cache):
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def mkl_ms(mkl, kernel, source, threads, runs=21):
-    """MKL's median time for `kernel` on the shared matrix `source`, in ms, or None."""
+def default_command(binary, kernel, source, threads):
+    """`sparsec run` with the declared formats and the default schedule, on the same data
+    as `tune` (generated inputs with `tune`'s seed)."""
+    expr, extra, _, _ = KERNELS[kernel]
+    seed = ["--seed", "1"] if "@" in source else []
+    return [binary, "run", expr, *extra, *input_args(kernel, source), *seed,
+            "--threads", str(threads)]
+
+
+def chosen_command(binary, kernel, source, threads, choice):
+    """The `sparsec run` command that `tune --json` printed for its choice, run by `binary`;
+    the default's command when the choice is the declared formats with the default
+    schedule, so that the two are one measurement, not two draws of the noise."""
+    declared = dict(f.split(":", 1) for flag, f in zip(KERNELS[kernel][1], KERNELS[kernel][1][1:])
+                    if flag == "-f")
+    if (not choice["schedule"] and choice["threads"] == threads
+            and all(declared.get(name) == f for name, f in choice["formats"].items())):
+        return default_command(binary, kernel, source, threads)
+    words = shlex.split(choice["command"])
+    return [binary, *words[1:]]
+
+
+# Timed runs per `sparsec run` are raised until they take about this long, up to
+# MAX_RUNS: the searches' candidates are often tens of microseconds, and a process that
+# times them for a few milliseconds measures how the machine woke up as much as the kernel.
+MIN_TIMED_MS = 300.0
+MAX_RUNS = 10001
+
+
+def run_ms(cmd, threads, runs=21):
+    """The median of `sparsec run --time` (preparation, compute and assembly, as `tune`
+    measures), in ms; more runs in a second process when the first ones took little."""
     import schedules_vs_mkl as peers
 
-    # MKL has no SDDMM or MTTKRP.
-    if mkl is None or "@" in source or kernel not in ("spmv", "spmm"):
-        return None
-    a = peers.load_matrix(source_file(source, 2))
-    rng = np.random.default_rng(1)
-    dense_in = rng.standard_normal(a.shape[1] if kernel == "spmv" else (a.shape[1], 16))
-    problem = peers.set_mkl_threads(mkl, threads)
-    if problem:
-        sys.exit(f"MKL: {problem}")
-    executor = peers.MklExecutor(mkl, a, dense_in, expected_calls=runs + 1)
-    try:
-        if not np.allclose(executor(), a @ dense_in):
+    env = dict(os.environ, OMP_NUM_THREADS=str(threads))
+    timed, wanted = None, runs
+    while timed is None or runs < wanted:
+        runs = wanted
+        p = subprocess.run(cmd + ["--time", str(runs)], capture_output=True, text=True,
+                           env=env)
+        if p.returncode != 0:
+            sys.exit(f"failed: {shlex.join(cmd)}\n{p.stderr}")
+        timed = sum(peers.parse_phase(p.stdout, phase) or 0.0
+                    for phase in ("prepare", "compute", "assembly"))
+        if not timed > 0:
+            break
+        wanted = max(runs, min(MAX_RUNS, math.ceil(MIN_TIMED_MS / timed)))
+    return timed
+
+
+class Mkl:
+    """MKL's inspector-executor for `kernel` on the shared matrix `source`, checked once
+    against SciPy; `time()` is the median of `runs` executor calls in ms."""
+
+    def __init__(self, mkl, kernel, source, threads):
+        import schedules_vs_mkl as peers
+
+        self.peers = peers
+        a = peers.load_matrix(source_file(source, 2))
+        rng = np.random.default_rng(1)
+        dense_in = rng.standard_normal(a.shape[1] if kernel == "spmv" else (a.shape[1], 16))
+        problem = peers.set_mkl_threads(mkl, threads)
+        if problem:
+            sys.exit(f"MKL: {problem}")
+        self.executor = peers.MklExecutor(mkl, a, dense_in, expected_calls=1000)
+        if not np.allclose(self.executor(), a @ dense_in):
             sys.exit(f"MKL computes a wrong {kernel} on {source}")
-        times = []
-        for _ in range(runs):
-            start = time.perf_counter()
-            executor()
-            times.append(time.perf_counter() - start)
-        return statistics.median(times) * 1e3
+
+    def time(self, runs=21):
+        return self.peers.time_ms(self.executor, runs)[0]
+
+    def close(self):
+        self.executor.close()
+
+
+def confirm(binary, kernel, source, threads, choices, mkl, rounds):
+    """Runtimes in ms of sparsec's default, of each search's choice (`choices`: search ->
+    `tune --json` record) and of MKL (None where it has no such kernel or input),
+    measured again in `rounds` interleaved rounds, each round running every one of them
+    once; each figure is the median over the rounds. The searches'
+    own figures come from separate runs minutes apart, and this machine's speed drifts
+    between states lasting seconds to minutes: interleaving puts every candidate in the
+    same states."""
+    commands = {"default": default_command(binary, kernel, source, threads)}
+    commands.update({s: chosen_command(binary, kernel, source, threads, c)
+                     for s, c in choices.items()})
+    # MKL has no SDDMM or MTTKRP, and the generated families are sparsec's own.
+    peer = (Mkl(mkl, kernel, source, threads)
+            if mkl is not None and "@" not in source and kernel in ("spmv", "spmm") else None)
+    times = {name: [] for name in [*commands, "mkl"]}
+    try:
+        names = [*commands, "mkl"] if peer is not None else [*commands]
+        for r in range(rounds):
+            # Each round starts one place further on, so that no candidate is always the
+            # first after a pause.
+            measured = {}  # one run per distinct command a round
+            for name in names[r % len(names):] + names[:r % len(names)]:
+                if name == "mkl":
+                    times["mkl"].append(peer.time())
+                    continue
+                key = tuple(commands[name])
+                if key not in measured:
+                    measured[key] = run_ms(commands[name], threads)
+                times[name].append(measured[key])
     finally:
-        executor.close()
+        if peer is not None:
+            peer.close()
+    return {name: statistics.median(ts) if ts else None for name, ts in times.items()}
+
+
+def break_even(choice, default_ms, tuned_ms):
+    """Runs after which tuning (search and conversion) pays for itself, from the confirmed
+    times; None when the tuned choice is not faster than the default."""
+    saved = default_ms - tuned_ms
+    if not saved > 0:
+        return None
+    return (choice["tuning_s"] * 1e3 + choice["conversion_ms"]) / saved
 
 
 def geomean(xs):
@@ -139,6 +244,9 @@ def main():
     p.add_argument("--out", default="/tmp/sparsec-tune-bench.csv")
     p.add_argument("--no-mkl", action="store_true", help="leave MKL out")
     p.add_argument("--figure", help="draw the sorted speedups into this PNG")
+    p.add_argument("--rounds", type=int, default=3,
+                   help="interleaved rounds in which the default, each search's choice and "
+                        "MKL are measured again after the searches")
     args = p.parse_args()
 
     def sources(kernel):
@@ -166,31 +274,35 @@ def main():
                     # The tuned choice is the model's when it searched, else the random
                     # search's.
                     tuned = "model" if args.model else "random"
-                    t, f = runs[tuned], runs["format-only"]
-                    mkl_time = mkl_ms(mkl, kernel, source, threads)
+                    t = runs[tuned]
+                    ms = confirm(args.binary, kernel, source, threads, runs, mkl, args.rounds)
                     row = {
                         "kernel": kernel, "input": source, "threads": threads,
-                        "tuned_by": tuned, "default_ms": t["default_ms"],
-                        **{f"{s}_ms": runs[s]["tuned_ms"] for s in searches},
-                        **{f"{s}_speedup": runs[s]["speedup"] for s in searches},
-                        "tuned_over_format_only": f["tuned_ms"] / t["tuned_ms"],
-                        "tuned_over_random": runs["random"]["tuned_ms"] / t["tuned_ms"],
-                        "mkl_ms": mkl_time,
-                        "tuned_over_mkl": None if mkl_time is None else mkl_time / t["tuned_ms"],
+                        "tuned_by": tuned, "default_ms": ms["default"],
+                        **{f"{s}_ms": ms[s] for s in searches},
+                        **{f"{s}_speedup": ms["default"] / ms[s] for s in searches},
+                        "tuned_over_format_only": ms["format-only"] / ms[tuned],
+                        "tuned_over_random": ms["random"] / ms[tuned],
+                        "mkl_ms": ms["mkl"],
+                        "tuned_over_mkl": None if ms["mkl"] is None else ms["mkl"] / ms[tuned],
+                        # What each search reported from its own runs, before the rounds.
+                        **{f"{s}_search_speedup": runs[s]["speedup"] for s in searches},
                         **{f"measured_{s}": runs[s]["measured"] for s in searches},
                         "tuning_s": t["tuning_s"], "conversion_ms": t["conversion_ms"],
-                        "break_even_runs": t["break_even_runs"],
+                        "break_even_runs": break_even(t, ms["default"], ms[tuned]),
                         "formats": " ".join(f"{k}:{v}" for k, v in t["formats"].items()),
                         "schedule": t["schedule"],
                         "failures": sum(len(runs[s]["failures"]) for s in searches),
                     }
                     rows.append(row)
                     be = row["break_even_runs"]
-                    each = "  ".join(f"{s} {row[f'{s}_ms']:9.3f} ms ({row[f'{s}_speedup']:.2f}x, "
+                    mkl_text = "-" if ms["mkl"] is None else f"{ms['mkl']:9.3f} ms"
+                    each = "  ".join(f"{s} {row[f'{s}_ms']:9.3f} ms ({row[f'{s}_speedup']:.2f}x; "
+                                     f"search {row[f'{s}_search_speedup']:.2f}x, "
                                      f"{row[f'measured_{s}']} cand.)" for s in searches)
                     print(f"{kernel:5} {source:18} {threads}t default {row['default_ms']:9.3f} ms  "
                           f"{each}  "
-                          f"mkl {'-' if mkl_time is None else f'{mkl_time:9.3f} ms'}  "
+                          f"mkl {mkl_text}  "
                           f"tuning {row['tuning_s']:.1f} s  conv {row['conversion_ms']:.2f} ms  "
                           f"break-even {'-' if be is None else f'{be:.0f}'} runs  "
                           f"[{row['formats']} | {row['schedule'] or 'default'}]", flush=True)
@@ -198,7 +310,8 @@ def main():
         w = csv.DictWriter(fh, fieldnames=list(rows[0]))
         w.writeheader()
         w.writerows(rows)
-    print("\ngeomean speedups (median runtimes, same budget per search):")
+    print(f"\ngeomean speedups (medians of {args.rounds} interleaved rounds after the searches, "
+          "same budget per search):")
     for kernel in args.kernels.split(","):
         for threads in sorted({r["threads"] for r in rows}):
             sel = [r for r in rows if r["kernel"] == kernel and r["threads"] == threads]

@@ -301,6 +301,7 @@ fn shipped_models_guide_a_correct_search() {
         let (space, tensors) = space_of(&coo);
         let options = MeasureOptions {
             repeats: 1,
+            min_timed: Duration::ZERO,
             cap: Duration::from_millis(50),
             backend: Backend::Jit,
             ..MeasureOptions::default()

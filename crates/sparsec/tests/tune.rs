@@ -143,6 +143,7 @@ fn inputs_of(kernel: &Kernel, variant: Variant, seed: u64) -> Vec<(&'static str,
 fn quick(backend: Backend) -> MeasureOptions {
     MeasureOptions {
         repeats: 1,
+        min_timed: Duration::ZERO,
         cap: Duration::from_millis(50),
         backend,
         ..MeasureOptions::default()
@@ -332,6 +333,43 @@ fn measurer_and_default(
         .measure(space, &default, Patience::default())
         .unwrap();
     (measurer, once)
+}
+
+/// A fast kernel is timed for `min_timed`, not for its few `repeats`: the median of many
+/// runs is what moves little from one measurement to the next; and `cap` still ends the
+/// timing first.
+#[test]
+fn fast_kernels_are_timed_for_a_minimum_time() {
+    let (space, tensors) = random_spmv(3, 1);
+    let default = space.default_point().unwrap();
+    let runs_with = |min_timed: Duration, cap: Duration| {
+        let options = MeasureOptions {
+            repeats: 3,
+            min_timed,
+            cap,
+            ..quick(Backend::Jit)
+        };
+        let measurer = Measurer::new(&space, tensors.clone(), options).unwrap();
+        let m = measurer
+            .measure(&space, &default, Patience::default())
+            .unwrap();
+        assert!(
+            m.runtime < Duration::from_millis(1),
+            "not a fast kernel: {m:?}"
+        );
+        m.runs
+    };
+    assert_eq!(runs_with(Duration::ZERO, Duration::from_secs(1)), 3);
+    // A run of this kernel takes microseconds: 20 ms of them are many more than three.
+    assert!(runs_with(Duration::from_millis(20), Duration::from_secs(1)) > 20);
+    // The cap ends the timing even when the minimum is not reached.
+    let started = std::time::Instant::now();
+    let capped = runs_with(Duration::from_secs(60), Duration::from_millis(5));
+    assert!(capped > 3, "{capped} runs in 5 ms");
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "the cap did not end the timing"
+    );
 }
 
 /// Both searches return a measured choice at least as fast as the default they measured,

@@ -20,8 +20,13 @@ const TOLERANCE: f64 = 1e-9;
 /// How a candidate is measured.
 #[derive(Clone, Debug)]
 pub struct MeasureOptions {
-    /// Runs after the warm-up whose median is the runtime.
+    /// Runs after the warm-up whose median is the runtime, at least.
     pub repeats: usize,
+    /// Timed runs go on until they have taken this long (or `cap` is reached): the median
+    /// of a few runs of a kernel of tens of microseconds moves by a quarter from one
+    /// measurement to the next on a busy machine, and such a kernel's runs are cheap next
+    /// to compiling it.
+    pub min_timed: Duration,
     /// Time after which no more timed runs of one candidate start.
     pub cap: Duration,
     /// The backend that compiles candidates.
@@ -35,6 +40,7 @@ impl Default for MeasureOptions {
     fn default() -> MeasureOptions {
         MeasureOptions {
             repeats: 7,
+            min_timed: Duration::from_millis(10),
             cap: Duration::from_secs(2),
             backend: Backend::C,
             toolchain: Toolchain::default(),
@@ -209,12 +215,15 @@ impl Measurer {
         if patience.run.is_none_or(|limit| warm_up < limit) {
             times.clear();
             let timing = Instant::now();
-            while times.len() < self.options.repeats.max(1) {
+            loop {
                 let (_, t) = kernel
                     .run_timed(&refs, None)
                     .map_err(MeasureError::from_run)?;
                 times.push(t.prepare + t.compute + t.assemble);
-                if timing.elapsed() >= self.options.cap {
+                let elapsed = timing.elapsed();
+                let enough =
+                    times.len() >= self.options.repeats.max(1) && elapsed >= self.options.min_timed;
+                if enough || elapsed >= self.options.cap {
                     break;
                 }
             }

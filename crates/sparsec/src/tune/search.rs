@@ -132,8 +132,12 @@ fn confirm(
         .chain(&finalists)
         .map(|c| (c, Vec::with_capacity(CONFIRMATION_ROUNDS)))
         .collect();
-    for _ in 0..CONFIRMATION_ROUNDS {
-        for (k, (candidate, rounds)) in contenders.iter_mut().enumerate() {
+    for round in 0..CONFIRMATION_ROUNDS {
+        // Each round starts one contender further on, so that none is always the first
+        // measured after the search (or the last, before the machine changes state).
+        let count = contenders.len();
+        for k in (0..count).map(|i| (i + round) % count) {
+            let (candidate, rounds) = &mut contenders[k];
             match measurer.measure(space, candidate, Patience::default()) {
                 Ok(m) => rounds.push(m),
                 Err(e) if k == 0 => {
