@@ -225,6 +225,52 @@ def break_even(choice, default_ms, tuned_ms):
     return (choice["tuning_s"] * 1e3 + choice["conversion_ms"]) / saved
 
 
+def schedule_parts(schedule):
+    """The kinds of scheduling command in a schedule text: split, order, parallelize with
+    its OpenMP schedule kind and chunk (`parallelize guided,4`), and so on."""
+    parts = []
+    for command in schedule.replace("),", ")\n").splitlines():
+        name, _, rest = command.strip().partition("(")
+        if name == "parallelize":
+            parts.append("parallelize " + ",".join(rest.rstrip(")").split(",")[3:]))
+        elif name:
+            parts.append(name)
+    return parts
+
+
+def what_the_model_proposes(rows, proposals, top):
+    """What the model ranks best, apart from what measuring then found: per kernel and
+    thread count, how often each layout and each kind of scheduling command is among the
+    model's `top` proposals per input, and its first proposal beside the measured choice."""
+    print(f"\nwhat the model proposes (its first {top} points per input, in its order):")
+    for (kernel, threads) in sorted({(r["kernel"], r["threads"]) for r in rows}):
+        sel = [r for r in rows if r["kernel"] == kernel and r["threads"] == threads]
+        layouts, commands, total = {}, {}, 0
+        for r in sel:
+            for point in proposals[(kernel, r["input"], threads)][:top]:
+                total += 1
+                layout = " ".join(f"{k}:{v}" for k, v in point["formats"].items())
+                layouts[layout] = layouts.get(layout, 0) + 1
+                for part in set(schedule_parts(point["schedule"])) or {"default schedule"}:
+                    commands[part] = commands.get(part, 0) + 1
+        if not total:
+            continue
+
+        def share(counts):
+            return ", ".join(f"{k} {100 * v / total:.0f}%" for k, v in
+                             sorted(counts.items(), key=lambda kv: -kv[1])[:6])
+
+        print(f"  {kernel} {threads}t, {total} proposals over {len(sel)} inputs")
+        print(f"    layouts:  {share(layouts)}")
+        print(f"    schedule: {share(commands)}")
+        for r in sel:
+            first = proposals[(kernel, r["input"], threads)][:1]
+            text = (" ".join(f"{k}:{v}" for k, v in first[0]["formats"].items())
+                    + f" | {first[0]['schedule'] or 'default'}") if first else "-"
+            print(f"    {r['input']:22} first: {text:60} measured choice: "
+                  f"{r['formats']} | {r['schedule'] or 'default'} ({r['model_speedup']:.2f}x)")
+
+
 def geomean(xs):
     return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else float("nan")
 
@@ -244,7 +290,7 @@ def main():
     p.add_argument("--out", default="/tmp/sparsec-tune-bench.csv")
     p.add_argument("--no-mkl", action="store_true", help="leave MKL out")
     p.add_argument("--figure", help="draw the sorted speedups into this PNG")
-    p.add_argument("--rounds", type=int, default=3,
+    p.add_argument("--rounds", type=int, default=5,
                    help="interleaved rounds in which the default, each search's choice and "
                         "MKL are measured again after the searches")
     args = p.parse_args()
@@ -264,6 +310,7 @@ def main():
         mkl, how = peers.load_mkl()
         print(f"MKL: {how}", flush=True)
     rows = []
+    proposals = {}  # (kernel, input, threads) -> the model search's points, in its order
     with tempfile.TemporaryDirectory() as cache:
         for kernel in args.kernels.split(","):
             for source in sources(kernel):
@@ -295,12 +342,14 @@ def main():
                         "failures": sum(len(runs[s]["failures"]) for s in searches),
                     }
                     rows.append(row)
+                    if args.model:
+                        proposals[(kernel, source, threads)] = runs["model"].get("tried", [])
                     be = row["break_even_runs"]
-                    mkl_text = "-" if ms["mkl"] is None else f"{ms['mkl']:9.3f} ms"
-                    each = "  ".join(f"{s} {row[f'{s}_ms']:9.3f} ms ({row[f'{s}_speedup']:.2f}x; "
+                    mkl_text = "-" if ms["mkl"] is None else f"{ms['mkl']:9.4g} ms"
+                    each = "  ".join(f"{s} {row[f'{s}_ms']:9.4g} ms ({row[f'{s}_speedup']:.2f}x; "
                                      f"search {row[f'{s}_search_speedup']:.2f}x, "
                                      f"{row[f'measured_{s}']} cand.)" for s in searches)
-                    print(f"{kernel:5} {source:18} {threads}t default {row['default_ms']:9.3f} ms  "
+                    print(f"{kernel:5} {source:18} {threads}t default {row['default_ms']:9.4g} ms  "
                           f"{each}  "
                           f"mkl {mkl_text}  "
                           f"tuning {row['tuning_s']:.1f} s  conv {row['conversion_ms']:.2f} ms  "
@@ -324,6 +373,8 @@ def main():
                   f"  {tuned}/MKL {geomean(over_mkl):.2f}x ({len(over_mkl)} inputs)"
                   f"  tuning {geomean([r['tuning_s'] for r in sel]):.1f} s"
                   f"  failures {sum(r['failures'] for r in sel)}")
+    if args.model:
+        what_the_model_proposes(rows, proposals, top=args.candidates or 10)
     print(f"CSV: {args.out}")
     # The speedups of the tuned choice over each baseline, a row per input.
     speedups = os.path.splitext(args.out)[0] + "-speedups.csv"

@@ -54,7 +54,8 @@ pub struct CollectArgs {
     /// The most threads a candidate may use.
     #[arg(long, value_name = "N", value_parser = spec::thread_count)]
     pub threads: Option<usize>,
-    /// Timed runs per candidate after a warm-up (the median is kept).
+    /// Timed runs per candidate after a warm-up, at least (the median is kept); a fast
+    /// kernel is run until its runs have taken 10 ms.
     #[arg(long, value_name = "N", default_value_t = 5, value_parser = spec::positive)]
     pub repeats: usize,
     /// Time cap per candidate in seconds: its first run is killed after this on one thread.

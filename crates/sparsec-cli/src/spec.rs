@@ -488,9 +488,17 @@ pub fn thread_count(text: &str) -> std::result::Result<usize, String> {
     Ok(n)
 }
 
-/// Format a duration in milliseconds.
+/// Format a duration in milliseconds, with three significant digits below one
+/// millisecond (a kernel of 1.2 us is `0.00120 ms`, not `0.001 ms`): benchmarks read these
+/// figures and compare kernels of a few microseconds.
 pub fn ms(d: std::time::Duration) -> String {
-    format!("{:.3} ms", d.as_secs_f64() * 1e3)
+    let ms = d.as_secs_f64() * 1e3;
+    let decimals = match ms {
+        m if m >= 0.1 || m == 0.0 => 3,
+        m if m >= 0.01 => 4,
+        _ => 5,
+    };
+    format!("{ms:.decimals$} ms")
 }
 
 /// Write to standard output; a closed pipe (`sparsec emit ... | head`) ends the process
@@ -529,4 +537,18 @@ macro_rules! out {
     ($($arg:tt)*) => {
         $crate::spec::write_out(format_args!($($arg)*), false)
     };
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    #[test]
+    fn short_durations_keep_three_significant_digits() {
+        assert_eq!(super::ms(Duration::from_nanos(1_234)), "0.00123 ms");
+        assert_eq!(super::ms(Duration::from_nanos(12_345)), "0.0123 ms");
+        assert_eq!(super::ms(Duration::from_micros(123)), "0.123 ms");
+        assert_eq!(super::ms(Duration::from_micros(45_678)), "45.678 ms");
+        assert_eq!(super::ms(Duration::ZERO), "0.000 ms");
+    }
 }

@@ -65,7 +65,8 @@ pub struct TuneArgs {
     /// comparing searches (default: as many as --budget allows; 10 for `--search model`).
     #[arg(long, value_name = "N", value_parser = spec::positive)]
     pub candidates: Option<usize>,
-    /// Timed runs per candidate after a warm-up (the median is kept).
+    /// Timed runs per candidate after a warm-up, at least (the median is kept); a fast
+    /// kernel is run until its runs have taken 10 ms.
     #[arg(long, value_name = "N", default_value_t = 7, value_parser = spec::positive)]
     pub repeats: usize,
     /// No more runs of one candidate start after this many seconds.
@@ -339,6 +340,25 @@ fn json(
         .map(|(n, f)| (n.clone(), f.spelling().into()))
         .collect();
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    // The formats of a point, by name: `choice.formats` names the tuned tensors in the
+    // order every point lists their formats.
+    let tried: Vec<serde_json::Value> = tuned
+        .tried
+        .iter()
+        .map(|point| {
+            let formats: serde_json::Map<String, serde_json::Value> = choice
+                .formats
+                .iter()
+                .zip(&point.formats)
+                .map(|((name, _), f)| (name.clone(), f.spelling().into()))
+                .collect();
+            serde_json::json!({
+                "formats": formats,
+                "schedule": point.schedule,
+                "threads": point.threads,
+            })
+        })
+        .collect();
     serde_json::json!({
         "expr": expr,
         "search": args.search.name(),
@@ -354,6 +374,7 @@ fn json(
         "conversion_ms": ms(tuned.best_measurement.conversion),
         "break_even_runs": tuned.break_even_runs(),
         "measured": tuned.measured,
+        "tried": tried,
         "unfit": tuned.unfit,
         "timed_out": tuned.timed_out,
         "failures": tuned.failures,

@@ -218,7 +218,16 @@ fn json_output_of_a_statement_with_two_sparse_operands_and_a_sparse_output() {
         assert!(formats.contains_key(name), "{value}");
     }
     assert!(value["speedup"].as_f64().expect("speedup") >= 1.0);
-    assert!(value["measured"].as_u64().expect("measured") >= 1);
+    let measured = value["measured"].as_u64().expect("measured");
+    assert!(measured >= 1);
+    // The points the search proposed after the default, each with every tuned format.
+    let tried = value["tried"].as_array().expect("tried");
+    assert_eq!(tried.len() as u64, measured - 1, "{value}");
+    for point in tried {
+        let formats = point["formats"].as_object().expect("a point's formats");
+        assert_eq!(formats.len(), 3, "{point}");
+        assert!(point["schedule"].is_string() && point["threads"].as_u64().is_some());
+    }
     // The reference evaluation is part of the tuning time.
     let reference = value["reference_s"].as_f64().expect("reference_s");
     assert!(reference > 0.0 && reference <= value["tuning_s"].as_f64().expect("tuning_s"));

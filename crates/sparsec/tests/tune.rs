@@ -394,13 +394,16 @@ fn searches_return_measured_choices() {
         .unwrap();
         assert!(tuned.failures.is_empty(), "{:?}", tuned.failures);
         assert_eq!(calls + 1, tuned.measured);
+        // Every point it proposed after the default was measured, in its order.
+        assert_eq!(tuned.tried.len() + 1, tuned.measured);
+        assert!(tuned.tried.iter().all(|p| p.key() != tuned.default.key()));
         assert!(tuned.measured > 1, "{}: nothing measured", strategy.name());
         assert!(tuned.best_measurement.runtime <= tuned.default_measurement.runtime);
         assert!(tuned.speedup() >= 1.0);
-        // The choice and the speedup come from three confirmation rounds of one run each
+        // The choice and the speedup come from five confirmation rounds of one run each
         // (`quick` measures one run), not from the search's single measurements.
-        assert_eq!(tuned.default_measurement.runs, 3);
-        assert_eq!(tuned.best_measurement.runs, 3);
+        assert_eq!(tuned.default_measurement.runs, 5);
+        assert_eq!(tuned.best_measurement.runs, 5);
         if strategy == Strategy::FormatOnly {
             assert_eq!(tuned.best.schedule, "");
         }
@@ -449,7 +452,7 @@ fn a_slow_compilation_is_stopped_at_the_budget() {
 }
 
 /// The confirmation rounds come out of the budget: a budget that leaves time to measure
-/// candidates but not to measure the default again three times measures no other
+/// candidates but not to measure the default again five times measures no other
 /// candidate (before, the search measured candidates until the budget was spent, then
 /// confirmed them past it).
 #[test]
@@ -464,7 +467,7 @@ fn the_budget_keeps_room_for_the_confirmation_rounds() {
     };
     let (measurer, once) = measurer_and_default(&space, tensors, options);
     // Twice one measurement: room for the search's own first measurement of the default
-    // and more, but less than the three rounds that confirm it.
+    // and more, but less than the five rounds that confirm it.
     let again = once.conversion + once.runtime * (once.runs as u32 + 1);
     let tuned = random_search(&space, &measurer, again * 2, 5);
     assert_eq!(tuned.measured, 1, "one measurement {again:?}");
@@ -498,7 +501,7 @@ fn the_budget_counts_the_checks_of_the_confirmation_rounds() {
         "check {:?}, runs {runs:?}",
         once.check
     );
-    // Room for the search's own first measurement of the default, not for three more.
+    // Room for the search's own first measurement of the default, not for five more.
     let tuned = random_search(&space, &measurer, (once.check + runs) * 2, 5);
     assert_eq!(tuned.measured, 1, "check {:?}, runs {runs:?}", once.check);
 }

@@ -48,8 +48,9 @@ pub struct Progress<'a> {
 /// A search's outcome.
 #[derive(Clone, Debug)]
 pub struct Tuned {
-    /// The fastest point (the default when nothing beat it), by the median of the
-    /// confirmation rounds that measure the search's fastest again beside the default.
+    /// The fastest point (the default when nothing beat it in every round), by the median
+    /// of the confirmation rounds that measure the search's fastest again beside the
+    /// default.
     pub best: Point,
     /// Its measurement: the round of median runtime, counting every round's runs.
     pub best_measurement: Measurement,
@@ -59,6 +60,10 @@ pub struct Tuned {
     pub default_measurement: Measurement,
     /// Candidates measured, the default included.
     pub measured: usize,
+    /// The points the search proposed after the default, in its order (the model's
+    /// ranking, or the random draws), whether they could be measured or not: what a
+    /// search prefers, apart from what the measurements then found.
+    pub tried: Vec<Point>,
     /// Candidates whose formats cannot hold these inputs (a singleton level under a
     /// parent with several entries, say): the formats' packing decides, per input.
     pub unfit: usize,
@@ -119,9 +124,9 @@ pub fn search(
 }
 
 /// Measure the default and the finalists again, interleaved, for
-/// [`CONFIRMATION_ROUNDS`] rounds; returns the fastest point by its median over the rounds,
-/// that median measurement, and the default's. A finalist that fails to run again (it ran
-/// before, so only a changed machine makes it fail) drops out.
+/// [`CONFIRMATION_ROUNDS`] rounds; returns the point chosen by [`confirmed_winner`], its
+/// median measurement over the rounds, and the default's. A finalist that fails to run
+/// again (it ran before, so only a changed machine makes it fail) drops out.
 fn confirm(
     space: &Space,
     measurer: &Measurer,
@@ -148,19 +153,43 @@ fn confirm(
                 Err(_) => rounds.clear(),
             }
         }
-        // A finalist that failed once is out: its median would mix fewer rounds.
+        // A finalist that failed once is out: its rounds would no longer pair with the
+        // default's.
         contenders.retain(|(c, rounds)| std::ptr::eq(*c, default) || !rounds.is_empty());
     }
-    let confirmed: Vec<(&Candidate, Measurement)> = contenders
+    let runtimes: Vec<Vec<Duration>> = contenders
+        .iter()
+        .map(|(_, rounds)| rounds.iter().map(|m| m.runtime).collect())
+        .collect();
+    let winner = confirmed_winner(&runtimes);
+    let mut confirmed: Vec<(&Candidate, Measurement)> = contenders
         .into_iter()
         .map(|(c, rounds)| (c, median_measurement(rounds)))
         .collect();
     let default_measurement = confirmed[0].1.clone();
-    let (best, best_measurement) = confirmed
-        .into_iter()
-        .min_by_key(|(_, m)| m.runtime)
-        .expect("the default is confirmed");
+    let (best, best_measurement) = confirmed.swap_remove(winner);
     Ok((best.point.clone(), best_measurement, default_measurement))
+}
+
+/// Which of the contenders (the default first) a search keeps, from their runtimes in
+/// each confirmation round (`runtimes[c][r]`, every contender measured in every round):
+/// the fastest by median among the default and the finalists that were faster than the
+/// default in every round. Measurements here move by a quarter from one run to the next,
+/// far more than most candidates differ, so the fastest of four medians is a finalist
+/// more often than not even when none is faster (three times in four, were all equal):
+/// a choice that then runs slower than the default it replaced. A finalist no faster than
+/// the default beats it in all five paired rounds once in 32.
+fn confirmed_winner(runtimes: &[Vec<Duration>]) -> usize {
+    let default = &runtimes[0];
+    let median = |rounds: &[Duration]| {
+        let mut sorted = rounds.to_vec();
+        sorted.sort_unstable();
+        sorted[sorted.len() / 2]
+    };
+    (0..runtimes.len())
+        .filter(|&c| c == 0 || runtimes[c].iter().zip(default).all(|(f, d)| f < d))
+        .min_by_key(|&c| median(&runtimes[c]))
+        .expect("the default is a contender")
 }
 
 /// About what measuring a candidate again takes, from its measurement `m`: converting its
@@ -194,13 +223,15 @@ pub struct Limits {
 /// it chooses.
 const FINALISTS: usize = 3;
 
-/// Rounds of that confirmation: each measures the default and every finalist once, in turn.
-const CONFIRMATION_ROUNDS: usize = 3;
+/// Rounds of that confirmation: each measures the default and every finalist once, in
+/// turn.
+const CONFIRMATION_ROUNDS: usize = 5;
 
 /// Measure sparsec's default, then `candidates` in turn (skipping repeats) until one of
 /// `limits` is reached or they run out. Then confirm: the default and the three fastest
-/// are measured again, interleaved, three times (`FINALISTS`, `CONFIRMATION_ROUNDS`), and
-/// the fastest by its median over those rounds is kept (finalists over three times the
+/// are measured again, interleaved, five times (`FINALISTS`, `CONFIRMATION_ROUNDS`), and
+/// the fastest by its median over those rounds among the default and the finalists faster
+/// than it in every round is kept ([`confirmed_winner`]; finalists over three times the
 /// best single measurement are not worth it). The best of many noisy measurements is
 /// biased low (a candidate wins by drawing a lucky run), and the default measured first
 /// ran in a cold process: choosing and reporting the speedup from the interleaved rounds
@@ -230,6 +261,7 @@ pub fn measure_candidates(
     let mut unfit = 0;
     let mut timed_out = 0;
     let mut measured = 1;
+    let mut tried = Vec::new();
     let budget = limits.budget;
     // A space with few points runs out of new ones; stop after this many repeats in a row.
     let mut repeats_in_a_row = 0;
@@ -252,6 +284,7 @@ pub fn measure_candidates(
             continue;
         }
         repeats_in_a_row = 0;
+        tried.push(candidate.point.clone());
         // Ten times the best is far enough from it to stop timing precisely (and at least
         // a few milliseconds, above the cost of starting a child process).
         // A compilation, unlike a run, is not bounded otherwise: it may use what is left.
@@ -311,10 +344,39 @@ pub fn measure_candidates(
         default: default.point,
         default_measurement,
         measured,
+        tried,
         unfit,
         timed_out,
         failures,
         tuning_time: started.elapsed() + measurer.reference_time(),
         reference_time: measurer.reference_time(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn us(rounds: &[u64]) -> Vec<Duration> {
+        rounds.iter().map(|&t| Duration::from_micros(t)).collect()
+    }
+
+    #[test]
+    fn a_finalist_replaces_the_default_only_when_faster_in_every_round() {
+        let default = us(&[100, 120, 100, 90, 110]);
+        // Faster by median (95 against 100) but slower in one round: the default stays.
+        let lucky = us(&[95, 95, 95, 95, 115]);
+        assert_eq!(confirmed_winner(&[default.clone(), lucky.clone()]), 0);
+        // Faster in every round, if by little.
+        let steady = us(&[99, 119, 99, 89, 109]);
+        assert_eq!(
+            confirmed_winner(&[default.clone(), lucky, steady.clone()]),
+            2
+        );
+        // Of two finalists faster in every round, the lower median.
+        let faster = us(&[60, 70, 50, 80, 60]);
+        assert_eq!(confirmed_winner(&[default.clone(), steady, faster]), 2);
+        // A tie is not faster.
+        assert_eq!(confirmed_winner(&[default.clone(), default]), 0);
+    }
 }
