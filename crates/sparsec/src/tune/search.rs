@@ -231,7 +231,7 @@ const CONFIRMATION_ROUNDS: usize = 5;
 /// `limits` is reached or they run out. Then confirm: the default and the three fastest
 /// are measured again, interleaved, five times (`FINALISTS`, `CONFIRMATION_ROUNDS`), and
 /// the fastest by its median over those rounds among the default and the finalists faster
-/// than it in every round is kept ([`confirmed_winner`]; finalists over three times the
+/// than it in every round is kept (see `confirmed_winner`; finalists over three times the
 /// best single measurement are not worth it). The best of many noisy measurements is
 /// biased low (a candidate wins by drawing a lucky run), and the default measured first
 /// ran in a cold process: choosing and reporting the speedup from the interleaved rounds
