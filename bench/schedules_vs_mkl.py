@@ -702,11 +702,13 @@ MIN_TIMED_MS = 100.0
 MAX_RUNS = 1001
 
 
-def enough_runs(runs: int, one_ms: Optional[float]) -> int:
-    """`runs`, raised so that runs of `one_ms` each take about MIN_TIMED_MS."""
+def enough_runs(runs: int, one_ms: Optional[float], min_timed_ms: float = MIN_TIMED_MS,
+                max_runs: int = MAX_RUNS) -> int:
+    """`runs`, raised so that runs of `one_ms` each take about `min_timed_ms`, up to
+    `max_runs`."""
     if one_ms is None or not one_ms > 0:
         return runs
-    return max(runs, min(MAX_RUNS, math.ceil(MIN_TIMED_MS / one_ms)))
+    return max(runs, min(max_runs, math.ceil(min_timed_ms / one_ms)))
 
 
 def time_ms(fn, runs: int) -> Tuple[float, float]:

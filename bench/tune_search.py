@@ -31,7 +31,8 @@ preparation, compute and assembly; every candidate is checked against the refere
 the searches run minutes apart and this machine's speed drifts between states lasting
 seconds to minutes. So after the searches the default, each search's choice (the
 `sparsec run` command `tune` printed) and MKL are measured again in `--rounds`
-interleaved rounds, each running every one of them once in the same order; the speedups
+interleaved rounds, each running every one of them once, starting one place further on
+than the round before; the speedups
 are the medians over the rounds. The searches' own speedups are kept beside them in the
 CSV (`*_search_speedup`). MKL's times are medians of its executor calls from Python (a
 few microseconds of ctypes each), on the shared matrices only: the generated families are
@@ -152,7 +153,7 @@ def run_ms(cmd, threads, runs=21):
                     for phase in ("prepare", "compute", "assembly"))
         if not timed > 0:
             break
-        wanted = max(runs, min(MAX_RUNS, math.ceil(MIN_TIMED_MS / timed)))
+        wanted = peers.enough_runs(runs, timed, MIN_TIMED_MS, MAX_RUNS)
     return timed
 
 

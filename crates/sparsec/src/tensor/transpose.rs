@@ -1,5 +1,5 @@
-//! Converting a compressed matrix to the other mode order (CSR to CSC and back) in one
-//! counting pass, instead of through a coordinate list.
+//! Converting a tensor to another mode order without a coordinate list: a compressed
+//! matrix (CSR to CSC and back) in one counting pass, a dense tensor in tiles.
 
 use super::{Tensor, Values};
 use crate::format::{Format, LevelStorage, Streaming};
@@ -22,6 +22,20 @@ fn compressed_modes(format: &Format) -> Option<(usize, usize)> {
 }
 
 impl Tensor {
+    /// A dense tensor in another dense mode order: one pass over the values, in tiles.
+    pub(super) fn transpose_dense(&self, format: &Format) -> Tensor {
+        let from = self.format.mode_order().expect("plain");
+        let to = format.mode_order().expect("plain");
+        let mut target = Tensor::empty(&self.dims, format, self.value_type());
+        let layout = Permutation::new(&self.dims, &from, &to);
+        match (&self.values, &mut target.values) {
+            (Values::F64(source), Values::F64(target)) => layout.copy(source, target),
+            (Values::F32(source), Values::F32(target)) => layout.copy(source, target),
+            _ => unreachable!("the target has the source's value type"),
+        }
+        target
+    }
+
     /// `self` in `format` when both are compressed matrices of opposite mode orders:
     /// count the entries of each target row, then place the source's rows in order, so
     /// that each target row comes out sorted. `None` for other pairs of formats.
@@ -78,5 +92,204 @@ impl Tensor {
             }
             .with_narrowest_indices(),
         )
+    }
+}
+
+/// Where each component of a dense tensor lies in two mode orders: the strides of every
+/// mode in the source's storage and in the target's.
+struct Permutation {
+    dims: Vec<usize>,
+    source_stride: Vec<usize>,
+    target_stride: Vec<usize>,
+    /// The mode contiguous in the source (its last in storage order) and in the target.
+    source_inner: usize,
+    target_inner: usize,
+}
+
+/// Side of the square tiles a transposing copy moves: a tile's rows in the source and in
+/// the target (16 values of 8 bytes: two cache lines each) stay in the first-level cache
+/// while it is copied. Copying in the source's order instead writes each target line once
+/// per source row: a 32 x 100,000 matrix transposed that way took 20 ms, 7 ns a value,
+/// converted at every run of an SDDMM whose loops read it by columns.
+const TRANSPOSE_TILE: usize = 16;
+
+impl Permutation {
+    fn new(dims: &[usize], from: &[usize], to: &[usize]) -> Permutation {
+        let strides = |order: &[usize]| {
+            let mut stride = vec![0usize; dims.len()];
+            let mut s = 1;
+            for &m in order.iter().rev() {
+                stride[m] = s;
+                s *= dims[m];
+            }
+            stride
+        };
+        Permutation {
+            dims: dims.to_vec(),
+            source_stride: strides(from),
+            target_stride: strides(to),
+            source_inner: from.last().copied().unwrap_or(0),
+            target_inner: to.last().copied().unwrap_or(0),
+        }
+    }
+
+    /// Copy `source` (in the source's order) into `target` (in the target's).
+    fn copy<T: Copy>(&self, source: &[T], target: &mut [T]) {
+        if self.dims.contains(&0) {
+            return;
+        }
+        if self.dims.is_empty() {
+            target.copy_from_slice(source);
+            return;
+        }
+        let (a, b) = (self.source_inner, self.target_inner);
+        // Every mode but the two inner ones, walked with an odometer.
+        let outer: Vec<usize> = (0..self.dims.len()).filter(|&m| m != a && m != b).collect();
+        let mut coord = vec![0usize; outer.len()];
+        let (mut from, mut to) = (0usize, 0usize);
+        loop {
+            if a == b {
+                // The same mode is contiguous in both: runs of it are copied whole.
+                let run = self.dims[a];
+                target[to..to + run].copy_from_slice(&source[from..from + run]);
+            } else {
+                self.copy_tiles(source, target, from, to);
+            }
+            // The next outer coordinate, or the end.
+            let mut k = outer.len();
+            loop {
+                if k == 0 {
+                    return;
+                }
+                k -= 1;
+                let m = outer[k];
+                coord[k] += 1;
+                from += self.source_stride[m];
+                to += self.target_stride[m];
+                if coord[k] < self.dims[m] {
+                    break;
+                }
+                from -= self.source_stride[m] * self.dims[m];
+                to -= self.target_stride[m] * self.dims[m];
+                coord[k] = 0;
+            }
+        }
+    }
+
+    /// The plane of the two inner modes at offsets `from` and `to`, in square tiles: `a`
+    /// contiguous in the source, `b` in the target.
+    fn copy_tiles<T: Copy>(&self, source: &[T], target: &mut [T], from: usize, to: usize) {
+        let (a, b) = (self.source_inner, self.target_inner);
+        let (rows, columns) = (self.dims[b], self.dims[a]);
+        let (source_row, target_column) = (self.source_stride[b], self.target_stride[a]);
+        for row_tile in (0..rows).step_by(TRANSPOSE_TILE) {
+            let row_end = (row_tile + TRANSPOSE_TILE).min(rows);
+            for column_tile in (0..columns).step_by(TRANSPOSE_TILE) {
+                let column_end = (column_tile + TRANSPOSE_TILE).min(columns);
+                for column in column_tile..column_end {
+                    let written = to + column * target_column;
+                    for row in row_tile..row_end {
+                        target[written + row] = source[from + row * source_row + column];
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tensor::walk::Reading;
+    use crate::tensor::{Coo, ValueType};
+    use rand::{Rng, SeedableRng};
+
+    /// Dense tensors converted to every other dense mode order hold every component where
+    /// the target order puts it: orders 1 to 4, sides across the tile's (1, 15, 16, 17,
+    /// 40), empty sides, both value types.
+    #[test]
+    fn dense_mode_orders_convert_component_by_component() {
+        let mut r = rand::rngs::StdRng::seed_from_u64(5);
+        let permutations = |n: usize| -> Vec<Vec<usize>> {
+            let mut all = vec![vec![]];
+            for _ in 0..n {
+                all = all
+                    .into_iter()
+                    .flat_map(|p: Vec<usize>| {
+                        (0..n)
+                            .filter(|m| !p.contains(m))
+                            .map(|m| {
+                                let mut q = p.clone();
+                                q.push(m);
+                                q
+                            })
+                            .collect::<Vec<_>>()
+                    })
+                    .collect();
+            }
+            all
+        };
+        let spelling = |order: &[usize]| {
+            let levels = "d".repeat(order.len());
+            let modes: Vec<String> = order.iter().map(|m| m.to_string()).collect();
+            format!("{levels}:{}", modes.join(","))
+        };
+        for n in 1..=4usize {
+            for trial in 0..6 {
+                let sides = [1, 15, 16, 17, 40, 3, 0];
+                let dims: Vec<usize> = (0..n)
+                    .map(|_| {
+                        let side = sides[r.gen_range(0..sides.len() - 1)];
+                        // Keep order 4 small; one trial of each order has an empty side.
+                        if trial == 5 {
+                            0
+                        } else if n == 4 {
+                            side.min(17)
+                        } else {
+                            side
+                        }
+                    })
+                    .collect();
+                let total: usize = dims.iter().product();
+                let coords: Vec<i64> = (0..total)
+                    .flat_map(|mut k| {
+                        let mut c = vec![0i64; n];
+                        for m in (0..n).rev() {
+                            c[m] = (k % dims[m]) as i64;
+                            k /= dims[m];
+                        }
+                        c
+                    })
+                    .collect();
+                let values: Vec<f64> = (0..total).map(|k| k as f64 + 0.5).collect();
+                let coo = Coo {
+                    dims: dims.clone(),
+                    coords,
+                    values,
+                };
+                for ty in [ValueType::F64, ValueType::F32] {
+                    for from in permutations(n) {
+                        let source_format = Format::parse(&spelling(&from), n).unwrap();
+                        let source = Tensor::from_coo(&coo, &source_format, ty).unwrap();
+                        for to in permutations(n) {
+                            let format = Format::parse(&spelling(&to), n).unwrap();
+                            let converted = source.convert(&format).unwrap();
+                            assert_eq!(converted.format(), &format);
+                            // Component by component: the value at each coordinate.
+                            let mut at_target = vec![f64::NAN; total];
+                            converted.walk_stored(Reading::Native, &mut |c, v| {
+                                let k = c
+                                    .iter()
+                                    .zip(&dims)
+                                    .fold(0usize, |k, (&x, &d)| k * d + x as usize);
+                                at_target[k] = v;
+                            });
+                            let expected: Vec<f64> = (0..total).map(|k| k as f64 + 0.5).collect();
+                            assert_eq!(at_target, expected, "{dims:?} {from:?} -> {to:?} {ty:?}");
+                        }
+                    }
+                }
+            }
+        }
     }
 }

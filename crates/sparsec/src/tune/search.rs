@@ -9,7 +9,7 @@ use rand::SeedableRng;
 
 use crate::Error;
 
-use super::measure::{MeasureError, Measurement, Measurer, Patience};
+use super::measure::{median, MeasureError, Measurement, Measurer, Patience};
 use super::space::{Candidate, Draw, Point, Space};
 
 /// How a search draws its candidates.
@@ -181,14 +181,9 @@ fn confirm(
 /// the default beats it in all five paired rounds once in 32.
 fn confirmed_winner(runtimes: &[Vec<Duration>]) -> usize {
     let default = &runtimes[0];
-    let median = |rounds: &[Duration]| {
-        let mut sorted = rounds.to_vec();
-        sorted.sort_unstable();
-        sorted[sorted.len() / 2]
-    };
     (0..runtimes.len())
         .filter(|&c| c == 0 || runtimes[c].iter().zip(default).all(|(f, d)| f < d))
-        .min_by_key(|&c| median(&runtimes[c]))
+        .min_by_key(|&c| median(&mut runtimes[c].clone()))
         .expect("the default is a contender")
 }
 
