@@ -247,29 +247,41 @@ fn outputs_with_work_for_threads_are_placed_on_them() {
     );
 }
 
-/// Long outputs (at least 524,288 entries of room) on threads are placed as the kernel's
-/// earlier runs found faster (`kernel::placement::PlacementPace`): after a first run on
-/// the threads, runs alternate between the threads and one thread twice, then take the
-/// faster and retry the other every eighth run. Every run must match the reference,
-/// whichever placement it took: an element-wise sum (counted and placed on threads) and
-/// SpGEMM (bounded rows).
+/// Outputs that a kernel can append (at least 8,192 entries of room) are placed on threads
+/// as the kernel's earlier runs found faster (`kernel::placement::PlacementPace`): after a
+/// first run on the threads, runs alternate between the threads and one thread twice, then
+/// take the faster and retry the other every eighth run. Every run must match the
+/// reference, whichever placement it took: an element-wise sum with 800,000 entries of
+/// room (counted and placed on threads), SDDMM with 13,500 (an inner product per entry,
+/// for which the threads pay long before the sum's do) and SpGEMM (bounded rows).
 #[test]
-fn long_outputs_match_the_reference_in_every_placement() {
+fn appendable_outputs_match_the_reference_in_every_placement() {
     let mut r = rng(16);
     let sum_inputs = [
         ("A", random_coo(&mut r, &[1000, 1000], 0.4)),
         ("B", random_coo(&mut r, &[1000, 1000], 0.4)),
     ];
+    let sampled_inputs = [
+        ("A", random_coo(&mut r, &[300, 300], 0.15)),
+        ("B", random_coo(&mut r, &[300, 16], 1.0)),
+        ("D", random_coo(&mut r, &[16, 300], 1.0)),
+    ];
     let product_inputs = [
         ("A", random_coo(&mut r, &[800, 800], 0.04)),
         ("B", random_coo(&mut r, &[800, 800], 0.04)),
     ];
-    for (expr, inputs) in [
-        ("C(i,j) = A(i,j) + B(i,j)", &sum_inputs),
-        ("C(i,j) = A(i,k) * B(k,j)", &product_inputs),
+    let sparse = [("A", "csr"), ("B", "csr"), ("C", "csr")];
+    let sampled = [("A", "csr"), ("B", "dd"), ("D", "dd"), ("C", "csr")];
+    for (expr, inputs, formats) in [
+        ("C(i,j) = A(i,j) + B(i,j)", &sum_inputs[..], &sparse[..]),
+        (
+            "C(i,j) = A(i,j) * B(i,k) * D(k,j)",
+            &sampled_inputs[..],
+            &sampled[..],
+        ),
+        ("C(i,j) = A(i,k) * B(k,j)", &product_inputs[..], &sparse[..]),
     ] {
-        let formats = [("A", "csr"), ("B", "csr"), ("C", "csr")];
-        let (stmt, tensors) = statement(expr, &formats, inputs, &[]);
+        let (stmt, tensors) = statement(expr, formats, inputs, &[]);
         let mut kernel = Kernel::from_statement(stmt.clone(), ValueType::F64, &split_toolchain())
             .unwrap_or_else(|e| panic!("{expr}: {e}"));
         assert!(matches!(kernel.output_mode(), OutputMode::Rows { .. }));

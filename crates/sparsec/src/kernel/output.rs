@@ -29,12 +29,17 @@ impl PlacedOutput<'_> {
     }
 }
 
-/// Entries below which an output that can be appended is appended on one thread, however
-/// many were asked for. Counting and placing on threads take two passes over the inputs
-/// where appending takes one, so short outputs never pay for the threads. Above it the
-/// kernel's [`PlacementPace`] decides. The line is where balanced loops started a second
-/// thread before they learnt their pace (`sparsec_team` in `runtime.c`).
-const APPEND_ON_ONE_THREAD_BELOW: usize = 524_288;
+/// Entries of room from which a kernel that can append its output, run on threads, lets
+/// its [`PlacementPace`] choose between appending on one thread and counting and placing
+/// on the threads; shorter outputs are appended on one thread. Whether the threads pay
+/// depends on the work an entry costs, which the entries do not tell: an element-wise sum
+/// spends an addition on each, SDDMM an inner product (32 multiply-adds and a row of `D`
+/// fetched from memory at `k = 32`). A line at 524,288 entries kept SDDMM with 500,000
+/// entries on one thread (33 ms on one thread, 36 ms "on two", 2026-11-28). The line is
+/// now the least work a team forms for (two shares of `SPARSEC_MIN_SHARE` units in
+/// `runtime.c`), each entry taking at least one unit; below it the two placements differ
+/// by microseconds.
+const CONTESTED_FROM: usize = 8192;
 
 /// Largest room a workspace kernel's summed row bounds may reserve for appending (in
 /// entries: 2 GiB of 64-bit coordinates and values). Only the slots written are touched,
@@ -115,12 +120,11 @@ pub(crate) fn place_rows(
         None => expected_entries,
     };
     let capacity = scalar(ScalarArg::Param(ParamRef::Capacity));
-    let long_on_threads =
-        threads.is_some_and(|t| arguments.params[t] > 1) && room >= APPEND_ON_ONE_THREAD_BELOW;
-    // Long outputs of kernels that can append are placed as the kernel's calls found
+    let contestable = threads.is_some_and(|t| arguments.params[t] > 1) && room >= CONTESTED_FROM;
+    // Outputs of kernels that can append are placed as the kernel's calls found
     // faster; the time of that placement is recorded for the next choice.
-    let contested = long_on_threads && capacity.is_some();
-    let placement = match (contested, long_on_threads) {
+    let contested = contestable && capacity.is_some();
+    let placement = match (contested, contestable) {
         (true, _) => pace.choose(),
         (false, true) => Placement::Threads,
         (false, false) => Placement::OneThread,
@@ -708,23 +712,24 @@ mod tests {
     }
 
     #[test]
-    fn a_paced_kernel_places_its_first_long_outputs_on_threads_and_its_third_on_one() {
+    fn a_paced_kernel_places_its_first_outputs_on_threads_and_its_third_on_one() {
         let expected = four_entries();
-        let pace = PlacementPace::default();
         let on_threads = (expected.clone(), vec![0, 1]);
         let appended = (expected.clone(), vec![2]);
-        for phases in [&on_threads, &on_threads, &appended, &on_threads, &appended] {
-            assert_eq!(&place_paced(&IN_ORDER, 2, 1 << 20, None, &pace), phases);
+        for room in [CONTESTED_FROM, 1 << 20] {
+            let pace = PlacementPace::default();
+            for phases in [&on_threads, &on_threads, &appended, &on_threads, &appended] {
+                assert_eq!(&place_paced(&IN_ORDER, 2, room, None, &pace), phases);
+            }
         }
-        // Short outputs are appended on one thread, and do not count.
+        // Shorter outputs are appended on one thread, and do not count.
         let unpaced = PlacementPace::default();
+        for room in [4, CONTESTED_FROM - 1] {
+            assert_eq!(place_paced(&IN_ORDER, 2, room, None, &unpaced), appended);
+        }
         assert_eq!(
-            place_paced(&IN_ORDER, 2, 4, None, &unpaced),
-            (expected.clone(), vec![2])
-        );
-        assert_eq!(
-            place_paced(&IN_ORDER, 2, 1 << 20, None, &unpaced),
-            (expected, vec![0, 1])
+            place_paced(&IN_ORDER, 2, CONTESTED_FROM, None, &unpaced),
+            on_threads
         );
     }
 }

@@ -1,4 +1,4 @@
-//! Which way a kernel places a long sparse output when it runs on threads, learnt from
+//! Which way a kernel places a sparse output when it runs on threads, learnt from
 //! its own runs: appended in one pass on one thread, or counted (or bounded) and placed by
 //! the threads (`output::place_rows`).
 
@@ -23,7 +23,7 @@ impl Placement {
     }
 }
 
-/// Which [`Placement`] has been faster for a kernel's long outputs, learnt from its calls.
+/// Which [`Placement`] has been faster for a kernel's outputs on threads, learnt from its calls.
 /// Neither wins everywhere: on threads the output takes two passes (counting, then
 /// placing) where appending takes one, so the threads win where each entry costs much
 /// work (SDDMM's inner products: 2.0x on two threads) and lose where it costs little
@@ -66,7 +66,7 @@ impl PlacementPace {
     const RETRY: u32 = 8;
     const RETRY_WITHIN: f64 = 1.5;
 
-    /// The placement for the next long output.
+    /// The placement for the next output on threads.
     pub(crate) fn choose(&self) -> Placement {
         let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
         let (threads, one) = (state.threads, state.one_thread);
