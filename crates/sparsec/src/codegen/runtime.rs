@@ -54,6 +54,19 @@ impl Section {
     }
 }
 
+/// The value of the runtime's `#define name value`, for tests that keep a Rust constant
+/// in step with the C one it derives from.
+#[cfg(test)]
+pub(crate) fn defined(name: &str) -> i64 {
+    SOURCE
+        .lines()
+        .find_map(|line| {
+            let rest = line.strip_prefix("#define ")?.strip_prefix(name)?;
+            rest.strip_prefix(' ')?.trim().parse().ok()
+        })
+        .unwrap_or_else(|| panic!("runtime.c defines {name} as a number"))
+}
+
 /// The sections of [`SOURCE`] in file order: name and text.
 fn sections() -> impl Iterator<Item = (&'static str, &'static str)> {
     SOURCE.split(MARKER).skip(1).map(|s| {

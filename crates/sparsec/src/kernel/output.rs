@@ -37,8 +37,8 @@ impl PlacedOutput<'_> {
 /// fetched from memory at `k = 32`). A line at 524,288 entries kept SDDMM with 500,000
 /// entries on one thread (33 ms on one thread, 36 ms "on two", 2026-11-28). The line is
 /// now the least work a team forms for (two shares of `SPARSEC_MIN_SHARE` units in
-/// `runtime.c`), each entry taking at least one unit; below it the two placements differ
-/// by microseconds.
+/// `runtime.c`, which a unit test keeps in step), each entry taking at least one unit;
+/// below it the two placements differ by microseconds.
 const CONTESTED_FROM: usize = 8192;
 
 /// Largest room a workspace kernel's summed row bounds may reserve for appending (in
@@ -709,6 +709,12 @@ mod tests {
             place(&out_of_order, 1, 0, Some(1)),
             (expected, vec![3, 2, 1])
         );
+    }
+
+    #[test]
+    fn outputs_are_contested_from_the_least_work_a_team_forms_for() {
+        let min_share = crate::codegen::runtime::defined("SPARSEC_MIN_SHARE");
+        assert_eq!(CONTESTED_FROM as i64, 2 * min_share);
     }
 
     #[test]
