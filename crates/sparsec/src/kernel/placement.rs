@@ -23,8 +23,8 @@ impl Placement {
     }
 }
 
-/// Which [`Placement`] has been faster for a kernel's outputs on threads, learnt from its calls.
-/// Neither wins everywhere: on threads the output takes two passes (counting, then
+/// Which [`Placement`] has been faster for a kernel's outputs on threads, learnt from its
+/// calls. Neither wins everywhere: on threads the output takes two passes (counting, then
 /// placing) where appending takes one, so the threads win where each entry costs much
 /// work (SDDMM's inner products: 2.0x on two threads) and lose where it costs little
 /// (A + B into CSR: 0.95x, 2026-11-26 on this project's 2-core machine), by an amount
