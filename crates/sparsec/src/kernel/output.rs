@@ -120,14 +120,16 @@ pub(crate) fn place_rows(
         None => expected_entries,
     };
     let capacity = scalar(ScalarArg::Param(ParamRef::Capacity));
-    let contestable = threads.is_some_and(|t| arguments.params[t] > 1) && room >= CONTESTED_FROM;
-    // Outputs of kernels that can append are placed as the kernel's calls found
-    // faster; the time of that placement is recorded for the next choice.
-    let contested = contestable && capacity.is_some();
-    let placement = match (contested, contestable) {
-        (true, _) => pace.choose(),
-        (false, true) => Placement::Threads,
-        (false, false) => Placement::OneThread,
+    // Outputs of kernels that can append (those with a capacity; the placement of the
+    // others is not read) are placed as the kernel's calls found faster, on threads and
+    // with room enough; the time of that placement is recorded for the next choice.
+    let contested = capacity.is_some()
+        && threads.is_some_and(|t| arguments.params[t] > 1)
+        && room >= CONTESTED_FROM;
+    let placement = if contested {
+        pace.choose()
+    } else {
+        Placement::OneThread
     };
     let started = Instant::now();
     let placed = place_rows_as(
