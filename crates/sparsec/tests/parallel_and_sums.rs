@@ -339,3 +339,35 @@ fn schedules_without_parallelize_keep_the_default_parallel_loop() {
     kernel.set_threads(2);
     assert_eq!(kernel.threads_used(), 1, "{}", kernel.kernel_source());
 }
+
+/// A dense input stored in another mode order than the loops read it is converted at every
+/// run; past 65,536 values a thread, the kernel's OpenMP team shares the copy. SDDMM reads
+/// `D` (32 x 7,000, stored by rows) by columns: one part at 1 thread, 2 and 3 parts at 2
+/// and 3 threads, then the JIT's code (serial, so one part). Every run matches the
+/// reference.
+#[test]
+fn dense_inputs_are_converted_on_the_kernels_threads() {
+    let mut r = rng(21);
+    let inputs = vec![
+        ("A", random_coo(&mut r, &[60, 7000], 0.01)),
+        ("B", generate::dense(&[60, 32], 4)),
+        ("D", generate::dense(&[32, 7000], 5)),
+    ];
+    let formats = [("A", "csr"), ("B", "dd"), ("D", "dd"), ("C", "csr")];
+    let (stmt, tensors) = statement("C(i,j) = A(i,j) * B(i,k) * D(k,j)", &formats, &inputs, &[]);
+    let mut kernel =
+        Kernel::from_statement(stmt.clone(), ValueType::F64, &Toolchain::default()).unwrap();
+    assert_eq!(kernel.inputs_read_in_place(&tensors), [true, true, false]);
+    for threads in [1, 2, 3] {
+        kernel.set_threads(threads);
+        assert_eq!(kernel.threads_used(), threads);
+        compare_with_reference(
+            &kernel,
+            &stmt,
+            &tensors,
+            &format!("SDDMM on {threads} threads"),
+        );
+    }
+    let jit = kernel.with_backend(Backend::Jit).unwrap();
+    compare_with_reference(&jit, &stmt, &tensors, "SDDMM through the JIT");
+}

@@ -5,10 +5,11 @@
 use std::collections::BTreeSet;
 use std::ffi::c_void;
 
+use super::team::OpenMpTeam;
 use super::{Kernel, KernelInput};
 use crate::ir::{ArrayRef, IndexWidth, OperandId, ParamRef, ScalarArg};
 use crate::lower;
-use crate::tensor::{Coo, Tensor, TensorView, ValueType, Values};
+use crate::tensor::{CallingThread, Coo, Team, Tensor, TensorView, ValueType, Values};
 use crate::Error;
 
 /// The `arrays` and `params` arguments of one call.
@@ -78,8 +79,17 @@ impl Kernel {
     }
 
     /// Each input in the layout and value type the kernel reads: read in place when it
-    /// already is, else converted (a copy).
+    /// already is, else converted (a copy, shared with the kernel's threads where it can
+    /// be).
     pub(super) fn inputs<'t>(&self, inputs: &[TensorView<'t>]) -> Result<Vec<Input<'t>>, Error> {
+        let team: &dyn Team = match self.threads_used() {
+            1 => &CallingThread,
+            threads => &OpenMpTeam {
+                library: &self.team,
+                toolchain: &self.toolchain,
+                threads,
+            },
+        };
         self.lowered.operands[1..]
             .iter()
             .map(|op| {
@@ -90,7 +100,7 @@ impl Kernel {
                 let mut t = if source.format() == &op.format {
                     source.to_tensor()
                 } else {
-                    source.convert(&op.format)?
+                    source.as_tensor().convert_on(&op.format, team)?
                 };
                 cast_values(&mut t, self.value_type);
                 Ok(Input::Converted(t))

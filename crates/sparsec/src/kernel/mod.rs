@@ -25,12 +25,13 @@ pub(crate) mod bind;
 pub(crate) mod native;
 pub(crate) mod output;
 pub(crate) mod placement;
+mod team;
 pub use output::Assembled;
 use output::{OutputStructure, Produced};
 pub(crate) mod variants;
 
 use std::collections::BTreeSet;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use crate::codegen::abi;
@@ -108,6 +109,8 @@ pub struct Kernel {
     /// Whether long sparse outputs are placed faster on one thread or on threads, learnt
     /// from the runs.
     placement: placement::PlacementPace,
+    /// The library that lends the OpenMP team to conversions, loaded on first use.
+    team: OnceLock<Option<team::TeamLibrary>>,
 }
 
 impl Drop for Kernel {
@@ -199,6 +202,7 @@ impl Kernel {
             variants: variants::WidthVariants::new(),
             spare_buffers: Mutex::new(Vec::new()),
             placement: placement::PlacementPace::default(),
+            team: OnceLock::new(),
         })
     }
 

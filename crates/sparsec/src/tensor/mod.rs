@@ -153,6 +153,29 @@ impl fmt::Debug for Tensor {
     }
 }
 
+/// Threads that run the parts of a task divided among them: conversions share their
+/// copying with the threads a kernel computes on, which wait for work in between.
+pub(crate) trait Team: Sync {
+    /// The most parts it runs at once.
+    fn size(&self) -> usize;
+    /// Call `work(part)` once for every `part` below `parts` (at most [`Team::size`]),
+    /// returning when every call has.
+    fn run(&self, parts: usize, work: &(dyn Fn(usize) + Sync));
+}
+
+/// The team of the calling thread alone.
+pub(crate) struct CallingThread;
+
+impl Team for CallingThread {
+    fn size(&self) -> usize {
+        1
+    }
+
+    fn run(&self, parts: usize, work: &(dyn Fn(usize) + Sync)) {
+        (0..parts).for_each(work);
+    }
+}
+
 impl Tensor {
     /// Build a tensor in `format` from a coordinate list (sorted or not; duplicates are
     /// summed, explicit zeros kept).
@@ -402,9 +425,19 @@ impl Tensor {
 
     /// The same tensor in another format.
     pub fn convert(&self, format: &Format) -> Result<Tensor, TensorError> {
+        self.convert_on(format, &CallingThread)
+    }
+
+    /// [`Tensor::convert`], with the copy between dense mode orders shared among `team`
+    /// when it is long enough to gain from threads.
+    pub(crate) fn convert_on(
+        &self,
+        format: &Format,
+        team: &dyn Team,
+    ) -> Result<Tensor, TensorError> {
         let plain_dense = |f: &Format| f.is_plain() && f.is_all_dense();
         if plain_dense(&self.format) && plain_dense(format) && format.order() == self.order() {
-            return Ok(self.transpose_dense(format));
+            return self.transpose_dense(format, team);
         }
         if let Some(transposed) = self.transpose_compressed(format) {
             return Ok(transposed);

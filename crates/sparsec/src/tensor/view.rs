@@ -298,12 +298,17 @@ impl<'a> TensorView<'a> {
         )
     }
 
+    /// The viewed tensor, or an owned copy of storage another owner keeps.
+    pub(crate) fn as_tensor(&self) -> Cow<'a, Tensor> {
+        match self.owner {
+            Some(owner) => Cow::Borrowed(owner),
+            None => Cow::Owned(self.to_tensor()),
+        }
+    }
+
     /// The same tensor in another format (a copy).
     pub fn convert(&self, format: &Format) -> Result<Tensor, TensorError> {
-        match self.owner {
-            Some(owner) => owner.convert(format),
-            None => self.to_tensor().convert(format),
-        }
+        self.as_tensor().convert(format)
     }
 }
 
