@@ -9,7 +9,7 @@ use std::ffi::c_void;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use crate::jit::{self, Library, Toolchain};
-use crate::tensor::Team;
+use crate::tensor::{CallingThread, Team};
 
 /// A C function that runs `work(context, part)` for every part below `parts` in one
 /// parallel region of `parts` threads.
@@ -81,7 +81,7 @@ impl Team for OpenMpTeam<'_> {
             .library
             .get_or_init(|| TeamLibrary::load(self.toolchain));
         let Some(library) = loaded else {
-            return (0..parts).for_each(work);
+            return CallingThread.run(parts, work);
         };
         let work = Work {
             work,

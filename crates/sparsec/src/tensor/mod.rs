@@ -237,14 +237,12 @@ impl Tensor {
 
     /// A dense tensor of the given dimensions filled with zeros.
     pub fn zeros(dims: &[usize], value_type: ValueType) -> Tensor {
-        Tensor::empty(dims, &Format::dense(dims.len()), value_type)
-    }
-
-    /// A tensor with no entries in `format`, which the format's own levels lay out (dense
-    /// levels still store their zeros).
-    fn empty(dims: &[usize], format: &Format, value_type: ValueType) -> Tensor {
-        Tensor::from_coo_owned(Coo::empty(dims.to_vec()), format, value_type)
-            .expect("every format holds an empty tensor of its order")
+        Tensor::from_coo_owned(
+            Coo::empty(dims.to_vec()),
+            &Format::dense(dims.len()),
+            value_type,
+        )
+        .expect("a dense format holds an empty tensor of its order")
     }
 
     /// Assemble a tensor from parts (used by kernels that produce storage directly).
