@@ -270,6 +270,58 @@ fn errors_in_large_files_give_the_right_line() {
 }
 
 #[test]
+fn errors_in_files_large_enough_to_stream_give_the_right_line() {
+    // Above the 8 MiB from which a file's lines are streamed in shares: an error anywhere
+    // sends the reader back to the whole file, which says where.
+    let n = 800_000;
+    let entries = |text: &mut String, bad: usize| {
+        for k in 1..=n {
+            if k == bad {
+                text.push_str(&format!("{k} 1 oops\n"));
+            } else {
+                text.push_str(&format!("{k} 1 {k}.25\n"));
+            }
+        }
+    };
+    let mut text = format!("{HEAD}% big\n{n} 1 {n}\n");
+    entries(&mut text, 650_000);
+    assert!(text.len() > 8 << 20);
+    expect_line_error("big.mtx", &text, 650_000 + 3, "value `oops`");
+
+    let mut text = format!("{HEAD}{n} 1 {}\n", n - 1);
+    entries(&mut text, 0);
+    expect_line_error("over.mtx", &text, n + 2, "more entries than");
+    let mut text = format!("{HEAD}{n} 1 {}\n", n + 5);
+    entries(&mut text, 0);
+    expect_line_error("short.mtx", &text, n + 2, "truncated");
+
+    let mut text = String::from("# tensor\n");
+    for k in 1..=n {
+        let extra = if k == 700_001 { " 9" } else { "" };
+        text.push_str(&format!("{k} 2 3 4.5{extra}\n"));
+    }
+    expect_line_error("big.tns", &text, 700_002, "expected 4 fields");
+}
+
+#[test]
+fn large_files_with_a_long_preamble_are_read_whole() {
+    // The comments before the size line are longer than the bytes first read for them.
+    let n = 700_000;
+    let comment = "% ".to_string() + &"c".repeat(997) + "\n";
+    let mut text = format!("{HEAD}{}{n} {n} {n}\n", comment.repeat(100));
+    for k in 1..=n {
+        text.push_str(&format!("{k} {k} {k}.5\n"));
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = file(&dir, "long.mtx", text.as_bytes());
+    let read = io::read_matrix_market(&path).unwrap();
+    assert_eq!(read.header.comments.len(), 100);
+    assert_eq!(read.coo.values.len(), n);
+    assert_eq!(read.coo.coords[2 * (n - 1)..], [n as i64 - 1, n as i64 - 1]);
+    assert_eq!(read.coo.values[n - 1], n as f64 + 0.5);
+}
+
+#[test]
 fn tns_index_zero_or_out_of_range() {
     expect_line_error(
         "zero.tns",

@@ -12,7 +12,8 @@ use std::path::Path;
 
 use super::scan::{
     concat, count_fields, field_text, for_each_line, is_blank_line, parallelism, parse_f64,
-    parse_int_value, parse_u64, run_pieces, skip_blanks, split_lines, TextOut,
+    parse_int_value, parse_u64, read_head, run_pieces, skip_blanks, split_lines, stream_lines,
+    Rejected, TextOut,
 };
 use super::{read_bytes, IoError};
 use crate::tensor::{Coo, Tensor};
@@ -141,13 +142,108 @@ pub struct MtxWriteOptions {
 /// Read a MatrixMarket file.
 pub fn read_matrix_market(path: impl AsRef<Path>) -> Result<MatrixMarket, IoError> {
     let path = path.as_ref();
+    if let Some(streamed) = stream_matrix_market(path)? {
+        return Ok(streamed);
+    }
     let bytes = read_bytes(path)?;
     parse_matrix_market(path, &bytes)
+}
+
+/// A large coordinate file, its entries streamed ([`stream_lines`]). `None` when the
+/// file is small, an array, or rejected anywhere: read whole, it then says where and why.
+fn stream_matrix_market(path: &Path) -> Result<Option<MatrixMarket>, IoError> {
+    let Some((head, len)) = read_head(path)? else {
+        return Ok(None);
+    };
+    let Ok(preamble) = parse_preamble(path, &head) else {
+        return Ok(None);
+    };
+    // The head may end inside the size line, which would then be read short (a longer
+    // preamble is read with the whole file).
+    let whole_size_line = head[..preamble.body_start].ends_with(b"\n");
+    if preamble.header.layout != MtxLayout::Coordinate || !whole_size_line {
+        return Ok(None);
+    }
+    let declared = preamble.header.stored_entries;
+    let body = preamble.body(path);
+    let body_len = len - preamble.body_start as u64;
+    let share = |bytes: u64| {
+        let expected = (declared as u128 * bytes as u128 / body_len.max(1) as u128) as usize;
+        body.empty_piece(expected + 16, usize::try_from(bytes).unwrap_or(usize::MAX))
+    };
+    let streamed = stream_lines(
+        path,
+        preamble.body_start as u64,
+        len,
+        share,
+        |lines, piece| body.coordinate_lines(lines, piece).map_err(|_| Rejected),
+    )?;
+    let Ok(pieces) = streamed else {
+        return Ok(None);
+    };
+    if pieces.iter().map(|p| p.entries).sum::<usize>() != declared {
+        return Ok(None);
+    }
+    let (coords, values) = Piece::concat(pieces);
+    let (rows, cols) = (preamble.header.rows, preamble.header.cols);
+    Ok(Some(MatrixMarket {
+        coo: coo_of(rows, cols, coords, values),
+        header: preamble.header,
+    }))
 }
 
 /// Parse the bytes of a MatrixMarket file; `path` only names it in errors.
 pub fn parse_matrix_market(path: impl AsRef<Path>, bytes: &[u8]) -> Result<MatrixMarket, IoError> {
     let path = path.as_ref();
+    let mut preamble = parse_preamble(path, bytes)?;
+    let body = preamble.body(path);
+    let entries = &bytes[preamble.body_start..];
+    let (rows, cols) = (preamble.header.rows, preamble.header.cols);
+    let coo = match preamble.header.layout {
+        MtxLayout::Coordinate => {
+            let (coords, values) = body.coordinate(entries, preamble.header.stored_entries)?;
+            coo_of(rows, cols, coords, values)
+        }
+        MtxLayout::Array => {
+            let (coords, values, stored) = body.array(entries)?;
+            preamble.header.stored_entries = stored;
+            coo_of(rows, cols, coords, values)
+        }
+    };
+    Ok(MatrixMarket {
+        coo,
+        header: preamble.header,
+    })
+}
+
+/// What a file says before its entries, and where they start.
+struct Preamble {
+    /// The header; its `stored_entries` are those the size line declares (coordinate
+    /// layout), 0 in the array layout until the values are counted.
+    header: MtxHeader,
+    /// The offset of the line after the size line.
+    body_start: usize,
+    /// The size line's number.
+    size_line: usize,
+}
+
+impl Preamble {
+    /// What parsing the entry lines needs.
+    fn body<'a>(&self, path: &'a Path) -> Body<'a> {
+        Body {
+            path,
+            first_line: self.size_line + 1,
+            size_line: self.size_line,
+            rows: self.header.rows as u64,
+            cols: self.header.cols as u64,
+            field: self.header.field,
+            symmetry: self.header.symmetry,
+        }
+    }
+}
+
+/// Parse the banner, comments and size line at the start of `bytes`.
+fn parse_preamble(path: &Path, bytes: &[u8]) -> Result<Preamble, IoError> {
     let mut lines = LineReader {
         bytes,
         pos: 0,
@@ -201,30 +297,11 @@ pub fn parse_matrix_market(path: impl AsRef<Path>, bytes: &[u8]) -> Result<Matri
             ))
         }
     };
-    let body = &bytes[lines.pos..];
-    let ctx = Body {
-        path,
-        body,
-        first_line: size_line_no + 1,
-        size_line: size_line_no,
-        rows: rows as u64,
-        cols: cols as u64,
-        field,
-        symmetry,
+    let stored_entries = match layout {
+        MtxLayout::Coordinate => usize::try_from(size[2]).unwrap_or(usize::MAX),
+        MtxLayout::Array => 0,
     };
-    let (coo, stored_entries) = match layout {
-        MtxLayout::Coordinate => {
-            let declared = usize::try_from(size[2]).unwrap_or(usize::MAX);
-            let (coords, values) = ctx.coordinate(declared)?;
-            (coo_of(rows, cols, coords, values), declared)
-        }
-        MtxLayout::Array => {
-            let (coords, values, stored) = ctx.array()?;
-            (coo_of(rows, cols, coords, values), stored)
-        }
-    };
-    Ok(MatrixMarket {
-        coo,
+    Ok(Preamble {
         header: MtxHeader {
             layout,
             field,
@@ -234,6 +311,8 @@ pub fn parse_matrix_market(path: impl AsRef<Path>, bytes: &[u8]) -> Result<Matri
             stored_entries,
             comments,
         },
+        body_start: lines.pos,
+        size_line: size_line_no,
     })
 }
 
@@ -371,7 +450,6 @@ fn parse_size_line(line: &[u8], layout: MtxLayout) -> Result<Vec<u64>, String> {
 /// The entry lines of a file and what is needed to parse them.
 struct Body<'a> {
     path: &'a Path,
-    body: &'a [u8],
     first_line: usize,
     size_line: usize,
     rows: u64,
@@ -386,6 +464,15 @@ struct Piece {
     values: Vec<f64>,
     entries: usize,
     lines: usize,
+}
+
+impl Piece {
+    /// The coordinates and values of all pieces, in order.
+    fn concat(pieces: Vec<Piece>) -> (Vec<i64>, Vec<f64>) {
+        let (coords, values): (Vec<_>, Vec<_>) =
+            pieces.into_iter().map(|p| (p.coords, p.values)).unzip();
+        (concat(coords), concat(values))
+    }
 }
 
 impl Body<'_> {
@@ -476,15 +563,33 @@ impl Body<'_> {
             .unwrap_or_else(|| format!("malformed entry `{}`", String::from_utf8_lossy(line)))
     }
 
+    /// A piece with room for about `expected` entries in `bytes` bytes of lines.
+    fn empty_piece(&self, expected: usize, bytes: usize) -> Piece {
+        let mirrored = self.symmetry != MtxSymmetry::General;
+        let cap = expected.min(bytes / 4 + 1) * if mirrored { 2 } else { 1 };
+        Piece {
+            coords: Vec::with_capacity(cap * 2),
+            values: Vec::with_capacity(cap),
+            entries: 0,
+            lines: 0,
+        }
+    }
+
     /// Parse one piece of a coordinate body.
     fn coordinate_piece(&self, piece: &[u8], expected: usize) -> Result<Piece, (usize, String)> {
+        let mut parsed = self.empty_piece(expected, piece.len());
+        self.coordinate_lines(piece, &mut parsed)?;
+        Ok(parsed)
+    }
+
+    /// Parse whole entry lines of a coordinate body into `piece`; an error's line is
+    /// counted within `lines`.
+    fn coordinate_lines(&self, lines: &[u8], piece: &mut Piece) -> Result<(), (usize, String)> {
         let mirrored = self.symmetry != MtxSymmetry::General;
-        let cap = expected.min(piece.len() / 4 + 1) * if mirrored { 2 } else { 1 };
-        let mut coords = Vec::with_capacity(cap * 2);
-        let mut values = Vec::with_capacity(cap);
+        let (coords, values) = (&mut piece.coords, &mut piece.values);
         let mut entries = 0usize;
         let negate = self.symmetry == MtxSymmetry::SkewSymmetric;
-        let lines = for_each_line(piece, |line| {
+        let counted = for_each_line(lines, |line| {
             let i = skip_blanks(line, 0);
             if i == line.len() || line[i] == b'%' {
                 return Ok(());
@@ -502,18 +607,15 @@ impl Body<'_> {
             entries += 1;
             Ok(())
         })?;
-        Ok(Piece {
-            coords,
-            values,
-            entries,
-            lines,
-        })
+        piece.entries += entries;
+        piece.lines += counted;
+        Ok(())
     }
 
-    fn coordinate(&self, declared: usize) -> Result<(Vec<i64>, Vec<f64>), IoError> {
-        let pieces = split_lines(self.body, parallelism(self.body.len()));
+    fn coordinate(&self, body: &[u8], declared: usize) -> Result<(Vec<i64>, Vec<f64>), IoError> {
+        let pieces = split_lines(body, parallelism(body.len()));
         let share = |p: &[u8]| {
-            ((declared as u128 * p.len() as u128) / self.body.len().max(1) as u128) as usize + 16
+            ((declared as u128 * p.len() as u128) / body.len().max(1) as u128) as usize + 16
         };
         let results = run_pieces(&pieces, |p| self.coordinate_piece(p, share(p)));
         let mut lines_before = 0usize;
@@ -547,9 +649,7 @@ impl Body<'_> {
                 ),
             ));
         }
-        let (coords, values): (Vec<_>, Vec<_>) =
-            parts.into_iter().map(|p| (p.coords, p.values)).unzip();
-        Ok((concat(coords), concat(values)))
+        Ok(Piece::concat(parts))
     }
 
     #[cold]
@@ -587,7 +687,7 @@ impl Body<'_> {
     }
 
     /// Parse an array body: values column by column (one triangle when symmetric).
-    fn array(&self) -> Result<(Vec<i64>, Vec<f64>, usize), IoError> {
+    fn array(&self, body: &[u8]) -> Result<(Vec<i64>, Vec<f64>, usize), IoError> {
         let n = self.rows as u128;
         let expected: u128 = match self.symmetry {
             MtxSymmetry::General => n * self.cols as u128,
@@ -597,13 +697,13 @@ impl Body<'_> {
         let mirrored = self.symmetry != MtxSymmetry::General;
         let negate = self.symmetry == MtxSymmetry::SkewSymmetric;
         let cap =
-            (expected.min(self.body.len() as u128 / 2 + 1) as usize) * if mirrored { 2 } else { 1 };
+            (expected.min(body.len() as u128 / 2 + 1) as usize) * if mirrored { 2 } else { 1 };
         let mut coords = Vec::with_capacity(cap * 2);
         let mut values = Vec::with_capacity(cap);
         let (rows, skew) = (self.rows, negate as u64);
         let (mut i, mut j) = (skew, 0u64);
         let mut count: u128 = 0;
-        let result = for_each_line(self.body, |line| {
+        let result = for_each_line(body, |line| {
             let start = skip_blanks(line, 0);
             if start == line.len() || line[start] == b'%' {
                 return Ok(());
@@ -772,4 +872,82 @@ pub fn write_matrix_market_tensor(
     options: &MtxWriteOptions,
 ) -> Result<(), IoError> {
     write_matrix_market(path, &tensor.to_coo(), options)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    use super::*;
+    use crate::io::scan::STREAM_FROM;
+
+    /// Entries enough for a file above [`STREAM_FROM`] bytes.
+    const ENTRIES: u64 = 1_000_000;
+
+    /// A file of `ENTRIES` entries in `symmetry` (row `k % n`, column `k * 7 % n`, lower
+    /// triangle first when not general), with comment and blank lines among the entries,
+    /// `\r\n` endings on every third line and no final newline; and the coordinate list
+    /// it holds, built independently of the reader.
+    fn large_file(dir: &tempfile::TempDir, symmetry: &str, field: &str) -> (PathBuf, Coo) {
+        let n = 5_000u64;
+        let mut text = format!("%%MatrixMarket matrix coordinate {field} {symmetry}\n% made by a test\n{n} {n} {ENTRIES}\n");
+        let mut expected = Coo {
+            dims: vec![n as usize; 2],
+            ..Coo::default()
+        };
+        for k in 0..ENTRIES {
+            let (mut r, mut c) = (k % n, k * 7 % n);
+            if symmetry != "general" && r < c {
+                (r, c) = (c, r);
+            }
+            if symmetry == "skew-symmetric" && r == c {
+                r = (r + 1) % n;
+                (r, c) = (r.max(c), r.min(c));
+            }
+            let v = match field {
+                "integer" => (k % 1000) as f64 - 100.0,
+                _ => (k % 1000) as f64 * 0.25 - 100.0,
+            };
+            let end = if k % 3 == 0 { "\r\n" } else { "\n" };
+            match field {
+                "pattern" => text.push_str(&format!("{} {}{end}", r + 1, c + 1)),
+                _ => text.push_str(&format!("{} {}  {v}{end}", r + 1, c + 1)),
+            }
+            if k % 100_000 == 5 {
+                text.push_str("% a comment among the entries\n\n");
+            }
+            let v = if field == "pattern" { 1.0 } else { v };
+            expected.coords.extend([r as i64, c as i64]);
+            expected.values.push(v);
+            if symmetry != "general" && r != c {
+                expected.coords.extend([c as i64, r as i64]);
+                expected
+                    .values
+                    .push(if symmetry == "skew-symmetric" { -v } else { v });
+            }
+        }
+        let text = text.trim_end();
+        assert!(text.len() as u64 > STREAM_FROM);
+        let path = dir.path().join(format!("{symmetry}-{field}.mtx"));
+        std::fs::write(&path, text).unwrap();
+        (path, expected)
+    }
+
+    #[test]
+    fn large_coordinate_files_are_streamed() {
+        let dir = tempfile::tempdir().unwrap();
+        for (symmetry, field) in [
+            ("general", "real"),
+            ("symmetric", "pattern"),
+            ("skew-symmetric", "integer"),
+        ] {
+            let (path, expected) = large_file(&dir, symmetry, field);
+            let streamed = stream_matrix_market(&path).unwrap().expect("streamed");
+            assert!(streamed.coo == expected, "{symmetry} {field}");
+            assert_eq!(streamed.header.stored_entries, ENTRIES as usize);
+            assert_eq!(streamed.header.comments, [" made by a test"]);
+            let whole = parse_matrix_market(&path, &std::fs::read(&path).unwrap()).unwrap();
+            assert!(whole == streamed, "{symmetry} {field}");
+        }
+    }
 }

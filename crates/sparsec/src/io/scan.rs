@@ -1,13 +1,29 @@
 //! Byte-level scanning shared by the text readers: lines, fields, numbers, and splitting a
-//! body into line-aligned chunks that are parsed on several threads.
+//! body into line-aligned chunks that are parsed on several threads, either from the
+//! whole file in memory or, for a large file, each thread reading its own chunk.
 
-use std::io::Write;
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::Path;
 
 use super::IoError;
 
 /// Bytes below which a body is parsed on one thread.
 const MIN_CHUNK: usize = 1 << 19;
+
+/// Bytes from which a text file is streamed ([`stream_lines`]) rather than read whole.
+pub(crate) const STREAM_FROM: u64 = 1 << 23;
+
+/// Bytes a streaming thread reads at a time: few enough to stay in its core's cache while
+/// they are parsed.
+const BLOCK: usize = 1 << 18;
+
+/// Bytes of a streamed file read first, for what comes before its entries (a header, or
+/// the first entry, which fixes the order).
+const HEAD: usize = 1 << 16;
+
+/// Bytes read when looking for the start of the next line.
+const PROBE: usize = 1 << 12;
 
 #[inline(always)]
 pub(crate) fn is_blank(b: u8) -> bool {
@@ -177,17 +193,17 @@ pub(crate) fn parallelism(len: usize) -> usize {
 }
 
 /// Run `f` on every piece, in parallel when there are several, returning results in order.
-pub(crate) fn run_pieces<T: Send>(pieces: &[&[u8]], f: impl Fn(&[u8]) -> T + Sync) -> Vec<T> {
+pub(crate) fn run_pieces<P: Sync, T: Send>(pieces: &[P], f: impl Fn(&P) -> T + Sync) -> Vec<T> {
     if pieces.len() == 1 {
-        return vec![f(pieces[0])];
+        return vec![f(&pieces[0])];
     }
     std::thread::scope(|scope| {
         let f = &f;
         let handles: Vec<_> = pieces[1..]
             .iter()
-            .map(|&piece| scope.spawn(move || f(piece)))
+            .map(|piece| scope.spawn(move || f(piece)))
             .collect();
-        let mut results = vec![f(pieces[0])];
+        let mut results = vec![f(&pieces[0])];
         for h in handles {
             match h.join() {
                 Ok(r) => results.push(r),
@@ -196,6 +212,137 @@ pub(crate) fn run_pieces<T: Send>(pieces: &[&[u8]], f: impl Fn(&[u8]) -> T + Syn
         }
         results
     })
+}
+
+/// The first [`HEAD`] bytes of a file of at least [`STREAM_FROM`] bytes, and its length;
+/// `None` for a smaller file.
+pub(crate) fn read_head(path: &Path) -> Result<Option<(Vec<u8>, u64)>, IoError> {
+    let io = |e| IoError::io(path, e);
+    let file = File::open(path).map_err(io)?;
+    let len = file.metadata().map_err(io)?.len();
+    if len < STREAM_FROM {
+        return Ok(None);
+    }
+    let mut head = Vec::with_capacity(HEAD);
+    file.take(HEAD as u64).read_to_end(&mut head).map_err(io)?;
+    Ok(Some((head, len)))
+}
+
+/// Lines that a parser passed to [`stream_lines`] rejected; the caller reads the file whole
+/// to say where and why.
+pub(crate) struct Rejected;
+
+/// Parse the lines of the file at `path` from byte `start` to byte `len` (its length) on
+/// as many threads as [`parallelism`] allows, each reading its own share of whole lines in
+/// blocks of about [`BLOCK`] bytes (more for a longer line) that it hands to `parse` as
+/// they arrive, into the accumulator `share` makes for its share's length in bytes; the
+/// accumulators come back in file order. The text passes through the cache once, on the
+/// thread that parses it, and is never held whole: read whole, a file is copied from the
+/// page cache on one thread, into as much fresh memory as the file, before parsing starts.
+pub(crate) fn stream_lines<T: Send>(
+    path: &Path,
+    start: u64,
+    len: u64,
+    share: impl Fn(u64) -> T + Sync,
+    parse: impl Fn(&[u8], &mut T) -> Result<(), Rejected> + Sync,
+) -> Result<Result<Vec<T>, Rejected>, IoError> {
+    let parts = parallelism(usize::try_from(len - start).unwrap_or(usize::MAX));
+    stream_shares(path, start, len, parts, BLOCK, share, parse)
+}
+
+/// [`stream_lines`] in `parts` shares, read `block` bytes at a time.
+fn stream_shares<T: Send>(
+    path: &Path,
+    start: u64,
+    len: u64,
+    parts: usize,
+    block: usize,
+    share: impl Fn(u64) -> T + Sync,
+    parse: impl Fn(&[u8], &mut T) -> Result<(), Rejected> + Sync,
+) -> Result<Result<Vec<T>, Rejected>, IoError> {
+    let io = |e| IoError::io(path, e);
+    let parts = parts.max(1) as u64;
+    let mut file = File::open(path).map_err(io)?;
+    let mut bounds = vec![start];
+    for part in 1..parts {
+        let nominal = start + (len - start) / parts * part;
+        let bound = next_line_start(&mut file, nominal, len).map_err(io)?;
+        bounds.push(bound.max(bounds[bounds.len() - 1]));
+    }
+    bounds.push(len);
+    let shares: Vec<(u64, u64)> = bounds.windows(2).map(|w| (w[0], w[1])).collect();
+    let results = run_pieces(&shares, |&(from, to)| {
+        let mut accumulator = share(to - from);
+        parse_share(path, from, to, block, &mut |lines| {
+            parse(lines, &mut accumulator)
+        })
+        .map(|parsed| parsed.map(|()| accumulator))
+    });
+    results
+        .into_iter()
+        .collect::<Result<Result<Vec<T>, Rejected>, IoError>>()
+}
+
+/// The first offset at or after `at` that starts a line of `file` (`len` bytes long).
+fn next_line_start(file: &mut File, at: u64, len: u64) -> std::io::Result<u64> {
+    if at == 0 {
+        return Ok(0);
+    }
+    let mut offset = at - 1;
+    let mut probe = vec![0u8; PROBE];
+    file.seek(SeekFrom::Start(offset))?;
+    while offset < len {
+        let read = file.read(&mut probe)?;
+        if read == 0 {
+            break;
+        }
+        if let Some(k) = memchr::memchr(b'\n', &probe[..read]) {
+            return Ok(offset + k as u64 + 1);
+        }
+        offset += read as u64;
+    }
+    Ok(len)
+}
+
+/// Read bytes `from..to` of the file at `path`, which start a line and end one (or the
+/// file), `block` bytes at a time, and hand `parse` what was read up to its last newline.
+fn parse_share(
+    path: &Path,
+    from: u64,
+    to: u64,
+    block: usize,
+    parse: &mut dyn FnMut(&[u8]) -> Result<(), Rejected>,
+) -> Result<Result<(), Rejected>, IoError> {
+    let io = |e| IoError::io(path, e);
+    let mut file = File::open(path).map_err(io)?;
+    file.seek(SeekFrom::Start(from)).map_err(io)?;
+    let mut buffer = Vec::new();
+    // The unfinished line at the front of `buffer`, carried over from the last block.
+    let mut kept = 0;
+    let mut left = to - from;
+    while left > 0 {
+        let want = block.min(usize::try_from(left).unwrap_or(block));
+        if buffer.len() < kept + want {
+            buffer.resize(kept + want, 0);
+        }
+        file.read_exact(&mut buffer[kept..kept + want])
+            .map_err(io)?;
+        left -= want as u64;
+        let filled = kept + want;
+        let cut = if left == 0 {
+            filled
+        } else {
+            memchr::memrchr(b'\n', &buffer[..filled]).map_or(0, |k| k + 1)
+        };
+        if cut > 0 {
+            if let Err(rejected) = parse(&buffer[..cut]) {
+                return Ok(Err(rejected));
+            }
+        }
+        buffer.copy_within(cut..filled, 0);
+        kept = filled - cut;
+    }
+    Ok(Ok(()))
 }
 
 /// Concatenate per-piece vectors, growing the first one (a large reallocation remaps
@@ -277,5 +424,98 @@ impl<'p> TextOut<'p> {
     pub(crate) fn finish(mut self) -> Result<(), IoError> {
         self.flush()?;
         self.file.flush().map_err(|e| IoError::io(self.path, e))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A file of lines of many lengths (blank ones, one longer than the blocks) after a
+    /// header of `skip` bytes, with or without a final newline.
+    fn lines_file(
+        dir: &tempfile::TempDir,
+        final_newline: bool,
+    ) -> (std::path::PathBuf, Vec<u8>, u64) {
+        let mut text = b"a header line\n".to_vec();
+        let skip = text.len() as u64;
+        for k in 0..200usize {
+            let len = (k * 7919) % 23;
+            text.extend(std::iter::repeat_n(b'a' + (k % 26) as u8, len));
+            text.push(b'\n');
+        }
+        text.extend([b'z'; 300]);
+        text.extend(b"\nthe last line");
+        if final_newline {
+            text.push(b'\n');
+        }
+        let path = dir.path().join(format!("lines{final_newline}.txt"));
+        std::fs::write(&path, &text).unwrap();
+        (path, text, skip)
+    }
+
+    #[test]
+    fn streamed_shares_hand_over_whole_lines_once_and_in_order() {
+        let dir = tempfile::tempdir().unwrap();
+        for final_newline in [true, false] {
+            let (path, text, skip) = lines_file(&dir, final_newline);
+            let len = text.len() as u64;
+            for parts in 1..=7 {
+                for block in [1, 2, 5, 64, 4096] {
+                    let shares = stream_shares(
+                        &path,
+                        skip,
+                        len,
+                        parts,
+                        block,
+                        |bytes| (bytes, Vec::<Vec<u8>>::new()),
+                        |lines, (_, blocks)| {
+                            blocks.push(lines.to_vec());
+                            Ok(())
+                        },
+                    );
+                    let Ok(Ok(shares)) = shares else {
+                        panic!("{parts} parts, blocks of {block}: not streamed");
+                    };
+                    assert!(shares.len() <= parts);
+                    let mut streamed = Vec::new();
+                    for (bytes, blocks) in &shares {
+                        let share: Vec<u8> = blocks.concat();
+                        assert_eq!(share.len() as u64, *bytes);
+                        streamed.extend(share);
+                    }
+                    let context = format!("{parts} parts, blocks of {block}");
+                    assert_eq!(streamed, text[skip as usize..], "{context}");
+                    let handed: Vec<&Vec<u8>> = shares.iter().flat_map(|(_, b)| b).collect();
+                    let (last, whole) = handed.split_last().unwrap();
+                    assert!(whole.iter().all(|b| b.ends_with(b"\n")), "{context}");
+                    assert_eq!(last.ends_with(b"\n"), final_newline, "{context}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_rejected_block_and_an_empty_body_come_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let (path, text, skip) = lines_file(&dir, true);
+        let len = text.len() as u64;
+        let rejected = stream_shares(
+            &path,
+            skip,
+            len,
+            3,
+            64,
+            |_| (),
+            |lines, ()| match memchr::memmem::find(lines, b"the last") {
+                Some(_) => Err(Rejected),
+                None => Ok(()),
+            },
+        );
+        assert!(matches!(rejected, Ok(Err(Rejected))));
+        let empty = stream_shares(&path, len, len, 1, 64, |bytes| bytes, |_, _| Ok(()));
+        assert!(matches!(empty, Ok(Ok(shares)) if shares == [0]));
+        let missing = dir.path().join("missing.txt");
+        assert!(stream_shares(&missing, 0, 10, 2, 64, |_| (), |_, ()| Ok(())).is_err());
     }
 }

@@ -8,8 +8,8 @@
 use std::path::Path;
 
 use super::scan::{
-    concat, count_fields, field_text, for_each_line, parallelism, parse_f64, parse_u64, run_pieces,
-    skip_blanks, split_lines, TextOut,
+    concat, count_fields, field_text, for_each_line, parallelism, parse_f64, parse_u64, read_head,
+    run_pieces, skip_blanks, split_lines, stream_lines, Rejected, TextOut,
 };
 use super::{read_bytes, IoError};
 use crate::tensor::Coo;
@@ -18,8 +18,35 @@ use crate::tensor::Coo;
 /// with `dims`, their number must equal the file's order and every index must fit.
 pub fn read_tns(path: impl AsRef<Path>, dims: Option<&[usize]>) -> Result<Coo, IoError> {
     let path = path.as_ref();
+    if let Some(streamed) = stream_tns(path, dims)? {
+        return Ok(streamed);
+    }
     let bytes = read_bytes(path)?;
     parse_tns(path, &bytes, dims)
+}
+
+/// A large file, its entries streamed ([`stream_lines`]). `None` when the file is small,
+/// its first entry is not in its first bytes, or it is rejected anywhere: read whole, it
+/// then says where and why.
+fn stream_tns(path: &Path, dims: Option<&[usize]>) -> Result<Option<Coo>, IoError> {
+    let Some((head, len)) = read_head(path)? else {
+        return Ok(None);
+    };
+    let Ok(Some(entries)) = EntryLines::find(path, &head, dims) else {
+        return Ok(None);
+    };
+    // The head may end inside the first entry, whose fields would then be miscounted.
+    if memchr::memchr(b'\n', &head[entries.offset..]).is_none() {
+        return Ok(None);
+    }
+    let streamed = stream_lines(
+        path,
+        entries.offset as u64,
+        len,
+        |bytes| entries.empty_piece(usize::try_from(bytes).unwrap_or(usize::MAX)),
+        |lines, piece| entries.parse(lines, piece).map_err(|_| Rejected),
+    )?;
+    Ok(streamed.ok().map(|pieces| entries.coo(pieces)))
 }
 
 /// The part of a line before any `#` comment.
@@ -38,67 +65,91 @@ struct Piece {
     lines: usize,
 }
 
-/// Parse the bytes of a FROSTT file; `path` only names it in errors.
-pub fn parse_tns(
-    path: impl AsRef<Path>,
-    bytes: &[u8],
-    dims: Option<&[usize]>,
-) -> Result<Coo, IoError> {
-    let path = path.as_ref();
-    // Find the first entry: it fixes the order.
-    let mut offset = 0usize;
-    let mut line_no = 0usize;
-    let mut first = None;
-    while offset < bytes.len() {
-        let rest = &bytes[offset..];
-        let end = memchr::memchr(b'\n', rest).unwrap_or(rest.len());
-        line_no += 1;
-        let fields = count_fields(content(&rest[..end]));
-        if fields > 0 {
-            first = Some(fields);
-            break;
+/// How a file's entry lines are parsed, fixed by its first entry.
+struct EntryLines<'d> {
+    /// Fields on an entry line: the indices and a value.
+    fields: usize,
+    order: usize,
+    /// The first entry's line number and offset.
+    first_line: usize,
+    offset: usize,
+    /// The largest index of each mode.
+    limits: Vec<u64>,
+    dims: Option<&'d [usize]>,
+}
+
+impl<'d> EntryLines<'d> {
+    /// The first entry in `bytes` and what it fixes; `None` when there is none.
+    fn find(
+        path: &Path,
+        bytes: &[u8],
+        dims: Option<&'d [usize]>,
+    ) -> Result<Option<EntryLines<'d>>, IoError> {
+        let mut offset = 0usize;
+        let mut line_no = 0usize;
+        while offset < bytes.len() {
+            let rest = &bytes[offset..];
+            let end = memchr::memchr(b'\n', rest).unwrap_or(rest.len());
+            line_no += 1;
+            let fields = count_fields(content(&rest[..end]));
+            if fields > 0 {
+                return EntryLines::fixed_by(path, fields, line_no, offset, dims).map(Some);
+            }
+            offset += end + 1;
         }
-        offset += end + 1;
+        Ok(None)
     }
-    let Some(fields) = first else {
-        return match dims {
-            Some(d) => Ok(Coo {
-                dims: d.to_vec(),
-                coords: vec![],
-                values: vec![],
-            }),
-            None => Err(IoError::invalid(
-                path,
-                "no entries, so the order and dimensions are unknown (give the dimensions)",
-            )),
+
+    fn fixed_by(
+        path: &Path,
+        fields: usize,
+        first_line: usize,
+        offset: usize,
+        dims: Option<&'d [usize]>,
+    ) -> Result<EntryLines<'d>, IoError> {
+        let order = fields - 1;
+        if let Some(d) = dims {
+            if d.len() != order {
+                return Err(IoError::parse(
+                    path,
+                    first_line,
+                    format!(
+                        "the file has order {order} ({order} indices per line), but {} dimensions were given",
+                        d.len()
+                    ),
+                ));
+            }
+        }
+        let limits = match dims {
+            Some(d) => d.iter().map(|&n| n as u64).collect(),
+            None => vec![i64::MAX as u64; order],
         };
-    };
-    let order = fields - 1;
-    if let Some(d) = dims {
-        if d.len() != order {
-            return Err(IoError::parse(
-                path,
-                line_no,
-                format!(
-                    "the file has order {order} ({order} indices per line), but {} dimensions were given",
-                    d.len()
-                ),
-            ));
+        Ok(EntryLines {
+            fields,
+            order,
+            first_line,
+            offset,
+            limits,
+            dims,
+        })
+    }
+
+    /// A piece with room for the entries of `bytes` bytes of lines.
+    fn empty_piece(&self, bytes: usize) -> Piece {
+        let cap = bytes / (2 * self.fields + 2) + 1;
+        Piece {
+            coords: Vec::with_capacity(cap * self.order),
+            values: Vec::with_capacity(cap),
+            max: vec![0u64; self.order],
+            lines: 0,
         }
     }
-    let first_line = line_no;
-    let limits: Vec<u64> = match dims {
-        Some(d) => d.iter().map(|&n| n as u64).collect(),
-        None => vec![i64::MAX as u64; order],
-    };
-    let body = &bytes[offset..];
-    let pieces = split_lines(body, parallelism(body.len()));
-    let parse_piece = |piece: &[u8]| -> Result<Piece, (usize, String)> {
-        let cap = piece.len() / (2 * fields + 2) + 1;
-        let mut coords = Vec::with_capacity(cap * order);
-        let mut values = Vec::with_capacity(cap);
-        let mut max = vec![0u64; order];
-        let lines = for_each_line(piece, |line| {
+
+    /// Parse whole lines into `piece`; an error's line is counted within `lines`.
+    fn parse(&self, lines: &[u8], piece: &mut Piece) -> Result<(), (usize, String)> {
+        let (fields, order, first_line) = (self.fields, self.order, self.first_line);
+        let (coords, values, max) = (&mut piece.coords, &mut piece.values, &mut piece.max);
+        let counted = for_each_line(lines, |line| {
             let line = content(line);
             let mut i = skip_blanks(line, 0);
             if i == line.len() {
@@ -115,7 +166,7 @@ pub fn parse_tns(
                     ),
                 })
             };
-            for m in 0..order {
+            for (m, (most, &limit)) in max.iter_mut().zip(&self.limits).enumerate() {
                 i = skip_blanks(line, i);
                 let Some((v, j)) = (i < line.len()).then(|| parse_u64(line, i)).flatten() else {
                     return Err(columns(line).unwrap_or_else(|| {
@@ -132,17 +183,16 @@ pub fn parse_tns(
                         m + 1
                     ));
                 }
-                if v > limits[m] {
-                    return Err(match dims {
+                if v > limit {
+                    return Err(match self.dims {
                         Some(_) => format!(
-                            "index {v} in column {} exceeds the dimension {}",
+                            "index {v} in column {} exceeds the dimension {limit}",
                             m + 1,
-                            limits[m]
                         ),
                         None => format!("index {v} in column {} is too large", m + 1),
                     });
                 }
-                max[m] = max[m].max(v);
+                *most = (*most).max(v);
                 coords.push(v as i64 - 1);
                 i = j;
             }
@@ -158,14 +208,54 @@ pub fn parse_tns(
             values.push(v);
             Ok(())
         })?;
-        Ok(Piece {
-            coords,
-            values,
-            max,
-            lines,
-        })
+        piece.lines += counted;
+        Ok(())
+    }
+
+    /// The coordinate list of all pieces, in order.
+    fn coo(&self, pieces: Vec<Piece>) -> Coo {
+        let dims = match self.dims {
+            Some(d) => d.to_vec(),
+            None => (0..self.order)
+                .map(|m| pieces.iter().map(|p| p.max[m]).max().unwrap_or(0) as usize)
+                .collect(),
+        };
+        let (coords, values): (Vec<_>, Vec<_>) =
+            pieces.into_iter().map(|p| (p.coords, p.values)).unzip();
+        Coo {
+            dims,
+            coords: concat(coords),
+            values: concat(values),
+        }
+    }
+}
+
+/// Parse the bytes of a FROSTT file; `path` only names it in errors.
+pub fn parse_tns(
+    path: impl AsRef<Path>,
+    bytes: &[u8],
+    dims: Option<&[usize]>,
+) -> Result<Coo, IoError> {
+    let path = path.as_ref();
+    let Some(entries) = EntryLines::find(path, bytes, dims)? else {
+        return match dims {
+            Some(d) => Ok(Coo {
+                dims: d.to_vec(),
+                coords: vec![],
+                values: vec![],
+            }),
+            None => Err(IoError::invalid(
+                path,
+                "no entries, so the order and dimensions are unknown (give the dimensions)",
+            )),
+        };
     };
-    let results = run_pieces(&pieces, parse_piece);
+    let body = &bytes[entries.offset..];
+    let pieces = split_lines(body, parallelism(body.len()));
+    let results = run_pieces(&pieces, |lines| {
+        let mut piece = entries.empty_piece(lines.len());
+        entries.parse(lines, &mut piece).map(|()| piece)
+    });
     let mut lines_before = 0;
     let mut parts = Vec::with_capacity(results.len());
     for r in results {
@@ -177,25 +267,13 @@ pub fn parse_tns(
             Err((line, message)) => {
                 return Err(IoError::parse(
                     path,
-                    first_line + lines_before + line - 1,
+                    entries.first_line + lines_before + line - 1,
                     message,
                 ))
             }
         }
     }
-    let dims = match dims {
-        Some(d) => d.to_vec(),
-        None => (0..order)
-            .map(|m| parts.iter().map(|p| p.max[m]).max().unwrap_or(0) as usize)
-            .collect(),
-    };
-    let (coords, values): (Vec<_>, Vec<_>) =
-        parts.into_iter().map(|p| (p.coords, p.values)).unzip();
-    Ok(Coo {
-        dims,
-        coords: concat(coords),
-        values: concat(values),
-    })
+    Ok(entries.coo(parts))
 }
 
 /// Write a coordinate list as FROSTT text (1-based indices, one entry per line; an
@@ -219,4 +297,41 @@ pub fn write_tns(path: impl AsRef<Path>, coo: &Coo) -> Result<(), IoError> {
         out.newline()?;
     }
     out.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn large_files_are_streamed() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("large.tns");
+        let mut text = String::from("# made by a test\n\n");
+        let mut expected = Coo {
+            dims: vec![1000, 700, 13],
+            ..Coo::default()
+        };
+        for k in 0..500_000i64 {
+            let (i, j, l) = (k % 1000, k * 3 % 700, k % 13);
+            let v = (k % 999) as f64 * 0.5 - 7.0;
+            text.push_str(&format!("{} {} {}\t{v} # entry\n", i + 1, j + 1, l + 1));
+            if k % 100_000 == 7 {
+                text.push_str("\n# a comment among the entries\n");
+            }
+            expected.coords.extend([i, j, l]);
+            expected.values.push(v);
+        }
+        assert!(text.len() as u64 > crate::io::scan::STREAM_FROM);
+        std::fs::write(&path, &text).unwrap();
+        let streamed = stream_tns(&path, None).unwrap().expect("streamed");
+        assert!(streamed == expected);
+        let given = [1000, 800, 20];
+        let sized = stream_tns(&path, Some(&given)).unwrap().expect("streamed");
+        assert_eq!(sized.dims, given);
+        assert!(sized.coords == expected.coords);
+        // Beyond the given dimensions, the whole file is read to say where.
+        assert!(stream_tns(&path, Some(&[1000, 600, 13])).unwrap().is_none());
+        assert!(parse_tns(&path, text.as_bytes(), None).unwrap() == expected);
+    }
 }
