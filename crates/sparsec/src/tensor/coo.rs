@@ -1,6 +1,6 @@
 //! Coordinate lists: the interchange form between files, generators and formats.
 
-use super::{unscaled_difference, TensorError};
+use super::{order, unscaled_difference, TensorError};
 
 /// A coordinate list: `values[e]` sits at `coords[e*order .. (e+1)*order]`.
 #[derive(Clone, Debug, PartialEq, Default)]
@@ -82,37 +82,73 @@ impl Coo {
 
     /// Sort entries lexicographically and sum duplicates (explicit zeros stay).
     pub fn sort_and_sum(&mut self) {
-        self.sort_and_sum_tracked();
+        self.sort_and_sum_as(false);
     }
 
     /// [`Coo::sort_and_sum`], returning where each original entry went: `Some(m)` with
     /// `m[e]` the index of entry `e` after sorting and summing, or `None` when the entries
     /// were already strictly increasing and stay where they are.
     pub fn sort_and_sum_tracked(&mut self) -> Option<Vec<usize>> {
+        self.sort_and_sum_as(true)
+    }
+
+    /// [`Coo::sort_and_sum_tracked`]; without `track` the list of where the entries went
+    /// stays empty, sparing a write at random per entry.
+    fn sort_and_sum_as(&mut self, track: bool) -> Option<Vec<usize>> {
         let n = self.order();
         let strictly_increasing = (1..self.len()).all(|e| self.coord(e - 1) < self.coord(e));
         if strictly_increasing {
             return None;
         }
-        let perm = self.sorted_permutation(&(0..n).collect::<Vec<_>>());
-        let mut coords = Vec::with_capacity(self.coords.len());
-        let mut values: Vec<f64> = Vec::with_capacity(self.values.len());
-        let mut moved_to = vec![0; self.len()];
-        for e in perm {
-            let c = self.coord(e);
-            let last = values.len();
-            if last > 0 && &coords[(last - 1) * n..last * n] == c {
-                values[last - 1] += self.values[e];
-                moved_to[e] = last - 1;
+        let mut summed = Summed {
+            order: n,
+            coords: Vec::with_capacity(self.coords.len()),
+            values: Vec::with_capacity(self.values.len()),
+            moved_to: if track {
+                vec![0; self.len()]
             } else {
-                coords.extend_from_slice(c);
-                values.push(self.values[e]);
-                moved_to[e] = last;
+                Vec::new()
+            },
+        };
+        if let Some(sorted) = self.packed_entries() {
+            // The coordinates come back from the keys, and the values with them: no
+            // entry is read at random.
+            let mut coordinates = vec![0i64; n];
+            let mut previous = None;
+            for (key, e, value) in sorted {
+                let repeated = previous == Some(key);
+                if !repeated {
+                    order::unpacked_key(key, &self.dims, &mut coordinates);
+                }
+                summed.add(e, &coordinates, value, repeated);
+                previous = Some(key);
+            }
+        } else {
+            for e in self.sorted_permutation(&(0..n).collect::<Vec<_>>()) {
+                let c = self.coord(e);
+                summed.add(e, c, self.values[e], summed.last_is(c));
             }
         }
-        self.coords = coords;
-        self.values = values;
-        Some(moved_to)
+        self.coords = summed.coords;
+        self.values = summed.values;
+        Some(summed.moved_to)
+    }
+
+    /// The entries as (packed coordinates, entry, value), sorted by their coordinates;
+    /// `None` when the coordinates do not pack into one integer
+    /// ([`order::packed_key`]).
+    fn packed_entries(&self) -> Option<Vec<(u64, usize, f64)>> {
+        let span = order::packed_span(&self.dims)?;
+        let packed = (0..self.len())
+            .map(|e| {
+                Some((
+                    order::packed_key(self.coord(e), &self.dims)?,
+                    e,
+                    self.values[e],
+                ))
+            })
+            .collect::<Option<Vec<_>>>()?;
+        Some(order::sort_by_packed_key(packed, |&(key, _, _)| key, span))
     }
 
     /// Entry indices sorted by the given modes (stable for ties).
@@ -162,5 +198,100 @@ impl Coo {
             }
         }
         worst
+    }
+}
+
+/// Sorted entries with duplicates summed, built in order by [`Coo::sort_and_sum_as`].
+struct Summed {
+    order: usize,
+    coords: Vec<i64>,
+    values: Vec<f64>,
+    /// Where each original entry went (empty when not tracked).
+    moved_to: Vec<usize>,
+}
+
+impl Summed {
+    /// Whether the last entry is at `coordinates`, compared one by one: a slice
+    /// comparison calls `memcmp`, 9% of the time summing 10M entries of a matrix.
+    fn last_is(&self, coordinates: &[i64]) -> bool {
+        let last = self.values.len();
+        last > 0
+            && self.coords[(last - 1) * self.order..]
+                .iter()
+                .eq(coordinates.iter())
+    }
+
+    /// Add entry `e`, which is at `coordinates`, to the last entry (`repeated`) or after
+    /// it.
+    #[inline(always)]
+    fn add(&mut self, e: usize, coordinates: &[i64], value: f64, repeated: bool) {
+        if repeated {
+            *self
+                .values
+                .last_mut()
+                .expect("a repeated entry follows one") += value;
+        } else {
+            self.coords.extend_from_slice(coordinates);
+            self.values.push(value);
+        }
+        if !self.moved_to.is_empty() {
+            self.moved_to[e] = self.values.len() - 1;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+
+    /// Unsorted entries with duplicates, many enough to be sorted by digits, against a
+    /// map summing them; with coordinates that pack into one integer and ones that do
+    /// not (order 4 in 2^20 each), tracked and not.
+    #[test]
+    fn unsorted_duplicates_are_sorted_and_summed() {
+        let mut seed = 99u64;
+        let mut next = move |bound: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % bound
+        };
+        for dims in [
+            vec![300, 7],
+            vec![50, 1 << 30, 3],
+            vec![1 << 20; 4],
+            vec![9],
+        ] {
+            let len = 20_000;
+            let mut coo = Coo {
+                dims: dims.clone(),
+                ..Coo::default()
+            };
+            for e in 0..len {
+                for &d in &dims {
+                    coo.coords
+                        .push(next((d as u64).min(40)) as i64 + (d as i64 - 40).max(0));
+                }
+                coo.values.push(e as f64);
+            }
+            let mut expected = BTreeMap::<Vec<i64>, f64>::new();
+            for e in 0..len {
+                *expected.entry(coo.coord(e).to_vec()).or_default() += coo.values[e];
+            }
+            let original = coo.clone();
+            let mut tracked = coo.clone();
+            coo.sort_and_sum();
+            let moved_to = tracked.sort_and_sum_tracked().expect("unsorted");
+            assert!(coo == tracked, "{dims:?}");
+            let got: Vec<(Vec<i64>, f64)> = (0..coo.len())
+                .map(|e| (coo.coord(e).to_vec(), coo.values[e]))
+                .collect();
+            assert_eq!(got, expected.into_iter().collect::<Vec<_>>(), "{dims:?}");
+            for (e, &slot) in moved_to.iter().enumerate() {
+                assert_eq!(original.coord(e), tracked.coord(slot), "{dims:?} entry {e}");
+            }
+        }
     }
 }

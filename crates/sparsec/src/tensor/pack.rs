@@ -16,7 +16,12 @@ pub(super) fn pack(
     track: bool,
 ) -> Result<(Tensor, Vec<usize>), TensorError> {
     coo.validate()?;
-    let moved_to = coo.sort_and_sum_tracked();
+    let moved_to = if track {
+        coo.sort_and_sum_tracked()
+    } else {
+        coo.sort_and_sum();
+        None
+    };
     let (tensor, slot_of_summed) =
         match super::stream::pack_streaming(&coo, format, value_type, track)? {
             Some(packed) => packed,
