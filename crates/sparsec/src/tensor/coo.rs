@@ -139,15 +139,15 @@ impl Coo {
     /// ([`order::packed_key`]).
     fn packed_entries(&self) -> Option<Vec<(u64, usize, f64)>> {
         let span = order::packed_span(&self.dims)?;
-        let packed = (0..self.len())
-            .map(|e| {
-                Some((
-                    order::packed_key(self.coord(e), &self.dims)?,
-                    e,
-                    self.values[e],
-                ))
-            })
-            .collect::<Option<Vec<_>>>()?;
+        let mut packed = Vec::with_capacity(self.len());
+        for (e, (coordinates, &value)) in self
+            .coords
+            .chunks_exact(self.order().max(1))
+            .zip(&self.values)
+            .enumerate()
+        {
+            packed.push((order::packed_key(coordinates, &self.dims)?, e, value));
+        }
         Some(order::sort_by_packed_key(packed, |&(key, _, _)| key, span))
     }
 

@@ -113,13 +113,19 @@ pub(super) fn sort_by_packed_key<T: Copy + Default>(
         return items;
     }
     let bits = u64::BITS - span.saturating_sub(1).leading_zeros();
-    let mut sorted = vec![T::default(); len];
-    for shift in (0..bits).step_by(RADIX_BITS as usize) {
-        let digit = |item: &T| ((key(item) >> shift) & ((1 << RADIX_BITS) - 1)) as usize;
-        let mut starts = vec![0usize; (1 << RADIX_BITS) + 1];
-        for item in &items {
-            starts[digit(item) + 1] += 1;
+    let passes = bits.div_ceil(RADIX_BITS) as usize;
+    let digit = |item: &T, pass: usize| {
+        ((key(item) >> (pass as u32 * RADIX_BITS)) & ((1 << RADIX_BITS) - 1)) as usize
+    };
+    // Every pass's counts from one read of the items, as the start of each digit's run.
+    let mut counts = vec![[0usize; (1 << RADIX_BITS) + 1]; passes];
+    for item in &items {
+        for (pass, starts) in counts.iter_mut().enumerate() {
+            starts[digit(item, pass) + 1] += 1;
         }
+    }
+    let mut sorted = vec![T::default(); len];
+    for (pass, starts) in counts.iter_mut().enumerate() {
         if starts.contains(&len) {
             // Every key has the same digit here.
             continue;
@@ -128,7 +134,7 @@ pub(super) fn sort_by_packed_key<T: Copy + Default>(
             starts[d + 1] += starts[d];
         }
         for item in &items {
-            let slot = &mut starts[digit(item)];
+            let slot = &mut starts[digit(item, pass)];
             sorted[*slot] = *item;
             *slot += 1;
         }
