@@ -140,13 +140,8 @@ impl Coo {
     fn packed_entries(&self) -> Option<Vec<(u64, usize, f64)>> {
         let span = order::packed_span(&self.dims)?;
         let mut packed = Vec::with_capacity(self.len());
-        for (e, (coordinates, &value)) in self
-            .coords
-            .chunks_exact(self.order().max(1))
-            .zip(&self.values)
-            .enumerate()
-        {
-            packed.push((order::packed_key(coordinates, &self.dims)?, e, value));
+        for (e, &value) in self.values.iter().enumerate() {
+            packed.push((order::packed_key(self.coord(e), &self.dims)?, e, value));
         }
         Some(order::sort_by_packed_key(packed, |&(key, _, _)| key, span))
     }
@@ -262,6 +257,7 @@ mod tests {
             vec![300, 7],
             vec![50, 1 << 30, 3],
             vec![1 << 20; 4],
+            vec![],
             vec![9],
         ] {
             let len = 20_000;
