@@ -246,13 +246,7 @@ mod tests {
     /// not (order 4 in 2^20 each), tracked and not.
     #[test]
     fn unsorted_duplicates_are_sorted_and_summed() {
-        let mut seed = 99u64;
-        let mut next = move |bound: u64| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed % bound
-        };
+        let mut next = order::tests::numbers_below(99);
         for dims in [
             vec![300, 7],
             vec![50, 1 << 30, 3],

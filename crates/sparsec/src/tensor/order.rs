@@ -174,20 +174,24 @@ fn counting_sort_passes(
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
+
+    /// Numbers below each bound asked for, from a xorshift generator started at `seed`.
+    pub(in crate::tensor) fn numbers_below(mut seed: u64) -> impl FnMut(u64) -> u64 {
+        move |bound| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % bound
+        }
+    }
 
     /// Against a stable comparison sort, on keys with ties, in and out of range, with
     /// small and huge ranges.
     #[test]
     fn orders_as_a_stable_comparison_sort_would() {
-        let mut seed = 12345u64;
-        let mut next = move |bound: u64| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed % bound
-        };
+        let mut next = numbers_below(12345);
         for (len, size0, size1, out_of_range) in [
             (0, 1, 1, false),
             (1, 1, 1, false),
