@@ -152,6 +152,13 @@ fn mtx_too_few_entries_truncated() {
         5,
         "ends after 2",
     );
+    // A size line may declare more entries than any file could hold.
+    expect_line_error(
+        "huge.mtx",
+        &format!("{HEAD}2 2 18446744073709551615\n1 1 1\n"),
+        3,
+        "declares 18446744073709551615 entries, but the file ends after 1",
+    );
     // Truncated in the middle of a line: the partial line lacks its value.
     expect_line_error(
         "cut.mtx",
@@ -294,6 +301,9 @@ fn errors_in_files_large_enough_to_stream_give_the_right_line() {
     let mut text = format!("{HEAD}{n} 1 {}\n", n + 5);
     entries(&mut text, 0);
     expect_line_error("short.mtx", &text, n + 2, "truncated");
+    let mut text = format!("{HEAD}{n} 1 {}\n", u64::MAX);
+    entries(&mut text, 0);
+    expect_line_error("huge.mtx", &text, n + 2, "truncated");
 
     let mut text = String::from("# tensor\n");
     for k in 1..=n {

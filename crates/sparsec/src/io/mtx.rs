@@ -168,8 +168,8 @@ fn stream_matrix_market(path: &Path) -> Result<Option<MatrixMarket>, IoError> {
     let body = preamble.body(path);
     let body_len = len - preamble.body_start as u64;
     let share = |bytes: u64| {
-        let expected = (declared as u128 * bytes as u128 / body_len.max(1) as u128) as usize;
-        body.empty_piece(expected + 16, usize::try_from(bytes).unwrap_or(usize::MAX))
+        let expected = expected_entries(declared, bytes, body_len);
+        body.empty_piece(expected, usize::try_from(bytes).unwrap_or(usize::MAX))
     };
     let streamed = stream_lines(
         path,
@@ -190,6 +190,16 @@ fn stream_matrix_market(path: &Path) -> Result<Option<MatrixMarket>, IoError> {
         coo: coo_of(rows, cols, coords, values),
         header: preamble.header,
     }))
+}
+
+/// How many entries `bytes` of a body of `body_len` bytes should hold when the size line
+/// declares `declared`, with a little room over. Saturates: a size line may declare up to
+/// `u64::MAX` entries, and the room is capped by the bytes anyway ([`Body::empty_piece`]).
+fn expected_entries(declared: usize, bytes: u64, body_len: u64) -> usize {
+    let share = declared as u128 * bytes as u128 / body_len.max(1) as u128;
+    usize::try_from(share)
+        .unwrap_or(usize::MAX)
+        .saturating_add(16)
 }
 
 /// Parse the bytes of a MatrixMarket file; `path` only names it in errors.
@@ -614,9 +624,7 @@ impl Body<'_> {
 
     fn coordinate(&self, body: &[u8], declared: usize) -> Result<(Vec<i64>, Vec<f64>), IoError> {
         let pieces = split_lines(body, parallelism(body.len()));
-        let share = |p: &[u8]| {
-            ((declared as u128 * p.len() as u128) / body.len().max(1) as u128) as usize + 16
-        };
+        let share = |p: &[u8]| expected_entries(declared, p.len() as u64, body.len() as u64);
         let results = run_pieces(&pieces, |p| self.coordinate_piece(p, share(p)));
         let mut lines_before = 0usize;
         let mut parts = Vec::with_capacity(results.len());
