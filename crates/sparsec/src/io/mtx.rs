@@ -11,7 +11,7 @@ use std::fmt;
 use std::path::Path;
 
 use super::scan::{
-    concat, count_fields, field_text, for_each_line, is_blank_line, parallelism, parse_f64,
+    concat_entries, count_fields, field_text, for_each_line, is_blank_line, parallelism, parse_f64,
     parse_int_value, parse_u64, read_head, run_pieces, skip_blanks, split_lines, stream_lines,
     Rejected, TextOut,
 };
@@ -479,9 +479,7 @@ struct Piece {
 impl Piece {
     /// The coordinates and values of all pieces, in order.
     fn concat(pieces: Vec<Piece>) -> (Vec<i64>, Vec<f64>) {
-        let (coords, values): (Vec<_>, Vec<_>) =
-            pieces.into_iter().map(|p| (p.coords, p.values)).unzip();
-        (concat(coords), concat(values))
+        concat_entries(pieces.into_iter().map(|p| (p.coords, p.values)))
     }
 }
 

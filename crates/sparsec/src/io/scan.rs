@@ -345,15 +345,19 @@ fn parse_share(
     Ok(Ok(()))
 }
 
-/// Concatenate per-piece vectors, growing the first one (a large reallocation remaps
-/// pages instead of copying them).
-pub(crate) fn concat<T: Copy>(parts: Vec<Vec<T>>) -> Vec<T> {
-    let mut parts = parts.into_iter();
-    let mut out = parts.next().unwrap_or_default();
-    for p in parts {
-        out.extend_from_slice(&p);
+/// The coordinates and values of per-piece entry lists, each concatenated in order. The
+/// first piece's vectors grow: a large reallocation remaps pages instead of copying them.
+/// (Copying coordinates and values on two threads measured no faster on a 347 MB file.)
+pub(crate) fn concat_entries(
+    pieces: impl IntoIterator<Item = (Vec<i64>, Vec<f64>)>,
+) -> (Vec<i64>, Vec<f64>) {
+    let mut pieces = pieces.into_iter();
+    let (mut coords, mut values) = pieces.next().unwrap_or_default();
+    for (c, v) in pieces {
+        coords.extend_from_slice(&c);
+        values.extend_from_slice(&v);
     }
-    out
+    (coords, values)
 }
 
 /// A buffered text writer that reports errors against the file's path.

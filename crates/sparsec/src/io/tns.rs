@@ -8,8 +8,8 @@
 use std::path::Path;
 
 use super::scan::{
-    concat, count_fields, field_text, for_each_line, parallelism, parse_f64, parse_u64, read_head,
-    run_pieces, skip_blanks, split_lines, stream_lines, Rejected, TextOut,
+    concat_entries, count_fields, field_text, for_each_line, parallelism, parse_f64, parse_u64,
+    read_head, run_pieces, skip_blanks, split_lines, stream_lines, Rejected, TextOut,
 };
 use super::{read_bytes, IoError};
 use crate::tensor::Coo;
@@ -220,12 +220,11 @@ impl<'d> EntryLines<'d> {
                 .map(|m| pieces.iter().map(|p| p.max[m]).max().unwrap_or(0) as usize)
                 .collect(),
         };
-        let (coords, values): (Vec<_>, Vec<_>) =
-            pieces.into_iter().map(|p| (p.coords, p.values)).unzip();
+        let (coords, values) = concat_entries(pieces.into_iter().map(|p| (p.coords, p.values)));
         Coo {
             dims,
-            coords: concat(coords),
-            values: concat(values),
+            coords,
+            values,
         }
     }
 }
