@@ -136,7 +136,9 @@ impl Coo {
 
     /// The entries as (packed coordinates, entry, value), sorted by their coordinates;
     /// `None` when the coordinates do not pack into one integer
-    /// ([`order::packed_key`]).
+    /// ([`order::packed_key`]). A coordinate out of range gives `None` too; only an
+    /// unvalidated list gets that far, and its fallback (`lexicographic_order`) tries
+    /// packing once more before sorting mode by mode, a cost left on that rare path.
     fn packed_entries(&self) -> Option<Vec<(u64, usize, f64)>> {
         let span = order::packed_span(&self.dims)?;
         let mut packed = Vec::with_capacity(self.len());
