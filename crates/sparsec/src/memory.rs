@@ -131,3 +131,28 @@ pub(crate) fn filled<T: Clone>(
     resize(&mut v, len, fill, what)?;
     Ok(v)
 }
+
+/// Buffers from this many bytes ask for huge pages ([`with_huge_pages`]), as NumPy's do.
+const HUGE_PAGES_FROM: usize = 4 << 20;
+
+/// A vector of `len` copies of `fill` whose buffer asks the system, before it is first
+/// touched, for transparent huge pages (Linux, where they are given on request: the
+/// `madvise` mode). An array of many megabytes read or written at random otherwise misses
+/// the TLB at nearly every access. Elsewhere, and for small buffers, a plain vector.
+pub(crate) fn with_huge_pages<T: Clone>(len: usize, fill: T) -> Vec<T> {
+    let mut v = Vec::with_capacity(len);
+    let bytes = len.saturating_mul(std::mem::size_of::<T>());
+    #[cfg(target_os = "linux")]
+    if bytes >= HUGE_PAGES_FROM {
+        const PAGE: usize = 4096;
+        let start = (v.as_mut_ptr() as usize).next_multiple_of(PAGE);
+        let end = (v.as_mut_ptr() as usize + bytes) / PAGE * PAGE;
+        // SAFETY: the range lies within the vector's own allocation; the advice changes
+        // only how its pages are backed, never their contents. Refusal is harmless.
+        unsafe {
+            libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_HUGEPAGE);
+        }
+    }
+    v.resize(len, fill);
+    v
+}

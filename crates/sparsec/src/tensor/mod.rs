@@ -437,7 +437,7 @@ impl Tensor {
         if plain_dense(&self.format) && plain_dense(format) && format.order() == self.order() {
             return self.transpose_dense(format, team);
         }
-        if let Some(transposed) = self.transpose_compressed(format) {
+        if let Some(transposed) = self.transpose_compressed(format, team) {
             return Ok(transposed);
         }
         if let Some(streamed) = stream::stream_converted(self, format)? {

@@ -2,7 +2,7 @@
 //! matrix (CSR to CSC and back) in one counting pass, a dense tensor in tiles.
 
 use super::{Team, Tensor, TensorError, Values};
-use crate::format::{Format, LevelStorage, Streaming};
+use crate::format::{Format, IndexArray, LevelStorage, Streaming};
 use crate::ir::{ArrayKind, ParamKind};
 use std::mem::MaybeUninit;
 use std::sync::Mutex;
@@ -60,8 +60,9 @@ impl Tensor {
 
     /// `self` in `format` when both are compressed matrices of opposite mode orders:
     /// count the entries of each target row, then place the source's rows in order, so
-    /// that each target row comes out sorted. `None` for other pairs of formats.
-    pub(super) fn transpose_compressed(&self, format: &Format) -> Option<Tensor> {
+    /// that each target row comes out sorted; shared among `team` in blocks of source rows
+    /// when there are enough entries. `None` for other pairs of formats.
+    pub(super) fn transpose_compressed(&self, format: &Format, team: &dyn Team) -> Option<Tensor> {
         let (outer, inner) = compressed_modes(&self.format)?;
         if compressed_modes(format)? != (inner, outer) {
             return None;
@@ -69,28 +70,11 @@ impl Tensor {
         let (rows, cols) = (self.dims[outer], self.dims[inner]);
         let leaf = &self.levels[1];
         let pos = leaf.array(ArrayKind::Pos)?.to_i64();
-        let idx = leaf.array(ArrayKind::Idx)?.to_i64();
-        let mut starts = vec![0i64; cols + 1];
-        for &c in idx.iter() {
-            starts[c as usize + 1] += 1;
-        }
-        for c in 0..cols {
-            starts[c + 1] += starts[c];
-        }
-        let mut next = starts.clone();
-        let mut target_idx = vec![0i64; idx.len()];
-        let mut source_of = vec![0usize; idx.len()];
-        for r in 0..rows {
-            for p in pos[r] as usize..pos[r + 1] as usize {
-                let slot = &mut next[idx[p] as usize];
-                target_idx[*slot as usize] = r as i64;
-                source_of[*slot as usize] = p;
-                *slot += 1;
-            }
-        }
-        let values = match &self.values {
-            Values::F64(v) => Values::F64(source_of.iter().map(|&p| v[p]).collect()),
-            Values::F32(v) => Values::F32(source_of.iter().map(|&p| v[p]).collect()),
+        let idx = leaf.array(ArrayKind::Idx)?;
+        let narrow = rows <= i32::MAX as usize && idx.len() <= i32::MAX as usize;
+        let (target_pos, target_idx, values) = match idx {
+            IndexArray::I32(idx) => transposed_stored(&pos, idx, &self.values, cols, narrow, team),
+            IndexArray::I64(idx) => transposed_stored(&pos, idx, &self.values, cols, narrow, team),
         };
         let size = |n: usize| vec![(ParamKind::Size, n as i64)];
         Some(
@@ -103,10 +87,7 @@ impl Tensor {
                         params: size(cols),
                     },
                     LevelStorage {
-                        arrays: vec![
-                            (ArrayKind::Pos, starts.into()),
-                            (ArrayKind::Idx, target_idx.into()),
-                        ],
+                        arrays: vec![(ArrayKind::Pos, target_pos), (ArrayKind::Idx, target_idx)],
                         params: size(rows),
                     },
                 ],
@@ -114,6 +95,200 @@ impl Tensor {
             }
             .with_narrowest_indices(),
         )
+    }
+}
+
+/// The integer types an index array stores.
+trait Index: Copy + Send + Sync {
+    fn to_usize(self) -> usize;
+    /// `n`, which the caller has checked fits.
+    fn from_usize(n: usize) -> Self;
+}
+
+impl Index for i32 {
+    fn to_usize(self) -> usize {
+        self as usize
+    }
+    fn from_usize(n: usize) -> Self {
+        n as i32
+    }
+}
+
+impl Index for i64 {
+    fn to_usize(self) -> usize {
+        self as usize
+    }
+    fn from_usize(n: usize) -> Self {
+        n as i64
+    }
+}
+
+/// A transposed compressed matrix: target positions, target indices, values.
+struct Transposed<D, V>(Vec<D>, Vec<D>, Vec<V>);
+
+impl<D, V> Transposed<D, V>
+where
+    Vec<D>: Into<IndexArray>,
+{
+    fn stored(self, values: fn(Vec<V>) -> Values) -> (IndexArray, IndexArray, Values) {
+        (self.0.into(), self.1.into(), values(self.2))
+    }
+}
+
+/// [`transposed`] for the values stored, with `int32_t` target indices when `narrow`.
+fn transposed_stored<S: Index>(
+    pos: &[i64],
+    idx: &[S],
+    values: &Values,
+    cols: usize,
+    narrow: bool,
+    team: &dyn Team,
+) -> (IndexArray, IndexArray, Values) {
+    match (narrow, values) {
+        (true, Values::F64(v)) => {
+            transposed::<S, i32, _>(pos, idx, v, cols, team).stored(Values::F64)
+        }
+        (true, Values::F32(v)) => {
+            transposed::<S, i32, _>(pos, idx, v, cols, team).stored(Values::F32)
+        }
+        (false, Values::F64(v)) => {
+            transposed::<S, i64, _>(pos, idx, v, cols, team).stored(Values::F64)
+        }
+        (false, Values::F32(v)) => {
+            transposed::<S, i64, _>(pos, idx, v, cols, team).stored(Values::F32)
+        }
+    }
+}
+
+/// The fewest stored entries a thread is given to transpose (as [`VALUES_PER_COPYING_THREAD`]).
+const ENTRIES_PER_TRANSPOSING_THREAD: usize = 1 << 16;
+
+/// Slots of an array that a team's threads write apart, each slot by one thread.
+struct SharedSlots<T>(*mut T);
+
+// SAFETY: the threads write disjoint slots (see `transposed`), and the array outlives the
+// team's run.
+unsafe impl<T: Send> Sync for SharedSlots<T> {}
+
+impl<T> SharedSlots<T> {
+    /// The first slot (a method, so that a closure captures the whole `Sync` wrapper).
+    fn start(&self) -> *mut T {
+        self.0
+    }
+}
+
+/// The matrix whose rows `pos` and `idx` store (entries `pos[r]..pos[r + 1]` of row `r`,
+/// columns below `cols`), stored by columns, each column's rows in order. Each part of
+/// `team` takes a block of rows holding about its share of the entries: it counts its
+/// entries in every column, and from those counts gets a run of slots in each column
+/// after the runs of the blocks above it, which it fills in row order.
+fn transposed<S: Index, D: Index, V: Copy + Default + Send + Sync>(
+    pos: &[i64],
+    idx: &[S],
+    values: &[V],
+    cols: usize,
+    team: &dyn Team,
+) -> Transposed<D, V> {
+    let rows = pos.len().saturating_sub(1);
+    let entries = |r: usize| pos[r].max(0) as usize..pos[r + 1].max(0) as usize;
+    let stored = pos.last().map_or(0, |&p| p.max(0) as usize);
+    let parts = team
+        .size()
+        .min(stored / ENTRIES_PER_TRANSPOSING_THREAD)
+        .max(1);
+    let mut blocks = vec![0; parts + 1];
+    for p in 1..parts {
+        let first_entry = stored * p / parts;
+        blocks[p] = pos
+            .partition_point(|&q| (q.max(0) as usize) < first_entry)
+            .clamp(blocks[p - 1], rows);
+    }
+    blocks[parts] = rows;
+    let block_rows = |p: usize| blocks[p]..blocks[p + 1];
+    // Counts and slots are kept at the target's index width: half the cache for `int32_t`.
+    let counts: Vec<Mutex<Vec<D>>> = (0..parts).map(|_| Mutex::default()).collect();
+    team.run(parts, &|p| {
+        let mut counted = crate::memory::with_huge_pages(cols, D::from_usize(0));
+        for r in block_rows(p) {
+            for q in entries(r) {
+                let count = &mut counted[idx[q].to_usize()];
+                *count = D::from_usize(count.to_usize() + 1);
+            }
+        }
+        *counts[p].lock().unwrap_or_else(|e| e.into_inner()) = counted;
+    });
+    // Each block's counts become the first slot of its run in every column.
+    let mut firsts: Vec<Vec<D>> = counts
+        .into_iter()
+        .map(|c| c.into_inner().unwrap_or_else(|e| e.into_inner()))
+        .collect();
+    let mut target_pos = Vec::with_capacity(cols + 1);
+    let mut next = 0usize;
+    for c in 0..cols {
+        target_pos.push(D::from_usize(next));
+        for block in firsts.iter_mut() {
+            let count = block[c].to_usize();
+            block[c] = D::from_usize(next);
+            next += count;
+        }
+    }
+    target_pos.push(D::from_usize(next));
+    let mut target_idx = crate::memory::with_huge_pages(next, D::from_usize(0));
+    let mut target_values = crate::memory::with_huge_pages(next, V::default());
+    let (idx_slots, value_slots) = (
+        SharedSlots(target_idx.as_mut_ptr()),
+        SharedSlots(target_values.as_mut_ptr()),
+    );
+    let firsts: Vec<Mutex<Vec<D>>> = firsts.into_iter().map(Mutex::new).collect();
+    team.run(parts, &|p| {
+        let mut slots = firsts[p].lock().unwrap_or_else(|e| e.into_inner());
+        // SAFETY: the block counted exactly the entries it places, so its run in each
+        // column holds them, and the runs of the blocks lie apart within the `next` slots
+        // allocated.
+        unsafe {
+            place_block(
+                block_rows(p),
+                pos,
+                idx,
+                values,
+                &mut slots,
+                idx_slots.start(),
+                value_slots.start(),
+            )
+        };
+    });
+    Transposed(target_pos, target_idx, target_values)
+}
+
+/// Places the entries of `rows` (see [`transposed`]), each at the next free slot of its
+/// column in `slots`. A function of its own, so that the compiler sees that writing an
+/// entry changes no slot (in a closure it reloaded them after every write).
+///
+/// # Safety
+/// For every column, `slots` holds the first of a run of slots in `idx_out` and
+/// `values_out` long enough for this block's entries in that column, which no other
+/// thread accesses meanwhile.
+unsafe fn place_block<S: Index, D: Index, V: Copy>(
+    rows: std::ops::Range<usize>,
+    pos: &[i64],
+    idx: &[S],
+    values: &[V],
+    slots: &mut [D],
+    idx_out: *mut D,
+    values_out: *mut V,
+) {
+    for r in rows {
+        for q in pos[r].max(0) as usize..pos[r + 1].max(0) as usize {
+            // The same entries as `transposed` counted.
+            let slot = &mut slots[idx[q].to_usize()];
+            let at = slot.to_usize();
+            // SAFETY: as the caller promises.
+            unsafe {
+                idx_out.add(at).write(D::from_usize(r));
+                values_out.add(at).write(values[q]);
+            }
+            *slot = D::from_usize(at + 1);
+        }
     }
 }
 
@@ -327,7 +502,7 @@ fn write_run<T: Copy>(target: &mut [MaybeUninit<T>], source: &[T]) {
 mod tests {
     use super::*;
     use crate::tensor::walk::Reading;
-    use crate::tensor::{Coo, ValueType};
+    use crate::tensor::{CallingThread, Coo, IndexWidth, ValueType};
     use rand::{Rng, SeedableRng};
 
     /// A thread of the standard library for each part.
@@ -344,6 +519,76 @@ mod tests {
                     scope.spawn(move || work(part));
                 }
             });
+        }
+    }
+
+    /// CSR to CSC and back against packing the same entries in the target format: empty
+    /// and 1 x 1 matrices, empty rows and columns, one row holding half the entries (so
+    /// that blocks of rows cannot be even), explicit zeros; both index widths and value
+    /// types; on one thread and in up to 2 and 3 blocks of rows.
+    #[test]
+    fn compressed_matrices_transpose_entry_by_entry() {
+        let mut r = rand::rngs::StdRng::seed_from_u64(11);
+        let (csr, csc) = (
+            Format::parse("csr", 2).unwrap(),
+            Format::parse("csc", 2).unwrap(),
+        );
+        let team_of = |parts: usize| -> Box<dyn Team> {
+            match parts {
+                1 => Box::new(CallingThread),
+                n => Box::new(Limited(n)),
+            }
+        };
+        for (rows, cols, entries) in [
+            (0, 0, 0),
+            (1, 1, 1),
+            (5, 0, 0),
+            (0, 5, 0),
+            (40, 30, 200),
+            (700, 3, 2_000),
+            (2_000, 200_000, 300_000),
+        ] {
+            let heavy = rows / 3;
+            let mut coo = Coo::empty(vec![rows, cols]);
+            for e in 0..entries {
+                // Half the entries in one row, in distinct columns while there are enough.
+                let (row, col) = match e % 2 {
+                    0 => (heavy, e / 2 % cols),
+                    _ => (r.gen_range(0..rows), r.gen_range(0..cols)),
+                };
+                let value = if e % 7 == 0 { 0.0 } else { e as f64 + 0.25 };
+                coo.coords.extend([row as i64, col as i64]);
+                coo.values.push(value);
+            }
+            for ty in [ValueType::F64, ValueType::F32] {
+                for (from, to) in [(&csr, &csc), (&csc, &csr)] {
+                    let expected = Tensor::from_coo(&coo, to, ty).unwrap();
+                    let source = Tensor::from_coo(&coo, from, ty).unwrap();
+                    for width in [IndexWidth::I32, IndexWidth::I64] {
+                        let source = source.clone().with_fitting_width(width);
+                        for parts in [1, 2, 3] {
+                            let got = source.transpose_compressed(to, &*team_of(parts)).unwrap();
+                            assert!(
+                                got == expected,
+                                "{rows} x {cols}, {entries} entries, {from} to {to}, {ty:?}, {width:?}, {parts} parts"
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// [`ThreadEach`] with at most this many parts.
+    struct Limited(usize);
+
+    impl Team for Limited {
+        fn size(&self) -> usize {
+            self.0
+        }
+
+        fn run(&self, parts: usize, work: &(dyn Fn(usize) + Sync)) {
+            ThreadEach.run(parts, work)
         }
     }
 
