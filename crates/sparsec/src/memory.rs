@@ -95,7 +95,8 @@ pub(crate) fn bytes_for<T>(
     Ok(bytes)
 }
 
-/// Grow `v` to `len` elements filled with `fill`, refusing (with what needs how many
+/// Grow `v` to `len` elements filled with `fill` (a large buffer asking for huge pages,
+/// [`with_huge_pages`]), refusing (with what needs how many
 /// bytes) a size that cannot be allocated instead of aborting the process.
 pub(crate) fn resize<T: Clone>(
     v: &mut Vec<T>,
@@ -107,6 +108,7 @@ pub(crate) fn resize<T: Clone>(
     let len = len.expect("bytes_for refuses an overflowed length");
     v.try_reserve_exact(len.saturating_sub(v.len()))
         .map_err(|_| format!("{} needs {bytes} bytes, which cannot be allocated", what()))?;
+    advise_huge_pages(v);
     v.resize(len, fill);
     Ok(())
 }
@@ -141,7 +143,16 @@ const HUGE_PAGES_FROM: usize = 4 << 20;
 /// the TLB at nearly every access. Elsewhere, and for small buffers, a plain vector.
 pub(crate) fn with_huge_pages<T: Clone>(len: usize, fill: T) -> Vec<T> {
     let mut v = Vec::with_capacity(len);
-    let bytes = len.saturating_mul(std::mem::size_of::<T>());
+    advise_huge_pages(&mut v);
+    v.resize(len, fill);
+    v
+}
+
+/// Ask for huge pages for the buffer of `v` (see [`with_huge_pages`]); pages its elements
+/// already occupy keep theirs.
+fn advise_huge_pages<T>(v: &mut Vec<T>) {
+    #[cfg(target_os = "linux")]
+    let bytes = v.capacity().saturating_mul(std::mem::size_of::<T>());
     #[cfg(target_os = "linux")]
     if bytes >= HUGE_PAGES_FROM {
         const PAGE: usize = 4096;
@@ -153,6 +164,4 @@ pub(crate) fn with_huge_pages<T: Clone>(len: usize, fill: T) -> Vec<T> {
             libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_HUGEPAGE);
         }
     }
-    v.resize(len, fill);
-    v
 }
