@@ -71,7 +71,13 @@ impl Tensor {
         let leaf = &self.levels[1];
         let pos = leaf.array(ArrayKind::Pos)?.to_i64();
         let idx = leaf.array(ArrayKind::Idx)?;
-        let narrow = rows <= i32::MAX as usize && idx.len() <= i32::MAX as usize;
+        // What the rows' ranges of entries hold, counted as placing them will: within
+        // `int32_t`, no count or slot overflows a narrow target.
+        let placed: usize = pos
+            .windows(2)
+            .map(|w| (w[1].max(0) as usize).saturating_sub(w[0].max(0) as usize))
+            .fold(0, usize::saturating_add);
+        let narrow = rows <= i32::MAX as usize && placed <= i32::MAX as usize;
         let (target_pos, target_idx, values) = match idx {
             IndexArray::I32(idx) => transposed_stored(&pos, idx, &self.values, cols, narrow, team),
             IndexArray::I64(idx) => transposed_stored(&pos, idx, &self.values, cols, narrow, team),
