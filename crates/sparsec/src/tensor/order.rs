@@ -135,15 +135,9 @@ pub(super) fn sort_by_packed_key<T: Copy + Default + Send>(
     for item in &items {
         starts[top_digit(item) + 1] += 1;
     }
-    for d in 0..1 << RADIX_BITS {
-        starts[d + 1] += starts[d];
-    }
-    let bucket_ends = starts[1..].to_vec();
-    for item in &items {
-        let slot = &mut starts[top_digit(item)];
-        scratch[*slot] = *item;
-        *slot += 1;
-    }
+    scatter_by_digit(&items, &mut scratch, &mut starts, top_digit);
+    // Each digit's next slot is now its bucket's end.
+    let bucket_ends = starts[..1 << RADIX_BITS].to_vec();
     // The buckets are in `scratch` now, and `items` serves as their scratch space.
     let sort_buckets = |buckets: &mut [T], spare: &mut [T], ends: &[usize], offset: usize| {
         let (mut buckets, mut spare, mut start) = (buckets, spare, offset);
@@ -223,14 +217,7 @@ fn sort_by_low_digits<T: Copy>(
             // Every key has the same digit here.
             continue;
         }
-        for d in 0..1 << RADIX_BITS {
-            starts[d + 1] += starts[d];
-        }
-        for item in from.iter() {
-            let slot = &mut starts[digit(item, pass)];
-            to[*slot] = *item;
-            *slot += 1;
-        }
+        scatter_by_digit(from, to, starts, |item| digit(item, pass));
         (from, to) = (to, from);
         in_scratch = !in_scratch;
     }
@@ -254,17 +241,29 @@ fn counting_sort_passes(
             }
             starts[k as usize + 1] += 1;
         }
-        for k in 0..size {
-            starts[k + 1] += starts[k];
-        }
-        for &e in order.iter() {
-            let slot = &mut starts[key(e) as usize];
-            sorted[*slot] = e;
-            *slot += 1;
-        }
+        scatter_by_digit(order, &mut sorted, &mut starts, |&e| key(e) as usize);
         std::mem::swap(order, &mut sorted);
     }
     true
+}
+
+/// The placing pass of a stable counting sort: `starts[d + 1]` holds how many of `from`'s
+/// items have digit `d`; each item is copied to `to` at its digit's next slot, in order.
+/// Afterwards `starts[d]` is where digit `d`'s items end.
+fn scatter_by_digit<T: Copy>(
+    from: &[T],
+    to: &mut [T],
+    starts: &mut [usize],
+    digit: impl Fn(&T) -> usize,
+) {
+    for d in 1..starts.len() {
+        starts[d] += starts[d - 1];
+    }
+    for item in from {
+        let slot = &mut starts[digit(item)];
+        to[*slot] = *item;
+        *slot += 1;
+    }
 }
 
 #[cfg(test)]
