@@ -71,37 +71,45 @@ impl Tensor {
         let leaf = &self.levels[1];
         let pos = leaf.array(ArrayKind::Pos)?.to_i64();
         let idx = leaf.array(ArrayKind::Idx)?;
-        // What the rows' ranges of entries hold, counted as placing them will: within
-        // `int32_t`, no count or slot overflows a narrow target.
-        let placed: usize = pos
-            .windows(2)
-            .map(|w| (w[1].max(0) as usize).saturating_sub(w[0].max(0) as usize))
-            .fold(0, usize::saturating_add);
-        let narrow = rows <= i32::MAX as usize && placed <= i32::MAX as usize;
+        // The target stores `int32_t` indices when its positions (up to the entries the
+        // rows' ranges hold, counted as placing counts them, so that no count or slot
+        // overflows) and its indices (the rows that hold entries) fit.
+        let (mut placed, mut last_row_placed) = (0usize, 0);
+        for r in 0..pos.len().saturating_sub(1) {
+            let entries = row_entries(&pos, r).len();
+            if entries > 0 {
+                placed = placed.saturating_add(entries);
+                last_row_placed = r;
+            }
+        }
+        let narrow = last_row_placed <= i32::MAX as usize && placed <= i32::MAX as usize;
         let (target_pos, target_idx, values) = match idx {
             IndexArray::I32(idx) => transposed_stored(&pos, idx, &self.values, cols, narrow, team),
             IndexArray::I64(idx) => transposed_stored(&pos, idx, &self.values, cols, narrow, team),
         };
         let size = |n: usize| vec![(ParamKind::Size, n as i64)];
-        Some(
-            Tensor {
-                dims: self.dims.clone(),
-                format: format.clone(),
-                levels: vec![
-                    LevelStorage {
-                        arrays: vec![],
-                        params: size(cols),
-                    },
-                    LevelStorage {
-                        arrays: vec![(ArrayKind::Pos, target_pos), (ArrayKind::Idx, target_idx)],
-                        params: size(rows),
-                    },
-                ],
-                values,
-            }
-            .with_narrowest_indices(),
-        )
+        Some(Tensor {
+            dims: self.dims.clone(),
+            format: format.clone(),
+            levels: vec![
+                LevelStorage {
+                    arrays: vec![],
+                    params: size(cols),
+                },
+                LevelStorage {
+                    arrays: vec![(ArrayKind::Pos, target_pos), (ArrayKind::Idx, target_idx)],
+                    params: size(rows),
+                },
+            ],
+            values,
+        })
     }
+}
+
+/// The entries of row `r` of a compressed matrix whose positions are `pos`, empty where
+/// the positions are negative or decrease.
+fn row_entries(pos: &[i64], r: usize) -> std::ops::Range<usize> {
+    pos[r].max(0) as usize..pos[r + 1].max(0) as usize
 }
 
 /// The integer types an index array stores.
@@ -196,7 +204,6 @@ fn transposed<S: Index, D: Index, V: Copy + Default + Send + Sync>(
     team: &dyn Team,
 ) -> Transposed<D, V> {
     let rows = pos.len().saturating_sub(1);
-    let entries = |r: usize| pos[r].max(0) as usize..pos[r + 1].max(0) as usize;
     let stored = pos.last().map_or(0, |&p| p.max(0) as usize);
     let parts = team
         .size()
@@ -216,7 +223,7 @@ fn transposed<S: Index, D: Index, V: Copy + Default + Send + Sync>(
     team.run(parts, &|p| {
         let mut counted = crate::memory::with_huge_pages(cols, D::from_usize(0));
         for r in block_rows(p) {
-            for q in entries(r) {
+            for q in row_entries(pos, r) {
                 let count = &mut counted[idx[q].to_usize()];
                 *count = D::from_usize(count.to_usize() + 1);
             }
@@ -284,8 +291,8 @@ unsafe fn place_block<S: Index, D: Index, V: Copy>(
     values_out: *mut V,
 ) {
     for r in rows {
-        for q in pos[r].max(0) as usize..pos[r + 1].max(0) as usize {
-            // The same entries as `transposed` counted.
+        // The same entries as `transposed` counted.
+        for q in row_entries(pos, r) {
             let slot = &mut slots[idx[q].to_usize()];
             let at = slot.to_usize();
             // SAFETY: as the caller promises.
