@@ -150,18 +150,21 @@ pub(crate) fn with_huge_pages<T: Clone>(len: usize, fill: T) -> Vec<T> {
 
 /// Ask for huge pages for the buffer of `v` (see [`with_huge_pages`]); pages its elements
 /// already occupy keep theirs.
+#[cfg_attr(not(target_os = "linux"), allow(unused_variables))]
 fn advise_huge_pages<T>(v: &mut Vec<T>) {
     #[cfg(target_os = "linux")]
-    let bytes = v.capacity().saturating_mul(std::mem::size_of::<T>());
-    #[cfg(target_os = "linux")]
-    if bytes >= HUGE_PAGES_FROM {
-        const PAGE: usize = 4096;
-        let start = (v.as_mut_ptr() as usize).next_multiple_of(PAGE);
-        let end = (v.as_mut_ptr() as usize + bytes) / PAGE * PAGE;
-        // SAFETY: the range lies within the vector's own allocation; the advice changes
-        // only how its pages are backed, never their contents. Refusal is harmless.
-        unsafe {
-            libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_HUGEPAGE);
+    {
+        let bytes = v.capacity().saturating_mul(std::mem::size_of::<T>());
+        if bytes >= HUGE_PAGES_FROM {
+            const PAGE: usize = 4096;
+            let start = (v.as_mut_ptr() as usize).next_multiple_of(PAGE);
+            let end = (v.as_mut_ptr() as usize + bytes) / PAGE * PAGE;
+            // SAFETY: the range lies within the vector's own allocation; the advice
+            // changes only how its pages are backed, never their contents. Refusal is
+            // harmless.
+            unsafe {
+                libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_HUGEPAGE);
+            }
         }
     }
 }
