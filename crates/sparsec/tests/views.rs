@@ -115,6 +115,59 @@ fn views_in_another_layout_or_value_type_are_converted() {
     assert!(got.max_difference(&expected).unwrap() <= 1e-5);
 }
 
+/// A kernel of another value type than its inputs' reads their index arrays where they
+/// are and a copy of their values: the same results, in sizes down to empty and 1 x 1,
+/// from `double` to `float` and back.
+#[test]
+fn kernels_of_another_value_type_read_views_recast() {
+    let mut rng = rng(9);
+    for (rows, cols, density) in [(0, 0, 0.0), (1, 1, 1.0), (4, 0, 0.0), (41, 17, 0.25)] {
+        let a = random_coo(&mut rng, &[rows, cols], density);
+        let x = random_coo(&mut rng, &[cols], 1.0);
+        let (stmt, tensors) = statement(
+            "y(i) = A(i,j) * x(j)",
+            &[("A", "csr")],
+            &[("A", a), ("x", x)],
+            &[],
+        );
+        let expected = reference::evaluate(&stmt, &[&tensors[0], &tensors[1]], None);
+        let (indptr, indices, data) = compressed_arrays(&tensors[0]);
+        let x_values = match tensors[1].values() {
+            Values::F64(v) => v.clone(),
+            Values::F32(_) => unreachable!("built as f64"),
+        };
+        let narrow_data: Vec<f32> = data.iter().map(|&v| v as f32).collect();
+        let narrow_x: Vec<f32> = x_values.iter().map(|&v| v as f32).collect();
+        let (wide_values, narrow_values) = (
+            (ValueSlice::F64(&data), ValueSlice::F64(&x_values)),
+            (ValueSlice::F32(&narrow_data), ValueSlice::F32(&narrow_x)),
+        );
+        for (kernel_type, (a_values, x_values)) in [
+            (ValueType::F32, wide_values),
+            (ValueType::F64, narrow_values),
+        ] {
+            let kernel =
+                Kernel::from_statement(stmt.clone(), kernel_type, &Default::default()).unwrap();
+            let views = [
+                TensorView::compressed(
+                    vec![rows, cols],
+                    false,
+                    (&indptr).into(),
+                    (&indices).into(),
+                    a_values,
+                )
+                .unwrap(),
+                TensorView::dense(vec![cols], x_values).unwrap(),
+            ];
+            assert_eq!(kernel.inputs_read_in_place(&views), vec![false, false]);
+            let got = kernel.run(&views).unwrap();
+            assert_eq!(got.value_type(), kernel_type);
+            let diff = got.max_difference(&expected).unwrap();
+            assert!(diff <= 1e-4, "{kernel_type:?} {rows}x{cols}: {diff}");
+        }
+    }
+}
+
 #[test]
 fn malformed_arrays_are_refused_with_what_is_wrong() {
     let data = [1.0, 2.0];

@@ -9,7 +9,7 @@ use super::team::OpenMpTeam;
 use super::{Kernel, KernelInput};
 use crate::ir::{ArrayRef, IndexWidth, OperandId, ParamRef, ScalarArg};
 use crate::lower;
-use crate::tensor::{CallingThread, Coo, Team, Tensor, TensorView, ValueType, Values};
+use crate::tensor::{CallingThread, Coo, Team, Tensor, TensorView, ValueSlice, ValueType, Values};
 use crate::Error;
 
 /// The `arrays` and `params` arguments of one call.
@@ -94,14 +94,17 @@ impl Kernel {
             .iter()
             .map(|op| {
                 let source = &inputs[op.tensor - 1];
-                if self.reads_as_is(op, source) {
-                    return Ok(Input::InPlace(source.clone()));
+                if source.format() == &op.format {
+                    return Ok(if source.value_type() == self.value_type {
+                        Input::InPlace(source.clone())
+                    } else {
+                        Input::Recast {
+                            source: source.clone(),
+                            values: source.values().to_values_as(self.value_type),
+                        }
+                    });
                 }
-                let mut t = if source.format() == &op.format {
-                    source.to_tensor()
-                } else {
-                    source.as_tensor().convert_on(&op.format, team)?
-                };
+                let mut t = source.as_tensor().convert_on(&op.format, team)?;
                 cast_values(&mut t, self.value_type);
                 Ok(Input::Converted(t))
             })
@@ -242,6 +245,12 @@ impl Kernel {
 pub(super) enum Input<'t> {
     /// The caller's storage, read in place.
     InPlace(TensorView<'t>),
+    /// The caller's index arrays, read in place, and a copy of its values in the value
+    /// type the kernel reads.
+    Recast {
+        source: TensorView<'t>,
+        values: Values,
+    },
     /// A copy in the layout or value type the kernel reads.
     Converted(Tensor),
 }
@@ -250,6 +259,7 @@ impl Input<'_> {
     fn view(&self) -> TensorView<'_> {
         match self {
             Input::InPlace(v) => v.clone(),
+            Input::Recast { source, values } => source.with_values(values.into()),
             Input::Converted(t) => t.view(),
         }
     }
@@ -260,10 +270,34 @@ pub(crate) fn cast_values(t: &mut Tensor, ty: ValueType) {
     if t.value_type() == ty {
         return;
     }
-    let n = t.values().len();
-    let mut values = Values::zeros(ty, n);
-    for p in 0..n {
-        values.set(p, t.values().get(p));
-    }
+    let values = ValueSlice::from(t.values()).to_values_as(ty);
     *t.values_mut() = values;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::format::Format;
+    use crate::ir::ArrayKind;
+
+    /// A recast input borrows the source's index arrays and reads the copied values.
+    #[test]
+    fn recast_inputs_read_the_source_index_arrays_with_copied_values() {
+        let coo = Coo::new(vec![3, 4], vec![0, 1, 2, 3], vec![2.5, -1.0]).unwrap();
+        let csr = Format::parse("csr", 2).unwrap();
+        let source = Tensor::from_coo(&coo, &csr, ValueType::F64).unwrap();
+        let input = Input::Recast {
+            source: source.view(),
+            values: source.view().values().to_values_as(ValueType::F32),
+        };
+        let view = input.view();
+        for kind in [ArrayKind::Pos, ArrayKind::Idx] {
+            let own = source.view().array(2, kind).unwrap();
+            let read = view.array(2, kind).unwrap();
+            assert_eq!(own.as_ptr(), read.as_ptr(), "{kind:?}");
+        }
+        assert_eq!(view.value_type(), ValueType::F32);
+        assert_eq!(view.to_tensor().to_coo().values, vec![2.5, -1.0]);
+        assert_eq!(view.format(), source.format());
+    }
 }

@@ -115,6 +115,18 @@ impl ValueSlice<'_> {
             ValueSlice::F32(v) => Values::F32(v.to_vec()),
         }
     }
+    /// An owned copy as `ty`, each value rounded to the nearest `float` when narrowed.
+    pub fn to_values_as(&self, ty: ValueType) -> Values {
+        match (self, ty) {
+            (ValueSlice::F64(v), ValueType::F32) => {
+                Values::F32(v.iter().map(|&x| x as f32).collect())
+            }
+            (ValueSlice::F32(v), ValueType::F64) => {
+                Values::F64(v.iter().map(|&x| f64::from(x)).collect())
+            }
+            _ => self.to_values(),
+        }
+    }
 }
 
 impl<'a> From<&'a Values> for ValueSlice<'a> {
@@ -296,6 +308,23 @@ impl<'a> TensorView<'a> {
             levels,
             self.values.to_values(),
         )
+    }
+
+    /// The same tensor with `values` (as many as its own, in the same order) in place of
+    /// its values: a kernel that reads another value type borrows the index arrays and
+    /// copies only the values.
+    pub(crate) fn with_values<'b>(&self, values: ValueSlice<'b>) -> TensorView<'b>
+    where
+        'a: 'b,
+    {
+        debug_assert_eq!(values.len(), self.values.len());
+        TensorView {
+            dims: self.dims.clone(),
+            format: self.format.clone(),
+            levels: self.levels.clone(),
+            values,
+            owner: None,
+        }
     }
 
     /// The viewed tensor, or an owned copy of storage another owner keeps.
