@@ -495,6 +495,50 @@ mod tests {
         seen
     }
 
+    /// Packing without tracking (keys and values sorted and summed, then streamed or
+    /// unpacked: `pack_sums`) builds exactly what packing with tracking (entries summed
+    /// one by one) builds: unsorted lists with duplicates and explicit zeros, from empty to
+    /// beyond the sort's bucket pass, formats that stream and ones that do not (DIA, BCSR),
+    /// and shapes whose coordinates do not pack into one integer.
+    #[test]
+    fn packing_with_and_without_tracking_agree() {
+        let mut r = rand::rngs::StdRng::seed_from_u64(23);
+        let cases: [(Vec<usize>, &[&str]); 4] = [
+            (
+                vec![300, 200],
+                &[
+                    "csr", "csc", "dcsr", "coo", "ell", "dia", "bcsr:2x3", "dh", "hh", "dense",
+                ],
+            ),
+            (vec![1, 1], &["csr", "coo", "dense"]),
+            (vec![40, 1 << 20, 9], &["csf", "coo", "sds:1,2,0"]),
+            (vec![1 << 40, 1 << 40], &["dcsr", "coo"]),
+        ];
+        for (dims, formats) in cases {
+            for len in [0, 1, 700, (1 << 18) + 5] {
+                let mut coo = Coo::empty(dims.clone());
+                for e in 0..len {
+                    for &d in &dims {
+                        // Few distinct coordinates in the first mode: many duplicates.
+                        coo.coords.push(r.gen_range(0..d.min(1 << 24)) as i64);
+                    }
+                    coo.values.push(if e % 5 == 0 {
+                        0.0
+                    } else {
+                        r.gen_range(-1.0..1.0)
+                    });
+                }
+                for spelling in formats {
+                    let format = Format::parse(spelling, dims.len()).unwrap();
+                    let untracked = Tensor::from_coo(&coo, &format, ValueType::F64).unwrap();
+                    let (tracked, _) =
+                        Tensor::from_coo_tracked(coo.clone(), &format, ValueType::F64).unwrap();
+                    assert!(untracked == tracked, "{dims:?} {len} entries {spelling}");
+                }
+            }
+        }
+    }
+
     /// Reading natively the levels whose layout the runtime knows visits exactly what
     /// evaluating every level's functions visits, in the same order: every level kind,
     /// mode orders, partial blocks, padding, duplicates and explicit zeros, empty tensors.

@@ -16,6 +16,14 @@ pub(super) fn pack(
     track: bool,
 ) -> Result<(Tensor, Vec<usize>), TensorError> {
     coo.validate()?;
+    if !track && !coo.strictly_increasing() {
+        if let Some(sums) = coo.packed_sums() {
+            // The coordinate list is no longer needed: its memory goes before the levels'.
+            let dims = std::mem::take(&mut coo.dims);
+            drop(coo);
+            return pack_sums(dims, sums, format, value_type).map(|t| (t, Vec::new()));
+        }
+    }
     let moved_to = if track {
         coo.sort_and_sum_tracked()
     } else {
@@ -29,6 +37,40 @@ pub(super) fn pack(
         };
     let tensor = tensor.with_narrowest_indices();
     Ok((tensor, original_slots(moved_to, slot_of_summed)))
+}
+
+/// Pack entries given as sorted, distinct packed coordinates with their values
+/// ([`Coo::packed_sums`]): streamed straight into the levels, each key unpacked as it goes,
+/// where the format takes entries so; else through a coordinate list and
+/// [`pack_general`].
+fn pack_sums(
+    dims: Vec<usize>,
+    sums: Vec<(u64, f64)>,
+    format: &Format,
+    value_type: ValueType,
+) -> Result<Tensor, TensorError> {
+    let mut coordinates = vec![0i64; dims.len()];
+    let streamed = super::stream::stream_in_mode_order(
+        &dims,
+        format,
+        value_type,
+        sums.len(),
+        false,
+        |push| {
+            for &(key, value) in &sums {
+                super::order::unpacked_key(key, &dims, &mut coordinates);
+                push(&coordinates, value);
+            }
+        },
+    )?;
+    let tensor = match streamed {
+        Some((tensor, _)) => tensor,
+        None => {
+            let coo = Coo::from_packed_sums(dims, sums);
+            pack_general(&coo, format, value_type, false)?.0
+        }
+    };
+    Ok(tensor.with_narrowest_indices())
 }
 
 /// Pack sorted, unique entries level by level, each level grouping the entries under

@@ -87,7 +87,7 @@ pub(super) fn stream_converted(
 ///
 /// With `track`, also returns the value slot of each entry. `None` when the format's
 /// levels cannot be built so, or when the entries turn out not to be in order.
-fn stream_in_mode_order(
+pub(super) fn stream_in_mode_order(
     dims: &[usize],
     format: &Format,
     value_type: ValueType,
