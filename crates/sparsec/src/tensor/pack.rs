@@ -16,16 +16,15 @@ pub(super) fn pack(
     track: bool,
 ) -> Result<(Tensor, Vec<usize>), TensorError> {
     coo.validate()?;
-    if !track && !coo.strictly_increasing() {
-        if let Some(sums) = coo.packed_sums() {
-            // The coordinate list is no longer needed: its memory goes before the levels'.
-            let dims = std::mem::take(&mut coo.dims);
-            drop(coo);
-            return pack_sums(dims, sums, format, value_type).map(|t| (t, Vec::new()));
-        }
-    }
-    let moved_to = if track {
+    let moved_to = if coo.strictly_increasing() {
+        None
+    } else if track {
         coo.sort_and_sum_tracked()
+    } else if let Some(sums) = coo.packed_sums() {
+        // The coordinate list is no longer needed: its memory goes before the levels'.
+        let dims = std::mem::take(&mut coo.dims);
+        drop(coo);
+        return pack_sums(dims, sums, format, value_type).map(|t| (t, Vec::new()));
     } else {
         coo.sort_and_sum();
         None
