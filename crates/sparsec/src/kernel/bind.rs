@@ -94,14 +94,13 @@ impl Kernel {
             .iter()
             .map(|op| {
                 let source = &inputs[op.tensor - 1];
+                if self.reads_as_is(op, source) {
+                    return Ok(Input::InPlace(source.clone()));
+                }
                 if source.format() == &op.format {
-                    return Ok(if source.value_type() == self.value_type {
-                        Input::InPlace(source.clone())
-                    } else {
-                        Input::Recast {
-                            source: source.clone(),
-                            values: source.values().to_values_as(self.value_type),
-                        }
+                    return Ok(Input::Recast {
+                        source: source.clone(),
+                        values: source.values().to_values_as(self.value_type),
                     });
                 }
                 let mut t = source.as_tensor().convert_on(&op.format, team)?;
