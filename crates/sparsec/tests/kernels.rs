@@ -823,6 +823,53 @@ fn rows_are_prefetched_on_large_scattered_inputs() {
     }
 }
 
+/// Elements read at a segment's scattered coordinates (SpMV's `x[j]`, TTV's `c[k]`) are
+/// prefetched only when the array read is large (`ir::prefetch::LARGE_ARRAY` elements) and
+/// the coordinates scatter, so small random inputs never run the hinted loops: these do.
+/// SpMV over rows of one short length (the serial sum) and of every length up to 20 (the
+/// vector loops), and TTV over fibers of every length into a dense and a sparse result,
+/// with explicit zeros and duplicates, at 32 and 64 bits, 1 and 2 threads, each form of the
+/// vector loop and the JIT.
+#[test]
+fn gathered_elements_are_prefetched_on_large_scattered_inputs() {
+    let mut r = rng(47);
+    let cols = sparsec::ir::prefetch::LARGE_ARRAY as usize + 1000;
+    let (mut coords, mut values) = (Vec::new(), Vec::new());
+    for i in 0..1500i64 {
+        for _ in 0..5 {
+            coords.extend([i, r.gen_range(0..cols as i64)]);
+            values.push(if r.gen_bool(0.1) { 0.0 } else { 1.5 });
+        }
+    }
+    let even = spmv_with_random_x(&mut r, Coo::new(vec![1500, cols], coords, values).unwrap());
+    let uneven = spmv_over_rows_of_every_length(&mut r, 1500, cols, 21);
+    let fibers = rows_of_every_length(&mut r, 1500, cols, 21);
+    let (mut coords, mut values) = (Vec::new(), Vec::new());
+    for (entry, value) in fibers.coords.chunks(2).zip(&fibers.values) {
+        coords.extend([entry[0] % 30, entry[0] / 30, entry[1]]);
+        values.push(*value);
+    }
+    let b = Coo::new(vec![30, 50, cols], coords, values).unwrap();
+    let c = random_coo(&mut r, &[cols], 1.0);
+    let ttv = |y: &str| {
+        statement(
+            "Y(i,j) = B(i,j,k) * c(k)",
+            &[("B", "sss"), ("c", "d"), ("Y", y)],
+            &[("B", b.clone()), ("c", c.clone())],
+            &[],
+        )
+    };
+    for (stmt, tensors) in [even, uneven, ttv("dd"), ttv("ss")] {
+        let last = tensors[0].format().levels().len();
+        let idx = level_array(&tensors[0], last, sparsec::ir::ArrayKind::Idx);
+        assert!(sparsec::ir::prefetch::scattered(idx.len(), |p| idx[p]));
+        let kernel =
+            Kernel::from_statement(stmt.clone(), ValueType::F64, &split_toolchain()).unwrap();
+        assert!(kernel.kernel_source().contains("__builtin_prefetch"));
+        compare_on_lane_targets(&stmt, &tensors);
+    }
+}
+
 /// SpMM rows of at least 32 entries are summed in registers, 8 columns at a time
 /// (`codegen/c/row_sums.rs`): widths below, at and between multiples of 8, rows long and
 /// short, explicit zeros and duplicates, on 1 and 2 threads and on the JIT.

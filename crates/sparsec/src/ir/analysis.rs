@@ -26,7 +26,7 @@ pub struct SumReduction {
 /// The sum `l` computes, when it is a serial loop whose body only declares variables,
 /// adds into one value variable declared outside it (`acc += e`, with `acc` read nowhere
 /// else) and sets at most one flag declared outside it: no stores, branches, nested loops
-/// or calls. Its iterations then differ only in the order of the additions into `acc`, so
+/// or calls, though prefetch hints may come first. Its iterations then differ only in the order of the additions into `acc`, so
 /// a backend may split `acc` into partial sums.
 pub fn sum_reduction(function: &Function, l: &Loop) -> Option<SumReduction> {
     if l.kind != LoopKind::Serial {
@@ -61,7 +61,8 @@ pub fn summed_body(function: &Function, l: &Loop) -> Option<SumReduction> {
         {
             accumulator = Some(*v)
         }
-        Stmt::Block(_) => {}
+        // Hints change no value.
+        Stmt::Block(_) | Stmt::Prefetch { .. } => {}
         _ => ok = false,
     });
     let acc = accumulator?;

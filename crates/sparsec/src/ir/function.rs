@@ -126,6 +126,31 @@ impl Function {
         Var(u32::try_from(self.vars.len() - 1).expect("fewer than 2^32 variables"))
     }
 
+    /// Give every top-level statement for which `version` returns a run-time condition
+    /// and another version of it a second version, chosen once when the kernel runs:
+    /// `flag = condition; if (flag) { other version } else { the statement }`, the flag
+    /// named after `hint`. Passes that make faster versions of loops for some inputs
+    /// choose so once, outside the loops, where a test in a loop would cost every
+    /// iteration.
+    pub fn version_statements(
+        &mut self,
+        hint: &str,
+        mut version: impl FnMut(&Function, &Stmt) -> Option<(Expr, Stmt)>,
+    ) {
+        let body = std::mem::take(&mut self.body);
+        let mut versioned = Vec::with_capacity(body.len());
+        for statement in body {
+            let Some((condition, other)) = version(self, &statement) else {
+                versioned.push(statement);
+                continue;
+            };
+            let flag = self.fresh_var(hint, Type::Bool);
+            versioned.push(Stmt::Decl(flag, condition));
+            versioned.push(Stmt::If(Expr::Var(flag), vec![other], vec![statement]));
+        }
+        self.body = versioned;
+    }
+
     /// A new scratch array; `hint` only suggests its printed name.
     pub fn fresh_scratch(&mut self, hint: impl Into<String>, ty: LocalType) -> Scratch {
         self.scratch.push(ScratchInfo {

@@ -200,8 +200,8 @@ pub struct GatheredDot {
 }
 
 /// `l` as a gathered dot product: a loop over a segment of an input's compressed level
-/// whose body declares the coordinate at its position (and copies of it) and then only
-/// adds the product of a `double` value read at the position and one read at the
+/// whose body declares the coordinate at its position (and copies of it), may prefetch
+/// (`prefetch::prefetch_gathered_elements`), and then only adds the product of a `double` value read at the position and one read at the
 /// coordinate into an accumulator of `double`s, and may set a flag.
 pub fn gathered_dot(function: &Function, l: &Loop) -> Option<GatheredDot> {
     // The vector version this pass makes is matched as the serial loop it came from.
@@ -243,6 +243,7 @@ pub fn gathered_dot(function: &Function, l: &Loop) -> Option<GatheredDot> {
             Stmt::Decl(v, Expr::Load(a, p))
                 if *v == coord && *a == coords && **p == Expr::Var(l.var) => {}
             Stmt::Decl(v, Expr::Var(w)) if names_of_coord.contains(w) => names_of_coord.push(*v),
+            Stmt::Prefetch { .. } => {}
             _ => return None,
         }
     }
@@ -300,22 +301,14 @@ pub fn gathered_dot(function: &Function, l: &Loop) -> Option<GatheredDot> {
 /// (fibers of 2 entries) took 4-16% more instructions and up to 20% more time where the
 /// vector loops never ran.
 pub fn vectorise_gathered_sums(function: &mut Function) {
-    let body = std::mem::take(&mut function.body);
-    let mut versioned = Vec::with_capacity(body.len());
-    for scalar in body {
+    function.version_statements("vector_sums", |function, scalar| {
         let mut vector = scalar.clone();
         let mut dots = Vec::new();
         vectorise(function, &mut vector, &mut dots);
         let all = |test: fn(&GatheredDot) -> Expr| dots.iter().map(test).reduce(Expr::and);
-        let (Some(gathers), Some(long)) = (all(hardware_gathers), all(long_segments)) else {
-            versioned.push(scalar);
-            continue;
-        };
-        let flag = function.fresh_var("vector_sums", Type::Bool);
-        versioned.push(Stmt::Decl(flag, Expr::bin(BinOp::Or, gathers, long)));
-        versioned.push(Stmt::If(Expr::Var(flag), vec![vector], vec![scalar]));
-    }
-    function.body = versioned;
+        let (gathers, long) = (all(hardware_gathers)?, all(long_segments)?);
+        Some((Expr::bin(BinOp::Or, gathers, long), vector))
+    });
 }
 
 /// Make every gathered dot product in `s` a vector loop, noting each one with another
@@ -358,9 +351,10 @@ mod tests {
         crate::ir::testing::lowered(expr, tensors).function
     }
 
-    /// The gathered dot products of `function`'s vector loops.
+    /// The distinct gathered dot products of `function`'s vector loops (a loop and its
+    /// copy that prefetches are one).
     fn gathered(function: &Function) -> Vec<GatheredDot> {
-        let mut found = Vec::new();
+        let mut found: Vec<GatheredDot> = Vec::new();
         visit::walk_stmts(&function.body, &mut |s| {
             if let Stmt::For(l) = s {
                 if matches!(
@@ -370,7 +364,7 @@ mod tests {
                         ..
                     }
                 ) {
-                    found.extend(gathered_dot(function, l));
+                    found.extend(gathered_dot(function, l).filter(|d| !found.contains(d)));
                 }
             }
         });
@@ -388,12 +382,21 @@ mod tests {
         let dot = dots[0];
         assert_eq!(dot.gathered, ArrayRef::Values(crate::ir::OperandId(2)));
         assert_eq!(dot.values, ArrayRef::Values(crate::ir::OperandId(1)));
+        // Prefetching x's elements (`prefetch`) versioned the statement again, and the
+        // version without hints is the statement this pass made.
+        let [vector_flag, Stmt::Decl(hints, _), Stmt::If(Expr::Var(hinted), _, plain)] =
+            &f.body[..]
+        else {
+            panic!("the statement versioned for hints: {:#?}", f.body)
+        };
+        assert_eq!(hinted, hints);
+        let body = [std::slice::from_ref(vector_flag), plain].concat();
         // The statement holding the vector loop runs only under its guards (hardware
         // gathers, or long segments), computed once into a flag; the statement as lowered
         // runs otherwise.
-        let [Stmt::Decl(flag, guard), Stmt::If(Expr::Var(tested), vector, scalar)] = &f.body[..]
+        let [Stmt::Decl(flag, guard), Stmt::If(Expr::Var(tested), vector, scalar)] = &body[..]
         else {
-            panic!("a flag, then the two versions: {:#?}", f.body)
+            panic!("a flag, then the two versions: {:#?}", body)
         };
         assert_eq!(tested, flag);
         let kinds = |stmts: &[Stmt]| {

@@ -330,6 +330,7 @@ pub fn lower(plan: &Concrete) -> Result<Lowered, LowerError> {
     }
     crate::ir::gather::vectorise_gathered_sums(&mut function);
     crate::ir::prefetch::prefetch_located_rows(&mut function);
+    crate::ir::prefetch::prefetch_gathered_elements(&mut function);
     if cfg!(debug_assertions) {
         crate::ir::verify(&function).map_err(|e| LowerError(e.to_string()))?;
     }

@@ -15,13 +15,16 @@
 //!   (fewer than eight) are summed as a serial loop's (`sums.rs`).
 //!
 //! Without AVX2 the loop is printed as the `omp simd` loop it is.
+//!
+//! A hinted loop (`ir::prefetch`) prefetches for each entry of an iteration at its top,
+//! and its last entries, summed serially or in a masked iteration, prefetch too.
 
 use super::expr::expr;
 use super::threads::reduction_clauses;
 use super::Printer;
 use crate::ir::gather::{self, GatheredDot};
 use crate::ir::Names;
-use crate::ir::{visit, Expr, Loop, LoopKind};
+use crate::ir::{visit, Expr, Loop, LoopKind, Stmt};
 
 /// The C identifiers of a gathered dot product's accumulator, values, coordinates and
 /// gathered array, after whether its coordinates are `int32_t` (else `int64_t`).
@@ -108,6 +111,9 @@ impl Printer<'_> {
         self.open_cursor(l);
         self.line("__m512d sparsec_lanes = _mm512_setzero_pd();");
         self.line("for (; sparsec_q + 8 <= sparsec_end; sparsec_q += 8) {");
+        self.indent += 1;
+        self.hints_between(l, "sparsec_q", "sparsec_q + 8");
+        self.indent -= 1;
         self.line(&format!(
             "  const {at} sparsec_at = {load}({coords} + sparsec_q));"
         ));
@@ -117,6 +123,9 @@ impl Printer<'_> {
         ));
         self.line("}");
         self.line("if (sparsec_q < sparsec_end) {");
+        self.indent += 1;
+        self.hints_between(l, "sparsec_q", "sparsec_end");
+        self.indent -= 1;
         self.line(
             "  const __mmask8 sparsec_mask = (__mmask8)((1u << (sparsec_end - sparsec_q)) - 1);",
         );
@@ -129,6 +138,28 @@ impl Printer<'_> {
         ));
         self.line("}");
         self.line(&format!("{acc} += _mm512_reduce_add_pd(sparsec_lanes);"));
+        self.indent -= 1;
+        self.line("}");
+    }
+
+    /// The prefetch hints at the top of `l`'s body (`prefetch::prefetch_gathered_elements`)
+    /// for its positions from `first` to before `end`, C expressions: a
+    /// short loop, which gcc unrolls. Nothing where `l` has no hints.
+    fn hints_between(&mut self, l: &Loop, first: &str, end: &str) {
+        let hints: Vec<&Stmt> = l
+            .body
+            .iter()
+            .take_while(|s| matches!(s, Stmt::Prefetch { .. }))
+            .collect();
+        if hints.is_empty() {
+            return;
+        }
+        let var = self.names.var(l.var);
+        self.line(&format!(
+            "for (int64_t {var} = {first}; {var} < {end}; {var}++) {{"
+        ));
+        self.indent += 1;
+        hints.into_iter().for_each(|s| self.stmt(s));
         self.indent -= 1;
         self.line("}");
     }
@@ -161,6 +192,7 @@ impl Printer<'_> {
         self.line("__m256d sparsec_low = _mm256_setzero_pd(), sparsec_high = sparsec_low;");
         self.line("for (; sparsec_q + 8 <= sparsec_end; sparsec_q += 8) {");
         self.indent += 1;
+        self.hints_between(l, "sparsec_q", "sparsec_q + 8");
         if narrow {
             self.line("uint64_t sparsec_pairs[4];");
             self.line(&format!(
