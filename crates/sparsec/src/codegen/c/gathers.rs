@@ -13,6 +13,16 @@
 //!   one into the lanes, and 32-bit coordinates two at a time, with one 64-bit load. Per
 //!   entry that is one load and a quarter instead of three. The segment's last entries
 //!   (fewer than eight) are summed as a serial loop's (`sums.rs`).
+//! - **AVX2 gathers**, without AVX-512, where hardware gathers would run: the same loop as
+//!   filled lanes, each register of four filled by one gather. AVX2 has no masked
+//!   iteration worth its cost (AMD Zen 3, C harness: masked tails of four lanes were no
+//!   faster than the serial sum, and up to 50% slower on rows of 5 entries), so a
+//!   segment's last entries are summed serially here too. SpMV, one thread, the CLI with
+//!   filled lanes and with gathers alternated, compute medians in ms: skewed 100k x 100k
+//!   with 10M entries (`x` beyond the 512 KB second-level cache), 20.6, 23.0, 24.9, 23.2,
+//!   22.4 against 17.8, 22.1, 21.4, 22.5, 22.3, and on two threads 15.0, 14.8, 14.5, 13.2
+//!   against 11.9, 10.4, 11.9, 11.9; ct2010 and delaunay_n16 (rows of 2 to 3 entries, in
+//!   the serial tail) within the noise, medians 1.08 against 1.10 and 0.87 against 0.89.
 //!
 //! Without AVX2 the loop is printed as the `omp simd` loop it is.
 //!
@@ -41,6 +51,15 @@ fn dot_names<'a>(
     )
 }
 
+/// How [`Printer::avx2_lanes`] fills its lanes with gathered values.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Avx2Lanes {
+    /// From scalar loads, and 32-bit coordinates two at a time.
+    Filled,
+    /// By AVX2 gathers, four lanes an instruction.
+    Gathered,
+}
+
 impl Printer<'_> {
     /// Print `l`, a vector loop, as the gathered dot product `dot` it is (see
     /// [`gathered_dot`](crate::ir::gather::gathered_dot)).
@@ -65,7 +84,7 @@ impl Printer<'_> {
             self.if_else(
                 &expr(self.names, &hardware),
                 |this| this.hardware_gathers(l, dot),
-                |this| this.filled_lanes(l, dot),
+                |this| this.avx2_lanes(l, dot, Avx2Lanes::Filled),
             );
         } else {
             // A loop that the schedule put in lanes, not `ir::gather`: the function never
@@ -73,7 +92,15 @@ impl Printer<'_> {
             self.hardware_gathers(l, dot);
         }
         self.line("#elif defined(__AVX2__) && defined(__FMA__)");
-        self.filled_lanes(l, dot);
+        if tested {
+            self.if_else(
+                &expr(self.names, &hardware),
+                |this| this.avx2_lanes(l, dot, Avx2Lanes::Gathered),
+                |this| this.avx2_lanes(l, dot, Avx2Lanes::Filled),
+            );
+        } else {
+            self.avx2_lanes(l, dot, Avx2Lanes::Filled);
+        }
         self.line("#else");
         let LoopKind::Parallel { reductions, .. } = &l.kind else {
             unreachable!("a vector loop")
@@ -164,13 +191,25 @@ impl Printer<'_> {
         self.line("}");
     }
 
-    /// `dot` with two 256-bit registers of lanes filled from scalar loads, eight entries
-    /// an iteration, then the entries left as a serial loop sums them.
-    fn filled_lanes(&mut self, l: &Loop, dot: &GatheredDot) {
+    /// `dot` with two 256-bit registers of lanes, filled from scalar loads or by AVX2
+    /// gathers, eight entries an iteration, then the entries left as a serial loop sums
+    /// them.
+    fn avx2_lanes(&mut self, l: &Loop, dot: &GatheredDot, fill: Avx2Lanes) {
         let (narrow, acc, values, coords, gathered) = dot_names(self.names, dot);
         // Lane k of a register of four holds the gathered value of entry q + k, so a
         // register's four are read from its first entry `first` on.
         let lanes = |first: usize| -> String {
+            if fill == Avx2Lanes::Gathered {
+                return if narrow {
+                    format!(
+                        "_mm256_i32gather_pd({gathered}, _mm_loadu_si128((const __m128i *)({coords} + sparsec_q + {first})), 8)"
+                    )
+                } else {
+                    format!(
+                        "_mm256_i64gather_pd({gathered}, _mm256_loadu_si256((const __m256i *)({coords} + sparsec_q + {first})), 8)"
+                    )
+                };
+            }
             let entries: Vec<String> = (first..first + 4)
                 .rev()
                 .map(|k| {
@@ -193,7 +232,7 @@ impl Printer<'_> {
         self.line("for (; sparsec_q + 8 <= sparsec_end; sparsec_q += 8) {");
         self.indent += 1;
         self.hints_between(l, "sparsec_q", "sparsec_q + 8");
-        if narrow {
+        if narrow && fill == Avx2Lanes::Filled {
             self.line("uint64_t sparsec_pairs[4];");
             self.line(&format!(
                 "memcpy(sparsec_pairs, {coords} + sparsec_q, sizeof sparsec_pairs);"
