@@ -26,8 +26,8 @@ pub struct SumReduction {
 /// The sum `l` computes, when it is a serial loop whose body only declares variables,
 /// adds into one value variable declared outside it (`acc += e`, with `acc` read nowhere
 /// else) and sets at most one flag declared outside it: no stores, branches, nested loops
-/// or calls, though prefetch hints may come first. Its iterations then differ only in the order of the additions into `acc`, so
-/// a backend may split `acc` into partial sums.
+/// or calls, though prefetch hints may come first. Its iterations then differ only in the
+/// order of the additions into `acc`, so a backend may split `acc` into partial sums.
 pub fn sum_reduction(function: &Function, l: &Loop) -> Option<SumReduction> {
     if l.kind != LoopKind::Serial {
         return None;

@@ -201,8 +201,9 @@ pub struct GatheredDot {
 
 /// `l` as a gathered dot product: a loop over a segment of an input's compressed level
 /// whose body declares the coordinate at its position (and copies of it), may prefetch
-/// (`prefetch::prefetch_gathered_elements`), and then only adds the product of a `double` value read at the position and one read at the
-/// coordinate into an accumulator of `double`s, and may set a flag.
+/// (`prefetch::prefetch_gathered_elements`), and then only adds the product of a `double`
+/// value read at the position and one read at the coordinate into an accumulator of
+/// `double`s, and may set a flag.
 pub fn gathered_dot(function: &Function, l: &Loop) -> Option<GatheredDot> {
     // The vector version this pass makes is matched as the serial loop it came from.
     let serial_or_vector = matches!(

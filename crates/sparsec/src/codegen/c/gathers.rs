@@ -170,8 +170,8 @@ impl Printer<'_> {
     }
 
     /// The prefetch hints at the top of `l`'s body (`prefetch::prefetch_gathered_elements`)
-    /// for its positions from `first` to before `end`, C expressions: a
-    /// short loop, which gcc unrolls. Nothing where `l` has no hints.
+    /// for its positions from `first` to before `end`, C expressions: a short loop, which
+    /// gcc unrolls. Nothing where `l` has no hints.
     fn hints_between(&mut self, l: &Loop, first: &str, end: &str) {
         let hints: Vec<&Stmt> = l
             .body
