@@ -51,12 +51,12 @@ fn dot_names<'a>(
     )
 }
 
-/// How [`Printer::avx2_lanes`] fills its lanes with gathered values.
+/// How a gathered dot product fills its lanes with gathered values.
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Avx2Lanes {
+enum Lanes {
     /// From scalar loads, and 32-bit coordinates two at a time.
     Filled,
-    /// By AVX2 gathers, four lanes an instruction.
+    /// By the processor's gathers: AVX-512's eight lanes an instruction, AVX2's four.
     Gathered,
 }
 
@@ -72,7 +72,6 @@ impl Printer<'_> {
             }
             None => l,
         };
-        self.line("#if defined(__AVX512F__) && defined(__AVX512VL__)");
         let hardware = gather::hardware_gathers(dot);
         let mut tested = true;
         visit::walk_expr(&hardware, &mut |e| {
@@ -80,27 +79,19 @@ impl Printer<'_> {
                 tested &= self.names.has_param(p);
             }
         });
-        if tested {
-            self.if_else(
-                &expr(self.names, &hardware),
-                |this| this.hardware_gathers(l, dot),
-                |this| this.avx2_lanes(l, dot, Avx2Lanes::Filled),
-            );
-        } else {
-            // A loop that the schedule put in lanes, not `ir::gather`: the function never
-            // reads the test's parameters, and the loop gathers as asked.
-            self.hardware_gathers(l, dot);
-        }
+        let test = tested.then(|| expr(self.names, &hardware));
+        let test = test.as_deref();
+        self.line("#if defined(__AVX512F__) && defined(__AVX512VL__)");
+        // A loop that the schedule put in lanes, not `ir::gather`, has no test (the
+        // function never reads its parameters) and gathers as asked.
+        self.lanes_by_test(test, Lanes::Gathered, |this, lanes| match lanes {
+            Lanes::Gathered => this.hardware_gathers(l, dot),
+            Lanes::Filled => this.avx2_lanes(l, dot, Lanes::Filled),
+        });
         self.line("#elif defined(__AVX2__) && defined(__FMA__)");
-        if tested {
-            self.if_else(
-                &expr(self.names, &hardware),
-                |this| this.avx2_lanes(l, dot, Avx2Lanes::Gathered),
-                |this| this.avx2_lanes(l, dot, Avx2Lanes::Filled),
-            );
-        } else {
-            self.avx2_lanes(l, dot, Avx2Lanes::Filled);
-        }
+        self.lanes_by_test(test, Lanes::Filled, |this, lanes| {
+            this.avx2_lanes(l, dot, lanes)
+        });
         self.line("#else");
         let LoopKind::Parallel { reductions, .. } = &l.kind else {
             unreachable!("a vector loop")
@@ -111,6 +102,25 @@ impl Printer<'_> {
         ));
         self.plain_loop(l);
         self.line("#endif");
+    }
+
+    /// Print `print`'s lanes for [`Lanes::Gathered`] where `test`, the run-time test of
+    /// [`gather::hardware_gathers`], holds and for [`Lanes::Filled`] where it does not;
+    /// with no test, those for `untested`.
+    fn lanes_by_test(
+        &mut self,
+        test: Option<&str>,
+        untested: Lanes,
+        print: impl Fn(&mut Self, Lanes),
+    ) {
+        match test {
+            Some(test) => self.if_else(
+                test,
+                |this| print(this, Lanes::Gathered),
+                |this| print(this, Lanes::Filled),
+            ),
+            None => print(self, untested),
+        }
     }
 
     /// `dot` with AVX-512 masked gathers, eight entries an iteration.
@@ -194,12 +204,12 @@ impl Printer<'_> {
     /// `dot` with two 256-bit registers of lanes, filled from scalar loads or by AVX2
     /// gathers, eight entries an iteration, then the entries left as a serial loop sums
     /// them.
-    fn avx2_lanes(&mut self, l: &Loop, dot: &GatheredDot, fill: Avx2Lanes) {
+    fn avx2_lanes(&mut self, l: &Loop, dot: &GatheredDot, fill: Lanes) {
         let (narrow, acc, values, coords, gathered) = dot_names(self.names, dot);
         // Lane k of a register of four holds the gathered value of entry q + k, so a
         // register's four are read from its first entry `first` on.
         let lanes = |first: usize| -> String {
-            if fill == Avx2Lanes::Gathered {
+            if fill == Lanes::Gathered {
                 return if narrow {
                     format!(
                         "_mm256_i32gather_pd({gathered}, _mm_loadu_si128((const __m128i *)({coords} + sparsec_q + {first})), 8)"
@@ -232,7 +242,7 @@ impl Printer<'_> {
         self.line("for (; sparsec_q + 8 <= sparsec_end; sparsec_q += 8) {");
         self.indent += 1;
         self.hints_between(l, "sparsec_q", "sparsec_q + 8");
-        if narrow && fill == Avx2Lanes::Filled {
+        if narrow && fill == Lanes::Filled {
             self.line("uint64_t sparsec_pairs[4];");
             self.line(&format!(
                 "memcpy(sparsec_pairs, {coords} + sparsec_q, sizeof sparsec_pairs);"
