@@ -902,25 +902,39 @@ fn dense_rows_summed_in_registers_match_the_reference() {
 }
 
 /// Sums over uneven rows whose gathered array is large (`ir::gather`) run with masked
-/// gathers: SpMV over rows of every length from 0 to 20 (below, at and past one 8-entry
-/// iteration), with explicit zeros and duplicates, its indices stored at 32 and 64 bits,
-/// on 1 and 2 threads, compiled for each form of the vector loop, and on the JIT. Small
-/// test inputs never take that path.
+/// gathers, or without AVX-512 with AVX2 gathers where the coordinates scatter and with
+/// the serial sum where they lie close together: SpMV over rows of every length from 0
+/// to 20 (below, at and past one 8-entry iteration), with explicit zeros and duplicates,
+/// its coordinates scattered and banded, its indices stored at 32 and 64 bits, on 1 and 2
+/// threads, compiled for each form of the vector loop, and on the JIT. Small test inputs
+/// never take that path.
 #[test]
 fn uneven_rows_gathered_match_the_reference() {
     let cols = sparsec::ir::gather::GATHER_MIN_LENGTH as usize + 1000;
     let rows = 2000;
     let mut r = rng(31);
-    let a = rows_of_every_length(&mut r, rows, cols, 21);
-    let (stmt, tensors) = spmv_with_random_x(&mut r, a);
-    let pos = level_array(&tensors[0], 2, sparsec::ir::ArrayKind::Pos);
-    assert!(sparsec::ir::gather::uneven(pos.len() - 1, |q| pos[q]));
-    compare_on_lane_targets(&stmt, &tensors);
-    // The kernel as compiled for the statement's own (32-bit) inputs; the 64-bit runs compiled
-    // their own, with `_mm512_mask_i64gather_pd`.
-    let kernel = Kernel::from_statement(stmt, ValueType::F64, &split_toolchain()).unwrap();
-    assert!(kernel.kernel_source().contains("_mm512_mask_i32gather_pd"));
-    assert!(kernel.kernel_source().contains("_mm256_i32gather_pd"));
+    let scattered = rows_of_every_length(&mut r, rows, cols, 21);
+    // The same rows with each one's coordinates within 32 columns of 16 times its number.
+    let mut banded = scattered.clone();
+    for entry in banded.coords.chunks_mut(2) {
+        entry[1] = (entry[0] * 16 + entry[1] % 32) % cols as i64;
+    }
+    for (a, scatters) in [(banded, false), (scattered, true)] {
+        let (stmt, tensors) = spmv_with_random_x(&mut r, a);
+        let pos = level_array(&tensors[0], 2, sparsec::ir::ArrayKind::Pos);
+        assert!(sparsec::ir::gather::uneven(pos.len() - 1, |q| pos[q]));
+        let idx = level_array(&tensors[0], 2, sparsec::ir::ArrayKind::Idx);
+        assert_eq!(
+            sparsec::ir::prefetch::scattered(idx.len(), |p| idx[p]),
+            scatters
+        );
+        compare_on_lane_targets(&stmt, &tensors);
+        // The kernel as compiled for the statement's own (32-bit) inputs; the 64-bit runs
+        // compiled their own, with `_mm512_mask_i64gather_pd`.
+        let kernel = Kernel::from_statement(stmt, ValueType::F64, &split_toolchain()).unwrap();
+        assert!(kernel.kernel_source().contains("_mm512_mask_i32gather_pd"));
+        assert!(kernel.kernel_source().contains("_mm256_i32gather_pd"));
+    }
 }
 
 /// Sums over long segments whose gathered array stays in cache (`ir::gather`) run with

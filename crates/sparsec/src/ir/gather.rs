@@ -142,6 +142,36 @@ pub fn hardware_gathers(dot: &GatheredDot) -> Expr {
     Expr::bin(BinOp::Or, uneven, scattered)
 }
 
+/// The run-time test that, where [`hardware_gathers`] holds, a backend whose gathers have
+/// no masked form (AVX2) runs them in a loop whose elements are not prefetched
+/// ([`prefetch::prefetch_gathered_elements`]): its coordinates scatter
+/// ([`ParamRef::Scattered`]). Elsewhere the serial sum does better. Without a masked
+/// iteration a segment's last entries (up to seven) are summed serially anyway; where the
+/// coordinates lie close together (a band) the scalar loads hit the first-level cache;
+/// where hints fetch the elements ahead, so do they. Without hints the gathers keep more
+/// loads of scattered elements in flight. SpMV on AMD Zen 3 (no AVX-512), one thread,
+/// the CLI with AVX2 gathers and with the serial sum alternated, ranges of compute
+/// medians in ms:
+///
+/// | matrix | elements prefetched | gathers | serial sum |
+/// |---|---|---:|---:|
+/// | uniform 1M x 1M, 10 entries a row | yes | 53-69 | 44-75 |
+/// | uniform 200k x 200k, 20 a row | yes | 13.5-15.9 | 11.4-13.0 |
+/// | uniform 200k x 200k, 32 a row | yes | 18.1-22.5 | 15.1-19.5 |
+/// | uniform 150k x 150k, 64 a row | yes | 23.7-33.9 | 20.0-29.4 |
+/// | banded 1M x 1M, 10 a row | no (not scattered) | 21.8-24.4 | 19.1-22.6 |
+/// | uniform 100k x 100k, 20 a row | no (`x` too small) | 4.7-5.5 | 4.9-7.8 |
+/// | uniform 100k x 100k, 64 a row | no (`x` too small) | 15.0-15.6 | 17.8-22.8 |
+/// | uniform 100k x 100k, 100 a row | no (`x` too small) | 22.1-24.8 | 26.5-34.2 |
+/// | skewed 100k x 100k, 100 a row | no (`x` too small) | 19.0-25.5 | 23.6-31.8 |
+pub fn unmasked_gathers_pay(dot: &GatheredDot) -> Expr {
+    Expr::bin(
+        BinOp::Ne,
+        Expr::Param(ParamRef::Scattered(dot.coords)),
+        Expr::Int(0),
+    )
+}
+
 /// The run-time test that `dot`'s segments hold at least [`LONG_SEGMENT_MEAN`] entries
 /// on average.
 pub fn long_segments(dot: &GatheredDot) -> Expr {

@@ -13,16 +13,18 @@
 //!   one into the lanes, and 32-bit coordinates two at a time, with one 64-bit load. Per
 //!   entry that is one load and a quarter instead of three. The segment's last entries
 //!   (fewer than eight) are summed as a serial loop's (`sums.rs`).
-//! - **AVX2 gathers**, without AVX-512, where hardware gathers would run: the same loop as
-//!   filled lanes, each register of four filled by one gather. AVX2 has no masked
-//!   iteration worth its cost (AMD Zen 3, C harness: masked tails of four lanes were no
-//!   faster than the serial sum, and up to 50% slower on rows of 5 entries), so a
+//! - **AVX2 gathers**, without AVX-512, where hardware gathers would run, the coordinates
+//!   scatter and no hint prefetches the elements (`gather::unmasked_gathers_pay`): the
+//!   same loop as filled lanes, each register of four filled by one gather. AVX2 has no
+//!   masked iteration worth its cost (AMD Zen 3, C harness: masked tails of four lanes
+//!   were no faster than the serial sum, and up to 50% slower on rows of 5 entries), so a
 //!   segment's last entries are summed serially here too. SpMV, one thread, the CLI with
 //!   filled lanes and with gathers alternated, compute medians in ms: skewed 100k x 100k
 //!   with 10M entries (`x` beyond the 512 KB second-level cache), 20.6, 23.0, 24.9, 23.2,
 //!   22.4 against 17.8, 22.1, 21.4, 22.5, 22.3, and on two threads 15.0, 14.8, 14.5, 13.2
-//!   against 11.9, 10.4, 11.9, 11.9; ct2010 and delaunay_n16 (rows of 2 to 3 entries, in
-//!   the serial tail) within the noise, medians 1.08 against 1.10 and 0.87 against 0.89.
+//!   against 11.9, 10.4, 11.9, 11.9. Where hardware gathers would run but the coordinates
+//!   lie close together or hints fetch the elements, the **serial sum** (`sums.rs`) beats
+//!   both AVX2 forms (see `gather::unmasked_gathers_pay`).
 //!
 //! Without AVX2 the loop is printed as the `omp simd` loop it is.
 //!
@@ -51,12 +53,12 @@ fn dot_names<'a>(
     )
 }
 
-/// How a gathered dot product fills its lanes with gathered values.
+/// How [`Printer::avx2_lanes`] fills its lanes with gathered values.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Lanes {
     /// From scalar loads, and 32-bit coordinates two at a time.
     Filled,
-    /// By the processor's gathers: AVX-512's eight lanes an instruction, AVX2's four.
+    /// By AVX2 gathers, four lanes an instruction.
     Gathered,
 }
 
@@ -82,16 +84,39 @@ impl Printer<'_> {
         let test = tested.then(|| expr(self.names, &hardware));
         let test = test.as_deref();
         self.line("#if defined(__AVX512F__) && defined(__AVX512VL__)");
-        // A loop that the schedule put in lanes, not `ir::gather`, has no test (the
-        // function never reads its parameters) and gathers as asked.
-        self.lanes_by_test(test, Lanes::Gathered, |this, lanes| match lanes {
-            Lanes::Gathered => this.hardware_gathers(l, dot),
-            Lanes::Filled => this.avx2_lanes(l, dot, Lanes::Filled),
-        });
+        match test {
+            Some(test) => self.if_else(
+                test,
+                |this| this.hardware_gathers(l, dot),
+                |this| this.avx2_lanes(l, dot, Lanes::Filled),
+            ),
+            // A loop that the schedule put in lanes, not `ir::gather`, has no test (the
+            // function never reads its parameters) and gathers as asked.
+            None => self.hardware_gathers(l, dot),
+        }
         self.line("#elif defined(__AVX2__) && defined(__FMA__)");
-        self.lanes_by_test(test, Lanes::Filled, |this, lanes| {
-            this.avx2_lanes(l, dot, lanes)
-        });
+        // AVX2 gathers pay only where they fetch scattered elements that no hint fetched
+        // ahead; elsewhere, where hardware gathers would run, the serial sum does better.
+        let hinted = l.body.iter().any(|s| matches!(s, Stmt::Prefetch { .. }));
+        let serial_or_filled = |this: &mut Self, test: &str| {
+            this.if_else(
+                test,
+                |this| this.split_sum(l, dot.accumulator),
+                |this| this.avx2_lanes(l, dot, Lanes::Filled),
+            )
+        };
+        match test {
+            Some(test) if !hinted => {
+                let scattered = expr(self.names, &gather::unmasked_gathers_pay(dot));
+                self.if_else(
+                    &format!("({test}) && ({scattered})"),
+                    |this| this.avx2_lanes(l, dot, Lanes::Gathered),
+                    |this| serial_or_filled(this, test),
+                )
+            }
+            Some(test) => serial_or_filled(self, test),
+            None => self.avx2_lanes(l, dot, Lanes::Filled),
+        }
         self.line("#else");
         let LoopKind::Parallel { reductions, .. } = &l.kind else {
             unreachable!("a vector loop")
@@ -102,25 +127,6 @@ impl Printer<'_> {
         ));
         self.plain_loop(l);
         self.line("#endif");
-    }
-
-    /// Print `print`'s lanes for [`Lanes::Gathered`] where `test`, the run-time test of
-    /// [`gather::hardware_gathers`], holds and for [`Lanes::Filled`] where it does not;
-    /// with no test, those for `untested`.
-    fn lanes_by_test(
-        &mut self,
-        test: Option<&str>,
-        untested: Lanes,
-        print: impl Fn(&mut Self, Lanes),
-    ) {
-        match test {
-            Some(test) => self.if_else(
-                test,
-                |this| print(this, Lanes::Gathered),
-                |this| print(this, Lanes::Filled),
-            ),
-            None => print(self, untested),
-        }
     }
 
     /// `dot` with AVX-512 masked gathers, eight entries an iteration.

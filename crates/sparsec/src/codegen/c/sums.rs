@@ -38,7 +38,7 @@ impl Printer<'_> {
     /// iterations at a time: the additions into `acc` no longer wait for one another, and
     /// the loads stay scalar (gathers, which gcc would use to vectorise the loop, are slower
     /// than scalar loads on AMD Zen and on Intel cores before Ice Lake).
-    fn split_sum(&mut self, l: &Loop, accumulator: Var) {
+    pub(super) fn split_sum(&mut self, l: &Loop, accumulator: Var) {
         self.open_cursor(l);
         self.split_sum_from_cursor(l, accumulator);
         self.indent -= 1;
