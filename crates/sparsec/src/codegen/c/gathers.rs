@@ -1,4 +1,4 @@
-//! Gathered dot products (`ir::gather`) printed with SIMD lanes, in one of two ways
+//! Gathered dot products (`ir::gather`) printed with SIMD lanes, in one of these ways
 //! chosen when the kernel runs, by the test that chose the vector version
 //! ([`gather::hardware_gathers`]):
 //! - **Hardware gathers** (AVX-512), where the segments are uneven and the gathered array
