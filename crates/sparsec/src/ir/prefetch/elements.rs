@@ -8,7 +8,7 @@ use crate::ir::visit;
 use crate::ir::{simplify, ArrayRef, BinOp, Expr, Function, Loop, ParamRef, Stmt};
 
 /// Give every top-level statement holding innermost segment loops that read elements at
-/// their coordinates (see the module documentation) a second version in which those
+/// their coordinates (see the `prefetch` module) a second version in which those
 /// loops prefetch them: `flag = tests; if (flag) { hinted version } else { the statement
 /// }`, where the tests are, for any hinted array, that its coordinates scatter and it is
 /// large ([`sampled_and_large`]). The test is made once, outside the loops: tested at

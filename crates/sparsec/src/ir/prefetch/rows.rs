@@ -25,7 +25,7 @@ pub fn hint_guard(s: &Stmt) -> Option<(ParamRef, ArrayRef)> {
     }
 }
 
-/// Add prefetches of located rows (see the module documentation) at the top of every loop
+/// Add prefetches of located rows (see the `prefetch` module) at the top of every loop
 /// whose body locates them.
 pub fn prefetch_located_rows(function: &mut Function) {
     for s in &mut function.body {
