@@ -53,6 +53,17 @@ fn dot_names<'a>(
     )
 }
 
+/// The prefetch hints at the top of `l`'s body (`prefetch::prefetch_gathered_elements`),
+/// empty where it has none.
+fn leading_hints(l: &Loop) -> &[Stmt] {
+    let count = l
+        .body
+        .iter()
+        .take_while(|s| matches!(s, Stmt::Prefetch { .. }))
+        .count();
+    &l.body[..count]
+}
+
 /// How [`Printer::avx2_lanes`] fills its lanes with gathered values.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Lanes {
@@ -97,7 +108,7 @@ impl Printer<'_> {
         self.line("#elif defined(__AVX2__) && defined(__FMA__)");
         // AVX2 gathers pay only where they fetch scattered elements that no hint fetched
         // ahead; elsewhere, where hardware gathers would run, the serial sum does better.
-        let hinted = l.body.iter().any(|s| matches!(s, Stmt::Prefetch { .. }));
+        let hinted = !leading_hints(l).is_empty();
         let serial_or_filled = |this: &mut Self, test: &str| {
             this.if_else(
                 test,
@@ -185,15 +196,10 @@ impl Printer<'_> {
         self.line("}");
     }
 
-    /// The prefetch hints at the top of `l`'s body (`prefetch::prefetch_gathered_elements`)
-    /// for its positions from `first` to before `end`, C expressions: a short loop, which
-    /// gcc unrolls. Nothing where `l` has no hints.
+    /// The hints of [`leading_hints`] for `l`'s positions from `first` to before `end`, C
+    /// expressions: a short loop, which gcc unrolls. Nothing where `l` has no hints.
     fn hints_between(&mut self, l: &Loop, first: &str, end: &str) {
-        let hints: Vec<&Stmt> = l
-            .body
-            .iter()
-            .take_while(|s| matches!(s, Stmt::Prefetch { .. }))
-            .collect();
+        let hints = leading_hints(l);
         if hints.is_empty() {
             return;
         }
@@ -202,7 +208,7 @@ impl Printer<'_> {
             "for (int64_t {var} = {first}; {var} < {end}; {var}++) {{"
         ));
         self.indent += 1;
-        hints.into_iter().for_each(|s| self.stmt(s));
+        hints.iter().for_each(|s| self.stmt(s));
         self.indent -= 1;
         self.line("}");
     }
