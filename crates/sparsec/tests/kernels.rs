@@ -1136,9 +1136,9 @@ fn level_array(tensor: &Tensor, level: usize, kind: sparsec::ir::ArrayKind) -> V
 }
 
 /// Toolchains that compile a vector loop of `ir::gather` for each of its printed forms:
-/// this processor (AVX-512 gathers where it has them), AVX2 with FMA (AVX2 gathers where
-/// hardware gathers would run, else lanes filled from scalar loads), and baseline x86-64
-/// (the `omp simd` loop).
+/// this processor (AVX-512 gathers where it has them), AVX2 with FMA (AVX2 gathers, the
+/// serial sum or lanes filled from scalar loads, as the run-time tests choose), and
+/// baseline x86-64 (the `omp simd` loop).
 fn lane_targets() -> Vec<Toolchain> {
     ["-march=native", "-march=x86-64-v3", "-march=x86-64"]
         .into_iter()
