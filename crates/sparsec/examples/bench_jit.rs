@@ -10,21 +10,25 @@
 //! `cache_dir` is a fresh temporary directory. Parsing and binding are done before. Each
 //! run of each kernel, with a new cache directory:
 //!
-//! 1. **cold**: a fresh process (this program re-executed with `--child cold`), empty
-//!    cache: gcc compiles the kernel; `was_compiled()` must be true;
-//! 2. **disk**: another fresh process (`--child cached`), same cache directory: the library
+//! 1. **empty**: a fresh process (this program re-executed with `--child cold`), empty
+//!    cache: gcc compiles the kernel, and first precompiles the intrinsics header if the
+//!    kernel includes it (`jit`'s `headers`); `was_compiled()` must be true;
+//! 2. **cold**: the kernel's library and checksum are deleted from that cache, and another
+//!    fresh process compiles it again, with the header precompiled already, as every
+//!    later new kernel is; `was_compiled()` must be true;
+//! 3. **disk**: another fresh process (`--child cached`), same cache directory: the library
 //!    is found on disk and loaded; `was_compiled()` must be false;
-//! 3. **repeat**: the same kernel constructed again in that second process: the library is
+//! 4. **repeat**: the same kernel constructed again in that second process: the library is
 //!    found in the process's table of loaded libraries; `was_compiled()` must be false.
 //!
 //! Then, per backend (`c`, `jit`), the **cold compile-and-first-run** latency of SpMV, SpMM,
 //! SpGEMM and MTTKRP: in a fresh process (`--child first BACKEND`), on random inputs made
-//! before timing, lowering and compiling the kernel (gcc into an empty cache, or Cranelift
-//! in process) and its first run; with the steady time of a later run beside it. The JIT
+//! before timing, lowering and compiling the kernel (gcc into a cache that holds the
+//! precompiled header but not the kernel, or Cranelift in process) and its first run; with the steady time of a later run beside it. The JIT
 //! runs serially, so the C kernels run on one thread here too.
 //!
 //! Every process runs `gcc --version` once (the compiler's identity is part of the cache
-//! key), so phases 1 and 2 include it and phase 3 does not; its cost is printed apart.
+//! key), so phases 1 to 3 include it and phase 4 does not; its cost is printed apart.
 //! Besides `was_compiled()`, the parent checks that the cache directory's libraries are
 //! untouched (same names, sizes and modification times) by the cached phases. The program
 //! exits with status 1 if a cached call compiled, or a cold one did not.
@@ -98,7 +102,7 @@ const CASES: &[Case] = &[
     ),
 ];
 
-const PHASES: [&str; 3] = ["cold", "disk", "repeat"];
+const PHASES: [&str; 4] = ["empty", "cold", "disk", "repeat"];
 
 /// Kernels whose cold compile-and-first-run latency is compared across backends.
 const FIRST_RUN: [&str; 4] = ["spmv", "spmm", "spgemm", "mttkrp"];
@@ -238,6 +242,16 @@ fn libraries(dir: &Path) -> Vec<(String, u64, SystemTime)> {
     v
 }
 
+/// Delete the cache's libraries and their checksums, keeping what else it holds (the
+/// precompiled header), as a kernel never compiled before finds it.
+fn forget_kernels(dir: &Path) {
+    for (library, _, _) in libraries(dir) {
+        let library = dir.join(library);
+        std::fs::remove_file(library.with_extension("sum")).expect("checksum");
+        std::fs::remove_file(library).expect("library");
+    }
+}
+
 fn stats(mut v: Vec<f64>) -> (f64, f64, f64) {
     v.sort_by(f64::total_cmp);
     let n = v.len();
@@ -289,6 +303,9 @@ fn main() {
                 .tempdir()
                 .expect("temporary directory");
             let mut results = spawn("cold", name, dir.path());
+            results[0].0 = "empty".into();
+            forget_kernels(dir.path());
+            results.extend(spawn("cold", name, dir.path()));
             let before = libraries(dir.path());
             results.extend(spawn("cached", name, dir.path()));
             if libraries(dir.path()) != before {
@@ -298,17 +315,17 @@ fn main() {
                 let p = PHASES.iter().position(|&q| q == phase).expect("phase");
                 times[p].push(secs * 1e3);
                 flags[p] += compiled as usize;
-                if compiled != (phase == "cold") {
+                if compiled != (phase == "empty" || phase == "cold") {
                     failures.push(format!(
                         "{name}: {phase} call reports compiled = {compiled}"
                     ));
                 }
             }
         }
-        let cold = stats(times[0].clone()).0;
+        let cold = stats(times[1].clone()).0;
         for (p, phase) in PHASES.iter().enumerate() {
             let (median, min, max) = stats(times[p].clone());
-            let ratio = if p == 0 {
+            let ratio = if p <= 1 {
                 String::new()
             } else {
                 format!("{:.0}x", cold / median)
@@ -325,7 +342,10 @@ fn main() {
     );
 
     println!();
-    println!("cold compile + first run, fresh process (C: empty cache), 1 thread; ms, medians");
+    println!(
+        "cold compile + first run, fresh process (C: kernel not cached, header precompiled), \
+         1 thread; ms, medians"
+    );
     println!(
         "{:8} {:7} {:>9} {:>9} {:>9} {:>11}",
         "kernel", "backend", "compile", "1st run", "total", "steady run"
@@ -338,7 +358,11 @@ fn main() {
                     .prefix("sparsec-bench-jit-")
                     .tempdir()
                     .expect("temporary directory");
-                let text = spawn_text(&format!("first-{backend}"), name, dir.path());
+                let mode = format!("first-{backend}");
+                // A first compile in this cache precompiles the header; time the second.
+                spawn_text(&mode, name, dir.path());
+                forget_kernels(dir.path());
+                let text = spawn_text(&mode, name, dir.path());
                 let secs: Vec<f64> = text
                     .split_whitespace()
                     .map(|f| f.parse::<f64>().expect("seconds") * 1e3)

@@ -6,13 +6,18 @@
 //! partial library; each entry carries a checksum file, and an entry whose bytes do not
 //! match (truncated, corrupted) is rebuilt. Libraries are opened with `RTLD_NODELETE` and
 //! kept for the life of the process, because unloading a library whose OpenMP threads are
-//! still parked in libgomp crashes.
+//! still parked in libgomp crashes. A source that includes `<immintrin.h>` is compiled with
+//! that header precompiled (`jit/headers.rs` says how).
+
+mod headers;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitStatus, Stdio};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
+
+use headers::Precompiled;
 
 /// Why a kernel could not be compiled or loaded.
 #[derive(Debug, thiserror::Error)]
@@ -319,6 +324,19 @@ fn compile(
         path: path.display().to_string(),
         reason: e.to_string(),
     };
+    let flags = flags_for(source, toolchain);
+    let started = Instant::now();
+    let (header, building) = if headers::wanted(source) {
+        match headers::precompiled(toolchain, &toolchain_identity(toolchain)?, &flags) {
+            Precompiled::Ready(header) => (Some(header), None),
+            // This compile reads the header's text, while the precompiled one is built
+            // beside it for the compiles after it.
+            Precompiled::Building(build) => (None, Some(build)),
+            Precompiled::Absent => (None, None),
+        }
+    } else {
+        (None, None)
+    };
     let suffix = unique_suffix();
     let c_path = dir.join(format!("{key}.{suffix}.c"));
     let tmp_so = dir.join(format!("{key}.{suffix}.so.tmp"));
@@ -326,18 +344,14 @@ fn compile(
     std::fs::write(&c_path, source).map_err(|e| cache_err(&c_path, e))?;
     let stderr_file =
         std::fs::File::create(&stderr_path).map_err(|e| cache_err(&stderr_path, e))?;
-    let mut command = Command::new(&toolchain.compiler);
-    command
-        .args(flags_for(source, toolchain))
-        .arg("-o")
-        .arg(&tmp_so)
-        .arg(&c_path)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        // A file, not a pipe: a compiler that fills a pipe nobody reads while we wait
-        // would block, and look like one that runs too long.
-        .stderr(stderr_file);
-    let status = run_compiler(command, toolchain);
+    let mut command = kernel_command(toolchain, &flags, header.as_deref(), &c_path, &tmp_so);
+    // A file, not a pipe: a compiler that fills a pipe nobody reads while we wait would
+    // block, and look like one that runs too long.
+    command.stderr(stderr_file);
+    let status = run_compiler(command, &toolchain.compiler, toolchain.compile_limit);
+    if let Some(build) = building {
+        build.finish(started, toolchain.compile_limit);
+    }
     let stderr = std::fs::read(&stderr_path).unwrap_or_default();
     let _ = std::fs::remove_file(&stderr_path);
     let status = match status {
@@ -367,32 +381,87 @@ fn compile(
     Ok(())
 }
 
-/// Run the compiler `command` to its end, or under the toolchain's limit until then.
-fn run_compiler(mut command: Command, toolchain: &Toolchain) -> Result<ExitStatus, JitError> {
-    let missing = |e: std::io::Error| JitError::MissingCompiler {
-        compiler: toolchain.compiler.clone(),
+/// The command that compiles the kernel source at `c_path` into the library `out` with
+/// `flags`, reading `header` (precompiled) first when there is one.
+fn kernel_command(
+    toolchain: &Toolchain,
+    flags: &[&str],
+    header: Option<&Path>,
+    c_path: &Path,
+    out: &Path,
+) -> Command {
+    let mut command = Command::new(&toolchain.compiler);
+    command.args(flags);
+    if let Some(header) = header {
+        command.arg("-include").arg(header);
+    }
+    command
+        .arg("-o")
+        .arg(out)
+        .arg(c_path)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null());
+    command
+}
+
+/// Run the compiler `command` to its end, or until `limit`.
+fn run_compiler(
+    mut command: Command,
+    compiler: &str,
+    limit: Option<Duration>,
+) -> Result<ExitStatus, JitError> {
+    let Some(limit) = limit else {
+        return command.status().map_err(|e| missing_compiler(compiler, e));
+    };
+    let mut child = spawn_stoppable(command, compiler)?;
+    wait_until(&mut child, compiler, Instant::now(), limit)
+}
+
+fn missing_compiler(compiler: &str, e: std::io::Error) -> JitError {
+    JitError::MissingCompiler {
+        compiler: compiler.into(),
         reason: e.to_string(),
-    };
-    let Some(limit) = toolchain.compile_limit else {
-        return command.status().map_err(missing);
-    };
-    // Its own process group, so that stopping it also stops the passes it started (gcc's
-    // `cc1` would otherwise finish the compilation orphaned).
+    }
+}
+
+/// Start the compiler `command` in its own process group, so that stopping it also stops
+/// the passes it started (gcc's `cc1` would otherwise finish the compilation orphaned).
+fn spawn_stoppable(mut command: Command, compiler: &str) -> Result<Child, JitError> {
     use std::os::unix::process::CommandExt;
-    let mut child = command.process_group(0).spawn().map_err(missing)?;
-    let started = Instant::now();
+    command
+        .process_group(0)
+        .spawn()
+        .map_err(|e| missing_compiler(compiler, e))
+}
+
+/// Stop `child` (started by [`spawn_stoppable`]) with every process it started.
+fn stop(child: &mut Child) {
+    // SAFETY: signals the process group `spawn_stoppable` created, which holds only the
+    // compiler and its children.
+    unsafe { libc::kill(-(child.id() as libc::pid_t), libc::SIGKILL) };
+    let _ = child.wait();
+}
+
+/// Wait for `child` (started by [`spawn_stoppable`]) to end, stopping it once `limit` has
+/// passed since `started`.
+fn wait_until(
+    child: &mut Child,
+    compiler: &str,
+    started: Instant,
+    limit: Duration,
+) -> Result<ExitStatus, JitError> {
     let mut pause = Duration::from_micros(200);
     loop {
-        if let Some(status) = child.try_wait().map_err(missing)? {
+        if let Some(status) = child
+            .try_wait()
+            .map_err(|e| missing_compiler(compiler, e))?
+        {
             return Ok(status);
         }
         if started.elapsed() > limit {
-            // SAFETY: signals the process group this call created, which holds only the
-            // compiler and its children.
-            unsafe { libc::kill(-(child.id() as libc::pid_t), libc::SIGKILL) };
-            let _ = child.wait();
+            stop(child);
             return Err(JitError::CompileTimedOut {
-                compiler: toolchain.compiler.clone(),
+                compiler: compiler.into(),
                 limit,
             });
         }
