@@ -228,13 +228,7 @@ fn eval(expr: &CExpr, cx: &Cx) -> Func {
             entries
                 .values_mut()
                 .for_each(|x| x.magnitude = x.value.abs());
-            Func {
-                vars,
-                entries,
-                fill: Pair::ZERO,
-                structural: true,
-            }
-            .normalized()
+            listed(vars, entries)
         }
         CExpr::Literal(x) => Func::constant(Pair::exact(*x)),
         CExpr::Neg(e) => {
@@ -283,11 +277,7 @@ fn binary(op: Op, a: Func, b: Func, stmt: &Statement) -> Func {
     } else {
         Pair::apply(op, a.fill, b.fill)
     };
-    let b_pos: Vec<usize> = b
-        .vars
-        .iter()
-        .map(|v| vars.iter().position(|w| w == v).expect("united"))
-        .collect();
+    let b_pos = positions(&b.vars, &vars);
     let mut entries = Map::default();
     if a_zeroes && b_zeroes {
         join(&a, &b, &vars, &b_pos, None, &mut entries);
@@ -352,21 +342,11 @@ fn contract(var: VarId, size: usize, a: Func, b: Func, stmt: &Statement) -> Func
     if !a.structural || !b.structural {
         return sum(var, binary(Op::Mul, a, b, stmt), size);
     }
-    let b_pos: Vec<usize> = b
-        .vars
-        .iter()
-        .map(|v| vars.iter().position(|w| w == v).expect("united"))
-        .collect();
+    let b_pos = positions(&b.vars, &vars);
     let mut entries = Map::default();
     join(&a, &b, &vars, &b_pos, Some(drop), &mut entries);
     vars.remove(drop);
-    Func {
-        vars,
-        entries,
-        fill: Pair::ZERO,
-        structural: true,
-    }
-    .normalized()
+    listed(vars, entries)
 }
 
 /// The product of the listed entries of `a` and `b` where both are listed: a hash join on
@@ -481,11 +461,7 @@ fn joined_sum(var: VarId, factors: &[Func]) -> Func {
     let steps: Vec<JoinStep> = factors[1..]
         .iter()
         .map(|f| {
-            let positions: Vec<usize> = f
-                .vars
-                .iter()
-                .map(|v| vars.iter().position(|w| w == v).expect("united"))
-                .collect();
+            let positions = positions(&f.vars, &vars);
             let shared: Vec<usize> = (0..f.vars.len())
                 .filter(|&m| bound.contains(&f.vars[m]))
                 .collect();
@@ -514,11 +490,7 @@ fn joined_sum(var: VarId, factors: &[Func]) -> Func {
             }
         })
         .collect();
-    let first: Vec<usize> = factors[0]
-        .vars
-        .iter()
-        .map(|v| vars.iter().position(|w| w == v).expect("united"))
-        .collect();
+    let first = positions(&factors[0].vars, &vars);
     let mut coords = vec![0usize; vars.len()];
     let mut entries: Map<Key, Pair> = Map::default();
     for (k, &x) in &factors[0].entries {
@@ -526,6 +498,12 @@ fn joined_sum(var: VarId, factors: &[Func]) -> Func {
         extend_join(&steps, x, &mut coords, drop, &mut entries);
     }
     vars.remove(drop);
+    listed(vars, entries)
+}
+
+/// `entries` over `vars`, structural zeros elsewhere: an input's stored components, or
+/// sums of their products.
+fn listed(vars: Vec<VarId>, entries: Map<Key, Pair>) -> Func {
     Func {
         vars,
         entries,
@@ -533,6 +511,13 @@ fn joined_sum(var: VarId, factors: &[Func]) -> Func {
         structural: true,
     }
     .normalized()
+}
+
+/// Where each of `of` sits in `vars` (which holds them all).
+fn positions(of: &[VarId], vars: &[VarId]) -> Vec<usize> {
+    of.iter()
+        .map(|v| vars.iter().position(|w| w == v).expect("united"))
+        .collect()
 }
 
 /// One factor after the first of a [`joined_sum`].
