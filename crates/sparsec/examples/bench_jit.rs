@@ -24,8 +24,9 @@
 //! Then, per backend (`c`, `jit`), the **cold compile-and-first-run** latency of SpMV, SpMM,
 //! SpGEMM and MTTKRP: in a fresh process (`--child first BACKEND`), on random inputs made
 //! before timing, lowering and compiling the kernel (gcc into a cache that holds the
-//! precompiled header but not the kernel, or Cranelift in process) and its first run; with the steady time of a later run beside it. The JIT
-//! runs serially, so the C kernels run on one thread here too.
+//! precompiled header but not the kernel, or Cranelift in process) and its first run; with
+//! the steady time of a later run beside it. The JIT runs serially, so the C kernels run on
+//! one thread here too.
 //!
 //! Every process runs `gcc --version` once (the compiler's identity is part of the cache
 //! key), so phases 1 to 3 include it and phase 4 does not; its cost is printed apart.

@@ -25,7 +25,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-use super::{entry_is_valid, spawn_stoppable, stop, unique_suffix, wait_until, Toolchain};
+use super::{entry_is_valid, install, spawn_stoppable, stop, unique_suffix, wait_until, Toolchain};
 
 /// The line whose header is precompiled.
 const INTRINSICS: &str = "#include <immintrin.h>";
@@ -178,21 +178,9 @@ impl Build {
             None => self.compiler.wait().ok(),
             Some(limit) => wait_until(&mut self.compiler, &self.compiler_name, started, limit).ok(),
         };
-        let checksum = {
-            let mut name = self.output.as_os_str().to_owned();
-            name.push(".sum");
-            PathBuf::from(name)
-        };
         let placed = status.is_some_and(|s| s.success())
-            && std::fs::read(&self.output)
-                .and_then(|bytes| std::fs::write(&checksum, blake3::hash(&bytes).to_hex().as_str()))
-                // The precompiled header first, its checksum last: whoever sees the
-                // checksum sees the whole file.
-                .and_then(|()| std::fs::rename(&self.output, &self.paths.precompiled))
-                .and_then(|()| std::fs::rename(&checksum, &self.paths.checksum))
-                .is_ok();
+            && install(&self.output, &self.paths.precompiled, &self.paths.checksum).is_ok();
         let _ = std::fs::remove_file(&self.output);
-        let _ = std::fs::remove_file(&checksum);
         if placed {
             known()
                 .lock()

@@ -371,14 +371,28 @@ fn compile(
         });
     }
     let _ = std::fs::remove_file(&c_path);
-    let bytes = std::fs::read(&tmp_so).map_err(|e| cache_err(&tmp_so, e))?;
-    let tmp_sum = dir.join(format!("{key}.{suffix}.sum.tmp"));
-    std::fs::write(&tmp_sum, blake3::hash(&bytes).to_hex().as_str())
-        .map_err(|e| cache_err(&tmp_sum, e))?;
-    // Library first, checksum last: a reader that sees the checksum sees a complete library.
-    std::fs::rename(&tmp_so, so).map_err(|e| cache_err(so, e))?;
-    std::fs::rename(&tmp_sum, sum).map_err(|e| cache_err(sum, e))?;
-    Ok(())
+    install(&tmp_so, so, sum).map_err(|(path, e)| cache_err(&path, e))
+}
+
+/// Put the finished file `built` in place as the cache entry `entry`, with its checksum at
+/// `checksum` (written first beside `built`, and removed if it cannot be placed). The entry
+/// first, its checksum last: a reader that sees the checksum sees the whole entry. An error
+/// names the path it concerns.
+fn install(built: &Path, entry: &Path, checksum: &Path) -> Result<(), (PathBuf, std::io::Error)> {
+    let bytes = std::fs::read(built).map_err(|e| (built.to_path_buf(), e))?;
+    let mut name = built.as_os_str().to_owned();
+    name.push(".sum");
+    let built_checksum = PathBuf::from(name);
+    let placed = std::fs::write(&built_checksum, blake3::hash(&bytes).to_hex().as_str())
+        .map_err(|e| (built_checksum.clone(), e))
+        .and_then(|()| std::fs::rename(built, entry).map_err(|e| (entry.to_path_buf(), e)))
+        .and_then(|()| {
+            std::fs::rename(&built_checksum, checksum).map_err(|e| (checksum.to_path_buf(), e))
+        });
+    if placed.is_err() {
+        let _ = std::fs::remove_file(&built_checksum);
+    }
+    placed
 }
 
 /// The command that compiles the kernel source at `c_path` into the library `out` with
