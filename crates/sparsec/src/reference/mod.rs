@@ -12,9 +12,13 @@
 //! of a product of three or more such factors adds each product up as the factors are
 //! joined, never listing the product over all variables (SDDMM, MTTKRP).
 
+mod join;
+
 use std::collections::HashMap;
 
 use smallvec::SmallVec;
+
+use join::{join, joined_sum};
 use std::hash::{BuildHasherDefault, Hasher};
 
 use crate::format::Format;
@@ -349,79 +353,6 @@ fn contract(var: VarId, size: usize, a: Func, b: Func, stmt: &Statement) -> Func
     listed(vars, entries)
 }
 
-/// The product of the listed entries of `a` and `b` where both are listed: a hash join on
-/// their shared variables, indexing the operand with fewer entries. With `drop`, the
-/// products are summed over the variable at that position of `vars` instead.
-fn join(
-    a: &Func,
-    b: &Func,
-    vars: &[VarId],
-    b_pos: &[usize],
-    drop: Option<usize>,
-    out: &mut Map<Key, Pair>,
-) {
-    let shared: Vec<(usize, usize)> = b_pos
-        .iter()
-        .enumerate()
-        .filter(|&(_, &m)| m < a.vars.len())
-        .map(|(j, &m)| (m, j))
-        .collect();
-    let a_shared = |k: &[usize]| shared.iter().map(|&(m, _)| k[m]).collect::<Key>();
-    let b_shared = |k: &[usize]| shared.iter().map(|&(_, j)| k[j]).collect::<Key>();
-    let mut key = vec![0usize; vars.len()];
-    let mut kept = Vec::with_capacity(vars.len());
-    let mut emit = |ak: &[usize], ax: Pair, bk: &[usize], bx: Pair| {
-        key[..ak.len()].copy_from_slice(ak);
-        b_pos.iter().zip(bk).for_each(|(&m, &c)| key[m] = c);
-        kept.clear();
-        kept.extend(
-            key.iter()
-                .enumerate()
-                .filter(|&(m, _)| Some(m) != drop)
-                .map(|(_, &c)| c),
-        );
-        accumulate(out, &kept, ax.times(bx));
-    };
-    // An operand whose variables are all shared is its own index (SpMV's vector).
-    if shared.len() == b.vars.len() {
-        let mut bk = vec![0usize; b.vars.len()];
-        for (ak, &ax) in &a.entries {
-            shared.iter().for_each(|&(m, j)| bk[j] = ak[m]);
-            if let Some(&bx) = b.entries.get(bk.as_slice()) {
-                emit(ak, ax, &bk, bx);
-            }
-        }
-        return;
-    }
-    if shared.len() == a.vars.len() {
-        let mut ak = vec![0usize; a.vars.len()];
-        for (bk, &bx) in &b.entries {
-            shared.iter().for_each(|&(m, j)| ak[m] = bk[j]);
-            if let Some(&ax) = a.entries.get(ak.as_slice()) {
-                emit(&ak, ax, bk, bx);
-            }
-        }
-        return;
-    }
-    if a.entries.len() <= b.entries.len() {
-        hash_join(
-            &a.entries,
-            a_shared,
-            &b.entries,
-            b_shared,
-            |ak, ax, bk, bx| emit(ak, ax, bk, bx),
-        );
-    } else {
-        hash_join(
-            &b.entries,
-            b_shared,
-            &a.entries,
-            a_shared,
-            |bk, bx, ak, ax| emit(ak, ax, bk, bx),
-        );
-    }
-}
-
 /// The factors of a product along its left spine, leftmost first: `(a * b) * c` is
 /// `[a, b, c]`, which multiplies in that order; `a * (b * c)` is `[a, b * c]`.
 fn left_factors(e: &CExpr) -> Vec<&CExpr> {
@@ -433,72 +364,6 @@ fn left_factors(e: &CExpr) -> Vec<&CExpr> {
         }
         other => vec![other],
     }
-}
-
-/// `Sum(var, f1 * f2 * ... * fn)` where every factor lists its entries (structural zeros
-/// elsewhere) and one has `var`: the products are joined one factor at a time and added
-/// up as they are found, so the product over all variables is never listed (SDDMM's
-/// `B(i,j) * C(i,k)` alone has as many components as `B` has entries times the size of
-/// `k`: 29 million, 80 s and gigabytes on a banded 100,000-row `B` with `k` of 32).
-/// Each product multiplies left to right, as the pairwise evaluation does.
-fn joined_sum(var: VarId, factors: &[Func]) -> Func {
-    let mut vars: Vec<VarId> = Vec::new();
-    for f in factors {
-        vars.extend(
-            f.vars
-                .iter()
-                .filter(|v| !vars.contains(v))
-                .collect::<Vec<_>>(),
-        );
-    }
-    let drop = vars
-        .iter()
-        .position(|&v| v == var)
-        .expect("a factor has `var`");
-    // Each later factor is indexed by the coordinates of its variables that the factors
-    // before it bind.
-    let mut bound: Vec<VarId> = factors[0].vars.clone();
-    let steps: Vec<JoinStep> = factors[1..]
-        .iter()
-        .map(|f| {
-            let positions = positions(&f.vars, &vars);
-            let shared: Vec<usize> = (0..f.vars.len())
-                .filter(|&m| bound.contains(&f.vars[m]))
-                .collect();
-            bound.extend(
-                f.vars
-                    .iter()
-                    .filter(|v| !bound.contains(v))
-                    .collect::<Vec<_>>(),
-            );
-            // A factor whose variables are all bound already is its own index (SDDMM's
-            // `D(k,j)`): one lookup a product, no list to follow.
-            let matches = if shared.len() == f.vars.len() {
-                Matches::Listed(&f.entries)
-            } else {
-                let mut index: Map<Key, Vec<(Key, Pair)>> = Map::default();
-                for (k, &x) in &f.entries {
-                    let probe: Key = shared.iter().map(|&m| k[m]).collect();
-                    index.entry(probe).or_default().push((k.clone(), x));
-                }
-                Matches::Indexed(index)
-            };
-            JoinStep {
-                positions,
-                shared,
-                matches,
-            }
-        })
-        .collect();
-    let first = positions(&factors[0].vars, &vars);
-    let mut coords = vec![0usize; vars.len()];
-    let mut entries: Map<Key, Pair> = Map::default();
-    for (k, &x) in &factors[0].entries {
-        first.iter().zip(k).for_each(|(&m, &c)| coords[m] = c);
-        extend_join(&steps, x, &mut coords, drop, &mut entries);
-    }
-    vars.remove(drop);
-    listed(vars, entries)
 }
 
 /// `entries` over `vars`, structural zeros elsewhere: an input's stored components, or
@@ -518,97 +383,6 @@ fn positions(of: &[VarId], vars: &[VarId]) -> Vec<usize> {
     of.iter()
         .map(|v| vars.iter().position(|w| w == v).expect("united"))
         .collect()
-}
-
-/// One factor after the first of a [`joined_sum`].
-struct JoinStep<'f> {
-    /// Where each of the factor's variables sits in the joined variables.
-    positions: Vec<usize>,
-    /// Which of the factor's variables earlier factors bind (by its own order).
-    shared: Vec<usize>,
-    matches: Matches<'f>,
-}
-
-/// How a [`JoinStep`] finds the entries of its factor that match the bound coordinates.
-enum Matches<'f> {
-    /// Every variable is bound: the factor's own entries, at most one.
-    Listed(&'f Map<Key, Pair>),
-    /// The entries by their coordinates of the bound variables.
-    Indexed(Map<Key, Vec<(Key, Pair)>>),
-}
-
-/// Multiply `product` (over the coordinates bound so far, in `coords`) by the matching
-/// entries of each of `steps` in turn, adding each complete product to `out` at `coords`
-/// without the summed variable's position `drop`.
-fn extend_join(
-    steps: &[JoinStep],
-    product: Pair,
-    coords: &mut [usize],
-    drop: usize,
-    out: &mut Map<Key, Pair>,
-) {
-    let Some((step, rest)) = steps.split_first() else {
-        let key: Key = coords
-            .iter()
-            .enumerate()
-            .filter(|&(m, _)| m != drop)
-            .map(|(_, &c)| c)
-            .collect();
-        accumulate(out, &key, product);
-        return;
-    };
-    let probe: Key = step
-        .shared
-        .iter()
-        .map(|&m| coords[step.positions[m]])
-        .collect();
-    match &step.matches {
-        Matches::Listed(entries) => {
-            if let Some(&x) = entries.get(&probe) {
-                extend_join(rest, product.times(x), coords, drop, out);
-            }
-        }
-        Matches::Indexed(index) => {
-            for (k, x) in index.get(&probe).into_iter().flatten() {
-                step.positions
-                    .iter()
-                    .zip(k)
-                    .for_each(|(&m, &c)| coords[m] = c);
-                extend_join(rest, product.times(*x), coords, drop, out);
-            }
-        }
-    }
-}
-
-/// Add `x` to the component of `out` at `key`, listing it if it is not yet.
-fn accumulate(out: &mut Map<Key, Pair>, key: &[usize], x: Pair) {
-    // Look up before inserting: most products land on a component already listed.
-    match out.get_mut(key) {
-        Some(total) => total.add(x),
-        None => {
-            out.insert(Key::from_slice(key), x);
-        }
-    }
-}
-
-/// Call `f` on every pair of entries of `build` and `probe` whose keys agree, indexing the
-/// `build` side (the smaller one) by its key.
-fn hash_join(
-    build: &Map<Key, Pair>,
-    build_key: impl Fn(&[usize]) -> Key,
-    probe: &Map<Key, Pair>,
-    probe_key: impl Fn(&[usize]) -> Key,
-    mut f: impl FnMut(&[usize], Pair, &[usize], Pair),
-) {
-    let mut index: Map<Key, Vec<(&[usize], Pair)>> = Map::default();
-    for (k, &x) in build {
-        index.entry(build_key(k)).or_default().push((k, x));
-    }
-    for (pk, &px) in probe {
-        for &(bk, bx) in index.get(&probe_key(pk)).into_iter().flatten() {
-            f(bk, bx, pk, px);
-        }
-    }
 }
 
 /// `f` summed over all `size` values of `var`.
