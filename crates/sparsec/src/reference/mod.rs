@@ -207,17 +207,24 @@ fn eval(expr: &CExpr, cx: &Cx) -> Func {
                 }
             }
             // The mode that supplies each variable's coordinate; a repeated variable
-            // (`A(i,i)`) keeps only the components whose coordinates agree.
+            // (`A(i,i)`) keeps only the components whose coordinates agree with it.
             let first: Vec<usize> = vars
                 .iter()
                 .map(|v| a.indices.iter().position(|w| w == v).expect("listed"))
                 .collect();
-            let mut entries: Map<Key, Pair> = Map::default();
+            let repeated: Vec<(usize, usize)> = a
+                .indices
+                .iter()
+                .enumerate()
+                .map(|(m, v)| (m, first[vars.iter().position(|w| w == v).expect("listed")]))
+                .filter(|&(m, source)| m != source)
+                .collect();
+            // Sized for every stored entry at once: growing a map of millions of entries
+            // by doubling rehashes it and touches fresh pages each time.
+            let mut entries: Map<Key, Pair> =
+                Map::with_capacity_and_hasher(tensor.stored_values(), Default::default());
             tensor.for_each_stored(|c, x| {
-                if a.indices.iter().zip(c).any(|(v, &cv)| {
-                    let m = first[vars.iter().position(|w| w == v).expect("listed")];
-                    c[m] != cv
-                }) {
+                if repeated.iter().any(|&(m, source)| c[m] != c[source]) {
                     return;
                 }
                 let key = first.iter().map(|&m| c[m] as usize).collect();
