@@ -116,9 +116,14 @@ pub(super) fn joined_sum(var: VarId, factors: &[Func]) -> Func {
                     .collect::<Vec<_>>(),
             );
             // A factor whose variables are all bound already is its own index (SDDMM's
-            // `D(k,j)`): one lookup a product, no list to follow.
+            // `D(k,j)`): one lookup a product, no list to follow; into an array when it
+            // lists most of its box (a dense input), as a hash map of millions of entries
+            // misses the caches on nearly every lookup.
             let matches = if shared.len() == f.vars.len() {
-                Matches::Listed(&f.entries)
+                // The variable bound last varies fastest between lookups: innermost.
+                let mut nesting: Vec<usize> = (0..f.vars.len()).collect();
+                nesting.sort_by_key(|&m| bound.iter().position(|&v| v == f.vars[m]));
+                Boxed::of(&f.entries, nesting).map_or(Matches::Listed(&f.entries), Matches::Boxed)
             } else {
                 let mut index: Map<Key, Vec<(Key, Pair)>> = Map::default();
                 for (k, &x) in &f.entries {
@@ -136,13 +141,42 @@ pub(super) fn joined_sum(var: VarId, factors: &[Func]) -> Func {
         .collect();
     let first = positions(&factors[0].vars, &vars);
     let mut coords = vec![0usize; vars.len()];
-    let mut entries: Map<Key, Pair> = Map::default();
+    let mut sums = Sums::default();
     for (k, &x) in &factors[0].entries {
         first.iter().zip(k).for_each(|(&m, &c)| coords[m] = c);
-        extend_join(&steps, x, &mut coords, drop, &mut entries);
+        extend_join(&steps, x, &mut coords, drop, &mut sums);
     }
     vars.remove(drop);
-    listed(vars, entries)
+    listed(vars, sums.into_entries())
+}
+
+/// The components of a [`joined_sum`] as its products arrive. The products of one
+/// component often come in a run (SDDMM's, one for each value of the summed variable,
+/// which the last factors bind), so a run is added up before its component is looked up.
+#[derive(Default)]
+struct Sums {
+    entries: Map<Key, Pair>,
+    run: Option<(Key, Pair)>,
+}
+
+impl Sums {
+    fn add(&mut self, key: Key, x: Pair) {
+        match &mut self.run {
+            Some((run_key, total)) if *run_key == key => total.add(x),
+            _ => {
+                if let Some((run_key, total)) = self.run.replace((key, x)) {
+                    accumulate(&mut self.entries, &run_key, total);
+                }
+            }
+        }
+    }
+
+    fn into_entries(mut self) -> Map<Key, Pair> {
+        if let Some((key, total)) = self.run.take() {
+            accumulate(&mut self.entries, &key, total);
+        }
+        self.entries
+    }
 }
 
 /// One factor after the first of a [`joined_sum`].
@@ -158,6 +192,8 @@ struct JoinStep<'f> {
 enum Matches<'f> {
     /// Every variable is bound: the factor's own entries, at most one.
     Listed(&'f Map<Key, Pair>),
+    /// Every variable is bound, and the entries fill most of their box: an array of it.
+    Boxed(Boxed),
     /// The entries by their coordinates of the bound variables.
     Indexed(Map<Key, Vec<(Key, Pair)>>),
 }
@@ -170,7 +206,7 @@ fn extend_join(
     product: Pair,
     coords: &mut [usize],
     drop: usize,
-    out: &mut Map<Key, Pair>,
+    out: &mut Sums,
 ) {
     let Some((step, rest)) = steps.split_first() else {
         let key: Key = coords
@@ -179,7 +215,7 @@ fn extend_join(
             .filter(|&(m, _)| m != drop)
             .map(|(_, &c)| c)
             .collect();
-        accumulate(out, &key, product);
+        out.add(key, product);
         return;
     };
     let probe: Key = step
@@ -193,6 +229,11 @@ fn extend_join(
                 extend_join(rest, product.times(x), coords, drop, out);
             }
         }
+        Matches::Boxed(boxed) => {
+            if let Some(x) = boxed.get(&probe) {
+                extend_join(rest, product.times(x), coords, drop, out);
+            }
+        }
         Matches::Indexed(index) => {
             for (k, x) in index.get(&probe).into_iter().flatten() {
                 step.positions
@@ -202,6 +243,62 @@ fn extend_join(
                 extend_join(rest, product.times(*x), coords, drop, out);
             }
         }
+    }
+}
+
+/// A factor's entries in an array over the box from the origin to its largest coordinates,
+/// each slot the entry at those coordinates, if listed.
+struct Boxed {
+    /// The key's positions from the outermost dimension of the array to the innermost.
+    nesting: Vec<usize>,
+    /// The box's extent in each key position.
+    extents: Key,
+    slots: Vec<Option<Pair>>,
+}
+
+impl Boxed {
+    /// The array of `entries` nested as `nesting` says, when it has at most twice as many
+    /// slots as entries.
+    fn of(entries: &Map<Key, Pair>, nesting: Vec<usize>) -> Option<Boxed> {
+        let order = entries.keys().next()?.len();
+        let mut extents: Key = Key::from_elem(0, order);
+        for k in entries.keys() {
+            extents
+                .iter_mut()
+                .zip(k)
+                .for_each(|(e, &c)| *e = (*e).max(c + 1));
+        }
+        let size = extents.iter().try_fold(1usize, |n, &e| n.checked_mul(e))?;
+        if size > entries.len().saturating_mul(2) {
+            return None;
+        }
+        let mut boxed = Boxed {
+            nesting,
+            extents,
+            slots: vec![None; size],
+        };
+        for (k, &x) in entries {
+            let slot = boxed.slot(k).expect("within the box");
+            boxed.slots[slot] = Some(x);
+        }
+        Some(boxed)
+    }
+
+    /// Where the entry at `key` is kept, if `key` is in the box.
+    fn slot(&self, key: &[usize]) -> Option<usize> {
+        let mut slot = 0;
+        for &m in &self.nesting {
+            let (c, e) = (key[m], self.extents[m]);
+            if c >= e {
+                return None;
+            }
+            slot = slot * e + c;
+        }
+        Some(slot)
+    }
+
+    fn get(&self, key: &[usize]) -> Option<Pair> {
+        self.slots[self.slot(key)?]
     }
 }
 
