@@ -342,6 +342,43 @@ pub fn vectorise_gathered_sums(function: &mut Function) {
     });
 }
 
+/// `s` as it stood before [`vectorise_gathered_sums`]: the scalar version of a statement
+/// that pass versioned (one whose vector version is the scalar one with vector loops in
+/// place of serial ones), else `s` itself.
+pub fn scalar_version(s: &Stmt) -> &Stmt {
+    let Stmt::If(Expr::Var(_), then, otherwise) = s else {
+        return s;
+    };
+    let ([vector], [scalar]) = (&then[..], &otherwise[..]) else {
+        return s;
+    };
+    let mut serial = vector.clone();
+    serialise(&mut serial);
+    if serial == *scalar {
+        scalar
+    } else {
+        s
+    }
+}
+
+/// Make every vector loop in `s` serial.
+fn serialise(s: &mut Stmt) {
+    if let Stmt::For(l) = s {
+        if matches!(
+            l.kind,
+            LoopKind::Parallel {
+                unit: ParallelUnit::CpuVector,
+                ..
+            }
+        ) {
+            l.kind = LoopKind::Serial;
+        }
+    }
+    for body in visit::children_mut(s) {
+        body.iter_mut().for_each(serialise);
+    }
+}
+
 /// Make every gathered dot product in `s` a vector loop, noting each one with another
 /// (gathered array, segment bounds, values) in `dots`.
 fn vectorise(function: &Function, s: &mut Stmt, dots: &mut Vec<GatheredDot>) {
@@ -415,7 +452,7 @@ mod tests {
         assert_eq!(dot.values, ArrayRef::Values(crate::ir::OperandId(1)));
         // Prefetching x's elements (`prefetch`) versioned the statement again, and the
         // version without hints is the statement this pass made.
-        let [vector_flag, Stmt::Decl(hints, _), Stmt::If(Expr::Var(hinted), _, plain)] =
+        let [vector_flag, Stmt::Decl(hints, _), Stmt::If(Expr::Var(hinted), with_hints, plain)] =
             &f.body[..]
         else {
             panic!("the statement versioned for hints: {:#?}", f.body)
@@ -439,6 +476,8 @@ mod tests {
             });
             kinds
         };
+        // The version with hints is made from the scalar one: its sums stay serial.
+        assert_eq!(kinds(with_hints), kinds(scalar));
         let (vector, scalar) = (kinds(vector), kinds(scalar));
         assert_eq!(vector.len(), scalar.len());
         assert_eq!(scalar.last(), Some(&LoopKind::Serial));

@@ -29,8 +29,12 @@ impl Printer<'_> {
                 ));
                 self.plain_loop(l);
             }
-            Some(SumReduction { accumulator, .. }) => self.split_sum(l, accumulator),
-            None => self.plain_loop(l),
+            // A loop that prefetches what it gathers waits on its loads, not on its
+            // additions (see `prefetch::prefetch_gathered_elements`).
+            Some(SumReduction { accumulator, .. }) if !prefetches(l) => {
+                self.split_sum(l, accumulator)
+            }
+            _ => self.plain_loop(l),
         }
     }
 
@@ -126,4 +130,9 @@ impl Printer<'_> {
         self.line(&format!("__asm__(\"\" : \"+r\"({var}));"));
         body.iter().for_each(|s| self.stmt(s));
     }
+}
+
+/// Whether `l`'s body prefetches.
+fn prefetches(l: &Loop) -> bool {
+    l.body.iter().any(|s| matches!(s, Stmt::Prefetch { .. }))
 }
