@@ -419,8 +419,7 @@ mod tests {
         crate::ir::testing::lowered(expr, tensors).function
     }
 
-    /// The distinct gathered dot products of `function`'s vector loops (a loop and its
-    /// copy that prefetches are one).
+    /// The distinct gathered dot products of `function`'s vector loops.
     fn gathered(function: &Function) -> Vec<GatheredDot> {
         let mut found: Vec<GatheredDot> = Vec::new();
         visit::walk_stmts(&function.body, &mut |s| {
