@@ -49,7 +49,8 @@ pub struct TuneArgs {
     /// The most threads a candidate may use (default: OMP_NUM_THREADS, else all cores).
     #[arg(long, value_name = "N", value_parser = spec::thread_count)]
     pub threads: Option<usize>,
-    /// Wall-clock budget of the search in seconds, compilation and measurement included.
+    /// Wall-clock budget of the tuning in seconds: the reference evaluation that checks the
+    /// candidates, compilation and measurement included.
     #[arg(long, value_name = "SECONDS", default_value_t = 30.0, value_parser = seconds)]
     pub budget: f64,
     /// How candidates are drawn: `random` (formats and schedules together),

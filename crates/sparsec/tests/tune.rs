@@ -509,6 +509,34 @@ fn the_budget_counts_the_checks_of_the_confirmation_rounds() {
     assert_eq!(tuned.measured, 1, "check {:?}, runs {runs:?}", once.check);
 }
 
+/// The reference evaluation that checks the candidates counts in the budget: a budget it
+/// takes up measures only the default (before, the search had the whole budget after it).
+#[test]
+fn the_budget_counts_the_reference_evaluation() {
+    let mut r = rng(17);
+    // Many entries for the reference to list, a kernel that runs them in microseconds.
+    let a = random_coo(&mut r, &[600, 600], 0.5);
+    let x = random_coo(&mut r, &[600], 1.0);
+    let (stmt, tensors) = statement(
+        "y(i) = A(i,j) * x(j)",
+        &[("A", "csr")],
+        &[("A", a), ("x", x)],
+        &[],
+    );
+    let space = tune::space_of(&stmt, &tensors, 1);
+    let (measurer, once) = measurer_and_default(&space, tensors, quick(Backend::C));
+    let again = once.conversion + once.check + once.runtime * (once.runs as u32 + 1);
+    let reference = measurer.reference_time();
+    assert!(
+        reference > again * 20,
+        "reference {reference:?}, one measurement {again:?}"
+    );
+    let tuned = random_search(&space, &measurer, reference, 5);
+    assert_eq!(tuned.measured, 1, "reference {reference:?}");
+    assert_eq!(tuned.best, tuned.default);
+    assert!(tuned.tuning_time >= reference);
+}
+
 /// A measurement budget stops the search after that many candidates, however much time is
 /// left, so that searches can be compared at one budget.
 #[test]

@@ -44,7 +44,8 @@ pub use space::{Candidate, Draw, ParallelLoop, Point, Space};
 pub struct TuneOptions {
     /// The most threads a point may use.
     pub threads: usize,
-    /// Wall-clock budget of the search, compilation and measurement included.
+    /// Wall-clock budget of the tuning: the reference evaluation that checks the
+    /// candidates, compilation and measurement included.
     pub budget: Duration,
     /// The most candidates measured after sparsec's default (`None`: as many as the
     /// budget allows); searches compared at one measurement budget set it.

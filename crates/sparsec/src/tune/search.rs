@@ -33,7 +33,7 @@ impl Strategy {
 
 /// What a search is told after each measured candidate.
 pub struct Progress<'a> {
-    /// Time spent so far.
+    /// Time the tuning has taken so far, the reference evaluation included.
     pub elapsed: Duration,
     /// The budget.
     pub budget: Duration,
@@ -207,7 +207,8 @@ fn median_measurement(mut rounds: Vec<Measurement>) -> Measurement {
 /// When a search stops.
 #[derive(Clone, Copy, Debug)]
 pub struct Limits {
-    /// Wall-clock budget, compilation and measurement included.
+    /// Wall-clock budget of the tuning: the reference evaluation that checks the candidates
+    /// ([`Measurer::reference_time`], done before the search), compilation and measurement.
     pub budget: Duration,
     /// The most candidates measured after the default (`None`: as many as the budget
     /// allows).
@@ -232,7 +233,8 @@ const CONFIRMATION_ROUNDS: usize = 5;
 /// ran in a cold process: choosing and reporting the speedup from the interleaved rounds
 /// removes both biases. The rounds count in the tuning time and come out of the budget
 /// (the search stops early enough for them, by the finalists' measurements so far), not
-/// in `measured`.
+/// in `measured`; so does the reference evaluation done before the search (all of the
+/// budget, on a large input: then only the default is measured).
 pub fn measure_candidates(
     space: &Space,
     measurer: &Measurer,
@@ -241,6 +243,8 @@ pub fn measure_candidates(
     mut progress: impl FnMut(&Progress),
 ) -> Result<Tuned, Error> {
     let started = Instant::now();
+    // The tuning so far: the search, after the reference evaluation.
+    let elapsed = || started.elapsed() + measurer.reference_time();
     let default = space.default_point()?;
     let measure_default = || {
         measurer
@@ -267,7 +271,7 @@ pub fn measure_candidates(
                     .iter()
                     .map(|(m, _)| remeasuring(m))
                     .sum::<Duration>());
-        let left = budget.saturating_sub(started.elapsed() + confirming);
+        let left = budget.saturating_sub(elapsed() + confirming);
         if left.is_zero()
             || repeats_in_a_row >= 100
             || limits.candidates.is_some_and(|n| measured > n)
@@ -308,7 +312,7 @@ pub fn measure_candidates(
             }
         };
         progress(&Progress {
-            elapsed: started.elapsed(),
+            elapsed: elapsed(),
             budget,
             measured,
             best: best_runtime,
@@ -343,7 +347,7 @@ pub fn measure_candidates(
         unfit,
         timed_out,
         failures,
-        tuning_time: started.elapsed() + measurer.reference_time(),
+        tuning_time: elapsed(),
         reference_time: measurer.reference_time(),
     })
 }
