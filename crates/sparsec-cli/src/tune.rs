@@ -204,6 +204,9 @@ pub fn tune(args: &TuneArgs) -> Result<()> {
         )
         .expect("a valid template"),
     );
+    // The reference evaluation comes first, with no progress to report: the clock runs.
+    bar.set_message("evaluating the reference that checks the candidates");
+    bar.enable_steady_tick(Duration::from_millis(250));
     let progress = |p: &tune::Progress| {
         bar.set_position(p.elapsed.as_millis() as u64);
         bar.set_message(format!(
