@@ -55,7 +55,7 @@ fn dot_names<'a>(
 
 /// The prefetch hints at the top of `l`'s body (`prefetch::prefetch_gathered_elements`),
 /// empty where it has none.
-fn leading_hints(l: &Loop) -> &[Stmt] {
+pub(super) fn leading_hints(l: &Loop) -> &[Stmt] {
     let count = l
         .body
         .iter()

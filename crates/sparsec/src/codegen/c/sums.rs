@@ -1,6 +1,7 @@
 //! Sum reductions in serial loops: the only arithmetic the C backend reassociates.
 
 use super::expr::expr;
+use super::gathers::leading_hints;
 use super::Printer;
 use crate::ir::analysis::{self, SumReduction};
 use crate::ir::{Expr, Loop, Stmt, Type, Var};
@@ -31,7 +32,7 @@ impl Printer<'_> {
             }
             // A loop that prefetches what it gathers waits on its loads, not on its
             // additions (see `prefetch::prefetch_gathered_elements`).
-            Some(SumReduction { accumulator, .. }) if !prefetches(l) => {
+            Some(SumReduction { accumulator, .. }) if leading_hints(l).is_empty() => {
                 self.split_sum(l, accumulator)
             }
             _ => self.plain_loop(l),
@@ -130,9 +131,4 @@ impl Printer<'_> {
         self.line(&format!("__asm__(\"\" : \"+r\"({var}));"));
         body.iter().for_each(|s| self.stmt(s));
     }
-}
-
-/// Whether `l`'s body prefetches.
-fn prefetches(l: &Loop) -> bool {
-    l.body.iter().any(|s| matches!(s, Stmt::Prefetch { .. }))
 }
