@@ -14,8 +14,7 @@
 
 mod join;
 
-use std::collections::HashMap;
-
+use indexmap::IndexMap;
 use smallvec::SmallVec;
 
 use join::{join, joined_sum};
@@ -27,8 +26,7 @@ use crate::notation::cin::{CExpr, Statement, VarId};
 use crate::tensor::{unscaled_difference, Coo, Tensor, ValueType, Values};
 
 /// The Fx hash (rustc's): coordinate tuples hash several times faster than with SipHash,
-/// which dominates evaluation on millions of entries, and iteration (hence summation)
-/// order is the same on every run.
+/// which dominates evaluation on millions of entries.
 #[derive(Default)]
 struct FxHasher(u64);
 
@@ -56,7 +54,14 @@ impl Hasher for FxHasher {
     }
 }
 
-type Map<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
+/// Entries by their coordinates, iterated in the order they were first listed: an input's
+/// in its storage order, so that the components a join looks up or adds to next (SpMV's
+/// `y(i)` of one row after another) lie close together, as they would not in a hash
+/// map's order. The order is the same on every run, hence summation order too. With
+/// [`join`]'s arrays, SpMV with `--check` on a uniform 1M x 1M with 10M entries took
+/// 9.8-10.7 s with hashbrown's order and 7.6-7.8 s with this one (peak memory 1.62 GB and
+/// 1.31 GB), SDDMM on a banded 30k x 30k with k = 32 took 2.9 s and 1.8 s.
+type Map<K, V> = IndexMap<K, V, BuildHasherDefault<FxHasher>>;
 
 /// Coordinates in a function's variable order: held inline up to order 4, so that the
 /// millions of components an SDDMM or MTTKRP join lists are not one allocation each.
@@ -262,7 +267,7 @@ fn eval(expr: &CExpr, cx: &Cx) -> Func {
                     && factors.iter().all(|f| f.structural)
                     && factors.iter().any(|f| f.vars.contains(v))
                 {
-                    return joined_sum(*v, &factors);
+                    return joined_sum(*v, &factors, cx.stmt);
                 }
                 let last = factors.pop().expect("a product has two factors");
                 let mut factors = factors.into_iter();
@@ -291,7 +296,7 @@ fn binary(op: Op, a: Func, b: Func, stmt: &Statement) -> Func {
     let b_pos = positions(&b.vars, &vars);
     let mut entries = Map::default();
     if a_zeroes && b_zeroes {
-        join(&a, &b, &vars, &b_pos, None, &mut entries);
+        entries = join(&a, &b, &vars, &b_pos, None, stmt);
     } else {
         // The result can differ from `fill` only where an operand is listed; each listed
         // entry covers every coordinate of the variables only the other operand has.
@@ -354,8 +359,7 @@ fn contract(var: VarId, size: usize, a: Func, b: Func, stmt: &Statement) -> Func
         return sum(var, binary(Op::Mul, a, b, stmt), size);
     }
     let b_pos = positions(&b.vars, &vars);
-    let mut entries = Map::default();
-    join(&a, &b, &vars, &b_pos, Some(drop), &mut entries);
+    let entries = join(&a, &b, &vars, &b_pos, Some(drop), stmt);
     vars.remove(drop);
     listed(vars, entries)
 }
