@@ -235,6 +235,8 @@ typedef struct {
   int64_t earlier_lags_ns[2];
   /* Runs alone recorded, up to SPARSEC_SOLO_RUNS. */
   int64_t solo_runs;
+  /* The clock when the loop's first run on a team began (0: none yet). */
+  int64_t first_team_ns;
 } sparsec_pace;
 
 /* Before a loop has run on a team: a lag of 2 us, what a team of threads that still spin
@@ -276,6 +278,16 @@ typedef struct {
 #define SPARSEC_CLAIMED_WORK 4194304
 #endif
 #define SPARSEC_CLAIMS 8
+/* A loop's runs on a team in the first SPARSEC_SETTLE_NS after its first one raise no
+   lag. A process's threads settle on their cores in that time: the scheduler starts a new
+   thread on its parent's core, and moves it only at a later tick, so the first teams take
+   milliseconds even on an idle machine. A C harness of a 100 us parallel loop, 60 runs in
+   each of 8 fresh processes on 2 cores: in 5 of them the first one to three runs took 4
+   to 10 ms (none with the threads bound to cores). Three late runs were enough to raise
+   the lag to milliseconds, which then took about half a second to fade: SpMV on bayer10
+   at 2 threads, 1001 runs in a new process, ran alone in about one process of four
+   (0.0485 ms a run against 0.0250). */
+#define SPARSEC_SETTLE_NS 50000000
 /* A loop that runs on one thread sees no lag, so a lag from a busy spell fades, and
    teams are tried again: it halves each time this many lags' time passes since it was
    seen. A try on a machine still busy costs about one lag, so tries cost a few percent
@@ -347,9 +359,9 @@ SPARSEC_RT_INLINE int64_t sparsec_team(const sparsec_pace *pace, int64_t threads
    thread's block also takes the time its wake-up cost it. It follows a faster run at
    once but creeps up by 1/32 a run, as a run descheduled midway measures the machine, not
    the loop. The lag falls by at most half a run, and rises only to the least of the last
-   three runs' lags: a process's first teams, whose threads start and settle on their
-   cores, can be milliseconds late on an idle machine, while a busy machine makes every
-   run late, and after three of them sends the loop to one thread. */
+   three runs' lags, and not at all while the threads settle (SPARSEC_SETTLE_NS): a single
+   late run is a thread descheduled once, while a busy machine makes every run late, and
+   after three of them sends the loop to one thread. */
 SPARSEC_RT_INLINE void sparsec_pace_record(sparsec_pace *pace, int64_t team, int64_t work, int64_t start, int64_t done_ns, int64_t end_ns) {
   if (!start || team < 1 || work / team < 1 || done_ns <= start) return;
   const int64_t old_ps = __atomic_load_n(&pace->ps_per_unit, __ATOMIC_RELAXED);
@@ -362,6 +374,12 @@ SPARSEC_RT_INLINE void sparsec_pace_record(sparsec_pace *pace, int64_t team, int
     if (solo < SPARSEC_SOLO_RUNS) __atomic_store_n(&pace->solo_runs, solo + 1, __ATOMIC_RELAXED);
     return;
   }
+  int64_t first_team = __atomic_load_n(&pace->first_team_ns, __ATOMIC_RELAXED);
+  if (!first_team) {
+    first_team = start;
+    __atomic_store_n(&pace->first_team_ns, first_team, __ATOMIC_RELAXED);
+  }
+  const int settling = end_ns - first_team < SPARSEC_SETTLE_NS;
   const int64_t lag = sparsec_lag(pace, end_ns);
   /* Beyond the first thread's share at the pace of a run alone (which includes what
      threads slow each other down by sharing memory bandwidth); while there has been none,
@@ -370,6 +388,7 @@ SPARSEC_RT_INLINE void sparsec_pace_record(sparsec_pace *pace, int64_t team, int
   const int64_t share_ns = old_ps ? (int64_t)((double)(work / team) * (double)old_ps / 1000.0) : done_ns - start;
   int64_t seen = end_ns - start - share_ns;
   if (seen < SPARSEC_LEAST_LAG_NS) seen = SPARSEC_LEAST_LAG_NS;
+  if (settling && seen >= lag) return;
   const int64_t before = __atomic_load_n(&pace->earlier_lags_ns[0], __ATOMIC_RELAXED);
   const int64_t before_that = __atomic_load_n(&pace->earlier_lags_ns[1], __ATOMIC_RELAXED);
   __atomic_store_n(&pace->earlier_lags_ns[1], before, __ATOMIC_RELAXED);

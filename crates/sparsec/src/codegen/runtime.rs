@@ -361,6 +361,7 @@ mod tests {
         lag_seen_ns: i64,
         earlier_lags_ns: [i64; 2],
         solo_runs: i64,
+        first_team_ns: i64,
     }
 
     extern "C" {
@@ -378,6 +379,15 @@ mod tests {
     const MS: i64 = 1_000_000;
 
     impl Pace {
+        /// A loop that first ran on a team long ago: its threads have settled, and late
+        /// runs count.
+        fn settled() -> Pace {
+            Pace {
+                first_team_ns: 1,
+                ..Pace::default()
+            }
+        }
+
         fn team(&self, threads: i64, work: i64, now: i64) -> i64 {
             // SAFETY: reads the three fields of a live `Pace`.
             unsafe { sparsec_team(self, threads, work, now) }
@@ -403,7 +413,7 @@ mod tests {
     #[test]
     fn teams_follow_the_work_and_the_lag_of_past_runs() {
         let now = 1000 * MS;
-        let mut pace = Pace::default();
+        let mut pace = Pace::settled();
         // Not timed (start 0), one thread asked, or too little work for two shares.
         assert_eq!(pace.team(4, 1 << 40, 0), 1);
         assert_eq!(pace.team(1, 1 << 40, now), 1);
@@ -458,10 +468,9 @@ mod tests {
 
     #[test]
     fn a_late_run_raises_the_lag_only_when_the_two_before_were_late_too() {
-        // As a process's first teams are on an idle machine, while their threads start
-        // and settle on their cores.
+        // Threads descheduled once in a while, on a machine that is not busy.
         let now = 1000 * MS;
-        let mut pace = Pace::default();
+        let mut pace = Pace::settled();
         pace.learn(100_000, now, 50_000);
         for run in 0..2 {
             pace.record(2, 200_000, now + run * 10 * MS, 50_000, 5 * MS);
@@ -497,12 +506,41 @@ mod tests {
     }
 
     #[test]
-    fn the_lag_of_a_processs_first_teams_fades_within_milliseconds() {
-        // Three team runs 300 us late, as a process's threads start: a loop of 0.4 ms alone
-        // (800,000 units at 0.5 ns) then runs alone, until sixteen lags' time has passed
-        // twice (9.6 ms), when the lag is 75 us.
+    fn a_loops_first_teams_raise_no_lag_while_their_threads_settle() {
+        // SpMV on bayer10 (108,000 units at 0.45 ns, 48 us alone) in a new process: its
+        // first three team runs 8 ms late, as the second thread waits to leave the first
+        // one's core. The loop keeps its team; once 50 ms have passed since its first
+        // team, three late runs send it to one thread.
         let now = 1000 * MS;
         let mut pace = Pace::default();
+        pace.learn(108_000, now, 48_600);
+        let mut start = now + MS;
+        for run in 0..3 {
+            assert_eq!(pace.team(2, 108_000, start), 2, "settling run {run}");
+            pace.record(2, 108_000, start, 24_300, 8 * MS);
+            start += 9 * MS;
+        }
+        for run in 0..3 {
+            assert_eq!(pace.team(2, 108_000, start), 2, "settled run {run}");
+            pace.record(2, 108_000, start, 24_300, 1_000);
+            start += 100_000;
+        }
+        start = now + MS + 50 * MS;
+        for run in 0..3 {
+            assert_eq!(pace.team(2, 108_000, start), 2, "late run {run}");
+            pace.record(2, 108_000, start, 24_300, 8 * MS);
+            start += 9 * MS;
+        }
+        assert_eq!(pace.team(2, 108_000, start), 1);
+    }
+
+    #[test]
+    fn the_lag_of_three_late_runs_fades_within_milliseconds() {
+        // Three team runs 300 us late: a loop of 0.4 ms alone (800,000 units at 0.5 ns)
+        // then runs alone, until sixteen lags' time has passed twice (9.6 ms), when the
+        // lag is 75 us.
+        let now = 1000 * MS;
+        let mut pace = Pace::settled();
         pace.learn(800_000, now, 400_000);
         for run in 0..3 {
             pace.record(2, 800_000, now + run * MS, 200_000, 300_000);
@@ -535,7 +573,7 @@ mod tests {
         // at 0.73 ns a unit: 216 us) and the loop kept its team; from the second run's
         // pace (0.22 ns) each team run is 90 us late, and after three the loop runs alone.
         let now = 1000 * MS;
-        let mut pace = Pace::default();
+        let mut pace = Pace::settled();
         pace.record(1, 596_967, now, 435_000, 0);
         assert_eq!(
             pace.team(2, 596_967, now + MS),
