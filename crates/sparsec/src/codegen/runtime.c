@@ -239,16 +239,20 @@ typedef struct {
   int64_t first_team_ns;
 } sparsec_pace;
 
-/* Before a loop has run on a team: a lag of 2 us, what a team of threads that still spin
-   costs (SpMV on bcspwr10, 13 us alone, took 7 us on two). The lag is learnt only from
-   runs on a team, so the guess must let loops of a few microseconds try one: with 10 us,
-   loops under 40 us never did, and kept one thread where two would halve their time.
+/* Before a loop has run on a team: a lag of 1 us, about what a team of threads that still
+   spin costs (SpMV on cryg2500, 7.6 us alone, took 5.0 us on two). The lag is learnt only
+   from runs on a team, so the guess must let loops of a few microseconds try one: with
+   10 us, loops under 40 us never did, and kept one thread where two would halve their
+   time; with 2 us, loops under 8 us never did (SpMV at 2 threads, 1001 runs in a new
+   process, ms: cryg2500 0.0076 against 0.0053 with 1 us, dwt_992 0.0065 against 0.0047,
+   jagmesh7 0.0044 against 0.0037; inputs with less work than two shares of
+   SPARSEC_MIN_SHARE, such as 494_bus and west0479, still run alone).
    Where the threads sleep, or other processes hold the cores, three late runs send the
    loop back to one thread. Until a loop has run alone (SPARSEC_SOLO_RUNS times), its pace
    is unsure (a guess, a nanosecond a unit, or a cold run's), and only work that would
    earn a team even at an eighth of that pace (4M units) gets one: other loops run alone
    first, to learn their pace. */
-#define SPARSEC_GUESS_LAG_NS 2000
+#define SPARSEC_GUESS_LAG_NS 1000
 /* A loop's first run alone is cold (its data not yet in cache, its pages not yet mapped)
    and can take three times as long as the next: MTTKRP on a small tensor took 0.44 ms
    then 0.13. A pace learnt from it alone makes every team look early, and teams record no

@@ -422,12 +422,13 @@ mod tests {
         assert_eq!(pace.team(4, 4_194_303, now), 1);
         assert_eq!(pace.team(4, 1 << 40, now), 4);
         // A cold first run alone sets no team; after a second at 0.5 ns a unit, with the
-        // 2 us lag guessed, 2 threads from 16,000 units on (two lags per thread).
+        // 1 us lag guessed, 2 threads from 8,192 units on (two lags per thread: 8,000;
+        // two shares of the fewest units a thread joins for: 8,192).
         pace.record(1, 100_000, now, 150_000, 0);
         assert_eq!(pace.team(4, 16_000, now), 1);
         pace.record(1, 100_000, now, 50_000, 0);
-        assert_eq!(pace.team(4, 15_999, now), 1);
-        assert_eq!(pace.team(4, 16_000, now), 2);
+        assert_eq!(pace.team(4, 8_191, now), 1);
+        assert_eq!(pace.team(4, 8_192, now), 2);
         // Team runs that take 1 us beyond their share: 2 threads from 8,192 units on (two
         // shares of the fewest units a thread joins for), 4 from 16,384.
         for run in 0..20 {
@@ -476,14 +477,15 @@ mod tests {
             pace.record(2, 200_000, now + run * 10 * MS, 50_000, 5 * MS);
             assert_eq!(pace.team(2, 200_000, now + 9 * MS), 2);
         }
-        // Three runs 1 us late bring the lag down to 1 us (from the 2 us guessed, by half
-        // at most a run): 8,192 units then get two threads.
+        // Runs 1 us late in between: the next late run is the first of a row again, and
+        // 8,192 units still get two threads.
         for run in 2..5 {
             pace.record(2, 200_000, now + run * 10 * MS, 50_000, 1_000);
         }
+        pace.record(2, 200_000, now + 50 * MS, 50_000, 5 * MS);
         assert_eq!(pace.team(2, 8_192, now + 59 * MS), 2);
-        // The third late run in a row does.
-        for run in 5..8 {
+        // The third late run in a row raises it.
+        for run in 6..8 {
             pace.record(2, 200_000, now + run * 10 * MS, 50_000, 5 * MS);
         }
         assert_eq!(pace.team(2, 200_000, now + 89 * MS), 1);
@@ -554,13 +556,13 @@ mod tests {
 
     #[test]
     fn a_run_descheduled_alone_barely_slows_the_pace() {
-        // A 0.5 ns pace, then a run alone that took 100 times as long: the pace creeps
-        // up by 1/32 (to 0.516 ns), so 20,000 units still take two threads and 15,400
-        // one (at 50 ns they would take four and three).
+        // A 0.25 ns pace, then a run alone that took 100 times as long: the pace creeps
+        // up by 1/32 (to 0.258 ns), so with the 1 us lag guessed 20,000 units still take
+        // two threads and 15,400 one (at 25 ns they would take four and three).
         let now = 1000 * MS;
         let mut pace = Pace::default();
-        pace.learn(100_000, now, 50_000);
-        pace.record(1, 100_000, now + MS, 5_000_000, 0);
+        pace.learn(100_000, now, 25_000);
+        pace.record(1, 100_000, now + MS, 2_500_000, 0);
         assert_eq!(pace.team(4, 20_000, now + 2 * MS), 2);
         assert_eq!(pace.team(4, 15_400, now + 2 * MS), 1);
     }
