@@ -212,6 +212,12 @@ pub fn run(args: &RunArgs) -> Result<()> {
             report_phase("update", updates.iter().map(|t| t.assemble).collect());
         }
         crate::outln!("  compile   {}", spec::ms(compile_time));
+        if let Some(version) = kernel.sum_version() {
+            crate::outln!(
+                "kernel: sums in {}, the fastest of its versions in the first runs",
+                version.describe()
+            );
+        }
     }
 
     if args.check {

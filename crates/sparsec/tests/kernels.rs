@@ -1055,7 +1055,8 @@ fn many_uneven_segments_gathered_match_the_reference() {
 
 /// Run `stmt` on `tensors` and on them with 64-bit indices, on 1 and 2 threads, compiled
 /// for each form of the vector loops of `ir::gather` (see [`lane_targets`]), and on the
-/// JIT, each against the reference.
+/// JIT, each against the reference, in each version of the gathered sums (see
+/// [`compare_every_sum_version`]).
 fn compare_on_lane_targets(stmt: &sparsec::notation::cin::Statement, tensors: &[Tensor]) {
     let wide: Vec<Tensor> = tensors
         .iter()
@@ -1071,7 +1072,7 @@ fn compare_on_lane_targets(stmt: &sparsec::notation::cin::Statement, tensors: &[
         for (widths, tensors) in [("32-bit", tensors), ("64-bit", &wide)] {
             for threads in [1, 2] {
                 kernel.set_threads(threads);
-                compare_with_reference(&kernel, stmt, tensors, &format!("{widths} {target}"));
+                compare_every_sum_version(&kernel, stmt, tensors, &format!("{widths} {target}"));
             }
         }
     }
@@ -1079,7 +1080,7 @@ fn compare_on_lane_targets(stmt: &sparsec::notation::cin::Statement, tensors: &[
         .and_then(|k| k.with_backend(sparsec::kernel::Backend::Jit))
         .unwrap();
     for (widths, tensors) in [("32-bit", tensors), ("64-bit", &wide)] {
-        compare_with_reference(&jit, stmt, tensors, &format!("{widths}, JIT"));
+        compare_every_sum_version(&jit, stmt, tensors, &format!("{widths}, JIT"));
     }
 }
 

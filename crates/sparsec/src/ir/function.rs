@@ -258,6 +258,7 @@ impl Function {
                 | ParamRef::Length(_)
                 | ParamRef::Scattered(_)
                 | ParamRef::Uneven(_)
+                | ParamRef::SumVersion
                 | ParamRef::Phase
                 | ParamRef::Capacity),
             ) => {

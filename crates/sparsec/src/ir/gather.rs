@@ -74,6 +74,15 @@
 //! Below about 16 entries a segment the lanes gain nothing, and the test of a segment's
 //! length that picks them costs short segments 5-8% (measured with the test on every
 //! segment), hence [`LONG_SEGMENT_MEAN`], tested once for all segments.
+//!
+//! These tests are what one machine measured, and another disagrees: on an Intel Xeon
+//! with AVX-512, hardware gathers run SpMV over short uneven rows with a small `x`
+//! (ca-HepTh, 5 entries a row, 10k rows) in 0.041 ms where the scalar loop takes 0.099,
+//! while on AMD Zen 4 the scalar loop was twice as fast there (the table above). So the
+//! tests only choose a call's version until the kernel has measured: every call passes
+//! [`ParamRef::SumVersion`], [`BY_TESTS`] to let the tests choose, or one
+//! [`SumVersion`], which the kernel sets on repeated calls with one input to try each
+//! and then run the fastest.
 
 use std::borrow::Cow;
 
@@ -105,6 +114,57 @@ pub const GATHER_MIN_SEGMENTS: i64 = 1 << 16;
 /// the first-level cache, and the few instructions of a gather keep more of those loads
 /// in flight than lanes filled from scalar loads do (see the module documentation).
 pub const SCATTERED_SEGMENT_MEAN: i64 = 32;
+
+/// The value of [`ParamRef::SumVersion`] with which a call's version is chosen by the
+/// run-time tests ([`hardware_gathers`], [`long_segments`]).
+pub const BY_TESTS: i64 = -1;
+
+/// A version of a function's gathered sums, as [`ParamRef::SumVersion`] selects it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum SumVersion {
+    /// The statement as it was, its sums in serial loops.
+    Scalar = 0,
+    /// Vector loops without hardware gathers: lanes filled from scalar loads.
+    Lanes = 1,
+    /// Vector loops with hardware gathers (AVX2 gathers where the coordinates scatter,
+    /// else the sum in partial sums, see `codegen::c::gathers`).
+    Gathers = 2,
+}
+
+impl SumVersion {
+    /// Every version, in the order of their values.
+    pub const ALL: [SumVersion; 3] = [SumVersion::Scalar, SumVersion::Lanes, SumVersion::Gathers];
+
+    /// What it is, in words.
+    pub fn describe(self) -> &'static str {
+        match self {
+            SumVersion::Scalar => "serial loops",
+            SumVersion::Lanes => "SIMD lanes filled from scalar loads",
+            SumVersion::Gathers => "SIMD lanes filled by hardware gathers",
+        }
+    }
+}
+
+/// True where the call chose `version`.
+fn sum_version_is(version: SumVersion) -> Expr {
+    Expr::eq(Expr::Param(ParamRef::SumVersion), Expr::Int(version as i64))
+}
+
+/// True where the call lets the run-time tests choose its version.
+fn by_tests() -> Expr {
+    Expr::eq(Expr::Param(ParamRef::SumVersion), Expr::Int(BY_TESTS))
+}
+
+/// The run-time test that `dot`'s vector loop runs with hardware gathers: the call chose
+/// [`SumVersion::Gathers`], or left the choice to the tests and [`hardware_gathers`]
+/// holds. Backends print it where they choose between gathers and filled lanes.
+pub fn gathers_run(dot: &GatheredDot) -> Expr {
+    Expr::bin(
+        BinOp::Or,
+        sum_version_is(SumVersion::Gathers),
+        Expr::and(by_tests(), hardware_gathers(dot)),
+    )
+}
 
 /// The run-time test that `dot`'s vector loop runs with hardware gathers: its segments
 /// are uneven, and its gathered array holds at least [`GATHER_MIN_LENGTH`] elements or
@@ -324,9 +384,10 @@ pub fn gathered_dot(function: &Function, l: &Loop) -> Option<GatheredDot> {
 }
 
 /// Give every top-level statement holding gathered dot products (see the module
-/// documentation) a second version in which they are vector loops, run when every one
-/// would use hardware gathers ([`hardware_gathers`]) or every one's segments are long
-/// ([`long_segments`]): `flag = tests; if (flag) { vector version } else { the
+/// documentation) a second version in which they are vector loops, run when the call
+/// chose a vector version ([`ParamRef::SumVersion`]), or left the choice to the tests and
+/// every one would use hardware gathers ([`hardware_gathers`]) or every one's segments
+/// are long ([`long_segments`]): `flag = tests; if (flag) { vector version } else { the
 /// statement }`. The test is made once, outside the loops, and the scalar version is the
 /// statement as it was: with the choice made at each segment instead, TTV on 200^3
 /// (fibers of 2 entries) took 4-16% more instructions and up to 20% more time where the
@@ -338,7 +399,13 @@ pub fn vectorise_gathered_sums(function: &mut Function) {
         vectorise(function, &mut vector, &mut dots);
         let all = |test: fn(&GatheredDot) -> Expr| dots.iter().map(test).reduce(Expr::and);
         let (gathers, long) = (all(hardware_gathers)?, all(long_segments)?);
-        Some((Expr::bin(BinOp::Or, gathers, long), vector))
+        let chosen = Expr::bin(
+            BinOp::Or,
+            sum_version_is(SumVersion::Lanes),
+            sum_version_is(SumVersion::Gathers),
+        );
+        let tested = Expr::and(by_tests(), Expr::bin(BinOp::Or, gathers, long));
+        Some((Expr::bin(BinOp::Or, chosen, tested), vector))
     });
 }
 
@@ -496,6 +563,9 @@ mod tests {
         assert_eq!(
             params,
             [
+                ParamRef::SumVersion,
+                ParamRef::SumVersion,
+                ParamRef::SumVersion,
                 ParamRef::Uneven(dot.bounds),
                 ParamRef::Length(dot.gathered),
                 ParamRef::Length(dot.bounds),
@@ -587,6 +657,7 @@ mod tests {
                         BinOp::And => (a != 0 && b != 0) as i64,
                         BinOp::Or => (a != 0 || b != 0) as i64,
                         BinOp::Ne => (a != b) as i64,
+                        BinOp::Eq => (a == b) as i64,
                         BinOp::Ge => (a >= b) as i64,
                         BinOp::Mul => a * b,
                         _ => panic!("{op:?} in a gathering test"),
@@ -637,6 +708,59 @@ mod tests {
                 expected,
                 "x {x}, {rows} rows of {mean}, uneven {uneven}, scattered {scattered}"
             );
+        }
+    }
+
+    /// A call that names a version runs it whatever the tests say; one that leaves the
+    /// choice ([`BY_TESTS`]) runs what they choose: the vector version where hardware
+    /// gathers or long segments pay, gathers where [`hardware_gathers`] holds.
+    #[test]
+    fn a_call_runs_the_sum_version_it_names() {
+        let f = lowered(
+            "y(i) = A(i,j) * x(j)",
+            &[("y", "d", &[50]), ("A", "ds", &[50, 60]), ("x", "d", &[60])],
+        );
+        let dot = gathered(&f)[0];
+        let mut guard = None;
+        visit::walk_stmts(&f.body, &mut |s| match s {
+            Stmt::Decl(flag, test) if f.var(*flag).hint == "vector_sums" => {
+                guard = Some(test.clone())
+            }
+            _ => {}
+        });
+        let guard = guard.expect("the vector version's flag");
+        let gathers = gathers_run(&dot);
+        // (uneven rows over a large x: the tests choose gathers; short even rows over a
+        // small x: they choose the scalar version)
+        for (uneven, x, tests_choose_gathers) in [(true, 1_000_000, true), (false, 100, false)] {
+            for version in [BY_TESTS, 0, 1, 2] {
+                let param = |p: &ParamRef| match *p {
+                    ParamRef::SumVersion => version,
+                    ParamRef::Length(a) if a == dot.gathered => x,
+                    ParamRef::Length(a) if a == dot.bounds => 1001,
+                    ParamRef::Length(a) if a == dot.values => 5000,
+                    ParamRef::Uneven(a) if a == dot.bounds => uneven as i64,
+                    ParamRef::Scattered(a) if a == dot.coords => 1,
+                    _ => panic!("{p:?} in the gathering test"),
+                };
+                let (vector, gathered) = match version {
+                    BY_TESTS => (tests_choose_gathers, tests_choose_gathers),
+                    v => (
+                        v != SumVersion::Scalar as i64,
+                        v == SumVersion::Gathers as i64,
+                    ),
+                };
+                assert_eq!(
+                    holds(&guard, &param),
+                    vector,
+                    "version {version}, uneven {uneven}"
+                );
+                assert_eq!(
+                    holds(&gathers, &param),
+                    gathered,
+                    "version {version}, uneven {uneven}"
+                );
+            }
         }
     }
 

@@ -56,7 +56,8 @@ impl Env<'_> {
                 | ParamRef::Capacity
                 | ParamRef::Length(_)
                 | ParamRef::Scattered(_)
-                | ParamRef::Uneven(_),
+                | ParamRef::Uneven(_)
+                | ParamRef::SumVersion,
             ) => {
                 panic!("level functions evaluated on storage take constants or ARGUMENT")
             }

@@ -167,6 +167,10 @@ pub enum ParamRef {
     /// one to the next, else 0: sampled by the runtime when the kernel is called
     /// ([`gather::uneven`]).
     Uneven(ArrayRef),
+    /// Which version of its gathered sums a call runs ([`gather::SumVersion`] as an
+    /// integer), or [`gather::BY_TESTS`] to let the run-time tests choose: set for each
+    /// call by the kernel, which measures the versions on repeated calls with one input.
+    SumVersion,
 }
 
 /// A value a front end or scheduler names before lowering knows how it is computed.

@@ -174,6 +174,7 @@ impl Names {
                     ParamRef::Length(array) => format!("{}_len", operand_hint(&array)),
                     ParamRef::Scattered(array) => format!("{}_scattered", operand_hint(&array)),
                     ParamRef::Uneven(array) => format!("{}_uneven", operand_hint(&array)),
+                    ParamRef::SumVersion => "sum_version".to_string(),
                 };
                 (p, alloc.fresh(&hint))
             })

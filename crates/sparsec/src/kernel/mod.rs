@@ -29,6 +29,7 @@ mod team;
 pub use output::Assembled;
 use output::{OutputStructure, Produced};
 pub(crate) mod variants;
+mod versions;
 
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -37,7 +38,8 @@ use std::time::{Duration, Instant};
 use crate::codegen::abi;
 use crate::codegen::c::{self, CKernel};
 use crate::codegen::runtime::{sys, RawBuffer};
-use crate::ir::{ArrayKind, ArrayRef, Function, IndexWidth, OutputMode, ScalarArg};
+use crate::ir::gather::SumVersion;
+use crate::ir::{ArrayKind, ArrayRef, Function, IndexWidth, OutputMode, ParamRef, ScalarArg};
 use crate::jit::Toolchain;
 use crate::lower::{self, LowerError, Lowered};
 use crate::notation::cin::Statement;
@@ -111,6 +113,8 @@ pub struct Kernel {
     placement: placement::PlacementPace,
     /// The library that lends the OpenMP team to conversions, loaded on first use.
     team: OnceLock<Option<team::TeamLibrary>>,
+    /// The versions of the gathered sums measured on the last input, and the one chosen.
+    versions: Mutex<versions::VersionChoice>,
 }
 
 impl Drop for Kernel {
@@ -203,6 +207,7 @@ impl Kernel {
             spare_buffers: Mutex::new(Vec::new()),
             placement: placement::PlacementPace::default(),
             team: OnceLock::new(),
+            versions: Mutex::new(versions::VersionChoice::default()),
         })
     }
 
@@ -322,6 +327,13 @@ impl Kernel {
     /// of a hundred thousand threads exhausts memory inside the OpenMP runtime).
     pub fn set_threads(&mut self, n: usize) {
         self.threads = n.clamp(1, MAX_THREADS);
+    }
+
+    /// The version of the gathered sums (SpMV's rows, TTV's fibers) that runs on the input
+    /// of the last run, once the kernel has measured each on repeated runs with that input
+    /// (see [`crate::ir::gather`]); `None` before, and for kernels with one version.
+    pub fn sum_version(&self) -> Option<SumVersion> {
+        self.versions.lock().ok()?.chosen()
     }
 
     /// True when the code that runs now was compiled for this kernel rather than found in
@@ -571,6 +583,8 @@ impl Kernel {
                 return Err(e);
             }
         };
+        let trial = self.sum_version_trial(arguments, &code);
+        let started = Instant::now();
         // SAFETY: every pointer addresses storage of the operand its slot names and stays
         // alive (owned by the caller's operands) for the call; the output's values are
         // written through the only mutable pointer, whose tensor is not aliased elsewhere.
@@ -582,6 +596,11 @@ impl Kernel {
             )
         };
         if status == 0 {
+            if let Some((input, version)) = trial {
+                if let Ok(mut versions) = self.versions.lock() {
+                    versions.record(&input, version, started.elapsed());
+                }
+            }
             return Ok(buffers);
         }
         self.keep_buffers(buffers);
@@ -590,6 +609,32 @@ impl Kernel {
             status,
             "while producing its output",
         )))
+    }
+
+    /// Set the version of the gathered sums this call runs (`ParamRef::SumVersion`, see
+    /// [`versions`]) and return what identifies its input with that version, where the
+    /// function has versions; the two-phase kernels' calls (phases of one run) keep the
+    /// tests' choice.
+    fn sum_version_trial(
+        &self,
+        arguments: &mut Arguments,
+        code: &Arc<Code>,
+    ) -> Option<(Vec<i64>, i64)> {
+        if matches!(self.lowered.function.output, OutputMode::Rows { .. }) {
+            return None;
+        }
+        let slot = self
+            .generated
+            .signature
+            .scalars
+            .iter()
+            .position(|s| *s == ScalarArg::Param(ParamRef::SumVersion))?;
+        let mut input = arguments.params.clone();
+        input[slot] = 0;
+        input.push(Arc::as_ptr(code) as usize as i64);
+        let version = self.versions.lock().ok()?.next(&input);
+        arguments.params[slot] = version;
+        Some((input, version))
     }
 
     /// The entries the kernel emitted into `buffers`, in order, then for `+=` statements

@@ -316,6 +316,7 @@ impl SpfKernel {
                 }
                 // Set for each call by `output::place_rows`.
                 ScalarArg::Param(ParamRef::Phase | ParamRef::Capacity) => 0,
+                ScalarArg::Param(ParamRef::SumVersion) => crate::ir::gather::BY_TESTS,
                 ScalarArg::Threads => self.threads as i64,
             });
         }

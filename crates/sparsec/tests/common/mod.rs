@@ -150,6 +150,45 @@ pub fn compare_with_reference(
     got
 }
 
+/// Run `kernel` on `tensors` again and again, each run against the reference, until it has
+/// measured every version of its gathered sums and chosen one (`Kernel::sum_version`,
+/// `ir::gather::SumVersion`): the first run's version is the run-time tests' choice, the
+/// next ones each version in turn, then the chosen one. A kernel with such versions must
+/// choose (unless it is a two-phase kernel, whose phases keep the tests' choice); one
+/// without never does.
+#[allow(dead_code)]
+pub fn compare_every_sum_version(
+    kernel: &Kernel,
+    stmt: &Statement,
+    tensors: &[Tensor],
+    what: &str,
+) {
+    let refs: Vec<&Tensor> = tensors.iter().collect();
+    let expected = reference::evaluate(stmt, &refs, None);
+    let versioned = kernel.kernel_source().contains("sum_version")
+        && !matches!(kernel.output_mode(), sparsec::ir::OutputMode::Rows { .. });
+    let mut runs = 0;
+    loop {
+        let got = kernel.run(&refs).unwrap_or_else(|e| panic!("{what}: {e}"));
+        let diff = got.max_difference(&expected).expect("same shape");
+        assert!(
+            diff <= 1e-9,
+            "{what}, run {runs}: kernel differs from reference by {diff}\n{}",
+            kernel.kernel_source()
+        );
+        runs += 1;
+        if kernel.sum_version().is_some() || runs == 20 {
+            break;
+        }
+    }
+    assert_eq!(
+        kernel.sum_version().is_some(),
+        versioned,
+        "{what}: chose {:?} after {runs} runs",
+        kernel.sum_version()
+    );
+}
+
 /// The default toolchain, but with kernels that split every balanced parallel loop between
 /// the threads however little work it has (`SPARSEC_GRAIN=1`; by default a loop's team
 /// follows how it ran before, and small loops run on one thread), so that small inputs
@@ -194,6 +233,31 @@ pub fn spmv(coo: &Coo, x: &[f64]) -> Vec<f64> {
         y[coo.coords[2 * e] as usize] += v * x[coo.coords[2 * e + 1] as usize];
     }
     y
+}
+
+/// `|A| |x|` for a matrix's entries: the magnitude of the terms of each entry of `A x`,
+/// which bounds its rounding error however much the terms cancel.
+#[allow(dead_code)]
+pub fn spmv_magnitudes(coo: &Coo, x: &[f64]) -> Vec<f64> {
+    let mut y = vec![0.0; coo.dims[0]];
+    for (e, v) in coo.values.iter().enumerate() {
+        y[coo.coords[2 * e] as usize] += (v * x[coo.coords[2 * e + 1] as usize]).abs();
+    }
+    y
+}
+
+/// Every entry of `got` within `1e-9 * (1 + magnitude)` of `want`'s, where `magnitudes`
+/// holds the magnitude of each entry's terms: a sum whose terms cancel keeps their
+/// rounding error, which another order of additions (or a fused multiply-add) changes.
+#[allow(dead_code)]
+pub fn assert_close_to_terms(what: &str, got: &[f64], want: &[f64], magnitudes: &[f64]) {
+    assert_eq!(got.len(), want.len(), "{what}: length");
+    for (i, ((g, w), m)) in got.iter().zip(want).zip(magnitudes).enumerate() {
+        assert!(
+            (g - w).abs() <= 1e-9 * (1.0 + m),
+            "{what}: entry {i} is {g}, expected {w} (terms of magnitude {m})"
+        );
+    }
 }
 
 /// Every entry of `got` within `1e-9 * (1 + |want|)` of `want`'s.

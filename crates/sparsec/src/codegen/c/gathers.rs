@@ -1,6 +1,6 @@
 //! Gathered dot products (`ir::gather`) printed with SIMD lanes, in one of these ways
-//! chosen when the kernel runs, by the test that chose the vector version
-//! ([`gather::hardware_gathers`]):
+//! chosen when the kernel runs, by the version the call chose or else by the test that
+//! chose the vector version ([`gather::gathers_run`]):
 //! - **Hardware gathers** (AVX-512), where the segments are uneven and the gathered array
 //!   large or the segments many, or long with their coordinates scattered over a large
 //!   gathered array, and in loops that the schedule (not `ir::gather`) put in
@@ -85,7 +85,7 @@ impl Printer<'_> {
             }
             None => l,
         };
-        let hardware = gather::hardware_gathers(dot);
+        let hardware = gather::gathers_run(dot);
         let mut tested = true;
         visit::walk_expr(&hardware, &mut |e| {
             if let Expr::Param(p) = e {
