@@ -6,8 +6,10 @@
 //! faster with gathers on an Intel Xeon, 2x slower on AMD Zen 4). A kernel called again
 //! and again with one input (an iterative solver, a benchmark, the tuner) can afford to
 //! find out: its first call runs as the tests choose (and warms the caches), the next
-//! [`TRIALS`] calls run each version in turn, and from then on it runs the version whose
-//! fastest trial was fastest, until the input changes. An input is told by the call's
+//! calls run each version in turn, [`ROUNDS`] times over (once where the first call took
+//! [`LONG_CALL`] or more: a slow moment of the machine is then small beside the call, and
+//! a run of ten calls is mostly its chosen version), and from then on it runs the
+//! version whose fastest trial was fastest, until the input changes. An input is told by the call's
 //! scalar arguments (lengths, extents, samples of its structure, threads) and the code
 //! that runs, so a new matrix of other sizes starts over, and a tiered kernel whose C
 //! code replaced the JIT's measures again.
@@ -16,9 +18,12 @@ use std::time::Duration;
 
 use crate::ir::gather::{SumVersion, BY_TESTS};
 
-/// Trial calls after the first: each version runs in this many, taken in turn so that a
-/// slow moment of the machine does not fall on one version only.
-pub(crate) const TRIALS: usize = 3 * SumVersion::ALL.len();
+/// How many times each version runs on trial, the versions taken in turn so that a slow
+/// moment of the machine does not fall on one version only.
+pub(crate) const ROUNDS: usize = 3;
+
+/// The time of a first call from which each version runs on trial once.
+pub(crate) const LONG_CALL: Duration = Duration::from_millis(1);
 
 /// What a kernel learnt of its versions' speed on the input it last ran.
 #[derive(Debug, Default)]
@@ -27,6 +32,8 @@ pub(crate) struct VersionChoice {
     input: Vec<i64>,
     /// Calls with `input` so far.
     calls: usize,
+    /// The calls on trial, set by the first call's time.
+    trials: usize,
     /// Each version's fastest trial.
     fastest: [Option<Duration>; SumVersion::ALL.len()],
     /// The version chosen once every trial has run.
@@ -56,11 +63,15 @@ impl VersionChoice {
             return;
         }
         self.calls += 1;
+        if self.calls == 1 {
+            let rounds = if took >= LONG_CALL { 1 } else { ROUNDS };
+            self.trials = rounds * SumVersion::ALL.len();
+        }
         if let Some(k) = SumVersion::ALL.iter().position(|v| *v as i64 == version) {
             let fastest = &mut self.fastest[k];
             *fastest = Some(fastest.map_or(took, |f| f.min(took)));
         }
-        if self.calls > TRIALS {
+        if self.calls > self.trials {
             self.chosen = SumVersion::ALL
                 .iter()
                 .zip(self.fastest)
@@ -100,16 +111,36 @@ mod tests {
             .collect()
     }
 
+    const TRIALS: usize = ROUNDS * SumVersion::ALL.len();
+
+    fn us(n: u64) -> Duration {
+        Duration::from_micros(n)
+    }
+
     #[test]
     fn the_tests_choose_first_then_each_version_runs_in_turn() {
         let mut choice = VersionChoice::default();
-        let versions = run(&mut choice, &[7, 8], 1 + TRIALS, |_| ms(1));
+        let versions = run(&mut choice, &[7, 8], 1 + TRIALS, |_| us(100));
         assert_eq!(versions[0], BY_TESTS);
         assert_eq!(&versions[1..4], &[0, 1, 2]);
         for v in SumVersion::ALL {
             let runs = versions.iter().filter(|&&x| x == v as i64).count();
-            assert_eq!(runs, TRIALS / SumVersion::ALL.len(), "{v:?}");
+            assert_eq!(runs, ROUNDS, "{v:?}");
         }
+        assert!(choice.chosen().is_some());
+    }
+
+    /// Where the first call took a millisecond or more, each version runs once on trial.
+    #[test]
+    fn long_calls_try_each_version_once() {
+        let mut choice = VersionChoice::default();
+        let versions = run(&mut choice, &[3], 6, |v| if v == 0 { ms(3) } else { ms(5) });
+        assert_eq!(versions, [BY_TESTS, 0, 1, 2, 0, 0]);
+        assert_eq!(choice.chosen(), Some(SumVersion::Scalar));
+        // Just below a millisecond, three rounds.
+        let mut choice = VersionChoice::default();
+        run(&mut choice, &[3], 4, |_| LONG_CALL - us(1));
+        assert_eq!(choice.chosen(), None);
     }
 
     #[test]
@@ -121,11 +152,11 @@ mod tests {
             // Lanes are fastest, but their first trial fell on a slow moment; the
             // warm-up call (the tests' choice) is slowest of all and not counted.
             match (v, trial) {
-                (BY_TESTS, _) => ms(50),
-                (1, 3) => ms(40),
-                (0, _) => ms(10),
-                (1, _) => ms(6),
-                _ => ms(8),
+                (BY_TESTS, _) => us(900),
+                (1, 3) => us(800),
+                (0, _) => us(200),
+                (1, _) => us(120),
+                _ => us(160),
             }
         });
         assert_eq!(choice.chosen(), Some(SumVersion::Lanes));
@@ -162,9 +193,9 @@ mod tests {
     fn a_record_for_another_input_is_ignored() {
         let mut choice = VersionChoice::default();
         assert_eq!(choice.next(&[1]), BY_TESTS);
-        choice.record(&[1], BY_TESTS, ms(1));
+        choice.record(&[1], BY_TESTS, us(1));
         assert_eq!(choice.next(&[1]), 0);
-        choice.record(&[9], 0, ms(1));
+        choice.record(&[9], 0, us(1));
         assert_eq!(
             choice.next(&[1]),
             0,
