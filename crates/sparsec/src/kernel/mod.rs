@@ -596,9 +596,13 @@ impl Kernel {
             )
         };
         if status == 0 {
-            if let Some((input, version)) = trial {
+            if let Some(versions::Trial {
+                version,
+                record: Some(generation),
+            }) = trial
+            {
                 if let Ok(mut versions) = self.versions.lock() {
-                    versions.record(&input, version, started.elapsed());
+                    versions.record(generation, version, started.elapsed());
                 }
             }
             return Ok(buffers);
@@ -612,14 +616,13 @@ impl Kernel {
     }
 
     /// Set the version of the gathered sums this call runs (`ParamRef::SumVersion`, see
-    /// [`versions`]) and return what identifies its input with that version, where the
-    /// function has versions; the two-phase kernels' calls (phases of one run) keep the
-    /// tests' choice.
+    /// [`versions`]) where the function has versions, and return it; the two-phase
+    /// kernels' calls (phases of one run) keep the tests' choice.
     fn sum_version_trial(
         &self,
         arguments: &mut Arguments,
         code: &Arc<Code>,
-    ) -> Option<(Vec<i64>, i64)> {
+    ) -> Option<versions::Trial> {
         if matches!(self.lowered.function.output, OutputMode::Rows { .. }) {
             return None;
         }
@@ -629,12 +632,14 @@ impl Kernel {
             .scalars
             .iter()
             .position(|s| *s == ScalarArg::Param(ParamRef::SumVersion))?;
-        let mut input = arguments.params.clone();
-        input[slot] = 0;
-        input.push(Arc::as_ptr(code) as usize as i64);
-        let version = self.versions.lock().ok()?.next(&input);
-        arguments.params[slot] = version;
-        Some((input, version))
+        let code = Arc::as_ptr(code) as usize;
+        let trial = self
+            .versions
+            .lock()
+            .ok()?
+            .next(&arguments.params, slot, code);
+        arguments.params[slot] = trial.version;
+        Some(trial)
     }
 
     /// The entries the kernel emitted into `buffers`, in order, then for `+=` statements

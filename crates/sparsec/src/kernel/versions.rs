@@ -6,72 +6,128 @@
 //! faster with gathers on an Intel Xeon, 2x slower on AMD Zen 4). A kernel called again
 //! and again with one input (an iterative solver, a benchmark, the tuner) can afford to
 //! find out: its first call runs as the tests choose (and warms the caches), the next
-//! calls run each version in turn, [`ROUNDS`] times over (once where the first call took
-//! [`LONG_CALL`] or more: a slow moment of the machine is then small beside the call, and
-//! a run of ten calls is mostly its chosen version), and from then on it runs the
-//! version whose fastest trial was fastest, until the input changes. An input is told by the call's
-//! scalar arguments (lengths, extents, samples of its structure, threads) and the code
-//! that runs, so a new matrix of other sizes starts over, and a tiered kernel whose C
-//! code replaced the JIT's measures again.
+//! calls run each version in blocks of consecutive calls, and from then on it runs the
+//! version whose fastest trial was fastest, until the input changes. A block's first call
+//! is not counted where the block has more: it runs with what the other version left in
+//! the caches and the branch predictor, which favours versions without branches on the
+//! data (SpMV on bcsstk13, calls of 22 us: hardware gathers won trials that alternated
+//! the versions call by call in three processes of four, and filled lanes are 15% faster
+//! when they run on). The blocks fill about [`TRIAL_TIME`] per version (as many calls as
+//! the first call fits in it, from 1 to [`MAX_BLOCK`]), in two passes over the versions so
+//! that a slow moment of the machine does not decide; where one call is that long, each
+//! version runs once. An input is told by the call's scalar arguments (lengths, extents,
+//! samples of its structure, threads) and the code that runs, so a new matrix of other
+//! sizes starts over, and a tiered kernel whose C code replaced the JIT's measures again.
 
 use std::time::Duration;
 
 use crate::ir::gather::{SumVersion, BY_TESTS};
 
-/// How many times each version runs on trial, the versions taken in turn so that a slow
-/// moment of the machine does not fall on one version only.
-pub(crate) const ROUNDS: usize = 3;
+/// About how long each version runs on trial.
+pub(crate) const TRIAL_TIME: Duration = Duration::from_millis(1);
 
-/// The time of a first call from which each version runs on trial once.
-pub(crate) const LONG_CALL: Duration = Duration::from_millis(1);
+/// The most consecutive calls of one version in a block of trials.
+pub(crate) const MAX_BLOCK: usize = 32;
 
 /// What a kernel learnt of its versions' speed on the input it last ran.
 #[derive(Debug, Default)]
 pub(crate) struct VersionChoice {
-    /// The call's scalar arguments and code the measurements belong to.
+    /// The call's scalar arguments (the version's slot zero) and then its code's address:
+    /// the input the measurements belong to.
     input: Vec<i64>,
-    /// Calls with `input` so far.
+    /// Incremented at each new input, so that a call is recorded only for its own.
+    generation: u64,
+    /// Calls recorded for `input` so far.
     calls: usize,
-    /// The calls on trial, set by the first call's time.
-    trials: usize,
+    /// Consecutive calls of one version on trial, set by the first call's time.
+    block: usize,
     /// Each version's fastest trial.
     fastest: [Option<Duration>; SumVersion::ALL.len()],
     /// The version chosen once every trial has run.
     chosen: Option<SumVersion>,
 }
 
+/// The version a call runs, and whether its time is to be recorded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Trial {
+    /// The value of `ParamRef::SumVersion`.
+    pub(crate) version: i64,
+    /// The generation to record the call's time for, while the versions are measured.
+    pub(crate) record: Option<u64>,
+}
+
 impl VersionChoice {
-    /// The value of `ParamRef::SumVersion` for the next call, on the input `input`.
-    pub(crate) fn next(&mut self, input: &[i64]) -> i64 {
-        if self.input != input {
+    /// The version a call with scalar arguments `params` (whose version is in `slot`)
+    /// running the code at `code` runs.
+    pub(crate) fn next(&mut self, params: &[i64], slot: usize, code: usize) -> Trial {
+        if !self.holds_input(params, slot, code) {
+            let mut input = params.to_vec();
+            input[slot] = 0;
+            input.push(code as i64);
             *self = VersionChoice {
-                input: input.to_vec(),
+                input,
+                generation: self.generation + 1,
                 ..VersionChoice::default()
             };
         }
-        match (self.chosen, self.calls) {
-            (Some(version), _) => version as i64,
+        let version = match (self.chosen, self.calls) {
+            (Some(version), _) => {
+                return Trial {
+                    version: version as i64,
+                    record: None,
+                }
+            }
             (None, 0) => BY_TESTS,
-            (None, n) => SumVersion::ALL[(n - 1) % SumVersion::ALL.len()] as i64,
+            (None, n) => self.trial_version(n - 1) as i64,
+        };
+        Trial {
+            version,
+            record: Some(self.generation),
         }
     }
 
-    /// Note that a call on `input` that ran with `version` (what [`VersionChoice::next`]
-    /// gave) took `took`; the last trial chooses.
-    pub(crate) fn record(&mut self, input: &[i64], version: i64, took: Duration) {
-        if self.input != input || self.chosen.is_some() {
+    /// Whether `params` and `code` are those of the input measured.
+    fn holds_input(&self, params: &[i64], slot: usize, code: usize) -> bool {
+        self.input.len() == params.len() + 1
+            && self.input[params.len()] == code as i64
+            && params
+                .iter()
+                .enumerate()
+                .all(|(k, p)| k == slot || self.input[k] == *p)
+    }
+
+    /// The version of trial `t` (counted from 0 after the first call): blocks of
+    /// `self.block` calls of each version in turn.
+    fn trial_version(&self, t: usize) -> SumVersion {
+        SumVersion::ALL[t % (self.block * SumVersion::ALL.len()) / self.block]
+    }
+
+    /// The number of trials: two passes over the versions, one where a block is one call.
+    fn trials(&self) -> usize {
+        let passes = if self.block == 1 { 1 } else { 2 };
+        passes * self.block * SumVersion::ALL.len()
+    }
+
+    /// Note that a call of `generation` that ran with `version` (what
+    /// [`VersionChoice::next`] gave) took `took`; the last trial chooses.
+    pub(crate) fn record(&mut self, generation: u64, version: i64, took: Duration) {
+        if generation != self.generation || self.chosen.is_some() {
             return;
         }
+        if self.calls == 0 {
+            let calls = TRIAL_TIME.as_nanos() / took.as_nanos().max(1);
+            self.block = (calls as usize).clamp(1, MAX_BLOCK);
+        } else {
+            let t = self.calls - 1;
+            let counted = self.block == 1 || !t.is_multiple_of(self.block);
+            let k = SumVersion::ALL.iter().position(|v| *v as i64 == version);
+            if let (true, Some(k)) = (counted, k) {
+                let fastest = &mut self.fastest[k];
+                *fastest = Some(fastest.map_or(took, |f| f.min(took)));
+            }
+        }
         self.calls += 1;
-        if self.calls == 1 {
-            let rounds = if took >= LONG_CALL { 1 } else { ROUNDS };
-            self.trials = rounds * SumVersion::ALL.len();
-        }
-        if let Some(k) = SumVersion::ALL.iter().position(|v| *v as i64 == version) {
-            let fastest = &mut self.fastest[k];
-            *fastest = Some(fastest.map_or(took, |f| f.min(took)));
-        }
-        if self.calls > self.trials {
+        if self.calls > self.trials() {
             self.chosen = SumVersion::ALL
                 .iter()
                 .zip(self.fastest)
@@ -91,115 +147,141 @@ impl VersionChoice {
 mod tests {
     use super::*;
 
-    fn ms(n: u64) -> Duration {
-        Duration::from_millis(n)
+    fn us(n: u64) -> Duration {
+        Duration::from_micros(n)
     }
 
-    /// Run `calls` calls on `input` whose version `v` takes `time(v)`; the versions run.
+    /// Run `calls` calls on the input `params` (version in slot 0, code at 1) whose
+    /// version `v` takes `time(v)`; the versions run.
     fn run(
         choice: &mut VersionChoice,
-        input: &[i64],
+        params: &[i64],
         calls: usize,
         mut time: impl FnMut(i64) -> Duration,
     ) -> Vec<i64> {
         (0..calls)
             .map(|_| {
-                let v = choice.next(input);
-                choice.record(input, v, time(v));
-                v
+                let trial = choice.next(params, 0, 1);
+                if let Some(generation) = trial.record {
+                    choice.record(generation, trial.version, time(trial.version));
+                }
+                trial.version
             })
             .collect()
     }
 
-    const TRIALS: usize = ROUNDS * SumVersion::ALL.len();
-
-    fn us(n: u64) -> Duration {
-        Duration::from_micros(n)
-    }
-
     #[test]
-    fn the_tests_choose_first_then_each_version_runs_in_turn() {
+    fn the_tests_choose_first_then_each_version_runs_in_blocks() {
         let mut choice = VersionChoice::default();
-        let versions = run(&mut choice, &[7, 8], 1 + TRIALS, |_| us(100));
+        // A first call of 250 us: blocks of four calls fill the millisecond.
+        let versions = run(&mut choice, &[-1, 8], 1 + 2 * 4 * 3, |_| us(250));
         assert_eq!(versions[0], BY_TESTS);
-        assert_eq!(&versions[1..4], &[0, 1, 2]);
-        for v in SumVersion::ALL {
-            let runs = versions.iter().filter(|&&x| x == v as i64).count();
-            assert_eq!(runs, ROUNDS, "{v:?}");
-        }
+        assert_eq!(
+            &versions[1..13],
+            &[0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2],
+            "{versions:?}"
+        );
+        assert_eq!(&versions[1..13], &versions[13..]);
         assert!(choice.chosen().is_some());
+        // Once chosen, calls are no longer timed.
+        assert_eq!(choice.next(&[-1, 8], 0, 1).record, None);
     }
 
-    /// Where the first call took a millisecond or more, each version runs once on trial.
+    /// Long first calls try each version once, short ones in two passes of blocks of up
+    /// to `MAX_BLOCK` calls.
     #[test]
-    fn long_calls_try_each_version_once() {
-        let mut choice = VersionChoice::default();
-        let versions = run(&mut choice, &[3], 6, |v| if v == 0 { ms(3) } else { ms(5) });
-        assert_eq!(versions, [BY_TESTS, 0, 1, 2, 0, 0]);
-        assert_eq!(choice.chosen(), Some(SumVersion::Scalar));
-        // Just below a millisecond, three rounds.
-        let mut choice = VersionChoice::default();
-        run(&mut choice, &[3], 4, |_| LONG_CALL - us(1));
-        assert_eq!(choice.chosen(), None);
+    fn the_first_call_sets_the_blocks() {
+        for (first, trials) in [
+            (us(5000), 3),
+            (us(1000), 3),
+            (us(300), 2 * 3 * 3),
+            (us(1), 2 * 3 * MAX_BLOCK),
+        ] {
+            let mut choice = VersionChoice::default();
+            let mut calls = 0;
+            while choice.chosen().is_none() {
+                run(
+                    &mut choice,
+                    &[0],
+                    1,
+                    |_| if calls == 0 { first } else { us(1) },
+                );
+                calls += 1;
+            }
+            assert_eq!(calls, 1 + trials, "first call {first:?}");
+        }
     }
 
+    /// A block's first call runs after another version's and is not counted: here every
+    /// version is slow on its block's first call, lanes most, and fastest after it.
     #[test]
-    fn the_fastest_trial_chooses_and_a_slow_moment_does_not() {
+    fn the_fastest_counted_trial_chooses() {
         let mut choice = VersionChoice::default();
-        let mut trial = 0;
-        let versions = run(&mut choice, &[1], 1 + TRIALS + 5, |v| {
-            trial += 1;
-            // Lanes are fastest, but their first trial fell on a slow moment; the
-            // warm-up call (the tests' choice) is slowest of all and not counted.
-            match (v, trial) {
-                (BY_TESTS, _) => us(900),
-                (1, 3) => us(800),
-                (0, _) => us(200),
-                (1, _) => us(120),
+        let mut last = None;
+        let versions = run(&mut choice, &[0], 1 + 2 * 3 * 3 + 5, |v| {
+            let first_of_block = last != Some(v);
+            last = Some(v);
+            match (v, first_of_block) {
+                (BY_TESTS, _) => us(300),
+                (1, true) => us(900),
+                (_, true) => us(500),
+                (0, false) => us(200),
+                (1, false) => us(120),
                 _ => us(160),
             }
         });
+        assert_eq!(choice.chosen(), Some(SumVersion::Lanes), "{versions:?}");
+        assert!(versions[19..].iter().all(|&v| v == 1), "{versions:?}");
+    }
+
+    /// A slow moment of the machine on one block does not decide: the other pass counts.
+    #[test]
+    fn a_slow_moment_does_not_decide() {
+        let mut choice = VersionChoice::default();
+        let mut call = 0;
+        run(&mut choice, &[0], 1 + 2 * 3 * 3, |v| {
+            call += 1;
+            match (v, call) {
+                (BY_TESTS, _) => us(300),
+                // Lanes' first block (calls 5 to 7) fell on a busy machine.
+                (1, 5..=7) => us(900),
+                (1, _) => us(120),
+                _ => us(200),
+            }
+        });
         assert_eq!(choice.chosen(), Some(SumVersion::Lanes));
-        assert!(versions[1 + TRIALS..].iter().all(|&v| v == 1));
     }
 
     #[test]
     fn another_input_is_measured_again() {
         let mut choice = VersionChoice::default();
-        run(&mut choice, &[1], 1 + TRIALS, |v| {
-            if v == 2 {
-                ms(1)
-            } else {
-                ms(3)
-            }
-        });
+        let time = |fast: i64| move |v: i64| if v == fast { us(1000) } else { us(3000) };
+        run(&mut choice, &[0, 1], 4, time(2));
         assert_eq!(choice.chosen(), Some(SumVersion::Gathers));
-        assert_eq!(choice.next(&[1]), 2);
-        assert_eq!(choice.next(&[2]), BY_TESTS);
+        // The version's own slot is not part of the input.
+        assert_eq!(choice.next(&[2, 1], 0, 1).version, 2);
+        assert_eq!(choice.next(&[2, 2], 0, 1).version, BY_TESTS);
         assert_eq!(choice.chosen(), None);
-        run(&mut choice, &[2], 1 + TRIALS, |v| {
-            if v == 0 {
-                ms(1)
-            } else {
-                ms(3)
-            }
-        });
+        run(&mut choice, &[0, 2], 4, time(0));
         assert_eq!(choice.chosen(), Some(SumVersion::Scalar));
+        // Other code (a tiered kernel's C code after the JIT's) is another input too.
+        assert_eq!(choice.next(&[0, 2], 0, 7).version, BY_TESTS);
     }
 
-    /// A call whose input changed between `next` and `record` (another thread's run on
-    /// another input) is not counted for either input.
+    /// A call recorded after another input's call began (another thread's run on another
+    /// input) is not counted for either input.
     #[test]
     fn a_record_for_another_input_is_ignored() {
         let mut choice = VersionChoice::default();
-        assert_eq!(choice.next(&[1]), BY_TESTS);
-        choice.record(&[1], BY_TESTS, us(1));
-        assert_eq!(choice.next(&[1]), 0);
-        choice.record(&[9], 0, us(1));
+        let first = choice.next(&[0, 1], 0, 1);
+        let other = choice.next(&[0, 9], 0, 1);
+        choice.record(first.record.unwrap(), first.version, us(1));
         assert_eq!(
-            choice.next(&[1]),
-            0,
-            "the trial of version 0 is still to run"
+            choice.next(&[0, 9], 0, 1).version,
+            BY_TESTS,
+            "nothing recorded yet"
         );
+        choice.record(other.record.unwrap(), other.version, us(1));
+        assert_eq!(choice.next(&[0, 9], 0, 1).version, 0);
     }
 }
