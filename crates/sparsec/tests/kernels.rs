@@ -1053,6 +1053,47 @@ fn many_uneven_segments_gathered_match_the_reference() {
     }
 }
 
+/// A kernel told to let the run-time tests choose every call (`SumVersions::Tested`), or
+/// to run one version (`SumVersions::Fixed`), measures nothing and repeats its results
+/// to the last bit from the first call on; each fixed version matches the reference.
+/// SpMV over uneven rows of every length up to 20, at 1 and 2 threads.
+#[test]
+fn tested_and_fixed_sum_versions_repeat_their_results_exactly() {
+    use sparsec::ir::gather::SumVersion;
+    use sparsec::kernel::SumVersions;
+    let mut r = rng(53);
+    let (stmt, tensors) = spmv_over_rows_of_every_length(&mut r, 3000, 5000, 21);
+    let refs: Vec<&Tensor> = tensors.iter().collect();
+    let expected = sparsec::reference::evaluate(&stmt, &refs, None);
+    let mut kernel =
+        Kernel::from_statement(stmt.clone(), ValueType::F64, &split_toolchain()).unwrap();
+    assert!(kernel.kernel_source().contains("sum_version"));
+    let choices = [SumVersions::Tested]
+        .into_iter()
+        .chain(SumVersion::ALL.map(SumVersions::Fixed));
+    for choice in choices {
+        kernel.set_sum_versions(choice);
+        for threads in [1, 2] {
+            kernel.set_threads(threads);
+            let first = kernel.run(&refs).unwrap();
+            let diff = first.max_difference(&expected).expect("same shape");
+            assert!(
+                diff <= 1e-9,
+                "{choice:?}: differs from the reference by {diff}"
+            );
+            let first = first.to_coo();
+            for run in 1..40 {
+                let again = kernel.run(&refs).unwrap().to_coo();
+                let differing = (0..first.values.len())
+                    .find(|&k| again.values[k].to_bits() != first.values[k].to_bits());
+                assert_eq!(differing, None, "{choice:?}, run {run}: entry differs");
+                assert_eq!(again.coords, first.coords);
+            }
+            assert_eq!(kernel.sum_version(), None, "{choice:?} measured");
+        }
+    }
+}
+
 /// Run `stmt` on `tensors` and on them with 64-bit indices, on 1 and 2 threads, compiled
 /// for each form of the vector loops of `ir::gather` (see [`lane_targets`]), and on the
 /// JIT, each against the reference, in each version of the gathered sums (see

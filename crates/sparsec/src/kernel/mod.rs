@@ -87,6 +87,24 @@ impl Backend {
     }
 }
 
+/// How a kernel chooses the version of its gathered sums (SpMV's rows, TTV's fibers:
+/// serial loops, SIMD lanes filled from scalar loads, or hardware gathers; see
+/// [`crate::ir::gather`]) for each call.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum SumVersions {
+    /// The run-time tests choose a new input's first call; the next calls measure each
+    /// version, then the fastest runs ([`Kernel::sum_version`] names it). The versions
+    /// add a row's terms in different orders, so results may change in their last bits
+    /// between the measured calls and the later ones.
+    #[default]
+    Measured,
+    /// The run-time tests choose every call: one input always runs one version, so its
+    /// results are the same to the last bit from the first call on.
+    Tested,
+    /// Every call runs this version.
+    Fixed(SumVersion),
+}
+
 /// A compiled statement, ready to run on tensors of the declared shapes and formats.
 pub struct Kernel {
     statement: Statement,
@@ -113,6 +131,8 @@ pub struct Kernel {
     placement: placement::PlacementPace,
     /// The library that lends the OpenMP team to conversions, loaded on first use.
     team: OnceLock<Option<team::TeamLibrary>>,
+    /// How each call's version of the gathered sums is chosen.
+    sum_versions: SumVersions,
     /// The versions of the gathered sums measured on the last input, and the one chosen.
     versions: Mutex<versions::VersionChoice>,
 }
@@ -207,6 +227,7 @@ impl Kernel {
             spare_buffers: Mutex::new(Vec::new()),
             placement: placement::PlacementPace::default(),
             team: OnceLock::new(),
+            sum_versions: SumVersions::default(),
             versions: Mutex::new(versions::VersionChoice::default()),
         })
     }
@@ -250,6 +271,7 @@ impl Kernel {
             backend,
         )?;
         kernel.threads = threads;
+        kernel.sum_versions = self.sum_versions;
         Ok(kernel)
     }
 
@@ -334,6 +356,12 @@ impl Kernel {
     /// (see [`crate::ir::gather`]); `None` before, and for kernels with one version.
     pub fn sum_version(&self) -> Option<SumVersion> {
         self.versions.lock().ok()?.chosen()
+    }
+
+    /// Choose the version of the gathered sums as `choice` says from the next run on
+    /// (by default [`SumVersions::Measured`]).
+    pub fn set_sum_versions(&mut self, choice: SumVersions) {
+        self.sum_versions = choice;
     }
 
     /// True when the code that runs now was compiled for this kernel rather than found in
@@ -632,12 +660,23 @@ impl Kernel {
             .scalars
             .iter()
             .position(|s| *s == ScalarArg::Param(ParamRef::SumVersion))?;
-        let code = Arc::as_ptr(code) as usize;
-        let trial = self
-            .versions
-            .lock()
-            .ok()?
-            .next(&arguments.params, slot, code);
+        let trial = match self.sum_versions {
+            SumVersions::Measured => {
+                let code = Arc::as_ptr(code) as usize;
+                self.versions
+                    .lock()
+                    .ok()?
+                    .next(&arguments.params, slot, code)
+            }
+            SumVersions::Tested => versions::Trial {
+                version: crate::ir::gather::BY_TESTS,
+                record: None,
+            },
+            SumVersions::Fixed(version) => versions::Trial {
+                version: version as i64,
+                record: None,
+            },
+        };
         arguments.params[slot] = trial.version;
         Some(trial)
     }
