@@ -139,13 +139,15 @@ fn compiler_identity(compiler: &str) -> Result<String, JitError> {
     if let Some(id) = map.lock().expect("identity cache").get(compiler) {
         return Ok(id.clone());
     }
-    let output = Command::new(compiler)
-        .arg("--version")
-        .output()
-        .map_err(|e| JitError::MissingCompiler {
-            compiler: compiler.into(),
-            reason: e.to_string(),
-        })?;
+    let output = spawn_when_free(
+        Command::new(compiler)
+            .arg("--version")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null()),
+    )
+    .and_then(Child::wait_with_output)
+    .map_err(|e| missing_compiler(compiler, e))?;
     if !output.status.success() {
         return Err(JitError::MissingCompiler {
             compiler: compiler.into(),
@@ -425,7 +427,9 @@ fn run_compiler(
     limit: Option<Duration>,
 ) -> Result<ExitStatus, JitError> {
     let Some(limit) = limit else {
-        return command.status().map_err(|e| missing_compiler(compiler, e));
+        return spawn_when_free(&mut command)
+            .and_then(|mut child| child.wait())
+            .map_err(|e| missing_compiler(compiler, e));
     };
     let mut child = spawn_stoppable(command, compiler)?;
     wait_until(&mut child, compiler, Instant::now(), limit)
@@ -442,10 +446,24 @@ fn missing_compiler(compiler: &str, e: std::io::Error) -> JitError {
 /// the passes it started (gcc's `cc1` would otherwise finish the compilation orphaned).
 fn spawn_stoppable(mut command: Command, compiler: &str) -> Result<Child, JitError> {
     use std::os::unix::process::CommandExt;
-    command
-        .process_group(0)
-        .spawn()
-        .map_err(|e| missing_compiler(compiler, e))
+    spawn_when_free(command.process_group(0)).map_err(|e| missing_compiler(compiler, e))
+}
+
+/// Start `command`, trying again for up to a second while its program is busy
+/// (`ETXTBSY`): a compiler script written a moment ago stays open for writing in every
+/// process that another thread forks until that process starts its own program (seen in
+/// the tests, whose threads write such scripts and start compilers side by side).
+fn spawn_when_free(command: &mut Command) -> std::io::Result<Child> {
+    let mut pause = Duration::from_millis(1);
+    loop {
+        match command.spawn() {
+            Err(e) if e.raw_os_error() == Some(libc::ETXTBSY) && pause < Duration::from_secs(1) => {
+                std::thread::sleep(pause);
+                pause *= 2;
+            }
+            spawned => return spawned,
+        }
+    }
 }
 
 /// Stop `child` (started by [`spawn_stoppable`]) with every process it started.
