@@ -30,6 +30,7 @@ pub use output::Assembled;
 use output::{OutputStructure, Produced};
 pub(crate) mod variants;
 mod versions;
+pub use versions::SumVersions;
 
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -39,7 +40,7 @@ use crate::codegen::abi;
 use crate::codegen::c::{self, CKernel};
 use crate::codegen::runtime::{sys, RawBuffer};
 use crate::ir::gather::SumVersion;
-use crate::ir::{ArrayKind, ArrayRef, Function, IndexWidth, OutputMode, ParamRef, ScalarArg};
+use crate::ir::{ArrayKind, ArrayRef, Function, IndexWidth, OutputMode, ScalarArg};
 use crate::jit::Toolchain;
 use crate::lower::{self, LowerError, Lowered};
 use crate::notation::cin::Statement;
@@ -87,24 +88,6 @@ impl Backend {
     }
 }
 
-/// How a kernel chooses the version of its gathered sums (SpMV's rows, TTV's fibers:
-/// serial loops, SIMD lanes filled from scalar loads, or hardware gathers; see
-/// [`crate::ir::gather`]) for each call.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum SumVersions {
-    /// The run-time tests choose a new input's first call; the next calls measure each
-    /// version, then the fastest runs ([`Kernel::sum_version`] names it). The versions
-    /// add a row's terms in different orders, so results may change in their last bits
-    /// between the measured calls and the later ones.
-    #[default]
-    Measured,
-    /// The run-time tests choose every call: one input always runs one version, so its
-    /// results are the same to the last bit from the first call on.
-    Tested,
-    /// Every call runs this version.
-    Fixed(SumVersion),
-}
-
 /// A compiled statement, ready to run on tensors of the declared shapes and formats.
 pub struct Kernel {
     statement: Statement,
@@ -131,10 +114,8 @@ pub struct Kernel {
     placement: placement::PlacementPace,
     /// The library that lends the OpenMP team to conversions, loaded on first use.
     team: OnceLock<Option<team::TeamLibrary>>,
-    /// How each call's version of the gathered sums is chosen.
-    sum_versions: SumVersions,
-    /// The versions of the gathered sums measured on the last input, and the one chosen.
-    versions: Mutex<versions::VersionChoice>,
+    /// How each call's version of the gathered sums is chosen, and what was measured.
+    sum_versions: versions::SumVersionControl,
 }
 
 impl Drop for Kernel {
@@ -214,6 +195,8 @@ impl Kernel {
         lowered.function.set_value_type(value_type);
         lowered.function.narrow_arrays = narrow_arrays(&lowered, &statement);
         let (generated, code) = compile_code(&lowered.function, backend, toolchain)?;
+        let sum_versions =
+            versions::SumVersionControl::new(&lowered.function, &generated.signature);
         Ok(Kernel {
             statement,
             threads: default_threads(),
@@ -227,8 +210,7 @@ impl Kernel {
             spare_buffers: Mutex::new(Vec::new()),
             placement: placement::PlacementPace::default(),
             team: OnceLock::new(),
-            sum_versions: SumVersions::default(),
-            versions: Mutex::new(versions::VersionChoice::default()),
+            sum_versions,
         })
     }
 
@@ -271,7 +253,7 @@ impl Kernel {
             backend,
         )?;
         kernel.threads = threads;
-        kernel.sum_versions = self.sum_versions;
+        kernel.set_sum_versions(self.sum_versions.policy());
         Ok(kernel)
     }
 
@@ -355,13 +337,13 @@ impl Kernel {
     /// of the last run, once the kernel has measured each on repeated runs with that input
     /// (see [`crate::ir::gather`]); `None` before, and for kernels with one version.
     pub fn sum_version(&self) -> Option<SumVersion> {
-        self.versions.lock().ok()?.chosen()
+        self.sum_versions.chosen()
     }
 
     /// Choose the version of the gathered sums as `choice` says from the next run on
     /// (by default [`SumVersions::Measured`]).
     pub fn set_sum_versions(&mut self, choice: SumVersions) {
-        self.sum_versions = choice;
+        self.sum_versions.set_policy(choice);
     }
 
     /// True when the code that runs now was compiled for this kernel rather than found in
@@ -611,7 +593,9 @@ impl Kernel {
                 return Err(e);
             }
         };
-        let trial = self.sum_version_trial(arguments, &code);
+        let trial = self
+            .sum_versions
+            .begin(&mut arguments.params, Arc::as_ptr(&code) as usize);
         let started = Instant::now();
         // SAFETY: every pointer addresses storage of the operand its slot names and stays
         // alive (owned by the caller's operands) for the call; the output's values are
@@ -624,15 +608,7 @@ impl Kernel {
             )
         };
         if status == 0 {
-            if let Some(versions::Trial {
-                version,
-                record: Some(generation),
-            }) = trial
-            {
-                if let Ok(mut versions) = self.versions.lock() {
-                    versions.record(generation, version, started.elapsed());
-                }
-            }
+            self.sum_versions.finish(trial, started.elapsed());
             return Ok(buffers);
         }
         self.keep_buffers(buffers);
@@ -641,44 +617,6 @@ impl Kernel {
             status,
             "while producing its output",
         )))
-    }
-
-    /// Set the version of the gathered sums this call runs (`ParamRef::SumVersion`, see
-    /// [`versions`]) where the function has versions, and return it; the two-phase
-    /// kernels' calls (phases of one run) keep the tests' choice.
-    fn sum_version_trial(
-        &self,
-        arguments: &mut Arguments,
-        code: &Arc<Code>,
-    ) -> Option<versions::Trial> {
-        if matches!(self.lowered.function.output, OutputMode::Rows { .. }) {
-            return None;
-        }
-        let slot = self
-            .generated
-            .signature
-            .scalars
-            .iter()
-            .position(|s| *s == ScalarArg::Param(ParamRef::SumVersion))?;
-        let trial = match self.sum_versions {
-            SumVersions::Measured => {
-                let code = Arc::as_ptr(code) as usize;
-                self.versions
-                    .lock()
-                    .ok()?
-                    .next(&arguments.params, slot, code)
-            }
-            SumVersions::Tested => versions::Trial {
-                version: crate::ir::gather::BY_TESTS,
-                record: None,
-            },
-            SumVersions::Fixed(version) => versions::Trial {
-                version: version as i64,
-                record: None,
-            },
-        };
-        arguments.params[slot] = trial.version;
-        Some(trial)
     }
 
     /// The entries the kernel emitted into `buffers`, in order, then for `+=` statements

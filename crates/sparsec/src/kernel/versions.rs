@@ -19,15 +19,112 @@
 //! samples of its structure, threads) and the code that runs, so a new matrix of other
 //! sizes starts over, and a tiered kernel whose C code replaced the JIT's measures again.
 
+use std::sync::Mutex;
 use std::time::Duration;
 
 use crate::ir::gather::{SumVersion, BY_TESTS};
+use crate::ir::{Function, OutputMode, ParamRef, ScalarArg, Signature};
 
 /// About how long each version runs on trial.
 pub(crate) const TRIAL_TIME: Duration = Duration::from_millis(1);
 
 /// The most consecutive calls of one version in a block of trials.
 pub(crate) const MAX_BLOCK: usize = 32;
+
+/// How a kernel chooses the version of its gathered sums (SpMV's rows, TTV's fibers:
+/// serial loops, SIMD lanes filled from scalar loads, or hardware gathers; see
+/// [`crate::ir::gather`]) for each call.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum SumVersions {
+    /// The run-time tests choose a new input's first call; the next calls measure each
+    /// version, then the fastest runs ([`Kernel::sum_version`](super::Kernel::sum_version) names it). The versions
+    /// add a row's terms in different orders, so results may change in their last bits
+    /// between the measured calls and the later ones.
+    #[default]
+    Measured,
+    /// The run-time tests choose every call: one input always runs one version, so its
+    /// results are the same to the last bit from the first call on.
+    Tested,
+    /// Every call runs this version.
+    Fixed(SumVersion),
+}
+
+/// How a kernel sets each call's version of the gathered sums: the slot it goes in, the
+/// policy, and what the policy measured.
+#[derive(Debug)]
+pub(crate) struct SumVersionControl {
+    /// Where `ParamRef::SumVersion` is in the call's scalar arguments; `None` where the
+    /// function has one version, and for two-phase kernels, whose calls are phases of one
+    /// run and keep the tests' choice.
+    slot: Option<usize>,
+    policy: SumVersions,
+    /// The versions measured on the last input, and the one chosen.
+    measured: Mutex<VersionChoice>,
+}
+
+impl SumVersionControl {
+    /// The control of `function`'s calls, whose scalar arguments `signature` lays out;
+    /// versions are measured until told otherwise.
+    pub(crate) fn new(function: &Function, signature: &Signature) -> SumVersionControl {
+        let slot = match function.output {
+            OutputMode::Rows { .. } => None,
+            _ => signature
+                .scalars
+                .iter()
+                .position(|s| *s == ScalarArg::Param(ParamRef::SumVersion)),
+        };
+        SumVersionControl {
+            slot,
+            policy: SumVersions::default(),
+            measured: Mutex::new(VersionChoice::default()),
+        }
+    }
+
+    pub(crate) fn policy(&self) -> SumVersions {
+        self.policy
+    }
+
+    pub(crate) fn set_policy(&mut self, policy: SumVersions) {
+        self.policy = policy;
+    }
+
+    /// Set the version a call with scalar arguments `params` running the code at `code`
+    /// runs, and return it for [`SumVersionControl::finish`].
+    pub(crate) fn begin(&self, params: &mut [i64], code: usize) -> Option<Trial> {
+        let slot = self.slot?;
+        let trial = match self.policy {
+            SumVersions::Measured => self.measured.lock().ok()?.next(params, slot, code),
+            SumVersions::Tested => Trial {
+                version: BY_TESTS,
+                record: None,
+            },
+            SumVersions::Fixed(version) => Trial {
+                version: version as i64,
+                record: None,
+            },
+        };
+        params[slot] = trial.version;
+        Some(trial)
+    }
+
+    /// Note that the call that `trial` began succeeded in `took`.
+    pub(crate) fn finish(&self, trial: Option<Trial>, took: Duration) {
+        if let Some(Trial {
+            version,
+            record: Some(generation),
+        }) = trial
+        {
+            if let Ok(mut measured) = self.measured.lock() {
+                measured.record(generation, version, took);
+            }
+        }
+    }
+
+    /// The version chosen for the last input, once measured.
+    pub(crate) fn chosen(&self) -> Option<SumVersion> {
+        self.measured.lock().ok()?.chosen()
+    }
+}
 
 /// What a kernel learnt of its versions' speed on the input it last ran.
 #[derive(Debug, Default)]
