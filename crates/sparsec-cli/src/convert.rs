@@ -18,8 +18,8 @@ EXAMPLES
   sparsec convert small.mtx small-dense.mtx --array
 
 Text outputs (.mtx, .tns) receive the stored components of the tensor: without --format
-the entries as read (symmetric files expanded); with a padded format (dense, ell, dia,
-bcsr, hashed) its padding is written as explicit zeros.";
+the entries as read (symmetric files expanded); with a padded format (dense, ell, sell,
+dia, bcsr, hashed) its padding is written as explicit zeros.";
 
 /// Scalar type of stored values.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -40,8 +40,8 @@ pub struct ConvertArgs {
     /// (binsparse: formats of dense and compressed levels, named CSR, COO, ... or custom).
     pub output: PathBuf,
 
-    /// Storage format to build, e.g. csr, csc, coo, dcsr, csf, ell, dia, bcsr:4x4, ds:1,0,
-    /// sss:2,0,1 (see FORMAT STRINGS below). Default: an .spt input's own format, else csr
+    /// Storage format to build, e.g. csr, csc, coo, dcsr, csf, ell, sell:8, dia, bcsr:4x4,
+    /// ds:1,0, sss:2,0,1 (see FORMAT STRINGS below). Default: an .spt input's own format, else csr
     /// for matrices and csf for other orders.
     #[arg(long, short = 'f', value_name = "FORMAT")]
     pub format: Option<String>,

@@ -18,6 +18,8 @@ FORMAT STRINGS (--format)
     sv             sparse vector (order 1)
     hash           every level hashed
     ell            ELLPACK: slot, row, column (matrices)
+    sell:C         sliced ELLPACK: slices of C rows (8 if not given), each padded to its
+                   longest row; SpMV runs a slice's rows in SIMD lanes (matrices)
     dia            diagonals: diagonal, row range, column offset (matrices)
     bcsr:RxC       blocked CSR with R x C dense blocks, e.g. bcsr:4x4
   Level letters, one per mode, outermost first:

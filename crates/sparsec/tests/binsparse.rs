@@ -60,7 +60,7 @@ fn every_describable_format_round_trips() {
 fn formats_without_a_descriptor_are_refused() {
     let dir = tempfile::tempdir().unwrap();
     let coo = sparsec::tensor::Coo::new(vec![4, 4], vec![0, 0, 1, 1], vec![1.0, 2.0]).unwrap();
-    for spelling in ["hash", "ell", "dia", "bcsr:2x2", "db"] {
+    for spelling in ["hash", "ell", "dia", "bcsr:2x2", "db", "sell:8"] {
         let tensor =
             Tensor::from_coo(&coo, &Format::parse(spelling, 2).unwrap(), ValueType::F64).unwrap();
         let err = io::write_binsparse(dir.path().join("x.h5"), &tensor).unwrap_err();

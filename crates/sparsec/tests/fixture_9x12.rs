@@ -129,7 +129,7 @@ fn ell_has_four_slots_per_row() {
 fn every_format_round_trips() {
     for format in [
         "dd", "csr", "csc", "uq", "dcsr", "dcsc", "ss", "hh", "dh", "dia", "ell", "bcsr:2x3",
-        "bcsr:4x4", "ds:1,0", "db", "bs", "bb", "sb", "bd", "db:1,0",
+        "bcsr:4x4", "ds:1,0", "db", "bs", "bb", "sb", "bd", "db:1,0", "sell:4", "sell:8", "sell:1",
     ] {
         let t = build(format);
         let back = t.to_coo();
@@ -300,6 +300,13 @@ fn bad_format_strings_are_explained() {
         Format::parse("bs", 2).unwrap().levels()[0].format.name(),
         "bytemap"
     );
+    // Sliced ELL: 8 rows a slice unless told, spelled back with its slice.
+    assert_eq!(Format::parse("sell", 2).unwrap().spelling(), "sell:8");
+    assert_eq!(Format::parse("SELL:16", 2).unwrap().spelling(), "sell:16");
+    assert!(err("sell:0", 2).contains("from 1 to 1024"));
+    assert!(err("sell:4x4", 2).contains("from 1 to 1024"));
+    assert!(err("sell:1025", 2).contains("from 1 to 1024"));
+    assert!(err("sell", 3).contains("order-2"));
 }
 
 #[test]

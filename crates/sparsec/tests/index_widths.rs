@@ -214,7 +214,9 @@ fn coordinates_beyond_32_bits_stay_64_bit() {
 fn storage_reads_back_the_same_at_both_widths() {
     let mut r = rng(14);
     let coo = random_coo(&mut r, &[12, 9], 0.3);
-    for f in ["csr", "dcsr", "coo", "bcsr:2x3", "ell", "dia", "db"] {
+    for f in [
+        "csr", "dcsr", "coo", "bcsr:2x3", "ell", "dia", "db", "sell:4",
+    ] {
         let format = Format::parse(f, 2).unwrap();
         let narrow = Tensor::from_coo(&coo, &format, ValueType::F64).unwrap();
         assert_eq!(narrow.index_width(), IndexWidth::I32, "{f}");

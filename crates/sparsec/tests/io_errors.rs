@@ -474,7 +474,7 @@ fn binary_files_reject_truncation_and_corruption() {
     .unwrap();
     let dir = tempfile::tempdir().unwrap();
     for spelling in [
-        "csr", "dcsc", "uq", "ell", "dia", "bcsr:2x3", "dh", "dense", "db", "bs",
+        "csr", "dcsc", "uq", "ell", "dia", "bcsr:2x3", "dh", "dense", "db", "bs", "sell:2",
     ] {
         let t =
             Tensor::from_coo(&coo, &Format::parse(spelling, 2).unwrap(), ValueType::F64).unwrap();

@@ -89,7 +89,7 @@ fn structured_formats_ell_dia_bcsr() {
     let a = random_coo(&mut r, &[12, 12], 0.2);
     let x = random_coo(&mut r, &[12], 1.0);
     let b = random_coo(&mut r, &[12, 5], 1.0);
-    for f in ["ell", "dia", "bcsr:2x2", "bcsr:3x2"] {
+    for f in ["ell", "dia", "bcsr:2x2", "bcsr:3x2", "sell:4", "sell:5"] {
         check(SPMV, &[("A", f)], &[("A", a.clone()), ("x", x.clone())]);
         check(
             "C(i,k) = A(i,j) * B(j,k)",

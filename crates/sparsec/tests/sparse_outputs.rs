@@ -493,7 +493,7 @@ fn accumulating_statements_and_other_formats_emit() {
         .into_iter()
         .map(|a| vec![("A", a)])
         .collect();
-    for out in ["coo", "hash", "bcsr:2x2", "ell"] {
+    for out in ["coo", "hash", "bcsr:2x2", "ell", "sell:4"] {
         check_mode(
             "C(i,j) = A(i,j) * 3",
             &[("A", "csr"), ("C", out)],

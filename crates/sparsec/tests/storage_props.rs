@@ -104,6 +104,7 @@ fn formats(order: usize, rng: &mut Rng) -> Vec<String> {
             }
             for _ in 0..2 {
                 out.push(format!("bcsr:{}x{}", 1 + rng.below(4), 1 + rng.below(4)));
+                out.push(format!("sell:{}", 1 + rng.below(9)));
             }
         }
         _ => {}

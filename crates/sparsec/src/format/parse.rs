@@ -18,6 +18,7 @@
 //! | `dense`, `csr`, `csc`, `coo`, `dcsr`, `dcsc`, `csf`, `sv`, `hash` | named formats (any order where it makes sense; `csf` and `coo` accept a mode ordering) |
 //! | `bcsr:RxC` | blocked CSR with `R x C` dense blocks |
 //! | `ell` | ELLPACK (slot, row, column) |
+//! | `sell:C` | sliced ELLPACK: slices of `C` rows (8 if not given), each padded to its longest row (slice, slot, row in the slice, column) |
 //! | `dia` | diagonal (diagonal, row range, column offset) |
 
 use std::fmt;
@@ -64,7 +65,7 @@ fn parse_inner(text: &str, order: usize) -> Result<Format, FormatError> {
     let identity: Vec<usize> = (0..order).collect();
     let mode_order = |default: &[usize]| -> Result<Vec<usize>, FormatError> {
         match ordering {
-            Some(o) if !lower.starts_with("bcsr") => parse_mode_order(o, order),
+            Some(o) if lower != "bcsr" && lower != "sell" => parse_mode_order(o, order),
             _ => Ok(default.to_vec()),
         }
     };
@@ -150,6 +151,14 @@ fn parse_inner(text: &str, order: usize) -> Result<Format, FormatError> {
                 ],
             )
         }
+        "sell" => {
+            require_order(2)?;
+            let rows = match ordering {
+                Some(c) => parse_slice_rows(c)?,
+                None => DEFAULT_SLICE_ROWS,
+            };
+            Format::new(2, sell_levels(rows))
+        }
         "dia" => {
             require_order(2)?;
             Format::new(2, dia_levels())
@@ -183,6 +192,48 @@ fn parse_inner(text: &str, order: usize) -> Result<Format, FormatError> {
             Format::with_mode_order(levels, &mode_order(&identity)?)
         }
     }
+}
+
+/// Rows in a slice of `sell` when the format string does not say: eight `double` lanes
+/// fill an AVX-512 register (two AVX2 ones).
+pub const DEFAULT_SLICE_ROWS: usize = 8;
+
+/// The most rows a slice of `sell` may hold: one slot of every slice is that many values.
+pub const MAX_SLICE_ROWS: usize = 1024;
+
+fn parse_slice_rows(text: &str) -> Result<usize, FormatError> {
+    match text.trim().parse::<usize>() {
+        Ok(rows) if (1..=MAX_SLICE_ROWS).contains(&rows) => Ok(rows),
+        _ => Err(FormatError::new(format!(
+            "slice rows `{text}` must be an integer from 1 to {MAX_SLICE_ROWS}, e.g. `sell:8`"
+        ))),
+    }
+}
+
+/// The levels of sliced ELLPACK (SELL-C): a dense level of slices of `rows` rows, a
+/// compressed level of the slots of each slice (as many as its longest row has entries),
+/// a dense level of the slice's rows and a singleton column level. A slot of a slice
+/// holds one entry of each of its rows, so a kernel runs the rows in SIMD lanes; each
+/// slice is padded only to its own longest row, where ELL pads every row to the longest.
+pub(super) fn sell_levels(rows: usize) -> Vec<LevelSpec> {
+    vec![
+        spec(
+            Dense::level(),
+            LevelCoord::BlockOuter {
+                mode: 0,
+                block: rows,
+            },
+        ),
+        spec(Compressed::level(true, true), LevelCoord::EllSlot),
+        spec(
+            Dense::level(),
+            LevelCoord::BlockInner {
+                mode: 0,
+                block: rows,
+            },
+        ),
+        spec(Singleton::level(true, true), LevelCoord::Mode(1)),
+    ]
 }
 
 /// The levels of DIA: a dense diagonal level, a range row level and an offset column level.
@@ -268,7 +319,7 @@ fn parse_letters(text: &str) -> Result<Vec<Level>, FormatError> {
                 .collect();
             FormatError::new(format!(
                 "unknown level letter `{letter}`; expected {}, or a named format \
-                 (dense, csr, csc, coo, dcsr, dcsc, csf, sv, hash, ell, dia, bcsr:RxC)",
+                 (dense, csr, csc, coo, dcsr, dcsc, csf, sv, hash, ell, sell:C, dia, bcsr:RxC)",
                 known.join(", ")
             ))
         })?;
@@ -320,6 +371,11 @@ pub(super) fn spell(format: &Format) -> String {
     } else {
         match format.levels()[0].coord {
             LevelCoord::EllSlot => "ell".into(),
+            LevelCoord::BlockOuter { block, .. }
+                if format.levels().get(1).map(|l| l.coord) == Some(LevelCoord::EllSlot) =>
+            {
+                format!("sell:{block}")
+            }
             LevelCoord::Diagonal => "dia".into(),
             _ => {
                 let block = |m: usize| {

@@ -1,7 +1,7 @@
 //! Algebraic clean-up of IR expressions: constant folding and the identities that make
 //! inlined level functions read like hand-written code (`0 * N + i` becomes `i`).
 
-use super::{BinOp, Expr, Loop, Stmt, Store};
+use super::{BinOp, Expr, Loop, LoopKind, Stmt, Store};
 
 /// Simplify an expression bottom-up.
 pub fn simplify(expr: &Expr) -> Expr {
@@ -78,12 +78,30 @@ fn simplify_stmt(stmt: Stmt) -> Option<Stmt> {
             value: simplify(&store.value),
             ..store
         }),
-        Stmt::For(l) => Stmt::For(Loop {
-            start: simplify(&l.start),
-            end: simplify(&l.end),
-            body: simplify_stmts(l.body),
-            ..l
-        }),
+        Stmt::For(l) => {
+            let start = simplify(&l.start);
+            let end = simplify(&l.end);
+            let body = simplify_stmts(l.body);
+            // A serial loop over the one position below a computed one (a singleton
+            // level's) is its body: code generators then see no loop to unroll or keep
+            // serial, and a loop around it (ELL's rows, under a slot) vectorises. Loops of
+            // a constant extent of 1 stay: their code paths (rows summed in registers)
+            // expect them.
+            let serial = matches!(l.kind, LoopKind::Serial | LoopKind::Unrolled(_));
+            let computed = !matches!(start, Expr::Int(_));
+            if serial && computed && end == simplify(&(start.clone() + Expr::Int(1))) {
+                let mut block = vec![Stmt::Decl(l.var, start)];
+                block.extend(body);
+                Stmt::Block(block)
+            } else {
+                Stmt::For(Loop {
+                    start,
+                    end,
+                    body,
+                    ..l
+                })
+            }
+        }
         Stmt::Atomic(inner) => match simplify_stmt(*inner)? {
             s @ (Stmt::Store(_) | Stmt::Assign(..)) => Stmt::Atomic(Box::new(s)),
             other => other,

@@ -101,9 +101,12 @@ impl Lowerer<'_> {
         }
     }
 
-    /// When `v` is the inner loop of a split whose parent is recovered right inside it
-    /// (its outer loop enclosing it), the loop can stop at the parent's extent instead of
-    /// guarding every iteration: the parent and the end of `v`'s loop.
+    /// When `v` is the inner loop of a split whose parent is recovered inside it (its
+    /// outer loop enclosing it), the loop can stop at the parent's extent instead of
+    /// guarding every iteration, since the guard would skip everything the later
+    /// iterations do (loops between `v` and the parent, such as a singleton level's
+    /// under a blocked one, only read): the parent and how many of `v`'s iterations are
+    /// left before the parent's extent (the loop runs the fewer of those and `v`'s extent).
     pub(super) fn tail_of_split(&self, v: VarId, rest: &[VarId]) -> Option<(VarId, Expr)> {
         let &Relation::Split {
             parent,
@@ -115,12 +118,11 @@ impl Lowerer<'_> {
             return None;
         };
         let position = |u: VarId| self.plan.order.iter().position(|&w| w == u);
-        if inner != v || rest.first() != Some(&parent) || position(outer)? > position(v)? {
+        if inner != v || !rest.contains(&parent) || position(outer)? > position(v)? {
             return None;
         }
         let factor = self.split_factor(parent, by);
-        let left = self.size(parent) - self.var(outer) * factor;
-        Some((parent, Expr::min(self.size(v), left)))
+        Some((parent, self.size(parent) - self.var(outer) * factor))
     }
 
     fn assume_bound(&mut self, v: VarId, kind: BoundKind, value: usize) {

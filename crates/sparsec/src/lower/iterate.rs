@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 use super::lattice::Point;
 use super::{LExpr, LowerError, Lowerer, Scope, Step};
 use crate::format::{Capabilities, Properties};
-use crate::ir::{Expr, Loop, LoopKind, Stmt, Type};
+use crate::ir::{Expr, Loop, LoopKind, OmpSchedule, ParallelUnit, Stmt, Type};
 use crate::notation::cin::VarId;
 use crate::schedule::{lexpr, MergeStrategy};
 
@@ -456,12 +456,23 @@ impl Lowerer<'_> {
         cursors: &[usize],
         located: &[usize],
     ) -> Result<Vec<Stmt>, LowerError> {
-        let Step { var: v, scope, .. } = step;
+        let Step {
+            var: v,
+            scope,
+            rest,
+            ..
+        } = step;
         let mut stmts = self.cursors_init(cursors, scope);
         let vname = self.name(v);
         let mut body = Vec::new();
         let mut matched = Vec::new();
         let mut inner = scope.clone();
+        // The inner loop of a split stops at its parent's extent, rather than guarding
+        // each iteration: coordinates past it hold no entries (a blocked level's padding).
+        let tail = self.tail_of_split(v, rest);
+        if let Some((parent, _)) = &tail {
+            inner.guarded.insert(*parent);
+        }
         let mut advance = Vec::new();
         for &o in cursors {
             let stem = self.stem(o, scope);
@@ -491,13 +502,55 @@ impl Lowerer<'_> {
         let cases = lattice_cases(points, &conditions);
         body.push(self.case_chain(step, &[], &cases, &inner)?);
         body.extend(advance);
-        stmts.push(Stmt::For(Loop {
+        let full = Loop {
             var: vname,
             start: Expr::Int(0),
             end: self.size(v),
             body,
             kind: LoopKind::Serial,
-        }));
+        };
+        stmts.push(match tail {
+            // Blocks of a constant size run a loop of that many trips, which a C compiler
+            // unrolls and vectorises (sliced ELL's rows in SIMD lanes); the last block,
+            // cut short by the parent's extent, a copy that stops there.
+            Some((parent, left)) if matches!(full.end, Expr::Int(_)) => {
+                let short = Loop {
+                    end: left.clone(),
+                    ..full.clone()
+                };
+                // Where each iteration writes its own element of a dense output (the
+                // parent is one of its indices) and loops over nothing (one position of
+                // a singleton level at most), the block's iterations are SIMD lanes: gcc
+                // vectorises such a loop of a few trips only when told, as it unrolls it
+                // first and cannot then gather (sliced ELL's rows).
+                let lanes =
+                    self.dense_output && self.is_free(parent) && one_trip_loops_only(&full.body);
+                let full = Loop {
+                    kind: if lanes {
+                        LoopKind::Parallel {
+                            unit: ParallelUnit::CpuVector,
+                            schedule: OmpSchedule::Static,
+                            chunk: 0,
+                            reductions: Vec::new(),
+                            locals: Vec::new(),
+                        }
+                    } else {
+                        LoopKind::Serial
+                    },
+                    ..full
+                };
+                Stmt::If(
+                    Expr::lt(left, full.end.clone()),
+                    vec![Stmt::For(short)],
+                    vec![Stmt::For(full)],
+                )
+            }
+            Some((_, left)) => Stmt::For(Loop {
+                end: Expr::min(full.end.clone(), left),
+                ..full
+            }),
+            None => Stmt::For(full),
+        });
         Ok(stmts)
     }
 
@@ -545,6 +598,19 @@ impl Lowerer<'_> {
         }
         Ok(Stmt::Block(chain))
     }
+}
+
+/// Whether every loop in `body` (at any depth) runs one trip: over the position below a
+/// computed one, as a singleton level's.
+fn one_trip_loops_only(body: &[Stmt]) -> bool {
+    let mut only = true;
+    crate::ir::visit::walk_stmts(body, &mut |s| {
+        if let Stmt::For(l) = s {
+            let one_trip = crate::ir::simplify(&(l.start.clone() + Expr::Int(1)));
+            only &= crate::ir::simplify(&l.end) == one_trip;
+        }
+    });
+    only
 }
 
 pub(super) fn conjunction(terms: impl IntoIterator<Item = Expr>) -> Expr {

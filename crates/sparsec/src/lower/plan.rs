@@ -140,9 +140,9 @@ impl Lowerer<'_> {
             None => {
                 let (mut body, mut inner) = self.position_trackers(v, scope);
                 let end = match self.tail_of_split(v, rest) {
-                    Some((parent, end)) => {
+                    Some((parent, left)) => {
                         inner.guarded.insert(parent);
-                        end
+                        Expr::min(self.size(v), left)
                     }
                     None => self.size(v),
                 };

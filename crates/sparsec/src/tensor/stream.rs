@@ -117,10 +117,12 @@ pub(super) fn stream_in_mode_order(
         && kinds
             .iter()
             .all(|kind| matches!(kind, Built::Inserted | Built::Singleton | Built::Table));
+    // Groups of rows regrouped in storage order; not under slots (sliced ELL), which are
+    // ranks in a row that regrouping does not count.
     let grouped = matches!(
         coords[0],
         LevelCoord::Mode(0) | LevelCoord::BlockOuter { mode: 0, .. }
-    );
+    ) && !coords.contains(&LevelCoord::EllSlot);
     // Tables take their widths before any tuple: not by streaming as the tuples come.
     if !(direct || placed || grouped) || has_tables && !placed {
         return Ok(None);

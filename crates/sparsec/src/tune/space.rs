@@ -27,6 +27,10 @@ const LEVEL_LETTERS: [(char, u32); 5] = [('d', 3), ('s', 5), ('u', 1), ('q', 1),
 /// Block sides of blocked layouts (`bcsr:RxC`).
 const BLOCK_SIDES: [usize; 4] = [1, 2, 4, 8];
 
+/// Rows in a slice of sliced ELL (`sell:C`): one, two or four AVX-512 registers of
+/// `double`s.
+const SLICE_ROWS: [usize; 3] = [8, 16, 32];
+
 /// Largest split factor, as a power of two (WACO's 2^15).
 const MAX_SPLIT_LOG2: u32 = 15;
 
@@ -327,14 +331,18 @@ impl Space {
         Some(candidate)
     }
 
-    /// A random format of a tensor of `order` modes: a blocked layout for a matrix now and
-    /// then, else a level letter per level and a random mode order, as [`Format::parse`]
-    /// accepts them.
+    /// A random format of a tensor of `order` modes: a blocked layout (BCSR or sliced ELL)
+    /// for a matrix now and then, else a level letter per level and a random mode order,
+    /// as [`Format::parse`] accepts them.
     fn draw_format(&self, rng: &mut impl Rng, order: usize) -> Option<Format> {
-        if order == 2 && rng.gen_bool(0.15) {
+        if order == 2 && rng.gen_bool(0.1) {
             let r = *BLOCK_SIDES.choose(rng).expect("sides");
             let c = *BLOCK_SIDES.choose(rng).expect("sides");
             return Format::parse(&format!("bcsr:{r}x{c}"), 2).ok();
+        }
+        if order == 2 && rng.gen_bool(0.1) {
+            let rows = *SLICE_ROWS.choose(rng).expect("slices");
+            return Format::parse(&format!("sell:{rows}"), 2).ok();
         }
         let letters: String = (0..order)
             .map(|_| {

@@ -1,8 +1,9 @@
 //! The C99 backend.
 //!
 //! A kernel is one function `int sparsec_kernel(void **arrays, const int64_t *params,
-//! sparsec_buffer *out)`. Every array and scalar the body reads is unpacked into a named
-//! local at the top (`A2_pos`, `A1_size`, `i_size`), in the order given by the function's
+//! sparsec_buffer *out)`. It passes every array the body reads as a named `restrict`
+//! parameter (`A2_pos`) of the body's function, which unpacks the scalars into named
+//! locals at its top (`A1_size`, `i_size`), in the order given by the function's
 //! [`Signature`], which the runtime follows when it passes storage. Index arrays are
 //! `int64_t` or `int32_t`; values are `double` or `float` per tensor. The runtime helpers
 //! come from [`super::runtime`], only those the kernel calls.
@@ -44,6 +45,9 @@ pub struct CKernel {
 /// Name of the exported kernel function.
 pub const ENTRY: &str = "sparsec_kernel";
 
+/// Name of the function that holds the kernel's body, which [`ENTRY`] calls.
+const BODY: &str = "sparsec_kernel_body";
+
 /// Print a kernel.
 pub fn emit(function: &Function) -> Result<CKernel, BackendError> {
     check_units(function, "C")?;
@@ -57,11 +61,12 @@ pub fn emit(function: &Function) -> Result<CKernel, BackendError> {
         OutputMode::Emit { order } => order,
         OutputMode::Dense { .. } | OutputMode::Rows { .. } => 0,
     };
-    let _ = writeln!(
-        out,
-        "int {ENTRY}(void **arrays, const int64_t *params, sparsec_buffer *out) {{"
-    );
-    let _ = writeln!(out, "  (void)arrays; (void)params; (void)out;");
+    // The body is a function of restrict-qualified parameters, which the entry unpacks
+    // from `arrays`: gcc 12 trusts `restrict` on parameters but not on locals, and without
+    // it cannot vectorise a loop that stores to one array and gathers from another (ELL's
+    // rows: y[i] += v[p] * x[idx[p]]).
+    let mut parameters = Vec::new();
+    let mut unpacked = Vec::new();
     for (n, (a, element)) in signature.arrays.iter().zip(&signature.elements).enumerate() {
         let name = names.array(a);
         // The output's arrays: its values, and the leaf level a two-phase kernel places.
@@ -78,11 +83,13 @@ pub fn emit(function: &Function) -> Result<CKernel, BackendError> {
             Element::Index(width) => width.c_name(),
         };
         let constness = if writable { "" } else { "const " };
-        let _ = writeln!(
-            out,
-            "  {constness}{ty} *restrict {name} = ({constness}{ty} *)arrays[{n}];"
-        );
+        parameters.push(format!("{constness}{ty} *restrict {name}"));
+        unpacked.push(format!("({constness}{ty} *)arrays[{n}]"));
     }
+    parameters.extend(["const int64_t *params".into(), "sparsec_buffer *out".into()]);
+    unpacked.extend(["params".into(), "out".into()]);
+    let _ = writeln!(out, "static int {BODY}({}) {{", parameters.join(", "));
+    let _ = writeln!(out, "  (void)params; (void)out;");
     for (n, p) in signature.scalars.iter().enumerate() {
         let name = match p {
             ScalarArg::Param(p) => names.param(p),
@@ -119,7 +126,13 @@ pub fn emit(function: &Function) -> Result<CKernel, BackendError> {
         printer.stmt(s);
     }
     printer.release(&function.locals, "");
-    out.push_str("  return sparsec_oom ? -1 : 0;\n}\n");
+    out.push_str("  return sparsec_oom ? -1 : 0;\n}\n\n");
+    let _ = writeln!(
+        out,
+        "int {ENTRY}(void **arrays, const int64_t *params, sparsec_buffer *out) {{"
+    );
+    let _ = writeln!(out, "  (void)arrays;");
+    let _ = writeln!(out, "  return {BODY}({});\n}}", unpacked.join(", "));
     Ok(CKernel {
         source: out,
         signature,
