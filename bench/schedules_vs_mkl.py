@@ -594,7 +594,8 @@ SPGEMM_TACO_WORKSPACE = ["-s=reorder(i,k,j)", "-s=precompute(A(i,k)*B(k,j),j,j)"
 
 KERNELS = [
     Kernel("spmv", "y(i) = A(i,j) * x(j)", 2, "A", ["x:dense"], [],
-           variants(["A:csr"], {"default": None, "A.1": SPMV_A1, "balanced": SPMV_BALANCED}),
+           variants(["A:csr"], {"default": None, "A.1": SPMV_A1, "balanced": SPMV_BALANCED})
+           + variants(["A:sell:16"], {"sell:16": None}),
            spmv_state, lambda s: (lambda: s["a"] @ s["x"]), "x",
            peer_note="scipy: A @ x (CSR); MKL: mkl_sparse_d_mv; TACO: its CLI's kernel",
            taco=["-f=A:ds", "-g=x:r"]),

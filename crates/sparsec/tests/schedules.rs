@@ -924,6 +924,29 @@ fn reduction_placement_and_storage_order_are_preconditions_of_reorder() {
         message.contains("storage order") || message.contains("structured storage"),
         "{message}"
     );
+    // A structured level's loop stays in place but may run on threads, where its
+    // iterations write apart: BCSR's block rows under SpMV, not ELL's slots (each slot
+    // adds to every row).
+    let message = schedule_error(SPMV, &[("A", "bcsr:2x2")], &inputs, "reorder(i_blk,j_blk)");
+    assert!(message.contains("structured storage"), "{message}");
+    let message = schedule_error(
+        SPMV,
+        &[("A", "ell")],
+        &inputs,
+        "parallelize(A_o0_slot,CPUThread,NoRaces)",
+    );
+    assert!(message.contains("race"), "{message}");
+    for (format, blocks) in [("bcsr:2x3", "i_blk"), ("sell:4", "i_blk")] {
+        for schedule in ["dynamic", "static", "balanced"] {
+            check_schedule(
+                SPMV,
+                &[("A", format)],
+                &spmv_sets(31, 13, 7),
+                &[],
+                &format!("parallelize({blocks},CPUThread,NoRaces,{schedule},2)"),
+            );
+        }
+    }
 }
 
 #[test]

@@ -7,8 +7,27 @@ use crate::ir::Expr;
 use crate::notation::cin::VarId;
 
 impl Concrete {
-    /// A loop variable named `name`.
+    /// A loop variable named `name` that the statement's loops can be rescheduled around.
     pub(super) fn loop_named(&self, text: &str, name: &str) -> Result<VarId, ScheduleError> {
+        let v = self.taggable_loop_named(text, name)?;
+        if self.vars[v].origin == VarOrigin::Storage {
+            return Err(ScheduleError::new(
+                text,
+                "the variable is a loop of the statement",
+                format!("`{name}` iterates a structured storage level and cannot be scheduled"),
+            ));
+        }
+        Ok(v)
+    }
+
+    /// A loop variable named `name`, possibly one that iterates a structured storage level
+    /// (BCSR's or sliced ELL's block rows, ELL's slots): such a loop stays where the layout
+    /// puts it, but may run on threads where lowering finds its iterations write apart.
+    pub(super) fn taggable_loop_named(
+        &self,
+        text: &str,
+        name: &str,
+    ) -> Result<VarId, ScheduleError> {
         let Some(v) = self.var_named(name) else {
             return Err(ScheduleError::new(
                 text,
@@ -30,13 +49,6 @@ impl Concrete {
                 text,
                 "the variable is a loop",
                 format!("`{name}` was already replaced by {by}"),
-            ));
-        }
-        if self.vars[v].origin == VarOrigin::Storage {
-            return Err(ScheduleError::new(
-                text,
-                "the variable is a loop of the statement",
-                format!("`{name}` iterates a structured storage level and cannot be scheduled"),
             ));
         }
         Ok(v)

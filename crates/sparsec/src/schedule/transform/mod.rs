@@ -312,7 +312,7 @@ impl Concrete {
                 schedule,
                 chunk,
             } => {
-                let v = self.loop_named(&text, var)?;
+                let v = self.taggable_loop_named(&text, var)?;
                 positive(&text, "the chunk size is positive", *chunk)?;
                 if let Some(p) = &self.vars[v].tags.parallel {
                     return Err(ScheduleError::new(
