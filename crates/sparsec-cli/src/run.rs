@@ -12,7 +12,9 @@ use sparsec::tensor::{Tensor, ValueType};
 
 use sparsec::notation::cin::Statement;
 
-use crate::spec::{self, BackendArg, Problem, ScheduleArgs, Source, StatementArgs, FORMAT_HELP};
+use crate::spec::{
+    self, BackendArg, Problem, ScheduleArgs, Source, StatementArgs, SumsArg, FORMAT_HELP,
+};
 
 const RUN_HELP: &str = "\
 EXAMPLES:
@@ -96,6 +98,11 @@ pub struct RunArgs {
     /// inputs of this structure (an error when none is cached).
     #[arg(long)]
     pub tuned: bool,
+    /// How the version of gathered sums (SpMV's rows, TTV's fibers) is chosen: measured
+    /// over the first runs, by the run-time tests (results identical to the last bit), or
+    /// one fixed version.
+    #[arg(long, value_enum, default_value_t = SumsArg::Measured)]
+    pub sums: SumsArg,
 }
 
 /// Largest accepted scaled difference between kernel and reference.
@@ -157,6 +164,7 @@ pub fn run(args: &RunArgs) -> Result<()> {
     if let Some(n) = threads {
         kernel.set_threads(n);
     }
+    kernel.set_sum_versions(args.sums.into());
     let compile_time = started.elapsed();
     report_kernel(&kernel, compile_time);
     report_conversions(&kernel, &inputs);

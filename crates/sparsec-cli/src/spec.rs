@@ -7,8 +7,9 @@ use std::path::PathBuf;
 use miette::{miette, Report, Result, WrapErr};
 use sparsec::format::Format;
 use sparsec::io::{self, TensorFile};
+use sparsec::ir::gather::SumVersion;
 use sparsec::jit::Toolchain;
-use sparsec::kernel::{Backend, Kernel};
+use sparsec::kernel::{Backend, Kernel, SumVersions};
 use sparsec::lower::Lowered;
 use sparsec::notation::ast::{Assignment, Expr, ExprKind};
 use sparsec::notation::cin::Statement;
@@ -119,6 +120,36 @@ pub enum BackendArg {
     C,
     /// Cranelift in process: no C compiler, low latency, serial.
     Jit,
+}
+
+/// `--sums`: how a kernel chooses the version of its gathered sums (SpMV's rows, TTV's
+/// fibers) on each run.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum SumsArg {
+    /// The run-time tests choose the first run; the next runs measure each version, then
+    /// the fastest runs (results may change in their last bits until it is chosen).
+    #[default]
+    Measured,
+    /// The run-time tests choose every run: results identical to the last bit.
+    Tested,
+    /// Serial loops.
+    Scalar,
+    /// SIMD lanes filled from scalar loads.
+    Lanes,
+    /// SIMD lanes filled by hardware gathers.
+    Gathers,
+}
+
+impl From<SumsArg> for SumVersions {
+    fn from(s: SumsArg) -> SumVersions {
+        match s {
+            SumsArg::Measured => SumVersions::Measured,
+            SumsArg::Tested => SumVersions::Tested,
+            SumsArg::Scalar => SumVersions::Fixed(SumVersion::Scalar),
+            SumsArg::Lanes => SumVersions::Fixed(SumVersion::Lanes),
+            SumsArg::Gathers => SumVersions::Fixed(SumVersion::Gathers),
+        }
+    }
 }
 
 impl From<BackendArg> for Backend {

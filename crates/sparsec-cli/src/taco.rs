@@ -16,7 +16,7 @@ use miette::{miette, IntoDiagnostic, Result, WrapErr};
 
 use crate::emit::{self, EmitArgs};
 use crate::run::{self, RunArgs};
-use crate::spec::{self, BackendArg, Problem, ScheduleArgs, SpecArgs, StatementArgs};
+use crate::spec::{self, BackendArg, Problem, ScheduleArgs, SpecArgs, StatementArgs, SumsArg};
 
 const TACO_HELP: &str = "\
 EXAMPLES (TACO command lines, unchanged):
@@ -166,6 +166,7 @@ pub fn taco(args: &TacoArgs) -> Result<()> {
             backend: BackendArg::Tiered,
             seed: 42,
             tuned: false,
+            sums: SumsArg::Measured,
         })?;
     }
     Ok(())

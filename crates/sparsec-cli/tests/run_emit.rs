@@ -98,6 +98,49 @@ fn spmv_on_shared_matrix_with_check_and_timing() {
     assert!(out.contains("y: 2003 d"), "{out}");
 }
 
+/// `--sums` fixes the version of the row sums (or leaves it to the run-time tests): each
+/// is checked against the reference, and none measures the others.
+#[test]
+fn spmv_with_each_fixed_sum_version() {
+    let path = shared_matrix("bcsstk13.mtx");
+    let input = format!("A:{}", path.display());
+    for sums in ["tested", "scalar", "lanes", "gathers"] {
+        let out = ok(&[
+            "run",
+            "y(i) = A(i,j) * x(j)",
+            "-f",
+            "A:csr",
+            "-i",
+            &input,
+            "-g",
+            "x:dense",
+            "--time",
+            "100",
+            "--sums",
+            sums,
+            "--check",
+        ]);
+        assert!(out.contains("check: ok"), "--sums {sums}: {out}");
+        assert!(
+            !out.contains("the fastest of its versions"),
+            "--sums {sums}: {out}"
+        );
+    }
+    fails(
+        &[
+            "run",
+            "y(i) = A(i,j) * x(j)",
+            "-f",
+            "A:csr",
+            "-i",
+            &input,
+            "--sums",
+            "fastest",
+        ],
+        "possible values: measured, tested, scalar, lanes, gathers",
+    );
+}
+
 #[test]
 fn pattern_matrix_spgemm_with_check() {
     let path = shared_matrix("karate.mtx");

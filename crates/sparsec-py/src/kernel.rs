@@ -11,8 +11,11 @@ use std::sync::{Arc, LazyLock, Mutex, MutexGuard};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 use sparsec::format::Format;
+use sparsec::ir::gather::SumVersion;
 use sparsec::jit::Toolchain;
-use sparsec::kernel::{lower_with_default_parallelism, Assembled, Backend, Kernel, KernelInput};
+use sparsec::kernel::{
+    lower_with_default_parallelism, Assembled, Backend, Kernel, KernelInput, SumVersions,
+};
 use sparsec::notation::ast::{Access, Expr, ExprKind};
 use sparsec::notation::{self, TensorDecl};
 use sparsec::schedule::{Concrete, Schedule};
@@ -33,6 +36,7 @@ struct KernelKey {
     tensors: Vec<(String, String, Option<Vec<usize>>)>,
     schedule: Option<String>,
     threads: Option<usize>,
+    sums: SumVersions,
     backend: Backend,
     value_type: ValueType,
 }
@@ -70,6 +74,28 @@ fn parse_backend(name: &str) -> PyResult<Backend> {
         other => Err(errors::input(format!(
             "unknown backend `{other}`; use \"c\", \"jit\" or \"tiered\""
         ))),
+    }
+}
+
+/// The `sums` option: how a kernel chooses the version of its gathered sums.
+fn parse_sums(name: &str) -> PyResult<SumVersions> {
+    match name {
+        "measured" => Ok(SumVersions::Measured),
+        "tested" => Ok(SumVersions::Tested),
+        "scalar" => Ok(SumVersions::Fixed(SumVersion::Scalar)),
+        "lanes" => Ok(SumVersions::Fixed(SumVersion::Lanes)),
+        "gathers" => Ok(SumVersions::Fixed(SumVersion::Gathers)),
+        other => Err(errors::input(format!(
+            "unknown sums `{other}`; use \"measured\", \"tested\", \"scalar\", \"lanes\" or \"gathers\""
+        ))),
+    }
+}
+
+fn sum_version_name(version: SumVersion) -> &'static str {
+    match version {
+        SumVersion::Scalar => "scalar",
+        SumVersion::Lanes => "lanes",
+        SumVersion::Gathers => "gathers",
     }
 }
 
@@ -136,6 +162,7 @@ pub struct PyKernel {
     formats: HashMap<String, String>,
     schedule: Option<(String, Schedule)>,
     threads: Option<usize>,
+    sums: SumVersions,
     backend: Backend,
     dtype: Option<ValueType>,
     /// The kernel of the last call, with the key it was compiled for.
@@ -203,6 +230,7 @@ impl PyKernel {
             tensors,
             schedule: self.schedule.as_ref().map(|(text, _)| text.clone()),
             threads: self.threads,
+            sums: self.sums,
             backend: self.backend,
             value_type,
         };
@@ -379,6 +407,7 @@ fn compile_memoized(
     if let Some(n) = key.threads {
         kernel.set_threads(n);
     }
+    kernel.set_sum_versions(key.sums);
     let kernel = Arc::new(kernel);
     memo.misses += 1;
     memo.kernels.insert(key.clone(), kernel.clone());
@@ -415,7 +444,7 @@ impl PyKernel {
     /// Parse `expr` and remember how to compile it; compiling happens for the shapes of
     /// the tensors it is run on (or those given to `compile_for_shapes`).
     #[new]
-    #[pyo3(signature = (expr, formats=None, schedule=None, threads=None, backend="tiered", dtype=None))]
+    #[pyo3(signature = (expr, formats=None, schedule=None, threads=None, backend="tiered", dtype=None, sums="measured"))]
     fn new(
         expr: &str,
         formats: Option<HashMap<String, String>>,
@@ -423,6 +452,7 @@ impl PyKernel {
         threads: Option<usize>,
         backend: &str,
         dtype: Option<&str>,
+        sums: &str,
     ) -> PyResult<PyKernel> {
         let assignment = notation::parse(expr).map_err(|e| errors::to_py(e.into()))?;
         let tensors = accessed_tensors(&assignment.lhs, &assignment.rhs);
@@ -457,6 +487,7 @@ impl PyKernel {
             formats,
             schedule,
             threads,
+            sums: parse_sums(sums)?,
             backend: parse_backend(backend)?,
             dtype: dtype.map(parse_dtype).transpose()?,
             last: Mutex::new(None),
@@ -733,6 +764,14 @@ impl PyKernel {
     #[getter]
     fn threads(&self) -> PyResult<usize> {
         Ok(self.current()?.threads())
+    }
+
+    /// The version of the gathered sums (`"scalar"`, `"lanes"` or `"gathers"`) chosen by
+    /// measuring on the last call's inputs; `None` before it is chosen, with other `sums`
+    /// options, and for kernels with one version.
+    #[getter]
+    fn sum_version(&self) -> PyResult<Option<&'static str>> {
+        Ok(self.current()?.sum_version().map(sum_version_name))
     }
 
     /// Wait until a tiered kernel's C compilation has finished and use its code from now

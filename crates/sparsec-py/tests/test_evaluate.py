@@ -33,11 +33,20 @@ def test_spmv_matches_scipy(rng, shape, index_dtype):
     np.testing.assert_allclose(y, a @ x, rtol=1e-12, atol=1e-12)
 
 
-@pytest.mark.parametrize("fmt", ["csr", "csc", "coo", "dcsr", "dense", "ds", "sd:1,0"])
+@pytest.mark.parametrize("fmt", ["csr", "csc", "coo", "dcsr", "dense", "ds", "sd:1,0", "sell:8"])
 def test_spmv_in_every_input_format(rng, fmt):
     a = random_csr(rng, 50, 40, 0.1)
     x = rng.standard_normal(40)
     y = sparsec.evaluate(SPMV, A=a, x=x, formats={"A": fmt}, backend="jit")
+    np.testing.assert_allclose(y, a @ x, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("slice_rows", [1, 3, 8, 16])
+def test_spmv_in_sliced_ell_with_the_c_compiler(rng, slice_rows):
+    # 51 rows: the last slice is short; rows in SIMD lanes, slices on threads.
+    a = random_csr(rng, 51, 40, 0.1)
+    x = rng.standard_normal(40)
+    y = sparsec.evaluate(SPMV, A=a, x=x, formats={"A": f"sell:{slice_rows}"})
     np.testing.assert_allclose(y, a @ x, rtol=1e-12, atol=1e-12)
 
 
@@ -404,3 +413,30 @@ def test_tune_refuses_a_model_for_other_searches_and_zero_candidates(rng):
         sparsec.tune("y(i) = A(i,j) * x(j)", A=a, x=x, search="random", model="m")
     with pytest.raises(sparsec.InputError, match="at least one"):
         sparsec.tune("y(i) = A(i,j) * x(j)", A=a, x=x, candidates=0)
+
+
+@pytest.mark.parametrize("sums", ["tested", "scalar", "lanes", "gathers"])
+def test_fixed_sum_versions_repeat_their_results_exactly(rng, sums):
+    a = random_csr(rng, 300, 200, 0.05)
+    x = rng.standard_normal(200)
+    kernel = sparsec.compile(SPMV, sums=sums, backend="c")
+    first = kernel(A=a, x=x)
+    np.testing.assert_allclose(first, a @ x, rtol=1e-12, atol=1e-12)
+    for _ in range(20):
+        np.testing.assert_array_equal(kernel(A=a, x=x), first)
+    assert kernel.sum_version is None
+
+
+def test_measured_sum_versions_name_the_chosen_one(rng):
+    a = random_csr(rng, 300, 200, 0.05)
+    x = rng.standard_normal(200)
+    kernel = sparsec.compile(SPMV, backend="c")
+    # The first call, then each version in blocks of up to 32 calls, twice over.
+    for _ in range(300):
+        np.testing.assert_allclose(kernel(A=a, x=x), a @ x, rtol=1e-12, atol=1e-12)
+    assert kernel.sum_version in ("scalar", "lanes", "gathers")
+
+
+def test_unknown_sums_are_refused():
+    with pytest.raises(ValueError, match="unknown sums `fastest`"):
+        sparsec.compile(SPMV, sums="fastest")

@@ -6,7 +6,8 @@ import scipy.sparse as sp
 
 import sparsec
 
-FORMATS_2D = ["dense", "csr", "csc", "coo", "dcsr", "dcsc", "ell", "dia", "bcsr:2x2", "hash", "sd", "ds:1,0"]
+FORMATS_2D = ["dense", "csr", "csc", "coo", "dcsr", "dcsc", "ell", "sell:4", "dia", "bcsr:2x2",
+              "hash", "sd", "ds:1,0"]
 
 
 @pytest.mark.parametrize("fmt", FORMATS_2D)

@@ -468,6 +468,14 @@ class Kernel:
         return self._native.threads
 
     @property
+    def sum_version(self) -> str | None:
+        """The version of the gathered sums (SpMV's rows, TTV's fibers) chosen by measuring
+        on the last call's inputs: ``"scalar"``, ``"lanes"`` or ``"gathers"``; ``None``
+        before it is chosen, with ``sums`` other than ``"measured"``, and for kernels with
+        one version."""
+        return self._native.sum_version
+
+    @property
     def copied_inputs(self) -> list[str]:
         """The inputs the last call copied instead of reading them in place: unsorted or
         duplicate indices, layouts or value types other than those the kernel reads,
@@ -491,6 +499,7 @@ def compile(
     backend: str = "tiered",
     dtype: str | None = None,
     shapes: Mapping[str, tuple[int, ...]] | None = None,
+    sums: str = "measured",
 ) -> Kernel:
     """Compile ``expr`` (tensor index notation, e.g. ``"y(i) = A(i,j) * x(j)"``).
 
@@ -503,6 +512,11 @@ def compile(
     C compiler's as soon as it is ready); ``dtype`` is ``"float64"`` or ``"float32"``
     (default: float32 when every input is, else float64). With ``shapes``
     (``{name: shape}`` for every input) the kernel is compiled now, else at the first call.
+    ``sums`` says how the version of gathered sums (SpMV's rows, TTV's fibers) is chosen:
+    ``"measured"`` (the run-time tests choose the first call, the next calls measure each
+    version, then the fastest runs; results may change in their last bits until then),
+    ``"tested"`` (the run-time tests choose every call: results identical to the last
+    bit), or one version: ``"scalar"``, ``"lanes"``, ``"gathers"``.
     """
     native = _native.Kernel(
         expr,
@@ -511,6 +525,7 @@ def compile(
         threads=threads,
         backend=backend,
         dtype=dtype,
+        sums=sums,
     )
     if shapes is not None:
         native.compile_for_shapes({name: list(shape) for name, shape in shapes.items()})
@@ -526,6 +541,7 @@ def evaluate(
     threads: int | None = None,
     backend: str = "tiered",
     dtype: str | None = None,
+    sums: str = "measured",
     initial: Any = None,
     **tensors: Any,
 ) -> Any:
@@ -536,7 +552,13 @@ def evaluate(
     for a CSR, CSC or COO output, else a :class:`Tensor`.
     """
     kernel = compile(
-        expr, formats=formats, schedule=schedule, threads=threads, backend=backend, dtype=dtype
+        expr,
+        formats=formats,
+        schedule=schedule,
+        threads=threads,
+        backend=backend,
+        dtype=dtype,
+        sums=sums,
     )
     return kernel(initial=initial, **tensors)
 

@@ -34,7 +34,7 @@ pub(crate) const MAX_BLOCK: usize = 32;
 /// How a kernel chooses the version of its gathered sums (SpMV's rows, TTV's fibers:
 /// serial loops, SIMD lanes filled from scalar loads, or hardware gathers; see
 /// [`crate::ir::gather`]) for each call.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum SumVersions {
     /// The run-time tests choose a new input's first call; the next calls measure each
     /// version, then the fastest runs ([`Kernel::sum_version`](super::Kernel::sum_version) names it). The versions

@@ -601,14 +601,16 @@ impl Lowerer<'_> {
 }
 
 /// Whether every loop in `body` (at any depth) runs one trip: over the position below a
-/// computed one, as a singleton level's.
+/// computed one, as a singleton level's (no `while` loop: no search).
 fn one_trip_loops_only(body: &[Stmt]) -> bool {
     let mut only = true;
-    crate::ir::visit::walk_stmts(body, &mut |s| {
-        if let Stmt::For(l) = s {
+    crate::ir::visit::walk_stmts(body, &mut |s| match s {
+        Stmt::For(l) => {
             let one_trip = crate::ir::simplify(&(l.start.clone() + Expr::Int(1)));
             only &= crate::ir::simplify(&l.end) == one_trip;
         }
+        Stmt::While(..) => only = false,
+        _ => {}
     });
     only
 }
