@@ -315,10 +315,10 @@ impl Kernel {
     /// C compiler's code has a loop on threads, else 1 (serial loops, or the JIT's code).
     /// Balanced loops may use fewer on small inputs.
     pub fn threads_used(&self) -> usize {
+        // The signature printed once, not the function's walked again on every run.
         let on_threads = self
-            .lowered
-            .function
-            .signature()
+            .generated
+            .signature
             .scalars
             .contains(&ScalarArg::Threads);
         match self.running_backend() {
