@@ -104,22 +104,18 @@ fn spmv_on_shared_matrix_with_check_and_timing() {
 fn spmv_with_each_fixed_sum_version() {
     let path = shared_matrix("bcsstk13.mtx");
     let input = format!("A:{}", path.display());
+    let spmv = [
+        "run",
+        "y(i) = A(i,j) * x(j)",
+        "-f",
+        "A:csr",
+        "-i",
+        &input,
+        "-g",
+        "x:dense",
+    ];
     for sums in ["tested", "scalar", "lanes", "gathers"] {
-        let out = ok(&[
-            "run",
-            "y(i) = A(i,j) * x(j)",
-            "-f",
-            "A:csr",
-            "-i",
-            &input,
-            "-g",
-            "x:dense",
-            "--time",
-            "100",
-            "--sums",
-            sums,
-            "--check",
-        ]);
+        let out = ok(&[&spmv[..], &["--time", "100", "--sums", sums, "--check"]].concat());
         assert!(out.contains("check: ok"), "--sums {sums}: {out}");
         assert!(
             !out.contains("the fastest of its versions"),
@@ -127,16 +123,7 @@ fn spmv_with_each_fixed_sum_version() {
         );
     }
     fails(
-        &[
-            "run",
-            "y(i) = A(i,j) * x(j)",
-            "-f",
-            "A:csr",
-            "-i",
-            &input,
-            "--sums",
-            "fastest",
-        ],
+        &[&spmv[..], &["--sums", "fastest"]].concat(),
         "possible values: measured, tested, scalar, lanes, gathers",
     );
 }
