@@ -221,8 +221,12 @@ pub fn run(args: &RunArgs) -> Result<()> {
         }
         crate::outln!("  compile   {}", spec::ms(compile_time));
         if let Some(version) = kernel.sum_version() {
+            let hints = kernel
+                .prefetch_distance()
+                .map(|d| format!(" (where it prefetches, {d} entries ahead)"))
+                .unwrap_or_default();
             crate::outln!(
-                "kernel: sums in {}, the fastest of its versions in the first runs",
+                "kernel: sums in {}{hints}, the fastest of its versions in the first runs",
                 version.describe()
             );
         }

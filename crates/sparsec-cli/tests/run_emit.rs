@@ -81,7 +81,7 @@ fn spmv_on_shared_matrix_with_check_and_timing() {
         "-g",
         "x:dense",
         "--time",
-        "200",
+        "300",
         "--check",
     ]);
     assert!(out.contains("A: 2003x2003 ds, 83883 stored"), "{out}");

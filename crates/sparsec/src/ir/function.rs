@@ -259,6 +259,7 @@ impl Function {
                 | ParamRef::Scattered(_)
                 | ParamRef::Uneven(_)
                 | ParamRef::SumVersion
+                | ParamRef::PrefetchDistance
                 | ParamRef::Phase
                 | ParamRef::Capacity),
             ) => {

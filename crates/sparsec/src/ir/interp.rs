@@ -57,7 +57,8 @@ impl Env<'_> {
                 | ParamRef::Length(_)
                 | ParamRef::Scattered(_)
                 | ParamRef::Uneven(_)
-                | ParamRef::SumVersion,
+                | ParamRef::SumVersion
+                | ParamRef::PrefetchDistance,
             ) => {
                 panic!("level functions evaluated on storage take constants or ARGUMENT")
             }

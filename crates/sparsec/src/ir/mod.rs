@@ -171,6 +171,10 @@ pub enum ParamRef {
     /// integer), or [`gather::BY_TESTS`] to let the run-time tests choose: set for each
     /// call by the kernel, which measures the versions on repeated calls with one input.
     SumVersion,
+    /// How many positions ahead an innermost segment loop prefetches the elements its
+    /// coordinates locate ([`prefetch::ELEMENT_DISTANCE`] unless the kernel measures
+    /// another, as it measures the sum versions).
+    PrefetchDistance,
 }
 
 /// A value a front end or scheduler names before lowering knows how it is computed.

@@ -175,6 +175,7 @@ impl Names {
                     ParamRef::Scattered(array) => format!("{}_scattered", operand_hint(&array)),
                     ParamRef::Uneven(array) => format!("{}_uneven", operand_hint(&array)),
                     ParamRef::SumVersion => "sum_version".to_string(),
+                    ParamRef::PrefetchDistance => "prefetch_distance".to_string(),
                 };
                 (p, alloc.fresh(&hint))
             })

@@ -221,6 +221,9 @@ impl Kernel {
                     ScalarArg::Param(ParamRef::Phase | ParamRef::Capacity) => 0,
                     // Set for each call by `Kernel::call` where it measures the versions.
                     ScalarArg::Param(ParamRef::SumVersion) => crate::ir::gather::BY_TESTS,
+                    ScalarArg::Param(ParamRef::PrefetchDistance) => {
+                        crate::ir::prefetch::ELEMENT_DISTANCE
+                    }
                     ScalarArg::Threads => self.threads as i64,
                 })
                 .collect();

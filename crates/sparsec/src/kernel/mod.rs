@@ -340,6 +340,14 @@ impl Kernel {
         self.sum_versions.chosen()
     }
 
+    /// How many positions ahead the version chosen on the input of the last run prefetches
+    /// the elements its loops gather (`x[j]` of SpMV over a large, scattered `x`), for a
+    /// kernel whose loops prefetch them: the distance is measured with the versions of the
+    /// sums (see [`Kernel::sum_version`]). `None` before the choice, and for other kernels.
+    pub fn prefetch_distance(&self) -> Option<i64> {
+        self.sum_versions.chosen_distance()
+    }
+
     /// Choose the version of the gathered sums as `choice` says from the next run on
     /// (by default [`SumVersions::Measured`]).
     pub fn set_sum_versions(&mut self, choice: SumVersions) {

@@ -18,11 +18,17 @@
 //! version runs once. An input is told by the call's scalar arguments (lengths, extents,
 //! samples of its structure, threads) and the code that runs, so a new matrix of other
 //! sizes starts over, and a tiered kernel whose C code replaced the JIT's measures again.
+//!
+//! A kernel whose loops prefetch the elements they gather (`ParamRef::PrefetchDistance`)
+//! tries a fourth version, serial sums with hints [`FAR_ELEMENT_DISTANCE`] ahead, where
+//! the others hint [`ELEMENT_DISTANCE`] ahead: the distance that covers a miss depends on
+//! the machine's caches as much as the sum versions do.
 
 use std::sync::Mutex;
 use std::time::Duration;
 
 use crate::ir::gather::{SumVersion, BY_TESTS};
+use crate::ir::prefetch::{ELEMENT_DISTANCE, FAR_ELEMENT_DISTANCE};
 use crate::ir::{Function, OutputMode, ParamRef, ScalarArg, Signature};
 
 /// About how long each version runs on trial.
@@ -30,6 +36,18 @@ pub(crate) const TRIAL_TIME: Duration = Duration::from_millis(1);
 
 /// The most consecutive calls of one version in a block of trials.
 pub(crate) const MAX_BLOCK: usize = 32;
+
+/// The versions a call may run, by index (a [`Trial`]'s version): each version of the
+/// gathered sums with hints [`ELEMENT_DISTANCE`] ahead (index = the sum version's value),
+/// then serial sums with hints [`FAR_ELEMENT_DISTANCE`] ahead. Only kernels whose loops
+/// prefetch elements (`ParamRef::PrefetchDistance`) try the last; where their hints run,
+/// the loop that prefetches is the same for every sum version.
+const VERSIONS: [(SumVersion, i64); 4] = [
+    (SumVersion::Scalar, ELEMENT_DISTANCE),
+    (SumVersion::Lanes, ELEMENT_DISTANCE),
+    (SumVersion::Gathers, ELEMENT_DISTANCE),
+    (SumVersion::Scalar, FAR_ELEMENT_DISTANCE),
+];
 
 /// How a kernel chooses the version of its gathered sums (SpMV's rows, TTV's fibers:
 /// serial loops, SIMD lanes filled from scalar loads, or hardware gathers; see
@@ -57,6 +75,8 @@ pub(crate) struct SumVersionControl {
     /// function has one version, and for two-phase kernels, whose calls are phases of one
     /// run and keep the tests' choice.
     slot: Option<usize>,
+    /// Where `ParamRef::PrefetchDistance` is, in a function with a `slot`.
+    distance_slot: Option<usize>,
     policy: SumVersions,
     /// The versions measured on the last input, and the one chosen.
     measured: Mutex<VersionChoice>,
@@ -66,17 +86,22 @@ impl SumVersionControl {
     /// The control of `function`'s calls, whose scalar arguments `signature` lays out;
     /// versions are measured until told otherwise.
     pub(crate) fn new(function: &Function, signature: &Signature) -> SumVersionControl {
-        let slot = match function.output {
-            OutputMode::Rows { .. } => None,
-            _ => signature
+        let position = |p: ParamRef| {
+            signature
                 .scalars
                 .iter()
-                .position(|s| *s == ScalarArg::Param(ParamRef::SumVersion)),
+                .position(|s| *s == ScalarArg::Param(p))
         };
+        let slot = match function.output {
+            OutputMode::Rows { .. } => None,
+            _ => position(ParamRef::SumVersion),
+        };
+        let distance_slot = slot.and(position(ParamRef::PrefetchDistance));
         SumVersionControl {
             slot,
+            distance_slot,
             policy: SumVersions::default(),
-            measured: Mutex::new(VersionChoice::default()),
+            measured: Mutex::new(VersionChoice::new(distance_slot)),
         }
     }
 
@@ -103,7 +128,14 @@ impl SumVersionControl {
                 record: None,
             },
         };
-        params[slot] = trial.version;
+        let (sums, distance) = match usize::try_from(trial.version) {
+            Ok(k) => (VERSIONS[k].0 as i64, VERSIONS[k].1),
+            Err(_) => (BY_TESTS, ELEMENT_DISTANCE),
+        };
+        params[slot] = sums;
+        if let Some(d) = self.distance_slot {
+            params[d] = distance;
+        }
         Some(trial)
     }
 
@@ -124,13 +156,23 @@ impl SumVersionControl {
     pub(crate) fn chosen(&self) -> Option<SumVersion> {
         self.measured.lock().ok()?.chosen()
     }
+
+    /// How far ahead the chosen version prefetches elements, for a kernel that measures
+    /// it, once chosen.
+    pub(crate) fn chosen_distance(&self) -> Option<i64> {
+        self.distance_slot?;
+        Some(VERSIONS[self.measured.lock().ok()?.chosen?].1)
+    }
 }
 
 /// What a kernel learnt of its versions' speed on the input it last ran.
 #[derive(Debug, Default)]
 pub(crate) struct VersionChoice {
-    /// The call's scalar arguments (the version's slot zero) and then its code's address:
-    /// the input the measurements belong to.
+    /// Where the call's prefetch distance is, for a kernel that tries both distances
+    /// (all four [`VERSIONS`]; else the first three).
+    distance_slot: Option<usize>,
+    /// The call's scalar arguments (the version's and distance's slots zero) and then its
+    /// code's address: the input the measurements belong to.
     input: Vec<i64>,
     /// Incremented at each new input, so that a call is recorded only for its own.
     generation: u64,
@@ -139,32 +181,53 @@ pub(crate) struct VersionChoice {
     /// Consecutive calls of one version on trial, set by the first call's time.
     block: usize,
     /// Each version's fastest trial.
-    fastest: [Option<Duration>; SumVersion::ALL.len()],
-    /// The version chosen once every trial has run.
-    chosen: Option<SumVersion>,
+    fastest: [Option<Duration>; VERSIONS.len()],
+    /// The version chosen once every trial has run (an index of [`VERSIONS`]).
+    chosen: Option<usize>,
 }
 
 /// The version a call runs, and whether its time is to be recorded.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Trial {
-    /// The value of `ParamRef::SumVersion`.
+    /// An index of [`VERSIONS`], or [`BY_TESTS`] for the run-time tests' choice.
     pub(crate) version: i64,
     /// The generation to record the call's time for, while the versions are measured.
     pub(crate) record: Option<u64>,
 }
 
 impl VersionChoice {
+    /// Measurements of no input yet, for a kernel whose prefetch distance is in
+    /// `distance_slot`, if it has one.
+    fn new(distance_slot: Option<usize>) -> VersionChoice {
+        VersionChoice {
+            distance_slot,
+            ..VersionChoice::default()
+        }
+    }
+
+    /// How many of [`VERSIONS`] the kernel tries.
+    fn versions(&self) -> usize {
+        if self.distance_slot.is_some() {
+            VERSIONS.len()
+        } else {
+            SumVersion::ALL.len()
+        }
+    }
+
     /// The version a call with scalar arguments `params` (whose version is in `slot`)
     /// running the code at `code` runs.
     pub(crate) fn next(&mut self, params: &[i64], slot: usize, code: usize) -> Trial {
         if !self.holds_input(params, slot, code) {
             let mut input = params.to_vec();
             input[slot] = 0;
+            if let Some(d) = self.distance_slot {
+                input[d] = 0;
+            }
             input.push(code as i64);
             *self = VersionChoice {
                 input,
                 generation: self.generation + 1,
-                ..VersionChoice::default()
+                ..VersionChoice::new(self.distance_slot)
             };
         }
         let version = match (self.chosen, self.calls) {
@@ -190,19 +253,19 @@ impl VersionChoice {
             && params
                 .iter()
                 .enumerate()
-                .all(|(k, p)| k == slot || self.input[k] == *p)
+                .all(|(k, p)| k == slot || Some(k) == self.distance_slot || self.input[k] == *p)
     }
 
     /// The version of trial `t` (counted from 0 after the first call): blocks of
     /// `self.block` calls of each version in turn.
-    fn trial_version(&self, t: usize) -> SumVersion {
-        SumVersion::ALL[t % (self.block * SumVersion::ALL.len()) / self.block]
+    fn trial_version(&self, t: usize) -> usize {
+        t % (self.block * self.versions()) / self.block
     }
 
     /// The number of trials: two passes over the versions, one where a block is one call.
     fn trials(&self) -> usize {
         let passes = if self.block == 1 { 1 } else { 2 };
-        passes * self.block * SumVersion::ALL.len()
+        passes * self.block * self.versions()
     }
 
     /// Note that a call of `generation` that ran with `version` (what
@@ -217,7 +280,9 @@ impl VersionChoice {
         } else {
             let t = self.calls - 1;
             let counted = self.block == 1 || !t.is_multiple_of(self.block);
-            let k = SumVersion::ALL.iter().position(|v| *v as i64 == version);
+            let k = usize::try_from(version)
+                .ok()
+                .filter(|&k| k < self.versions());
             if let (true, Some(k)) = (counted, k) {
                 let fastest = &mut self.fastest[k];
                 *fastest = Some(fastest.map_or(took, |f| f.min(took)));
@@ -225,18 +290,17 @@ impl VersionChoice {
         }
         self.calls += 1;
         if self.calls > self.trials() {
-            self.chosen = SumVersion::ALL
-                .iter()
-                .zip(self.fastest)
-                .filter_map(|(v, t)| Some((*v, t?)))
+            self.chosen = (0..self.versions())
+                .filter_map(|k| Some((k, self.fastest[k]?)))
                 .min_by_key(|(_, t)| *t)
-                .map(|(v, _)| v);
+                .map(|(k, _)| k);
         }
     }
 
-    /// The version chosen for the input of the last call, once measured.
+    /// The version of the gathered sums chosen for the input of the last call, once
+    /// measured.
     pub(crate) fn chosen(&self) -> Option<SumVersion> {
-        self.chosen
+        Some(VERSIONS[self.chosen?].0)
     }
 }
 
@@ -363,6 +427,26 @@ mod tests {
         assert_eq!(choice.chosen(), Some(SumVersion::Scalar));
         // Other code (a tiered kernel's C code after the JIT's) is another input too.
         assert_eq!(choice.next(&[0, 2], 0, 7).version, BY_TESTS);
+    }
+
+    /// A kernel whose loops prefetch elements also tries serial sums with far hints (a
+    /// fourth version), and keeps its distance's slot out of the input.
+    #[test]
+    fn a_prefetching_kernel_tries_the_far_distance() {
+        let mut choice = VersionChoice::new(Some(2));
+        // Version 3 (far hints) is fastest; calls of 400 us make blocks of two.
+        let versions = run(&mut choice, &[-1, 8, 64], 1 + 2 * 2 * 4, |v| {
+            if v == 3 {
+                us(300)
+            } else {
+                us(400)
+            }
+        });
+        assert_eq!(&versions[1..9], &[0, 0, 1, 1, 2, 2, 3, 3], "{versions:?}");
+        assert_eq!(choice.chosen(), Some(SumVersion::Scalar));
+        assert_eq!(choice.chosen, Some(3));
+        // The distance set for the call is not part of the input.
+        assert_eq!(choice.next(&[0, 8, 512], 0, 1).version, 3);
     }
 
     /// A call recorded after another input's call began (another thread's run on another

@@ -317,6 +317,9 @@ impl SpfKernel {
                 // Set for each call by `output::place_rows`.
                 ScalarArg::Param(ParamRef::Phase | ParamRef::Capacity) => 0,
                 ScalarArg::Param(ParamRef::SumVersion) => crate::ir::gather::BY_TESTS,
+                ScalarArg::Param(ParamRef::PrefetchDistance) => {
+                    crate::ir::prefetch::ELEMENT_DISTANCE
+                }
                 ScalarArg::Threads => self.threads as i64,
             });
         }

@@ -177,9 +177,10 @@ pub fn compare_every_sum_version(
             kernel.kernel_source()
         );
         runs += 1;
-        // At most two passes of blocks of 32 runs of three versions follow the first run
+        // At most two passes of blocks of 32 runs of four versions (three sum versions,
+        // and far prefetches where the loops prefetch) follow the first run
         // (`kernel/versions.rs`).
-        if kernel.sum_version().is_some() || runs == 200 {
+        if kernel.sum_version().is_some() || runs == 1 + 2 * 32 * 4 {
             break;
         }
     }

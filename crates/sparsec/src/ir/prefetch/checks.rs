@@ -144,13 +144,22 @@ pub(super) fn check_in_bounds(f: &Function, operands: &[Tensor]) -> usize {
                 ArrayRef::Values(operand) => operands[operand.0].values().len(),
                 ArrayRef::Scratch(_) => panic!("a hint of a scratch array"),
             };
-            for p in 0..len as i64 {
-                let at = eval(index, l.var, p, operands);
-                assert!(
-                    (0..=end as i64).contains(&at),
-                    "{hint:?} at {p}: {at} of {end}"
-                );
-                checked += 1;
+            // At each distance a kernel's versions prefetch at.
+            for distance in [super::ELEMENT_DISTANCE, super::FAR_ELEMENT_DISTANCE] {
+                let mut index = index.clone();
+                crate::ir::visit::walk_expr_mut(&mut index, &mut |e| {
+                    if *e == Expr::Param(ParamRef::PrefetchDistance) {
+                        *e = Expr::Int(distance);
+                    }
+                });
+                for p in 0..len as i64 {
+                    let at = eval(&index, l.var, p, operands);
+                    assert!(
+                        (0..=end as i64).contains(&at),
+                        "{hint:?} at {p}, {distance} ahead: {at} of {end}"
+                    );
+                    checked += 1;
+                }
             }
         }
     }

@@ -2,8 +2,8 @@
 //! (SpMV's `x[j]`, TTV's `c[k]`), in a version of the top-level statement chosen once per
 //! call.
 
+use super::LARGE_ARRAY;
 use super::{coordinate_ahead, sampled_and_large, segment_coordinate, Body};
-use super::{ELEMENT_DISTANCE, LARGE_ARRAY};
 use crate::ir::{gather, visit};
 use crate::ir::{simplify, ArrayRef, BinOp, Expr, Function, Loop, ParamRef, Stmt};
 
@@ -67,7 +67,7 @@ fn element_prefetches(l: &Loop) -> Option<(ArrayRef, Vec<Stmt>)> {
         return None;
     }
     let body = Body::of(l, coord);
-    let ahead = coordinate_ahead(l, coords, ELEMENT_DISTANCE);
+    let ahead = coordinate_ahead(l, coords, Expr::Param(ParamRef::PrefetchDistance));
     let mut hints = Vec::new();
     visit::walk_stmt_exprs(&l.body, &mut |e| {
         let Expr::Load(array, index) = e else { return };

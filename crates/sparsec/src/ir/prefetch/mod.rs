@@ -61,8 +61,17 @@ pub const ROW_DISTANCE: i64 = 4;
 /// in the first-level cache that long. SpMV over random 1M x 1M matrices, one thread, AMD
 /// Zen 3 (x beyond the last-level cache), a C harness of the scalar loop, median ms with
 /// no hints / hints 32 ahead / 64 ahead: 3 entries a row 56 / 27 / 21, 10 a row
-/// 115 / 74 / 45, 40 a row 296 / 216 / 200.
+/// 115 / 74 / 45, 40 a row 296 / 216 / 200. Kernels read it as a parameter
+/// ([`ParamRef::PrefetchDistance`]), and the ones that measure their versions also try
+/// [`FAR_ELEMENT_DISTANCE`].
 pub const ELEMENT_DISTANCE: i64 = 64;
+
+/// A farther distance, tried as a version of the prefetching loop: on an Intel Xeon
+/// (AVX-512, 48 KiB first-level cache) SpMV over a uniform random 1M x 1M matrix with 10M
+/// entries took 53.4 ms with hints 64 ahead and 39.6 ms with hints 512 ahead (at 2
+/// threads 27.2 and 18.8), where a power-law matrix gained nothing; 512 lines fill a
+/// 32 KiB first-level cache, so no fixed choice is safe for every machine.
+pub const FAR_ELEMENT_DISTANCE: i64 = 512;
 
 /// The fewest elements an array must hold to be prefetched. A smaller one (1 MiB of
 /// `double`s, less of indices) mostly stays in a core's cache, where a hint only costs
@@ -113,12 +122,9 @@ pub fn sampled_and_large(flag: ParamRef, array: ArrayRef, min_length: i64) -> Ex
 
 /// The coordinate `distance` positions after `l`'s, or the last one: `coords[min(p +
 /// distance, len - 1)]`.
-fn coordinate_ahead(l: &Loop, coords: ArrayRef, distance: i64) -> Expr {
+fn coordinate_ahead(l: &Loop, coords: ArrayRef, distance: Expr) -> Expr {
     let last = Expr::Param(ParamRef::Length(coords)) - Expr::Int(1);
-    Expr::load(
-        coords,
-        Expr::min(Expr::Var(l.var) + Expr::Int(distance), last),
-    )
+    Expr::load(coords, Expr::min(Expr::Var(l.var) + distance, last))
 }
 
 /// When `l` iterates a segment `pos[q]..pos[q + 1]` of an input's level and its body

@@ -94,7 +94,7 @@ fn row_prefetches(l: &Loop) -> Vec<Stmt> {
     let Some((coord, coords)) = segment_coordinate(l) else {
         return Vec::new();
     };
-    let ahead = |distance: i64| coordinate_ahead(l, coords, distance);
+    let ahead = |distance: i64| coordinate_ahead(l, coords, Expr::Int(distance));
     let body = Body::of(l, coord);
     let mut near = Vec::new();
     let mut far = Vec::new();
