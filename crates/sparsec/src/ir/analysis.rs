@@ -378,7 +378,7 @@ fn segment_of(inner: &Loop, var: Var, defs: &HashMap<Var, Expr>) -> Option<(Arra
             ..
         }
     ) || array != end_array
-        || super::simplify(&(*start.clone() + Expr::Int(1))) != super::simplify(end)
+        || !super::simplify::is_successor(start, end)
     {
         return None;
     }

@@ -34,7 +34,7 @@ pub use function::{
     Element, Function, OperandInfo, OutputMode, ScalarArg, ScratchInfo, Signature, VarInfo,
 };
 pub use names::{NameAllocator, Names};
-pub use simplify::{simplify, simplify_stmts};
+pub use simplify::{is_successor, simplify, simplify_stmts};
 pub use verify::{verify, VerifyError};
 
 /// Handle of a scalar variable of one [`Function`]: an index into [`Function::vars`].

@@ -64,6 +64,12 @@ fn is_pure(e: &Expr) -> bool {
     !matches!(e, Expr::Call(..))
 }
 
+/// Whether `end` is `start + 1` once both are simplified: a loop between them runs once,
+/// and two bounds read at them delimit one segment.
+pub fn is_successor(start: &Expr, end: &Expr) -> bool {
+    simplify(&(start.clone() + Expr::Int(1))) == simplify(end)
+}
+
 /// Simplify every expression in a statement list and drop statements that became trivial.
 pub fn simplify_stmts(stmts: Vec<Stmt>) -> Vec<Stmt> {
     stmts.into_iter().filter_map(simplify_stmt).collect()
@@ -89,7 +95,7 @@ fn simplify_stmt(stmt: Stmt) -> Option<Stmt> {
             // expect them.
             let serial = matches!(l.kind, LoopKind::Serial | LoopKind::Unrolled(_));
             let computed = !matches!(start, Expr::Int(_));
-            if serial && computed && end == simplify(&(start.clone() + Expr::Int(1))) {
+            if serial && computed && is_successor(&start, &end) {
                 let mut block = vec![Stmt::Decl(l.var, start)];
                 block.extend(body);
                 Stmt::Block(block)

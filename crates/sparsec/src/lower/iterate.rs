@@ -605,10 +605,7 @@ impl Lowerer<'_> {
 fn one_trip_loops_only(body: &[Stmt]) -> bool {
     let mut only = true;
     crate::ir::visit::walk_stmts(body, &mut |s| match s {
-        Stmt::For(l) => {
-            let one_trip = crate::ir::simplify(&(l.start.clone() + Expr::Int(1)));
-            only &= crate::ir::simplify(&l.end) == one_trip;
-        }
+        Stmt::For(l) => only &= crate::ir::is_successor(&l.start, &l.end),
         Stmt::While(..) => only = false,
         _ => {}
     });
