@@ -67,16 +67,41 @@ pub enum SumVersions {
     Fixed(SumVersion),
 }
 
-/// How a kernel sets each call's version of the gathered sums: the slot it goes in, the
+/// Where a call's version of the gathered sums and its prefetch distance go among its
+/// scalar arguments.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct ParamSlots {
+    /// `ParamRef::SumVersion`'s position.
+    pub(crate) version: usize,
+    /// `ParamRef::PrefetchDistance`'s, where the function's loops prefetch elements.
+    pub(crate) distance: Option<usize>,
+}
+
+impl ParamSlots {
+    /// Whether argument `k` is one of these slots, set per call rather than part of the
+    /// input.
+    fn holds(self, k: usize) -> bool {
+        k == self.version || Some(k) == self.distance
+    }
+
+    /// How many of [`VERSIONS`] a kernel with these slots tries: all four where it
+    /// prefetches elements, else the three sum versions.
+    fn versions(self) -> usize {
+        if self.distance.is_some() {
+            VERSIONS.len()
+        } else {
+            SumVersion::ALL.len()
+        }
+    }
+}
+
+/// How a kernel sets each call's version of the gathered sums: the slots they go in, the
 /// policy, and what the policy measured.
 #[derive(Debug)]
 pub(crate) struct SumVersionControl {
-    /// Where `ParamRef::SumVersion` is in the call's scalar arguments; `None` where the
-    /// function has one version, and for two-phase kernels, whose calls are phases of one
-    /// run and keep the tests' choice.
-    slot: Option<usize>,
-    /// Where `ParamRef::PrefetchDistance` is, in a function with a `slot`.
-    distance_slot: Option<usize>,
+    /// `None` where the function has one version, and for two-phase kernels, whose calls
+    /// are phases of one run and keep the tests' choice.
+    slots: Option<ParamSlots>,
     policy: SumVersions,
     /// The versions measured on the last input, and the one chosen.
     measured: Mutex<VersionChoice>,
@@ -92,16 +117,18 @@ impl SumVersionControl {
                 .iter()
                 .position(|s| *s == ScalarArg::Param(p))
         };
-        let slot = match function.output {
+        let slots = match function.output {
             OutputMode::Rows { .. } => None,
-            _ => position(ParamRef::SumVersion),
+            _ => position(ParamRef::SumVersion).map(|version| ParamSlots {
+                version,
+                distance: position(ParamRef::PrefetchDistance),
+            }),
         };
-        let distance_slot = slot.and(position(ParamRef::PrefetchDistance));
+        let versions = slots.map_or(0, ParamSlots::versions);
         SumVersionControl {
-            slot,
-            distance_slot,
+            slots,
             policy: SumVersions::default(),
-            measured: Mutex::new(VersionChoice::new(distance_slot)),
+            measured: Mutex::new(VersionChoice::new(versions)),
         }
     }
 
@@ -116,9 +143,9 @@ impl SumVersionControl {
     /// Set the version a call with scalar arguments `params` running the code at `code`
     /// runs, and return it for [`SumVersionControl::finish`].
     pub(crate) fn begin(&self, params: &mut [i64], code: usize) -> Option<Trial> {
-        let slot = self.slot?;
+        let slots = self.slots?;
         let trial = match self.policy {
-            SumVersions::Measured => self.measured.lock().ok()?.next(params, slot, code),
+            SumVersions::Measured => self.measured.lock().ok()?.next(params, slots, code),
             SumVersions::Tested => Trial {
                 version: BY_TESTS,
                 record: None,
@@ -132,8 +159,8 @@ impl SumVersionControl {
             Ok(k) => (VERSIONS[k].0 as i64, VERSIONS[k].1),
             Err(_) => (BY_TESTS, ELEMENT_DISTANCE),
         };
-        params[slot] = sums;
-        if let Some(d) = self.distance_slot {
+        params[slots.version] = sums;
+        if let Some(d) = slots.distance {
             params[d] = distance;
         }
         Some(trial)
@@ -160,7 +187,7 @@ impl SumVersionControl {
     /// How far ahead the chosen version prefetches elements, for a kernel that measures
     /// it, once chosen.
     pub(crate) fn chosen_distance(&self) -> Option<i64> {
-        self.distance_slot?;
+        self.slots?.distance?;
         Some(VERSIONS[self.measured.lock().ok()?.chosen?].1)
     }
 }
@@ -168,9 +195,8 @@ impl SumVersionControl {
 /// What a kernel learnt of its versions' speed on the input it last ran.
 #[derive(Debug, Default)]
 pub(crate) struct VersionChoice {
-    /// Where the call's prefetch distance is, for a kernel that tries both distances
-    /// (all four [`VERSIONS`]; else the first three).
-    distance_slot: Option<usize>,
+    /// How many of [`VERSIONS`] are tried (the first ones).
+    versions: usize,
     /// The call's scalar arguments (the version's and distance's slots zero) and then its
     /// code's address: the input the measurements belong to.
     input: Vec<i64>,
@@ -196,38 +222,29 @@ pub(crate) struct Trial {
 }
 
 impl VersionChoice {
-    /// Measurements of no input yet, for a kernel whose prefetch distance is in
-    /// `distance_slot`, if it has one.
-    fn new(distance_slot: Option<usize>) -> VersionChoice {
+    /// Measurements of no input yet, for a kernel that tries the first `versions` of
+    /// [`VERSIONS`].
+    fn new(versions: usize) -> VersionChoice {
         VersionChoice {
-            distance_slot,
+            versions,
             ..VersionChoice::default()
         }
     }
 
-    /// How many of [`VERSIONS`] the kernel tries.
-    fn versions(&self) -> usize {
-        if self.distance_slot.is_some() {
-            VERSIONS.len()
-        } else {
-            SumVersion::ALL.len()
-        }
-    }
-
-    /// The version a call with scalar arguments `params` (whose version is in `slot`)
-    /// running the code at `code` runs.
-    pub(crate) fn next(&mut self, params: &[i64], slot: usize, code: usize) -> Trial {
-        if !self.holds_input(params, slot, code) {
-            let mut input = params.to_vec();
-            input[slot] = 0;
-            if let Some(d) = self.distance_slot {
-                input[d] = 0;
-            }
+    /// The version a call with scalar arguments `params` (whose version and distance go
+    /// in `slots`) running the code at `code` runs.
+    pub(crate) fn next(&mut self, params: &[i64], slots: ParamSlots, code: usize) -> Trial {
+        if !self.holds_input(params, slots, code) {
+            let mut input: Vec<i64> = params
+                .iter()
+                .enumerate()
+                .map(|(k, &p)| if slots.holds(k) { 0 } else { p })
+                .collect();
             input.push(code as i64);
             *self = VersionChoice {
                 input,
                 generation: self.generation + 1,
-                ..VersionChoice::new(self.distance_slot)
+                ..VersionChoice::new(self.versions)
             };
         }
         let version = match (self.chosen, self.calls) {
@@ -247,25 +264,25 @@ impl VersionChoice {
     }
 
     /// Whether `params` and `code` are those of the input measured.
-    fn holds_input(&self, params: &[i64], slot: usize, code: usize) -> bool {
+    fn holds_input(&self, params: &[i64], slots: ParamSlots, code: usize) -> bool {
         self.input.len() == params.len() + 1
             && self.input[params.len()] == code as i64
             && params
                 .iter()
                 .enumerate()
-                .all(|(k, p)| k == slot || Some(k) == self.distance_slot || self.input[k] == *p)
+                .all(|(k, p)| slots.holds(k) || self.input[k] == *p)
     }
 
     /// The version of trial `t` (counted from 0 after the first call): blocks of
     /// `self.block` calls of each version in turn.
     fn trial_version(&self, t: usize) -> usize {
-        t % (self.block * self.versions()) / self.block
+        t % (self.block * self.versions) / self.block
     }
 
     /// The number of trials: two passes over the versions, one where a block is one call.
     fn trials(&self) -> usize {
         let passes = if self.block == 1 { 1 } else { 2 };
-        passes * self.block * self.versions()
+        passes * self.block * self.versions
     }
 
     /// Note that a call of `generation` that ran with `version` (what
@@ -280,9 +297,7 @@ impl VersionChoice {
         } else {
             let t = self.calls - 1;
             let counted = self.block == 1 || !t.is_multiple_of(self.block);
-            let k = usize::try_from(version)
-                .ok()
-                .filter(|&k| k < self.versions());
+            let k = usize::try_from(version).ok().filter(|&k| k < self.versions);
             if let (true, Some(k)) = (counted, k) {
                 let fastest = &mut self.fastest[k];
                 *fastest = Some(fastest.map_or(took, |f| f.min(took)));
@@ -290,7 +305,7 @@ impl VersionChoice {
         }
         self.calls += 1;
         if self.calls > self.trials() {
-            self.chosen = (0..self.versions())
+            self.chosen = (0..self.versions)
                 .filter_map(|k| Some((k, self.fastest[k]?)))
                 .min_by_key(|(_, t)| *t)
                 .map(|(k, _)| k);
@@ -308,12 +323,25 @@ impl VersionChoice {
 mod tests {
     use super::*;
 
+    /// The version in argument 0, no distance.
+    const SUMS_FIRST: ParamSlots = ParamSlots {
+        version: 0,
+        distance: None,
+    };
+
+    /// The version in argument 0, the distance in 2.
+    const SUMS_FIRST_DISTANCE_LAST: ParamSlots = ParamSlots {
+        version: 0,
+        distance: Some(2),
+    };
+
     fn us(n: u64) -> Duration {
         Duration::from_micros(n)
     }
 
-    /// Run `calls` calls on the input `params` (version in slot 0, code at 1) whose
-    /// version `v` takes `time(v)`; the versions run.
+    /// Run `calls` calls on the input `params` (version in slot 0, the distance in 2 where
+    /// `choice` tries the far distance, code at 1) whose version `v` takes `time(v)`; the
+    /// versions run.
     fn run(
         choice: &mut VersionChoice,
         params: &[i64],
@@ -322,7 +350,12 @@ mod tests {
     ) -> Vec<i64> {
         (0..calls)
             .map(|_| {
-                let trial = choice.next(params, 0, 1);
+                let slots = if choice.versions == VERSIONS.len() {
+                    SUMS_FIRST_DISTANCE_LAST
+                } else {
+                    SUMS_FIRST
+                };
+                let trial = choice.next(params, slots, 1);
                 if let Some(generation) = trial.record {
                     choice.record(generation, trial.version, time(trial.version));
                 }
@@ -333,7 +366,7 @@ mod tests {
 
     #[test]
     fn the_tests_choose_first_then_each_version_runs_in_blocks() {
-        let mut choice = VersionChoice::default();
+        let mut choice = VersionChoice::new(3);
         // A first call of 250 us: blocks of four calls fill the millisecond.
         let versions = run(&mut choice, &[-1, 8], 1 + 2 * 4 * 3, |_| us(250));
         assert_eq!(versions[0], BY_TESTS);
@@ -345,7 +378,7 @@ mod tests {
         assert_eq!(&versions[1..13], &versions[13..]);
         assert!(choice.chosen().is_some());
         // Once chosen, calls are no longer timed.
-        assert_eq!(choice.next(&[-1, 8], 0, 1).record, None);
+        assert_eq!(choice.next(&[-1, 8], SUMS_FIRST, 1).record, None);
     }
 
     /// Long first calls try each version once, short ones in two passes of blocks of up
@@ -358,7 +391,7 @@ mod tests {
             (us(300), 2 * 3 * 3),
             (us(1), 2 * 3 * MAX_BLOCK),
         ] {
-            let mut choice = VersionChoice::default();
+            let mut choice = VersionChoice::new(3);
             let mut calls = 0;
             while choice.chosen().is_none() {
                 run(
@@ -377,7 +410,7 @@ mod tests {
     /// version is slow on its block's first call, lanes most, and fastest after it.
     #[test]
     fn the_fastest_counted_trial_chooses() {
-        let mut choice = VersionChoice::default();
+        let mut choice = VersionChoice::new(3);
         let mut last = None;
         let versions = run(&mut choice, &[0], 1 + 2 * 3 * 3 + 5, |v| {
             let first_of_block = last != Some(v);
@@ -398,7 +431,7 @@ mod tests {
     /// A slow moment of the machine on one block does not decide: the other pass counts.
     #[test]
     fn a_slow_moment_does_not_decide() {
-        let mut choice = VersionChoice::default();
+        let mut choice = VersionChoice::new(3);
         let mut call = 0;
         run(&mut choice, &[0], 1 + 2 * 3 * 3, |v| {
             call += 1;
@@ -415,25 +448,25 @@ mod tests {
 
     #[test]
     fn another_input_is_measured_again() {
-        let mut choice = VersionChoice::default();
+        let mut choice = VersionChoice::new(3);
         let time = |fast: i64| move |v: i64| if v == fast { us(1000) } else { us(3000) };
         run(&mut choice, &[0, 1], 4, time(2));
         assert_eq!(choice.chosen(), Some(SumVersion::Gathers));
         // The version's own slot is not part of the input.
-        assert_eq!(choice.next(&[2, 1], 0, 1).version, 2);
-        assert_eq!(choice.next(&[2, 2], 0, 1).version, BY_TESTS);
+        assert_eq!(choice.next(&[2, 1], SUMS_FIRST, 1).version, 2);
+        assert_eq!(choice.next(&[2, 2], SUMS_FIRST, 1).version, BY_TESTS);
         assert_eq!(choice.chosen(), None);
         run(&mut choice, &[0, 2], 4, time(0));
         assert_eq!(choice.chosen(), Some(SumVersion::Scalar));
         // Other code (a tiered kernel's C code after the JIT's) is another input too.
-        assert_eq!(choice.next(&[0, 2], 0, 7).version, BY_TESTS);
+        assert_eq!(choice.next(&[0, 2], SUMS_FIRST, 7).version, BY_TESTS);
     }
 
     /// A kernel whose loops prefetch elements also tries serial sums with far hints (a
     /// fourth version), and keeps its distance's slot out of the input.
     #[test]
     fn a_prefetching_kernel_tries_the_far_distance() {
-        let mut choice = VersionChoice::new(Some(2));
+        let mut choice = VersionChoice::new(4);
         // Version 3 (far hints) is fastest; calls of 400 us make blocks of two.
         let versions = run(&mut choice, &[-1, 8, 64], 1 + 2 * 2 * 4, |v| {
             if v == 3 {
@@ -446,23 +479,28 @@ mod tests {
         assert_eq!(choice.chosen(), Some(SumVersion::Scalar));
         assert_eq!(choice.chosen, Some(3));
         // The distance set for the call is not part of the input.
-        assert_eq!(choice.next(&[0, 8, 512], 0, 1).version, 3);
+        assert_eq!(
+            choice
+                .next(&[0, 8, 512], SUMS_FIRST_DISTANCE_LAST, 1)
+                .version,
+            3
+        );
     }
 
     /// A call recorded after another input's call began (another thread's run on another
     /// input) is not counted for either input.
     #[test]
     fn a_record_for_another_input_is_ignored() {
-        let mut choice = VersionChoice::default();
-        let first = choice.next(&[0, 1], 0, 1);
-        let other = choice.next(&[0, 9], 0, 1);
+        let mut choice = VersionChoice::new(3);
+        let first = choice.next(&[0, 1], SUMS_FIRST, 1);
+        let other = choice.next(&[0, 9], SUMS_FIRST, 1);
         choice.record(first.record.unwrap(), first.version, us(1));
         assert_eq!(
-            choice.next(&[0, 9], 0, 1).version,
+            choice.next(&[0, 9], SUMS_FIRST, 1).version,
             BY_TESTS,
             "nothing recorded yet"
         );
         choice.record(other.record.unwrap(), other.version, us(1));
-        assert_eq!(choice.next(&[0, 9], 0, 1).version, 0);
+        assert_eq!(choice.next(&[0, 9], SUMS_FIRST, 1).version, 0);
     }
 }
