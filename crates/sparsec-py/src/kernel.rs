@@ -1,121 +1,28 @@
 //! `sparsec._native.Kernel`: a statement compiled once per combination of shapes, formats,
-//! schedule and value type, memoized for the whole process.
+//! schedule and value type, memoized for the whole process ([`crate::memo`]).
 //!
-//! The memo means a second `compile` or `evaluate` of the same statement does not lower or
-//! compile again; a new process finds the C compiler's output in the disk cache
-//! (`SPARSEC_CACHE_DIR`), so the C compiler runs once per kernel, ever.
+//! A new process finds the C compiler's output in the disk cache (`SPARSEC_CACHE_DIR`), so
+//! the C compiler runs once per kernel, ever.
 
 use std::collections::HashMap;
-use std::sync::{Arc, LazyLock, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 use sparsec::format::Format;
-use sparsec::ir::gather::SumVersion;
-use sparsec::jit::Toolchain;
-use sparsec::kernel::{
-    lower_with_default_parallelism, Assembled, Backend, Kernel, KernelInput, SumVersions,
-};
+use sparsec::kernel::{Assembled, Backend, Kernel, KernelInput, SumVersions};
+use sparsec::notation;
 use sparsec::notation::ast::{Access, Expr, ExprKind};
-use sparsec::notation::{self, TensorDecl};
-use sparsec::schedule::{Concrete, Schedule};
+use sparsec::schedule::Schedule;
 use sparsec::tensor::{Tensor, ValueType};
 
 use crate::arrays;
 use crate::borrowed::{Held, InputArg, Ready};
 use crate::errors;
 use crate::learned::ModelSearch;
+use crate::memo::{compile_memoized, KernelKey};
+use crate::options::{backend_name, parse_backend, parse_dtype, parse_sums, sum_version_name};
 use crate::tensor::{compressed_parts, dtype_name, is_scipy_compressed, parse_format, PyTensor};
-
-/// What makes two compiled kernels the same.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-struct KernelKey {
-    expr: String,
-    /// Output first, then the inputs in the order they appear: name, format spelling,
-    /// shape (inputs only; the output's follows from them).
-    tensors: Vec<(String, String, Option<Vec<usize>>)>,
-    schedule: Option<String>,
-    threads: Option<usize>,
-    sums: SumVersions,
-    backend: Backend,
-    value_type: ValueType,
-}
-
-#[derive(Default)]
-struct Memo {
-    kernels: HashMap<KernelKey, Arc<Kernel>>,
-    hits: u64,
-    misses: u64,
-}
-
-static MEMO: LazyLock<Mutex<Memo>> = LazyLock::new(Mutex::default);
-
-fn memo() -> MutexGuard<'static, Memo> {
-    // A panic while the lock was held cannot leave the map half-updated: use it as it is.
-    MEMO.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// Kernels compiled in this process, and how often compiling found one already there.
-#[pyfunction]
-pub fn cache_info(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
-    let m = memo();
-    let info = PyDict::new(py);
-    info.set_item("kernels", m.kernels.len())?;
-    info.set_item("hits", m.hits)?;
-    info.set_item("misses", m.misses)?;
-    Ok(info)
-}
-
-fn parse_backend(name: &str) -> PyResult<Backend> {
-    match name {
-        "c" => Ok(Backend::C),
-        "jit" => Ok(Backend::Jit),
-        "tiered" => Ok(Backend::Tiered),
-        other => Err(errors::input(format!(
-            "unknown backend `{other}`; use \"c\", \"jit\" or \"tiered\""
-        ))),
-    }
-}
-
-/// The `sums` option: how a kernel chooses the version of its gathered sums.
-fn parse_sums(name: &str) -> PyResult<SumVersions> {
-    match name {
-        "measured" => Ok(SumVersions::Measured),
-        "tested" => Ok(SumVersions::Tested),
-        "scalar" => Ok(SumVersions::Fixed(SumVersion::Scalar)),
-        "lanes" => Ok(SumVersions::Fixed(SumVersion::Lanes)),
-        "gathers" => Ok(SumVersions::Fixed(SumVersion::Gathers)),
-        other => Err(errors::input(format!(
-            "unknown sums `{other}`; use \"measured\", \"tested\", \"scalar\", \"lanes\" or \"gathers\""
-        ))),
-    }
-}
-
-fn sum_version_name(version: SumVersion) -> &'static str {
-    match version {
-        SumVersion::Scalar => "scalar",
-        SumVersion::Lanes => "lanes",
-        SumVersion::Gathers => "gathers",
-    }
-}
-
-fn parse_dtype(name: &str) -> PyResult<ValueType> {
-    match name {
-        "float64" => Ok(ValueType::F64),
-        "float32" => Ok(ValueType::F32),
-        other => Err(errors::input(format!(
-            "unsupported dtype `{other}`; use \"float64\" or \"float32\""
-        ))),
-    }
-}
-
-fn backend_name(backend: Backend) -> &'static str {
-    match backend {
-        Backend::C => "c",
-        Backend::Jit => "jit",
-        Backend::Tiered => "tiered",
-    }
-}
 
 /// Tensors named by the assignment, output first, then in order of first appearance,
 /// each with its number of indices.
@@ -365,53 +272,6 @@ fn ready<'a>(
     held.iter()
         .map(|(name, h)| Ok((name.clone(), h.ready(py)?)))
         .collect()
-}
-
-/// Bind, lower and compile the kernel of `key`, or take it from the memo.
-fn compile_memoized(
-    key: &KernelKey,
-    formats: &[Format],
-    schedule: Option<&Schedule>,
-) -> Result<Arc<Kernel>, sparsec::Error> {
-    let mut memo = memo();
-    if let Some(kernel) = memo.kernels.get(key) {
-        let kernel = kernel.clone();
-        memo.hits += 1;
-        return Ok(kernel);
-    }
-    let decls: Vec<TensorDecl> = key
-        .tensors
-        .iter()
-        .zip(formats)
-        .map(|((name, _, dims), format)| {
-            let decl = TensorDecl::new(name).with_format(format.clone());
-            match dims {
-                Some(d) => decl.with_dims(d),
-                None => decl,
-            }
-        })
-        .collect();
-    let statement = notation::bind(&notation::parse(&key.expr)?, &decls, &[])?;
-    let concrete = Concrete::new(&statement)?;
-    let lowered = match schedule {
-        Some(s) => sparsec::lower::lower(&s.apply(&concrete)?)?,
-        None => lower_with_default_parallelism(&concrete)?,
-    };
-    let mut kernel = Kernel::from_lowered(
-        statement,
-        lowered,
-        key.value_type,
-        &Toolchain::default(),
-        key.backend,
-    )?;
-    if let Some(n) = key.threads {
-        kernel.set_threads(n);
-    }
-    kernel.set_sum_versions(key.sums);
-    let kernel = Arc::new(kernel);
-    memo.misses += 1;
-    memo.kernels.insert(key.clone(), kernel.clone());
-    Ok(kernel)
 }
 
 /// A kernel's output for Python, moved without copying: a NumPy array for a dense

@@ -7,6 +7,8 @@ mod borrowed;
 mod errors;
 mod kernel;
 mod learned;
+mod memo;
+mod options;
 mod tensor;
 
 use pyo3::prelude::*;
@@ -38,7 +40,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<borrowed::PyBorrowed>()?;
     m.add_class::<kernel::PyKernel>()?;
     m.add_class::<kernel::PyAssembled>()?;
-    m.add_function(wrap_pyfunction!(kernel::cache_info, m)?)?;
+    m.add_function(wrap_pyfunction!(memo::cache_info, m)?)?;
     m.add_function(wrap_pyfunction!(format_spelling, m)?)?;
     m.add_function(wrap_pyfunction!(features, m)?)?;
     m.add_function(wrap_pyfunction!(tensor::read, m)?)?;
