@@ -314,6 +314,15 @@ fn report(args: &TuneArgs, tuned: &Tuned, choice: &tune::Choice) {
     );
     crate::outln!("loops:    {}", tuned.best.order.join(", "));
     crate::outln!("threads:  {}", choice.threads);
+    if let Some((version, distance)) = tuned.best_measurement.sums {
+        let hints = distance
+            .map(|d| format!(", prefetching {d} entries ahead"))
+            .unwrap_or_default();
+        crate::outln!(
+            "sums:     {}{hints} (the kernel's own choice, measured on its first runs)",
+            version.describe()
+        );
+    }
     crate::outln!(
         "runtime:  {} (median of {} runs), {:.2}x over sparsec's default",
         spec::ms(tuned.best_measurement.runtime),
@@ -370,6 +379,8 @@ fn json(
         "schedule": choice.schedule,
         "loops": tuned.best.order,
         "threads": choice.threads,
+        "sum_version": tuned.best_measurement.sums.map(|(v, _)| v.name()),
+        "prefetch_distance": tuned.best_measurement.sums.and_then(|(_, d)| d),
         "default_ms": ms(tuned.default_measurement.runtime),
         "tuned_ms": ms(tuned.best_measurement.runtime),
         "speedup": tuned.speedup(),

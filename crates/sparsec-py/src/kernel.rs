@@ -10,6 +10,7 @@ use std::sync::{Arc, Mutex};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 use sparsec::format::Format;
+use sparsec::ir::gather::SumVersion;
 use sparsec::kernel::{Assembled, Backend, Kernel, KernelInput, SumVersions};
 use sparsec::notation;
 use sparsec::notation::ast::{Access, Expr, ExprKind};
@@ -21,7 +22,7 @@ use crate::borrowed::{Held, InputArg, Ready};
 use crate::errors;
 use crate::learned::ModelSearch;
 use crate::memo::{compile_memoized, KernelKey};
-use crate::options::{backend_name, parse_backend, parse_dtype, parse_sums, sum_version_name};
+use crate::options::{backend_name, parse_backend, parse_dtype, parse_sums};
 use crate::tensor::{compressed_parts, dtype_name, is_scipy_compressed, parse_format, PyTensor};
 
 /// Tensors named by the assignment, output first, then in order of first appearance,
@@ -631,7 +632,7 @@ impl PyKernel {
     /// options, and for kernels with one version.
     #[getter]
     fn sum_version(&self) -> PyResult<Option<&'static str>> {
-        Ok(self.current()?.sum_version().map(sum_version_name))
+        Ok(self.current()?.sum_version().map(SumVersion::name))
     }
 
     /// Wait until a tiered kernel's C compilation has finished and use its code from now

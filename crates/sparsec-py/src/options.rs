@@ -34,15 +34,6 @@ pub(crate) fn parse_sums(name: &str) -> PyResult<SumVersions> {
     }
 }
 
-/// The name `Kernel.sum_version` gives a version, as `sums=` spells it.
-pub(crate) fn sum_version_name(version: SumVersion) -> &'static str {
-    match version {
-        SumVersion::Scalar => "scalar",
-        SumVersion::Lanes => "lanes",
-        SumVersion::Gathers => "gathers",
-    }
-}
-
 /// The `dtype` option.
 pub(crate) fn parse_dtype(name: &str) -> PyResult<ValueType> {
     match name {

@@ -372,6 +372,28 @@ fn fast_kernels_are_timed_for_a_minimum_time() {
     );
 }
 
+/// A kernel that measures the versions of its sums (SpMV's rows) has chosen one before its
+/// timed runs: three timed runs are three runs of the chosen version, not trials of the
+/// others (which take up to a few hundred runs).
+#[test]
+fn timed_runs_follow_the_kernels_choice_of_sums() {
+    let (space, tensors) = random_spmv(5, 1);
+    let default = space.default_point().unwrap();
+    for backend in [Backend::C, Backend::Jit] {
+        let options = MeasureOptions {
+            repeats: 3,
+            min_timed: Duration::ZERO,
+            ..quick(backend)
+        };
+        let measurer = Measurer::new(&space, tensors.clone(), options).unwrap();
+        let m = measurer
+            .measure(&space, &default, Patience::default())
+            .unwrap();
+        assert_eq!(m.runs, 3, "{backend:?}: {m:?}");
+        assert!(m.sums.is_some(), "{backend:?}: no version chosen: {m:?}");
+    }
+}
+
 /// Both searches return a measured choice at least as fast as the default they measured,
 /// count their candidates, and every candidate they measured was correct.
 #[test]

@@ -135,6 +135,16 @@ impl SumVersion {
     /// Every version, in the order of their values.
     pub const ALL: [SumVersion; 3] = [SumVersion::Scalar, SumVersion::Lanes, SumVersion::Gathers];
 
+    /// Its short name: `scalar`, `lanes` or `gathers`, as the CLI's `--sums` and
+    /// Python's `sums=` spell it.
+    pub fn name(self) -> &'static str {
+        match self {
+            SumVersion::Scalar => "scalar",
+            SumVersion::Lanes => "lanes",
+            SumVersion::Gathers => "gathers",
+        }
+    }
+
     /// What it is, in words.
     pub fn describe(self) -> &'static str {
         match self {

@@ -30,7 +30,7 @@ pub use output::Assembled;
 use output::{OutputStructure, Produced};
 pub(crate) mod variants;
 mod versions;
-pub use versions::SumVersions;
+pub use versions::{SumVersions, MAX_TRIAL_RUNS};
 
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -346,6 +346,14 @@ impl Kernel {
     /// sums (see [`Kernel::sum_version`]). `None` before the choice, and for other kernels.
     pub fn prefetch_distance(&self) -> Option<i64> {
         self.sum_versions.chosen_distance()
+    }
+
+    /// Whether the next run with the last run's input may still be one of the trials that
+    /// measure the versions of the gathered sums (see [`Kernel::sum_version`]): a timing
+    /// that should see only the chosen version runs the kernel until this is false, at
+    /// most [`MAX_TRIAL_RUNS`] times.
+    pub fn measuring_versions(&self) -> bool {
+        self.sum_versions.measuring()
     }
 
     /// Choose the version of the gathered sums as `choice` says from the next run on

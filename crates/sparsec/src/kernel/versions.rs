@@ -190,7 +190,22 @@ impl SumVersionControl {
         self.slots?.distance?;
         Some(VERSIONS[self.measured.lock().ok()?.chosen?].1)
     }
+
+    /// Whether the next call with the last call's input may still be a trial of a version:
+    /// the policy measures and has not chosen yet.
+    pub(crate) fn measuring(&self) -> bool {
+        self.slots.is_some()
+            && self.policy == SumVersions::Measured
+            && self
+                .measured
+                .lock()
+                .is_ok_and(|measured| measured.chosen.is_none())
+    }
 }
+
+/// The most calls of one input before its version is chosen: the first, then two passes of
+/// full blocks over every version.
+pub const MAX_TRIAL_RUNS: usize = 1 + 2 * MAX_BLOCK * VERSIONS.len();
 
 /// What a kernel learnt of its versions' speed on the input it last ran.
 #[derive(Debug, Default)]

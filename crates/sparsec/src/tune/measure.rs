@@ -5,8 +5,9 @@
 use std::time::{Duration, Instant};
 
 use crate::format::Format;
+use crate::ir::gather::SumVersion;
 use crate::jit::{JitError, Toolchain};
-use crate::kernel::{Backend, Kernel};
+use crate::kernel::{Backend, Kernel, MAX_TRIAL_RUNS};
 use crate::reference;
 use crate::tensor::{Tensor, TensorError, ValueType};
 use crate::Error;
@@ -74,6 +75,11 @@ pub struct Measurement {
     /// Comparing its result with the reference's: as long as the runs themselves where the
     /// output is large and the kernel fast (a dense 1,000,000 x 4 SpMM result).
     pub check: Duration,
+    /// The version of the gathered sums the kernel chose by measuring before the timed
+    /// runs, and how far ahead it prefetches where its loops prefetch ([`Kernel::sum_version`],
+    /// [`Kernel::prefetch_distance`]); `None` for a kernel with one version, or one timed
+    /// by a single run.
+    pub sums: Option<(SumVersion, Option<i64>)>,
 }
 
 /// Measures candidates of one space on one set of inputs.
@@ -214,16 +220,26 @@ impl Measurer {
         let mut times = vec![warm_up];
         if patience.run.is_none_or(|limit| warm_up < limit) {
             times.clear();
+            let settling = Instant::now();
+            // The kernel's trials of its sum versions are not its runtime: the version it
+            // chooses is what a user's repeated runs get.
+            for _ in 0..MAX_TRIAL_RUNS {
+                if !kernel.measuring_versions() || settling.elapsed() >= self.options.cap {
+                    break;
+                }
+                kernel
+                    .run_timed(&refs, None)
+                    .map_err(MeasureError::from_run)?;
+            }
             let timing = Instant::now();
             loop {
                 let (_, t) = kernel
                     .run_timed(&refs, None)
                     .map_err(MeasureError::from_run)?;
                 times.push(t.prepare + t.compute + t.assemble);
-                let elapsed = timing.elapsed();
-                let enough =
-                    times.len() >= self.options.repeats.max(1) && elapsed >= self.options.min_timed;
-                if enough || elapsed >= self.options.cap {
+                let enough = times.len() >= self.options.repeats.max(1)
+                    && timing.elapsed() >= self.options.min_timed;
+                if enough || settling.elapsed() >= self.options.cap {
                     break;
                 }
             }
@@ -234,6 +250,9 @@ impl Measurer {
             conversion,
             compile,
             check,
+            sums: kernel
+                .sum_version()
+                .map(|version| (version, kernel.prefetch_distance())),
         })
     }
 }

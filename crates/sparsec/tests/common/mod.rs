@@ -11,7 +11,7 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use sparsec::format::Format;
 use sparsec::jit::Toolchain;
-use sparsec::kernel::Kernel;
+use sparsec::kernel::{Kernel, MAX_TRIAL_RUNS};
 use sparsec::notation::cin::Statement;
 use sparsec::notation::{self, TensorDecl};
 use sparsec::reference;
@@ -177,13 +177,14 @@ pub fn compare_every_sum_version(
             kernel.kernel_source()
         );
         runs += 1;
-        // At most two passes of blocks of 32 runs of four versions (three sum versions,
-        // and far prefetches where the loops prefetch) follow the first run
-        // (`kernel/versions.rs`).
-        if kernel.sum_version().is_some() || runs == 1 + 2 * 32 * 4 {
+        if !kernel.measuring_versions() || runs == MAX_TRIAL_RUNS {
             break;
         }
     }
+    assert!(
+        !kernel.measuring_versions(),
+        "{what}: still measuring after {runs} runs"
+    );
     assert_eq!(
         kernel.sum_version().is_some(),
         versioned,
