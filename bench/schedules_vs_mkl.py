@@ -207,12 +207,12 @@ class MklExecutor(MklHandleCall):
         c, iface, mkl_int, fn = api, api.iface, api.mkl_int, api.fn
         h_t, d_t, ptr = api.handle_t, api.descr_t, api.ptr
 
-        self.iface, self.a, self.b = iface, a, np.ascontiguousarray(dense_in)
+        self.iface, self.a, self.b = iface, a, line_aligned(dense_in)
         self.descr = d_t()  # general matrix
         self.handle, _, _ = iface._create_mkl_sparse(a)
         n = c.c_int(self.NON_TRANSPOSE)
         if self.b.ndim == 1:
-            self.out = np.zeros(a.shape[0])
+            self.out = line_aligned(np.zeros(a.shape[0]))
             hint = fn("mkl_sparse_set_mv_hint", h_t, c.c_int, d_t, mkl_int)
             status = hint(self.handle, n, self.descr, mkl_int(expected_calls))
             mv = fn("mkl_sparse_d_mv", c.c_int, c.c_double, h_t, d_t, ptr, c.c_double, ptr)
@@ -221,7 +221,7 @@ class MklExecutor(MklHandleCall):
             self.call = lambda: mv(*args)
         else:
             cols = self.b.shape[1]
-            self.out = np.zeros((a.shape[0], cols))
+            self.out = line_aligned(np.zeros((a.shape[0], cols)))
             hint = fn("mkl_sparse_set_mm_hint", h_t, c.c_int, d_t, c.c_int, mkl_int, mkl_int)
             status = hint(self.handle, n, self.descr, self.ROW_MAJOR, mkl_int(cols),
                           mkl_int(expected_calls))
@@ -451,9 +451,22 @@ def load_tensor(path: str):
     return np.column_stack(np.unravel_index(linear, dims)), vals, dims
 
 
+def line_aligned(a: np.ndarray) -> np.ndarray:
+    """A C-contiguous copy of `a` whose data starts on a 64-byte boundary. NumPy starts
+    large arrays 16 bytes into a cache line; vector loads of 64 bytes then straddle two
+    lines (MKL's SpMM on cage10 with 32 columns: 0.53 ms against 0.41 aligned), and
+    sparsec's own arrays are aligned (`sparsec::memory::LineAligned`), so the peers get
+    aligned inputs and outputs too."""
+    raw = np.empty(a.nbytes + 64, dtype=np.uint8)
+    start = -raw.ctypes.data % 64
+    out = raw[start:start + a.nbytes].view(a.dtype).reshape(a.shape)
+    out[...] = a
+    return out
+
+
 def dense(*dims) -> np.ndarray:
     p = np.arange(int(np.prod(dims)), dtype=np.int64)
-    return (((7 * p) % 11).astype(np.float64) / 11.0 - 0.5).reshape(dims)
+    return line_aligned((((7 * p) % 11).astype(np.float64) / 11.0 - 0.5).reshape(dims))
 
 
 # --------------------------------------------------------------------------------------
@@ -505,7 +518,7 @@ def sddmm_state(b):
     # B's row of every stored entry, and D transposed to rows (both outside the timing).
     rows = np.repeat(np.arange(b.shape[0], dtype=np.int64), np.diff(b.indptr))
     return {"b": b, "rows": rows, "c": dense(b.shape[0], RANK),
-            "dt": np.ascontiguousarray(dense(RANK, b.shape[1]).T)}
+            "dt": line_aligned(dense(RANK, b.shape[1]).T)}
 
 
 SDDMM_BLOCK = 4096  # entries per block: the gathered rows stay in cache (3x faster)

@@ -3,6 +3,11 @@
 use clap::{Parser, Subcommand};
 use sparsec_cli::{convert, emit, formats, info, run, spf, taco, tune};
 
+/// Large blocks on cache lines, so that kernels load rows of dense operands in whole
+/// vectors (see `sparsec::memory::LineAligned`).
+#[global_allocator]
+static ALLOCATOR: sparsec::memory::LineAligned = sparsec::memory::LineAligned;
+
 /// sparsec: a sparse tensor algebra compiler.
 #[derive(Parser)]
 #[command(

@@ -13,6 +13,11 @@ mod tensor;
 
 use pyo3::prelude::*;
 
+/// Large blocks on cache lines, so that kernels load rows of the dense tensors this module
+/// allocates in whole vectors (see `sparsec::memory::LineAligned`).
+#[global_allocator]
+static ALLOCATOR: sparsec::memory::LineAligned = sparsec::memory::LineAligned;
+
 /// The spelling sparsec gives the format `text` for a tensor of `order` modes (`"csr"` is
 /// `"ds"`): two texts name the same format exactly when their spellings are equal.
 #[pyfunction]

@@ -877,9 +877,14 @@ fn gathered_elements_are_prefetched_on_large_scattered_inputs() {
     }
 }
 
-/// SpMM rows of at least 32 entries are summed in registers, 8 columns at a time
-/// (`codegen/c/row_sums.rs`): widths below, at and between multiples of 8, rows long and
-/// short, explicit zeros and duplicates, on 1 and 2 threads and on the JIT.
+/// SpMM's rows are summed in registers (`codegen/c/row_sums.rs`): in vectors as wide as
+/// the registers where each operand that changes along the row is read at consecutive
+/// elements (`B`, also when stored column-major: the kernel reads a row-major copy), in
+/// `omp simd` blocks where one is not (a diagonal `D(j,j)`). Widths below, at,
+/// between and past multiples of the vectors (one to eight of them, and the columns
+/// left), rows long, short and empty, explicit zeros and duplicates, compiled for this
+/// processor, AVX2 and baseline x86-64 (64-, 32- and 16-byte vectors), in double and
+/// single precision, on 1 and 2 threads, and on the JIT, against the reference.
 #[test]
 fn dense_rows_summed_in_registers_match_the_reference() {
     let mut r = rng(21);
@@ -888,23 +893,56 @@ fn dense_rows_summed_in_registers_match_the_reference() {
     a.coords.extend([38, 3, 38, 7, 38, 7]);
     a.values.extend([1.5, -2.0, 0.25]);
     let a = Coo::new(vec![41, 50], a.coords, a.values).unwrap();
-    for width in [1, 7, 8, 13, 32] {
+    for width in [1, 3, 7, 8, 13, 32, 70] {
         let b = random_coo(&mut r, &[50, width], 1.0);
-        let (stmt, tensors) = statement(
-            "C(i,j) = A(i,k) * B(k,j)",
-            &[("A", "csr"), ("B", "dd"), ("C", "dd")],
-            &[("A", a.clone()), ("B", b)],
-            &[],
-        );
-        let mut kernel =
-            Kernel::from_statement(stmt.clone(), ValueType::F64, &split_toolchain()).unwrap();
-        assert!(kernel.kernel_source().contains("sparsec_r[8]"));
-        for threads in [1, 2] {
-            kernel.set_threads(threads);
-            compare_with_reference(&kernel, &stmt, &tensors, &format!("width {width}"));
+        let d = random_coo(&mut r, &[width, width], 1.0);
+        for (expr, b_format, vectors) in [
+            ("C(i,j) = A(i,k) * B(k,j)", "dd", true),
+            ("C(i,j) = A(i,k) * B(k,j)", "dd:1,0", true),
+            ("C(i,j) = A(i,k) * B(k,j) * D(j,j)", "dd", false),
+        ] {
+            let (stmt, tensors) = statement(
+                expr,
+                &[("A", "csr"), ("B", b_format), ("C", "dd"), ("D", "dd")],
+                &[("A", a.clone()), ("B", b.clone()), ("D", d.clone())]
+                    [..if vectors { 2 } else { 3 }],
+                &[],
+            );
+            let refs: Vec<&Tensor> = tensors.iter().collect();
+            let expected = sparsec::reference::evaluate(&stmt, &refs, None);
+            for target in lane_targets() {
+                let what = format!(
+                    "{expr}, width {width}, B {b_format}, {:?}",
+                    target.flags.last()
+                );
+                let mut kernel =
+                    Kernel::from_statement(stmt.clone(), ValueType::F64, &target).unwrap();
+                let source = kernel.kernel_source();
+                assert_eq!(source.contains("sparsec_vector_double"), vectors, "{what}");
+                assert_eq!(source.contains("sparsec_r[8]"), !vectors, "{what}");
+                for threads in [1, 2] {
+                    kernel.set_threads(threads);
+                    compare_with_reference(&kernel, &stmt, &tensors, &what);
+                }
+                let single = Kernel::from_statement(stmt.clone(), ValueType::F32, &target).unwrap();
+                assert_eq!(
+                    single.kernel_source().contains("sparsec_vector_float"),
+                    vectors
+                );
+                let got = single.run(&refs).unwrap();
+                let diff = got.max_difference(&expected).unwrap();
+                assert!(diff < 1e-4, "{what}, single precision: {diff}");
+            }
+            let jit = Kernel::from_statement(stmt.clone(), ValueType::F64, &split_toolchain())
+                .and_then(|k| k.with_backend(sparsec::kernel::Backend::Jit))
+                .unwrap();
+            compare_with_reference(
+                &jit,
+                &stmt,
+                &tensors,
+                &format!("{expr}, width {width}, JIT"),
+            );
         }
-        let jit = kernel.with_backend(sparsec::kernel::Backend::Jit).unwrap();
-        compare_with_reference(&jit, &stmt, &tensors, &format!("width {width}, JIT"));
     }
 }
 

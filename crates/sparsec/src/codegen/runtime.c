@@ -416,3 +416,21 @@ SPARSEC_RT_INLINE void sparsec_pace_record(sparsec_pace *pace, int64_t team, int
 #if (defined(__AVX512F__) && defined(__AVX512VL__)) || (defined(__AVX2__) && defined(__FMA__))
 #include <immintrin.h>
 #endif
+
+/* @section vectors */
+/* Vectors as wide as the widest registers the kernel is compiled for, in GCC's vector
+   extensions: rows of a dense output summed in registers (codegen::c::row_sums). A wider
+   type than the registers compiles to slow code (64-byte vectors under AVX2 ran SpMM 10
+   to 20 times slower than 32-byte ones). aligned(element) and may_alias let them load and
+   store at any element of an array. */
+#if defined(__AVX512F__)
+#define SPARSEC_VECTOR_BYTES 64
+#elif defined(__AVX__)
+#define SPARSEC_VECTOR_BYTES 32
+#else
+#define SPARSEC_VECTOR_BYTES 16
+#endif
+typedef double sparsec_vector_double __attribute__((vector_size(SPARSEC_VECTOR_BYTES), aligned(8), may_alias));
+typedef float sparsec_vector_float __attribute__((vector_size(SPARSEC_VECTOR_BYTES), aligned(4), may_alias));
+#define SPARSEC_LANES_double (SPARSEC_VECTOR_BYTES / 8)
+#define SPARSEC_LANES_float (SPARSEC_VECTOR_BYTES / 4)

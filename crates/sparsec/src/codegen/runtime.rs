@@ -38,6 +38,8 @@ pub(crate) enum Section {
     Team,
     /// The intrinsics of masked gathers: kernels with a gathered dot product.
     Gather,
+    /// Vector types as wide as the registers: kernels with rows summed in registers.
+    Vectors,
 }
 
 impl Section {
@@ -50,6 +52,7 @@ impl Section {
             Section::Max => "max",
             Section::Team => "team",
             Section::Gather => "gather",
+            Section::Vectors => "vectors",
         }
     }
 }
@@ -344,6 +347,7 @@ mod tests {
             Section::Max,
             Section::Team,
             Section::Gather,
+            Section::Vectors,
         ];
         let mut expected = variants.map(Section::name).to_vec();
         // Kernels never call these two: only the library exports them.

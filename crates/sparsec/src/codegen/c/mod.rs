@@ -163,6 +163,12 @@ fn runtime_used(function: &Function) -> (BTreeSet<Section>, Vec<&'static Helper>
         Stmt::For(l) if balanced_work(l).is_some() => {
             sections.insert(Section::Team);
         }
+        Stmt::For(l)
+            if analysis::row_sum(l)
+                .is_some_and(|row| row_sums::is_vector_value(function, &row)) =>
+        {
+            sections.insert(Section::Vectors);
+        }
         Stmt::For(
             l @ Loop {
                 kind:

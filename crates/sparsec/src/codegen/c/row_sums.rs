@@ -20,17 +20,36 @@
 //! row (MTTKRP's fibers) keep the plain form: their rows are short, and with the path
 //! printed beside their loop gcc compiled that loop 20% slower (18.9 to 22.9 ms on a
 //! uniform 1000^3 tensor, rank 32).
+//!
+//! Where the value is a vector expression over consecutive columns (`A(i,k) * B(k,:)`
+//! with `B`'s rows contiguous, [`is_vector_value`]), the sums are vector variables of GCC's
+//! vector extensions as wide as the registers (the runtime's `vectors` section): blocks of
+//! eight, four, two and one vectors, so that 32 columns are four AVX-512 registers or
+//! eight AVX2 ones, summed in one walk of the row, then any columns left one at a time.
+//! gcc keeps `omp simd` arrays of more than 16 columns in memory, and compiled for AVX-512
+//! it prefers 256-bit vectors for them. SpMM with 32 columns on an AVX-512 Xeon, one
+//! thread, blocks of 16 in `omp simd` against vectors, ms (with `B` on a cache line, see
+//! `memory::LineAligned`): cryg2500 (5 entries a row) 0.053 to 0.021, cage10 0.56 to
+//! 0.37, bcsstk16 0.67 to 0.33, EX5 0.89 to 0.55; Intel MKL's inspector-executor 0.026,
+//! 0.37, 0.37 and 0.56. Columns that fill whole vectors, at most a block, are summed so
+//! from rows of one entry on, since the row is walked once per block size.
 
 use super::expr::expr;
 use super::Printer;
 use crate::ir::analysis::RowSum;
-use crate::ir::{prefetch, BinOp, Expr, Loop};
+use crate::ir::{prefetch, visit, ArrayRef, BinOp, Expr, Function, Loop, Names, Stmt, Var};
 
 /// The fewest entries a row needs to be summed in registers.
 pub(super) const MIN_ROW_LENGTH: usize = 6;
 
-/// Columns summed together: sixteen `double`s, two AVX-512 registers or four AVX2 ones.
+/// Columns summed together where the value is no vector expression: sixteen `double`s,
+/// two AVX-512 registers or four AVX2 ones.
 const ROW_BLOCK: usize = 16;
+
+/// Vectors summed together where the value is a vector expression, largest first: eight
+/// registers hold 64 `double`s under AVX-512 and 32 under AVX2, half the registers of
+/// either, leaving the rest for the loads.
+const VECTOR_BLOCKS: [usize; 4] = [8, 4, 2, 1];
 
 /// The fewest elements of an array of rows read through scattered coordinates for the
 /// plain loop to run instead: 16 MiB of `double`s, about where the rows stop staying in
@@ -46,14 +65,31 @@ const ROWS_IN_MEMORY: i64 = 1 << 21;
 impl Printer<'_> {
     /// When `l`, a [`RowSum`], runs as one: its row holds at least [`MIN_ROW_LENGTH`]
     /// entries (on shorter ones, walking the row once per block of columns costs more than
-    /// the loads and stores it saves), and the rows it reads are not both scattered and
-    /// too many to stay cached ([`ROWS_IN_MEMORY`]).
+    /// the loads and stores it saves) or, summed in vectors, its columns fill at most one
+    /// block of whole vectors; and
+    /// the rows it reads are not both scattered and too many to stay cached
+    /// ([`ROWS_IN_MEMORY`]).
     pub(super) fn row_sum_condition(&self, l: &Loop, row: &RowSum) -> String {
-        let long = format!(
+        let mut long = format!(
             "{} - {} >= {MIN_ROW_LENGTH}",
             expr(self.names, &l.end),
             expr(self.names, &l.start)
         );
+        if is_vector_value(self.function, row) {
+            // Columns that fill whole vectors, at most a block of them, are summed in one
+            // to three walks of the row (one block of each size), which pays from one
+            // entry on; columns left over would each walk it once more.
+            let columns = format!(
+                "({} - {})",
+                expr(self.names, &row.columns.end),
+                expr(self.names, &row.columns.start)
+            );
+            let lanes = lanes(self.value_type());
+            long = format!(
+                "({long}) || ({columns} % {lanes} == 0 && {columns} <= {} * {lanes})",
+                VECTOR_BLOCKS[0]
+            );
+        }
         // The hints' guards name the coordinates and the arrays of rows they read: the
         // same test, with a larger size.
         let in_memory = row.hints.iter().map(|hint| {
@@ -67,56 +103,149 @@ impl Printer<'_> {
         }
     }
 
-    /// Print `l`, a [`RowSum`], one block of columns at a time ([`ROW_BLOCK`] columns,
-    /// then eight, then one). Its hints are left out: the loop runs only when none of
-    /// their guards holds.
+    /// Print `l`, a [`RowSum`], one block of columns at a time: where its value is a vector
+    /// expression ([`vector_value`]), blocks of 8, 4, 2 and 1 vectors as wide as the
+    /// registers, else of [`ROW_BLOCK`] and then eight columns in `omp simd` loops; then
+    /// the columns left, one at a time. Its hints are left out: the loop runs only when
+    /// none of their guards holds.
     pub(super) fn row_sum_loop(&mut self, l: &Loop, row: &RowSum) {
         let names = self.names;
-        let ty = self.function.operands[0].values.c_name();
-        let end = expr(names, &row.columns.end);
         self.line("{");
         self.indent += 1;
         self.line(&format!(
             "int64_t sparsec_jb = {};",
             expr(names, &row.columns.start)
         ));
-        for width in [ROW_BLOCK, ROW_BLOCK / 2, 1] {
-            self.line(&format!(
-                "for (; sparsec_jb + {width} <= {end}; sparsec_jb += {width}) {{"
-            ));
-            self.indent += 1;
-            self.line(&format!("{ty} sparsec_r[{width}] = {{0}};"));
-            let var = names.var(l.var);
-            self.line(&format!(
-                "for (int64_t {var} = {}; {var} < {}; {var}++) {{",
-                expr(names, &l.start),
-                expr(names, &l.end)
-            ));
-            self.indent += 1;
-            row.decls.iter().for_each(|s| self.stmt(s));
-            // One vector operation over the block's columns: the sums stay in registers.
-            self.line("#pragma omp simd");
-            self.column_loop(row, width, true, |p| {
-                p.line(&format!(
-                    "sparsec_r[sparsec_c] += {};",
-                    expr(names, &row.store.value)
-                ))
+        match vector_value(self.function, names, row) {
+            Some(value) => {
+                for vectors in VECTOR_BLOCKS {
+                    self.vector_block(l, row, vectors, &value);
+                }
+            }
+            None => {
+                for width in [ROW_BLOCK, ROW_BLOCK / 2] {
+                    self.scalar_block(l, row, width);
+                }
+            }
+        }
+        self.scalar_block(l, row, 1);
+        self.indent -= 1;
+        self.line("}");
+    }
+
+    /// Columns `vectors` registers wide at a time, each summed in its own vector variable
+    /// over the row, then added to the output with one vector store.
+    fn vector_block(&mut self, l: &Loop, row: &RowSum, vectors: usize, value: &str) {
+        let names = self.names;
+        let ty = self.value_type();
+        let (vector, lanes) = (vector_type(ty), lanes(ty));
+        let end = expr(names, &row.columns.end);
+        let width = format!("{vectors} * {lanes}");
+        self.line(&format!(
+            "for (; sparsec_jb + {width} <= {end}; sparsec_jb += {width}) {{"
+        ));
+        self.indent += 1;
+        let sums: Vec<String> = (0..vectors)
+            .map(|q| format!("sparsec_v{q} = {{0}}"))
+            .collect();
+        self.line(&format!("{vector} {};", sums.join(", ")));
+        let var = names.var(l.var);
+        self.line(&format!(
+            "for (int64_t {var} = {}; {var} < {}; {var}++) {{",
+            expr(names, &l.start),
+            expr(names, &l.end)
+        ));
+        self.indent += 1;
+        row.decls.iter().for_each(|s| self.stmt(s));
+        for q in 0..vectors {
+            self.lane_block(row, q, &lanes, true, |p| {
+                p.line(&format!("sparsec_v{q} += {value};"))
             });
-            self.indent -= 1;
-            self.line("}");
-            // The store's index reads nothing the loop declares.
-            self.column_loop(row, width, false, |p| {
+        }
+        self.indent -= 1;
+        self.line("}");
+        // The store's index reads nothing the loop declares.
+        for q in 0..vectors {
+            self.lane_block(row, q, &lanes, false, |p| {
                 p.line(&format!(
-                    "{}[{}] += sparsec_r[sparsec_c];",
+                    "*({vector} *)&{}[{}] += sparsec_v{q};",
                     names.array(&row.store.array),
                     expr(names, &row.store.index)
                 ))
             });
-            self.indent -= 1;
-            self.line("}");
         }
         self.indent -= 1;
         self.line("}");
+    }
+
+    /// A block in which the column variable is the first lane of vector `q` of the
+    /// columns from `sparsec_jb` (and, with `declared`, the column loop's declarations
+    /// hold), around what `inner` prints.
+    fn lane_block(
+        &mut self,
+        row: &RowSum,
+        q: usize,
+        lanes: &str,
+        declared: bool,
+        inner: impl FnOnce(&mut Self),
+    ) {
+        self.line("{");
+        self.indent += 1;
+        self.line(&format!(
+            "const int64_t {} = sparsec_jb + {q} * {lanes};",
+            self.names.var(row.columns.var)
+        ));
+        if declared {
+            row.column_decls.iter().for_each(|s| self.stmt(s));
+        }
+        inner(self);
+        self.indent -= 1;
+        self.line("}");
+    }
+
+    /// Columns `width` at a time, summed in a local array by an `omp simd` loop.
+    fn scalar_block(&mut self, l: &Loop, row: &RowSum, width: usize) {
+        let names = self.names;
+        let ty = self.value_type();
+        let end = expr(names, &row.columns.end);
+        self.line(&format!(
+            "for (; sparsec_jb + {width} <= {end}; sparsec_jb += {width}) {{"
+        ));
+        self.indent += 1;
+        self.line(&format!("{ty} sparsec_r[{width}] = {{0}};"));
+        let var = names.var(l.var);
+        self.line(&format!(
+            "for (int64_t {var} = {}; {var} < {}; {var}++) {{",
+            expr(names, &l.start),
+            expr(names, &l.end)
+        ));
+        self.indent += 1;
+        row.decls.iter().for_each(|s| self.stmt(s));
+        // One vector operation over the block's columns: the sums stay in registers.
+        self.line("#pragma omp simd");
+        self.column_loop(row, width, true, |p| {
+            p.line(&format!(
+                "sparsec_r[sparsec_c] += {};",
+                expr(names, &row.store.value)
+            ))
+        });
+        self.indent -= 1;
+        self.line("}");
+        // The store's index reads nothing the loop declares.
+        self.column_loop(row, width, false, |p| {
+            p.line(&format!(
+                "{}[{}] += sparsec_r[sparsec_c];",
+                names.array(&row.store.array),
+                expr(names, &row.store.index)
+            ))
+        });
+        self.indent -= 1;
+        self.line("}");
+    }
+
+    /// The C type of the function's values.
+    fn value_type(&self) -> &'static str {
+        self.function.operands[0].values.c_name()
     }
 
     /// A loop over the block's columns, `sparsec_c` from 0 to `width`, where the column
@@ -144,4 +273,128 @@ impl Printer<'_> {
         self.indent -= 1;
         self.line("}");
     }
+}
+
+/// The C vector type of values of C type `ty` (the runtime's `vectors` section).
+fn vector_type(ty: &str) -> String {
+    format!("sparsec_vector_{ty}")
+}
+
+/// The C constant for the lanes of [`vector_type`]`(ty)`.
+fn lanes(ty: &str) -> String {
+    format!("SPARSEC_LANES_{ty}")
+}
+
+/// The variables that change from one column of `row` to the next: the column variable
+/// and the column loop's declarations that read one.
+fn column_varying(row: &RowSum) -> Vec<Var> {
+    let mut varying = vec![row.columns.var];
+    for s in &row.column_decls {
+        if let Stmt::Decl(v, e) = s {
+            if reads_any(e, &varying) {
+                varying.push(*v);
+            }
+        }
+    }
+    varying
+}
+
+fn reads_any(e: &Expr, vars: &[Var]) -> bool {
+    let mut found = false;
+    visit::walk_expr(e, &mut |e| {
+        found |= matches!(e, Expr::Var(v) if vars.contains(v))
+    });
+    found
+}
+
+/// How much the integer expression `e` grows from one column of `row` to the next, where
+/// it is an affine function of the column with a constant step (`pB1 * n + j` through
+/// the column loop's declarations: 1).
+fn column_step(e: &Expr, row: &RowSum, varying: &[Var]) -> Option<i64> {
+    if !reads_any(e, varying) {
+        return Some(0);
+    }
+    match e {
+        Expr::Var(v) if *v == row.columns.var => Some(1),
+        Expr::Var(v) => row.column_decls.iter().find_map(|s| match s {
+            Stmt::Decl(d, value) if d == v => column_step(value, row, varying),
+            _ => None,
+        }),
+        Expr::Bin(BinOp::Add, a, b) => {
+            Some(column_step(a, row, varying)? + column_step(b, row, varying)?)
+        }
+        Expr::Bin(BinOp::Sub, a, b) => {
+            Some(column_step(a, row, varying)? - column_step(b, row, varying)?)
+        }
+        Expr::Bin(BinOp::Mul, a, b) => match (&**a, &**b) {
+            (Expr::Int(c), x) | (x, Expr::Int(c)) => column_step(x, row, varying)?.checked_mul(*c),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// Whether `e`, a value of `row`'s sum, is a vector expression over consecutive columns:
+/// sums, differences, products, quotients and negations of values that do not change
+/// from column to column (each lane gets the same) and of loads from value arrays of the
+/// function's value type at consecutive elements, one per column.
+fn is_vector(function: &Function, row: &RowSum, varying: &[Var], e: &Expr) -> bool {
+    if !reads_any(e, varying) {
+        return true;
+    }
+    match e {
+        Expr::Load(ArrayRef::Values(op), index) => {
+            function.operands[op.0].values == function.operands[0].values
+                && column_step(index, row, varying) == Some(1)
+        }
+        Expr::Bin(BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div, a, b) => {
+            is_vector(function, row, varying, a) && is_vector(function, row, varying, b)
+        }
+        Expr::Neg(a) => is_vector(function, row, varying, a),
+        _ => false,
+    }
+}
+
+/// Whether `row`'s value is a vector expression (see [`is_vector`]): its sums then run
+/// in vectors as wide as the registers, declared by the runtime's `vectors` section.
+pub(super) fn is_vector_value(function: &Function, row: &RowSum) -> bool {
+    is_vector(function, row, &column_varying(row), &row.store.value)
+}
+
+/// `row`'s value as a C vector expression for the columns whose first is the column
+/// variable, where it is one (see [`is_vector`]): what does not change from column to
+/// column is converted to the value type and goes to every lane, loads at consecutive
+/// elements read a vector.
+fn vector_value(function: &Function, names: &Names, row: &RowSum) -> Option<String> {
+    let ty = function.operands[0].values.c_name();
+    let varying = column_varying(row);
+    fn print(names: &Names, ty: &str, varying: &[Var], e: &Expr) -> String {
+        if !reads_any(e, varying) {
+            return format!("({ty})({})", expr(names, e));
+        }
+        match e {
+            Expr::Load(array, index) => format!(
+                "(*(const {} *)&{}[{}])",
+                vector_type(ty),
+                names.array(array),
+                expr(names, index)
+            ),
+            Expr::Bin(op, a, b) => {
+                let sym = match op {
+                    BinOp::Add => "+",
+                    BinOp::Sub => "-",
+                    BinOp::Mul => "*",
+                    _ => "/",
+                };
+                format!(
+                    "({} {sym} {})",
+                    print(names, ty, varying, a),
+                    print(names, ty, varying, b)
+                )
+            }
+            Expr::Neg(a) => format!("(-{})", print(names, ty, varying, a)),
+            _ => unreachable!("is_vector accepts no other expression"),
+        }
+    }
+    is_vector_value(function, row).then(|| print(names, ty, &varying, &row.store.value))
 }
