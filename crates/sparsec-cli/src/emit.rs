@@ -84,14 +84,17 @@ pub fn emit(args: &EmitArgs) -> Result<()> {
         }
         crate::outln!(" *");
         match lowered.function.output {
-            OutputMode::Dense { accumulate } => {
+            OutputMode::Dense {
+                accumulate,
+                zeroed_by_kernel,
+            } => {
                 crate::outln!(" * The output is dense: the kernel stores each value in place");
                 crate::outln!(
                     " * ({}), so there is no separate assembly phase.",
-                    if accumulate {
-                        "accumulating with +="
-                    } else {
-                        "one store per component"
+                    match (accumulate, zeroed_by_kernel) {
+                        (true, true) => "accumulating with += into rows it zeroes first",
+                        (true, false) => "accumulating with +=",
+                        _ => "one store per component",
                     }
                 );
             }

@@ -56,7 +56,14 @@ mod tests {
 
     /// A loop over each of two extents, nested.
     fn two_loops() -> Function {
-        let mut f = Function::new(Vec::new(), 2, OutputMode::Dense { accumulate: false });
+        let mut f = Function::new(
+            Vec::new(),
+            2,
+            OutputMode::Dense {
+                accumulate: false,
+                zeroed_by_kernel: false,
+            },
+        );
         let i = f.fresh_var("i", Type::Index);
         let j = f.fresh_var("j", Type::Index);
         let inner = Stmt::For(Loop {

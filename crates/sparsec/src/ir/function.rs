@@ -36,7 +36,12 @@ pub struct OperandInfo {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum OutputMode {
     /// Writes the dense output's values in place; `accumulate` when stores are `+=`.
-    Dense { accumulate: bool },
+    Dense {
+        accumulate: bool,
+        /// The function zeroes the output's values before it adds into them
+        /// ([`super::zero_rows`]); the caller need not.
+        zeroed_by_kernel: bool,
+    },
     /// Emits `order` coordinates and a value per entry for the runtime to assemble.
     Emit { order: usize },
     /// Writes a sparse output's leaf level and values directly, counting its rows in a

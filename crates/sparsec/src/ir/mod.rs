@@ -29,6 +29,7 @@ mod simplify;
 mod testing;
 mod verify;
 pub mod visit;
+pub mod zero_rows;
 
 pub use function::{
     Element, Function, OperandInfo, OutputMode, ScalarArg, ScratchInfo, Signature, VarInfo,

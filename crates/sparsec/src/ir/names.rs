@@ -274,7 +274,14 @@ mod tests {
                 values: ValueType::F64,
             })
             .collect();
-        let mut f = Function::new(operands, 1, OutputMode::Dense { accumulate: false });
+        let mut f = Function::new(
+            operands,
+            1,
+            OutputMode::Dense {
+                accumulate: false,
+                zeroed_by_kernel: false,
+            },
+        );
         f.extent_hints = vec!["A2_pos".into()];
         let user = f.fresh_var("A_vals", Type::Index);
         let user_t0 = f.fresh_var("t0", Type::Index);

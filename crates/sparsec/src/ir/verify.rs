@@ -313,7 +313,14 @@ mod tests {
                 values: ValueType::F64,
             },
         ];
-        Function::new(operands, 1, OutputMode::Dense { accumulate: false })
+        Function::new(
+            operands,
+            1,
+            OutputMode::Dense {
+                accumulate: false,
+                zeroed_by_kernel: false,
+            },
+        )
     }
 
     /// `for i in 0..n { y[i] = x[i] }`, checked by the verifier after `edit`.

@@ -7,7 +7,7 @@ use std::ffi::c_void;
 
 use super::team::OpenMpTeam;
 use super::{Kernel, KernelInput};
-use crate::ir::{ArrayRef, IndexWidth, OperandId, ParamRef, ScalarArg};
+use crate::ir::{ArrayRef, IndexWidth, OperandId, OutputMode, ParamRef, ScalarArg};
 use crate::lower;
 use crate::tensor::{CallingThread, Coo, Team, Tensor, TensorView, ValueSlice, ValueType, Values};
 use crate::Error;
@@ -61,8 +61,21 @@ impl Kernel {
     /// zero; a sparse one is assembled afterwards.
     pub(super) fn output(&self, initial: Option<&Tensor>) -> Result<Tensor, Error> {
         let out_decl = &self.statement.tensors[0];
+        let zeroed_by_kernel = matches!(
+            self.lowered.function.output,
+            OutputMode::Dense {
+                zeroed_by_kernel: true,
+                ..
+            }
+        );
         let mut output = match (self.assembles_output(), self.statement.accumulate, initial) {
             (false, true, Some(init)) => init.convert(&out_decl.format)?,
+            // The kernel zeroes each row on the thread that adds into it (`ir::zero_rows`).
+            (false, false, _) if zeroed_by_kernel => {
+                Tensor::dense_unwritten(&out_decl.dims, &out_decl.format, self.value_type).map_err(
+                    |e| Error::Input(format!("cannot store the output `{}`: {e}", out_decl.name)),
+                )?
+            }
             // Fails only when the output's storage cannot be allocated: name it.
             (false, _, _) => Tensor::from_coo(
                 &Coo::empty(out_decl.dims.clone()),

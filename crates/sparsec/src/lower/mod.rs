@@ -29,7 +29,7 @@ mod workspace;
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
-use crate::format::{Format, Level, Streaming};
+use crate::format::{Format, Level, LevelCoord, Streaming};
 use crate::ir::ValueType;
 use crate::ir::{
     Expr, Function, Local, OperandId, OperandInfo, OutputMode, ParamKind, ParamRef, Symbol, Type,
@@ -264,6 +264,7 @@ pub fn lower(plan: &Concrete) -> Result<Lowered, LowerError> {
     let output_mode = if dense_output {
         OutputMode::Dense {
             accumulate: store_accumulates,
+            zeroed_by_kernel: false,
         }
     } else {
         OutputMode::Emit {
@@ -318,10 +319,15 @@ pub fn lower(plan: &Concrete) -> Result<Lowered, LowerError> {
     let body = lowerer.lower(&plan.order, &plan.rhs, &Dest::Output, &scope)?;
     lowerer.check_gallop_requests()?;
     let locals = lowerer.locals_at(0);
+    // A `+=` statement's output starts from its initial value, which must stay.
+    let dense_rows = (!stmt.accumulate).then(|| lowerer.dense_rows()).flatten();
     let mut function = lowerer.tables.into_inner().function;
     function.body = crate::ir::simplify_stmts(body);
     function.assumptions = lowerer.assumptions;
     function.locals = locals;
+    if let Some(rows) = dense_rows {
+        crate::ir::zero_rows::zero_rows_in_kernel(&mut function, &rows);
+    }
     crate::ir::extents::fix_extents(&mut function, &fixed_extents(plan));
     if !lowerer.rows_shared && !stmt.accumulate {
         if let Some(layout) = row_layout(stmt) {
@@ -401,6 +407,22 @@ pub fn row_layout(stmt: &Statement) -> Option<crate::ir::rows::RowLayout> {
 }
 
 impl Lowerer<'_> {
+    /// The rows of a dense output: the variable of its first stored level's mode, and that
+    /// variable's extent as its loops run to it.
+    fn dense_rows(&self) -> Option<crate::ir::zero_rows::DenseRows> {
+        if !self.dense_output {
+            return None;
+        }
+        let LevelCoord::Mode(m) = self.operands[0].format.levels().first()?.coord else {
+            return None;
+        };
+        let v = self.stmt.lhs[m];
+        Some(crate::ir::zero_rows::DenseRows {
+            row: self.name(v),
+            rows: self.size(v),
+        })
+    }
+
     pub(super) fn name(&self, v: VarId) -> Var {
         self.index_vars[v]
     }

@@ -235,6 +235,57 @@ impl Tensor {
         Ok(())
     }
 
+    /// A tensor of `dims` in `format`, every level of which is dense over one mode, whose
+    /// values are not written yet: for a kernel that writes every value before anything
+    /// reads one (a dense output it zeroes itself, on the threads that then add into it).
+    /// Debug builds fill the values with NaN, so that one left unwritten shows.
+    pub(crate) fn dense_unwritten(
+        dims: &[usize],
+        format: &Format,
+        value_type: ValueType,
+    ) -> Result<Tensor, String> {
+        if !format.is_all_dense() {
+            return Err(format!("`{}` is not dense", format.spelling()));
+        }
+        let mut levels = Vec::with_capacity(format.levels().len());
+        for spec in format.levels() {
+            let crate::format::LevelCoord::Mode(m) = spec.coord else {
+                return Err(format!("`{}` is not dense over modes", format.spelling()));
+            };
+            levels.push(LevelStorage {
+                arrays: vec![],
+                params: vec![(crate::ir::ParamKind::Size, dims[m] as i64)],
+            });
+        }
+        let len = dims.iter().try_fold(1usize, |n, &d| n.checked_mul(d));
+        let what = || "the output's values".to_string();
+        fn unwritten<T: Copy>(
+            len: usize,
+            poison: T,
+            what: &dyn Fn() -> String,
+        ) -> Result<Vec<T>, String> {
+            if cfg!(debug_assertions) {
+                return crate::memory::filled(Some(len), poison, what);
+            }
+            let mut v = crate::memory::reserved(len, what)?;
+            // SAFETY: the capacity holds `len` elements, and every bit pattern is a value
+            // of `T` (a float); the kernel writes each before it is read.
+            unsafe { v.set_len(len) };
+            Ok(v)
+        }
+        let len = len.ok_or_else(|| format!("{} overflows the address space", what()))?;
+        let values = match value_type {
+            ValueType::F64 => Values::F64(unwritten(len, f64::NAN, &what)?),
+            ValueType::F32 => Values::F32(unwritten(len, f32::NAN, &what)?),
+        };
+        Ok(Tensor {
+            dims: dims.to_vec(),
+            format: format.clone(),
+            levels,
+            values,
+        })
+    }
+
     /// A dense tensor of the given dimensions filled with zeros.
     pub fn zeros(dims: &[usize], value_type: ValueType) -> Tensor {
         Tensor::from_coo_owned(
@@ -487,6 +538,35 @@ mod tests {
     use super::*;
     use crate::ir::{ArrayKind, ParamKind};
     use rand::{Rng, SeedableRng};
+
+    /// An unwritten dense tensor has the levels packing gives an empty one of the same
+    /// dimensions and format, and room for every value.
+    #[test]
+    fn unwritten_dense_tensors_are_laid_out_as_packed_ones() {
+        for (dims, spelling) in [
+            (vec![3, 4], "dd"),
+            (vec![3, 4], "dd:1,0"),
+            (vec![2, 3, 5], "ddd:2,0,1"),
+            (vec![0, 7], "dd"),
+        ] {
+            let format = Format::parse(spelling, dims.len()).unwrap();
+            for ty in [ValueType::F64, ValueType::F32] {
+                let packed = Tensor::from_coo(&Coo::empty(dims.clone()), &format, ty).unwrap();
+                let unwritten = Tensor::dense_unwritten(&dims, &format, ty).unwrap();
+                assert_eq!(unwritten.levels(), packed.levels(), "{spelling}");
+                assert_eq!(unwritten.values().len(), packed.values().len());
+                assert_eq!(unwritten.value_type(), ty);
+            }
+        }
+        let csr = Format::parse("csr", 2).unwrap();
+        assert!(Tensor::dense_unwritten(&[3, 4], &csr, ValueType::F64).is_err());
+        assert!(Tensor::dense_unwritten(
+            &[usize::MAX, 4],
+            &Format::parse("dd", 2).unwrap(),
+            ValueType::F64
+        )
+        .is_err());
+    }
 
     /// Every component a reading visits, in order.
     fn read(tensor: &Tensor, reading: Reading) -> Vec<(Vec<i64>, f64)> {

@@ -116,7 +116,10 @@ pub fn lower(prog: &Program) -> Result<Lowered, SpfError> {
         Some(_) => OutputMode::Emit {
             order: output.dims.len(),
         },
-        None => OutputMode::Dense { accumulate: false },
+        None => OutputMode::Dense {
+            accumulate: false,
+            zeroed_by_kernel: false,
+        },
     };
     let mut function = Function::new(operands, 0, mode);
     let mut cx = Context {
