@@ -139,43 +139,31 @@ impl Printer<'_> {
         let names = self.names;
         let ty = self.value_type();
         let (vector, lanes) = (vector_type(ty), lanes(ty));
-        let end = expr(names, &row.columns.end);
-        let width = format!("{vectors} * {lanes}");
-        self.line(&format!(
-            "for (; sparsec_jb + {width} <= {end}; sparsec_jb += {width}) {{"
-        ));
-        self.indent += 1;
         let sums: Vec<String> = (0..vectors)
             .map(|q| format!("sparsec_v{q} = {{0}}"))
             .collect();
-        self.line(&format!("{vector} {};", sums.join(", ")));
-        let var = names.var(l.var);
-        self.line(&format!(
-            "for (int64_t {var} = {}; {var} < {}; {var}++) {{",
-            expr(names, &l.start),
-            expr(names, &l.end)
-        ));
-        self.indent += 1;
-        row.decls.iter().for_each(|s| self.stmt(s));
-        for q in 0..vectors {
-            self.lane_block(row, q, &lanes, true, |p| {
-                p.line(&format!("sparsec_v{q} += {value};"))
-            });
-        }
-        self.indent -= 1;
-        self.line("}");
+        let add = |p: &mut Self| {
+            for q in 0..vectors {
+                p.lane_block(row, q, &lanes, true, |p| {
+                    p.line(&format!("sparsec_v{q} += {value};"))
+                });
+            }
+        };
         // The store's index reads nothing the loop declares.
-        for q in 0..vectors {
-            self.lane_block(row, q, &lanes, false, |p| {
-                p.line(&format!(
-                    "*({vector} *)&{}[{}] += sparsec_v{q};",
-                    names.array(&row.store.array),
-                    expr(names, &row.store.index)
-                ))
-            });
-        }
-        self.indent -= 1;
-        self.line("}");
+        let store = |p: &mut Self| {
+            for q in 0..vectors {
+                p.lane_block(row, q, &lanes, false, |p| {
+                    p.line(&format!(
+                        "*({vector} *)&{}[{}] += sparsec_v{q};",
+                        names.array(&row.store.array),
+                        expr(names, &row.store.index)
+                    ))
+                });
+            }
+        };
+        let width = format!("{vectors} * {lanes}");
+        let declared = format!("{vector} {};", sums.join(", "));
+        self.column_block(l, row, &width, &declared, add, store);
     }
 
     /// A block in which the column variable is the first lane of vector `q` of the
@@ -189,10 +177,24 @@ impl Printer<'_> {
         declared: bool,
         inner: impl FnOnce(&mut Self),
     ) {
-        self.line("{");
+        let first = format!("sparsec_jb + {q} * {lanes}");
+        self.column_scope(row, "{", &first, declared, inner);
+    }
+
+    /// A scope opened by `opening` in which the column variable is `column` (and, with
+    /// `declared`, the column loop's declarations hold), around what `inner` prints.
+    fn column_scope(
+        &mut self,
+        row: &RowSum,
+        opening: &str,
+        column: &str,
+        declared: bool,
+        inner: impl FnOnce(&mut Self),
+    ) {
+        self.line(opening);
         self.indent += 1;
         self.line(&format!(
-            "const int64_t {} = sparsec_jb + {q} * {lanes};",
+            "const int64_t {} = {column};",
             self.names.var(row.columns.var)
         ));
         if declared {
@@ -206,13 +208,50 @@ impl Printer<'_> {
     /// Columns `width` at a time, summed in a local array by an `omp simd` loop.
     fn scalar_block(&mut self, l: &Loop, row: &RowSum, width: usize) {
         let names = self.names;
-        let ty = self.value_type();
+        let add = |p: &mut Self| {
+            // One vector operation over the block's columns: the sums stay in registers.
+            p.line("#pragma omp simd");
+            p.column_loop(row, width, true, |p| {
+                p.line(&format!(
+                    "sparsec_r[sparsec_c] += {};",
+                    expr(names, &row.store.value)
+                ))
+            });
+        };
+        // The store's index reads nothing the loop declares.
+        let store = |p: &mut Self| {
+            p.column_loop(row, width, false, |p| {
+                p.line(&format!(
+                    "{}[{}] += sparsec_r[sparsec_c];",
+                    names.array(&row.store.array),
+                    expr(names, &row.store.index)
+                ))
+            });
+        };
+        let declared = format!("{} sparsec_r[{width}] = {{0}};", self.value_type());
+        self.column_block(l, row, &width.to_string(), &declared, add, store);
+    }
+
+    /// A loop over the row's columns `width` (a C expression) at a time from `sparsec_jb`:
+    /// it declares the block's sums (`sums`), walks the row, where `add` prints their
+    /// update for one entry after the row loop's declarations, and `store` then adds them
+    /// to the output.
+    fn column_block(
+        &mut self,
+        l: &Loop,
+        row: &RowSum,
+        width: &str,
+        sums: &str,
+        add: impl FnOnce(&mut Self),
+        store: impl FnOnce(&mut Self),
+    ) {
+        let names = self.names;
         let end = expr(names, &row.columns.end);
         self.line(&format!(
             "for (; sparsec_jb + {width} <= {end}; sparsec_jb += {width}) {{"
         ));
         self.indent += 1;
-        self.line(&format!("{ty} sparsec_r[{width}] = {{0}};"));
+        self.line(sums);
         let var = names.var(l.var);
         self.line(&format!(
             "for (int64_t {var} = {}; {var} < {}; {var}++) {{",
@@ -221,24 +260,10 @@ impl Printer<'_> {
         ));
         self.indent += 1;
         row.decls.iter().for_each(|s| self.stmt(s));
-        // One vector operation over the block's columns: the sums stay in registers.
-        self.line("#pragma omp simd");
-        self.column_loop(row, width, true, |p| {
-            p.line(&format!(
-                "sparsec_r[sparsec_c] += {};",
-                expr(names, &row.store.value)
-            ))
-        });
+        add(self);
         self.indent -= 1;
         self.line("}");
-        // The store's index reads nothing the loop declares.
-        self.column_loop(row, width, false, |p| {
-            p.line(&format!(
-                "{}[{}] += sparsec_r[sparsec_c];",
-                names.array(&row.store.array),
-                expr(names, &row.store.index)
-            ))
-        });
+        store(self);
         self.indent -= 1;
         self.line("}");
     }
@@ -258,20 +283,8 @@ impl Printer<'_> {
         declared: bool,
         inner: impl FnOnce(&mut Self),
     ) {
-        self.line(&format!(
-            "for (int64_t sparsec_c = 0; sparsec_c < {width}; sparsec_c++) {{"
-        ));
-        self.indent += 1;
-        self.line(&format!(
-            "const int64_t {} = sparsec_jb + sparsec_c;",
-            self.names.var(row.columns.var)
-        ));
-        if declared {
-            row.column_decls.iter().for_each(|s| self.stmt(s));
-        }
-        inner(self);
-        self.indent -= 1;
-        self.line("}");
+        let opening = format!("for (int64_t sparsec_c = 0; sparsec_c < {width}; sparsec_c++) {{");
+        self.column_scope(row, &opening, "sparsec_jb + sparsec_c", declared, inner);
     }
 }
 
