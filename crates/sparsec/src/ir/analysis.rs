@@ -207,7 +207,7 @@ fn reads_load(e: &Expr) -> bool {
 }
 
 /// True when `e` reads one of `vars`.
-pub(super) fn depends_on(e: &Expr, vars: &[Var]) -> bool {
+pub fn depends_on(e: &Expr, vars: &[Var]) -> bool {
     let mut found = false;
     visit::walk_expr(e, &mut |e| {
         found |= matches!(e, Expr::Var(v) if vars.contains(v))

@@ -16,6 +16,7 @@
 //! iteration, and the output's values are laid out row after row (`row * row_length +
 //! offset`).
 
+use super::analysis::depends_on;
 use super::visit;
 use super::{ArrayRef, BinOp, Expr, Function, Loop, LoopKind, OperandId, OutputMode, Stmt, Store};
 use super::{Type, Var};
@@ -29,20 +30,20 @@ pub struct DenseRows {
 
 /// Zero each row of `function`'s dense output at the top of the outermost loop's
 /// iteration that writes it, where the loop is over the rows of `layout`, and mark the
-/// output as zeroed by the kernel. Returns whether it did.
-pub fn zero_rows_in_kernel(function: &mut Function, layout: &DenseRows) -> bool {
+/// output as zeroed by the kernel; leave any other function as it is.
+pub fn zero_rows_in_kernel(function: &mut Function, layout: &DenseRows) {
     let OutputMode::Dense {
         accumulate: true,
         zeroed_by_kernel: false,
     } = function.output
     else {
-        return false;
+        return;
     };
     let loops: Vec<usize> = (0..function.body.len())
         .filter(|&k| matches!(function.body[k], Stmt::For(_)))
         .collect();
     let [outer] = loops[..] else {
-        return false;
+        return;
     };
     let stores_outside = function
         .body
@@ -64,10 +65,10 @@ pub fn zero_rows_in_kernel(function: &mut Function, layout: &DenseRows) -> bool 
                 }
         );
     if stores_outside || !over_rows {
-        return false;
+        return;
     }
     let Some(length) = row_length(&l.body, layout.row) else {
-        return false;
+        return;
     };
     let offset = function.fresh_var("zeroed", Type::Index);
     let Stmt::For(l) = &mut function.body[outer] else {
@@ -92,7 +93,6 @@ pub fn zero_rows_in_kernel(function: &mut Function, layout: &DenseRows) -> bool 
         accumulate: true,
         zeroed_by_kernel: true,
     };
-    true
 }
 
 /// Where the row of the loop's iteration starts in the output's values.
@@ -139,8 +139,6 @@ fn split_row(index: &Expr, row: Var) -> Option<Expr> {
     let Expr::Bin(BinOp::Mul, r, length) = &**start else {
         return None;
     };
-    let mut reads_row = false;
-    visit::walk_expr(offset, &mut |e| reads_row |= *e == Expr::Var(row));
-    visit::walk_expr(length, &mut |e| reads_row |= *e == Expr::Var(row));
+    let reads_row = depends_on(offset, &[row]) || depends_on(length, &[row]);
     (**r == Expr::Var(row) && !reads_row).then(|| (**length).clone())
 }

@@ -240,11 +240,14 @@ impl Printer<'_> {
                 let sparse = !matches!(l.start, Expr::Int(_));
                 self.sparse_loops += usize::from(sparse);
                 match row {
-                    Some(row) => self.if_else(
-                        &self.row_sum_condition(l, &row),
-                        |this| this.row_sum_loop(l, &row),
-                        |this| this.unswitched_loop(l),
-                    ),
+                    Some(row) => {
+                        let vector = row_sums::vector_value(self.function, self.names, &row);
+                        self.if_else(
+                            &self.row_sum_condition(l, &row, vector.is_some()),
+                            |this| this.row_sum_loop(l, &row, vector.as_deref()),
+                            |this| this.unswitched_loop(l),
+                        )
+                    }
                     None => self.unswitched_loop(l),
                 }
                 self.sparse_loops -= usize::from(sparse);

@@ -36,8 +36,8 @@
 
 use super::expr::expr;
 use super::Printer;
-use crate::ir::analysis::RowSum;
-use crate::ir::{prefetch, visit, ArrayRef, BinOp, Expr, Function, Loop, Names, Stmt, Var};
+use crate::ir::analysis::{depends_on, RowSum};
+use crate::ir::{prefetch, ArrayRef, BinOp, Expr, Function, Loop, Names, Stmt, Var};
 
 /// The fewest entries a row needs to be summed in registers.
 pub(super) const MIN_ROW_LENGTH: usize = 6;
@@ -65,17 +65,17 @@ const ROWS_IN_MEMORY: i64 = 1 << 21;
 impl Printer<'_> {
     /// When `l`, a [`RowSum`], runs as one: its row holds at least [`MIN_ROW_LENGTH`]
     /// entries (on shorter ones, walking the row once per block of columns costs more than
-    /// the loads and stores it saves) or, summed in vectors, its columns fill at most one
-    /// block of whole vectors; and
-    /// the rows it reads are not both scattered and too many to stay cached
+    /// the loads and stores it saves) or, summed in vectors (`vector`: its value is a vector
+    /// expression, [`vector_value`]), its columns fill at most one block of whole vectors;
+    /// and the rows it reads are not both scattered and too many to stay cached
     /// ([`ROWS_IN_MEMORY`]).
-    pub(super) fn row_sum_condition(&self, l: &Loop, row: &RowSum) -> String {
+    pub(super) fn row_sum_condition(&self, l: &Loop, row: &RowSum, vector: bool) -> String {
         let mut long = format!(
             "{} - {} >= {MIN_ROW_LENGTH}",
             expr(self.names, &l.end),
             expr(self.names, &l.start)
         );
-        if is_vector_value(self.function, row) {
+        if vector {
             // Columns that fill whole vectors, at most a block of them, are summed in one
             // to three walks of the row (one block of each size), which pays from one
             // entry on; columns left over would each walk it once more.
@@ -103,12 +103,12 @@ impl Printer<'_> {
         }
     }
 
-    /// Print `l`, a [`RowSum`], one block of columns at a time: where its value is a vector
-    /// expression ([`vector_value`]), blocks of 8, 4, 2 and 1 vectors as wide as the
+    /// Print `l`, a [`RowSum`], one block of columns at a time: where its value is the
+    /// vector expression `vector` ([`vector_value`]), blocks of 8, 4, 2 and 1 vectors as wide as the
     /// registers, else of [`ROW_BLOCK`] and then eight columns in `omp simd` loops; then
     /// the columns left, one at a time. Its hints are left out: the loop runs only when
     /// none of their guards holds.
-    pub(super) fn row_sum_loop(&mut self, l: &Loop, row: &RowSum) {
+    pub(super) fn row_sum_loop(&mut self, l: &Loop, row: &RowSum, vector: Option<&str>) {
         let names = self.names;
         self.line("{");
         self.indent += 1;
@@ -116,10 +116,10 @@ impl Printer<'_> {
             "int64_t sparsec_jb = {};",
             expr(names, &row.columns.start)
         ));
-        match vector_value(self.function, names, row) {
+        match vector {
             Some(value) => {
                 for vectors in VECTOR_BLOCKS {
-                    self.vector_block(l, row, vectors, &value);
+                    self.vector_block(l, row, vectors, value);
                 }
             }
             None => {
@@ -304,7 +304,7 @@ fn column_varying(row: &RowSum) -> Vec<Var> {
     let mut varying = vec![row.columns.var];
     for s in &row.column_decls {
         if let Stmt::Decl(v, e) = s {
-            if reads_any(e, &varying) {
+            if depends_on(e, &varying) {
                 varying.push(*v);
             }
         }
@@ -312,19 +312,11 @@ fn column_varying(row: &RowSum) -> Vec<Var> {
     varying
 }
 
-fn reads_any(e: &Expr, vars: &[Var]) -> bool {
-    let mut found = false;
-    visit::walk_expr(e, &mut |e| {
-        found |= matches!(e, Expr::Var(v) if vars.contains(v))
-    });
-    found
-}
-
 /// How much the integer expression `e` grows from one column of `row` to the next, where
 /// it is an affine function of the column with a constant step (`pB1 * n + j` through
 /// the column loop's declarations: 1).
 fn column_step(e: &Expr, row: &RowSum, varying: &[Var]) -> Option<i64> {
-    if !reads_any(e, varying) {
+    if !depends_on(e, varying) {
         return Some(0);
     }
     match e {
@@ -352,7 +344,7 @@ fn column_step(e: &Expr, row: &RowSum, varying: &[Var]) -> Option<i64> {
 /// from column to column (each lane gets the same) and of loads from value arrays of the
 /// function's value type at consecutive elements, one per column.
 fn is_vector(function: &Function, row: &RowSum, varying: &[Var], e: &Expr) -> bool {
-    if !reads_any(e, varying) {
+    if !depends_on(e, varying) {
         return true;
     }
     match e {
@@ -378,11 +370,11 @@ pub(super) fn is_vector_value(function: &Function, row: &RowSum) -> bool {
 /// variable, where it is one (see [`is_vector`]): what does not change from column to
 /// column is converted to the value type and goes to every lane, loads at consecutive
 /// elements read a vector.
-fn vector_value(function: &Function, names: &Names, row: &RowSum) -> Option<String> {
+pub(super) fn vector_value(function: &Function, names: &Names, row: &RowSum) -> Option<String> {
     let ty = function.operands[0].values.c_name();
     let varying = column_varying(row);
     fn print(names: &Names, ty: &str, varying: &[Var], e: &Expr) -> String {
-        if !reads_any(e, varying) {
+        if !depends_on(e, varying) {
             return format!("({ty})({})", expr(names, e));
         }
         match e {
