@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use miette::{miette, Report, Result, WrapErr};
 use sparsec::io::{self, MtxLayout, MtxWriteOptions};
-use sparsec::kernel::{Backend, Kernel, Timings, MAX_TRIAL_RUNS};
+use sparsec::kernel::{Backend, Kernel, Timings};
 use sparsec::reference;
 use sparsec::tensor::{Tensor, ValueType};
 
@@ -190,13 +190,10 @@ pub fn run(args: &RunArgs) -> Result<()> {
         run_once()?;
     }
     if let Some(n) = args.time {
-        // The kernel's trials of its sum versions are not what repeated runs get: they run
-        // before the timed runs.
-        let mut trials = 0;
-        while kernel.measuring_versions() && trials < MAX_TRIAL_RUNS {
-            run_once()?;
-            trials += 1;
-        }
+        let trials = kernel
+            .run_version_trials(&refs, initial.as_ref(), None)
+            .map_err(Report::new)
+            .wrap_err("running the kernel failed")?;
         let mut timings: Vec<Timings> = Vec::with_capacity(n);
         for _ in 0..n {
             timings.push(run_once()?.1);

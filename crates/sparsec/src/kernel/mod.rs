@@ -350,10 +350,31 @@ impl Kernel {
 
     /// Whether the next run with the last run's input may still be one of the trials that
     /// measure the versions of the gathered sums (see [`Kernel::sum_version`]): a timing
-    /// that should see only the chosen version runs the kernel until this is false, at
-    /// most [`MAX_TRIAL_RUNS`] times.
+    /// that should see only the chosen version runs the trials first
+    /// ([`Kernel::run_version_trials`]).
     pub fn measuring_versions(&self) -> bool {
         self.sum_versions.measuring()
+    }
+
+    /// Run on `inputs` (adding into `initial` as [`Kernel::run_timed`] does) until the
+    /// kernel has chosen the version of its gathered sums, at most [`MAX_TRIAL_RUNS`] times
+    /// and not past `deadline`; returns the runs made. Timings of repeated runs call it
+    /// first: the trials run the other versions, which repeated runs do not get.
+    pub fn run_version_trials<I: KernelInput>(
+        &self,
+        inputs: &[I],
+        initial: Option<&Tensor>,
+        deadline: Option<Instant>,
+    ) -> Result<usize, Error> {
+        let mut runs = 0;
+        while runs < MAX_TRIAL_RUNS
+            && self.measuring_versions()
+            && deadline.is_none_or(|d| Instant::now() < d)
+        {
+            self.run_timed(inputs, initial)?;
+            runs += 1;
+        }
+        Ok(runs)
     }
 
     /// Choose the version of the gathered sums as `choice` says from the next run on

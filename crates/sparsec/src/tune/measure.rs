@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use crate::format::Format;
 use crate::ir::gather::SumVersion;
 use crate::jit::{JitError, Toolchain};
-use crate::kernel::{Backend, Kernel, MAX_TRIAL_RUNS};
+use crate::kernel::{Backend, Kernel};
 use crate::reference;
 use crate::tensor::{Tensor, TensorError, ValueType};
 use crate::Error;
@@ -223,14 +223,9 @@ impl Measurer {
             let settling = Instant::now();
             // The kernel's trials of its sum versions are not its runtime: the version it
             // chooses is what a user's repeated runs get.
-            for _ in 0..MAX_TRIAL_RUNS {
-                if !kernel.measuring_versions() || settling.elapsed() >= self.options.cap {
-                    break;
-                }
-                kernel
-                    .run_timed(&refs, None)
-                    .map_err(MeasureError::from_run)?;
-            }
+            kernel
+                .run_version_trials(&refs, None, Some(settling + self.options.cap))
+                .map_err(MeasureError::from_run)?;
             let timing = Instant::now();
             loop {
                 let (_, t) = kernel
