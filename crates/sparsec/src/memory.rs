@@ -16,6 +16,7 @@
 //! kernels in a loop wants.
 
 use std::alloc::{GlobalAlloc, Layout, System};
+use std::ptr::null_mut;
 
 /// Keep freed memory in the process for reuse instead of returning it to the system.
 /// Call once, early (the `sparsec` command does). Only glibc on Linux is tuned; elsewhere
@@ -80,21 +81,26 @@ unsafe impl GlobalAlloc for LineAligned {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         match is_line_aligned(layout) {
             false => System.alloc(layout),
-            true => place_on_line(System.alloc(enclosing(layout.size()))),
+            true => enclosing(layout.size()).map_or(null_mut(), |e| place_on_line(System.alloc(e))),
         }
     }
 
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
         match is_line_aligned(layout) {
             false => System.alloc_zeroed(layout),
-            true => place_on_line(System.alloc_zeroed(enclosing(layout.size()))),
+            true => enclosing(layout.size())
+                .map_or(null_mut(), |e| place_on_line(System.alloc_zeroed(e))),
         }
     }
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
         match is_line_aligned(layout) {
             false => System.dealloc(ptr, layout),
-            true => System.dealloc(enclosing_start(ptr), enclosing(layout.size())),
+            true => {
+                if let Some(e) = enclosing(layout.size()) {
+                    System.dealloc(enclosing_start(ptr), e)
+                }
+            }
         }
     }
 
@@ -109,12 +115,11 @@ unsafe impl GlobalAlloc for LineAligned {
                 // shrinks in place, and grows into free memory after it): the line is
                 // then where it was and nothing moves. A moved block may start elsewhere
                 // within its line, and its contents move to the new line.
+                let (Some(old), Some(new)) = (enclosing(layout.size()), enclosing(new_size)) else {
+                    return null_mut();
+                };
                 let distance = ptr.sub(DISTANCE).cast::<usize>().read_unaligned();
-                let start = System.realloc(
-                    ptr.sub(distance),
-                    enclosing(layout.size()),
-                    enclosing(new_size).size(),
-                );
+                let start = System.realloc(ptr.sub(distance), old, new.size());
                 if start.is_null() {
                     return start;
                 }
@@ -148,11 +153,11 @@ fn is_line_aligned(layout: Layout) -> bool {
 }
 
 /// The system block that holds a line-aligned block of `size` bytes: a line more, for
-/// the distance and the padding before the line.
-fn enclosing(size: usize) -> Layout {
-    // SAFETY (of the callers' unchecked use): a layout of `size` bytes was valid, and a
-    // line more stays below `isize::MAX` for any size an allocation can have.
-    Layout::from_size_align(size + LINE, DISTANCE).expect("a block a line larger")
+/// the distance and the padding before the line. `None` where that is no valid layout
+/// (within a line of `isize::MAX`): the allocation then fails, as the system's would.
+/// Every block allocated has one, so freeing it finds the same.
+fn enclosing(size: usize) -> Option<Layout> {
+    Layout::from_size_align(size.checked_add(LINE)?, DISTANCE).ok()
 }
 
 /// The line-aligned block in the system block at `start` (or null for null), with its
@@ -397,6 +402,11 @@ mod tests {
             assert!((0..8192).all(|k| *zeroed.add(k) == 0));
             allocator.dealloc(zeroed, Layout::from_size_align(8192, 8).unwrap());
         }
+        // A block within a line of the largest layout fails as the system's would, where
+        // its enclosing block would be no layout.
+        let huge = Layout::from_size_align(isize::MAX as usize - 8, 8).unwrap();
+        // SAFETY: a valid layout; nothing is allocated.
+        assert!(unsafe { allocator.alloc(huge) }.is_null());
         // Alignments of a line and more are left to the system.
         assert!(!is_line_aligned(
             Layout::from_size_align(8192, 4096).unwrap()
