@@ -884,7 +884,8 @@ fn gathered_elements_are_prefetched_on_large_scattered_inputs() {
 /// between and past multiples of the vectors (one to eight of them, and the columns
 /// left), rows long, short and empty, explicit zeros and duplicates, compiled for this
 /// processor, AVX2 and baseline x86-64 (64-, 32- and 16-byte vectors), in double and
-/// single precision, on 1 and 2 threads, and on the JIT, against the reference.
+/// single precision, on 1 and 2 threads, and on the JIT, against the reference. Rows of
+/// a fixed width are stored by their sums, the rest added into the zeroed row.
 #[test]
 fn dense_rows_summed_in_registers_match_the_reference() {
     let mut r = rng(21);
@@ -920,6 +921,13 @@ fn dense_rows_summed_in_registers_match_the_reference() {
                 let source = kernel.kernel_source();
                 assert_eq!(source.contains("sparsec_vector_double"), vectors, "{what}");
                 assert_eq!(source.contains("sparsec_r[8]"), !vectors, "{what}");
+                // Rows as long as a constant are written whole by their sum, which stores
+                // (`=`) where the plain loop beside it zeroes the row and adds.
+                let stored = ["] = sparsec_v0;", "] = sparsec_r[sparsec_c];"]
+                    .iter()
+                    .any(|s| source.contains(s));
+                let fixed = width <= sparsec::lower::MAX_FIXED_EXTENT;
+                assert_eq!(stored, fixed, "{what}");
                 for threads in [1, 2] {
                     kernel.set_threads(threads);
                     compare_with_reference(&kernel, &stmt, &tensors, &what);

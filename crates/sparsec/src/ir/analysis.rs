@@ -187,9 +187,9 @@ pub fn row_sum(l: &Loop) -> Option<RowSum<'_>> {
     })
 }
 
-/// `stmts` with nested blocks opened: every variable is declared once, under its own
-/// name, so a block's scope only shortens its declarations' lives.
-fn unblocked(stmts: &[Stmt]) -> Vec<&Stmt> {
+/// `stmts` with nested blocks opened, in order: every variable is declared once, under
+/// its own name, so a block's scope only shortens its declarations' lives.
+pub fn unblocked(stmts: &[Stmt]) -> Vec<&Stmt> {
     stmts
         .iter()
         .flat_map(|s| match s {

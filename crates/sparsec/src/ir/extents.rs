@@ -1,30 +1,35 @@
-//! Extents fixed when compiling: `fix_extents` replaces the parameters of chosen index
+//! Extents fixed when compiling: `fix_params` replaces the parameters of chosen index
 //! variables' extents by their values, so that a backend compiles loops over them with a
-//! known trip count.
+//! known trip count, and with them the sizes of the storage levels those variables index.
 //!
 //! A kernel runs only on tensors of the shapes it was compiled for (the runtime checks
 //! them), so any extent could be fixed; lowering fixes only small ones that index dense
-//! tensors alone (`lower::fixed_extents`): an MTTKRP's or SpMM's rank. gcc then unrolls the
+//! tensors alone (`lower::fixed_params`): an MTTKRP's or SpMM's rank. gcc then unrolls the
 //! loop over such a row into a few vector operations with no remainder, and keeps what it
 //! sums in registers. MTTKRP with rank 32, `B` in `sss`, one thread: 26.2 to 19.3 ms on
 //! a uniform 1000^3 tensor with 2M entries (C harness, the generated loop nest with and
 //! without a constant trip count). Extents that index a sparse operand stay parameters,
 //! so that one compiled kernel serves every input of its formats from the disk cache.
+//!
+//! A level that stores a mode has the mode's size, which is the extent of any variable
+//! that indexes the mode: fixed with it, a dense row's length is the same constant as the
+//! loop over the row (`ir::zero_rows` compares the two), and a row's start is a multiple
+//! of a constant.
 
 use std::collections::BTreeMap;
 
 use super::{simplify, simplify_stmts, visit, Expr, Function, ParamRef};
 
-/// Replace `ParamRef::Extent(n)` by `fixed[n]` wherever `function` reads it (its body, its
-/// locals' lengths and its assumptions), and fold the constants that leaves. The
-/// parameters stay in the signature (every extent is passed), unread.
-pub fn fix_extents(function: &mut Function, fixed: &BTreeMap<usize, i64>) {
+/// Replace each parameter `p` of `fixed` by `fixed[p]` wherever `function` reads it (its
+/// body, its locals' lengths and its assumptions), and fold the constants that leaves.
+/// Extents stay in the signature (every extent is passed), unread.
+pub fn fix_params(function: &mut Function, fixed: &BTreeMap<ParamRef, i64>) {
     if fixed.is_empty() {
         return;
     }
     let mut replace = |e: &mut Expr| {
-        if let Expr::Param(ParamRef::Extent(n)) = e {
-            if let Some(&value) = fixed.get(n) {
+        if let Expr::Param(p) = e {
+            if let Some(&value) = fixed.get(p) {
                 *e = Expr::Int(value);
             }
         }
@@ -90,7 +95,7 @@ mod tests {
     #[test]
     fn fixed_extents_become_constants_and_fold() {
         let mut f = two_loops();
-        fix_extents(&mut f, &BTreeMap::from([(1, 16)]));
+        fix_params(&mut f, &BTreeMap::from([(ParamRef::Extent(1), 16)]));
         assert!(
             reads_extent(&f, 0),
             "extent 0 was not fixed and stays a parameter"
@@ -109,7 +114,7 @@ mod tests {
     fn no_fixed_extent_leaves_the_function_as_it_was() {
         let mut f = two_loops();
         let before = f.clone();
-        fix_extents(&mut f, &BTreeMap::new());
+        fix_params(&mut f, &BTreeMap::new());
         assert_eq!(f, before);
     }
 }

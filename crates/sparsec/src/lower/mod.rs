@@ -328,7 +328,7 @@ pub fn lower(plan: &Concrete) -> Result<Lowered, LowerError> {
     if let Some(rows) = dense_rows {
         crate::ir::zero_rows::zero_rows_in_kernel(&mut function, &rows);
     }
-    crate::ir::extents::fix_extents(&mut function, &fixed_extents(plan));
+    crate::ir::extents::fix_params(&mut function, &fixed_params(plan, &lowerer.operands));
     if !lowerer.rows_shared && !stmt.accumulate {
         if let Some(layout) = row_layout(stmt) {
             crate::ir::rows::place_rows(&mut function, &layout);
@@ -350,6 +350,48 @@ pub fn lower(plan: &Concrete) -> Result<Lowered, LowerError> {
 /// The largest extent [`fixed_extents`] fixes: a row of 64 `double`s is eight AVX-512
 /// registers, as many as gcc keeps a sum in; longer rows gain no unrolling.
 pub const MAX_FIXED_EXTENT: usize = 64;
+
+/// The parameters compiled as constants (`ir::extents`): the [`fixed_extents`], and the
+/// size of every level of `operands` that stores a mode one of them indexes (a level
+/// storing mode `m` is as long as the tensor's mode `m`, whatever variable indexes it).
+pub fn fixed_params(plan: &Concrete, operands: &[Operand]) -> BTreeMap<ParamRef, i64> {
+    let extents = fixed_extents(plan);
+    let stmt = &plan.statement;
+    let accesses = std::iter::once((0, stmt.lhs.as_slice())).chain(
+        plan.accesses
+            .iter()
+            .map(|(t, indices)| (*t, indices.as_slice())),
+    );
+    // The size of each mode of each tensor that a fixed variable indexes.
+    let mut modes = BTreeMap::new();
+    for (t, indices) in accesses {
+        for (m, v) in indices.iter().enumerate() {
+            if let Some(&size) = extents.get(v) {
+                modes.insert((t, m), size);
+            }
+        }
+    }
+    let mut fixed: BTreeMap<ParamRef, i64> = extents
+        .iter()
+        .map(|(&n, &size)| (ParamRef::Extent(n), size))
+        .collect();
+    for (o, operand) in operands.iter().enumerate() {
+        for (k, level) in operand.format.levels().iter().enumerate() {
+            let LevelCoord::Mode(m) = level.coord else {
+                continue;
+            };
+            if let Some(&size) = modes.get(&(operand.tensor, m)) {
+                let param = ParamRef::Level {
+                    operand: OperandId(o),
+                    level: k + 1,
+                    kind: ParamKind::Size,
+                };
+                fixed.insert(param, size);
+            }
+        }
+    }
+    fixed
+}
 
 /// The extents compiled as constants (`ir::extents`): those of index variables that only
 /// dense tensors read or write (an MTTKRP's or SpMM's rank), up to [`MAX_FIXED_EXTENT`].

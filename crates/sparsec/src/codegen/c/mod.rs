@@ -24,9 +24,9 @@ use std::fmt::Write;
 use super::abi::{assumption_status, check_units, BackendError};
 use super::runtime::{self, Section};
 use crate::ir::{
-    analysis, gather, prefetch, visit, ArrayRef, BinOp, Element, Expr, Function, Helper, Local,
-    LocalType, Loop, LoopKind, Names, OperandId, OutputMode, ParallelUnit, ScalarArg, Signature,
-    Stmt, Type,
+    analysis, gather, prefetch, visit, zero_rows, ArrayRef, BinOp, Element, Expr, Function, Helper,
+    Local, LocalType, Loop, LoopKind, Names, OperandId, OutputMode, ParallelUnit, ScalarArg,
+    Signature, Stmt, Type,
 };
 use expr::expr;
 use threads::{balanced_work, reduction_clauses};
@@ -120,6 +120,7 @@ pub fn emit(function: &Function) -> Result<CKernel, BackendError> {
         parallel_depth: 0,
         paces: 0,
         sparse_loops: 0,
+        overwritten: None,
     };
     printer.allocate(&function.locals, "", "1");
     for s in &function.body {
@@ -198,6 +199,9 @@ struct Printer<'a> {
     paces: usize,
     /// Serial loops over stored positions (not from 0) around the statement printed.
     sparse_loops: usize,
+    /// A row's zeroing loop left out, and the row sum that writes the whole row after it
+    /// ([`zero_rows::overwritten_row`]), until that loop is printed.
+    overwritten: Option<(Stmt, *const Loop)>,
 }
 
 impl Printer<'_> {
@@ -230,28 +234,7 @@ impl Printer<'_> {
 
     fn for_loop(&mut self, l: &Loop) {
         match &l.kind {
-            LoopKind::Serial => {
-                // Rows summed in registers only where no sparse loop around also adds into
-                // the output row (MTTKRP's fibers, a few entries each, are not worth it:
-                // with the path beside its loop, gcc compiled the loop 20% slower).
-                let row = (self.sparse_loops == 0)
-                    .then(|| analysis::row_sum(l))
-                    .flatten();
-                let sparse = !matches!(l.start, Expr::Int(_));
-                self.sparse_loops += usize::from(sparse);
-                match row {
-                    Some(row) => {
-                        let vector = row_sums::vector_value(self.function, self.names, &row);
-                        self.if_else(
-                            &self.row_sum_condition(l, &row, vector.is_some()),
-                            |this| this.row_sum_loop(l, &row, vector.as_deref()),
-                            |this| this.unswitched_loop(l),
-                        )
-                    }
-                    None => self.unswitched_loop(l),
-                }
-                self.sparse_loops -= usize::from(sparse);
-            }
+            LoopKind::Serial => self.serial_for(l),
             LoopKind::Unrolled(n) => {
                 self.line(&format!("#pragma GCC unroll {n}"));
                 self.plain_loop(l);
@@ -279,6 +262,62 @@ impl Printer<'_> {
             },
             LoopKind::Parallel { .. } => unreachable!("GPU loops are refused before printing"),
         }
+    }
+
+    /// A serial loop; where it is a [`analysis::RowSum`], beside its sum in registers.
+    /// Where it is the sum of [`Printer::overwritten`], the sum stores its columns, and
+    /// the plain loop runs after the zeroing.
+    fn serial_for(&mut self, l: &Loop) {
+        let zeroing = self
+            .overwritten
+            .take_if(|(_, sum)| std::ptr::eq(*sum, l))
+            .map(|(zeroing, _)| zeroing);
+        let zeroing = zeroing.as_ref();
+        // Rows summed in registers only where no sparse loop around also adds into the
+        // output row (MTTKRP's fibers, a few entries each, are not worth it: with the path
+        // beside its loop, gcc compiled the loop 20% slower).
+        let row = (self.sparse_loops == 0)
+            .then(|| analysis::row_sum(l))
+            .flatten();
+        let sparse = !matches!(l.start, Expr::Int(_));
+        self.sparse_loops += usize::from(sparse);
+        let plain = |this: &mut Self| {
+            zeroing.iter().for_each(|z| this.stmt(z));
+            this.unswitched_loop(l)
+        };
+        match row {
+            Some(row) => {
+                let vector = row_sums::vector_value(self.function, self.names, &row);
+                let store = if zeroing.is_some() { "=" } else { "+=" };
+                self.if_else(
+                    &self.row_sum_condition(l, &row, vector.is_some()),
+                    |this| this.row_sum_loop(l, &row, vector.as_deref(), store),
+                    plain,
+                )
+            }
+            None => plain(self),
+        }
+        self.sparse_loops -= usize::from(sparse);
+    }
+
+    /// `body` in order; where it zeroes the output's row and then sums all of it in a
+    /// row sum ([`zero_rows::overwritten_row`]), the zeroing goes with the sum's loop
+    /// ([`Printer::overwritten`]).
+    fn stmts(&mut self, body: &[Stmt]) {
+        let overwritten = (self.sparse_loops == 0)
+            .then(|| zero_rows::overwritten_row(body))
+            .flatten();
+        let Some(row) = overwritten else {
+            body.iter().for_each(|s| self.stmt(s));
+            return;
+        };
+        self.overwritten = Some((body[row.zeroing].clone(), std::ptr::from_ref(row.sum)));
+        for (k, s) in body.iter().enumerate() {
+            if k != row.zeroing {
+                self.stmt(s);
+            }
+        }
+        debug_assert!(self.overwritten.is_none(), "the row sum was printed");
     }
 
     /// A serial loop, as two copies when it begins with guarded hints (see
@@ -338,7 +377,7 @@ impl Printer<'_> {
     fn block(&mut self, head: &str, body: &[Stmt]) {
         self.line(&format!("{head} {{"));
         self.indent += 1;
-        body.iter().for_each(|s| self.stmt(s));
+        self.stmts(body);
         self.indent -= 1;
     }
 

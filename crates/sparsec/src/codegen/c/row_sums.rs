@@ -108,7 +108,13 @@ impl Printer<'_> {
     /// registers, else of [`ROW_BLOCK`] and then eight columns in `omp simd` loops; then
     /// the columns left, one at a time. Its hints are left out: the loop runs only when
     /// none of their guards holds.
-    pub(super) fn row_sum_loop(&mut self, l: &Loop, row: &RowSum, vector: Option<&str>) {
+    pub(super) fn row_sum_loop(
+        &mut self,
+        l: &Loop,
+        row: &RowSum,
+        vector: Option<&str>,
+        store: &str,
+    ) {
         let names = self.names;
         self.line("{");
         self.indent += 1;
@@ -119,23 +125,23 @@ impl Printer<'_> {
         match vector {
             Some(value) => {
                 for vectors in VECTOR_BLOCKS {
-                    self.vector_block(l, row, vectors, value);
+                    self.vector_block(l, row, vectors, value, store);
                 }
             }
             None => {
                 for width in [ROW_BLOCK, ROW_BLOCK / 2] {
-                    self.scalar_block(l, row, width);
+                    self.scalar_block(l, row, width, store);
                 }
             }
         }
-        self.scalar_block(l, row, 1);
+        self.scalar_block(l, row, 1, store);
         self.indent -= 1;
         self.line("}");
     }
 
     /// Columns `vectors` registers wide at a time, each summed in its own vector variable
     /// over the row, then added to the output with one vector store.
-    fn vector_block(&mut self, l: &Loop, row: &RowSum, vectors: usize, value: &str) {
+    fn vector_block(&mut self, l: &Loop, row: &RowSum, vectors: usize, value: &str, op: &str) {
         let names = self.names;
         let ty = self.value_type();
         let (vector, lanes) = (vector_type(ty), lanes(ty));
@@ -154,7 +160,7 @@ impl Printer<'_> {
             for q in 0..vectors {
                 p.lane_block(row, q, &lanes, false, |p| {
                     p.line(&format!(
-                        "*({vector} *)&{}[{}] += sparsec_v{q};",
+                        "*({vector} *)&{}[{}] {op} sparsec_v{q};",
                         names.array(&row.store.array),
                         expr(names, &row.store.index)
                     ))
@@ -206,7 +212,7 @@ impl Printer<'_> {
     }
 
     /// Columns `width` at a time, summed in a local array by an `omp simd` loop.
-    fn scalar_block(&mut self, l: &Loop, row: &RowSum, width: usize) {
+    fn scalar_block(&mut self, l: &Loop, row: &RowSum, width: usize, op: &str) {
         let names = self.names;
         let add = |p: &mut Self| {
             // One vector operation over the block's columns: the sums stay in registers.
@@ -222,7 +228,7 @@ impl Printer<'_> {
         let store = |p: &mut Self| {
             p.column_loop(row, width, false, |p| {
                 p.line(&format!(
-                    "{}[{}] += sparsec_r[sparsec_c];",
+                    "{}[{}] {op} sparsec_r[sparsec_c];",
                     names.array(&row.store.array),
                     expr(names, &row.store.index)
                 ))
