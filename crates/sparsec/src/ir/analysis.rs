@@ -315,7 +315,8 @@ fn gathers_segments(body: &[Stmt]) -> bool {
     found
 }
 
-/// The first loop in `body` (unconditionally, at any depth of plain blocks) that runs from
+/// The first loop in `body` (unconditionally, at any depth of plain blocks, or as both
+/// ways of an `if`) that runs from
 /// 0 to a bound fixed by the kernel's parameters.
 fn dense_loop(body: &[Stmt]) -> Option<&Loop> {
     body.iter().find_map(|s| match s {
@@ -335,7 +336,8 @@ fn parameters_only(e: &Expr) -> bool {
     }
 }
 
-/// The first loop in `body` (unconditionally, at any depth of plain blocks) that runs
+/// The first loop in `body` (unconditionally, at any depth of plain blocks, or as both
+/// ways of an `if`) that runs
 /// over `pos[q]..pos[q + 1]` with `q` a position of iteration `var` (`var` itself, or
 /// `base + var` with `base` free of `var`): the array `pos`, `q` and the loop. `defs`
 /// holds the variables declared before, by value.
@@ -359,6 +361,16 @@ fn segment_loop<'a>(
                     return Some((array, q, inner));
                 }
                 forget_assigned(std::slice::from_ref(s), defs);
+            }
+            // Both ways run a loop over the same segment (copies of a loop unswitched
+            // around a condition, `ir::unswitch`): either copy's positions are the work.
+            Stmt::If(_, then, otherwise) => {
+                let either = segment_loop(then, var, &mut defs.clone());
+                let other = segment_loop(otherwise, var, &mut defs.clone());
+                match (either, other) {
+                    (Some(a), Some(b)) if (&a.0, &a.1) == (&b.0, &b.1) => return Some(a),
+                    _ => forget_assigned(std::slice::from_ref(s), defs),
+                }
             }
             other => forget_assigned(std::slice::from_ref(other), defs),
         }

@@ -27,6 +27,7 @@ pub mod rows;
 mod simplify;
 #[cfg(test)]
 mod testing;
+pub mod unswitch;
 mod verify;
 pub mod visit;
 pub mod zero_rows;

@@ -329,6 +329,7 @@ pub fn lower(plan: &Concrete) -> Result<Lowered, LowerError> {
         crate::ir::zero_rows::zero_rows_in_kernel(&mut function, &rows);
     }
     crate::ir::extents::fix_params(&mut function, &fixed_params(plan, &lowerer.operands));
+    crate::ir::unswitch::unswitch_invariant_conditions(&mut function);
     if !lowerer.rows_shared && !stmt.accumulate {
         if let Some(layout) = row_layout(stmt) {
             crate::ir::rows::place_rows(&mut function, &layout);
@@ -351,9 +352,10 @@ pub fn lower(plan: &Concrete) -> Result<Lowered, LowerError> {
 /// registers, as many as gcc keeps a sum in; longer rows gain no unrolling.
 pub const MAX_FIXED_EXTENT: usize = 64;
 
-/// The parameters compiled as constants (`ir::extents`): the [`fixed_extents`], and the
-/// size of every level of `operands` that stores a mode one of them indexes (a level
-/// storing mode `m` is as long as the tensor's mode `m`, whatever variable indexes it).
+/// The parameters compiled as constants (`ir::extents`): the [`fixed_extents`], the size
+/// of every level of `operands` that stores a mode one of them indexes (a level storing
+/// mode `m` is as long as the tensor's mode `m`, whatever variable indexes it), and that
+/// of every level inside blocks, the block's side (BCSR's, sliced ELL's rows).
 pub fn fixed_params(plan: &Concrete, operands: &[Operand]) -> BTreeMap<ParamRef, i64> {
     let extents = fixed_extents(plan);
     let stmt = &plan.statement;
@@ -377,10 +379,12 @@ pub fn fixed_params(plan: &Concrete, operands: &[Operand]) -> BTreeMap<ParamRef,
         .collect();
     for (o, operand) in operands.iter().enumerate() {
         for (k, level) in operand.format.levels().iter().enumerate() {
-            let LevelCoord::Mode(m) = level.coord else {
-                continue;
+            let size = match level.coord {
+                LevelCoord::Mode(m) => modes.get(&(operand.tensor, m)).copied(),
+                LevelCoord::BlockInner { block, .. } => Some(block as i64),
+                _ => None,
             };
-            if let Some(&size) = modes.get(&(operand.tensor, m)) {
+            if let Some(size) = size {
                 let param = ParamRef::Level {
                     operand: OperandId(o),
                     level: k + 1,
