@@ -247,16 +247,16 @@ impl Tensor {
         if !format.is_all_dense() {
             return Err(format!("`{}` is not dense", format.spelling()));
         }
-        let mut levels = Vec::with_capacity(format.levels().len());
-        for spec in format.levels() {
-            let crate::format::LevelCoord::Mode(m) = spec.coord else {
-                return Err(format!("`{}` is not dense over modes", format.spelling()));
-            };
-            levels.push(LevelStorage {
+        // Dense levels store only their size, as the format lays it out.
+        let levels = format
+            .plain_levels(dims, |_, _| None::<std::convert::Infallible>)
+            .ok_or_else(|| format!("`{}` is not dense over modes", format.spelling()))?
+            .into_iter()
+            .map(|(_, params)| LevelStorage {
                 arrays: vec![],
-                params: vec![(crate::ir::ParamKind::Size, dims[m] as i64)],
-            });
-        }
+                params,
+            })
+            .collect();
         let len = dims.iter().try_fold(1usize, |n, &d| n.checked_mul(d));
         let what = || "the output's values".to_string();
         fn unwritten<T: Copy>(
