@@ -8,7 +8,7 @@ use miette::{miette, Report, Result, WrapErr};
 use sparsec::io::{self, MtxLayout, MtxWriteOptions};
 use sparsec::kernel::{Backend, Kernel, Timings};
 use sparsec::reference;
-use sparsec::tensor::{Tensor, ValueType};
+use sparsec::tensor::{Tensor, ValueType, Values};
 
 use sparsec::notation::cin::Statement;
 
@@ -157,6 +157,9 @@ pub fn run(args: &RunArgs) -> Result<()> {
     };
     for (decl, t) in statement.tensors[1..].iter().zip(&inputs) {
         crate::outln!("{}: {}", decl.name, shape_text(t));
+    }
+    if let Some(warning) = padding_meets_non_finite(&statement, &inputs) {
+        eprintln!("warning: {warning}");
     }
 
     let started = Instant::now();
@@ -349,6 +352,18 @@ fn use_tuned_choice(
             )
         })?;
     let tuned = choice.apply_formats(&statement);
+    // A tuned format that pads (a candidate's result was checked on the inputs tuned with,
+    // whose values may all have been finite) must not turn the entries' results into NaN.
+    let padded = tuned.tensors[1..]
+        .iter()
+        .zip(&statement.tensors[1..])
+        .any(|(chosen, given)| !chosen.format.is_plain() && given.format.is_plain());
+    if padded {
+        if let Some(why) = padding_meets_non_finite(&tuned, &inputs) {
+            crate::outln!("tuned: not used, the formats given run instead: {why}");
+            return Ok((statement, inputs, given.clone(), threads));
+        }
+    }
     let mut converted = Vec::with_capacity(inputs.len());
     for (decl, input) in tuned.tensors[1..].iter().zip(inputs) {
         converted.push(if input.format() == &decl.format {
@@ -381,6 +396,28 @@ fn use_tuned_choice(
         converted,
         ScheduleArgs { schedule },
         Some(choice.threads),
+    ))
+}
+
+/// Where an input of `statement` is stored in a format that pads (ELL's and sliced ELL's
+/// slots, BCSR's blocks, DIA's diagonals hold zeros its entries did not have) and another
+/// input holds an infinite or NaN value, what that does: each padding zero multiplied by
+/// such a value is NaN, where the entries alone give a number.
+fn padding_meets_non_finite(statement: &Statement, inputs: &[Tensor]) -> Option<String> {
+    let decls = &statement.tensors[1..];
+    let padded = decls.iter().position(|d| !d.format.is_plain())?;
+    let non_finite = inputs.iter().enumerate().position(|(k, t)| {
+        k != padded
+            && match t.values() {
+                Values::F64(v) => v.iter().any(|x| !x.is_finite()),
+                Values::F32(v) => v.iter().any(|x| !x.is_finite()),
+            }
+    })?;
+    Some(format!(
+        "`{}` is stored as {}, whose padding zeros multiply the infinite or NaN values of \
+         `{}`: components of the result can be NaN where `{}`'s entries give numbers (a \
+         format without padding, such as csr or coo, keeps them)",
+        decls[padded].name, decls[padded].format, decls[non_finite].name, decls[padded].name
     ))
 }
 

@@ -287,3 +287,56 @@ fn schedules_with_multibyte_characters_are_refused_cleanly() {
         );
     }
 }
+
+/// A format that pads (sliced ELL, ELL, BCSR, DIA) stores zeros that multiply an
+/// infinite `x(0)` into NaN where the entries alone give numbers: `run` says so on
+/// stderr, and stays quiet for formats without padding or finite inputs.
+#[test]
+fn run_warns_where_padding_zeros_meet_infinite_values() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = write(
+        dir.path(),
+        "a.mtx",
+        "%%MatrixMarket matrix coordinate real general\n3 3 4\n1 1 1.0\n1 2 2.0\n2 2 3.0\n3 3 4.0\n",
+    );
+    let with_inf = write(
+        dir.path(),
+        "x.mtx",
+        "%%MatrixMarket matrix array real general\n3 1\ninf\n1.0\n2.0\n",
+    );
+    let finite = write(
+        dir.path(),
+        "f.mtx",
+        "%%MatrixMarket matrix array real general\n3 1\n5.0\n1.0\n2.0\n",
+    );
+    let input = format!("A:{}", s(&a));
+    let run = |format: &str, x: &Path| {
+        let x = format!("x:{}", s(x));
+        let a_format = format!("A:{format}");
+        let out = sparsec(&[
+            "run",
+            "y(i) = A(i,j) * x(j)",
+            "-f",
+            &a_format,
+            "-i",
+            &input,
+            "-i",
+            &x,
+        ]);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        (text(&out.stdout), text(&out.stderr))
+    };
+    let (stdout, stderr) = run("csr", &with_inf);
+    assert!(stdout.contains("y(1) = 3"), "{stdout}");
+    assert!(!stderr.contains("padding"), "{stderr}");
+    for format in ["sell:8", "ell", "bcsr:2x2", "dia"] {
+        let (_, stderr) = run(format, &with_inf);
+        assert!(
+            stderr.contains("padding zeros multiply the infinite or NaN values of `x`"),
+            "{format}: {stderr}"
+        );
+        let (stdout, stderr) = run(format, &finite);
+        assert!(!stderr.contains("padding"), "{format}: {stderr}");
+        assert!(stdout.contains("y(1) = 3"), "{format}: {stdout}");
+    }
+}
