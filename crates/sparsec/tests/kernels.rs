@@ -1315,7 +1315,9 @@ fn lane_targets() -> Vec<Toolchain> {
 /// plus a dense vector), the slices run on threads by default, the full slices' rows in
 /// SIMD lanes (`#pragma omp simd`) and the last, short slice a loop that stops at the last
 /// row; a transposed product (rows scatter into one output) runs serially, and SpMM (a
-/// loop over columns in each row) keeps serial row loops. Slices of 1, 3 and 8 rows over rows of every length (empty ones, long
+/// loop over columns in each row) keeps serial row loops. Full slices of whole vectors
+/// (8 and 16 rows) sum their rows in vector registers with gathers of `x`, also in single
+/// precision. Slices of 1, 3, 8 and 16 rows over rows of every length (empty ones, long
 /// ones, explicit zeros, a duplicate), shapes that leave the last slice short, a 1x1 and
 /// an empty matrix: each on every vector target, 32- and 64-bit indices, 1 and 2 threads
 /// and the JIT, against the reference.
@@ -1330,7 +1332,7 @@ fn sliced_ell_runs_rows_in_lanes_and_matches_the_reference() {
     ];
     for a in &matrices {
         let (m, n) = (a.dims[0], a.dims[1]);
-        for slice in [1, 3, 8] {
+        for slice in [1, 3, 8, 16] {
             let sell = format!("sell:{slice}");
             let x = random_coo(&mut r, &[n], 1.0);
             let z = random_coo(&mut r, &[m], 1.0);
@@ -1354,6 +1356,29 @@ fn sliced_ell_runs_rows_in_lanes_and_matches_the_reference() {
                 &[],
             );
             compare_on_lane_targets(&stmt, &tensors);
+            // Slices as wide as whole vectors sum their rows in vector registers, `x`
+            // gathered by the slot's columns; in single precision too.
+            let kernel =
+                Kernel::from_statement(stmt.clone(), ValueType::F64, &split_toolchain()).unwrap();
+            let gathers = kernel
+                .kernel_source()
+                .contains("sparsec_gather_double_i32(");
+            assert!(gathers || slice < 8, "{sell}");
+            let refs: Vec<&Tensor> = tensors.iter().collect();
+            let expected = sparsec::reference::evaluate(&stmt, &refs, None);
+            for target in lane_targets() {
+                let single = Kernel::from_statement(stmt.clone(), ValueType::F32, &target).unwrap();
+                let diff = single
+                    .run(&refs)
+                    .unwrap()
+                    .max_difference(&expected)
+                    .unwrap();
+                assert!(
+                    diff < 1e-4,
+                    "{sell}, single precision, {:?}: {diff}",
+                    target.flags
+                );
+            }
             let xt = random_coo(&mut r, &[m], 1.0);
             let (stmt, tensors) = statement(
                 "y(j) = A(i,j) * x(i)",

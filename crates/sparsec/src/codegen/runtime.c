@@ -423,6 +423,9 @@ SPARSEC_RT_INLINE void sparsec_pace_record(sparsec_pace *pace, int64_t team, int
    type than the registers compiles to slow code (64-byte vectors under AVX2 ran SpMM 10
    to 20 times slower than 32-byte ones). aligned(element) and may_alias let them load and
    store at any element of an array. */
+#if defined(__AVX2__) || defined(__AVX512F__)
+#include <immintrin.h>
+#endif
 #if defined(__AVX512F__)
 #define SPARSEC_VECTOR_BYTES 64
 #elif defined(__AVX__)
@@ -434,3 +437,46 @@ typedef double sparsec_vector_double __attribute__((vector_size(SPARSEC_VECTOR_B
 typedef float sparsec_vector_float __attribute__((vector_size(SPARSEC_VECTOR_BYTES), aligned(4), may_alias));
 #define SPARSEC_LANES_double (SPARSEC_VECTOR_BYTES / 8)
 #define SPARSEC_LANES_float (SPARSEC_VECTOR_BYTES / 4)
+/* A vector of base[at[0]], base[at[1]], ... (sliced ELL's x read by a slot's columns):
+   one gather instruction under AVX-512 and AVX2, one load a lane otherwise. */
+#define SPARSEC_GATHER_BY_LANE(ty, index)                                                 \
+  static inline sparsec_vector_##ty sparsec_gather_lanes_##ty##_##index(const ty *base,   \
+                                                                        const index *at) { \
+    sparsec_vector_##ty v;                                                                \
+    for (int lane = 0; lane < SPARSEC_LANES_##ty; lane++) v[lane] = base[at[lane]];       \
+    return v;                                                                             \
+  }
+SPARSEC_GATHER_BY_LANE(double, int32_t)
+SPARSEC_GATHER_BY_LANE(double, int64_t)
+SPARSEC_GATHER_BY_LANE(float, int32_t)
+SPARSEC_GATHER_BY_LANE(float, int64_t)
+static inline sparsec_vector_double sparsec_gather_double_i32(const double *base, const int32_t *at) {
+#if SPARSEC_VECTOR_BYTES == 64
+  return (sparsec_vector_double)_mm512_i32gather_pd(_mm256_loadu_si256((const __m256i *)at), base, 8);
+#elif SPARSEC_VECTOR_BYTES == 32 && defined(__AVX2__)
+  return (sparsec_vector_double)_mm256_i32gather_pd(base, _mm_loadu_si128((const __m128i *)at), 8);
+#else
+  return sparsec_gather_lanes_double_int32_t(base, at);
+#endif
+}
+static inline sparsec_vector_double sparsec_gather_double_i64(const double *base, const int64_t *at) {
+#if SPARSEC_VECTOR_BYTES == 64
+  return (sparsec_vector_double)_mm512_i64gather_pd(_mm512_loadu_si512((const void *)at), base, 8);
+#elif SPARSEC_VECTOR_BYTES == 32 && defined(__AVX2__)
+  return (sparsec_vector_double)_mm256_i64gather_pd(base, _mm256_loadu_si256((const __m256i *)at), 8);
+#else
+  return sparsec_gather_lanes_double_int64_t(base, at);
+#endif
+}
+static inline sparsec_vector_float sparsec_gather_float_i32(const float *base, const int32_t *at) {
+#if SPARSEC_VECTOR_BYTES == 64
+  return (sparsec_vector_float)_mm512_i32gather_ps(_mm512_loadu_si512((const void *)at), base, 4);
+#elif SPARSEC_VECTOR_BYTES == 32 && defined(__AVX2__)
+  return (sparsec_vector_float)_mm256_i32gather_ps(base, _mm256_loadu_si256((const __m256i *)at), 4);
+#else
+  return sparsec_gather_lanes_float_int32_t(base, at);
+#endif
+}
+static inline sparsec_vector_float sparsec_gather_float_i64(const float *base, const int64_t *at) {
+  return sparsec_gather_lanes_float_int64_t(base, at);
+}

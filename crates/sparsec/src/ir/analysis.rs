@@ -110,8 +110,10 @@ pub fn without_flag(body: &[Stmt], flag: Var) -> Vec<Stmt> {
 
 /// A serial loop that adds one row of products into one row of the dense output per
 /// iteration: its body declares variables and ends with a loop over columns
-/// `j in start..end` whose body declares variables and ends with `out[base + j] += value`,
-/// where `base`, `start` and `end` do not change in the loop and nothing in either body
+/// `j in start..end` (serial, or in SIMD lanes) whose body declares variables and ends
+/// with `out[base + j] += value` (the index through the column loop's declarations:
+/// sliced ELL's `y[i]`, with `i = slice * 8 + j`), where `base`, `start` and `end` do not
+/// change in the loop and nothing in either body
 /// reads `out` (SpMM's `C(i,:) += A(i,k) * B(k,:)` for each `k` of row `i`). A backend may
 /// sum a block of columns over all the loop's iterations in registers and add each column
 /// to the output once. Where `out`'s row starts at zero, as a computed output's does, the
@@ -126,8 +128,11 @@ pub struct RowSum<'a> {
     pub columns: &'a Loop,
     /// Its declarations.
     pub column_decls: Vec<&'a Stmt>,
-    /// Its store, `out[base + j] += value`.
+    /// Its store, `out[index] += value`.
     pub store: &'a Store,
+    /// The store's index, `base + j`, with the column loop's declarations replaced by
+    /// their values: it reads nothing the loop over columns declares.
+    pub index: Expr,
 }
 
 /// `l` as a [`RowSum`], when it is one.
@@ -145,11 +150,22 @@ pub fn row_sum(l: &Loop) -> Option<RowSum<'_>> {
         .count();
     let (hints, decls) = rest.split_at(hinted);
     let column_body = unblocked(&columns.body);
-    let (Some((Stmt::Store(store), column_decls)), LoopKind::Serial) =
-        (column_body.split_last(), &columns.kind)
-    else {
+    let Some((Stmt::Store(store), column_decls)) = column_body.split_last() else {
         return None;
     };
+    // Columns in SIMD lanes (sliced ELL's full slices) may be summed in lanes as well.
+    let lanes = matches!(
+        &columns.kind,
+        LoopKind::Parallel {
+            unit: super::ParallelUnit::CpuVector,
+            reductions,
+            locals,
+            ..
+        } if reductions.is_empty() && locals.is_empty()
+    );
+    if columns.kind != LoopKind::Serial && !lanes {
+        return None;
+    }
     let only_decls = |stmts: &[&Stmt]| stmts.iter().all(|s| matches!(s, Stmt::Decl(..)));
     if !only_decls(decls) || !only_decls(column_decls) || !store.accumulate {
         return None;
@@ -163,7 +179,15 @@ pub fn row_sum(l: &Loop) -> Option<RowSum<'_>> {
             varying.push(*v)
         }
     });
-    let base = match &store.index {
+    let column_defs: HashMap<Var, Expr> = column_decls
+        .iter()
+        .filter_map(|s| match s {
+            Stmt::Decl(v, e) => Some((*v, e.clone())),
+            _ => None,
+        })
+        .collect();
+    let index = substitute(&store.index, &column_defs)?;
+    let base = match &index {
         Expr::Bin(BinOp::Add, a, b) if **b == Expr::Var(columns.var) => a,
         Expr::Bin(BinOp::Add, a, b) if **a == Expr::Var(columns.var) => b,
         _ => return None,
@@ -184,6 +208,7 @@ pub fn row_sum(l: &Loop) -> Option<RowSum<'_>> {
         columns,
         column_decls: column_decls.to_vec(),
         store,
+        index: index.clone(),
     })
 }
 

@@ -182,7 +182,7 @@ pub fn overwritten_row(stmts: &[Stmt]) -> Option<OverwrittenRow<'_>> {
     let summed = super::analysis::row_sum(sum)?;
     let whole_row = summed.columns.start == Expr::Int(0)
         && summed.columns.end == length
-        && summed.store.index == row_element(row, &length, summed.columns.var);
+        && summed.index == row_element(row, &length, summed.columns.var);
     let read_before = writer.iter().any(|s| {
         let mut reads = false;
         visit::walk_stmt_exprs(std::slice::from_ref(*s), &mut |e| {
