@@ -33,7 +33,7 @@ fn unswitched(mut s: Stmt) -> Stmt {
             *child = unswitched(std::mem::replace(child, Stmt::Block(Vec::new())));
         }
     }
-    let Stmt::For(mut l) = s else {
+    let Stmt::For(l) = s else {
         return s;
     };
     let mut opened = l.clone();
@@ -41,14 +41,26 @@ fn unswitched(mut s: Stmt) -> Stmt {
     let Some(condition) = invariant_switch(&opened) else {
         return Stmt::For(l);
     };
-    l = opened;
-    let Some(Stmt::If(_, then, otherwise)) = l.body.pop() else {
+    let Some(Stmt::If(_, then, otherwise)) = opened.body.pop() else {
         unreachable!("the body ends in the switch")
     };
+    let Loop {
+        var,
+        start,
+        end,
+        body: declarations,
+        kind,
+    } = opened;
     let copy = |branch: Vec<Stmt>| {
-        let mut body = l.body.clone();
+        let mut body = declarations.clone();
         body.extend(branch);
-        vec![Stmt::For(Loop { body, ..l.clone() })]
+        vec![Stmt::For(Loop {
+            var,
+            start: start.clone(),
+            end: end.clone(),
+            body,
+            kind: kind.clone(),
+        })]
     };
     Stmt::If(condition, copy(then), copy(otherwise))
 }
