@@ -275,14 +275,14 @@ impl Printer<'_> {
         let zeroing = zeroing.as_ref();
         // Rows summed in registers only where no sparse loop around also adds into the
         // output row (MTTKRP's fibers, a few entries each, are not worth it: with the path
-        // beside its loop, gcc compiled the loop 20% slower).
-        // Columns already in SIMD lanes are summed in registers only as vectors.
+        // beside its loop, gcc compiled the loop 20% slower); columns already in SIMD
+        // lanes only as vectors.
         let row = (self.sparse_loops == 0)
             .then(|| analysis::row_sum(l))
             .flatten()
-            .filter(|row| {
-                row.columns.kind == LoopKind::Serial
-                    || row_sums::is_vector_value(self.function, row)
+            .and_then(|row| {
+                let vector = row_sums::vector_value(self.function, self.names, &row);
+                (row.columns.kind == LoopKind::Serial || vector.is_some()).then_some((row, vector))
             });
         let sparse = !matches!(l.start, Expr::Int(_));
         self.sparse_loops += usize::from(sparse);
@@ -291,8 +291,7 @@ impl Printer<'_> {
             this.unswitched_loop(l)
         };
         match row {
-            Some(row) => {
-                let vector = row_sums::vector_value(self.function, self.names, &row);
+            Some((row, vector)) => {
                 let store = if zeroing.is_some() { "=" } else { "+=" };
                 self.if_else(
                     &self.row_sum_condition(l, &row, vector.is_some()),
