@@ -198,11 +198,7 @@ pub fn row_sum(l: &Loop) -> Option<RowSum<'_>> {
     {
         return None;
     }
-    let mut reads_out = false;
-    visit::walk_stmt_exprs(&l.body, &mut |e| {
-        reads_out |= matches!(e, Expr::Load(a, _) if *a == store.array)
-    });
-    (!reads_out).then(|| RowSum {
+    (!reads_array(&l.body, store.array)).then(|| RowSum {
         hints: hints.to_vec(),
         decls: decls.to_vec(),
         columns,
@@ -222,6 +218,15 @@ pub fn unblocked(stmts: &[Stmt]) -> Vec<&Stmt> {
             other => vec![other],
         })
         .collect()
+}
+
+/// True when an expression in `stmts` loads from `array`.
+pub fn reads_array(stmts: &[Stmt], array: ArrayRef) -> bool {
+    let mut reads = false;
+    visit::walk_stmt_exprs(stmts, &mut |e| {
+        reads |= matches!(e, Expr::Load(a, _) if *a == array)
+    });
+    reads
 }
 
 /// True when `e` loads from an array.

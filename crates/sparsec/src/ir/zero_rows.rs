@@ -184,11 +184,7 @@ pub fn overwritten_row(stmts: &[Stmt]) -> Option<OverwrittenRow<'_>> {
         && summed.columns.end == length
         && summed.index == row_element(row, &length, summed.columns.var);
     let read_before = writer.iter().any(|s| {
-        let mut reads = false;
-        visit::walk_stmt_exprs(std::slice::from_ref(*s), &mut |e| {
-            reads |= matches!(e, Expr::Load(ArrayRef::Values(OperandId(0)), _));
-        });
-        reads
+        super::analysis::reads_array(std::slice::from_ref(*s), ArrayRef::Values(OperandId(0)))
     });
     let written_after = rest[1..]
         .iter()

@@ -1,0 +1,329 @@
+//! Running a compiled kernel: binding its inputs, calling its native code with one entry
+//! buffer per thread, and turning what it produced (a dense output, emitted entries, or
+//! rows placed in two phases) into the output tensor.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::bind::Arguments;
+use super::output::{self, OutputStructure, Produced};
+use super::{Assembled, Kernel, Timings};
+use crate::codegen::abi;
+use crate::codegen::runtime::{sys, RawBuffer};
+use crate::ir::OutputMode;
+use crate::tensor::{Coo, Rows, Tensor, TensorView};
+use crate::Error;
+
+impl Kernel {
+    /// Run on `inputs` (the statement's tensors after the output, in order): tensors, or
+    /// [`TensorView`]s of storage another owner keeps, read in place when they are in the
+    /// layout and value type the kernel reads.
+    pub fn run<I: KernelInput>(&self, inputs: &[I]) -> Result<Tensor, Error> {
+        self.run_timed(inputs, None).map(|(t, _)| t)
+    }
+
+    /// Run, adding into `initial` for `+=` statements, and report phase times.
+    pub fn run_timed<I: KernelInput>(
+        &self,
+        inputs: &[I],
+        initial: Option<&Tensor>,
+    ) -> Result<(Tensor, Timings), Error> {
+        let (produced, mut timings) = self.execute(inputs, initial)?;
+        let assembling = Instant::now();
+        let result = match produced {
+            Produced::Dense(t) => t,
+            Produced::Entries(coo) => {
+                Tensor::from_coo_owned(coo, &self.statement.tensors[0].format, self.value_type)?
+            }
+            Produced::Rows(rows) => {
+                let out = &self.statement.tensors[0];
+                Tensor::from_rows(rows, out.dims.clone(), &out.format)?
+            }
+        };
+        timings.assemble += assembling.elapsed();
+        Ok((result, timings))
+    }
+
+    /// Run once and keep what the output's structure needs, so that [`Kernel::compute`] can
+    /// later recompute its values for new input values of the same structure without
+    /// assembling it again.
+    ///
+    /// ```no_run
+    /// # use sparsec::{kernel::Kernel, tensor::Tensor};
+    /// # fn demo(kernel: &Kernel, a: &Tensor, b: &mut Tensor) -> Result<(), sparsec::Error> {
+    /// let mut c = kernel.assemble(&[a, b], None)?;
+    /// for step in 0..10 {
+    ///     b.values_mut().set(0, step as f64); // new values, same nonzeros
+    ///     kernel.compute(&[a, b], None, &mut c)?;
+    ///     println!("{:?}", c.tensor().to_coo());
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub fn assemble<I: KernelInput>(
+        &self,
+        inputs: &[I],
+        initial: Option<&Tensor>,
+    ) -> Result<Assembled, Error> {
+        let (produced, _) = self.execute(inputs, initial)?;
+        let out = &self.statement.tensors[0];
+        let coo = match produced {
+            Produced::Dense(tensor) => {
+                return Ok(Assembled {
+                    tensor,
+                    structure: None,
+                })
+            }
+            Produced::Entries(coo) => coo,
+            // Rows in order are the output's entries, one value each, in storage order.
+            Produced::Rows(rows) if rows.in_order(&out.dims, &out.format) => {
+                let (pos, idx) = (rows.pos.clone(), rows.idx.clone());
+                return Ok(Assembled {
+                    tensor: Tensor::from_rows(rows, out.dims.clone(), &out.format)?,
+                    structure: Some(OutputStructure::Rows { pos, idx }),
+                });
+            }
+            Produced::Rows(rows) => self.entries_of_rows(&rows),
+        };
+        let coords = coo.coords.clone();
+        let (tensor, slots) = Tensor::from_coo_tracked(coo, &out.format, self.value_type)?;
+        Ok(Assembled {
+            tensor,
+            structure: Some(OutputStructure::Entries { coords, slots }),
+        })
+    }
+
+    /// Recompute the values of an output from [`Kernel::assemble`] for inputs whose values
+    /// changed but whose structure did not. The entries the kernel produces are checked
+    /// against those the output was assembled from; a different structure is an error
+    /// (assemble again) and leaves `output` as it was.
+    pub fn compute<I: KernelInput>(
+        &self,
+        inputs: &[I],
+        initial: Option<&Tensor>,
+        output: &mut Assembled,
+    ) -> Result<Timings, Error> {
+        let (produced, mut timings) = self.execute(inputs, initial)?;
+        let scattering = Instant::now();
+        let changed = |then: usize, now: usize| {
+            Error::Input(format!(
+                "the output `{}` was assembled for inputs of another nonzero structure ({then} \
+                 entries then, {now} now); assemble it again",
+                self.statement.tensors[0].name,
+            ))
+        };
+        let produced = match (produced, &output.structure) {
+            (Produced::Rows(rows), Some(OutputStructure::Entries { .. })) => {
+                Produced::Entries(self.entries_of_rows(&rows))
+            }
+            (produced, _) => produced,
+        };
+        match (produced, &output.structure) {
+            (Produced::Dense(tensor), None) => output.tensor = tensor,
+            (Produced::Entries(coo), Some(OutputStructure::Entries { coords, slots })) => {
+                if coo.coords != *coords {
+                    return Err(changed(slots.len(), coo.len()));
+                }
+                output.tensor.values_mut().scatter_sums(slots, &coo.values);
+            }
+            (Produced::Rows(rows), Some(OutputStructure::Rows { pos, idx })) => {
+                if rows.pos != *pos || rows.idx != *idx {
+                    return Err(changed(idx.len(), rows.idx.len()));
+                }
+                *output.tensor.values_mut() = rows.values;
+            }
+            _ => {
+                return Err(Error::Input(
+                    "this output was assembled by another kernel".into(),
+                ))
+            }
+        }
+        timings.assemble += scattering.elapsed();
+        Ok(timings)
+    }
+
+    /// Rows a two-phase kernel wrote, as the entries an emitting kernel would have emitted
+    /// (what [`Kernel::assemble`] and [`Kernel::compute`] keep and compare).
+    fn entries_of_rows(&self, rows: &Rows) -> Coo {
+        let out = &self.statement.tensors[0];
+        rows.to_coo(&out.dims, &out.format)
+    }
+
+    /// Check and convert the inputs, call the generated kernel, and collect what it
+    /// produced (with `initial`'s entries for `+=` statements).
+    fn execute<I: KernelInput>(
+        &self,
+        inputs: &[I],
+        initial: Option<&Tensor>,
+    ) -> Result<(Produced, Timings), Error> {
+        let started = Instant::now();
+        let inputs: Vec<TensorView<'_>> = inputs.iter().map(KernelInput::input_view).collect();
+        self.check_inputs(&inputs, initial)?;
+        let mut output = self.output(initial)?;
+        let stored_entries =
+            output::stored_sparse_entries(inputs.iter().map(|v| (v.format(), v.values().len())));
+        let inputs = self.inputs(&inputs)?;
+        let mut arguments = self.arguments(&mut output, &inputs);
+        let prepared = Instant::now();
+        if let OutputMode::Rows { bounds } = self.lowered.function.output {
+            let rows = self.place_rows(&mut arguments, stored_entries, bounds)?;
+            return Ok((
+                Produced::Rows(rows),
+                Timings {
+                    prepare: prepared - started,
+                    compute: prepared.elapsed(),
+                    assemble: Duration::ZERO,
+                },
+            ));
+        }
+        let buffers = self.call(&mut arguments)?;
+        let computed = Instant::now();
+        let produced = if self.assembles_output() {
+            let entries = self.collect_entries(&buffers, initial);
+            self.keep_buffers(buffers);
+            Produced::Entries(entries)
+        } else {
+            self.keep_buffers(buffers);
+            Produced::Dense(output)
+        };
+        Ok((
+            produced,
+            Timings {
+                prepare: prepared - started,
+                compute: computed - prepared,
+                // Collecting the emitted entries is the first step of assembling them.
+                assemble: computed.elapsed(),
+            },
+        ))
+    }
+
+    /// Run a two-phase kernel ([`crate::ir::rows`]) through [`output::place_rows`].
+    fn place_rows(
+        &self,
+        arguments: &mut Arguments,
+        expected_entries: usize,
+        bounds: bool,
+    ) -> Result<Rows, Error> {
+        let out = &self.statement.tensors[0];
+        let target = output::PlacedOutput {
+            name: &out.name,
+            dims: &out.dims,
+            format: &out.format,
+            value_type: self.value_type,
+        };
+        let signature = &self.generated.signature;
+        output::place_rows(
+            &target,
+            signature,
+            arguments,
+            expected_entries,
+            bounds,
+            &self.placement,
+            &mut |a| {
+                let buffers = self.call(a)?;
+                self.keep_buffers(buffers);
+                Ok(())
+            },
+        )
+    }
+
+    /// Call the current native code with one entry buffer per thread (serial code uses the
+    /// first); a nonzero status becomes the failed assumption's message.
+    fn call(&self, arguments: &mut Arguments) -> Result<Vec<RawBuffer>, Error> {
+        // A concurrent run of the same kernel finds no spare buffers and starts empty ones.
+        let mut buffers = std::mem::take(&mut *self.spare_buffers.lock().expect("buffers"));
+        let wanted = self.threads.max(1);
+        for b in buffers.iter_mut().skip(wanted) {
+            // SAFETY: grown with the C allocator, no longer referenced.
+            unsafe { sys::sparsec_buffer_free(b) };
+        }
+        buffers.resize_with(wanted, || RawBuffer::EMPTY);
+        let code = match self.code_for(&arguments.narrow) {
+            Ok(code) => code,
+            Err(e) => {
+                self.keep_buffers(buffers);
+                return Err(e);
+            }
+        };
+        let trial = self
+            .sum_versions
+            .begin(&mut arguments.params, Arc::as_ptr(&code) as usize);
+        let started = Instant::now();
+        // SAFETY: every pointer addresses storage of the operand its slot names and stays
+        // alive (owned by the caller's operands) for the call; the output's values are
+        // written through the only mutable pointer, whose tensor is not aliased elsewhere.
+        let status = unsafe {
+            (code.entry)(
+                arguments.arrays.as_mut_ptr(),
+                arguments.params.as_ptr(),
+                buffers.as_mut_ptr(),
+            )
+        };
+        if status == 0 {
+            self.sum_versions.finish(trial, started.elapsed());
+            return Ok(buffers);
+        }
+        self.keep_buffers(buffers);
+        Err(Error::Input(abi::failure(
+            &self.lowered.function,
+            status,
+            "while producing its output",
+        )))
+    }
+
+    /// The entries the kernel emitted into `buffers`, in order, then for `+=` statements
+    /// those of `initial`.
+    fn collect_entries(&self, buffers: &[RawBuffer], initial: Option<&Tensor>) -> Coo {
+        let out_decl = &self.statement.tensors[0];
+        let (coords, values) = RawBuffer::entries(buffers, out_decl.dims.len());
+        let mut coo = Coo {
+            dims: out_decl.dims.clone(),
+            coords,
+            values,
+        };
+        if let (true, Some(init)) = (self.statement.accumulate, initial) {
+            let init = init.to_coo();
+            coo.coords.extend_from_slice(&init.coords);
+            coo.values.extend_from_slice(&init.values);
+        }
+        coo
+    }
+
+    /// Empty the buffers and keep them for the next run (freeing any that another run
+    /// kept meanwhile).
+    fn keep_buffers(&self, mut buffers: Vec<RawBuffer>) {
+        for b in &mut buffers {
+            b.len = 0;
+        }
+        let mut spare = self.spare_buffers.lock().expect("buffers");
+        for b in spare.iter_mut() {
+            // SAFETY: grown with the C allocator, no longer referenced.
+            unsafe { sys::sparsec_buffer_free(b) };
+        }
+        *spare = buffers;
+    }
+}
+
+/// What a kernel reads as an input: a [`Tensor`], or a [`TensorView`] of storage another
+/// owner keeps (such as a SciPy matrix's arrays), which the kernel reads in place.
+pub trait KernelInput {
+    /// The input's storage, borrowed.
+    fn input_view(&self) -> TensorView<'_>;
+}
+
+impl KernelInput for Tensor {
+    fn input_view(&self) -> TensorView<'_> {
+        self.view()
+    }
+}
+
+impl KernelInput for TensorView<'_> {
+    fn input_view(&self) -> TensorView<'_> {
+        self.clone()
+    }
+}
+
+impl<T: KernelInput + ?Sized> KernelInput for &T {
+    fn input_view(&self) -> TensorView<'_> {
+        (**self).input_view()
+    }
+}
