@@ -21,6 +21,7 @@ See bench/README.md ("Kernels vs MKL, TACO and SciPy") for what is measured.
 import argparse
 import csv
 import dataclasses
+import json
 import math
 import os
 import re
@@ -232,7 +233,9 @@ class MklExecutor(MklHandleCall):
             self.call = lambda: mm(*args)
         optimize = fn("mkl_sparse_optimize", h_t)
         # Hints and optimization may be declined (status 6, not supported): still valid.
+        started = time.perf_counter()
         self.optimized = status == 0 and optimize(self.handle) == 0
+        self.inspect_ms = 1e3 * (time.perf_counter() - started)
 
 
 def set_mkl_threads(mkl, threads: int) -> Optional[str]:
@@ -478,6 +481,9 @@ class Variant:
     label: str
     formats: List[str]  # -f NAME:FORMAT
     schedule: Optional[str]  # -s text; None = sparsec's default schedule
+    # `sparsec run --tuned`: the formats and schedule `sparsec tune` chose, starting from
+    # `formats`, for this input and thread count (`--tune SECONDS`).
+    tuned: bool = False
 
 
 @dataclasses.dataclass
@@ -776,6 +782,10 @@ class Row:
     ratio_scipy: float = float("nan")  # sparsec / SciPy (single-threaded)
     ratio_taco: float = float("nan")  # sparsec / the faster TACO row, same threads
     ratio_best: float = float("nan")  # sparsec / the fastest peer (MKL, TACO same threads; SciPy)
+    # Inspection before the timed runs, untimed there: mkl-ie's mkl_sparse_optimize, and
+    # the tuned rows' `sparsec tune` (its search, conversions and compiles), in ms.
+    inspect_ms: float = float("nan")
+    choice: str = ""  # tuned rows: the formats and schedule `sparsec tune` chose
 
     @property
     def ok(self) -> bool:
@@ -789,18 +799,11 @@ PADDED_FORMATS = ("sell", "ell", "bcsr", "dia")
 def run_sparsec(args, kernel: Kernel, variant: Variant, inp: Input, threads: int,
                 nnz: int, warnings: List[str]) -> Row:
     row = Row(kernel.name, inp.name, nnz, threads, "sparsec", variant.label)
-    cmd = [args.sparsec, "run", kernel.expr]
-    for f in variant.formats:
-        cmd += ["-f", f]
-    for name in [kernel.sparse, *kernel.also_reads]:
-        cmd += ["-i", f"{name}:{inp.path}"]
-    for g in kernel.generate:
-        cmd += ["-g", g]
-    for d in kernel.dims:
-        cmd += ["-d", d]
-    cmd += ["--threads", str(threads)]
+    cmd = [args.sparsec, "run", *sparsec_command(kernel, variant, inp, threads)]
     if variant.schedule is not None:
         cmd += ["-s", variant.schedule]
+    if variant.tuned:
+        cmd.append("--tuned")
     env = dict(os.environ, OMP_NUM_THREADS=str(threads))
     runs, timed = args.runs, None
     # A second process with more runs when the first one's runs took little time.
@@ -830,12 +833,58 @@ def run_sparsec(args, kernel: Kernel, variant: Variant, inp: Input, threads: int
                   + (parse_phase(p.stdout, "assembl(?:y|e)", "min") or 0.0))
     stored = parse_stored(p.stdout, kernel.sparse)
     # Padded layouts store zeros beside the entries: only fewer entries than read is wrong.
-    padded = any(f.split(":")[:2] in ([kernel.sparse, p_] for p_ in PADDED_FORMATS)
-                 for f in variant.formats)
+    # A tuned row's formats are the tuner's, which may pad.
+    padded = variant.tuned or any(
+        f.split(":")[:2] in ([kernel.sparse, p_] for p_ in PADDED_FORMATS)
+        for f in variant.formats)
     if stored is not None and (stored < nnz if padded else stored != nnz):
         warnings.append(f"{kernel.name}/{inp.name}: sparsec stores {stored} entries of "
                         f"{kernel.sparse}, Python {nnz}")
     return row
+
+
+def sparsec_command(kernel: Kernel, variant: Variant, inp: Input, threads: int) -> List[str]:
+    """The arguments of `sparsec run` or `sparsec tune` after the subcommand: the statement,
+    formats, inputs, generated operands, dimensions and thread count."""
+    cmd = [kernel.expr]
+    for f in variant.formats:
+        cmd += ["-f", f]
+    for name in [kernel.sparse, *kernel.also_reads]:
+        cmd += ["-i", f"{name}:{inp.path}"]
+    for g in kernel.generate:
+        cmd += ["-g", g]
+    for d in kernel.dims:
+        cmd += ["-d", d]
+    return cmd + ["--threads", str(threads)]
+
+
+@dataclasses.dataclass
+class Tuning:
+    """What `sparsec tune` chose for one kernel, input and thread count (cached by sparsec
+    for `run --tuned`), or why it failed."""
+    status: str = "ok"
+    seconds: float = float("nan")
+    choice: str = ""
+
+
+def tune(args, kernel: Kernel, variant: Variant, inp: Input, threads: int) -> Tuning:
+    cmd = [args.sparsec, "tune", *sparsec_command(kernel, variant, inp, threads),
+           "--budget", str(args.tune), "--json"]
+    env = dict(os.environ, OMP_NUM_THREADS=str(threads))
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, env=env,
+                           timeout=args.timeout + 10 * args.tune)
+    except subprocess.TimeoutExpired:
+        return Tuning(status="tune timeout")
+    if p.returncode != 0:
+        return Tuning(status="tune failed: " + first_line(p.stderr or p.stdout))
+    try:
+        out = json.loads(p.stdout)
+    except json.JSONDecodeError as e:
+        return Tuning(status=f"tune failed: its --json output did not parse ({e})")
+    formats = " ".join(f"{name}:{fmt_}" for name, fmt_ in sorted(out["formats"].items()))
+    choice = formats + (f" -s {out['schedule']}" if out.get("schedule") else "")
+    return Tuning(seconds=out["tuning_s"], choice=choice)
 
 
 def run_peer(kernel: Kernel, inp: Input, nnz: int, threads: int, tool: str, fn,
@@ -961,13 +1010,28 @@ def measure_input(args, inp: Input, kernels: List[Kernel], mkl,
             log(f"  {kernel.name}: the peers' inputs could not be built "
                 f"({type(e).__name__}: {first_line(str(e))}); peers skipped")
             state = None
+        kernel_variants = list(kernel.variants)
+        tunings: Dict[int, Tuning] = {}
+        if args.tune > 0:
+            declared = kernel.variants[0]
+            kernel_variants.append(Variant("tuned", declared.formats, None, tuned=True))
+            for threads in args.threads:
+                tunings[threads] = tune(args, kernel, declared, inp, threads)
         rounds = []
         for _ in range(args.rounds):
             round_rows = []
             for threads in args.threads:
-                for variant in kernel.variants:
+                for variant in kernel_variants:
+                    if variant.tuned and tunings[threads].status != "ok":
+                        round_rows.append(Row(kernel.name, inp.name, nnz, threads, "sparsec",
+                                              variant.label,
+                                              status=tunings[threads].status))
+                        continue
                     round_rows.append(run_sparsec(args, kernel, variant, inp, threads, nnz,
                                                   warnings))
+                    if variant.tuned:
+                        round_rows[-1].inspect_ms = 1e3 * tunings[threads].seconds
+                        round_rows[-1].choice = tunings[threads].choice
                 if state is not None and mkl is not None and kernel.mkl_operand is not None:
                     round_rows += mkl_rows(kernel, inp, nnz, threads, state, mkl, args.runs,
                                            warnings)
@@ -1052,6 +1116,7 @@ def mkl_rows(kernel: Kernel, inp: Input, nnz: int, threads: int, state, mkl, run
             return rows
         rows.append(run_peer(kernel, inp, nnz, threads, "mkl-ie", executor, runs))
         rows[-1].variant = "optimized" if executor.optimized else "not optimized"
+        rows[-1].inspect_ms = executor.inspect_ms
         if rows[-1].ok and not np.allclose(executor.out, expected):
             rows[-1].status = "failed: result differs from scipy's"
         return rows
@@ -1178,20 +1243,21 @@ def report(rows: List[Row], kernels: List[Kernel], args, mkl_note: str, overhead
             print(kernel.mkl_note)
         spmv = kernel.name == "spmv"
         headers = ["input", "nnz", "thr", "tool", "schedule", "median ms", "asm ms",
-                   "sparsec/MKL", "sparsec/TACO", "sparsec/SciPy", "sparsec/best"] + \
-            (["GB/s", "of copy", "of triad"] if spmv else [])
+                   "inspect ms", "sparsec/MKL", "sparsec/TACO", "sparsec/SciPy",
+                   "sparsec/best"] + (["GB/s", "of copy", "of triad"] if spmv else [])
         table = []
         for r in krows:
             time_cell = fmt(r.median_ms) if r.ok else r.status.split(":")[0]
             cells = [r.input, str(r.nnz), str(r.threads), r.tool, r.variant, time_cell,
-                     fmt(r.assembly_ms), fmt(r.ratio_mkl, 2), fmt(r.ratio_taco, 2),
-                     fmt(r.ratio_scipy, 2), fmt(r.ratio_best, 2)]
+                     fmt(r.assembly_ms), fmt(r.inspect_ms), fmt(r.ratio_mkl, 2),
+                     fmt(r.ratio_taco, 2), fmt(r.ratio_scipy, 2), fmt(r.ratio_best, 2)]
             if spmv:
                 cells += [fmt(r.gbps, 2)] + [fmt(100 * f, 0) + "%" if math.isfinite(f) else "-"
                                              for f in (r.copy_fraction, r.triad_fraction)]
             table.append(cells)
-        print_table(headers, table, right={1, 2, 5, 6, 7, 8, 9, 10, 11, 12, 13})
+        print_table(headers, table, right={1, 2, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14})
     print_geomeans(rows)
+    print_tuned(rows)
     print_speedups(rows, args.threads)
     failed: Dict[str, List[str]] = {}
     for r in rows:
@@ -1233,6 +1299,29 @@ def print_geomeans(rows: List[Row]) -> None:
     print_table(["kernel", "schedule", "thr", "sparsec/MKL", "n", "sparsec/TACO", "n",
                  "sparsec/SciPy", "n", "sparsec/best", "n"], table,
                 right={2, 3, 4, 5, 6, 7, 8, 9, 10})
+
+
+def print_tuned(rows: List[Row]) -> None:
+    """What `sparsec tune` chose per input (`--tune`), its tuning time against MKL's
+    inspection (`mkl_sparse_optimize`) at the same thread count, and the tuned time
+    over the declared formats' default."""
+    tuned = [r for r in rows if r.tool == "sparsec" and r.variant == "tuned" and r.ok]
+    if not tuned:
+        return
+    by_key = {(r.kernel, r.input, r.threads, r.tool, r.variant): r for r in rows}
+    print("\n### tuned: `sparsec tune --budget` choices (inspection untimed in the runs, "
+          "as MKL's mkl_sparse_optimize is)")
+    table = []
+    for r in tuned:
+        default = by_key.get((r.kernel, r.input, r.threads, "sparsec", "default"))
+        mkl = next((m for m in rows if m.kernel == r.kernel and m.input == r.input
+                    and m.threads == r.threads and m.tool == "mkl-ie"), None)
+        table.append([r.kernel, r.input, str(r.threads), r.choice,
+                      fmt(r.inspect_ms / 1e3, 2), fmt(mkl.inspect_ms if mkl else math.nan),
+                      fmt(r.median_ms / default.median_ms if default and default.ok
+                          else math.nan, 2)])
+    print_table(["kernel", "input", "thr", "choice", "tune s", "MKL inspect ms",
+                 "tuned/default"], table, right={2, 4, 5, 6})
 
 
 def print_speedups(rows: List[Row], threads: List[int]) -> None:
@@ -1302,6 +1391,9 @@ def parse_args():
     ap.add_argument("--timeout", type=int, default=900, help="seconds per sparsec run")
     ap.add_argument("--seed", type=int, default=42, help="seed of the generated inputs")
     ap.add_argument("--csv", default=None, help="CSV output (default DIR/schedules_vs_mkl.csv)")
+    ap.add_argument("--tune", type=float, default=0.0, metavar="SECONDS",
+                    help="also time `sparsec run --tuned` after `sparsec tune --budget "
+                         "SECONDS` per kernel, input and thread count (0: not run)")
     ap.add_argument("--taco", default=None,
                     help="TACO's command line tool (default: $TACO, else `taco` on PATH; "
                          "TACO is skipped with a message when there is none)")
