@@ -5,17 +5,18 @@
 //! measured on one machine and are wrong on another (SpMV over short uneven rows: 2.4x
 //! faster with gathers on an Intel Xeon, 2x slower on AMD Zen 4). A kernel called again
 //! and again with one input (an iterative solver, a benchmark, the tuner) can afford to
-//! find out: its first call runs as the tests choose (and warms the caches), the next
-//! calls run each version in blocks of consecutive calls, and from then on it runs the
-//! version whose fastest trial was fastest, until the input changes. A block's first call
+//! find out: its first [`WARM_UP_CALLS`] calls run as the tests choose (they warm the
+//! caches and, on threads, let the team form), the next calls run each version in blocks
+//! of consecutive calls, and from then on it runs the version whose fastest trial was
+//! fastest, until the input changes. A block's first call
 //! is not counted where the block has more: it runs with what the other version left in
 //! the caches and the branch predictor, which favours versions without branches on the
 //! data (SpMV on bcsstk13, calls of 22 us: hardware gathers won trials that alternated
 //! the versions call by call in three processes of four, and filled lanes are 15% faster
 //! when they run on). The blocks fill about [`TRIAL_TIME`] per version (as many calls as
-//! the first call fits in it, from 1 to [`MAX_BLOCK`]), in two passes over the versions so
-//! that a slow moment of the machine does not decide; where one call is that long, each
-//! version runs once. An input is told by the call's scalar arguments (lengths, extents,
+//! the last warm-up call fits in it, from 1 to [`MAX_BLOCK`]), in two passes over the
+//! versions so that a slow moment of the machine does not decide, even where a block is
+//! one call. An input is told by the call's scalar arguments (lengths, extents,
 //! samples of its structure, threads) and the code that runs, so a new matrix of other
 //! sizes starts over, and a tiered kernel whose C code replaced the JIT's measures again.
 //!
@@ -36,6 +37,16 @@ pub(crate) const TRIAL_TIME: Duration = Duration::from_millis(1);
 
 /// The most consecutive calls of one version in a block of trials.
 pub(crate) const MAX_BLOCK: usize = 32;
+
+/// Calls of a new input that the run-time tests choose before the trials; the last one
+/// sizes the blocks. The first call is cold (its data not yet in cache, its pages not yet
+/// mapped) and runs alone while the loop learns its pace, and the first calls on a team
+/// take milliseconds while the threads settle (see the runtime's `sparsec_team`). Sized
+/// by the first call, SpMV on ct2010 (0.3 ms a call warm) got blocks of one call and one
+/// pass, so each version ran once, the first ones alone or on a settling team: in 3 of
+/// 10 processes at 2 threads the last version tried, serial sums at 0.35 ms a call, beat
+/// hardware gathers at 0.15.
+pub(crate) const WARM_UP_CALLS: usize = 2;
 
 /// The versions a call may run, by index (a [`Trial`]'s version): each version of the
 /// gathered sums with hints [`ELEMENT_DISTANCE`] ahead (index = the sum version's value),
@@ -203,9 +214,9 @@ impl SumVersionControl {
     }
 }
 
-/// The most calls of one input before its version is chosen: the first, then two passes of
-/// full blocks over every version.
-pub const MAX_TRIAL_RUNS: usize = 1 + 2 * MAX_BLOCK * VERSIONS.len();
+/// The most calls of one input before its version is chosen: the warm-up calls, then two
+/// passes of full blocks over every version.
+pub const MAX_TRIAL_RUNS: usize = WARM_UP_CALLS + 2 * MAX_BLOCK * VERSIONS.len();
 
 /// What a kernel learnt of its versions' speed on the input it last ran.
 #[derive(Debug, Default)]
@@ -219,7 +230,7 @@ pub(crate) struct VersionChoice {
     generation: u64,
     /// Calls recorded for `input` so far.
     calls: usize,
-    /// Consecutive calls of one version on trial, set by the first call's time.
+    /// Consecutive calls of one version on trial, set by the last warm-up call's time.
     block: usize,
     /// Each version's fastest trial.
     fastest: [Option<Duration>; VERSIONS.len()],
@@ -269,8 +280,8 @@ impl VersionChoice {
                     record: None,
                 }
             }
-            (None, 0) => BY_TESTS,
-            (None, n) => self.trial_version(n - 1) as i64,
+            (None, n) if n < WARM_UP_CALLS => BY_TESTS,
+            (None, n) => self.trial_version(n - WARM_UP_CALLS) as i64,
         };
         Trial {
             version,
@@ -288,16 +299,15 @@ impl VersionChoice {
                 .all(|(k, p)| slots.holds(k) || self.input[k] == *p)
     }
 
-    /// The version of trial `t` (counted from 0 after the first call): blocks of
+    /// The version of trial `t` (counted from 0 after the warm-up calls): blocks of
     /// `self.block` calls of each version in turn.
     fn trial_version(&self, t: usize) -> usize {
         t % (self.block * self.versions) / self.block
     }
 
-    /// The number of trials: two passes over the versions, one where a block is one call.
+    /// The number of trials: two passes over the versions.
     fn trials(&self) -> usize {
-        let passes = if self.block == 1 { 1 } else { 2 };
-        passes * self.block * self.versions
+        2 * self.block * self.versions
     }
 
     /// Note that a call of `generation` that ran with `version` (what
@@ -306,11 +316,11 @@ impl VersionChoice {
         if generation != self.generation || self.chosen.is_some() {
             return;
         }
-        if self.calls == 0 {
+        if self.calls < WARM_UP_CALLS {
             let calls = TRIAL_TIME.as_nanos() / took.as_nanos().max(1);
             self.block = (calls as usize).clamp(1, MAX_BLOCK);
         } else {
-            let t = self.calls - 1;
+            let t = self.calls - WARM_UP_CALLS;
             let counted = self.block == 1 || !t.is_multiple_of(self.block);
             let k = usize::try_from(version).ok().filter(|&k| k < self.versions);
             if let (true, Some(k)) = (counted, k) {
@@ -319,7 +329,7 @@ impl VersionChoice {
             }
         }
         self.calls += 1;
-        if self.calls > self.trials() {
+        if self.calls >= WARM_UP_CALLS + self.trials() {
             self.chosen = (0..self.versions)
                 .filter_map(|k| Some((k, self.fastest[k]?)))
                 .min_by_key(|(_, t)| *t)
@@ -382,43 +392,68 @@ mod tests {
     #[test]
     fn the_tests_choose_first_then_each_version_runs_in_blocks() {
         let mut choice = VersionChoice::new(3);
-        // A first call of 250 us: blocks of four calls fill the millisecond.
-        let versions = run(&mut choice, &[-1, 8], 1 + 2 * 4 * 3, |_| us(250));
-        assert_eq!(versions[0], BY_TESTS);
+        // Warm-up calls of 250 us: blocks of four calls fill the millisecond.
+        let versions = run(&mut choice, &[-1, 8], WARM_UP_CALLS + 2 * 4 * 3, |_| {
+            us(250)
+        });
+        assert_eq!(&versions[..WARM_UP_CALLS], &[BY_TESTS; WARM_UP_CALLS]);
+        let trials = &versions[WARM_UP_CALLS..];
         assert_eq!(
-            &versions[1..13],
+            &trials[..12],
             &[0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2],
             "{versions:?}"
         );
-        assert_eq!(&versions[1..13], &versions[13..]);
+        assert_eq!(&trials[..12], &trials[12..]);
         assert!(choice.chosen().is_some());
         // Once chosen, calls are no longer timed.
         assert_eq!(choice.next(&[-1, 8], SUMS_FIRST, 1).record, None);
     }
 
-    /// Long first calls try each version once, short ones in two passes of blocks of up
-    /// to `MAX_BLOCK` calls.
+    /// The last warm-up call sizes the blocks, whatever the cold first call took: long
+    /// calls try each version once a pass, short ones in blocks of up to `MAX_BLOCK`
+    /// calls; always in two passes.
     #[test]
-    fn the_first_call_sets_the_blocks() {
-        for (first, trials) in [
-            (us(5000), 3),
-            (us(1000), 3),
+    fn the_last_warm_up_call_sets_the_blocks() {
+        for (warm, trials) in [
+            (us(5000), 2 * 3),
+            (us(1000), 2 * 3),
             (us(300), 2 * 3 * 3),
             (us(1), 2 * 3 * MAX_BLOCK),
         ] {
             let mut choice = VersionChoice::new(3);
             let mut calls = 0;
             while choice.chosen().is_none() {
-                run(
-                    &mut choice,
-                    &[0],
-                    1,
-                    |_| if calls == 0 { first } else { us(1) },
-                );
+                let took = match calls {
+                    0 => us(20_000),
+                    c if c + 1 == WARM_UP_CALLS => warm,
+                    _ => us(1),
+                };
+                run(&mut choice, &[0], 1, |_| took);
                 calls += 1;
             }
-            assert_eq!(calls, 1 + trials, "first call {first:?}");
+            assert_eq!(calls, WARM_UP_CALLS + trials, "warm call {warm:?}");
         }
+    }
+
+    /// Calls of a millisecond try each version once a pass. Every version's first trial is
+    /// slow (a team of threads settling, then the machine busy) and the scalar sums', the
+    /// first, slowest: the second pass decides, for the version that is fastest there.
+    #[test]
+    fn a_second_pass_decides_between_single_calls() {
+        let mut choice = VersionChoice::new(3);
+        let mut call = 0;
+        run(&mut choice, &[0], WARM_UP_CALLS + 2 * 3, |v| {
+            call += 1;
+            let first_pass = call <= WARM_UP_CALLS + 3;
+            match (v, first_pass) {
+                (BY_TESTS, _) => us(1000),
+                (0, true) => us(4000),
+                (_, true) => us(2500),
+                (2, false) => us(400),
+                _ => us(900),
+            }
+        });
+        assert_eq!(choice.chosen(), Some(SumVersion::Gathers));
     }
 
     /// A block's first call runs after another version's and is not counted: here every
@@ -427,7 +462,7 @@ mod tests {
     fn the_fastest_counted_trial_chooses() {
         let mut choice = VersionChoice::new(3);
         let mut last = None;
-        let versions = run(&mut choice, &[0], 1 + 2 * 3 * 3 + 5, |v| {
+        let versions = run(&mut choice, &[0], WARM_UP_CALLS + 2 * 3 * 3 + 5, |v| {
             let first_of_block = last != Some(v);
             last = Some(v);
             match (v, first_of_block) {
@@ -440,7 +475,8 @@ mod tests {
             }
         });
         assert_eq!(choice.chosen(), Some(SumVersion::Lanes), "{versions:?}");
-        assert!(versions[19..].iter().all(|&v| v == 1), "{versions:?}");
+        let after = WARM_UP_CALLS + 2 * 3 * 3;
+        assert!(versions[after..].iter().all(|&v| v == 1), "{versions:?}");
     }
 
     /// A slow moment of the machine on one block does not decide: the other pass counts.
@@ -448,12 +484,12 @@ mod tests {
     fn a_slow_moment_does_not_decide() {
         let mut choice = VersionChoice::new(3);
         let mut call = 0;
-        run(&mut choice, &[0], 1 + 2 * 3 * 3, |v| {
+        run(&mut choice, &[0], WARM_UP_CALLS + 2 * 3 * 3, |v| {
             call += 1;
             match (v, call) {
                 (BY_TESTS, _) => us(300),
-                // Lanes' first block (calls 5 to 7) fell on a busy machine.
-                (1, 5..=7) => us(900),
+                // Lanes' first block (calls 6 to 8) fell on a busy machine.
+                (1, 6..=8) => us(900),
                 (1, _) => us(120),
                 _ => us(200),
             }
@@ -465,13 +501,14 @@ mod tests {
     fn another_input_is_measured_again() {
         let mut choice = VersionChoice::new(3);
         let time = |fast: i64| move |v: i64| if v == fast { us(1000) } else { us(3000) };
-        run(&mut choice, &[0, 1], 4, time(2));
+        let calls = WARM_UP_CALLS + 2 * 3;
+        run(&mut choice, &[0, 1], calls, time(2));
         assert_eq!(choice.chosen(), Some(SumVersion::Gathers));
         // The version's own slot is not part of the input.
         assert_eq!(choice.next(&[2, 1], SUMS_FIRST, 1).version, 2);
         assert_eq!(choice.next(&[2, 2], SUMS_FIRST, 1).version, BY_TESTS);
         assert_eq!(choice.chosen(), None);
-        run(&mut choice, &[0, 2], 4, time(0));
+        run(&mut choice, &[0, 2], calls, time(0));
         assert_eq!(choice.chosen(), Some(SumVersion::Scalar));
         // Other code (a tiered kernel's C code after the JIT's) is another input too.
         assert_eq!(choice.next(&[0, 2], SUMS_FIRST, 7).version, BY_TESTS);
@@ -483,14 +520,18 @@ mod tests {
     fn a_prefetching_kernel_tries_the_far_distance() {
         let mut choice = VersionChoice::new(4);
         // Version 3 (far hints) is fastest; calls of 400 us make blocks of two.
-        let versions = run(&mut choice, &[-1, 8, 64], 1 + 2 * 2 * 4, |v| {
+        let versions = run(&mut choice, &[-1, 8, 64], WARM_UP_CALLS + 2 * 2 * 4, |v| {
             if v == 3 {
                 us(300)
             } else {
                 us(400)
             }
         });
-        assert_eq!(&versions[1..9], &[0, 0, 1, 1, 2, 2, 3, 3], "{versions:?}");
+        assert_eq!(
+            &versions[WARM_UP_CALLS..WARM_UP_CALLS + 8],
+            &[0, 0, 1, 1, 2, 2, 3, 3],
+            "{versions:?}"
+        );
         assert_eq!(choice.chosen(), Some(SumVersion::Scalar));
         assert_eq!(choice.chosen, Some(3));
         // The distance set for the call is not part of the input.
@@ -516,6 +557,10 @@ mod tests {
             "nothing recorded yet"
         );
         choice.record(other.record.unwrap(), other.version, us(1));
+        for _ in 1..WARM_UP_CALLS {
+            let warm = choice.next(&[0, 9], SUMS_FIRST, 1);
+            choice.record(warm.record.unwrap(), warm.version, us(1));
+        }
         assert_eq!(choice.next(&[0, 9], SUMS_FIRST, 1).version, 0);
     }
 }
