@@ -1,7 +1,7 @@
 //! Ranks compiled as constants (`ir::extents`): SpMM, SDDMM and MTTKRP whose dense rank
 //! is fixed when compiling, for the ranks in [`RANKS`], with the default schedule and
 //! with a split of the rank, on 1 and 2 threads and with the JIT, against the reference
-//! evaluator.
+//! evaluator; and the sizes of sparse operands, which stay parameters.
 
 mod common;
 use common::*;
@@ -130,4 +130,36 @@ fn mttkrp_with_a_fixed_rank_matches_the_reference() {
             ]
         },
     );
+}
+
+/// Sizes that index a sparse operand stay parameters in every layout, blocked ones
+/// included (sliced ELL's slices, BCSR's block rows, counted by the size of the level that
+/// stores them): SpMV compiled for two matrices of other sizes prints the same kernel, so
+/// one compiled kernel and its cache entry serve both, and each run matches the reference.
+/// The block counts were compiled as constants, so every new size compiled again.
+#[test]
+fn sparse_sizes_stay_parameters_in_every_layout() {
+    for format in ["csr", "ell", "sell:8", "bcsr:2x3", "dia"] {
+        let sources: Vec<String> = [(37, 29), (100, 64)]
+            .into_iter()
+            .map(|(m, n)| {
+                let mut r = rng((m * n) as u64);
+                let inputs = vec![
+                    ("A", uneven_matrix(m as u64, m, n)),
+                    ("x", random_coo(&mut r, &[n], 1.0)),
+                ];
+                let (stmt, tensors) =
+                    statement("y(i) = A(i,j) * x(j)", &[("A", format)], &inputs, &[]);
+                let kernel =
+                    Kernel::from_statement(stmt.clone(), ValueType::F64, &split_toolchain())
+                        .unwrap_or_else(|e| panic!("{format}, {m}x{n}: {e}"));
+                compare_with_reference(&kernel, &stmt, &tensors, &format!("{format}, {m}x{n}"));
+                kernel.kernel_source().to_string()
+            })
+            .collect();
+        assert_eq!(
+            sources[0], sources[1],
+            "{format}: the kernels for 37x29 and 100x64 differ"
+        );
+    }
 }

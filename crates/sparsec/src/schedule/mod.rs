@@ -290,10 +290,22 @@ impl Concrete {
                             None => {
                                 let base = vars.len();
                                 let root = &stmt.vars[original].name;
-                                let extents = [
-                                    Expr::Int(stmt.vars[original].size.div_ceil(block) as i64),
-                                    Expr::Int(block as i64),
-                                ];
+                                // The blocks are counted by the size of the level that
+                                // stores them, a parameter, so that one compiled kernel
+                                // serves inputs of every size, as unblocked ones do.
+                                let outer_level = formats[o].levels().iter().position(|l| {
+                                    l.coord == LevelCoord::BlockOuter { mode, block }
+                                });
+                                let blocks = match outer_level {
+                                    Some(level) => Expr::Symbol(Symbol::AccessLevelSize {
+                                        access: o,
+                                        level: level + 1,
+                                    }),
+                                    None => {
+                                        Expr::Int(stmt.vars[original].size.div_ceil(block) as i64)
+                                    }
+                                };
+                                let extents = [blocks, Expr::Int(block as i64)];
                                 for (suffix, extent) in ["blk", "in"].iter().zip(extents) {
                                     vars.push(LoopVar {
                                         name: format!("{root}_{suffix}"),
