@@ -316,10 +316,10 @@ impl VersionChoice {
         if generation != self.generation || self.chosen.is_some() {
             return;
         }
-        if self.calls < WARM_UP_CALLS {
+        if self.calls + 1 == WARM_UP_CALLS {
             let calls = TRIAL_TIME.as_nanos() / took.as_nanos().max(1);
             self.block = (calls as usize).clamp(1, MAX_BLOCK);
-        } else {
+        } else if self.calls >= WARM_UP_CALLS {
             let t = self.calls - WARM_UP_CALLS;
             let counted = self.block == 1 || !t.is_multiple_of(self.block);
             let k = usize::try_from(version).ok().filter(|&k| k < self.versions);

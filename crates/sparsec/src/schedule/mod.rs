@@ -290,21 +290,15 @@ impl Concrete {
                             None => {
                                 let base = vars.len();
                                 let root = &stmt.vars[original].name;
-                                // The blocks are counted by the size of the level that
-                                // stores them, a parameter, so that one compiled kernel
-                                // serves inputs of every size, as unblocked ones do.
-                                let outer_level = formats[o].levels().iter().position(|l| {
-                                    l.coord == LevelCoord::BlockOuter { mode, block }
+                                // A format stores a mode's outer block before its inner
+                                // one (`Format::validate`), so this is the outer level.
+                                // The blocks are counted by its size, a parameter, so
+                                // that one compiled kernel serves inputs of every size,
+                                // as unblocked ones do.
+                                let blocks = Expr::Symbol(Symbol::AccessLevelSize {
+                                    access: o,
+                                    level: k + 1,
                                 });
-                                let blocks = match outer_level {
-                                    Some(level) => Expr::Symbol(Symbol::AccessLevelSize {
-                                        access: o,
-                                        level: level + 1,
-                                    }),
-                                    None => {
-                                        Expr::Int(stmt.vars[original].size.div_ceil(block) as i64)
-                                    }
-                                };
                                 let extents = [blocks, Expr::Int(block as i64)];
                                 for (suffix, extent) in ["blk", "in"].iter().zip(extents) {
                                     vars.push(LoopVar {
