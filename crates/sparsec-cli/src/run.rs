@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use miette::{miette, Report, Result, WrapErr};
 use sparsec::io::{self, MtxLayout, MtxWriteOptions};
-use sparsec::kernel::{Backend, Kernel, Timings};
+use sparsec::kernel::{Kernel, Timings};
 use sparsec::reference;
 use sparsec::tensor::{Tensor, ValueType, Values};
 
@@ -180,13 +180,14 @@ pub fn run(args: &RunArgs) -> Result<()> {
             .wrap_err("running the kernel failed")
     };
     let (result, _) = run_once()?;
-    if args.time.is_some() && kernel.running_backend() != kernel.backend() {
-        // Time the code that will keep running: wait for the C compiler's.
-        let waiting = Instant::now();
+    let main_target = kernel.targets().main().name();
+    if args.time.is_some() && kernel.running_target() != main_target {
+        // Time the code that will keep running: wait for the main target's.
+        let (quick, waiting) = (kernel.running_target(), Instant::now());
         finish_compiling(&kernel);
-        if kernel.running_backend() == Backend::C {
+        if kernel.running_target() == main_target {
             crate::outln!(
-                "kernel: the C compiler's code replaces the JIT's after {} more",
+                "kernel: the {main_target} target's code replaces the {quick}'s after {} more",
                 spec::ms(waiting.elapsed())
             );
         }
@@ -469,17 +470,13 @@ pub(crate) fn write_output(path: &Path, result: &Tensor) -> Result<()> {
 
 /// How the kernel was obtained and which code runs.
 fn report_kernel(kernel: &Kernel, compile_time: Duration) {
-    let how = match (
-        kernel.running_backend(),
-        kernel.backend(),
-        kernel.was_compiled(),
-    ) {
-        (Backend::Jit, Backend::Tiered, _) => {
-            "compiled in process (JIT) while gcc compiles in the background"
-        }
-        (Backend::Jit, _, _) => "compiled in process (JIT)",
-        (_, _, true) => "compiled",
-        (_, _, false) => "loaded from cache",
+    let (running, main) = (kernel.running_target(), kernel.targets().main().name());
+    let how = match (running == main, kernel.was_compiled()) {
+        (false, _) => format!(
+            "compiled by the {running} target while the {main} target compiles in the background"
+        ),
+        (true, true) => format!("compiled by the {running} target"),
+        (true, false) => format!("loaded from cache ({running} target)"),
     };
     let threads = kernel.threads_used();
     let plural = if threads == 1 { "thread" } else { "threads" };

@@ -472,7 +472,7 @@ fn run_with_the_jit_backend() {
         }
         args.extend(["-d", "i:40", "-d", "j:30", "-d", "k:20"]);
         let out = ok(&args);
-        assert!(out.contains("compiled in process (JIT)"), "{out}");
+        assert!(out.contains("compiled by the JIT target"), "{out}");
         assert!(out.contains("check: ok"), "{out}");
     }
     let refused = sparsec(&["run", "y(i) = A(i,j) * x(j)", "--backend", "llvm"]);

@@ -615,10 +615,10 @@ impl PyKernel {
         backend_name(self.backend)
     }
 
-    /// The backend whose code runs now (`"c"` or `"jit"`).
+    /// The backend whose code runs now (`"c"` or `"jit"`: its target's name, in lower case).
     #[getter]
-    fn running_backend(&self) -> PyResult<&'static str> {
-        Ok(backend_name(self.current()?.running_backend()))
+    fn running_backend(&self) -> PyResult<String> {
+        Ok(self.current()?.running_target().to_ascii_lowercase())
     }
 
     /// Threads of parallel loops.

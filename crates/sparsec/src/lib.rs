@@ -4,8 +4,8 @@
 //!
 //! ```text
 //! notation -> schedule -> lower (merge lattices, level functions) -> ir::Function
-//!          -> codegen (C + OpenMP, or Cranelift in process) -> jit (compile, cache, load)
-//!          -> kernel (run on tensors)
+//!          -> target (C + OpenMP, or Cranelift in process; see [`target::Target`])
+//!          -> jit (compile, cache, load) -> kernel (run on tensors)
 //! ```
 //!
 //! Storage is described by [`format`](mod@crate::format) (level formats with properties and capabilities)
@@ -61,6 +61,7 @@ pub mod notation;
 pub mod reference;
 pub mod schedule;
 pub mod spf;
+pub mod target;
 pub mod tensor;
 pub mod tune;
 

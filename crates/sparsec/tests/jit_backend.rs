@@ -36,7 +36,7 @@ fn jit_kernel(
         &Toolchain::default(),
         Backend::Jit,
     )?;
-    assert_eq!(kernel.backend(), Backend::Jit);
+    assert_eq!(kernel.targets().main().name(), "JIT");
     Ok((kernel, tensors))
 }
 
@@ -369,10 +369,10 @@ fn agrees_with_the_c_backend_and_switches_backends() {
     );
     let refs: Vec<&Tensor> = tensors.iter().collect();
     let c = Kernel::from_statement(stmt, ValueType::F64, &Toolchain::default()).unwrap();
-    assert_eq!(c.backend(), Backend::C);
+    assert_eq!(c.targets().main().name(), "C");
     let from_c = c.run(&refs).unwrap().to_coo();
     let jit = c.with_backend(Backend::Jit).unwrap();
-    assert_eq!(jit.backend(), Backend::Jit);
+    assert_eq!(jit.targets().main().name(), "JIT");
     let from_jit = jit.run(&refs).unwrap().to_coo();
     assert_eq!(from_c.coords, from_jit.coords);
     // The same operations in the same order; gcc may fuse multiply-adds (one rounding).
@@ -384,7 +384,7 @@ fn agrees_with_the_c_backend_and_switches_backends() {
     };
     assert!(close(&from_c.values, &from_jit.values));
     let back = jit.with_backend(Backend::C).unwrap();
-    assert_eq!(back.backend(), Backend::C);
+    assert_eq!(back.targets().main().name(), "C");
     assert_eq!(back.run(&refs).unwrap().to_coo().values, from_c.values);
 }
 
@@ -477,16 +477,16 @@ fn tiered_kernels_start_on_the_jit_and_switch_to_c() {
         .unwrap()
     };
     let kernel = tiered(&toolchain);
-    assert_eq!(kernel.backend(), Backend::Tiered);
+    assert_eq!(kernel.targets().quick().map(|t| t.name()), Some("JIT"));
     // The compilation takes far longer than building the JIT's code: it cannot be done.
-    assert_eq!(kernel.running_backend(), Backend::Jit);
+    assert_eq!(kernel.running_target(), "JIT");
     compare_with_reference(&kernel, &stmt, &tensors, "tiered, JIT tier");
     kernel.finish_compiling().unwrap();
-    assert_eq!(kernel.running_backend(), Backend::C);
+    assert_eq!(kernel.running_target(), "C");
     assert!(kernel.was_compiled());
     compare_with_reference(&kernel, &stmt, &tensors, "tiered, C tier");
     let again = tiered(&toolchain);
-    assert_eq!(again.running_backend(), Backend::C);
+    assert_eq!(again.running_target(), "C");
     assert!(!again.was_compiled());
     compare_with_reference(&again, &stmt, &tensors, "tiered, cached");
 }
@@ -517,7 +517,7 @@ fn tiered_kernels_survive_a_missing_compiler() {
     compare_with_reference(&kernel, &stmt, &tensors, "tiered without cc");
     let err = kernel.finish_compiling().unwrap_err().to_string();
     assert!(err.contains("sparsec-test-cc"), "{err}");
-    assert_eq!(kernel.running_backend(), Backend::Jit);
+    assert_eq!(kernel.running_target(), "JIT");
     compare_with_reference(&kernel, &stmt, &tensors, "tiered without cc, after");
 }
 

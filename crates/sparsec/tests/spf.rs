@@ -6,14 +6,15 @@
 
 mod common;
 use common::{
-    assert_close, assert_close_to_terms, compile_spf, random_coo, rng, shared_data, spf_error,
-    spmv, spmv_magnitudes,
+    assert_close, assert_close_to_terms, compile_spf, compile_spf_with, random_coo, rng,
+    shared_data, spf_error, spmv, spmv_magnitudes,
 };
 
 use std::collections::BTreeMap;
 
 use sparsec::format::Format;
 use sparsec::io;
+use sparsec::kernel::Backend;
 use sparsec::spf::{self, SpfKernel};
 use sparsec::tensor::{Coo, IndexWidth, Tensor, ValueType};
 
@@ -191,13 +192,18 @@ struct Kernels {
 }
 
 fn kernels() -> Kernels {
+    kernels_with(Backend::C)
+}
+
+fn kernels_with(backend: Backend) -> Kernels {
+    let compile = |name, text| compile_spf_with(name, text, backend);
     Kernels {
-        lower: compile_spf("lower_solve.spf", LOWER),
-        wavefront: compile_spf("lower_solve_wavefront.spf", LOWER_WAVEFRONT),
-        upper: compile_spf("upper_solve.spf", UPPER),
-        upper_wavefront: compile_spf("upper_solve_wavefront.spf", UPPER_WAVEFRONT),
-        gauss_seidel: compile_spf("gauss_seidel.spf", GAUSS_SEIDEL),
-        spmv: compile_spf("spmv.spf", SPMV),
+        lower: compile("lower_solve.spf", LOWER),
+        wavefront: compile("lower_solve_wavefront.spf", LOWER_WAVEFRONT),
+        upper: compile("upper_solve.spf", UPPER),
+        upper_wavefront: compile("upper_solve_wavefront.spf", UPPER_WAVEFRONT),
+        gauss_seidel: compile("gauss_seidel.spf", GAUSS_SEIDEL),
+        spmv: compile("spmv.spf", SPMV),
     }
 }
 
@@ -221,7 +227,20 @@ fn check_spmv(what: &str, coo: &Coo, kernels: &mut Kernels) {
 
 #[test]
 fn kernels_match_references_on_random_matrices() {
-    let mut kernels = kernels();
+    check_random_matrices(Backend::C);
+}
+
+/// The same programs compiled in process by Cranelift, whose code runs the level sets'
+/// parallel loops in turn.
+#[test]
+fn jit_kernels_match_references_on_random_matrices() {
+    check_random_matrices(Backend::Jit);
+    let kernels = kernels_with(Backend::Jit);
+    assert_eq!(kernels.lower.running_target(), "JIT");
+}
+
+fn check_random_matrices(backend: Backend) {
+    let mut kernels = kernels_with(backend);
     let mut rng = rng(7);
     // Empty, 1x1, then random sizes and densities (duplicates, explicit zeros, unsorted).
     for (n, density) in [

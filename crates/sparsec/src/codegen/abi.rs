@@ -5,7 +5,14 @@
 //! one [`crate::codegen::runtime::RawBuffer`] per thread; a nonzero status reports a failed
 //! assumption ([`assumption_status`]) or an allocation failure (`-1`).
 
-use crate::ir::{visit, Function, Loop, LoopKind, ParallelUnit, Stmt};
+use std::ffi::c_void;
+
+use crate::codegen::runtime::RawBuffer;
+use crate::ir::Function;
+
+/// The entry point every target's code has: `int sparsec_kernel(void **arrays, const
+/// int64_t *params, sparsec_buffer *out)`.
+pub type EntryFn = unsafe extern "C" fn(*mut *mut c_void, *const i64, *mut RawBuffer) -> i32;
 
 /// A kernel that a backend cannot generate.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -30,31 +37,4 @@ pub fn failure(function: &Function, status: i32, what: &str) -> String {
         .find(|&n| assumption_status(n) == status)
         .map(|n| assumptions[n].1.clone())
         .unwrap_or_else(|| format!("the kernel ran out of memory {what}"))
-}
-
-/// Refuse loops on units that no CPU backend runs (GPU blocks, warps and threads).
-/// `backend` names the refusing backend.
-pub fn check_units(function: &Function, backend: &'static str) -> Result<(), BackendError> {
-    let mut gpu = None;
-    visit::walk_stmts(&function.body, &mut |s| {
-        if let Stmt::For(Loop {
-            kind: LoopKind::Parallel { unit, .. },
-            ..
-        }) = s
-        {
-            if !matches!(unit, ParallelUnit::CpuThread | ParallelUnit::CpuVector) {
-                gpu = Some(*unit);
-            }
-        }
-    });
-    match gpu {
-        Some(unit) => Err(BackendError {
-            backend,
-            reason: format!(
-                "a loop is parallelized on {unit:?}, which needs a GPU backend; this build of \
-                 sparsec generates CPU code only (use CPUThread or CPUVector)"
-            ),
-        }),
-        None => Ok(()),
-    }
 }

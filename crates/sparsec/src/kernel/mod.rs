@@ -37,19 +37,20 @@ use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-use crate::codegen::abi;
-use crate::codegen::c::{self, CKernel};
+use crate::codegen::c::CTarget;
+use crate::codegen::clif::CraneliftTarget;
 use crate::codegen::runtime::{sys, RawBuffer};
 use crate::ir::gather::SumVersion;
-use crate::ir::{ArrayKind, ArrayRef, Function, IndexWidth, OutputMode, ScalarArg};
+use crate::ir::{ArrayKind, ArrayRef, IndexWidth, OutputMode, ScalarArg, Signature};
 use crate::jit::Toolchain;
 use crate::lower::{self, LowerError, Lowered};
 use crate::notation::cin::Statement;
 use crate::notation::{self, TensorDecl};
 use crate::schedule::{Concrete, OmpSchedule, ParallelUnit, RaceStrategy, Schedule, Transform};
+use crate::target::{Artifact, Listing, Targets};
 use crate::tensor::{Tensor, ValueType};
 use crate::Error;
-use native::{Code, Tiers};
+use native::Tiers;
 
 /// Time spent in each phase of one run.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -63,7 +64,9 @@ pub struct Timings {
     pub assemble: Duration,
 }
 
-/// Which backend turns a lowered kernel into native code.
+/// The built-in choices of the targets that turn a lowered kernel into native code, by
+/// the names the CLI and the Python module give them; [`Kernel::with_targets`] takes any
+/// [`crate::target::Target`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum Backend {
     /// C printed and compiled by the system C compiler (cached on disk), with OpenMP.
@@ -86,6 +89,16 @@ impl Backend {
             Backend::Tiered => "tiered",
         }
     }
+
+    /// The targets this choice compiles with (`toolchain` is the C target's).
+    pub fn targets(self, toolchain: &Toolchain) -> Targets {
+        let c = || Arc::new(CTarget::new(toolchain.clone()));
+        match self {
+            Backend::C => Targets::one(c()),
+            Backend::Jit => Targets::one(Arc::new(CraneliftTarget)),
+            Backend::Tiered => Targets::tiered(Arc::new(CraneliftTarget), c()),
+        }
+    }
 }
 
 /// A compiled statement, ready to run on tensors of the declared shapes and formats.
@@ -93,19 +106,20 @@ pub struct Kernel {
     statement: Statement,
     threads: usize,
     lowered: Lowered,
-    /// The C translation unit; with [`Backend::Jit`], the C equivalent of the code that
-    /// runs, for reading (the argument layout is the same).
-    generated: CKernel,
+    /// The layout of the arguments of every call, whichever target's code runs.
+    signature: Signature,
+    /// The source text, printed on first use (see [`Kernel::source`]).
+    listing: OnceLock<Listing>,
     value_type: ValueType,
-    /// The backend asked for.
-    backend: Backend,
-    /// The C backend's toolchain, kept to recompile with [`Kernel::with_backend`].
+    /// The targets asked for.
+    targets: Targets,
+    /// The C compiler, for [`Kernel::with_backend`] and the conversions' thread team.
     toolchain: Toolchain,
     /// The native code runs call when the inputs' index arrays are as the kernel was
     /// compiled for (every narrowable one `int32_t`, see [`Kernel::index_widths`]).
     code: Tiers,
     /// Code compiled on first use for inputs with other index widths, by the set of
-    /// `int32_t` arrays it reads.
+    /// `int32_t` arrays it reads (with the same targets).
     variants: variants::WidthVariants<Tiers>,
     /// Entry buffers of the last run, kept so that later runs do not grow them again.
     spare_buffers: Mutex<Vec<RawBuffer>>,
@@ -184,26 +198,40 @@ impl Kernel {
     }
 
     /// Compile a statement lowered by [`lower::lower`] or [`lower_with_default_parallelism`]
-    /// with `backend` (`toolchain` is used by [`Backend::C`] only).
+    /// with `backend` (`toolchain` is the C compiler's, which [`Backend::Jit`] does not run).
     pub fn from_lowered(
         statement: Statement,
-        mut lowered: Lowered,
+        lowered: Lowered,
         value_type: ValueType,
         toolchain: &Toolchain,
         backend: Backend,
     ) -> Result<Kernel, Error> {
+        let targets = backend.targets(toolchain);
+        Kernel::from_lowered_on(statement, lowered, value_type, toolchain, targets)
+    }
+
+    /// Compile a lowered statement with `targets` (`toolchain` compiles the library that
+    /// lends conversions an OpenMP team, whatever the targets).
+    pub fn from_lowered_on(
+        statement: Statement,
+        mut lowered: Lowered,
+        value_type: ValueType,
+        toolchain: &Toolchain,
+        targets: Targets,
+    ) -> Result<Kernel, Error> {
         lowered.function.set_value_type(value_type);
         lowered.function.narrow_arrays = narrow_arrays(&lowered, &statement);
-        let (generated, code) = compile_code(&lowered.function, backend, toolchain)?;
-        let sum_versions =
-            versions::SumVersionControl::new(&lowered.function, &generated.signature);
+        let code = Tiers::compile(&lowered.function, &targets)?;
+        let signature = lowered.function.signature();
+        let sum_versions = versions::SumVersionControl::new(&lowered.function, &signature);
         Ok(Kernel {
             statement,
             threads: default_threads(),
             lowered,
-            generated,
+            signature,
+            listing: OnceLock::new(),
             value_type,
-            backend,
+            targets,
             toolchain: toolchain.clone(),
             code,
             variants: variants::WidthVariants::new(),
@@ -218,8 +246,7 @@ impl Kernel {
     /// (inputs with other widths run code compiled for them on first use).
     pub fn index_widths(&self) -> Vec<(ArrayRef, IndexWidth)> {
         let function = &self.lowered.function;
-        self.generated
-            .signature
+        self.signature
             .arrays
             .iter()
             .filter(|a| matches!(a, ArrayRef::Level { operand, .. } if operand.0 > 0))
@@ -228,53 +255,61 @@ impl Kernel {
     }
 
     /// The code that reads the `narrow` arrays as `int32_t` and the others as `int64_t`:
-    /// the main code, or a variant compiled (with the same backend) the first time inputs
+    /// the main code, or a variant compiled (with the same targets) the first time inputs
     /// of these widths arrive.
-    fn code_for(&self, narrow: &BTreeSet<ArrayRef>) -> Result<Arc<Code>, Error> {
+    fn code_for(&self, narrow: &BTreeSet<ArrayRef>) -> Result<Arc<dyn Artifact>, Error> {
         if *narrow == self.lowered.function.narrow_arrays {
             return Ok(self.code.current());
         }
         let tiers = self
             .variants
             .get_or_compile(&self.lowered.function, narrow, |f| {
-                Ok(compile_code(f, self.backend, &self.toolchain)?.1)
+                Tiers::compile(f, &self.targets)
             })?;
         Ok(tiers.current())
     }
 
-    /// The same kernel compiled with `backend` (its threads kept).
+    /// The same kernel compiled with `backend` (its threads and sum versions kept).
     pub fn with_backend(self, backend: Backend) -> Result<Kernel, Error> {
+        let targets = backend.targets(&self.toolchain);
+        self.with_targets(targets)
+    }
+
+    /// The same kernel compiled with `targets` (its threads and sum versions kept).
+    pub fn with_targets(self, targets: Targets) -> Result<Kernel, Error> {
         let threads = self.threads;
-        let mut kernel = Kernel::from_lowered(
+        let mut kernel = Kernel::from_lowered_on(
             self.statement.clone(),
             self.lowered.clone(),
             self.value_type,
             &self.toolchain,
-            backend,
+            targets,
         )?;
         kernel.threads = threads;
         kernel.set_sum_versions(self.sum_versions.policy());
         Ok(kernel)
     }
 
-    /// The backend asked for.
-    pub fn backend(&self) -> Backend {
-        self.backend
+    /// The targets asked for.
+    pub fn targets(&self) -> &Targets {
+        &self.targets
     }
 
-    /// The backend whose code runs now: [`Backend::C`] or [`Backend::Jit`] (for a tiered
-    /// kernel, the JIT until the C compiler's code is ready).
-    pub fn running_backend(&self) -> Backend {
-        self.code.current().backend
+    /// The name of the target whose code runs now (for a tiered kernel, the quick
+    /// target's until the main target's code is ready).
+    pub fn running_target(&self) -> &'static str {
+        self.code.current().target()
     }
 
-    /// Wait until a tiered kernel's C compilation has finished and run its code from now
-    /// on. An error says why it failed (the JIT's code then keeps running); for other
-    /// backends there is nothing to wait for.
+    /// Wait until a tiered kernel's background compilation has finished and run its code
+    /// from now on. An error says why it failed (the quick code then keeps running); for
+    /// one target there is nothing to wait for.
     pub fn finish_compiling(&self) -> Result<(), Error> {
         self.code.finish().map_err(|reason| {
             Error::Input(format!(
-                "the C compiler's code could not replace the JIT's: {reason}"
+                "the {} target's code could not replace the {}'s: {reason}",
+                self.targets.main().name(),
+                self.targets.quick().map_or("quick target", |t| t.name()),
             ))
         })
     }
@@ -284,15 +319,21 @@ impl Kernel {
         &self.statement
     }
 
-    /// The generated C translation unit (with [`Backend::Jit`]: the C equivalent of the
-    /// code that runs, for reading).
+    /// The source text of the main target's code, or the quick one's, where they print
+    /// one; for targets that print none (the JIT), the C translation unit of the same
+    /// function, for reading. Printed on first use.
     pub fn source(&self) -> &str {
-        &self.generated.source
+        &self.listing().text
     }
 
-    /// Only the kernel function, without the runtime prelude.
+    /// Only the kernel function of [`Kernel::source`], without the runtime prelude.
     pub fn kernel_source(&self) -> &str {
-        &self.generated.source[self.generated.body_offset..]
+        self.listing().kernel()
+    }
+
+    fn listing(&self) -> &Listing {
+        self.listing
+            .get_or_init(|| native::listing(&self.targets, &self.lowered.function))
     }
 
     /// The loops, outermost first, by name.
@@ -311,19 +352,17 @@ impl Kernel {
         self.threads
     }
 
-    /// The most threads a run of the code that runs now uses: [`Kernel::threads`] when the
-    /// C compiler's code has a loop on threads, else 1 (serial loops, or the JIT's code).
+    /// The most threads a run of the code that runs now uses: [`Kernel::threads`] when it
+    /// has a loop on threads and its target runs such loops on threads, else 1 (serial
+    /// loops, or the JIT's code).
     /// Balanced loops may use fewer on small inputs.
     pub fn threads_used(&self) -> usize {
-        // The signature printed once, not the function's walked again on every run.
-        let on_threads = self
-            .generated
-            .signature
-            .scalars
-            .contains(&ScalarArg::Threads);
-        match self.running_backend() {
-            Backend::C if on_threads => self.threads,
-            _ => 1,
+        // The signature computed once, not the function's walked again on every run.
+        let on_threads = self.signature.scalars.contains(&ScalarArg::Threads);
+        if on_threads && self.code.current().capabilities().threads {
+            self.threads
+        } else {
+            1
         }
     }
 
@@ -353,7 +392,7 @@ impl Kernel {
     /// that should see only the chosen version runs the trials first
     /// ([`Kernel::run_version_trials`]).
     pub fn measuring_versions(&self) -> bool {
-        self.sum_versions.measuring()
+        self.sum_versions.measuring() && self.code.current().capabilities().sum_versions
     }
 
     /// Run on `inputs` (adding into `initial` as [`Kernel::run_timed`] does) until the
@@ -386,7 +425,7 @@ impl Kernel {
     /// True when the code that runs now was compiled for this kernel rather than found in
     /// the cache (always, for the JIT's code).
     pub fn was_compiled(&self) -> bool {
-        self.code.current().compiled
+        self.code.current().was_compiled()
     }
 
     /// How the kernel delivers its output: in place (dense), as emitted entries that are
@@ -400,23 +439,6 @@ impl Kernel {
     pub fn assembles_output(&self) -> bool {
         !matches!(self.lowered.function.output, OutputMode::Dense { .. })
     }
-}
-
-/// The C listing of `function` and its native code from `backend` (refused by that
-/// backend, before the listing is printed, when it cannot compile the function).
-fn compile_code(
-    function: &Function,
-    backend: Backend,
-    toolchain: &Toolchain,
-) -> Result<(CKernel, Tiers), Error> {
-    abi::check_units(function, backend.name())?;
-    let generated = c::emit(function)?;
-    let code = match backend {
-        Backend::C => Tiers::fixed(Code::c(&generated.source, toolchain)?),
-        Backend::Jit => Tiers::fixed(Code::jit(function)?),
-        Backend::Tiered => Tiers::tiered(function, &generated.source, toolchain)?,
-    };
-    Ok((generated, code))
 }
 
 /// The index arrays the kernel's main code reads or writes as `int32_t`:

@@ -210,7 +210,7 @@ impl Kernel {
             format: &out.format,
             value_type: self.value_type,
         };
-        let signature = &self.generated.signature;
+        let signature = &self.signature;
         output::place_rows(
             &target,
             signature,
@@ -244,15 +244,17 @@ impl Kernel {
                 return Err(e);
             }
         };
-        let trial = self
-            .sum_versions
-            .begin(&mut arguments.params, Arc::as_ptr(&code) as usize);
+        let trial = self.sum_versions.begin(
+            &mut arguments.params,
+            Arc::as_ptr(&code) as *const () as usize,
+            code.capabilities().sum_versions,
+        );
         let started = Instant::now();
         // SAFETY: every pointer addresses storage of the operand its slot names and stays
         // alive (owned by the caller's operands) for the call; the output's values are
         // written through the only mutable pointer, whose tensor is not aliased elsewhere.
         let status = unsafe {
-            (code.entry)(
+            code.call(
                 arguments.arrays.as_mut_ptr(),
                 arguments.params.as_ptr(),
                 buffers.as_mut_ptr(),

@@ -152,12 +152,16 @@ impl SumVersionControl {
     }
 
     /// Set the version a call with scalar arguments `params` running the code at `code`
-    /// runs, and return it for [`SumVersionControl::finish`].
-    pub(crate) fn begin(&self, params: &mut [i64], code: usize) -> Option<Trial> {
+    /// runs, and return it for [`SumVersionControl::finish`]. Code without versions
+    /// (`versions` false: every version runs the same loops) is not measured: its calls
+    /// run as the run-time tests choose.
+    pub(crate) fn begin(&self, params: &mut [i64], code: usize, versions: bool) -> Option<Trial> {
         let slots = self.slots?;
         let trial = match self.policy {
-            SumVersions::Measured => self.measured.lock().ok()?.next(params, slots, code),
-            SumVersions::Tested => Trial {
+            SumVersions::Measured if versions => {
+                self.measured.lock().ok()?.next(params, slots, code)
+            }
+            SumVersions::Measured | SumVersions::Tested => Trial {
                 version: BY_TESTS,
                 record: None,
             },

@@ -1,4 +1,4 @@
-//! Compiling a computation with the C backend and running it on tensors: inputs are
+//! Compiling a computation with a target (C by default) and running it on tensors: inputs are
 //! converted to the declared formats, symbols bound from their dimensions, and the
 //! arrays and scalars laid out in the generated function's signature, as
 //! [`crate::kernel::Kernel`] does for index notation.
@@ -6,24 +6,25 @@
 use std::borrow::Cow;
 use std::collections::BTreeSet;
 use std::ffi::c_void;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use super::codegen::{self, Extra, Lowered};
 use super::parse::{Dim, Program, UfArray};
 use super::{parse_program, SpfError};
 use crate::codegen::abi;
-use crate::codegen::c::{self, CKernel};
 use crate::codegen::runtime::{sys, RawBuffer};
 use crate::format::Format;
 use crate::format::IndexArray;
-use crate::ir::{ArrayKind, ArrayRef, OutputMode, ParamRef, ScalarArg};
+use crate::ir::{ArrayKind, ArrayRef, OutputMode, ParamRef, ScalarArg, Signature};
 use crate::jit::Toolchain;
 use crate::kernel::bind::{cast_values, Arguments};
 use crate::kernel::default_threads;
-use crate::kernel::native::Code;
+use crate::kernel::native::{self, Tiers};
 use crate::kernel::output::{place_rows, stored_sparse_entries, PlacedOutput};
 use crate::kernel::placement::PlacementPace;
 use crate::kernel::variants::WidthVariants;
+use crate::kernel::Backend;
+use crate::target::{Artifact, Listing, Targets};
 use crate::tensor::{Coo, IndexWidth, Tensor, ValueType, Values};
 use crate::Error;
 
@@ -31,14 +32,17 @@ use crate::Error;
 pub struct SpfKernel {
     program: Program,
     lowered: Lowered,
-    generated: CKernel,
+    /// The layout of the arguments of every call.
+    signature: Signature,
+    /// The source text, printed on first use.
+    listing: OnceLock<Listing>,
+    targets: Targets,
     /// The code that reads every index array as `int64_t`.
-    code: Arc<Code>,
+    code: Tiers,
     /// Code for inputs with some `int32_t` index arrays, by the set of those arrays:
     /// compiled the first time such inputs arrive, so that inputs are read in place
     /// rather than widened on every call.
-    variants: WidthVariants<Code>,
-    toolchain: Toolchain,
+    variants: WidthVariants<Tiers>,
     threads: usize,
     /// Values of the `param` symbols, by name.
     params: Vec<(String, i64)>,
@@ -48,20 +52,26 @@ pub struct SpfKernel {
 }
 
 impl SpfKernel {
-    /// Parse, lower and compile the computation `text` (`name` labels its diagnostics).
+    /// Parse, lower and compile the computation `text` (`name` labels its diagnostics)
+    /// with the C backend.
     pub fn compile(name: &str, text: &str, toolchain: &Toolchain) -> Result<SpfKernel, Error> {
+        SpfKernel::compile_on(name, text, Backend::C.targets(toolchain))
+    }
+
+    /// Parse, lower and compile the computation `text` with `targets`.
+    pub fn compile_on(name: &str, text: &str, targets: Targets) -> Result<SpfKernel, Error> {
         let with_source = |e: SpfError| Error::Spf(e.in_source(name, text));
         let program = parse_program(text).map_err(with_source)?;
         let lowered = codegen::lower(&program).map_err(with_source)?;
-        let generated = c::emit(&lowered.function)?;
-        let code = Arc::new(Code::c(&generated.source, toolchain)?);
+        let code = Tiers::compile(&lowered.function, &targets)?;
         Ok(SpfKernel {
             program,
+            signature: lowered.function.signature(),
             lowered,
-            generated,
+            listing: OnceLock::new(),
+            targets,
             code,
             variants: WidthVariants::new(),
-            toolchain: toolchain.clone(),
             threads: default_threads(),
             params: Vec::new(),
             placement: PlacementPace::default(),
@@ -69,19 +79,30 @@ impl SpfKernel {
     }
 
     /// The code that reads the `narrow` arrays as `int32_t` and the others as `int64_t`.
-    fn code_for(&self, narrow: &BTreeSet<ArrayRef>) -> Result<Arc<Code>, Error> {
+    fn code_for(&self, narrow: &BTreeSet<ArrayRef>) -> Result<Arc<dyn Artifact>, Error> {
         if narrow.is_empty() {
-            return Ok(self.code.clone());
+            return Ok(self.code.current());
         }
-        self.variants
+        let tiers = self
+            .variants
             .get_or_compile(&self.lowered.function, narrow, |f| {
-                Ok(Code::c(&c::emit(f)?.source, &self.toolchain)?)
-            })
+                Tiers::compile(f, &self.targets)
+            })?;
+        Ok(tiers.current())
     }
 
-    /// The generated C translation unit.
+    /// The source text of the generated code: the C translation unit (for targets that
+    /// print none, the C backend's, for reading).
     pub fn source(&self) -> &str {
-        &self.generated.source
+        &self
+            .listing
+            .get_or_init(|| native::listing(&self.targets, &self.lowered.function))
+            .text
+    }
+
+    /// The name of the target whose code runs now.
+    pub fn running_target(&self) -> &'static str {
+        self.code.current().target()
     }
 
     /// The lowered computation (its IR function and argument bindings).
@@ -293,7 +314,7 @@ impl SpfKernel {
             }
         };
         let mut params: Vec<i64> = Vec::new();
-        for arg in &self.generated.signature.scalars {
+        for arg in &self.signature.scalars {
             params.push(match *arg {
                 ScalarArg::Param(ParamRef::Extent(n)) if n < symbols.len() => symbols[n],
                 ScalarArg::Param(ParamRef::Extent(n)) => {
@@ -329,7 +350,7 @@ impl SpfKernel {
         };
         let mut arrays: Vec<*mut c_void> = Vec::new();
         let mut narrow = BTreeSet::new();
-        for a in &self.generated.signature.arrays {
+        for a in &self.signature.arrays {
             arrays.push(match *a {
                 ArrayRef::Values(op) if op.0 == 0 => output_values,
                 ArrayRef::Values(op) => match operands[op.0 - 1].values() {
@@ -367,7 +388,7 @@ impl SpfKernel {
             ))
         };
         let Some(format) = &self.lowered.assembled else {
-            self.call(&code, &mut arguments, 0)?;
+            self.call(code.as_ref(), &mut arguments, 0)?;
             return Ok(output);
         };
         if let OutputMode::Rows { bounds } = self.lowered.function.output {
@@ -377,7 +398,7 @@ impl SpfKernel {
                 format,
                 value_type: ValueType::F64,
             };
-            let signature = &self.generated.signature;
+            let signature = &self.signature;
             let expected =
                 stored_sparse_entries(operands.iter().map(|t| (t.format(), t.values().len())));
             let rows = place_rows(
@@ -387,25 +408,30 @@ impl SpfKernel {
                 expected,
                 bounds,
                 &self.placement,
-                &mut |a| self.call(&code, a, 0).map(drop),
+                &mut |a| self.call(code.as_ref(), a, 0).map(drop),
             )?;
             return Tensor::from_rows(rows, dims, format).map_err(cannot_store);
         }
-        let coo = self.call(&code, &mut arguments, dims.len())?;
+        let coo = self.call(code.as_ref(), &mut arguments, dims.len())?;
         Tensor::from_coo_owned(Coo { dims, ..coo }, format, ValueType::F64).map_err(cannot_store)
     }
 
     /// Call `code` once, with one entry buffer per thread; returns the entries of `order`
     /// coordinates the kernel emitted (none for other outputs). A nonzero status is the
     /// failed entry check's message.
-    fn call(&self, code: &Code, arguments: &mut Arguments, order: usize) -> Result<Coo, Error> {
+    fn call(
+        &self,
+        code: &dyn Artifact,
+        arguments: &mut Arguments,
+        order: usize,
+    ) -> Result<Coo, Error> {
         let mut buffers: Vec<RawBuffer> = (0..self.threads).map(|_| RawBuffer::EMPTY).collect();
         // SAFETY: every pointer addresses storage of a tensor the caller holds (an input,
         // the output, or the rows being placed), alive for the call, and `code` reads each
         // array at the width it has; the entry checks keep every index the kernel computes
         // inside the arrays (see `codegen`); only the output is written through its pointers.
         let status = unsafe {
-            (code.entry)(
+            code.call(
                 arguments.arrays.as_mut_ptr(),
                 arguments.params.as_ptr(),
                 buffers.as_mut_ptr(),

@@ -154,8 +154,8 @@ pub fn compare_with_reference(
 /// measured every version of its gathered sums and chosen one (`Kernel::sum_version`,
 /// `ir::gather::SumVersion`): the first run's version is the run-time tests' choice, the
 /// next ones each version in turn, then the chosen one. A kernel with such versions must
-/// choose (unless it is a two-phase kernel, whose phases keep the tests' choice); one
-/// without never does.
+/// choose (unless it is a two-phase kernel, whose phases keep the tests' choice, or its
+/// target's code has no versions); one without never does.
 #[allow(dead_code)]
 pub fn compare_every_sum_version(
     kernel: &Kernel,
@@ -165,8 +165,10 @@ pub fn compare_every_sum_version(
 ) {
     let refs: Vec<&Tensor> = tensors.iter().collect();
     let expected = reference::evaluate(stmt, &refs, None);
+    // The JIT's code runs every version as the same loops: it measures none.
     let versioned = kernel.kernel_source().contains("sum_version")
-        && !matches!(kernel.output_mode(), sparsec::ir::OutputMode::Rows { .. });
+        && !matches!(kernel.output_mode(), sparsec::ir::OutputMode::Rows { .. })
+        && kernel.targets().main().capabilities().sum_versions;
     let mut runs = 0;
     loop {
         let got = kernel.run(&refs).unwrap_or_else(|e| panic!("{what}: {e}"));
@@ -214,7 +216,17 @@ pub fn claiming_toolchain() -> Toolchain {
 
 /// Compile an SPF program, or fail the test with its diagnostic.
 pub fn compile_spf(name: &str, text: &str) -> sparsec::spf::SpfKernel {
-    sparsec::spf::SpfKernel::compile(name, text, &Toolchain::default())
+    compile_spf_with(name, text, sparsec::kernel::Backend::C)
+}
+
+/// [`compile_spf`] with `backend`'s targets.
+pub fn compile_spf_with(
+    name: &str,
+    text: &str,
+    backend: sparsec::kernel::Backend,
+) -> sparsec::spf::SpfKernel {
+    let targets = backend.targets(&Toolchain::default());
+    sparsec::spf::SpfKernel::compile_on(name, text, targets)
         .unwrap_or_else(|e| panic!("{name}: {:?}", miette::Report::new(e)))
 }
 

@@ -16,12 +16,13 @@ mod expr;
 mod gathers;
 mod row_sums;
 mod sums;
+mod target;
 mod threads;
 
 use std::collections::BTreeSet;
 use std::fmt::Write;
 
-use super::abi::{assumption_status, check_units, BackendError};
+use super::abi::{assumption_status, BackendError};
 use super::runtime::{self, Section};
 use crate::ir::{
     analysis, gather, prefetch, visit, zero_rows, ArrayRef, BinOp, Element, Expr, Function, Helper,
@@ -29,6 +30,7 @@ use crate::ir::{
     Signature, Stmt, Type,
 };
 use expr::expr;
+pub use target::{listing, CTarget, CAPABILITIES, NAME};
 use threads::{balanced_work, reduction_clauses};
 
 /// Generated C source and its argument layout.
@@ -50,7 +52,7 @@ const BODY: &str = "sparsec_kernel_body";
 
 /// Print a kernel.
 pub fn emit(function: &Function) -> Result<CKernel, BackendError> {
-    check_units(function, "C")?;
+    crate::target::check_capabilities(function, NAME, &CAPABILITIES)?;
     let signature = function.signature();
     let names = Names::new(function, &signature);
 

@@ -11,7 +11,10 @@
 
 mod expr;
 mod runtime;
+mod target;
 mod translate;
+
+pub use target::{CraneliftTarget, CAPABILITIES};
 
 use cranelift_codegen::ir::{types, AbiParam, Signature, UserFuncName};
 use cranelift_codegen::Context;
@@ -21,11 +24,11 @@ use cranelift_module::{default_libcall_names, Linkage, Module};
 
 use std::collections::HashMap;
 
-use crate::codegen::abi::{self, BackendError};
+use crate::codegen::abi::BackendError;
 use crate::ir::Function;
 
 /// Name of the backend in errors.
-const BACKEND: &str = "JIT";
+pub const BACKEND: &str = "JIT";
 
 /// A kernel compiled to native code in this process.
 pub struct JitKernel {
@@ -39,14 +42,6 @@ pub struct JitKernel {
 // run on any thread.
 unsafe impl Send for JitKernel {}
 unsafe impl Sync for JitKernel {}
-
-impl JitKernel {
-    /// The kernel function: `int (void **arrays, const int64_t *params,
-    /// sparsec_buffer *out)`, valid while `self` lives.
-    pub fn entry(&self) -> *const u8 {
-        self.entry
-    }
-}
 
 impl Drop for JitKernel {
     fn drop(&mut self) {
@@ -67,7 +62,7 @@ fn cranelift_error(what: &str, e: impl std::fmt::Debug) -> BackendError {
 
 /// Compile a kernel.
 pub fn compile(function: &Function) -> Result<JitKernel, BackendError> {
-    abi::check_units(function, BACKEND)?;
+    crate::target::check_capabilities(function, BACKEND, &CAPABILITIES)?;
     let signature_of_args = function.signature();
     let mut jit = JITBuilder::with_flags(&[("opt_level", "speed")], default_libcall_names())
         .map_err(|e| cranelift_error("target the host", e))?;

@@ -1,0 +1,129 @@
+//! The C backend as a [`Target`]: the printed translation unit, compiled by the system C
+//! compiler with OpenMP (or found in the kernel cache) and loaded.
+
+use std::ffi::c_void;
+use std::sync::Arc;
+
+use super::{emit, CKernel, ENTRY};
+use crate::codegen::abi::{BackendError, EntryFn};
+use crate::codegen::runtime::RawBuffer;
+use crate::ir::{Function, ParallelUnit};
+use crate::jit::{self, Library, Toolchain};
+use crate::target::{Artifact, Capabilities, Listing, Target};
+use crate::Error;
+
+/// The target's name in errors and reports.
+pub const NAME: &str = "C";
+
+/// What C code with OpenMP does: everything on the CPU.
+pub const CAPABILITIES: Capabilities = Capabilities {
+    units: &[ParallelUnit::CpuThread, ParallelUnit::CpuVector],
+    threads: true,
+    emitting: true,
+    atomics: true,
+    scratch: true,
+    helpers: true,
+    sum_versions: true,
+};
+
+/// The translation unit [`emit`] prints for `function`.
+pub fn listing(function: &Function) -> Result<Listing, BackendError> {
+    let CKernel {
+        source,
+        body_offset,
+        ..
+    } = emit(function)?;
+    Ok(Listing {
+        text: source,
+        body_offset,
+    })
+}
+
+/// C printed by [`emit`] and compiled by `toolchain`'s compiler, cached on disk.
+#[derive(Clone, Debug, Default)]
+pub struct CTarget {
+    /// The compiler, its flags and the cache.
+    pub toolchain: Toolchain,
+}
+
+impl CTarget {
+    /// The C target compiling with `toolchain`.
+    pub fn new(toolchain: Toolchain) -> CTarget {
+        CTarget { toolchain }
+    }
+}
+
+impl Target for CTarget {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        CAPABILITIES
+    }
+
+    fn listing(&self, function: &Function) -> Result<Option<Listing>, Error> {
+        Ok(Some(listing(function)?))
+    }
+
+    fn compile(&self, function: &Function) -> Result<Arc<dyn Artifact>, Error> {
+        let source = emit(function)?.source;
+        Ok(Arc::new(CArtifact::new(jit::load(
+            &source,
+            &self.toolchain,
+        )?)?))
+    }
+
+    fn cached(&self, function: &Function) -> Result<Option<Arc<dyn Artifact>>, Error> {
+        let source = emit(function)?.source;
+        match jit::load_cached(&source, &self.toolchain)? {
+            Some(loaded) => Ok(Some(Arc::new(CArtifact::new(loaded)?))),
+            None => Ok(None),
+        }
+    }
+}
+
+/// A loaded C kernel.
+struct CArtifact {
+    entry: EntryFn,
+    compiled: bool,
+    /// Keeps the code `entry` points into loaded.
+    _library: Arc<Library>,
+}
+
+impl CArtifact {
+    fn new(loaded: jit::Loaded) -> Result<CArtifact, Error> {
+        let jit::Loaded { library, compiled } = loaded;
+        // SAFETY: the signature matches the entry point `emit` prints.
+        let entry = unsafe { library.symbol::<EntryFn>(ENTRY)? };
+        Ok(CArtifact {
+            entry,
+            compiled,
+            _library: library,
+        })
+    }
+}
+
+impl Artifact for CArtifact {
+    fn target(&self) -> &'static str {
+        NAME
+    }
+
+    fn was_compiled(&self) -> bool {
+        self.compiled
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        CAPABILITIES
+    }
+
+    unsafe fn call(
+        &self,
+        arrays: *mut *mut c_void,
+        params: *const i64,
+        out: *mut RawBuffer,
+    ) -> i32 {
+        // SAFETY: the caller keeps the ABI's contract; `_library` keeps `entry` loaded.
+        unsafe { (self.entry)(arrays, params, out) }
+    }
+}

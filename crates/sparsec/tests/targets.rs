@@ -1,0 +1,294 @@
+//! Targets behind the `Target` and `Artifact` traits: a target written outside the crate
+//! (a toy that prints the IR as its listing, declares fewer capabilities than the CPU
+//! targets, and runs through the Cranelift target's code) compiles and runs kernels through
+//! the traits alone, alone or as either tier; functions that need what a target cannot do
+//! are refused naming it; the JIT, whose code has no versions of the gathered sums,
+//! measures none.
+
+mod common;
+use common::*;
+
+use std::ffi::c_void;
+use std::sync::Arc;
+
+use sparsec::codegen::c::CTarget;
+use sparsec::codegen::clif::CraneliftTarget;
+use sparsec::codegen::runtime::RawBuffer;
+use sparsec::ir::{Function, OutputMode, ParallelUnit};
+use sparsec::jit::Toolchain;
+use sparsec::kernel::{lower_with_default_parallelism, Backend, Kernel};
+use sparsec::lower;
+use sparsec::notation::cin::Statement;
+use sparsec::schedule::Concrete;
+use sparsec::target::{Artifact, Capabilities, Listing, Target, Targets};
+use sparsec::tensor::{Coo, Tensor, ValueType};
+use sparsec::Error;
+
+/// Prints the function's IR; its code is the Cranelift target's, wrapped.
+#[derive(Debug)]
+struct Toy {
+    capabilities: Capabilities,
+}
+
+/// Serial CPU code (SIMD loops run as plain loops) that emits entries and allocates
+/// scratch, without atomics or helpers.
+const TOY: Capabilities = Capabilities {
+    units: &[ParallelUnit::CpuVector],
+    threads: false,
+    emitting: true,
+    atomics: false,
+    scratch: true,
+    helpers: false,
+    sum_versions: false,
+};
+
+const LISTING_HEADER: &str = "toy IR listing\n";
+
+impl Target for Toy {
+    fn name(&self) -> &'static str {
+        "toy"
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        self.capabilities
+    }
+
+    fn listing(&self, function: &Function) -> Result<Option<Listing>, Error> {
+        Ok(Some(Listing {
+            text: format!("{LISTING_HEADER}{:#?}\n", function.body),
+            body_offset: LISTING_HEADER.len(),
+        }))
+    }
+
+    fn compile(&self, function: &Function) -> Result<Arc<dyn Artifact>, Error> {
+        Ok(Arc::new(ToyCode(CraneliftTarget.compile(function)?)))
+    }
+}
+
+struct ToyCode(Arc<dyn Artifact>);
+
+impl Artifact for ToyCode {
+    fn target(&self) -> &'static str {
+        "toy"
+    }
+
+    fn was_compiled(&self) -> bool {
+        true
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        TOY
+    }
+
+    unsafe fn call(
+        &self,
+        arrays: *mut *mut c_void,
+        params: *const i64,
+        out: *mut RawBuffer,
+    ) -> i32 {
+        // SAFETY: the caller keeps the ABI's contract, which the wrapped code has too.
+        unsafe { self.0.call(arrays, params, out) }
+    }
+}
+
+fn toy() -> Arc<dyn Target> {
+    Arc::new(Toy { capabilities: TOY })
+}
+
+/// `expr` over random inputs, lowered with no parallel loop.
+fn serial(expr: &str, formats: &[(&str, &str)], dims: &[(&str, &[usize])]) -> Fixture {
+    let mut r = rng(5);
+    let inputs: Vec<(&str, Coo)> = dims
+        .iter()
+        .map(|(name, d)| (*name, random_coo(&mut r, d, 0.3)))
+        .collect();
+    let (statement, tensors) = statement(expr, formats, &inputs, &[]);
+    let lowered = lower::lower(&Concrete::new(&statement).unwrap()).unwrap();
+    Fixture {
+        statement,
+        tensors,
+        lowered,
+    }
+}
+
+struct Fixture {
+    statement: Statement,
+    tensors: Vec<Tensor>,
+    lowered: sparsec::lower::Lowered,
+}
+
+impl Fixture {
+    fn kernel(&self, targets: Targets) -> Result<Kernel, Error> {
+        Kernel::from_lowered_on(
+            self.statement.clone(),
+            self.lowered.clone(),
+            ValueType::F64,
+            &Toolchain::default(),
+            targets,
+        )
+    }
+}
+
+const SPMV: &str = "y(i) = A(i,j) * x(j)";
+
+fn spmv() -> Fixture {
+    serial(SPMV, &[("A", "csr")], &[("A", &[30, 20]), ("x", &[20])])
+}
+
+#[test]
+fn a_target_from_outside_the_crate_runs_kernels() {
+    let spmv = spmv();
+    let kernel = spmv.kernel(Targets::one(toy())).unwrap();
+    assert_eq!(kernel.running_target(), "toy");
+    assert_eq!(kernel.targets().main().name(), "toy");
+    assert!(kernel.source().starts_with(LISTING_HEADER));
+    assert!(
+        kernel.kernel_source().contains("For("),
+        "{}",
+        kernel.source()
+    );
+    assert_eq!(kernel.threads_used(), 1);
+    compare_with_reference(&kernel, &spmv.statement, &spmv.tensors, "toy SpMV");
+
+    // Sparse outputs: rows placed in two phases.
+    let spgemm = serial(
+        "C(i,j) = A(i,k) * B(k,j)",
+        &[("A", "csr"), ("B", "csr"), ("C", "csr")],
+        &[("A", &[12, 9]), ("B", &[9, 14])],
+    );
+    let kernel = spgemm.kernel(Targets::one(toy())).unwrap();
+    compare_with_reference(&kernel, &spgemm.statement, &spgemm.tensors, "toy SpGEMM");
+    let coo = serial(
+        "C(i,j) = A(i,j) * B(i,j)",
+        &[("A", "csr"), ("B", "csr"), ("C", "coo")],
+        &[("A", &[12, 9]), ("B", &[12, 9])],
+    );
+    let kernel = coo.kernel(Targets::one(toy())).unwrap();
+    assert!(matches!(kernel.output_mode(), OutputMode::Emit { .. }));
+    compare_with_reference(&kernel, &coo.statement, &coo.tensors, "toy, emitted");
+}
+
+#[test]
+fn targets_refuse_what_they_cannot_do_naming_it() {
+    // The default schedule runs SpMV's rows on threads, which the toy does not run.
+    let spmv = spmv();
+    let parallel =
+        lower_with_default_parallelism(&Concrete::new(&spmv.statement).unwrap()).unwrap();
+    let refused = Kernel::from_lowered_on(
+        spmv.statement.clone(),
+        parallel,
+        ValueType::F64,
+        &Toolchain::default(),
+        Targets::one(toy()),
+    )
+    .err()
+    .expect("a loop on threads is refused")
+    .to_string();
+    assert!(
+        refused.contains("toy backend") && refused.contains("CpuThread"),
+        "{refused}"
+    );
+    assert!(refused.contains("runs CpuVector"), "{refused}");
+
+    let silent: Arc<dyn Target> = Arc::new(Toy {
+        capabilities: Capabilities {
+            emitting: false,
+            ..TOY
+        },
+    });
+    // A COO output: entries emitted, then sorted and packed.
+    let spgemm = serial(
+        "C(i,j) = A(i,k) * B(k,j)",
+        &[("A", "csr"), ("B", "csr"), ("C", "coo")],
+        &[("A", &[4, 4]), ("B", &[4, 4])],
+    );
+    let refused = spgemm
+        .kernel(Targets::one(silent))
+        .err()
+        .expect("emitting is refused")
+        .to_string();
+    assert!(refused.contains("emits output entries"), "{refused}");
+
+    // A hashed level located at the other operand's coordinates calls its lookup helper.
+    let hashed = serial(
+        "y(i) = A(i,j) * B(i,j)",
+        &[("A", "csr"), ("B", "dh")],
+        &[("A", &[6, 5]), ("B", &[6, 5])],
+    );
+    let refused = hashed
+        .kernel(Targets::one(toy()))
+        .err()
+        .expect("helper calls are refused")
+        .to_string();
+    assert!(refused.contains("level helper"), "{refused}");
+}
+
+/// Either tier may be any target: the toy's code runs until the C compiler's replaces it.
+#[test]
+fn tiers_of_any_targets() {
+    let spmv = spmv();
+    let cache = tempfile::tempdir().unwrap();
+    let toolchain = Toolchain {
+        cache_dir: cache.path().to_path_buf(),
+        ..Toolchain::default()
+    };
+    let c: Arc<dyn Target> = Arc::new(CTarget::new(toolchain));
+    let kernel = spmv.kernel(Targets::tiered(toy(), c.clone())).unwrap();
+    compare_with_reference(&kernel, &spmv.statement, &spmv.tensors, "toy tier");
+    kernel.finish_compiling().unwrap();
+    assert_eq!(kernel.running_target(), "C");
+    compare_with_reference(&kernel, &spmv.statement, &spmv.tensors, "C tier");
+    // The C listing, the main target's, is the kernel's source.
+    assert!(kernel.source().contains("sparsec_kernel"));
+
+    // The quick target refusing, the kernel waits for the main one.
+    let parallel =
+        lower_with_default_parallelism(&Concrete::new(&spmv.statement).unwrap()).unwrap();
+    let kernel = Kernel::from_lowered_on(
+        spmv.statement.clone(),
+        parallel,
+        ValueType::F64,
+        &Toolchain::default(),
+        Targets::tiered(toy(), c),
+    )
+    .unwrap();
+    assert_eq!(kernel.running_target(), "C");
+    compare_with_reference(
+        &kernel,
+        &spmv.statement,
+        &spmv.tensors,
+        "C, the toy refusing",
+    );
+}
+
+/// The JIT's code runs every version of the gathered sums as the same loops: its kernels
+/// run no trials, where the C compiler's measure the versions.
+#[test]
+fn the_jit_pays_no_trials_for_versions_it_does_not_have() {
+    let spmv = spmv();
+    let refs: Vec<&Tensor> = spmv.tensors.iter().collect();
+    let default = lower_with_default_parallelism(&Concrete::new(&spmv.statement).unwrap()).unwrap();
+    let kernel = |backend: Backend| {
+        Kernel::from_lowered(
+            spmv.statement.clone(),
+            default.clone(),
+            ValueType::F64,
+            &Toolchain::default(),
+            backend,
+        )
+        .unwrap()
+    };
+    let c = kernel(Backend::C);
+    assert!(c.kernel_source().contains("sum_version"), "{}", c.source());
+    c.run(&refs).unwrap();
+    assert!(c.measuring_versions());
+    assert!(c.run_version_trials(&refs, None, None).unwrap() > 0);
+    assert!(c.sum_version().is_some());
+
+    let jit = kernel(Backend::Jit);
+    jit.run(&refs).unwrap();
+    assert!(!jit.measuring_versions());
+    assert_eq!(jit.run_version_trials(&refs, None, None).unwrap(), 0);
+    assert_eq!(jit.sum_version(), None);
+    compare_with_reference(&jit, &spmv.statement, &spmv.tensors, "JIT SpMV");
+}
