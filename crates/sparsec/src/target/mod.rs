@@ -1,0 +1,219 @@
+//! Targets: what turns the one IR into code that runs, behind one interface.
+//!
+//! A [`Target`] names itself, says what its code can do ([`Capabilities`]), and compiles a
+//! lowered [`Function`] to an [`Artifact`]: code with the kernel ABI of
+//! [`crate::codegen::abi`] that [`crate::kernel`] and [`crate::spf`] call without knowing
+//! which target made it. The C backend ([`crate::codegen::c::CTarget`]) and the Cranelift
+//! JIT ([`crate::codegen::clif::CraneliftTarget`]) implement both traits in their own
+//! folders; [`Targets`] pairs a quick target with the one whose code replaces it (tiered
+//! compilation). Adding a target touches no `match` outside its folder: it implements the
+//! two traits and, to be chosen by name, joins [`crate::kernel::Backend`]'s list.
+
+use std::ffi::c_void;
+use std::fmt;
+use std::sync::Arc;
+
+use crate::codegen::abi::BackendError;
+use crate::codegen::runtime::RawBuffer;
+use crate::ir::{visit, Function, Loop, LoopKind, ParallelUnit, Stmt};
+use crate::Error;
+
+/// What a target's code can do; [`check`] refuses a function that needs more, before the
+/// target sees it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Capabilities {
+    /// The units whose parallel loops it runs.
+    pub units: &'static [ParallelUnit],
+    /// Whether loops on [`ParallelUnit::CpuThread`] run on a team of threads (else in
+    /// turn, on the calling thread).
+    pub threads: bool,
+    /// Whether it appends entries to the output buffers ([`Stmt::Emit`]).
+    pub emitting: bool,
+    /// Whether it performs atomic updates ([`Stmt::Atomic`]).
+    pub atomics: bool,
+    /// Whether it allocates scratch arrays ([`Function::locals`]).
+    pub scratch: bool,
+    /// Whether it calls level formats' helper functions (hashed levels' lookups).
+    pub helpers: bool,
+    /// Whether its code has the versions of the gathered sums that a call's
+    /// `ParamRef::SumVersion` argument picks (see [`crate::ir::gather`]); where it does
+    /// not, every version runs the same loops and a kernel measures none of them.
+    pub sum_versions: bool,
+}
+
+/// A backend: compiles a lowered function to code with the kernel ABI.
+pub trait Target: Send + Sync + fmt::Debug {
+    /// The name errors and reports give it (`C`, `JIT`).
+    fn name(&self) -> &'static str;
+
+    /// What its code can do.
+    fn capabilities(&self) -> Capabilities;
+
+    /// Compile `function`, which [`check`] has accepted for this target.
+    fn compile(&self, function: &Function) -> Result<Arc<dyn Artifact>, Error>;
+
+    /// The source text this target prints for `function`, where it prints one; compiles
+    /// nothing.
+    fn listing(&self, function: &Function) -> Result<Option<Listing>, Error> {
+        let _ = function;
+        Ok(None)
+    }
+
+    /// The code for `function` if a cache already holds it, without compiling; `Ok(None)`
+    /// where it does not (and for targets without a cache).
+    fn cached(&self, function: &Function) -> Result<Option<Arc<dyn Artifact>>, Error> {
+        let _ = function;
+        Ok(None)
+    }
+}
+
+/// Code a target produced: the kernel's entry point and what keeps it alive.
+pub trait Artifact: Send + Sync {
+    /// The name of the target that produced it.
+    fn target(&self) -> &'static str;
+
+    /// True when it was produced for this request rather than found in a cache.
+    fn was_compiled(&self) -> bool;
+
+    /// What the code can do (the capabilities of the target that produced it).
+    fn capabilities(&self) -> Capabilities;
+
+    /// Run the kernel: `int sparsec_kernel(void **arrays, const int64_t *params,
+    /// sparsec_buffer *out)`; the status is 0, an assumption's status, or -1.
+    ///
+    /// # Safety
+    /// `arrays` and `params` hold the function's [`crate::ir::Signature`], every pointer
+    /// addressing live storage of the width the code reads; `out` holds one entry buffer
+    /// per thread the code may use, each empty or grown with the C allocator.
+    unsafe fn call(&self, arrays: *mut *mut c_void, params: *const i64, out: *mut RawBuffer)
+        -> i32;
+}
+
+/// A target's source text for one function.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Listing {
+    /// The whole text.
+    pub text: String,
+    /// Where the kernel itself starts in `text`, after the runtime text printed before it.
+    pub body_offset: usize,
+}
+
+impl Listing {
+    /// The kernel itself, without the runtime text printed before it.
+    pub fn kernel(&self) -> &str {
+        &self.text[self.body_offset..]
+    }
+}
+
+/// The targets a kernel compiles with: one, or a quick one whose code runs at once while
+/// the main one compiles in the background and then replaces it.
+#[derive(Clone, Debug)]
+pub struct Targets {
+    main: Arc<dyn Target>,
+    quick: Option<Arc<dyn Target>>,
+}
+
+impl Targets {
+    /// Compile with `target` alone.
+    pub fn one(target: Arc<dyn Target>) -> Targets {
+        Targets {
+            main: target,
+            quick: None,
+        }
+    }
+
+    /// Run `quick`'s code until `main`'s is ready (at once where `main`'s cache holds it).
+    pub fn tiered(quick: Arc<dyn Target>, main: Arc<dyn Target>) -> Targets {
+        Targets {
+            main,
+            quick: Some(quick),
+        }
+    }
+
+    /// The target whose code runs once compiled.
+    pub fn main(&self) -> &Arc<dyn Target> {
+        &self.main
+    }
+
+    /// The target whose code runs until the main one's is ready, if tiered.
+    pub fn quick(&self) -> Option<&Arc<dyn Target>> {
+        self.quick.as_ref()
+    }
+}
+
+/// Refuse `function` where it needs something `target` cannot do: a parallel loop on a
+/// unit it does not run, emitted entries, atomics, scratch arrays or helper calls it does
+/// not have.
+pub fn check(function: &Function, target: &dyn Target) -> Result<(), BackendError> {
+    check_capabilities(function, target.name(), &target.capabilities())
+}
+
+/// [`check`] for the target named `target` with capabilities `can`.
+pub fn check_capabilities(
+    function: &Function,
+    target: &'static str,
+    can: &Capabilities,
+) -> Result<(), BackendError> {
+    let refuse = |reason: String| BackendError {
+        backend: target,
+        reason,
+    };
+    let mut needs: Option<String> = None;
+    visit::walk_stmts(&function.body, &mut |s| {
+        if needs.is_some() {
+            return;
+        }
+        needs = match s {
+            Stmt::For(Loop {
+                kind: LoopKind::Parallel { unit, .. },
+                ..
+            }) if !can.units.contains(unit) => Some(unit_refusal(*unit, can.units)),
+            Stmt::For(Loop {
+                kind: LoopKind::Parallel { locals, .. },
+                ..
+            }) if !can.scratch && !locals.is_empty() => Some(SCRATCH.into()),
+            Stmt::Emit { .. } if !can.emitting => {
+                Some("the kernel emits output entries, which this target cannot append".into())
+            }
+            Stmt::Atomic(_) if !can.atomics => {
+                Some("the kernel updates its output atomically, which this target cannot".into())
+            }
+            _ => None,
+        };
+    });
+    if let Some(reason) = needs {
+        return Err(refuse(reason));
+    }
+    if !can.scratch && !function.locals.is_empty() {
+        return Err(refuse(SCRATCH.into()));
+    }
+    if !can.helpers {
+        if let Some(helper) = function.helpers().first() {
+            return Err(refuse(format!(
+                "the kernel calls the level helper `{}`, which this target cannot call",
+                helper.name
+            )));
+        }
+    }
+    Ok(())
+}
+
+const SCRATCH: &str = "the kernel needs scratch arrays, which this target cannot allocate";
+
+fn unit_refusal(unit: ParallelUnit, runs: &[ParallelUnit]) -> String {
+    let runs: Vec<String> = runs.iter().map(|u| format!("{u:?}")).collect();
+    let gpu = !matches!(unit, ParallelUnit::CpuThread | ParallelUnit::CpuVector);
+    let why = if gpu {
+        "which needs a GPU backend"
+    } else {
+        "which this target does not run"
+    };
+    format!(
+        "a loop is parallelized on {unit:?}, {why}; this target runs {}",
+        if runs.is_empty() {
+            "no parallel loops (use a serial schedule)".to_string()
+        } else {
+            runs.join(" and ")
+        }
+    )
+}
