@@ -51,8 +51,13 @@ pub fn source(args: &StatementArgs) -> Result<String> {
 fn generate(args: &StatementArgs) -> Result<(Statement, Lowered, c::CKernel)> {
     let problem = Problem::new(&args.expr, &args.spec, &[])?;
     let statement = problem.bind_with_default_size(PLACEHOLDER_SIZE)?;
-    let lowered = args.schedule.lower(&statement)?;
-    let generated = c::emit(&lowered.function).map_err(|e| Report::new(sparsec::Error::from(e)))?;
+    let mut lowered = args.schedule.lower(&statement)?;
+    // What a kernel compiled with the C target runs: the function after its passes.
+    let c_target = sparsec::kernel::Backend::C.targets(&Default::default());
+    let generated = c_target
+        .prepare(&mut lowered.function)
+        .and_then(|()| c::emit(&lowered.function))
+        .map_err(|e| Report::new(sparsec::Error::from(e)))?;
     Ok((statement, lowered, generated))
 }
 

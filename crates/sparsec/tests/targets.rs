@@ -14,13 +14,13 @@ use std::sync::Arc;
 use sparsec::codegen::c::CTarget;
 use sparsec::codegen::clif::CraneliftTarget;
 use sparsec::codegen::runtime::RawBuffer;
-use sparsec::ir::{Function, OutputMode, ParallelUnit};
+use sparsec::ir::{ArrayRef, Expr, Function, OperandId, OutputMode, ParallelUnit, Stmt, Store};
 use sparsec::jit::Toolchain;
 use sparsec::kernel::{lower_with_default_parallelism, Backend, Kernel};
 use sparsec::lower;
 use sparsec::notation::cin::Statement;
 use sparsec::schedule::Concrete;
-use sparsec::target::{Artifact, Capabilities, Listing, Target, Targets};
+use sparsec::target::{Artifact, Capabilities, Listing, Pass, Target, Targets};
 use sparsec::tensor::{Coo, Tensor, ValueType};
 use sparsec::Error;
 
@@ -28,6 +28,7 @@ use sparsec::Error;
 #[derive(Debug)]
 struct Toy {
     capabilities: Capabilities,
+    passes: &'static [Pass],
 }
 
 /// Serial CPU code (SIMD loops run as plain loops) that emits entries and allocates
@@ -51,6 +52,10 @@ impl Target for Toy {
 
     fn capabilities(&self) -> Capabilities {
         self.capabilities
+    }
+
+    fn passes(&self) -> &'static [Pass] {
+        self.passes
     }
 
     fn listing(&self, function: &Function) -> Result<Option<Listing>, Error> {
@@ -92,7 +97,10 @@ impl Artifact for ToyCode {
 }
 
 fn toy() -> Arc<dyn Target> {
-    Arc::new(Toy { capabilities: TOY })
+    Arc::new(Toy {
+        capabilities: TOY,
+        passes: &[],
+    })
 }
 
 /// `expr` over random inputs, lowered with no parallel loop.
@@ -195,6 +203,7 @@ fn targets_refuse_what_they_cannot_do_naming_it() {
             emitting: false,
             ..TOY
         },
+        passes: &[],
     });
     // A COO output: entries emitted, then sorted and packed.
     let spgemm = serial(
@@ -291,4 +300,63 @@ fn the_jit_pays_no_trials_for_versions_it_does_not_have() {
     assert_eq!(jit.run_version_trials(&refs, None, None).unwrap(), 0);
     assert_eq!(jit.sum_version(), None);
     compare_with_reference(&jit, &spmv.statement, &spmv.tensors, "JIT SpMV");
+}
+
+/// A pass that stores into an operand the function does not have.
+fn store_out_of_the_function(function: &mut Function) {
+    function.body.push(Stmt::Store(Store {
+        array: ArrayRef::Values(OperandId(99)),
+        index: Expr::Int(0),
+        value: Expr::Float(1.0),
+        accumulate: false,
+    }));
+}
+
+/// A target's passes run before both tiers compile; the C target's (gathered-sum versions,
+/// prefetch hints) are its own, so the JIT alone compiles the function as lowering left
+/// it, and in debug builds a pass that breaks the IR is named.
+#[test]
+fn targets_own_their_passes() {
+    let spmv = spmv();
+    let default = lower_with_default_parallelism(&Concrete::new(&spmv.statement).unwrap()).unwrap();
+    let kernel = |backend: Backend| {
+        Kernel::from_lowered(
+            spmv.statement.clone(),
+            default.clone(),
+            ValueType::F64,
+            &Toolchain::default(),
+            backend,
+        )
+        .unwrap()
+    };
+    let c = kernel(Backend::C);
+    assert!(c.kernel_source().contains("sum_version"), "{}", c.source());
+    // Back to the JIT: its function is lowering's, not the C target's.
+    let jit = c.with_backend(Backend::Jit).unwrap();
+    assert!(
+        !jit.kernel_source().contains("sum_version"),
+        "{}",
+        jit.source()
+    );
+    compare_with_reference(&jit, &spmv.statement, &spmv.tensors, "JIT, no passes");
+    // Tiered, the JIT's code runs the C target's function: one argument layout.
+    let tiered = kernel(Backend::Tiered);
+    assert!(tiered.kernel_source().contains("sum_version"));
+    compare_with_reference(&tiered, &spmv.statement, &spmv.tensors, "tiered");
+
+    let breaking: Arc<dyn Target> = Arc::new(Toy {
+        capabilities: TOY,
+        passes: &[Pass {
+            name: "store out of the function",
+            run: store_out_of_the_function,
+        }],
+    });
+    let refused = spmv.kernel(Targets::one(breaking));
+    if cfg!(debug_assertions) {
+        let refused = refused.err().expect("invalid IR is refused").to_string();
+        assert!(
+            refused.contains("toy backend") && refused.contains("store out of the function"),
+            "{refused}"
+        );
+    }
 }

@@ -9,7 +9,8 @@ use crate::schedule::Concrete;
 /// A tensor of a test statement: name, format, dimensions.
 pub type Decl<'a> = (&'a str, &'a str, &'a [usize]);
 
-/// `expr` lowered with the default schedule, its tensors `(name, format, dims)`.
+/// `expr` lowered with the default schedule, then the C target's passes, its tensors
+/// `(name, format, dims)`.
 pub fn lowered(expr: &str, tensors: &[Decl]) -> Lowered {
     let decls: Vec<TensorDecl> = tensors
         .iter()
@@ -20,5 +21,9 @@ pub fn lowered(expr: &str, tensors: &[Decl]) -> Lowered {
         })
         .collect();
     let statement = notation::bind(&notation::parse(expr).unwrap(), &decls, &[]).unwrap();
-    lower_with_default_parallelism(&Concrete::new(&statement).unwrap()).unwrap()
+    let mut lowered = lower_with_default_parallelism(&Concrete::new(&statement).unwrap()).unwrap();
+    for pass in crate::codegen::c::PASSES {
+        (pass.run)(&mut lowered.function);
+    }
+    lowered
 }

@@ -41,7 +41,7 @@ use crate::codegen::c::CTarget;
 use crate::codegen::clif::CraneliftTarget;
 use crate::codegen::runtime::{sys, RawBuffer};
 use crate::ir::gather::SumVersion;
-use crate::ir::{ArrayKind, ArrayRef, IndexWidth, OutputMode, ScalarArg, Signature};
+use crate::ir::{ArrayKind, ArrayRef, Function, IndexWidth, OutputMode, ScalarArg, Signature};
 use crate::jit::Toolchain;
 use crate::lower::{self, LowerError, Lowered};
 use crate::notation::cin::Statement;
@@ -105,7 +105,11 @@ impl Backend {
 pub struct Kernel {
     statement: Statement,
     threads: usize,
+    /// The statement lowered, after the main target's passes.
     lowered: Lowered,
+    /// The function as lowering left it, before any target's passes, for
+    /// [`Kernel::with_targets`].
+    neutral: Function,
     /// The layout of the arguments of every call, whichever target's code runs.
     signature: Signature,
     /// The source text, printed on first use (see [`Kernel::source`]).
@@ -210,8 +214,9 @@ impl Kernel {
         Kernel::from_lowered_on(statement, lowered, value_type, toolchain, targets)
     }
 
-    /// Compile a lowered statement with `targets` (`toolchain` compiles the library that
-    /// lends conversions an OpenMP team, whatever the targets).
+    /// Compile a lowered statement with `targets`, after the main target's passes
+    /// ([`Targets::prepare`]); `toolchain` compiles the library that lends conversions an
+    /// OpenMP team, whatever the targets.
     pub fn from_lowered_on(
         statement: Statement,
         mut lowered: Lowered,
@@ -219,6 +224,8 @@ impl Kernel {
         toolchain: &Toolchain,
         targets: Targets,
     ) -> Result<Kernel, Error> {
+        let neutral = lowered.function.clone();
+        targets.prepare(&mut lowered.function)?;
         lowered.function.set_value_type(value_type);
         lowered.function.narrow_arrays = narrow_arrays(&lowered, &statement);
         let code = Tiers::compile(&lowered.function, &targets)?;
@@ -228,6 +235,7 @@ impl Kernel {
             statement,
             threads: default_threads(),
             lowered,
+            neutral,
             signature,
             listing: OnceLock::new(),
             value_type,
@@ -278,9 +286,13 @@ impl Kernel {
     /// The same kernel compiled with `targets` (its threads and sum versions kept).
     pub fn with_targets(self, targets: Targets) -> Result<Kernel, Error> {
         let threads = self.threads;
+        let lowered = Lowered {
+            function: self.neutral.clone(),
+            ..self.lowered.clone()
+        };
         let mut kernel = Kernel::from_lowered_on(
             self.statement.clone(),
-            self.lowered.clone(),
+            lowered,
             self.value_type,
             &self.toolchain,
             targets,

@@ -335,9 +335,8 @@ pub fn lower(plan: &Concrete) -> Result<Lowered, LowerError> {
             crate::ir::rows::place_rows(&mut function, &layout);
         }
     }
-    crate::ir::gather::vectorise_gathered_sums(&mut function);
-    crate::ir::prefetch::prefetch_located_rows(&mut function);
-    crate::ir::prefetch::prefetch_gathered_elements(&mut function);
+    // The CPU's gathered-sum versions and prefetch hints are the C target's passes
+    // (`codegen::c::PASSES`), run when a kernel is compiled.
     if cfg!(debug_assertions) {
         crate::ir::verify(&function).map_err(|e| LowerError(e.to_string()))?;
     }

@@ -41,6 +41,23 @@ pub struct Capabilities {
     pub sum_versions: bool,
 }
 
+/// A rewrite of a lowered function that a target runs before compiling it: shared
+/// lowering ends with the target-neutral passes, and what pays only on some hardware
+/// (the CPU's gathered-sum versions and prefetch hints) is the target's.
+#[derive(Clone, Copy)]
+pub struct Pass {
+    /// The name an invalid result is reported with.
+    pub name: &'static str,
+    /// The rewrite.
+    pub run: fn(&mut Function),
+}
+
+impl fmt::Debug for Pass {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name)
+    }
+}
+
 /// A backend: compiles a lowered function to code with the kernel ABI.
 pub trait Target: Send + Sync + fmt::Debug {
     /// The name errors and reports give it (`C`, `JIT`).
@@ -48,6 +65,12 @@ pub trait Target: Send + Sync + fmt::Debug {
 
     /// What its code can do.
     fn capabilities(&self) -> Capabilities;
+
+    /// The passes it runs, in order, over a lowered function before compiling it (see
+    /// [`Targets::prepare`]); none by default.
+    fn passes(&self) -> &'static [Pass] {
+        &[]
+    }
 
     /// Compile `function`, which [`check`] has accepted for this target.
     fn compile(&self, function: &Function) -> Result<Arc<dyn Artifact>, Error>;
@@ -138,6 +161,22 @@ impl Targets {
     /// The target whose code runs until the main one's is ready, if tiered.
     pub fn quick(&self) -> Option<&Arc<dyn Target>> {
         self.quick.as_ref()
+    }
+
+    /// Run the main target's passes over a lowered `function`: the code of both tiers is
+    /// compiled from the result, so that they share one argument layout. In debug builds
+    /// each pass's result is verified, and an invalid one names the pass.
+    pub fn prepare(&self, function: &mut Function) -> Result<(), BackendError> {
+        for pass in self.main.passes() {
+            (pass.run)(function);
+            if cfg!(debug_assertions) {
+                crate::ir::verify(function).map_err(|e| BackendError {
+                    backend: self.main.name(),
+                    reason: format!("its pass `{}` produced invalid IR: {e}", pass.name),
+                })?;
+            }
+        }
+        Ok(())
     }
 }
 

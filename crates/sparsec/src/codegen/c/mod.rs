@@ -30,7 +30,7 @@ use crate::ir::{
     Signature, Stmt, Type,
 };
 use expr::expr;
-pub use target::{listing, CTarget, CAPABILITIES, NAME};
+pub use target::{listing, CTarget, CAPABILITIES, NAME, PASSES};
 use threads::{balanced_work, reduction_clauses};
 
 /// Generated C source and its argument layout.

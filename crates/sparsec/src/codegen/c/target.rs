@@ -7,9 +7,9 @@ use std::sync::Arc;
 use super::{emit, CKernel, ENTRY};
 use crate::codegen::abi::{BackendError, EntryFn};
 use crate::codegen::runtime::RawBuffer;
-use crate::ir::{Function, ParallelUnit};
+use crate::ir::{gather, prefetch, Function, ParallelUnit};
 use crate::jit::{self, Library, Toolchain};
-use crate::target::{Artifact, Capabilities, Listing, Target};
+use crate::target::{Artifact, Capabilities, Listing, Pass, Target};
 use crate::Error;
 
 /// The target's name in errors and reports.
@@ -25,6 +25,25 @@ pub const CAPABILITIES: Capabilities = Capabilities {
     helpers: true,
     sum_versions: true,
 };
+
+/// The CPU passes the C target runs before printing: gathered dot products get a version
+/// in SIMD lanes and one with hardware gathers (chosen per call, see [`gather`]), loops
+/// that locate rows prefetch them, and sums over scattered elements prefetch those
+/// (see [`prefetch`]).
+pub const PASSES: &[Pass] = &[
+    Pass {
+        name: "vectorise gathered sums",
+        run: gather::vectorise_gathered_sums,
+    },
+    Pass {
+        name: "prefetch located rows",
+        run: prefetch::prefetch_located_rows,
+    },
+    Pass {
+        name: "prefetch gathered elements",
+        run: prefetch::prefetch_gathered_elements,
+    },
+];
 
 /// The translation unit [`emit`] prints for `function`.
 pub fn listing(function: &Function) -> Result<Listing, BackendError> {
@@ -60,6 +79,10 @@ impl Target for CTarget {
 
     fn capabilities(&self) -> Capabilities {
         CAPABILITIES
+    }
+
+    fn passes(&self) -> &'static [Pass] {
+        PASSES
     }
 
     fn listing(&self, function: &Function) -> Result<Option<Listing>, Error> {
