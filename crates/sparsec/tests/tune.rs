@@ -374,7 +374,7 @@ fn fast_kernels_are_timed_for_a_minimum_time() {
 
 /// A kernel that measures the versions of its sums (SpMV's rows) has chosen one before its
 /// timed runs: three timed runs are three runs of the chosen version, not trials of the
-/// others (which take up to a few hundred runs).
+/// others (which take up to a few hundred runs). The JIT's, without versions, runs none.
 #[test]
 fn timed_runs_follow_the_kernels_choice_of_sums() {
     let (space, tensors) = random_spmv(5, 1);
@@ -390,7 +390,9 @@ fn timed_runs_follow_the_kernels_choice_of_sums() {
             .measure(&space, &default, Patience::default())
             .unwrap();
         assert_eq!(m.runs, 3, "{backend:?}: {m:?}");
-        assert!(m.sums.is_some(), "{backend:?}: no version chosen: {m:?}");
+        // The JIT's code has no versions of the sums: it measures and chooses none.
+        let chose = backend == Backend::C;
+        assert_eq!(m.sums.is_some(), chose, "{backend:?}: {m:?}");
     }
 }
 

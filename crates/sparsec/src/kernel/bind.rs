@@ -148,7 +148,7 @@ impl Kernel {
     /// `inputs[n - 1]`), in the slots of the function's signature. The pointers are valid
     /// while `output` and the storage the inputs view live, and `output` is not touched.
     pub(super) fn arguments(&self, output: &mut Tensor, inputs: &[Input<'_>]) -> Arguments {
-        let signature = &self.signature;
+        let signature = self.compiled.signature();
         let mut narrow = BTreeSet::new();
         let mut arrays = Vec::with_capacity(signature.arrays.len());
         let params;

@@ -29,7 +29,7 @@ mod run;
 mod team;
 pub use output::Assembled;
 pub use run::KernelInput;
-pub(crate) mod variants;
+mod variants;
 mod versions;
 pub use versions::{SumVersions, MAX_TRIAL_RUNS};
 
@@ -41,7 +41,7 @@ use crate::codegen::c::CTarget;
 use crate::codegen::clif::CraneliftTarget;
 use crate::codegen::runtime::{sys, RawBuffer};
 use crate::ir::gather::SumVersion;
-use crate::ir::{ArrayKind, ArrayRef, Function, IndexWidth, OutputMode, ScalarArg, Signature};
+use crate::ir::{ArrayKind, ArrayRef, Function, IndexWidth, OutputMode, ScalarArg};
 use crate::jit::Toolchain;
 use crate::lower::{self, LowerError, Lowered};
 use crate::notation::cin::Statement;
@@ -50,7 +50,7 @@ use crate::schedule::{Concrete, OmpSchedule, ParallelUnit, RaceStrategy, Schedul
 use crate::target::{Artifact, Listing, Targets};
 use crate::tensor::{Tensor, ValueType};
 use crate::Error;
-use native::Tiers;
+use native::Compiled;
 
 /// Time spent in each phase of one run.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -110,21 +110,13 @@ pub struct Kernel {
     /// The function as lowering left it, before any target's passes, for
     /// [`Kernel::with_targets`].
     neutral: Function,
-    /// The layout of the arguments of every call, whichever target's code runs.
-    signature: Signature,
-    /// The source text, printed on first use (see [`Kernel::source`]).
-    listing: OnceLock<Listing>,
     value_type: ValueType,
-    /// The targets asked for.
-    targets: Targets,
     /// The C compiler, for [`Kernel::with_backend`] and the conversions' thread team.
     toolchain: Toolchain,
-    /// The native code runs call when the inputs' index arrays are as the kernel was
-    /// compiled for (every narrowable one `int32_t`, see [`Kernel::index_widths`]).
-    code: Tiers,
-    /// Code compiled on first use for inputs with other index widths, by the set of
-    /// `int32_t` arrays it reads (with the same targets).
-    variants: variants::WidthVariants<Tiers>,
+    /// The function compiled by the targets asked for: its main code runs when the
+    /// inputs' index arrays are as the kernel was compiled for (every narrowable one
+    /// `int32_t`, see [`Kernel::index_widths`]), variants for other widths.
+    compiled: Compiled,
     /// Entry buffers of the last run, kept so that later runs do not grow them again.
     spare_buffers: Mutex<Vec<RawBuffer>>,
     /// Whether long sparse outputs are placed faster on one thread or on threads, learnt
@@ -228,21 +220,17 @@ impl Kernel {
         targets.prepare(&mut lowered.function)?;
         lowered.function.set_value_type(value_type);
         lowered.function.narrow_arrays = narrow_arrays(&lowered, &statement);
-        let code = Tiers::compile(&lowered.function, &targets)?;
-        let signature = lowered.function.signature();
-        let sum_versions = versions::SumVersionControl::new(&lowered.function, &signature);
+        let compiled = Compiled::new(&lowered.function, targets)?;
+        let sum_versions =
+            versions::SumVersionControl::new(&lowered.function, compiled.signature());
         Ok(Kernel {
             statement,
             threads: default_threads(),
             lowered,
             neutral,
-            signature,
-            listing: OnceLock::new(),
             value_type,
-            targets,
             toolchain: toolchain.clone(),
-            code,
-            variants: variants::WidthVariants::new(),
+            compiled,
             spare_buffers: Mutex::new(Vec::new()),
             placement: placement::PlacementPace::default(),
             team: OnceLock::new(),
@@ -254,7 +242,8 @@ impl Kernel {
     /// (inputs with other widths run code compiled for them on first use).
     pub fn index_widths(&self) -> Vec<(ArrayRef, IndexWidth)> {
         let function = &self.lowered.function;
-        self.signature
+        self.compiled
+            .signature()
             .arrays
             .iter()
             .filter(|a| matches!(a, ArrayRef::Level { operand, .. } if operand.0 > 0))
@@ -266,15 +255,7 @@ impl Kernel {
     /// the main code, or a variant compiled (with the same targets) the first time inputs
     /// of these widths arrive.
     fn code_for(&self, narrow: &BTreeSet<ArrayRef>) -> Result<Arc<dyn Artifact>, Error> {
-        if *narrow == self.lowered.function.narrow_arrays {
-            return Ok(self.code.current());
-        }
-        let tiers = self
-            .variants
-            .get_or_compile(&self.lowered.function, narrow, |f| {
-                Tiers::compile(f, &self.targets)
-            })?;
-        Ok(tiers.current())
+        self.compiled.code_for(&self.lowered.function, narrow)
     }
 
     /// The same kernel compiled with `backend` (its threads and sum versions kept).
@@ -304,26 +285,20 @@ impl Kernel {
 
     /// The targets asked for.
     pub fn targets(&self) -> &Targets {
-        &self.targets
+        self.compiled.targets()
     }
 
     /// The name of the target whose code runs now (for a tiered kernel, the quick
     /// target's until the main target's code is ready).
     pub fn running_target(&self) -> &'static str {
-        self.code.current().target()
+        self.compiled.current().target()
     }
 
     /// Wait until a tiered kernel's background compilation has finished and run its code
     /// from now on. An error says why it failed (the quick code then keeps running); for
     /// one target there is nothing to wait for.
     pub fn finish_compiling(&self) -> Result<(), Error> {
-        self.code.finish().map_err(|reason| {
-            Error::Input(format!(
-                "the {} target's code could not replace the {}'s: {reason}",
-                self.targets.main().name(),
-                self.targets.quick().map_or("quick target", |t| t.name()),
-            ))
-        })
+        self.compiled.finish_compiling()
     }
 
     /// The checked statement.
@@ -344,8 +319,7 @@ impl Kernel {
     }
 
     fn listing(&self) -> &Listing {
-        self.listing
-            .get_or_init(|| native::listing(&self.targets, &self.lowered.function))
+        self.compiled.listing(&self.lowered.function)
     }
 
     /// The loops, outermost first, by name.
@@ -370,8 +344,12 @@ impl Kernel {
     /// Balanced loops may use fewer on small inputs.
     pub fn threads_used(&self) -> usize {
         // The signature computed once, not the function's walked again on every run.
-        let on_threads = self.signature.scalars.contains(&ScalarArg::Threads);
-        if on_threads && self.code.current().capabilities().threads {
+        let on_threads = self
+            .compiled
+            .signature()
+            .scalars
+            .contains(&ScalarArg::Threads);
+        if on_threads && self.compiled.current().capabilities().threads {
             self.threads
         } else {
             1
@@ -404,7 +382,7 @@ impl Kernel {
     /// that should see only the chosen version runs the trials first
     /// ([`Kernel::run_version_trials`]).
     pub fn measuring_versions(&self) -> bool {
-        self.sum_versions.measuring() && self.code.current().capabilities().sum_versions
+        self.sum_versions.measuring() && self.compiled.current().capabilities().sum_versions
     }
 
     /// Run on `inputs` (adding into `initial` as [`Kernel::run_timed`] does) until the
@@ -437,7 +415,7 @@ impl Kernel {
     /// True when the code that runs now was compiled for this kernel rather than found in
     /// the cache (always, for the JIT's code).
     pub fn was_compiled(&self) -> bool {
-        self.code.current().was_compiled()
+        self.compiled.current().was_compiled()
     }
 
     /// How the kernel delivers its output: in place (dense), as emitted entries that are

@@ -1,19 +1,133 @@
-//! The code a kernel calls and, tiered, the switch from a quick target's code to the main
-//! target's once its background compilation has finished.
+//! The kernel core every front end shares ([`Compiled`]): a lowered function compiled by
+//! its targets, the code that runs now and, tiered, the switch from a quick target's code
+//! to the main target's once its background compilation has finished; the variants for
+//! other index widths; the argument layout; the listing; and the checked call.
 
-use std::sync::{Arc, Mutex};
+use std::collections::BTreeSet;
+use std::sync::{Arc, Mutex, OnceLock};
 use std::thread::JoinHandle;
 
+use super::bind::Arguments;
+use super::variants::WidthVariants;
+use crate::codegen::abi;
 use crate::codegen::c;
-use crate::ir::Function;
+use crate::codegen::runtime::RawBuffer;
+use crate::ir::{ArrayRef, Function, Signature};
 use crate::target::{self, Artifact, Listing, Targets};
 use crate::Error;
+
+/// A lowered function compiled by its targets, with what running it needs whatever the
+/// front end: `Kernel` (index notation) and `SpfKernel` (sparse polyhedral) each hold one
+/// beside their own binding of inputs to arguments.
+pub(crate) struct Compiled {
+    targets: Targets,
+    /// The layout of the arguments of every call, whichever target's code runs.
+    signature: Signature,
+    /// The code for inputs whose index arrays are as the function was compiled for.
+    code: Tiers,
+    /// Code compiled on first use for inputs with other index widths, by the set of
+    /// `int32_t` arrays it reads (with the same targets).
+    variants: WidthVariants<Tiers>,
+    /// The source text, printed on first use.
+    listing: OnceLock<Listing>,
+}
+
+impl Compiled {
+    /// `function` (after its main target's passes) compiled by `targets`.
+    pub(crate) fn new(function: &Function, targets: Targets) -> Result<Compiled, Error> {
+        Ok(Compiled {
+            code: Tiers::compile(function, &targets)?,
+            signature: function.signature(),
+            targets,
+            variants: WidthVariants::new(),
+            listing: OnceLock::new(),
+        })
+    }
+
+    /// The targets it was compiled with.
+    pub(crate) fn targets(&self) -> &Targets {
+        &self.targets
+    }
+
+    /// Where each argument goes.
+    pub(crate) fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    /// The code that runs now for inputs of the widths compiled for.
+    pub(crate) fn current(&self) -> Arc<dyn Artifact> {
+        self.code.current()
+    }
+
+    /// The code of `function` that reads the `narrow` arrays as `int32_t` and the others
+    /// as `int64_t`: the main code, or a variant compiled the first time inputs of these
+    /// widths arrive.
+    pub(crate) fn code_for(
+        &self,
+        function: &Function,
+        narrow: &BTreeSet<ArrayRef>,
+    ) -> Result<Arc<dyn Artifact>, Error> {
+        if *narrow == function.narrow_arrays {
+            return Ok(self.code.current());
+        }
+        let tiers = self
+            .variants
+            .get_or_compile(function, narrow, |f| Tiers::compile(f, &self.targets))?;
+        Ok(tiers.current())
+    }
+
+    /// Wait until a tiered compilation has finished and run its code from now on; an
+    /// error says why it failed (the quick code then keeps running).
+    pub(crate) fn finish_compiling(&self) -> Result<(), Error> {
+        self.code.finish().map_err(|reason| {
+            Error::Input(format!(
+                "the {} target's code could not replace the {}'s: {reason}",
+                self.targets.main().name(),
+                self.targets.quick().map_or("quick target", |t| t.name()),
+            ))
+        })
+    }
+
+    /// The source text of `function` as the targets print it (see [`listing`]).
+    pub(crate) fn listing(&self, function: &Function) -> &Listing {
+        self.listing
+            .get_or_init(|| listing(&self.targets, function))
+    }
+}
+
+/// Call `code` of `function` with `arguments` and one entry buffer per thread in
+/// `buffers`; a nonzero status becomes the failed assumption's message, or says that the
+/// kernel ran out of memory `what` (for what it allocates).
+///
+/// # Safety
+/// Every pointer of `arguments` addresses live storage of the operand its slot names, of
+/// the width `code` reads; only the output is written through them.
+pub(crate) unsafe fn call(
+    code: &dyn Artifact,
+    function: &Function,
+    arguments: &mut Arguments,
+    buffers: &mut [RawBuffer],
+    what: &str,
+) -> Result<(), Error> {
+    // SAFETY: as the caller promises; `buffers` holds one buffer per thread.
+    let status = unsafe {
+        code.call(
+            arguments.arrays.as_mut_ptr(),
+            arguments.params.as_ptr(),
+            buffers.as_mut_ptr(),
+        )
+    };
+    match status {
+        0 => Ok(()),
+        _ => Err(Error::Input(abi::failure(function, status, what))),
+    }
+}
 
 /// A background compilation: the main target's code, or why there is none.
 type Compilation = JoinHandle<Result<Arc<dyn Artifact>, Error>>;
 
 /// The code a kernel calls now and, tiered, the compilation that will replace it.
-pub(crate) struct Tiers {
+struct Tiers {
     current: Mutex<Arc<dyn Artifact>>,
     pending: Mutex<Option<Compilation>>,
     /// Why the main target's code could not replace the quick one's, once known.
@@ -26,7 +140,7 @@ impl Tiers {
     /// it, else the quick target's code now and the main one's as soon as a background
     /// compilation finishes. Where the main target fails, the quick code stays and
     /// [`Tiers::finish`] says why; what the quick target cannot compile waits for the main.
-    pub(crate) fn compile(function: &Function, targets: &Targets) -> Result<Tiers, Error> {
+    fn compile(function: &Function, targets: &Targets) -> Result<Tiers, Error> {
         let main = targets.main();
         target::check(function, main.as_ref())?;
         let Some(quick) = targets.quick() else {
@@ -71,7 +185,7 @@ impl Tiers {
     }
 
     /// The code to call now: the main target's once its compilation has finished.
-    pub(crate) fn current(&self) -> Arc<dyn Artifact> {
+    fn current(&self) -> Arc<dyn Artifact> {
         let finished = {
             let mut pending = self.pending.lock().expect("tiers");
             match pending.as_ref() {
@@ -87,7 +201,7 @@ impl Tiers {
 
     /// Wait for a compilation under way and switch to its code; the reason it failed, if it
     /// did (the quick code then stays).
-    pub(crate) fn finish(&self) -> Result<(), String> {
+    fn finish(&self) -> Result<(), String> {
         let pending = self.pending.lock().expect("tiers").take();
         if let Some(handle) = pending {
             self.install(handle);
@@ -113,7 +227,7 @@ impl Tiers {
 /// The source text of `function` as `targets` print it: the main target's, else the quick
 /// one's; where neither prints one (the JIT), the C backend's, for reading. A function no
 /// target prints gets a comment that says why.
-pub(crate) fn listing(targets: &Targets, function: &Function) -> Listing {
+fn listing(targets: &Targets, function: &Function) -> Listing {
     let printed = std::iter::once(targets.main())
         .chain(targets.quick())
         .find_map(|t| t.listing(function).transpose());

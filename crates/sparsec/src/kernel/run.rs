@@ -6,9 +6,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::bind::Arguments;
+use super::native;
 use super::output::{self, OutputStructure, Produced};
 use super::{Assembled, Kernel, Timings};
-use crate::codegen::abi;
 use crate::codegen::runtime::{sys, RawBuffer};
 use crate::ir::OutputMode;
 use crate::tensor::{Coo, Rows, Tensor, TensorView};
@@ -210,7 +210,7 @@ impl Kernel {
             format: &out.format,
             value_type: self.value_type,
         };
-        let signature = &self.signature;
+        let signature = self.compiled.signature();
         output::place_rows(
             &target,
             signature,
@@ -253,23 +253,25 @@ impl Kernel {
         // SAFETY: every pointer addresses storage of the operand its slot names and stays
         // alive (owned by the caller's operands) for the call; the output's values are
         // written through the only mutable pointer, whose tensor is not aliased elsewhere.
-        let status = unsafe {
-            code.call(
-                arguments.arrays.as_mut_ptr(),
-                arguments.params.as_ptr(),
-                buffers.as_mut_ptr(),
+        let called = unsafe {
+            native::call(
+                code.as_ref(),
+                &self.lowered.function,
+                arguments,
+                &mut buffers,
+                "while producing its output",
             )
         };
-        if status == 0 {
-            self.sum_versions.finish(trial, started.elapsed());
-            return Ok(buffers);
+        match called {
+            Ok(()) => {
+                self.sum_versions.finish(trial, started.elapsed());
+                Ok(buffers)
+            }
+            Err(e) => {
+                self.keep_buffers(buffers);
+                Err(e)
+            }
         }
-        self.keep_buffers(buffers);
-        Err(Error::Input(abi::failure(
-            &self.lowered.function,
-            status,
-            "while producing its output",
-        )))
     }
 
     /// The entries the kernel emitted into `buffers`, in order, then for `+=` statements

@@ -6,25 +6,23 @@
 use std::borrow::Cow;
 use std::collections::BTreeSet;
 use std::ffi::c_void;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use super::codegen::{self, Extra, Lowered};
 use super::parse::{Dim, Program, UfArray};
 use super::{parse_program, SpfError};
-use crate::codegen::abi;
 use crate::codegen::runtime::{sys, RawBuffer};
 use crate::format::Format;
 use crate::format::IndexArray;
-use crate::ir::{ArrayKind, ArrayRef, OutputMode, ParamRef, ScalarArg, Signature};
+use crate::ir::{ArrayKind, ArrayRef, OutputMode, ParamRef, ScalarArg};
 use crate::jit::Toolchain;
 use crate::kernel::bind::{cast_values, Arguments};
 use crate::kernel::default_threads;
-use crate::kernel::native::{self, Tiers};
+use crate::kernel::native::{self, Compiled};
 use crate::kernel::output::{place_rows, stored_sparse_entries, PlacedOutput};
 use crate::kernel::placement::PlacementPace;
-use crate::kernel::variants::WidthVariants;
 use crate::kernel::Backend;
-use crate::target::{Artifact, Listing, Targets};
+use crate::target::{Artifact, Targets};
 use crate::tensor::{Coo, IndexWidth, Tensor, ValueType, Values};
 use crate::Error;
 
@@ -32,17 +30,10 @@ use crate::Error;
 pub struct SpfKernel {
     program: Program,
     lowered: Lowered,
-    /// The layout of the arguments of every call.
-    signature: Signature,
-    /// The source text, printed on first use.
-    listing: OnceLock<Listing>,
-    targets: Targets,
-    /// The code that reads every index array as `int64_t`.
-    code: Tiers,
-    /// Code for inputs with some `int32_t` index arrays, by the set of those arrays:
-    /// compiled the first time such inputs arrive, so that inputs are read in place
-    /// rather than widened on every call.
-    variants: WidthVariants<Tiers>,
+    /// The function compiled: its main code reads every index array as `int64_t`, and
+    /// code for inputs with some `int32_t` index arrays is compiled the first time such
+    /// inputs arrive, so that inputs are read in place rather than widened on every call.
+    compiled: Compiled,
     threads: usize,
     /// Values of the `param` symbols, by name.
     params: Vec<(String, i64)>,
@@ -63,15 +54,10 @@ impl SpfKernel {
         let with_source = |e: SpfError| Error::Spf(e.in_source(name, text));
         let program = parse_program(text).map_err(with_source)?;
         let lowered = codegen::lower(&program).map_err(with_source)?;
-        let code = Tiers::compile(&lowered.function, &targets)?;
         Ok(SpfKernel {
             program,
-            signature: lowered.function.signature(),
+            compiled: Compiled::new(&lowered.function, targets)?,
             lowered,
-            listing: OnceLock::new(),
-            targets,
-            code,
-            variants: WidthVariants::new(),
             threads: default_threads(),
             params: Vec::new(),
             placement: PlacementPace::default(),
@@ -80,29 +66,18 @@ impl SpfKernel {
 
     /// The code that reads the `narrow` arrays as `int32_t` and the others as `int64_t`.
     fn code_for(&self, narrow: &BTreeSet<ArrayRef>) -> Result<Arc<dyn Artifact>, Error> {
-        if narrow.is_empty() {
-            return Ok(self.code.current());
-        }
-        let tiers = self
-            .variants
-            .get_or_compile(&self.lowered.function, narrow, |f| {
-                Tiers::compile(f, &self.targets)
-            })?;
-        Ok(tiers.current())
+        self.compiled.code_for(&self.lowered.function, narrow)
     }
 
     /// The source text of the generated code: the C translation unit (for targets that
     /// print none, the C backend's, for reading).
     pub fn source(&self) -> &str {
-        &self
-            .listing
-            .get_or_init(|| native::listing(&self.targets, &self.lowered.function))
-            .text
+        &self.compiled.listing(&self.lowered.function).text
     }
 
     /// The name of the target whose code runs now.
     pub fn running_target(&self) -> &'static str {
-        self.code.current().target()
+        self.compiled.current().target()
     }
 
     /// The lowered computation (its IR function and argument bindings).
@@ -314,7 +289,7 @@ impl SpfKernel {
             }
         };
         let mut params: Vec<i64> = Vec::new();
-        for arg in &self.signature.scalars {
+        for arg in &self.compiled.signature().scalars {
             params.push(match *arg {
                 ScalarArg::Param(ParamRef::Extent(n)) if n < symbols.len() => symbols[n],
                 ScalarArg::Param(ParamRef::Extent(n)) => {
@@ -350,7 +325,7 @@ impl SpfKernel {
         };
         let mut arrays: Vec<*mut c_void> = Vec::new();
         let mut narrow = BTreeSet::new();
-        for a in &self.signature.arrays {
+        for a in &self.compiled.signature().arrays {
             arrays.push(match *a {
                 ArrayRef::Values(op) if op.0 == 0 => output_values,
                 ArrayRef::Values(op) => match operands[op.0 - 1].values() {
@@ -398,7 +373,7 @@ impl SpfKernel {
                 format,
                 value_type: ValueType::F64,
             };
-            let signature = &self.signature;
+            let signature = self.compiled.signature();
             let expected =
                 stored_sparse_entries(operands.iter().map(|t| (t.format(), t.values().len())));
             let rows = place_rows(
@@ -430,11 +405,13 @@ impl SpfKernel {
         // the output, or the rows being placed), alive for the call, and `code` reads each
         // array at the width it has; the entry checks keep every index the kernel computes
         // inside the arrays (see `codegen`); only the output is written through its pointers.
-        let status = unsafe {
-            code.call(
-                arguments.arrays.as_mut_ptr(),
-                arguments.params.as_ptr(),
-                buffers.as_mut_ptr(),
+        let called = unsafe {
+            native::call(
+                code,
+                &self.lowered.function,
+                arguments,
+                &mut buffers,
+                "for its scratch arrays",
             )
         };
         let (coords, values) = RawBuffer::entries(&buffers, order);
@@ -443,18 +420,11 @@ impl SpfKernel {
             // none, and freeing null blocks is a no-op), no longer referenced.
             unsafe { sys::sparsec_buffer_free(b) };
         }
-        if status == 0 {
-            return Ok(Coo {
-                dims: Vec::new(),
-                coords,
-                values,
-            });
-        }
-        Err(Error::Input(abi::failure(
-            &self.lowered.function,
-            status,
-            "for its scratch arrays",
-        )))
+        called.map(|()| Coo {
+            dims: Vec::new(),
+            coords,
+            values,
+        })
     }
 
     fn symbol_index(&self, name: &str) -> usize {
