@@ -1,7 +1,7 @@
 //! Compiles the C runtime that generated kernels print (`src/codegen/runtime.c`) and the
 //! C helpers of level formats (`src/format/levels/*.c`) into the library as well, so Rust code calls and tests the very same functions
 //! (`sparsec::codegen::runtime`); and links isl, the integer set library of the SPF front
-//! end (`src/spf/isl/`).
+//! end (`src/polyhedral/isl/`).
 
 use std::path::Path;
 

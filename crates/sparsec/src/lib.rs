@@ -58,6 +58,7 @@ pub mod kernel;
 pub mod lower;
 pub mod memory;
 pub mod notation;
+pub mod polyhedral;
 pub mod reference;
 pub mod schedule;
 pub mod spf;

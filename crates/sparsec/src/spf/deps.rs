@@ -14,11 +14,11 @@
 //!   original schedules.
 
 use super::codegen::{classify, collect_accesses};
-use super::isl::Isl;
 use super::parse::{Access, BodyExpr, Program, Span, Statement, UfArray};
 use super::presburger::{Abstraction, Facts, UfFact};
 use super::set::{Affine, Constraint, Map, Relation0, Term};
 use super::SpfError;
+use crate::polyhedral::isl::Isl;
 
 /// What the analysis needs of a statement in execution coordinates.
 pub struct View<'a> {

@@ -10,7 +10,6 @@
 pub mod codegen;
 pub mod deps;
 pub mod exec;
-pub mod isl;
 pub mod parse;
 pub mod presburger;
 pub mod set;

@@ -16,8 +16,8 @@
 //! then conservative). Pairs whose arguments differ by a constant get a plain constraint;
 //! the others a disjunction, which isl splits into basic sets.
 
-use super::isl::{BasicSet, Isl, IslSet};
 use super::set::{Affine, Constraint, Relation0, Term};
+use crate::polyhedral::isl::{BasicSet, Isl, IslSet};
 
 /// What is known about one uninterpreted function.
 #[derive(Clone, Debug)]

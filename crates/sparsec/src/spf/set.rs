@@ -8,8 +8,8 @@
 
 use std::fmt;
 
-use super::isl::{Isl, IslSet};
 use super::presburger::{Abstraction, Facts};
+use crate::polyhedral::isl::{Isl, IslSet};
 
 /// A term of an affine expression.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]

@@ -22,7 +22,6 @@ use bounds::{ceil_div, floor_div};
 use scan::Leaf;
 use schedule::{schedule_statement, scheduled_views, transformed};
 
-use super::isl::Isl;
 use super::parse::{Access, BodyExpr, Dim, Program, Span, Statement, UfArray};
 use super::presburger::Abstraction;
 use super::set::{Affine, Constraint, Relation0, Term};
@@ -33,6 +32,7 @@ use crate::ir::{
     OmpSchedule, OperandId, OperandInfo, OutputMode, ParallelUnit, ParamRef, Scratch, Stmt, Store,
     Type, ValueType, Var,
 };
+use crate::polyhedral::isl::Isl;
 
 /// A run-time scalar the kernel receives beside the symbols (as an extent parameter).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

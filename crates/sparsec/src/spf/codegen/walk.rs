@@ -8,7 +8,7 @@
 
 use super::scan::{Column, Leaf, Prepared};
 use super::*;
-use crate::spf::isl::{Ast, AstExpr, AstOp};
+use crate::polyhedral::isl::{Ast, AstExpr, AstOp};
 use crate::spf::presburger::SYMBOL_PREFIX;
 
 /// What the walk of isl's AST knows at a node.

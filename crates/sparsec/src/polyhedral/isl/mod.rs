@@ -1,8 +1,9 @@
 //! A small safe binding to isl, the integer set library behind GCC Graphite, Polly and
-//! PPCG: exact Presburger operations on the affine part of SPF sets (emptiness,
-//! projection, union, simplification, transitive closure). Sets cross the boundary as isl's text syntax going
-//! in and as lists of integer constraints coming out, so nothing here knows about
-//! uninterpreted functions (that layer is [`super::presburger`]).
+//! PPCG: exact Presburger operations on the affine part of a front end's sets (emptiness,
+//! projection, union, simplification, transitive closure) and the AST isl scans them
+//! into. Sets cross the boundary as isl's text syntax going in and as lists of integer
+//! constraints coming out, so nothing here knows about uninterpreted functions (the SPF
+//! front end's layer over it is [`crate::spf::presburger`]).
 //!
 //! Every isl object is owned by one [`Isl`] context, which is not thread-safe; the wrappers
 //! hold a reference count on it and are neither `Send` nor `Sync`. isl is told to return
