@@ -10,8 +10,10 @@ use rand::{Rng, SeedableRng};
 
 use crate::schedule_gen;
 
-/// The names index variables are drawn from.
-const VAR_NAMES: [&str; 6] = ["i", "j", "k", "l", "m", "n"];
+/// The names index variables are drawn from, in order: statements of four or five
+/// variables name two of them with words other targets' languages reserve (CUDA's
+/// `threadIdx`, OpenCL C's `kernel`), which every target must print as it prints any name.
+const VAR_NAMES: [&str; 6] = ["i", "j", "k", "threadIdx", "kernel", "n"];
 /// The names input tensors are drawn from, in order of first use.
 const TENSOR_NAMES: [&str; 6] = ["A", "B", "C", "D", "E", "F"];
 /// The output tensor's name.

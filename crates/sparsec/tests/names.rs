@@ -81,3 +81,29 @@ fn schedule_variables_named_like_generated_code() {
         compare_with_reference(&kernel, &stmt, &tensors, schedule);
     }
 }
+
+/// Index variables and tensors named like words other targets' languages reserve (CUDA's
+/// `threadIdx` and `blockIdx`, C++'s `class` and `template`, OpenCL C's `kernel`,
+/// `global`, `local`, `half`) compile and compute on every target.
+#[test]
+fn names_reserved_by_other_targets_languages() {
+    use sparsec::kernel::Backend;
+    let mut r = rng(42);
+    // Output, matrix, vector, row and column variables.
+    for (y, a, x, i, j) in [
+        ("threadIdx", "blockIdx", "kernel", "global", "local"),
+        ("half", "class", "template", "kernel", "threadIdx"),
+    ] {
+        let expr = format!("{y}({i}) = {a}({i},{j}) * {x}({j})");
+        let matrix = random_coo(&mut r, &[9, 7], 0.4);
+        let vector = random_coo(&mut r, &[7], 1.0);
+        let (stmt, tensors) = statement(&expr, &[(a, "csr")], &[(a, matrix), (x, vector)], &[]);
+        for backend in [Backend::C, Backend::Jit] {
+            let kernel =
+                Kernel::from_statement(stmt.clone(), ValueType::F64, &Toolchain::default())
+                    .and_then(|k| k.with_backend(backend))
+                    .unwrap_or_else(|e| panic!("{expr} on {backend:?}: {e}"));
+            compare_with_reference(&kernel, &stmt, &tensors, &format!("{expr}, {backend:?}"));
+        }
+    }
+}

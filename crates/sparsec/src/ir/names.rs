@@ -1,87 +1,27 @@
 //! Printed names: one allocator gives every variable, array and parameter of a function a
-//! distinct C identifier made from its hint, so no user-chosen name (`t0`, `A_vals`,
-//! `int`) can collide with another name or with the runtime's.
+//! distinct identifier made from its hint, so no user-chosen name (`t0`, `A_vals`, `int`)
+//! can collide with another name, with the runtime's, or with a word the printing
+//! target's language reserves (each target passes its own list: C's keywords and library
+//! names for the C backend; CUDA's `threadIdx` or OpenCL's `kernel` for theirs).
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 use super::{ArrayRef, Function, OperandId, ParamRef, Scratch, Signature, Var};
 
-/// Hands out distinct identifiers.
-#[derive(Clone, Debug, Default)]
+/// Hands out distinct identifiers, none of them a reserved word of the target.
+#[derive(Clone, Debug)]
 pub struct NameAllocator {
+    reserved: &'static [&'static str],
     taken: HashSet<String>,
 }
 
-/// C keywords and the library names generated code may see.
-const RESERVED: &[&str] = &[
-    "auto",
-    "break",
-    "case",
-    "char",
-    "const",
-    "continue",
-    "default",
-    "do",
-    "double",
-    "else",
-    "enum",
-    "extern",
-    "float",
-    "for",
-    "goto",
-    "if",
-    "inline",
-    "int",
-    "long",
-    "register",
-    "restrict",
-    "return",
-    "short",
-    "signed",
-    "sizeof",
-    "static",
-    "struct",
-    "switch",
-    "typedef",
-    "union",
-    "unsigned",
-    "void",
-    "volatile",
-    "while",
-    "_Bool",
-    "bool",
-    "true",
-    "false",
-    "int64_t",
-    "int32_t",
-    "size_t",
-    "malloc",
-    "calloc",
-    "realloc",
-    "free",
-    "memset",
-    "memcpy",
-    "abs",
-    "fabs",
-    "sqrt",
-    "exp",
-    "log",
-    "pow",
-    "floor",
-    "ceil",
-    "fmin",
-    "fmax",
-    "main",
-    "arrays",
-    "params",
-    "out",
-    "omp_get_thread_num",
-];
-
 impl NameAllocator {
-    /// An allocator with nothing taken but the reserved words.
-    pub fn new() -> NameAllocator {
-        NameAllocator::default()
+    /// An allocator with nothing taken but the target's `reserved` words.
+    pub fn new(reserved: &'static [&'static str]) -> NameAllocator {
+        NameAllocator {
+            reserved,
+            taken: HashSet::new(),
+        }
     }
 
     /// A fresh identifier close to `hint`: its characters outside `[A-Za-z0-9_]` become
@@ -111,7 +51,7 @@ impl NameAllocator {
         }
         let mut name = base.clone();
         let mut n = 2;
-        while RESERVED.contains(&name.as_str()) || self.taken.contains(&name) {
+        while self.reserved.contains(&name.as_str()) || self.taken.contains(&name) {
             name = format!("{base}_{n}");
             n += 1;
         }
@@ -133,9 +73,14 @@ pub struct Names {
 
 impl Names {
     /// Name the signature's arguments first (`A2_pos`, `A1_size`, `i_size`), then the
-    /// variables and scratch arrays in creation order.
-    pub fn new(function: &Function, signature: &Signature) -> Names {
-        let mut alloc = NameAllocator::new();
+    /// variables and scratch arrays in creation order, avoiding the target's `reserved`
+    /// words.
+    pub fn new(
+        function: &Function,
+        signature: &Signature,
+        reserved: &'static [&'static str],
+    ) -> Names {
+        let mut alloc = NameAllocator::new(reserved);
         // `A2_pos`, `A1_size`: operand, level, what.
         let level_hint = |operand: OperandId, level: usize, what: &str| {
             format!("{}{level}_{what}", function.operands[operand.0].hint)
@@ -248,7 +193,7 @@ mod tests {
 
     #[test]
     fn fresh_names_are_distinct_identifiers() {
-        let mut a = NameAllocator::new();
+        let mut a = NameAllocator::new(&["int"]);
         assert_eq!(a.fresh("i"), "i");
         assert_eq!(a.fresh("i"), "i_2");
         assert_eq!(a.fresh("i"), "i_3");
@@ -261,6 +206,10 @@ mod tests {
         // Lowering's key syntax is not printed.
         assert_eq!(a.fresh("#\u{1}p\u{1}_begin"), "p_begin");
         assert_eq!(a.fresh("%\u{1}t0"), "t0");
+        // Only the target's words are reserved.
+        let mut cuda = NameAllocator::new(&["threadIdx", "class"]);
+        assert_eq!(cuda.fresh("threadIdx"), "threadIdx_2");
+        assert_eq!(cuda.fresh("int"), "int");
     }
 
     #[test]
@@ -308,7 +257,7 @@ mod tests {
             kind: LoopKind::Serial,
         })];
         let signature = f.signature();
-        let names = Names::new(&f, &signature);
+        let names = Names::new(&f, &signature, &[]);
         let mut all = vec![
             names.var(user).to_string(),
             names.var(user_t0).to_string(),

@@ -30,7 +30,7 @@ use crate::ir::{
     Signature, Stmt, Type,
 };
 use expr::expr;
-pub use target::{listing, CTarget, CAPABILITIES, NAME, PASSES};
+pub use target::{listing, CTarget, CAPABILITIES, NAME, PASSES, RESERVED_WORDS};
 use threads::{balanced_work, reduction_clauses};
 
 /// Generated C source and its argument layout.
@@ -54,7 +54,7 @@ const BODY: &str = "sparsec_kernel_body";
 pub fn emit(function: &Function) -> Result<CKernel, BackendError> {
     crate::target::check_capabilities(function, NAME, &CAPABILITIES)?;
     let signature = function.signature();
-    let names = Names::new(function, &signature);
+    let names = Names::new(function, &signature, RESERVED_WORDS);
 
     let (sections, helpers) = runtime_used(function);
     let mut out = runtime::kernel_prelude(&sections, &helpers);
