@@ -17,7 +17,7 @@ use sparsec::codegen::runtime::RawBuffer;
 use sparsec::ir::{ArrayRef, Expr, Function, OperandId, OutputMode, ParallelUnit, Stmt, Store};
 use sparsec::jit::Toolchain;
 use sparsec::kernel::{lower_with_default_parallelism, Backend, Kernel};
-use sparsec::lower;
+use sparsec::lower::{self, Lowered};
 use sparsec::notation::cin::Statement;
 use sparsec::schedule::Concrete;
 use sparsec::target::{Artifact, Capabilities, Listing, Pass, Target, Targets};
@@ -122,18 +122,34 @@ fn serial(expr: &str, formats: &[(&str, &str)], dims: &[(&str, &[usize])]) -> Fi
 struct Fixture {
     statement: Statement,
     tensors: Vec<Tensor>,
-    lowered: sparsec::lower::Lowered,
+    lowered: Lowered,
 }
 
 impl Fixture {
+    /// The kernel of the serial lowering, compiled by `targets`.
     fn kernel(&self, targets: Targets) -> Result<Kernel, Error> {
+        self.kernel_of(self.lowered.clone(), targets)
+    }
+
+    fn kernel_of(&self, lowered: Lowered, targets: Targets) -> Result<Kernel, Error> {
         Kernel::from_lowered_on(
             self.statement.clone(),
-            self.lowered.clone(),
+            lowered,
             ValueType::F64,
             &Toolchain::default(),
             targets,
         )
+    }
+
+    /// The statement lowered with the default schedule (its rows on threads).
+    fn parallel(&self) -> Lowered {
+        lower_with_default_parallelism(&Concrete::new(&self.statement).unwrap()).unwrap()
+    }
+
+    /// The kernel of the default schedule, compiled by `backend`'s targets.
+    fn default_kernel(&self, backend: Backend) -> Kernel {
+        self.kernel_of(self.parallel(), backend.targets(&Toolchain::default()))
+            .unwrap()
     }
 }
 
@@ -180,18 +196,11 @@ fn a_target_from_outside_the_crate_runs_kernels() {
 fn targets_refuse_what_they_cannot_do_naming_it() {
     // The default schedule runs SpMV's rows on threads, which the toy does not run.
     let spmv = spmv();
-    let parallel =
-        lower_with_default_parallelism(&Concrete::new(&spmv.statement).unwrap()).unwrap();
-    let refused = Kernel::from_lowered_on(
-        spmv.statement.clone(),
-        parallel,
-        ValueType::F64,
-        &Toolchain::default(),
-        Targets::one(toy()),
-    )
-    .err()
-    .expect("a loop on threads is refused")
-    .to_string();
+    let refused = spmv
+        .kernel_of(spmv.parallel(), Targets::one(toy()))
+        .err()
+        .expect("a loop on threads is refused")
+        .to_string();
     assert!(
         refused.contains("toy backend") && refused.contains("CpuThread"),
         "{refused}"
@@ -251,16 +260,9 @@ fn tiers_of_any_targets() {
     assert!(kernel.source().contains("sparsec_kernel"));
 
     // The quick target refusing, the kernel waits for the main one.
-    let parallel =
-        lower_with_default_parallelism(&Concrete::new(&spmv.statement).unwrap()).unwrap();
-    let kernel = Kernel::from_lowered_on(
-        spmv.statement.clone(),
-        parallel,
-        ValueType::F64,
-        &Toolchain::default(),
-        Targets::tiered(toy(), c),
-    )
-    .unwrap();
+    let kernel = spmv
+        .kernel_of(spmv.parallel(), Targets::tiered(toy(), c))
+        .unwrap();
     assert_eq!(kernel.running_target(), "C");
     compare_with_reference(
         &kernel,
@@ -276,17 +278,7 @@ fn tiers_of_any_targets() {
 fn the_jit_pays_no_trials_for_versions_it_does_not_have() {
     let spmv = spmv();
     let refs: Vec<&Tensor> = spmv.tensors.iter().collect();
-    let default = lower_with_default_parallelism(&Concrete::new(&spmv.statement).unwrap()).unwrap();
-    let kernel = |backend: Backend| {
-        Kernel::from_lowered(
-            spmv.statement.clone(),
-            default.clone(),
-            ValueType::F64,
-            &Toolchain::default(),
-            backend,
-        )
-        .unwrap()
-    };
+    let kernel = |backend: Backend| spmv.default_kernel(backend);
     let c = kernel(Backend::C);
     assert!(c.kernel_source().contains("sum_version"), "{}", c.source());
     c.run(&refs).unwrap();
@@ -318,17 +310,7 @@ fn store_out_of_the_function(function: &mut Function) {
 #[test]
 fn targets_own_their_passes() {
     let spmv = spmv();
-    let default = lower_with_default_parallelism(&Concrete::new(&spmv.statement).unwrap()).unwrap();
-    let kernel = |backend: Backend| {
-        Kernel::from_lowered(
-            spmv.statement.clone(),
-            default.clone(),
-            ValueType::F64,
-            &Toolchain::default(),
-            backend,
-        )
-        .unwrap()
-    };
+    let kernel = |backend: Backend| spmv.default_kernel(backend);
     let c = kernel(Backend::C);
     assert!(c.kernel_source().contains("sum_version"), "{}", c.source());
     // Back to the JIT: its function is lowering's, not the C target's.

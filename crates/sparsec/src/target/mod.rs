@@ -13,7 +13,7 @@ use std::ffi::c_void;
 use std::fmt;
 use std::sync::Arc;
 
-use crate::codegen::abi::BackendError;
+use crate::codegen::abi::{BackendError, EntryFn};
 use crate::codegen::runtime::RawBuffer;
 use crate::ir::{visit, Function, Loop, LoopKind, ParallelUnit, Stmt};
 use crate::Error;
@@ -125,6 +125,64 @@ impl Listing {
     /// The kernel itself, without the runtime text printed before it.
     pub fn kernel(&self) -> &str {
         &self.text[self.body_offset..]
+    }
+}
+
+/// Code in this process's memory: an entry point with the kernel ABI and what keeps it
+/// there (a loaded library, JIT-compiled memory): the artifact of every CPU target.
+pub struct NativeCode {
+    target: &'static str,
+    capabilities: Capabilities,
+    entry: EntryFn,
+    compiled: bool,
+    /// Keeps the memory `entry` points into.
+    _owner: Box<dyn Send + Sync>,
+}
+
+impl NativeCode {
+    /// The code at `entry`, which `target` produced (`compiled` now, or found in a cache).
+    ///
+    /// # Safety
+    /// `entry` has the kernel ABI for the function it was compiled from and stays valid
+    /// while `owner` lives.
+    pub unsafe fn new(
+        target: &'static str,
+        capabilities: Capabilities,
+        entry: EntryFn,
+        compiled: bool,
+        owner: impl Send + Sync + 'static,
+    ) -> NativeCode {
+        NativeCode {
+            target,
+            capabilities,
+            entry,
+            compiled,
+            _owner: Box::new(owner),
+        }
+    }
+}
+
+impl Artifact for NativeCode {
+    fn target(&self) -> &'static str {
+        self.target
+    }
+
+    fn was_compiled(&self) -> bool {
+        self.compiled
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        self.capabilities
+    }
+
+    unsafe fn call(
+        &self,
+        arrays: *mut *mut c_void,
+        params: *const i64,
+        out: *mut RawBuffer,
+    ) -> i32 {
+        // SAFETY: the caller keeps the ABI's contract; `_owner` keeps `entry` valid.
+        unsafe { (self.entry)(arrays, params, out) }
     }
 }
 

@@ -1,15 +1,13 @@
 //! The C backend as a [`Target`]: the printed translation unit, compiled by the system C
 //! compiler with OpenMP (or found in the kernel cache) and loaded.
 
-use std::ffi::c_void;
 use std::sync::Arc;
 
 use super::{emit, CKernel, ENTRY};
 use crate::codegen::abi::{BackendError, EntryFn};
-use crate::codegen::runtime::RawBuffer;
 use crate::ir::{gather, prefetch, Function, ParallelUnit};
-use crate::jit::{self, Library, Toolchain};
-use crate::target::{Artifact, Capabilities, Listing, Pass, Target};
+use crate::jit::{self, Toolchain};
+use crate::target::{Artifact, Capabilities, Listing, NativeCode, Pass, Target};
 use crate::Error;
 
 /// The target's name in errors and reports.
@@ -158,62 +156,23 @@ impl Target for CTarget {
 
     fn compile(&self, function: &Function) -> Result<Arc<dyn Artifact>, Error> {
         let source = emit(function)?.source;
-        Ok(Arc::new(CArtifact::new(jit::load(
-            &source,
-            &self.toolchain,
-        )?)?))
+        Ok(Arc::new(native_code(jit::load(&source, &self.toolchain)?)?))
     }
 
     fn cached(&self, function: &Function) -> Result<Option<Arc<dyn Artifact>>, Error> {
         let source = emit(function)?.source;
         match jit::load_cached(&source, &self.toolchain)? {
-            Some(loaded) => Ok(Some(Arc::new(CArtifact::new(loaded)?))),
+            Some(loaded) => Ok(Some(Arc::new(native_code(loaded)?))),
             None => Ok(None),
         }
     }
 }
 
-/// A loaded C kernel.
-struct CArtifact {
-    entry: EntryFn,
-    compiled: bool,
-    /// Keeps the code `entry` points into loaded.
-    _library: Arc<Library>,
-}
-
-impl CArtifact {
-    fn new(loaded: jit::Loaded) -> Result<CArtifact, Error> {
-        let jit::Loaded { library, compiled } = loaded;
-        // SAFETY: the signature matches the entry point `emit` prints.
-        let entry = unsafe { library.symbol::<EntryFn>(ENTRY)? };
-        Ok(CArtifact {
-            entry,
-            compiled,
-            _library: library,
-        })
-    }
-}
-
-impl Artifact for CArtifact {
-    fn target(&self) -> &'static str {
-        NAME
-    }
-
-    fn was_compiled(&self) -> bool {
-        self.compiled
-    }
-
-    fn capabilities(&self) -> Capabilities {
-        CAPABILITIES
-    }
-
-    unsafe fn call(
-        &self,
-        arrays: *mut *mut c_void,
-        params: *const i64,
-        out: *mut RawBuffer,
-    ) -> i32 {
-        // SAFETY: the caller keeps the ABI's contract; `_library` keeps `entry` loaded.
-        unsafe { (self.entry)(arrays, params, out) }
-    }
+/// The kernel in a loaded library.
+fn native_code(loaded: jit::Loaded) -> Result<NativeCode, Error> {
+    let jit::Loaded { library, compiled } = loaded;
+    // SAFETY: the signature matches the entry point `emit` prints.
+    let entry = unsafe { library.symbol::<EntryFn>(ENTRY)? };
+    // SAFETY: the library, loaded while `library` lives (and never unloaded), holds it.
+    Ok(unsafe { NativeCode::new(NAME, CAPABILITIES, entry, compiled, library) })
 }

@@ -1,14 +1,12 @@
 //! The Cranelift JIT as a [`Target`]: native code in process, at once, with no compiler
 //! and no cache; every loop runs on the calling thread.
 
-use std::ffi::c_void;
 use std::sync::Arc;
 
-use super::{compile, JitKernel, BACKEND};
+use super::{compile, BACKEND};
 use crate::codegen::abi::EntryFn;
-use crate::codegen::runtime::RawBuffer;
 use crate::ir::{Function, ParallelUnit};
-use crate::target::{Artifact, Capabilities, Target};
+use crate::target::{Artifact, Capabilities, NativeCode, Target};
 use crate::Error;
 
 /// What the JIT's code does: loops on threads and in SIMD lanes run as plain loops, atomic
@@ -37,32 +35,12 @@ impl Target for CraneliftTarget {
     }
 
     fn compile(&self, function: &Function) -> Result<Arc<dyn Artifact>, Error> {
-        Ok(Arc::new(compile(function)?))
-    }
-}
-
-impl Artifact for JitKernel {
-    fn target(&self) -> &'static str {
-        BACKEND
-    }
-
-    fn was_compiled(&self) -> bool {
-        true
-    }
-
-    fn capabilities(&self) -> Capabilities {
-        CAPABILITIES
-    }
-
-    unsafe fn call(
-        &self,
-        arrays: *mut *mut c_void,
-        params: *const i64,
-        out: *mut RawBuffer,
-    ) -> i32 {
-        // SAFETY: `compile` generates a function of this signature, valid while `self` is.
-        let entry = unsafe { std::mem::transmute::<*const u8, EntryFn>(self.entry) };
-        // SAFETY: the caller keeps the ABI's contract.
-        unsafe { entry(arrays, params, out) }
+        let kernel = compile(function)?;
+        // SAFETY: `compile` generates a function of the kernel ABI, valid while `kernel` is.
+        let entry = unsafe { std::mem::transmute::<*const u8, EntryFn>(kernel.entry) };
+        // SAFETY: `kernel` owns the memory `entry` points into.
+        Ok(Arc::new(unsafe {
+            NativeCode::new(BACKEND, CAPABILITIES, entry, true, kernel)
+        }))
     }
 }
