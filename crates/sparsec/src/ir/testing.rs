@@ -1,7 +1,8 @@
 //! Helpers for the passes' unit tests.
 
 use crate::format::Format;
-use crate::kernel::lower_with_default_parallelism;
+use crate::jit::Toolchain;
+use crate::kernel::{lower_with_default_parallelism, Backend};
 use crate::lower::Lowered;
 use crate::notation::{self, TensorDecl};
 use crate::schedule::Concrete;
@@ -22,8 +23,9 @@ pub fn lowered(expr: &str, tensors: &[Decl]) -> Lowered {
         .collect();
     let statement = notation::bind(&notation::parse(expr).unwrap(), &decls, &[]).unwrap();
     let mut lowered = lower_with_default_parallelism(&Concrete::new(&statement).unwrap()).unwrap();
-    for pass in crate::codegen::c::PASSES {
-        (pass.run)(&mut lowered.function);
-    }
+    Backend::C
+        .targets(&Toolchain::default())
+        .prepare(&mut lowered.function)
+        .unwrap();
     lowered
 }
