@@ -416,7 +416,7 @@ fn assumptions_recompute_and_refusals() {
             ("x", random_coo(&mut r, &[8], 1.0)),
         ],
         &[],
-        Some("parallelize(i,GPUBlock,NoRaces)"),
+        Some("split(i,i0,i1,4),parallelize(i0,GPUBlock,NoRaces),parallelize(i1,GPUThread,NoRaces)"),
         ValueType::F64,
     )
     .err()

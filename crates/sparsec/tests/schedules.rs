@@ -855,7 +855,35 @@ fn every_precondition_failure_says_which_and_why() {
         "unroll(i,4),parallelize(i,CPUThread,NoRaces)",
         &["same loop"],
     );
-    assert_refused("parallelize(i,GPUBlock,NoRaces)", &["needs a GPU backend"]);
+    assert_refused(
+        "split(i,i0,i1,32),parallelize(i0,GPUBlock,NoRaces),parallelize(i1,GPUThread,NoRaces)",
+        &["needs a GPU backend"],
+    );
+    assert_refused(
+        "parallelize(i,GPUBlock,NoRaces)",
+        &["a GPUBlock loop holds GPUThread loops", "split it"],
+    );
+    assert_refused(
+        "parallelize(i,GPUThread,NoRaces)",
+        &["a GpuThread loop is nested in a GPUBlock loop"],
+    );
+    assert_refused(
+        "split(i,i0,i1,32),split(i1,i2,i3,4),parallelize(i0,GPUBlock,NoRaces),\
+         parallelize(i2,GPUThread,NoRaces),parallelize(i3,GPUWarp,NoRaces)",
+        &[
+            "GPU loops nest as blocks, warps, threads",
+            "`i3` is nested in `i2`",
+        ],
+    );
+    assert_refused(
+        "split(i,i0,i1,32),parallelize(i0,CPUThread,NoRaces),parallelize(i1,GPUThread,NoRaces)",
+        &["no GPU loop inside a CPU loop", "`i1` is nested in `i0`"],
+    );
+    assert_refused(
+        "split(i,i0,i1,32),parallelize(i0,GPUBlock,NoRaces),parallelize(i1,GPUThread,NoRaces),\
+         parallelize(j,CPUVector,ParallelReduction)",
+        &["no CPU loop inside a GPU loop"],
+    );
     // Found by the statement fuzzer: gcc rejected the OpenMP.
     assert_refused(
         "parallelize(j,CPUThread,Atomics),parallelize(i,CPUVector,IgnoreRaces)",

@@ -17,12 +17,15 @@
 //! - no [`Symbol`] is left after lowering.
 
 pub mod analysis;
+pub mod barriers;
 pub mod extents;
 mod function;
 pub mod gather;
 pub mod interp;
 mod names;
+pub mod outline;
 pub mod prefetch;
+mod print;
 pub mod rows;
 mod simplify;
 #[cfg(test)]
@@ -409,6 +412,15 @@ pub enum Stmt {
     /// or do nothing. `index` reads only in bounds and has no effect; it may be one past
     /// the array's end (the bound of an empty last segment), which is only an address.
     Prefetch { array: ArrayRef, index: Expr },
+    /// Every GPU thread of the innermost enclosing `GpuBlock` loop waits here until all of
+    /// them have arrived, and sees what the others wrote before (CUDA's `__syncthreads`):
+    /// it separates thread loops of one block that communicate through shared memory.
+    /// It sits in a block loop's body outside its thread loops, so running the loops one
+    /// after the other (as serial code does) keeps its meaning.
+    Barrier,
+    /// Run device kernel `n` of an outlined function ([`outline::Outlined::kernels`]):
+    /// found only in the host part that [`outline::outline`] makes.
+    Launch(usize),
 }
 
 /// The words of the bitmap that `Stmt::OrderTouched` marks coordinates below `width` in
@@ -446,12 +458,34 @@ pub enum ParallelUnit {
     CpuThread,
     /// SIMD lanes of one core.
     CpuVector,
-    /// CUDA thread blocks (with `GpuThread` inside).
+    /// GPU thread blocks: the iterations of a kernel's grid, with `GpuThread` loops inside.
     GpuBlock,
-    /// CUDA warps.
+    /// GPU warps: groups of 32 threads of one block that run in lockstep.
     GpuWarp,
-    /// CUDA threads.
+    /// GPU threads of one block (or of one warp, inside a `GpuWarp` loop).
     GpuThread,
+}
+
+impl ParallelUnit {
+    /// True for the units of a GPU kernel.
+    pub fn is_gpu(self) -> bool {
+        matches!(
+            self,
+            ParallelUnit::GpuBlock | ParallelUnit::GpuWarp | ParallelUnit::GpuThread
+        )
+    }
+
+    /// Where GPU loops of this unit may sit, outermost first: a block loop holds warp and
+    /// thread loops, a warp loop holds thread loops; a unit's rank is its place in that
+    /// order (`None` for CPU units).
+    pub fn gpu_rank(self) -> Option<usize> {
+        match self {
+            ParallelUnit::GpuBlock => Some(0),
+            ParallelUnit::GpuWarp => Some(1),
+            ParallelUnit::GpuThread => Some(2),
+            ParallelUnit::CpuThread | ParallelUnit::CpuVector => None,
+        }
+    }
 }
 
 /// OpenMP loop scheduling of a `CpuThread` loop.
@@ -471,30 +505,103 @@ pub enum OmpSchedule {
     Balanced,
 }
 
+/// One of the three dimensions of a GPU grid (of blocks) or block (of threads).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum GpuDim {
+    X,
+    Y,
+    Z,
+}
+
+impl GpuDim {
+    /// The dimensions in order: `x` varies fastest (consecutive threads along `x` make
+    /// coalesced loads), so it goes to the innermost loop of a unit.
+    pub const ALL: [GpuDim; 3] = [GpuDim::X, GpuDim::Y, GpuDim::Z];
+}
+
+/// How a parallel loop's iterations are spread over its unit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Mapping {
+    /// Over CPU threads (OpenMP's schedule and chunk) or the SIMD lanes of one core (which
+    /// use neither).
+    Cpu { schedule: OmpSchedule, chunk: usize },
+    /// Over the indices along `dim` of the GPU grid (`GpuBlock`), or of the block's warps
+    /// (`GpuWarp`) or threads (`GpuThread`): index `n` runs iterations `start + n`,
+    /// `start + n + extent`, ... where `extent` is the dimension's size at launch
+    /// ([`outline::Geometry`]), so any size is correct and one index per iteration
+    /// (the size the host can often compute) is fastest.
+    Gpu { dim: GpuDim },
+}
+
+/// How the private copies of a parallel loop's reductions are combined when it ends.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ReductionStrategy {
+    /// Each unit adds into a temporary copy; the copies are summed serially afterwards
+    /// (the schedule's `Temporary`).
+    Temporary,
+    /// The units combine their copies with the hardware's own reduction: SIMD lanes'
+    /// horizontal sums, a GPU warp's shuffles (the schedule's `ParallelReduction`).
+    ParallelReduction,
+}
+
 /// How a `for` loop runs.
 #[derive(Clone, Debug, PartialEq)]
 pub enum LoopKind {
     Serial,
     /// Unrolled by this factor.
     Unrolled(usize),
-    /// Iterations run in parallel on `unit`; `reductions` are summed across them.
-    /// `locals` are scratch arrays private to each thread (`CpuThread`) or shared by the
-    /// loop (`CpuVector`).
+    /// Iterations run in parallel on `unit`, spread as `mapping` says; `reductions` are
+    /// summed across them as `reduce_by` says. `locals` are the scratch arrays the loop
+    /// allocates, each in its memory space ([`MemorySpace::inside`]: one per CPU thread,
+    /// GPU block or GPU thread, or shared by SIMD lanes).
     Parallel {
         unit: ParallelUnit,
-        schedule: OmpSchedule,
-        chunk: usize,
+        mapping: Mapping,
         reductions: Vec<Reduction>,
+        reduce_by: ReductionStrategy,
         locals: Vec<Local>,
     },
 }
 
 /// A zeroed scratch array the kernel allocates (workspaces): `len` elements of
-/// [`Function::scratch`]'s element type for `array`.
+/// [`Function::scratch`]'s element type for `array`, in `space`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Local {
     pub array: Scratch,
     pub len: Expr,
+    pub space: MemorySpace,
+}
+
+/// Where a scratch array lives, which says which parallel iterations share one copy.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum MemorySpace {
+    /// One copy for the whole call, outside every parallel loop: the host's heap, or a
+    /// GPU's global memory.
+    Global,
+    /// One copy per CPU thread (its own heap allocation), shared by the SIMD lanes inside.
+    Thread,
+    /// One copy per GPU block, in its shared memory: the block's threads share it.
+    Shared,
+    /// One copy per GPU thread: registers, or the thread's local memory.
+    Private,
+}
+
+impl MemorySpace {
+    /// The space of a scratch array allocated inside parallel loops of units `enclosing`
+    /// (outermost first; the allocating loop's included): outside GPU blocks, global
+    /// memory; between blocks and threads, shared memory; inside threads, registers (the
+    /// scheduling paper's placement of a precomputed workspace), and on the CPU, one copy
+    /// per thread, which its SIMD lanes share.
+    pub fn inside(enclosing: impl IntoIterator<Item = ParallelUnit>) -> MemorySpace {
+        enclosing
+            .into_iter()
+            .fold(MemorySpace::Global, |space, unit| match unit {
+                ParallelUnit::CpuThread => MemorySpace::Thread,
+                ParallelUnit::CpuVector => space,
+                ParallelUnit::GpuBlock | ParallelUnit::GpuWarp => MemorySpace::Shared,
+                ParallelUnit::GpuThread => MemorySpace::Private,
+            })
+    }
 }
 
 /// Element type of a scratch array.

@@ -245,6 +245,7 @@ mod tests {
         f.locals.push(crate::ir::Local {
             array: w,
             len: Expr::Int(1),
+            space: crate::ir::MemorySpace::Global,
         });
         f.body = vec![Stmt::For(Loop {
             var: user,

@@ -143,6 +143,7 @@ fn simplify_stmt(stmt: Stmt) -> Option<Stmt> {
             array,
             index: simplify(&index),
         },
+        Stmt::Barrier | Stmt::Launch(_) => stmt,
     })
 }
 

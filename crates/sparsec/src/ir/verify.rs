@@ -6,7 +6,8 @@ use std::collections::HashSet;
 
 use super::visit;
 use super::{
-    ArrayRef, Expr, Function, LocalType, Loop, LoopKind, Reduction, Scratch, Stmt, Store, Type, Var,
+    ArrayRef, Expr, Function, LocalType, Loop, LoopKind, Mapping, MemorySpace, ParallelUnit,
+    Reduction, Scratch, Stmt, Store, Type, Var,
 };
 
 /// A broken invariant of a function, described for the compiler's developers.
@@ -16,16 +17,38 @@ pub struct VerifyError(pub String);
 
 /// Check `function`: every variable is declared once on any path and before its uses;
 /// declared types match initial values; loop variables are indices; every array names
-/// an operand or a scratch array allocated around its use; no symbol is left.
+/// an operand or a scratch array allocated around its use; no symbol is left; the
+/// assumptions read scalars only; parallel loops nest as their units allow, with their
+/// scratch arrays in the memory of where they are allocated.
 pub fn verify(function: &Function) -> Result<(), VerifyError> {
     let mut v = Verifier {
         function,
         in_scope: Vec::new(),
         declared: HashSet::new(),
         allocated: function.locals.iter().map(|l| l.array).collect(),
+        units: Vec::new(),
     };
-    for (e, _) in &function.assumptions {
+    if let Some(l) = function
+        .locals
+        .iter()
+        .find(|l| l.space != MemorySpace::Global)
+    {
+        return v.fail(format!(
+            "scratch array `{}` is allocated around the body in {:?} memory, not Global",
+            function.scratch_info(l.array).hint,
+            l.space
+        ));
+    }
+    for (e, message) in &function.assumptions {
         v.expr(e)?;
+        let mut reads_array = false;
+        visit::walk_expr(e, &mut |sub| {
+            reads_array |= matches!(sub, Expr::Load(..) | Expr::Call(..));
+        });
+        // A launcher checks them on the host, before any array is on a device.
+        if reads_array {
+            return v.fail(format!("the assumption \"{message}\" reads an array"));
+        }
     }
     for l in &function.locals {
         v.expr(&l.len)?;
@@ -41,6 +64,8 @@ struct Verifier<'a> {
     declared: HashSet<Var>,
     /// Scratch arrays allocated around this point.
     allocated: Vec<Scratch>,
+    /// The units of the parallel loops around this point, outermost first.
+    units: Vec<ParallelUnit>,
 }
 
 impl Verifier<'_> {
@@ -109,10 +134,25 @@ impl Verifier<'_> {
                     ));
                 }
                 let allocated = self.allocated.len();
+                let units = self.units.len();
                 if let LoopKind::Parallel {
-                    reductions, locals, ..
+                    unit,
+                    mapping,
+                    reductions,
+                    locals,
+                    ..
                 } = kind
                 {
+                    self.parallel_loop(*unit, mapping, body)?;
+                    self.units.push(*unit);
+                    let space = MemorySpace::inside(self.units.iter().copied());
+                    if let Some(l) = locals.iter().find(|l| l.space != space) {
+                        return self.fail(format!(
+                            "scratch array `{}` of a {unit:?} loop is in {:?} memory, not {space:?}",
+                            self.function.scratch_info(l.array).hint,
+                            l.space
+                        ));
+                    }
                     for r in reductions {
                         match r {
                             Reduction::Scalar(v) => self.used(*v)?,
@@ -134,6 +174,7 @@ impl Verifier<'_> {
                     self.declared.remove(&v);
                 }
                 self.allocated.truncate(allocated);
+                self.units.truncate(units);
                 result
             }
             Stmt::Atomic(inner) => match inner.as_ref() {
@@ -150,6 +191,9 @@ impl Verifier<'_> {
                 self.block(otherwise)
             }
             Stmt::Emit { coords, value } => {
+                if let Some(unit) = self.units.iter().find(|u| u.is_gpu()) {
+                    return self.fail(format!("an emit inside a {unit:?} loop"));
+                }
                 if let super::OutputMode::Emit { order } = self.function.output {
                     if coords.len() != order {
                         return self.fail(format!(
@@ -184,7 +228,58 @@ impl Verifier<'_> {
                 self.array(array)?;
                 self.index(index)
             }
+            // The kernels' own arguments are checked where they are outlined.
+            Stmt::Launch(_) => Ok(()),
+            Stmt::Barrier => match self.units.last() {
+                Some(ParallelUnit::GpuBlock) => Ok(()),
+                innermost => self.fail(format!(
+                    "a barrier whose innermost parallel loop is {innermost:?}, not a GpuBlock loop"
+                )),
+            },
         }
+    }
+
+    /// A parallel loop on `unit` may sit here, and `mapping` suits it: CPU and GPU loops
+    /// do not nest in one another; GPU loops nest block, warp, thread, with a block loop
+    /// around every warp and thread loop and thread loops inside every block loop.
+    fn parallel_loop(
+        &self,
+        unit: ParallelUnit,
+        mapping: &Mapping,
+        body: &[Stmt],
+    ) -> Result<(), VerifyError> {
+        if unit.is_gpu() != matches!(mapping, Mapping::Gpu { .. }) {
+            return self.fail(format!("a {unit:?} loop is mapped as {mapping:?}"));
+        }
+        if let Some(outer) = self.units.iter().find(|u| u.is_gpu() != unit.is_gpu()) {
+            return self.fail(format!("a {unit:?} loop inside a {outer:?} loop"));
+        }
+        let Some(rank) = unit.gpu_rank() else {
+            return Ok(());
+        };
+        if let Some(outer) = self.units.iter().find(|u| u.gpu_rank() > Some(rank)) {
+            return self.fail(format!("a {unit:?} loop inside a {outer:?} loop"));
+        }
+        if rank > 0 && !self.units.contains(&ParallelUnit::GpuBlock) {
+            return self.fail(format!("a {unit:?} loop outside every GpuBlock loop"));
+        }
+        let mut threads = false;
+        visit::walk_stmts(body, &mut |s| {
+            threads |= matches!(
+                s,
+                Stmt::For(Loop {
+                    kind: LoopKind::Parallel {
+                        unit: ParallelUnit::GpuThread,
+                        ..
+                    },
+                    ..
+                })
+            )
+        });
+        if unit == ParallelUnit::GpuBlock && !threads {
+            return self.fail("a GpuBlock loop holds no GpuThread loop".into());
+        }
+        Ok(())
     }
 
     fn used(&self, v: Var) -> Result<(), VerifyError> {
@@ -432,6 +527,7 @@ mod tests {
         f.locals.push(Local {
             array: w,
             len: Expr::Int(1),
+            space: MemorySpace::Global,
         });
         assert_eq!(verify(&f), Ok(()));
     }
@@ -469,5 +565,158 @@ mod tests {
             value: Expr::Float(1.0),
         }];
         assert!(verify(&f).unwrap_err().0.contains("order 2"));
+    }
+
+    /// A loop over `0..4` on `unit` (mapped along x on a GPU), allocating `locals`.
+    fn parallel(f: &mut Function, unit: ParallelUnit, body: Vec<Stmt>, locals: Vec<Local>) -> Stmt {
+        let mapping = if unit.is_gpu() {
+            Mapping::Gpu {
+                dim: crate::ir::GpuDim::X,
+            }
+        } else {
+            Mapping::Cpu {
+                schedule: crate::ir::OmpSchedule::Static,
+                chunk: 1,
+            }
+        };
+        Stmt::For(Loop {
+            var: f.fresh_var("p", Type::Index),
+            start: Expr::Int(0),
+            end: Expr::Int(4),
+            body,
+            kind: LoopKind::Parallel {
+                unit,
+                mapping,
+                reductions: Vec::new(),
+                reduce_by: crate::ir::ReductionStrategy::Temporary,
+                locals,
+            },
+        })
+    }
+
+    fn check(f: &mut Function, body: Vec<Stmt>) -> Result<(), VerifyError> {
+        f.body = body;
+        verify(f)
+    }
+
+    #[test]
+    fn gpu_loops_nest_block_warp_thread_with_barriers_between_thread_loops() {
+        use ParallelUnit::*;
+        let mut f = function();
+        let threads = parallel(&mut f, GpuThread, vec![], vec![]);
+        let more = parallel(&mut f, GpuThread, vec![], vec![]);
+        let warp = parallel(&mut f, GpuWarp, vec![threads.clone()], vec![]);
+        let block = parallel(
+            &mut f,
+            GpuBlock,
+            vec![threads.clone(), Stmt::Barrier, more, warp],
+            vec![],
+        );
+        assert_eq!(check(&mut f, vec![block]), Ok(()));
+
+        let lone = parallel(&mut f, GpuThread, vec![], vec![]);
+        let err = check(&mut f, vec![lone]).unwrap_err();
+        assert!(
+            err.0.contains("GpuThread loop outside every GpuBlock loop"),
+            "{err}"
+        );
+        let empty = parallel(&mut f, GpuBlock, vec![], vec![]);
+        let err = check(&mut f, vec![empty]).unwrap_err();
+        assert!(err.0.contains("holds no GpuThread loop"), "{err}");
+        let warp = parallel(&mut f, GpuWarp, vec![], vec![]);
+        let thread = parallel(&mut f, GpuThread, vec![warp], vec![]);
+        let block = parallel(&mut f, GpuBlock, vec![thread], vec![]);
+        let err = check(&mut f, vec![block]).unwrap_err();
+        assert!(
+            err.0.contains("GpuWarp loop inside a GpuThread loop"),
+            "{err}"
+        );
+        let cpu = parallel(&mut f, CpuThread, vec![], vec![]);
+        let thread = parallel(&mut f, GpuThread, vec![cpu], vec![]);
+        let block = parallel(&mut f, GpuBlock, vec![thread], vec![]);
+        let err = check(&mut f, vec![block]).unwrap_err();
+        assert!(
+            err.0.contains("CpuThread loop inside a GpuBlock loop"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn mappings_barriers_emits_and_memory_spaces_suit_their_units() {
+        use ParallelUnit::*;
+        let mut f = function();
+        let mut mismatched = parallel(&mut f, CpuThread, vec![], vec![]);
+        if let Stmt::For(Loop {
+            kind: LoopKind::Parallel { mapping, .. },
+            ..
+        }) = &mut mismatched
+        {
+            *mapping = Mapping::Gpu {
+                dim: crate::ir::GpuDim::Y,
+            };
+        }
+        let err = check(&mut f, vec![mismatched]).unwrap_err();
+        assert!(err.0.contains("CpuThread loop is mapped as Gpu"), "{err}");
+
+        let err = check(&mut f, vec![Stmt::Barrier]).unwrap_err();
+        assert!(
+            err.0
+                .contains("barrier whose innermost parallel loop is None"),
+            "{err}"
+        );
+        let thread = parallel(&mut f, GpuThread, vec![Stmt::Barrier], vec![]);
+        let block = parallel(&mut f, GpuBlock, vec![thread], vec![]);
+        let err = check(&mut f, vec![block]).unwrap_err();
+        assert!(
+            err.0.contains("Some(GpuThread), not a GpuBlock loop"),
+            "{err}"
+        );
+
+        let mut emitting = function();
+        emitting.output = OutputMode::Emit { order: 1 };
+        let emit = Stmt::Emit {
+            coords: vec![Expr::Int(0)],
+            value: Expr::Float(1.0),
+        };
+        let thread = parallel(&mut emitting, GpuThread, vec![emit], vec![]);
+        let block = parallel(&mut emitting, GpuBlock, vec![thread], vec![]);
+        let err = check(&mut emitting, vec![block]).unwrap_err();
+        assert!(err.0.contains("an emit inside a GpuBlock loop"), "{err}");
+
+        let w = f.fresh_scratch("w", LocalType::Value);
+        let local = |space| Local {
+            array: w,
+            len: Expr::Int(4),
+            space,
+        };
+        let thread = parallel(&mut f, GpuThread, vec![], vec![local(MemorySpace::Private)]);
+        let block = parallel(
+            &mut f,
+            GpuBlock,
+            vec![thread],
+            vec![local(MemorySpace::Shared)],
+        );
+        assert_eq!(check(&mut f, vec![block]), Ok(()));
+        let cpu = parallel(&mut f, CpuThread, vec![], vec![local(MemorySpace::Shared)]);
+        let err = check(&mut f, vec![cpu]).unwrap_err();
+        assert!(err.0.contains("is in Shared memory, not Thread"), "{err}");
+        f.locals = vec![local(MemorySpace::Private)];
+        let err = check(&mut f, vec![]).unwrap_err();
+        assert!(err.0.contains("in Private memory, not Global"), "{err}");
+    }
+
+    #[test]
+    fn assumptions_read_scalars_only() {
+        let mut f = function();
+        let n = Expr::Param(crate::ir::ParamRef::Extent(0));
+        f.assumptions = vec![(Expr::lt(Expr::Int(0), n), "n is positive".into())];
+        assert_eq!(verify(&f), Ok(()));
+        let first = Expr::load(ArrayRef::Values(OperandId(1)), Expr::Int(0));
+        f.assumptions = vec![(Expr::lt(Expr::Float(0.0), first), "x[0] is positive".into())];
+        let err = verify(&f).unwrap_err();
+        assert!(
+            err.0.contains("\"x[0] is positive\" reads an array"),
+            "{err}"
+        );
     }
 }

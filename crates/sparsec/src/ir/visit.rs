@@ -55,7 +55,9 @@ macro_rules! nested_bodies {
             | Stmt::Store(Store { .. })
             | Stmt::Emit { .. }
             | Stmt::OrderTouched { .. }
-            | Stmt::Prefetch { .. } => Vec::new(),
+            | Stmt::Prefetch { .. }
+            | Stmt::Barrier
+            | Stmt::Launch(_) => Vec::new(),
         }
     };
 }
@@ -100,7 +102,7 @@ macro_rules! own_expressions {
             }
             Stmt::OrderTouched { len, width, .. } => vec![len, width],
             Stmt::Prefetch { index, .. } => vec![index],
-            Stmt::Atomic(_) | Stmt::Block(_) => Vec::new(),
+            Stmt::Atomic(_) | Stmt::Block(_) | Stmt::Barrier | Stmt::Launch(_) => Vec::new(),
         }
     };
 }

@@ -7,7 +7,9 @@ use std::collections::BTreeSet;
 use super::lattice::Point;
 use super::{LExpr, LowerError, Lowerer, Scope, Step};
 use crate::format::{Capabilities, Properties};
-use crate::ir::{Expr, Loop, LoopKind, OmpSchedule, ParallelUnit, Stmt, Type};
+use crate::ir::{
+    Expr, Loop, LoopKind, Mapping, OmpSchedule, ParallelUnit, ReductionStrategy, Stmt, Type,
+};
 use crate::notation::cin::VarId;
 use crate::schedule::{lexpr, MergeStrategy};
 
@@ -529,9 +531,12 @@ impl Lowerer<'_> {
                     kind: if lanes {
                         LoopKind::Parallel {
                             unit: ParallelUnit::CpuVector,
-                            schedule: OmpSchedule::Static,
-                            chunk: 0,
+                            mapping: Mapping::Cpu {
+                                schedule: OmpSchedule::Static,
+                                chunk: 0,
+                            },
                             reductions: Vec::new(),
+                            reduce_by: ReductionStrategy::ParallelReduction,
                             locals: Vec::new(),
                         }
                     } else {

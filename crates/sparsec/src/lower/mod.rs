@@ -330,6 +330,7 @@ pub fn lower(plan: &Concrete) -> Result<Lowered, LowerError> {
     }
     crate::ir::extents::fix_params(&mut function, &fixed_params(plan, &lowerer.operands));
     crate::ir::unswitch::unswitch_invariant_conditions(&mut function);
+    crate::ir::barriers::insert_barriers(&mut function);
     if !lowerer.rows_shared && !stmt.accumulate {
         if let Some(layout) = row_layout(stmt) {
             crate::ir::rows::place_rows(&mut function, &layout);

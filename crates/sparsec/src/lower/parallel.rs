@@ -10,7 +10,10 @@
 
 use super::{LowerError, Lowerer};
 use crate::format::LevelCoord;
-use crate::ir::{ArrayRef, Expr, Local, Loop, LoopKind, OperandId, ParallelUnit, Reduction, Stmt};
+use crate::ir::{
+    ArrayRef, Expr, GpuDim, Local, Loop, LoopKind, Mapping, OperandId, ParallelUnit, Reduction,
+    ReductionStrategy, Stmt,
+};
 use crate::notation::cin::VarId;
 use crate::schedule::{LoopTags, Parallel, RaceStrategy, Relation};
 
@@ -35,8 +38,10 @@ fn tag_text(name: &str, p: &Parallel) -> String {
 
 impl Lowerer<'_> {
     /// A loop on threads cannot run inside a vectorised one: OpenMP allows no parallel
-    /// region inside a `simd` loop (gcc rejects the C).
+    /// region inside a `simd` loop (gcc rejects the C). GPU loops nest as a kernel runs:
+    /// blocks hold warps, which hold threads, and neither holds CPU loops nor sits in one.
     pub(super) fn check_nesting(&self, v: VarId, p: &Parallel) -> Result<(), LowerError> {
+        self.check_gpu_nesting(v, p)?;
         let vector = self
             .parallel
             .iter()
@@ -53,6 +58,73 @@ impl Lowerer<'_> {
             ))),
             _ => Ok(()),
         }
+    }
+
+    fn check_gpu_nesting(&self, v: VarId, p: &Parallel) -> Result<(), LowerError> {
+        let name = &self.plan.vars[v].name;
+        let text = tag_text(name, p);
+        let other_kind = self
+            .parallel
+            .iter()
+            .find(|outer| outer.1.unit.is_gpu() != p.unit.is_gpu());
+        if let Some((outer, q, _)) = other_kind {
+            let (what, why) = if p.unit.is_gpu() {
+                (
+                    "no GPU loop inside a CPU loop",
+                    "a GPU kernel is launched from the host, outside any CPU thread or SIMD loop",
+                )
+            } else {
+                (
+                    "no CPU loop inside a GPU loop",
+                    "the iterations of a GPU loop run on GPU threads, which start no CPU \
+                     threads or SIMD lanes",
+                )
+            };
+            return Err(LowerError(format!(
+                "{text}: precondition failed: {what}: `{name}` is nested in `{}`, which {} \
+                 parallelizes; {why}",
+                self.plan.vars[*outer].name,
+                tag_text(&self.plan.vars[*outer].name, q),
+            )));
+        }
+        let Some(rank) = p.unit.gpu_rank() else {
+            return Ok(());
+        };
+        if !self.dense_output {
+            return Err(LowerError(format!(
+                "{text}: precondition failed: the output is dense: `{}` is sparse, and GPU \
+                 loops write no sparse output (its rows would be counted, placed and \
+                 appended through state the threads share); compute it in a dense output, \
+                 or run the loop on CPU threads",
+                self.stmt.tensors[0].name
+            )));
+        }
+        let inner_unit = self
+            .parallel
+            .iter()
+            .rfind(|outer| outer.1.unit.gpu_rank() > Some(rank));
+        if let Some((outer, q, _)) = inner_unit {
+            return Err(LowerError(format!(
+                "{text}: precondition failed: GPU loops nest as blocks, warps, threads: \
+                 `{name}` is nested in `{}`, which {} parallelizes on a finer unit; order the \
+                 loops block, warp, thread",
+                self.plan.vars[*outer].name,
+                tag_text(&self.plan.vars[*outer].name, q),
+            )));
+        }
+        let in_block = self
+            .parallel
+            .iter()
+            .any(|outer| outer.1.unit == ParallelUnit::GpuBlock);
+        if rank > 0 && !in_block {
+            return Err(LowerError(format!(
+                "{text}: precondition failed: a {:?} loop is nested in a GPUBlock loop: the \
+                 threads of a GPU kernel run in blocks; split the loop and parallelize the \
+                 outer part on GPUBlock",
+                p.unit
+            )));
+        }
+        Ok(())
     }
 
     /// Decide how a store to `target` handles races with the enclosing parallel loops;
@@ -124,6 +196,13 @@ impl Lowerer<'_> {
                         "{text}: precondition failed: atomics are available on this unit: \
                          {what}, and SIMD lanes have no atomic updates; use Temporary or \
                          ParallelReduction"
+                    )))
+                }
+                RaceStrategy::Atomics if p.unit.is_gpu() && matches!(target, Target::Temp(_)) => {
+                    return Err(LowerError(format!(
+                        "{text}: precondition failed: atomics can protect the update: {what}, \
+                         and that sum lives in the registers of each GPU thread, which share \
+                         no copy to update atomically; use ParallelReduction or Temporary"
                     )))
                 }
                 RaceStrategy::Atomics => atomic = true,
@@ -221,9 +300,12 @@ impl Lowerer<'_> {
             (Some(p), None) => (
                 LoopKind::Parallel {
                     unit: p.unit,
-                    schedule: p.schedule,
-                    chunk: p.chunk,
+                    mapping: mapping(name, p, &stmts)?,
                     reductions,
+                    reduce_by: match p.races {
+                        RaceStrategy::ParallelReduction => ReductionStrategy::ParallelReduction,
+                        _ => ReductionStrategy::Temporary,
+                    },
                     locals,
                 },
                 tag_text(name, p),
@@ -257,4 +339,56 @@ impl Lowerer<'_> {
             ))),
         }
     }
+}
+
+/// How a loop tagged `p` spreads its iterations: a CPU loop as its tag says; a GPU loop
+/// along the next grid or block dimension after the loops of its unit inside `body` (the
+/// innermost takes `x`); a block loop must hold thread loops.
+fn mapping(name: &str, p: &Parallel, body: &[Stmt]) -> Result<Mapping, LowerError> {
+    if !p.unit.is_gpu() {
+        return Ok(Mapping::Cpu {
+            schedule: p.schedule,
+            chunk: p.chunk,
+        });
+    }
+    let text = tag_text(name, p);
+    if p.unit == ParallelUnit::GpuBlock && gpu_depth(body, ParallelUnit::GpuThread) == 0 {
+        return Err(LowerError(format!(
+            "{text}: precondition failed: a GPUBlock loop holds GPUThread loops: the blocks \
+             of a GPU kernel are made of threads, and `{name}`'s body runs on none; split it \
+             and parallelize the inner part on GPUThread"
+        )));
+    }
+    let inside = gpu_depth(body, p.unit);
+    match GpuDim::ALL.get(inside) {
+        Some(&dim) => Ok(Mapping::Gpu { dim }),
+        None => Err(LowerError(format!(
+            "{text}: precondition failed: at most three nested loops on one GPU unit: `{name}` \
+             holds {inside} {:?} loops, and a GPU grid or block has three dimensions",
+            p.unit
+        ))),
+    }
+}
+
+/// The most loops on `unit` nested in one another within `stmts`.
+fn gpu_depth(stmts: &[Stmt], unit: ParallelUnit) -> usize {
+    stmts
+        .iter()
+        .map(|s| {
+            let own = match s {
+                Stmt::For(Loop {
+                    kind: LoopKind::Parallel { unit: u, .. },
+                    ..
+                }) if *u == unit => 1,
+                _ => 0,
+            };
+            let inner = crate::ir::visit::children(s)
+                .into_iter()
+                .map(|body| gpu_depth(body, unit))
+                .max()
+                .unwrap_or(0);
+            own + inner
+        })
+        .max()
+        .unwrap_or(0)
 }

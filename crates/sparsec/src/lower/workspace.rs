@@ -2,7 +2,9 @@
 //! and the scratch arrays that hold them, private to the innermost parallel loop.
 
 use super::{Dest, LExpr, LowerError, Lowerer, Scope};
-use crate::ir::{ArrayRef, BinOp, Expr, Local, LocalType, Loop, LoopKind, Stmt, Store, Type};
+use crate::ir::{
+    ArrayRef, BinOp, Expr, Local, LocalType, Loop, LoopKind, MemorySpace, Stmt, Store, Type,
+};
 use crate::notation::cin::VarId;
 use crate::schedule::lexpr;
 
@@ -20,7 +22,8 @@ impl Lowerer<'_> {
     pub(super) fn local(&mut self, name: &str, len: Expr, ty: LocalType) {
         let array = self.scratch(name, ty);
         if !self.local_arrays.iter().any(|(_, l)| l.array == array) {
-            let local = Local { array, len };
+            let space = MemorySpace::inside(self.parallel.iter().map(|(_, p, _)| p.unit));
+            let local = Local { array, len, space };
             self.local_arrays.push((self.parallel.len(), local));
         }
     }

@@ -223,8 +223,11 @@ impl Targets {
 
     /// Run the main target's passes over a lowered `function`: the code of both tiers is
     /// compiled from the result, so that they share one argument layout. In debug builds
-    /// each pass's result is verified, and an invalid one names the pass.
+    /// each pass's result is verified, and an invalid one names the pass. A function the
+    /// main target cannot take is refused first: its passes assume what it can do (a
+    /// CPU target's SIMD loops inside a GPU block would be invalid IR, not a refusal).
     pub fn prepare(&self, function: &mut Function) -> Result<(), BackendError> {
+        check(function, self.main.as_ref())?;
         for pass in self.main.passes() {
             (pass.run)(function);
             if cfg!(debug_assertions) {
@@ -271,6 +274,13 @@ pub fn check_capabilities(
             }) if !can.scratch && !locals.is_empty() => Some(SCRATCH.into()),
             Stmt::Emit { .. } if !can.emitting => {
                 Some("the kernel emits output entries, which this target cannot append".into())
+            }
+            Stmt::Barrier | Stmt::Launch(_) if !can.units.contains(&ParallelUnit::GpuBlock) => {
+                Some(
+                    "the kernel synchronises or launches GPU blocks, which this target runs \
+                     none of"
+                        .into(),
+                )
             }
             Stmt::Atomic(_) if !can.atomics => {
                 Some("the kernel updates its output atomically, which this target cannot".into())

@@ -209,7 +209,7 @@ struct Printer<'a> {
 impl Printer<'_> {
     /// Allocate zeroed scratch arrays, `copies` times each.
     fn allocate(&mut self, locals: &[Local], suffix: &str, copies: &str) {
-        for Local { array, len } in locals {
+        for Local { array, len, .. } in locals {
             let name = self.names.scratch(*array);
             let ty = local_type(self.function.scratch_info(*array).ty);
             self.line(&format!(
@@ -495,6 +495,9 @@ impl Printer<'_> {
                 names.array(array),
                 expr(names, index)
             )),
+            Stmt::Barrier | Stmt::Launch(_) => {
+                unreachable!("barriers and launches are refused before printing (no GPU blocks)")
+            }
         }
     }
 }

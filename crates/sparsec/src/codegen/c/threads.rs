@@ -5,20 +5,21 @@
 use super::expr::{atom, expr};
 use super::{local_type, Printer};
 use crate::ir::analysis;
-use crate::ir::{Expr, Local, Loop, LoopKind, Names, OmpSchedule, ParallelUnit, Reduction, Stmt};
+use crate::ir::{
+    Expr, Local, Loop, LoopKind, Mapping, Names, OmpSchedule, ParallelUnit, Reduction, Stmt,
+};
 
 impl Printer<'_> {
     /// A loop over CPU threads.
     pub(super) fn thread_loop(&mut self, l: &Loop) {
         let LoopKind::Parallel {
-            schedule,
-            chunk,
+            mapping: Mapping::Cpu { schedule, chunk },
             reductions,
             locals,
             ..
         } = &l.kind
         else {
-            unreachable!("a thread loop is parallel")
+            unreachable!("a thread loop is parallel on the CPU")
         };
         let names = self.names;
         let (start, end, body) = (&l.start, &l.end, &l.body);
@@ -178,7 +179,7 @@ impl Printer<'_> {
     /// team (`NAME_all`), and its own entry buffer when the loop emits; `thread` is the C
     /// expression of its number.
     fn thread_shares(&mut self, locals: &[Local], emits: bool, thread: &str) {
-        for Local { array, len } in locals {
+        for Local { array, len, .. } in locals {
             let name = self.names.scratch(*array);
             let ty = local_type(self.function.scratch_info(*array).ty);
             self.line(&format!(
@@ -258,7 +259,11 @@ pub(super) fn balanced_work(l: &Loop) -> Option<analysis::Work> {
     match l.kind {
         LoopKind::Parallel {
             unit: ParallelUnit::CpuThread,
-            schedule: OmpSchedule::Balanced,
+            mapping:
+                Mapping::Cpu {
+                    schedule: OmpSchedule::Balanced,
+                    ..
+                },
             ..
         } => analysis::work_before(l),
         _ => None,

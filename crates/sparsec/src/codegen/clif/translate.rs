@@ -213,7 +213,7 @@ impl<'a> Translator<'a, '_> {
     /// [`Translator::release`].
     fn allocate(&mut self, locals: &'a [Local]) -> Result<usize, BackendError> {
         let scope = self.locals.len();
-        for Local { array, len } in locals {
+        for Local { array, len, .. } in locals {
             let len = self.int(len)?;
             let count = self.b.ins().iadd_imm_s(len, 1);
             let size = match self.function.scratch_info(*array).ty {
@@ -366,6 +366,9 @@ impl<'a> Translator<'a, '_> {
             }
             // Cranelift has no prefetch instruction; the hint has no effect to keep.
             Stmt::Prefetch { .. } => {}
+            Stmt::Barrier | Stmt::Launch(_) => {
+                unreachable!("barriers and launches are refused before translating (no GPU blocks)")
+            }
         }
         Ok(())
     }

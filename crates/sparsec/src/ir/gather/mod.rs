@@ -21,8 +21,8 @@ use std::borrow::Cow;
 use super::analysis::{self, SumReduction};
 use super::{prefetch, visit};
 use super::{
-    ArrayKind, ArrayRef, BinOp, Expr, Function, Loop, LoopKind, OmpSchedule, ParallelUnit,
-    Reduction, Stmt, Type, ValueType, Var,
+    ArrayKind, ArrayRef, BinOp, Expr, Function, Loop, LoopKind, Mapping, OmpSchedule, ParallelUnit,
+    Reduction, ReductionStrategy, Stmt, Type, ValueType, Var,
 };
 
 /// A sum `acc += values[p] * gathered[coords[p]]` over a segment loop, as
@@ -216,9 +216,12 @@ fn vectorise(function: &Function, s: &mut Stmt, dots: &mut Vec<GatheredDot>) {
             }
             l.kind = LoopKind::Parallel {
                 unit: ParallelUnit::CpuVector,
-                schedule: OmpSchedule::Static,
-                chunk: 0,
+                mapping: Mapping::Cpu {
+                    schedule: OmpSchedule::Static,
+                    chunk: 0,
+                },
                 reductions: vec![Reduction::Scalar(dot.accumulator)],
+                reduce_by: ReductionStrategy::ParallelReduction,
                 locals: Vec::new(),
             };
             return;

@@ -28,9 +28,9 @@ use super::set::{Affine, Constraint, Relation0, Term};
 use super::{deps, SpfError};
 use crate::format::{Format, Streaming};
 use crate::ir::{
-    self, ArrayKind, ArrayRef, BinOp, Expr, Function, Local, LocalType, Loop, LoopKind,
-    OmpSchedule, OperandId, OperandInfo, OutputMode, ParallelUnit, ParamRef, Scratch, Stmt, Store,
-    Type, ValueType, Var,
+    self, ArrayKind, ArrayRef, BinOp, Expr, Function, Local, LocalType, Loop, LoopKind, Mapping,
+    MemorySpace, OmpSchedule, OperandId, OperandInfo, OutputMode, ParallelUnit, ParamRef,
+    ReductionStrategy, Scratch, Stmt, Store, Type, ValueType, Var,
 };
 use crate::polyhedral::isl::Isl;
 
@@ -372,6 +372,7 @@ impl Context<'_> {
             self.function.locals.push(Local {
                 array: scratch,
                 len: Expr::max(len, Expr::Int(0)),
+                space: MemorySpace::Global,
             });
             let space = Space {
                 array: ArrayRef::Scratch(scratch),
@@ -717,9 +718,12 @@ impl Context<'_> {
 fn parallel_kind() -> LoopKind {
     LoopKind::Parallel {
         unit: ParallelUnit::CpuThread,
-        schedule: OmpSchedule::Static,
-        chunk: 16,
+        mapping: Mapping::Cpu {
+            schedule: OmpSchedule::Static,
+            chunk: 16,
+        },
         reductions: Vec::new(),
+        reduce_by: ReductionStrategy::Temporary,
         locals: Vec::new(),
     }
 }

@@ -47,7 +47,11 @@ impl Context<'_> {
             (cursor, row_len),
             (order, rows.clone()),
         ] {
-            f.locals.push(Local { array, len });
+            f.locals.push(Local {
+                array,
+                len,
+                space: MemorySpace::Global,
+            });
         }
         let at = |a: Scratch, i: Expr| Expr::load(ArrayRef::Scratch(a), i);
         let store = |a: Scratch, i: Expr, v: Expr| {
