@@ -40,7 +40,7 @@ const TOY: Capabilities = Capabilities {
     atomics: false,
     scratch: true,
     helpers: false,
-    sum_versions: false,
+    tunable: None,
 };
 
 const LISTING_HEADER: &str = "toy IR listing\n";

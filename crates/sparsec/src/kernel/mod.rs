@@ -221,8 +221,11 @@ impl Kernel {
         lowered.function.set_value_type(value_type);
         lowered.function.narrow_arrays = narrow_arrays(&lowered, &statement);
         let compiled = Compiled::new(&lowered.function, targets)?;
-        let sum_versions =
-            versions::SumVersionControl::new(&lowered.function, compiled.signature());
+        let sum_versions = versions::SumVersionControl::new(
+            &lowered.function,
+            compiled.signature(),
+            compiled.targets().main().capabilities().tunable,
+        );
         Ok(Kernel {
             statement,
             threads: default_threads(),
@@ -382,7 +385,7 @@ impl Kernel {
     /// that should see only the chosen version runs the trials first
     /// ([`Kernel::run_version_trials`]).
     pub fn measuring_versions(&self) -> bool {
-        self.sum_versions.measuring() && self.compiled.current().capabilities().sum_versions
+        self.sum_versions.measuring() && self.compiled.current().capabilities().tunable.is_some()
     }
 
     /// Run on `inputs` (adding into `initial` as [`Kernel::run_timed`] does) until the

@@ -247,7 +247,7 @@ impl Kernel {
         let trial = self.sum_versions.begin(
             &mut arguments.params,
             Arc::as_ptr(&code) as *const () as usize,
-            code.capabilities().sum_versions,
+            code.capabilities().tunable.is_some(),
         );
         let started = Instant::now();
         // SAFETY: every pointer addresses storage of the operand its slot names and stays

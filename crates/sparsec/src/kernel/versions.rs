@@ -1,5 +1,6 @@
-//! Choosing the version of a kernel's gathered sums by measuring them (see
-//! [`crate::ir::gather`]).
+//! Choosing the candidate of a target's [`Tunable`] by measuring them: the C target's
+//! versions of the gathered sums (see [`crate::ir::gather`]) and prefetch distances, and
+//! any target's choice registered the same way (a GPU target's block size).
 //!
 //! The run-time tests that pick serial loops, filled lanes or hardware gathers were
 //! measured on one machine and are wrong on another (SpMV over short uneven rows: 2.4x
@@ -20,17 +21,19 @@
 //! samples of its structure, threads) and the code that runs, so a new matrix of other
 //! sizes starts over, and a tiered kernel whose C code replaced the JIT's measures again.
 //!
-//! A kernel whose loops prefetch the elements they gather (`ParamRef::PrefetchDistance`)
-//! tries a fourth version, serial sums with hints [`FAR_ELEMENT_DISTANCE`] ahead, where
-//! the others hint [`ELEMENT_DISTANCE`] ahead: the distance that covers a miss depends on
-//! the machine's caches as much as the sum versions do.
+//! The candidates are the target's (`codegen::c::GATHERED_SUMS`): a kernel tries those
+//! that differ in the parameters its function reads, so one whose loops prefetch the
+//! elements they gather (`ParamRef::PrefetchDistance`) tries a fourth version, serial
+//! sums with hints `FAR_ELEMENT_DISTANCE` ahead, where the others hint
+//! `ELEMENT_DISTANCE` ahead: the distance that covers a miss depends on the machine's
+//! caches as much as the sum versions do.
 
 use std::sync::Mutex;
 use std::time::Duration;
 
 use crate::ir::gather::{SumVersion, BY_TESTS};
-use crate::ir::prefetch::{ELEMENT_DISTANCE, FAR_ELEMENT_DISTANCE};
 use crate::ir::{Function, OutputMode, ParamRef, ScalarArg, Signature};
+use crate::target::{Tunable, MAX_CANDIDATES};
 
 /// About how long each version runs on trial.
 pub(crate) const TRIAL_TIME: Duration = Duration::from_millis(1);
@@ -47,18 +50,6 @@ pub(crate) const MAX_BLOCK: usize = 32;
 /// 10 processes at 2 threads the last version tried, serial sums at 0.35 ms a call, beat
 /// hardware gathers at 0.15.
 pub(crate) const WARM_UP_CALLS: usize = 2;
-
-/// The versions a call may run, by index (a [`Trial`]'s version): each version of the
-/// gathered sums with hints [`ELEMENT_DISTANCE`] ahead (index = the sum version's value),
-/// then serial sums with hints [`FAR_ELEMENT_DISTANCE`] ahead. Only kernels whose loops
-/// prefetch elements (`ParamRef::PrefetchDistance`) try the last; where their hints run,
-/// the loop that prefetches is the same for every sum version.
-const VERSIONS: [(SumVersion, i64); 4] = [
-    (SumVersion::Scalar, ELEMENT_DISTANCE),
-    (SumVersion::Lanes, ELEMENT_DISTANCE),
-    (SumVersion::Gathers, ELEMENT_DISTANCE),
-    (SumVersion::Scalar, FAR_ELEMENT_DISTANCE),
-];
 
 /// How a kernel chooses the version of its gathered sums (SpMV's rows, TTV's fibers:
 /// serial loops, SIMD lanes filled from scalar loads, or hardware gathers; see
@@ -78,68 +69,65 @@ pub enum SumVersions {
     Fixed(SumVersion),
 }
 
-/// Where a call's version of the gathered sums and its prefetch distance go among its
-/// scalar arguments.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct ParamSlots {
-    /// `ParamRef::SumVersion`'s position.
-    pub(crate) version: usize,
-    /// `ParamRef::PrefetchDistance`'s, where the function's loops prefetch elements.
-    pub(crate) distance: Option<usize>,
+/// The position among a call's scalar arguments of each of a tunable's parameters, where
+/// the function reads it: set per call rather than part of the input.
+type Slots<'a> = &'a [Option<usize>];
+
+fn holds(slots: Slots<'_>, k: usize) -> bool {
+    slots.contains(&Some(k))
 }
 
-impl ParamSlots {
-    /// Whether argument `k` is one of these slots, set per call rather than part of the
-    /// input.
-    fn holds(self, k: usize) -> bool {
-        k == self.version || Some(k) == self.distance
-    }
-
-    /// How many of [`VERSIONS`] a kernel with these slots tries: all four where it
-    /// prefetches elements, else the three sum versions.
-    fn versions(self) -> usize {
-        if self.distance.is_some() {
-            VERSIONS.len()
-        } else {
-            SumVersion::ALL.len()
-        }
-    }
+/// What a function tunes: the main target's [`Tunable`], where its parameters go, and the
+/// candidates that differ for it.
+#[derive(Debug)]
+struct Tuning {
+    tunable: &'static Tunable,
+    slots: Vec<Option<usize>>,
 }
 
-/// How a kernel sets each call's version of the gathered sums: the slots they go in, the
-/// policy, and what the policy measured.
+/// How a kernel sets each call's candidate of its target's tunable (the C target's
+/// versions of the gathered sums): where they go, the policy, and what it measured.
 #[derive(Debug)]
 pub(crate) struct SumVersionControl {
-    /// `None` where the function has one version, and for two-phase kernels, whose calls
-    /// are phases of one run and keep the tests' choice.
-    slots: Option<ParamSlots>,
+    /// `None` where the function reads none of the tunable's parameters, and for
+    /// two-phase kernels, whose calls are phases of one run and keep the tests' choice.
+    tuning: Option<Tuning>,
     policy: SumVersions,
-    /// The versions measured on the last input, and the one chosen.
+    /// The candidates measured on the last input, and the one chosen.
     measured: Mutex<VersionChoice>,
 }
 
 impl SumVersionControl {
-    /// The control of `function`'s calls, whose scalar arguments `signature` lays out;
-    /// versions are measured until told otherwise.
-    pub(crate) fn new(function: &Function, signature: &Signature) -> SumVersionControl {
-        let position = |p: ParamRef| {
+    /// The control of `function`'s calls, whose scalar arguments `signature` lays out,
+    /// for its main target's `tunable`; candidates are measured until told otherwise.
+    pub(crate) fn new(
+        function: &Function,
+        signature: &Signature,
+        tunable: Option<&'static Tunable>,
+    ) -> SumVersionControl {
+        let position = |p: &ParamRef| {
             signature
                 .scalars
                 .iter()
-                .position(|s| *s == ScalarArg::Param(p))
+                .position(|s| *s == ScalarArg::Param(*p))
         };
-        let slots = match function.output {
+        let tuning = match function.output {
             OutputMode::Rows { .. } => None,
-            _ => position(ParamRef::SumVersion).map(|version| ParamSlots {
-                version,
-                distance: position(ParamRef::PrefetchDistance),
-            }),
+            _ => tunable
+                .map(|tunable| Tuning {
+                    tunable,
+                    slots: tunable.params.iter().map(position).collect(),
+                })
+                .filter(|t| t.slots.iter().any(Option::is_some)),
         };
-        let versions = slots.map_or(0, ParamSlots::versions);
+        let tried = tuning.as_ref().map_or_else(Vec::new, |t| {
+            let present: Vec<bool> = t.slots.iter().map(Option::is_some).collect();
+            t.tunable.distinct_candidates(&present)
+        });
         SumVersionControl {
-            slots,
+            tuning,
             policy: SumVersions::default(),
-            measured: Mutex::new(VersionChoice::new(versions)),
+            measured: Mutex::new(VersionChoice::new(tried)),
         }
     }
 
@@ -151,32 +139,35 @@ impl SumVersionControl {
         self.policy = policy;
     }
 
-    /// Set the version a call with scalar arguments `params` running the code at `code`
-    /// runs, and return it for [`SumVersionControl::finish`]. Code without versions
-    /// (`versions` false: every version runs the same loops) is not measured: its calls
-    /// run as the run-time tests choose.
-    pub(crate) fn begin(&self, params: &mut [i64], code: usize, versions: bool) -> Option<Trial> {
-        let slots = self.slots?;
+    /// Set the candidate a call with scalar arguments `params` running the code at `code`
+    /// runs, and return it for [`SumVersionControl::finish`]. Code that does not honour
+    /// the tunable (`tuned` false: every candidate runs the same loops) is not measured:
+    /// its calls run with the untuned values.
+    pub(crate) fn begin(&self, params: &mut [i64], code: usize, tuned: bool) -> Option<Trial> {
+        let tuning = self.tuning.as_ref()?;
         let trial = match self.policy {
-            SumVersions::Measured if versions => {
-                self.measured.lock().ok()?.next(params, slots, code)
+            SumVersions::Measured if tuned => {
+                self.measured.lock().ok()?.next(params, &tuning.slots, code)
             }
             SumVersions::Measured | SumVersions::Tested => Trial {
                 version: BY_TESTS,
                 record: None,
             },
+            // The C target's candidate `n` is sum version `n`, at the near distance.
             SumVersions::Fixed(version) => Trial {
                 version: version as i64,
                 record: None,
             },
         };
-        let (sums, distance) = match usize::try_from(trial.version) {
-            Ok(k) => (VERSIONS[k].0 as i64, VERSIONS[k].1),
-            Err(_) => (BY_TESTS, ELEMENT_DISTANCE),
-        };
-        params[slots.version] = sums;
-        if let Some(d) = slots.distance {
-            params[d] = distance;
+        let values = usize::try_from(trial.version)
+            .ok()
+            .and_then(|k| tuning.tunable.candidates.get(k))
+            .copied()
+            .unwrap_or(tuning.tunable.untuned);
+        for (slot, value) in tuning.slots.iter().zip(values) {
+            if let Some(slot) = slot {
+                params[*slot] = *value;
+            }
         }
         Some(trial)
     }
@@ -194,22 +185,32 @@ impl SumVersionControl {
         }
     }
 
-    /// The version chosen for the last input, once measured.
-    pub(crate) fn chosen(&self) -> Option<SumVersion> {
-        self.measured.lock().ok()?.chosen()
+    /// The value of the chosen candidate for `param`, where the function reads it, once
+    /// chosen for the last input.
+    fn chosen_value(&self, param: ParamRef) -> Option<i64> {
+        let tuning = self.tuning.as_ref()?;
+        let at = tuning.tunable.params.iter().position(|p| *p == param)?;
+        tuning.slots[at]?;
+        let chosen = self.measured.lock().ok()?.chosen()?;
+        Some(tuning.tunable.candidates[chosen][at])
     }
 
-    /// How far ahead the chosen version prefetches elements, for a kernel that measures
+    /// The version of the gathered sums chosen for the last input, once measured.
+    pub(crate) fn chosen(&self) -> Option<SumVersion> {
+        let value = self.chosen_value(ParamRef::SumVersion)?;
+        SumVersion::ALL.get(usize::try_from(value).ok()?).copied()
+    }
+
+    /// How far ahead the chosen candidate prefetches elements, for a kernel that measures
     /// it, once chosen.
     pub(crate) fn chosen_distance(&self) -> Option<i64> {
-        self.slots?.distance?;
-        Some(VERSIONS[self.measured.lock().ok()?.chosen?].1)
+        self.chosen_value(ParamRef::PrefetchDistance)
     }
 
-    /// Whether the next call with the last call's input may still be a trial of a version:
-    /// the policy measures and has not chosen yet.
+    /// Whether the next call with the last call's input may still be a trial of a
+    /// candidate: the policy measures and has not chosen yet.
     pub(crate) fn measuring(&self) -> bool {
-        self.slots.is_some()
+        self.tuning.is_some()
             && self.policy == SumVersions::Measured
             && self
                 .measured
@@ -220,13 +221,13 @@ impl SumVersionControl {
 
 /// The most calls of one input before its version is chosen: the warm-up calls, then two
 /// passes of full blocks over every version.
-pub const MAX_TRIAL_RUNS: usize = WARM_UP_CALLS + 2 * MAX_BLOCK * VERSIONS.len();
+pub const MAX_TRIAL_RUNS: usize = WARM_UP_CALLS + 2 * MAX_BLOCK * MAX_CANDIDATES;
 
-/// What a kernel learnt of its versions' speed on the input it last ran.
+/// What a kernel learnt of its candidates' speed on the input it last ran.
 #[derive(Debug, Default)]
 pub(crate) struct VersionChoice {
-    /// How many of [`VERSIONS`] are tried (the first ones).
-    versions: usize,
+    /// The candidates tried, by index of [`Tunable::candidates`].
+    tried: Vec<usize>,
     /// The call's scalar arguments (the version's and distance's slots zero) and then its
     /// code's address: the input the measurements belong to.
     input: Vec<i64>,
@@ -236,45 +237,46 @@ pub(crate) struct VersionChoice {
     calls: usize,
     /// Consecutive calls of one version on trial, set by the last warm-up call's time.
     block: usize,
-    /// Each version's fastest trial.
-    fastest: [Option<Duration>; VERSIONS.len()],
-    /// The version chosen once every trial has run (an index of [`VERSIONS`]).
+    /// Each tried candidate's fastest trial, in the order of `tried`.
+    fastest: Vec<Option<Duration>>,
+    /// The candidate chosen once every trial has run (an index of
+    /// [`Tunable::candidates`]).
     chosen: Option<usize>,
 }
 
 /// The version a call runs, and whether its time is to be recorded.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Trial {
-    /// An index of [`VERSIONS`], or [`BY_TESTS`] for the run-time tests' choice.
+    /// An index of [`Tunable::candidates`], or [`BY_TESTS`] for the untuned values.
     pub(crate) version: i64,
     /// The generation to record the call's time for, while the versions are measured.
     pub(crate) record: Option<u64>,
 }
 
 impl VersionChoice {
-    /// Measurements of no input yet, for a kernel that tries the first `versions` of
-    /// [`VERSIONS`].
-    fn new(versions: usize) -> VersionChoice {
+    /// Measurements of no input yet, for a kernel that tries the candidates `tried`.
+    fn new(tried: Vec<usize>) -> VersionChoice {
         VersionChoice {
-            versions,
+            fastest: vec![None; tried.len()],
+            tried,
             ..VersionChoice::default()
         }
     }
 
-    /// The version a call with scalar arguments `params` (whose version and distance go
-    /// in `slots`) running the code at `code` runs.
-    pub(crate) fn next(&mut self, params: &[i64], slots: ParamSlots, code: usize) -> Trial {
+    /// The candidate a call with scalar arguments `params` (whose tuned values go in
+    /// `slots`) running the code at `code` runs.
+    pub(crate) fn next(&mut self, params: &[i64], slots: Slots<'_>, code: usize) -> Trial {
         if !self.holds_input(params, slots, code) {
             let mut input: Vec<i64> = params
                 .iter()
                 .enumerate()
-                .map(|(k, &p)| if slots.holds(k) { 0 } else { p })
+                .map(|(k, &p)| if holds(slots, k) { 0 } else { p })
                 .collect();
             input.push(code as i64);
             *self = VersionChoice {
                 input,
                 generation: self.generation + 1,
-                ..VersionChoice::new(self.versions)
+                ..VersionChoice::new(std::mem::take(&mut self.tried))
             };
         }
         let version = match (self.chosen, self.calls) {
@@ -285,7 +287,7 @@ impl VersionChoice {
                 }
             }
             (None, n) if n < WARM_UP_CALLS => BY_TESTS,
-            (None, n) => self.trial_version(n - WARM_UP_CALLS) as i64,
+            (None, n) => self.tried[self.trial_version(n - WARM_UP_CALLS)] as i64,
         };
         Trial {
             version,
@@ -294,24 +296,24 @@ impl VersionChoice {
     }
 
     /// Whether `params` and `code` are those of the input measured.
-    fn holds_input(&self, params: &[i64], slots: ParamSlots, code: usize) -> bool {
+    fn holds_input(&self, params: &[i64], slots: Slots<'_>, code: usize) -> bool {
         self.input.len() == params.len() + 1
             && self.input[params.len()] == code as i64
             && params
                 .iter()
                 .enumerate()
-                .all(|(k, p)| slots.holds(k) || self.input[k] == *p)
+                .all(|(k, p)| holds(slots, k) || self.input[k] == *p)
     }
 
     /// The version of trial `t` (counted from 0 after the warm-up calls): blocks of
     /// `self.block` calls of each version in turn.
     fn trial_version(&self, t: usize) -> usize {
-        t % (self.block * self.versions) / self.block
+        t % (self.block * self.tried.len()) / self.block
     }
 
-    /// The number of trials: two passes over the versions.
+    /// The number of trials: two passes over the candidates.
     fn trials(&self) -> usize {
-        2 * self.block * self.versions
+        2 * self.block * self.tried.len()
     }
 
     /// Note that a call of `generation` that ran with `version` (what
@@ -326,7 +328,9 @@ impl VersionChoice {
         } else if self.calls >= WARM_UP_CALLS {
             let t = self.calls - WARM_UP_CALLS;
             let counted = self.block == 1 || !t.is_multiple_of(self.block);
-            let k = usize::try_from(version).ok().filter(|&k| k < self.versions);
+            let k = usize::try_from(version)
+                .ok()
+                .and_then(|c| self.tried.iter().position(|&t| t == c));
             if let (true, Some(k)) = (counted, k) {
                 let fastest = &mut self.fastest[k];
                 *fastest = Some(fastest.map_or(took, |f| f.min(took)));
@@ -334,17 +338,16 @@ impl VersionChoice {
         }
         self.calls += 1;
         if self.calls >= WARM_UP_CALLS + self.trials() {
-            self.chosen = (0..self.versions)
-                .filter_map(|k| Some((k, self.fastest[k]?)))
+            self.chosen = (0..self.tried.len())
+                .filter_map(|k| Some((self.tried[k], self.fastest[k]?)))
                 .min_by_key(|(_, t)| *t)
-                .map(|(k, _)| k);
+                .map(|(c, _)| c);
         }
     }
 
-    /// The version of the gathered sums chosen for the input of the last call, once
-    /// measured.
-    pub(crate) fn chosen(&self) -> Option<SumVersion> {
-        Some(VERSIONS[self.chosen?].0)
+    /// The candidate chosen for the input of the last call, once measured.
+    pub(crate) fn chosen(&self) -> Option<usize> {
+        self.chosen
     }
 }
 
@@ -353,16 +356,15 @@ mod tests {
     use super::*;
 
     /// The version in argument 0, no distance.
-    const SUMS_FIRST: ParamSlots = ParamSlots {
-        version: 0,
-        distance: None,
-    };
+    const SUMS_FIRST: Slots<'static> = &[Some(0), None];
 
     /// The version in argument 0, the distance in 2.
-    const SUMS_FIRST_DISTANCE_LAST: ParamSlots = ParamSlots {
-        version: 0,
-        distance: Some(2),
-    };
+    const SUMS_FIRST_DISTANCE_LAST: Slots<'static> = &[Some(0), Some(2)];
+
+    /// A kernel trying the first `n` of the C target's candidates.
+    fn tried(n: usize) -> VersionChoice {
+        VersionChoice::new((0..n).collect())
+    }
 
     fn us(n: u64) -> Duration {
         Duration::from_micros(n)
@@ -379,7 +381,7 @@ mod tests {
     ) -> Vec<i64> {
         (0..calls)
             .map(|_| {
-                let slots = if choice.versions == VERSIONS.len() {
+                let slots = if choice.tried.len() == 4 {
                     SUMS_FIRST_DISTANCE_LAST
                 } else {
                     SUMS_FIRST
@@ -395,7 +397,7 @@ mod tests {
 
     #[test]
     fn the_tests_choose_first_then_each_version_runs_in_blocks() {
-        let mut choice = VersionChoice::new(3);
+        let mut choice = tried(3);
         // Warm-up calls of 250 us: blocks of four calls fill the millisecond.
         let versions = run(&mut choice, &[-1, 8], WARM_UP_CALLS + 2 * 4 * 3, |_| {
             us(250)
@@ -424,7 +426,7 @@ mod tests {
             (us(300), 2 * 3 * 3),
             (us(1), 2 * 3 * MAX_BLOCK),
         ] {
-            let mut choice = VersionChoice::new(3);
+            let mut choice = tried(3);
             let mut calls = 0;
             while choice.chosen().is_none() {
                 let took = match calls {
@@ -444,7 +446,7 @@ mod tests {
     /// first, slowest: the second pass decides, for the version that is fastest there.
     #[test]
     fn a_second_pass_decides_between_single_calls() {
-        let mut choice = VersionChoice::new(3);
+        let mut choice = tried(3);
         let mut call = 0;
         run(&mut choice, &[0], WARM_UP_CALLS + 2 * 3, |v| {
             call += 1;
@@ -457,14 +459,14 @@ mod tests {
                 _ => us(900),
             }
         });
-        assert_eq!(choice.chosen(), Some(SumVersion::Gathers));
+        assert_eq!(choice.chosen(), Some(2));
     }
 
     /// A block's first call runs after another version's and is not counted: here every
     /// version is slow on its block's first call, lanes most, and fastest after it.
     #[test]
     fn the_fastest_counted_trial_chooses() {
-        let mut choice = VersionChoice::new(3);
+        let mut choice = tried(3);
         let mut last = None;
         let versions = run(&mut choice, &[0], WARM_UP_CALLS + 2 * 3 * 3 + 5, |v| {
             let first_of_block = last != Some(v);
@@ -478,7 +480,7 @@ mod tests {
                 _ => us(160),
             }
         });
-        assert_eq!(choice.chosen(), Some(SumVersion::Lanes), "{versions:?}");
+        assert_eq!(choice.chosen(), Some(1), "{versions:?}");
         let after = WARM_UP_CALLS + 2 * 3 * 3;
         assert!(versions[after..].iter().all(|&v| v == 1), "{versions:?}");
     }
@@ -486,7 +488,7 @@ mod tests {
     /// A slow moment of the machine on one block does not decide: the other pass counts.
     #[test]
     fn a_slow_moment_does_not_decide() {
-        let mut choice = VersionChoice::new(3);
+        let mut choice = tried(3);
         let mut call = 0;
         run(&mut choice, &[0], WARM_UP_CALLS + 2 * 3 * 3, |v| {
             call += 1;
@@ -498,22 +500,22 @@ mod tests {
                 _ => us(200),
             }
         });
-        assert_eq!(choice.chosen(), Some(SumVersion::Lanes));
+        assert_eq!(choice.chosen(), Some(1));
     }
 
     #[test]
     fn another_input_is_measured_again() {
-        let mut choice = VersionChoice::new(3);
+        let mut choice = tried(3);
         let time = |fast: i64| move |v: i64| if v == fast { us(1000) } else { us(3000) };
         let calls = WARM_UP_CALLS + 2 * 3;
         run(&mut choice, &[0, 1], calls, time(2));
-        assert_eq!(choice.chosen(), Some(SumVersion::Gathers));
+        assert_eq!(choice.chosen(), Some(2));
         // The version's own slot is not part of the input.
         assert_eq!(choice.next(&[2, 1], SUMS_FIRST, 1).version, 2);
         assert_eq!(choice.next(&[2, 2], SUMS_FIRST, 1).version, BY_TESTS);
         assert_eq!(choice.chosen(), None);
         run(&mut choice, &[0, 2], calls, time(0));
-        assert_eq!(choice.chosen(), Some(SumVersion::Scalar));
+        assert_eq!(choice.chosen(), Some(0));
         // Other code (a tiered kernel's C code after the JIT's) is another input too.
         assert_eq!(choice.next(&[0, 2], SUMS_FIRST, 7).version, BY_TESTS);
     }
@@ -522,7 +524,7 @@ mod tests {
     /// fourth version), and keeps its distance's slot out of the input.
     #[test]
     fn a_prefetching_kernel_tries_the_far_distance() {
-        let mut choice = VersionChoice::new(4);
+        let mut choice = tried(4);
         // Version 3 (far hints) is fastest; calls of 400 us make blocks of two.
         let versions = run(&mut choice, &[-1, 8, 64], WARM_UP_CALLS + 2 * 2 * 4, |v| {
             if v == 3 {
@@ -536,8 +538,7 @@ mod tests {
             &[0, 0, 1, 1, 2, 2, 3, 3],
             "{versions:?}"
         );
-        assert_eq!(choice.chosen(), Some(SumVersion::Scalar));
-        assert_eq!(choice.chosen, Some(3));
+        assert_eq!(choice.chosen(), Some(3));
         // The distance set for the call is not part of the input.
         assert_eq!(
             choice
@@ -551,7 +552,7 @@ mod tests {
     /// input) is not counted for either input.
     #[test]
     fn a_record_for_another_input_is_ignored() {
-        let mut choice = VersionChoice::new(3);
+        let mut choice = tried(3);
         let first = choice.next(&[0, 1], SUMS_FIRST, 1);
         let other = choice.next(&[0, 9], SUMS_FIRST, 1);
         choice.record(first.record.unwrap(), first.version, us(1));
@@ -566,5 +567,19 @@ mod tests {
             choice.record(warm.record.unwrap(), warm.version, us(1));
         }
         assert_eq!(choice.next(&[0, 9], SUMS_FIRST, 1).version, 0);
+    }
+
+    /// The C target's candidates differ in the sum version and the distance: a function
+    /// that reads only the version tries the three versions once each.
+    #[test]
+    fn candidates_alike_in_what_a_function_reads_are_tried_once() {
+        let sums = &crate::codegen::c::GATHERED_SUMS;
+        assert_eq!(sums.distinct_candidates(&[true, true]), vec![0, 1, 2, 3]);
+        assert_eq!(sums.distinct_candidates(&[true, false]), vec![0, 1, 2]);
+        assert_eq!(sums.distinct_candidates(&[false, true]), vec![0, 3]);
+        // Candidate `n` is sum version `n`, as `SumVersions::Fixed` assumes.
+        for version in SumVersion::ALL {
+            assert_eq!(sums.candidates[version as usize][0], version as i64);
+        }
     }
 }

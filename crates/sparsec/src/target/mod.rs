@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 use crate::codegen::abi::{BackendError, EntryFn};
 use crate::codegen::runtime::RawBuffer;
-use crate::ir::{visit, Function, Loop, LoopKind, ParallelUnit, Stmt};
+use crate::ir::{visit, Function, Loop, LoopKind, ParallelUnit, ParamRef, Stmt};
 use crate::Error;
 
 /// What a target's code can do; [`check`] refuses a function that needs more, before the
@@ -35,10 +35,55 @@ pub struct Capabilities {
     pub scratch: bool,
     /// Whether it calls level formats' helper functions (hashed levels' lookups).
     pub helpers: bool,
-    /// Whether its code has the versions of the gathered sums that a call's
-    /// `ParamRef::SumVersion` argument picks (see [`crate::ir::gather`]); where it does
-    /// not, every version runs the same loops and a kernel measures none of them.
-    pub sum_versions: bool,
+    /// The run-time choice its code honours and a kernel measures on repeated calls
+    /// with one input (the C target's versions of the gathered sums); `None` where every
+    /// candidate would run the same code, so that a kernel measures nothing.
+    pub tunable: Option<&'static Tunable>,
+}
+
+/// The most candidates a [`Tunable`] has.
+pub const MAX_CANDIDATES: usize = 8;
+
+/// A choice a target's code leaves to run time because its best value depends on the
+/// machine (a CPU's version of the gathered sums and prefetch distance; a GPU's block
+/// size): the parameters it sets, and the candidates a kernel measures on repeated calls
+/// with one input (see `kernel::SumVersions`), running the fastest from then on.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Tunable {
+    /// What is chosen, in words.
+    pub name: &'static str,
+    /// The function parameters a candidate sets, in order; a function's lowering and
+    /// passes decide which of them it reads.
+    pub params: &'static [ParamRef],
+    /// The candidates, at most [`MAX_CANDIDATES`]: a value for each of `params`. For a
+    /// function that reads only some of `params`, candidates that set them alike are one.
+    pub candidates: &'static [&'static [i64]],
+    /// The values a call runs with when it measures nothing: the code then chooses at
+    /// run time as it can (the C target's run-time tests).
+    pub untuned: &'static [i64],
+}
+
+impl Tunable {
+    /// The candidates a function whose arguments hold `present` of [`Tunable::params`]
+    /// (by position) tries: those that differ there, each with its index in
+    /// [`Tunable::candidates`].
+    pub fn distinct_candidates(&self, present: &[bool]) -> Vec<usize> {
+        let mut seen: Vec<Vec<i64>> = Vec::new();
+        let mut kept = Vec::new();
+        for (k, values) in self.candidates.iter().enumerate() {
+            let projected: Vec<i64> = values
+                .iter()
+                .zip(present)
+                .filter(|(_, &p)| p)
+                .map(|(v, _)| *v)
+                .collect();
+            if !seen.contains(&projected) {
+                seen.push(projected);
+                kept.push(k);
+            }
+        }
+        kept
+    }
 }
 
 /// A rewrite of a lowered function that a target runs before compiling it: shared

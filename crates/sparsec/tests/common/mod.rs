@@ -168,7 +168,7 @@ pub fn compare_every_sum_version(
     // The JIT's code runs every version as the same loops: it measures none.
     let versioned = kernel.kernel_source().contains("sum_version")
         && !matches!(kernel.output_mode(), sparsec::ir::OutputMode::Rows { .. })
-        && kernel.targets().main().capabilities().sum_versions;
+        && kernel.targets().main().capabilities().tunable.is_some();
     let mut runs = 0;
     loop {
         let got = kernel.run(&refs).unwrap_or_else(|e| panic!("{what}: {e}"));

@@ -30,7 +30,7 @@ use crate::ir::{
     Signature, Stmt, Type,
 };
 use expr::expr;
-pub use target::{listing, CTarget, CAPABILITIES, NAME, PASSES, RESERVED_WORDS};
+pub use target::{listing, CTarget, CAPABILITIES, GATHERED_SUMS, NAME, PASSES, RESERVED_WORDS};
 use threads::{balanced_work, reduction_clauses};
 
 /// Generated C source and its argument layout.

@@ -18,7 +18,7 @@ pub const CAPABILITIES: Capabilities = Capabilities {
     atomics: true,
     scratch: true,
     helpers: true,
-    sum_versions: false,
+    tunable: None,
 };
 
 /// Cranelift, in this process.
