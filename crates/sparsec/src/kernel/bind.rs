@@ -7,7 +7,9 @@ use std::ffi::c_void;
 
 use super::team::OpenMpTeam;
 use super::{Kernel, KernelInput};
-use crate::ir::{ArrayRef, IndexWidth, OperandId, OutputMode, ParamRef, ScalarArg};
+use crate::ir::{
+    ArrayRef, Function, IndexWidth, OperandId, OutputMode, ParamRef, ScalarArg, Signature,
+};
 use crate::lower;
 use crate::tensor::{CallingThread, Coo, Team, Tensor, TensorView, ValueSlice, ValueType, Values};
 use crate::Error;
@@ -148,113 +150,154 @@ impl Kernel {
     /// `inputs[n - 1]`), in the slots of the function's signature. The pointers are valid
     /// while `output` and the storage the inputs view live, and `output` is not touched.
     pub(super) fn arguments(&self, output: &mut Tensor, inputs: &[Input<'_>]) -> Arguments {
-        let signature = self.compiled.signature();
-        let mut narrow = BTreeSet::new();
-        let mut arrays = Vec::with_capacity(signature.arrays.len());
-        let params;
-        {
-            let views: Vec<TensorView<'_>> = std::iter::once(output.view())
-                .chain(inputs.iter().map(Input::view))
-                .collect();
-            let level_array = |operand: OperandId, level, kind| {
-                views[operand.0]
-                    .array(level, kind)
-                    .expect("lowering reads only arrays its level stores")
-            };
-            for a in &signature.arrays {
-                arrays.push(match *a {
-                    // The output's values are written: their pointer is taken below, from
-                    // the only mutable borrow.
-                    ArrayRef::Values(operand) if operand.0 == 0 => std::ptr::null_mut(),
-                    ArrayRef::Values(operand) => views[operand.0].values().as_ptr() as *mut c_void,
-                    // A two-phase kernel's leaf level: set before each phase, its coordinates
-                    // at the width the main code writes.
-                    ArrayRef::Level { operand, .. } if operand.0 == 0 => {
-                        if self.lowered.function.narrow_arrays.contains(a) {
-                            narrow.insert(*a);
-                        }
-                        std::ptr::null_mut()
+        let views: Vec<TensorView<'_>> = inputs.iter().map(Input::view).collect();
+        arguments(
+            self.compiled.signature(),
+            &self.lowered.function,
+            output,
+            &views,
+            self,
+        )
+    }
+}
+
+impl Binder for Kernel {
+    fn extent(&self, n: usize) -> i64 {
+        self.statement.vars[n].size as i64
+    }
+
+    fn threads(&self) -> usize {
+        self.threads
+    }
+}
+
+/// What a front end supplies to lay out a call's arguments, beside its operands' storage:
+/// the values of the scalars only it knows. Index notation's [`Kernel`] binds its index
+/// variables' sizes; the sparse polyhedral `SpfKernel` its symbols and what it derives
+/// from the inputs (array lengths and ranges).
+pub(crate) trait Binder {
+    /// The value of `ParamRef::Extent(n)` for this call.
+    fn extent(&self, n: usize) -> i64;
+    /// The threads the call's parallel loops use.
+    fn threads(&self) -> usize;
+}
+
+/// The arguments of a call of `function` (laid out as `signature`) writing `output` and
+/// reading `inputs` (operand `n` is `inputs[n - 1]`), with the scalars `binder` knows:
+/// every front end's one layout of arrays, level parameters, array lengths, samples of
+/// index arrays, and the values set per call. The pointers are valid while `output` and
+/// the storage the inputs view live, and `output` is not touched.
+pub(crate) fn arguments(
+    signature: &Signature,
+    function: &Function,
+    output: &mut Tensor,
+    inputs: &[TensorView<'_>],
+    binder: &dyn Binder,
+) -> Arguments {
+    let mut narrow = BTreeSet::new();
+    let mut arrays = Vec::with_capacity(signature.arrays.len());
+    let params;
+    {
+        let views: Vec<TensorView<'_>> = std::iter::once(output.view())
+            .chain(inputs.iter().cloned())
+            .collect();
+        let level_array = |operand: OperandId, level, kind| {
+            views[operand.0]
+                .array(level, kind)
+                .expect("lowering reads only arrays its level stores")
+        };
+        for a in &signature.arrays {
+            arrays.push(match *a {
+                // The output's values are written: their pointer is taken below, from
+                // the only mutable borrow.
+                ArrayRef::Values(operand) if operand.0 == 0 => std::ptr::null_mut(),
+                ArrayRef::Values(operand) => views[operand.0].values().as_ptr() as *mut c_void,
+                // A two-phase kernel's leaf level: set before each phase, its coordinates
+                // at the width the main code writes.
+                ArrayRef::Level { operand, .. } if operand.0 == 0 => {
+                    if function.narrow_arrays.contains(a) {
+                        narrow.insert(*a);
                     }
+                    std::ptr::null_mut()
+                }
+                ArrayRef::Level {
+                    operand,
+                    level,
+                    kind,
+                } => {
+                    let array = level_array(operand, level, kind);
+                    if array.width() == IndexWidth::I32 {
+                        narrow.insert(*a);
+                    }
+                    array.as_ptr() as *mut c_void
+                }
+                ArrayRef::Scratch(_) => unreachable!("scratch arrays are not arguments"),
+            });
+        }
+        params = signature
+            .scalars
+            .iter()
+            .map(|s| match *s {
+                ScalarArg::Param(ParamRef::Level {
+                    operand,
+                    level,
+                    kind,
+                }) => views[operand.0].param(level, kind),
+                ScalarArg::Param(ParamRef::Extent(n)) => binder.extent(n),
+                ScalarArg::Param(ParamRef::Length(array)) => match array {
                     ArrayRef::Level {
                         operand,
                         level,
                         kind,
-                    } => {
-                        let array = level_array(operand, level, kind);
-                        if array.width() == IndexWidth::I32 {
-                            narrow.insert(*a);
-                        }
-                        array.as_ptr() as *mut c_void
+                    } => level_array(operand, level, kind).len() as i64,
+                    ArrayRef::Values(operand) => views[operand.0].values().len() as i64,
+                    ArrayRef::Scratch(_) => {
+                        unreachable!("scratch arrays have no length argument")
                     }
-                    ArrayRef::Scratch(_) => unreachable!("scratch arrays are not arguments"),
-                });
-            }
-            params = signature
-                .scalars
-                .iter()
-                .map(|s| match *s {
-                    ScalarArg::Param(ParamRef::Level {
+                },
+                // Samples of a level's index array, which the kernel reads as flags.
+                ScalarArg::Param(
+                    sample @ (ParamRef::Scattered(array) | ParamRef::Uneven(array)),
+                ) => {
+                    let ArrayRef::Level {
                         operand,
                         level,
                         kind,
-                    }) => views[operand.0].param(level, kind),
-                    ScalarArg::Param(ParamRef::Extent(n)) => self.statement.vars[n].size as i64,
-                    ScalarArg::Param(ParamRef::Length(array)) => match array {
-                        ArrayRef::Level {
-                            operand,
-                            level,
-                            kind,
-                        } => level_array(operand, level, kind).len() as i64,
-                        ArrayRef::Values(operand) => views[operand.0].values().len() as i64,
-                        ArrayRef::Scratch(_) => {
-                            unreachable!("scratch arrays have no length argument")
-                        }
-                    },
-                    // Samples of a level's index array, which the kernel reads as flags.
-                    ScalarArg::Param(
-                        sample @ (ParamRef::Scattered(array) | ParamRef::Uneven(array)),
-                    ) => {
-                        let ArrayRef::Level {
-                            operand,
-                            level,
-                            kind,
-                        } = array
-                        else {
-                            unreachable!("only a level's index arrays are sampled")
-                        };
-                        let indices = level_array(operand, level, kind);
-                        let at = |p| indices.get(p);
-                        i64::from(match sample {
-                            ParamRef::Scattered(_) => {
-                                crate::ir::prefetch::scattered(indices.len(), at)
-                            }
-                            _ => crate::ir::gather::uneven(indices.len().saturating_sub(1), at),
-                        })
-                    }
-                    ScalarArg::Param(ParamRef::Phase | ParamRef::Capacity) => 0,
-                    // Set for each call by `Kernel::call` where it measures the versions.
-                    ScalarArg::Param(ParamRef::SumVersion) => crate::ir::gather::BY_TESTS,
-                    ScalarArg::Param(ParamRef::PrefetchDistance) => {
-                        crate::ir::prefetch::ELEMENT_DISTANCE
-                    }
-                    ScalarArg::Threads => self.threads as i64,
-                })
-                .collect();
+                    } = array
+                    else {
+                        unreachable!("only a level's index arrays are sampled")
+                    };
+                    let indices = level_array(operand, level, kind);
+                    let at = |p| indices.get(p);
+                    i64::from(match sample {
+                        ParamRef::Scattered(_) => crate::ir::prefetch::scattered(indices.len(), at),
+                        _ => crate::ir::gather::uneven(indices.len().saturating_sub(1), at),
+                    })
+                }
+                // Set for each call by output placement.
+                ScalarArg::Param(ParamRef::Phase | ParamRef::Capacity) => 0,
+                // Set for each call where the kernel measures its target's tunable.
+                ScalarArg::Param(ParamRef::SumVersion) => crate::ir::gather::BY_TESTS,
+                ScalarArg::Param(ParamRef::PrefetchDistance) => {
+                    crate::ir::prefetch::ELEMENT_DISTANCE
+                }
+                ScalarArg::Threads => binder.threads() as i64,
+            })
+            .collect();
+    }
+    let written = match output.values_mut() {
+        Values::F64(v) => v.as_mut_ptr() as *mut c_void,
+        Values::F32(v) => v.as_mut_ptr() as *mut c_void,
+    };
+    for (slot, a) in signature.arrays.iter().enumerate() {
+        if matches!(a, ArrayRef::Values(operand) if operand.0 == 0) {
+            arrays[slot] = written;
         }
-        let written = match output.values_mut() {
-            Values::F64(v) => v.as_mut_ptr() as *mut c_void,
-            Values::F32(v) => v.as_mut_ptr() as *mut c_void,
-        };
-        for (slot, a) in signature.arrays.iter().enumerate() {
-            if matches!(a, ArrayRef::Values(operand) if operand.0 == 0) {
-                arrays[slot] = written;
-            }
-        }
-        Arguments {
-            arrays,
-            params,
-            narrow,
-        }
+    }
+    Arguments {
+        arrays,
+        params,
+        narrow,
     }
 }
 

@@ -5,7 +5,6 @@
 
 use std::borrow::Cow;
 use std::collections::BTreeSet;
-use std::ffi::c_void;
 use std::sync::Arc;
 
 use super::codegen::{self, Extra, Lowered};
@@ -14,16 +13,16 @@ use super::{parse_program, SpfError};
 use crate::codegen::runtime::{sys, RawBuffer};
 use crate::format::Format;
 use crate::format::IndexArray;
-use crate::ir::{ArrayKind, ArrayRef, OutputMode, ParamRef, ScalarArg};
+use crate::ir::{ArrayKind, ArrayRef, OutputMode};
 use crate::jit::Toolchain;
-use crate::kernel::bind::{cast_values, Arguments};
+use crate::kernel::bind::{self, cast_values, Arguments};
 use crate::kernel::default_threads;
 use crate::kernel::native::{self, Compiled};
 use crate::kernel::output::{place_rows, stored_sparse_entries, PlacedOutput};
 use crate::kernel::placement::PlacementPace;
 use crate::kernel::Backend;
 use crate::target::{Artifact, Targets};
-use crate::tensor::{Coo, IndexWidth, Tensor, ValueType, Values};
+use crate::tensor::{Coo, Tensor, TensorView, ValueType, Values};
 use crate::Error;
 
 /// A compiled computation.
@@ -53,7 +52,8 @@ impl SpfKernel {
     pub fn compile_on(name: &str, text: &str, targets: Targets) -> Result<SpfKernel, Error> {
         let with_source = |e: SpfError| Error::Spf(e.in_source(name, text));
         let program = parse_program(text).map_err(with_source)?;
-        let lowered = codegen::lower(&program).map_err(with_source)?;
+        let mut lowered = codegen::lower(&program).map_err(with_source)?;
+        targets.prepare(&mut lowered.function)?;
         Ok(SpfKernel {
             program,
             compiled: Compiled::new(&lowered.function, targets)?,
@@ -288,74 +288,30 @@ impl SpfKernel {
                 },
             }
         };
-        let mut params: Vec<i64> = Vec::new();
-        for arg in &self.compiled.signature().scalars {
-            params.push(match *arg {
-                ScalarArg::Param(ParamRef::Extent(n)) if n < symbols.len() => symbols[n],
-                ScalarArg::Param(ParamRef::Extent(n)) => {
-                    match self.lowered.extras[n - symbols.len()] {
-                        Extra::ValuesLen { input } => operands[input].values().len() as i64,
-                        Extra::UfLen(u) => uf_array(u).len() as i64,
-                        Extra::UfMin(u) => uf_range(u).0,
-                        Extra::UfMax(u) => uf_range(u).1,
-                    }
-                }
-                ScalarArg::Param(ParamRef::Level {
-                    operand,
-                    level,
-                    kind,
-                }) => operands[operand.0 - 1].levels()[level - 1].param(kind),
-                ScalarArg::Param(
-                    ParamRef::Length(_) | ParamRef::Scattered(_) | ParamRef::Uneven(_),
-                ) => {
-                    unreachable!("sparse polyhedral kernels read no array ahead")
-                }
-                // Set for each call by `output::place_rows`.
-                ScalarArg::Param(ParamRef::Phase | ParamRef::Capacity) => 0,
-                ScalarArg::Param(ParamRef::SumVersion) => crate::ir::gather::BY_TESTS,
-                ScalarArg::Param(ParamRef::PrefetchDistance) => {
-                    crate::ir::prefetch::ELEMENT_DISTANCE
-                }
-                ScalarArg::Threads => self.threads as i64,
-            });
-        }
-        let output_values = match output.values_mut() {
-            Values::F64(v) => v.as_mut_ptr() as *mut c_void,
-            Values::F32(_) => unreachable!("created as f64"),
-        };
-        let mut arrays: Vec<*mut c_void> = Vec::new();
-        let mut narrow = BTreeSet::new();
-        for a in &self.compiled.signature().arrays {
-            arrays.push(match *a {
-                ArrayRef::Values(op) if op.0 == 0 => output_values,
-                ArrayRef::Values(op) => match operands[op.0 - 1].values() {
-                    Values::F64(v) => v.as_ptr() as *mut c_void,
-                    Values::F32(_) => unreachable!("cast to f64"),
+        let extents = (0..self.lowered.function.extents)
+            .map(|n| match n.checked_sub(symbols.len()) {
+                None => symbols[n],
+                Some(extra) => match self.lowered.extras[extra] {
+                    Extra::ValuesLen { input } => operands[input].values().len() as i64,
+                    Extra::UfLen(u) => uf_array(u).len() as i64,
+                    Extra::UfMin(u) => uf_range(u).0,
+                    Extra::UfMax(u) => uf_range(u).1,
                 },
-                // The rows being placed: `output::place_rows` gives them storage.
-                ArrayRef::Level { operand, .. } if operand.0 == 0 => std::ptr::null_mut(),
-                ArrayRef::Level {
-                    operand,
-                    level,
-                    kind,
-                } => {
-                    let array = operands[operand.0 - 1].levels()[level - 1]
-                        .array(kind)
-                        .expect("checked when lowering");
-                    if array.width() == IndexWidth::I32 {
-                        narrow.insert(*a);
-                    }
-                    array.as_ptr() as *mut c_void
-                }
-                ArrayRef::Scratch(_) => unreachable!("scratch arrays are not arguments"),
-            });
-        }
-        let code = self.code_for(&narrow)?;
-        let mut arguments = Arguments {
-            arrays,
-            params,
-            narrow,
-        };
+            })
+            .collect();
+        let views: Vec<TensorView<'_>> = operands.iter().map(|t| t.view()).collect();
+        let mut arguments = bind::arguments(
+            self.compiled.signature(),
+            &self.lowered.function,
+            &mut output,
+            &views,
+            &Bound {
+                extents,
+                threads: self.threads,
+            },
+        );
+        let code = self.code_for(&arguments.narrow)?;
+
         let cannot_store = |e: crate::tensor::TensorError| {
             Error::Input(format!(
                 "cannot store the output `{}`: {e}",
@@ -433,5 +389,22 @@ impl SpfKernel {
             .iter()
             .position(|s| s == name)
             .expect("symbols come from the declarations")
+    }
+}
+
+/// One call's scalars: the symbols' values, then what lowering derives from the inputs
+/// (array lengths and ranges), as extents.
+struct Bound {
+    extents: Vec<i64>,
+    threads: usize,
+}
+
+impl bind::Binder for Bound {
+    fn extent(&self, n: usize) -> i64 {
+        self.extents[n]
+    }
+
+    fn threads(&self) -> usize {
+        self.threads
     }
 }
