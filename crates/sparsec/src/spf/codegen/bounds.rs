@@ -22,27 +22,6 @@ impl Bound {
     }
 }
 
-/// `floor(a / b)` for `b >= 1`, also for negative `a` (C's `/` truncates toward zero).
-pub(super) fn floor_div(a: Expr, b: i64) -> Expr {
-    if b == 1 {
-        return a;
-    }
-    let rem = Expr::bin(
-        BinOp::Rem,
-        Expr::bin(BinOp::Rem, a.clone(), Expr::Int(b)) + Expr::Int(b),
-        Expr::Int(b),
-    );
-    ir::simplify(&Expr::bin(BinOp::Div, a - rem, Expr::Int(b)))
-}
-
-/// `ceil(a / b)` for `b >= 1`.
-pub(super) fn ceil_div(a: Expr, b: i64) -> Expr {
-    if b == 1 {
-        return a;
-    }
-    ir::simplify(&(Expr::Int(0) - floor_div(Expr::Int(0) - a, b)))
-}
-
 /// How a statement's constraints at one dimension are used.
 #[derive(Default)]
 pub(in crate::spf) struct AtDim {

@@ -17,8 +17,8 @@ mod schedule;
 mod walk;
 mod wavefront;
 
+use crate::polyhedral::read::{ceil_div, floor_div};
 pub(super) use bounds::classify;
-use bounds::{ceil_div, floor_div};
 use scan::Leaf;
 use schedule::{schedule_statement, scheduled_views, transformed};
 
