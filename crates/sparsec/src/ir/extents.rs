@@ -43,6 +43,10 @@ pub fn fix_params(function: &mut Function, fixed: &BTreeMap<ParamRef, i64>) {
         visit::walk_expr_mut(condition, &mut replace);
         *condition = simplify(condition);
     }
+    if let Some(rows) = &mut function.dense_rows {
+        visit::walk_expr_mut(&mut rows.rows, &mut replace);
+        rows.rows = simplify(&rows.rows);
+    }
     function.body = simplify_stmts(std::mem::take(&mut function.body));
 }
 

@@ -103,6 +103,9 @@ pub struct Function {
     /// The operands' index arrays stored as `int32_t`; every other one is `int64_t`.
     /// Lowering leaves it empty; a kernel sets it to what its inputs hold.
     pub narrow_arrays: BTreeSet<ArrayRef>,
+    /// The rows of a dense output that an `=` statement adds into, as lowering knows
+    /// them, for a target that zeroes them in the kernel ([`super::zero_rows`]).
+    pub dense_rows: Option<super::zero_rows::DenseRows>,
 }
 
 impl Function {
@@ -119,6 +122,7 @@ impl Function {
             body: Vec::new(),
             output,
             narrow_arrays: BTreeSet::new(),
+            dense_rows: None,
         }
     }
 

@@ -22,16 +22,22 @@ use super::{ArrayRef, BinOp, Expr, Function, Loop, LoopKind, OperandId, OutputMo
 use super::{Type, Var};
 
 /// A dense output's rows: `row`, the variable of its first stored mode, runs from 0 to
-/// `rows`.
+/// `rows`. Lowering records them ([`Function::dense_rows`]) for the CPU targets' pass.
+#[derive(Clone, Debug, PartialEq)]
 pub struct DenseRows {
     pub row: Var,
     pub rows: Expr,
 }
 
 /// Zero each row of `function`'s dense output at the top of the outermost loop's
-/// iteration that writes it, where the loop is over the rows of `layout`, and mark the
-/// output as zeroed by the kernel; leave any other function as it is.
-pub fn zero_rows_in_kernel(function: &mut Function, layout: &DenseRows) {
+/// iteration that writes it, where the loop is over the rows lowering recorded
+/// ([`Function::dense_rows`]), and mark the output as zeroed by the kernel; leave any
+/// other function as it is. A CPU target's pass: on a GPU, the caller's zeroing costs no
+/// cache traffic between threads.
+pub fn zero_rows_in_kernel(function: &mut Function) {
+    let Some(layout) = function.dense_rows.clone() else {
+        return;
+    };
     let OutputMode::Dense {
         accumulate: true,
         zeroed_by_kernel: false,
@@ -83,7 +89,7 @@ pub fn zero_rows_in_kernel(function: &mut Function, layout: &DenseRows) {
             kind: LoopKind::Serial,
             body: vec![Stmt::Store(Store {
                 array: ArrayRef::Values(OperandId(0)),
-                index: row_start(layout.row, &length) + Expr::Var(offset),
+                index: row_element(layout.row, &length, offset),
                 value: Expr::Float(0.0),
                 accumulate: false,
             })],
@@ -131,16 +137,18 @@ fn row_length(body: &[Stmt], row: Var) -> Option<Expr> {
     length.filter(|_| stay)
 }
 
-/// `length` where `index` is `row * length + offset` and `offset` does not read `row`.
+/// `length` where `index` is `row * length + offset` (or `row + offset`, rows of one
+/// element once their length is a constant folded away) and `offset` does not read `row`.
 fn split_row(index: &Expr, row: Var) -> Option<Expr> {
     let Expr::Bin(BinOp::Add, start, offset) = index else {
         return None;
     };
-    let Expr::Bin(BinOp::Mul, r, length) = &**start else {
-        return None;
+    let (r, length) = match &**start {
+        Expr::Bin(BinOp::Mul, r, length) => (&**r, (**length).clone()),
+        r => (r, Expr::Int(1)),
     };
-    let reads_row = depends_on(offset, &[row]) || depends_on(length, &[row]);
-    (**r == Expr::Var(row) && !reads_row).then(|| (**length).clone())
+    let reads_row = depends_on(offset, &[row]) || depends_on(&length, &[row]);
+    (*r == Expr::Var(row) && !reads_row).then_some(length)
 }
 
 /// Where a row's iteration zeroes the output's row and then writes every element of it

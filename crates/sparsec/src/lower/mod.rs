@@ -325,9 +325,8 @@ pub fn lower(plan: &Concrete) -> Result<Lowered, LowerError> {
     function.body = crate::ir::simplify_stmts(body);
     function.assumptions = lowerer.assumptions;
     function.locals = locals;
-    if let Some(rows) = dense_rows {
-        crate::ir::zero_rows::zero_rows_in_kernel(&mut function, &rows);
-    }
+    // Zeroing those rows in the kernel is the CPU targets' pass.
+    function.dense_rows = dense_rows;
     crate::ir::extents::fix_params(&mut function, &fixed_params(plan, &lowerer.operands));
     crate::ir::unswitch::unswitch_invariant_conditions(&mut function);
     crate::ir::barriers::insert_barriers(&mut function);

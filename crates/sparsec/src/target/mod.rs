@@ -86,6 +86,14 @@ impl Tunable {
     }
 }
 
+/// Each thread zeroes the rows of a dense output it adds into
+/// ([`crate::ir::zero_rows`]): a pass of the CPU targets (C and the JIT), not of a GPU's,
+/// where the caller's zeroing costs no cache traffic between threads.
+pub const ZERO_ROWS: Pass = Pass {
+    name: "zero rows in the kernel",
+    run: crate::ir::zero_rows::zero_rows_in_kernel,
+};
+
 /// A rewrite of a lowered function that a target runs before compiling it: shared
 /// lowering ends with the target-neutral passes, and what pays only on some hardware
 /// (the CPU's gathered-sum versions and prefetch hints) is the target's.

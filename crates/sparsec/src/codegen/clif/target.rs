@@ -6,7 +6,7 @@ use std::sync::Arc;
 use super::{compile, BACKEND};
 use crate::codegen::abi::EntryFn;
 use crate::ir::{Function, ParallelUnit};
-use crate::target::{Artifact, Capabilities, NativeCode, Target};
+use crate::target::{Artifact, Capabilities, NativeCode, Pass, Target, ZERO_ROWS};
 use crate::Error;
 
 /// What the JIT's code does: loops on threads and in SIMD lanes run as plain loops, atomic
@@ -32,6 +32,12 @@ impl Target for CraneliftTarget {
 
     fn capabilities(&self) -> Capabilities {
         CAPABILITIES
+    }
+
+    /// The CPU pass that applies to serial code; the gathered sums' versions and the
+    /// prefetch hints would compile to the same loops.
+    fn passes(&self) -> &'static [Pass] {
+        &[ZERO_ROWS]
     }
 
     fn compile(&self, function: &Function) -> Result<Arc<dyn Artifact>, Error> {
