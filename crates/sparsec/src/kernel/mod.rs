@@ -34,12 +34,11 @@ mod versions;
 pub use versions::{SumVersions, MAX_TRIAL_RUNS};
 
 use std::collections::BTreeSet;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use crate::codegen::c::CTarget;
 use crate::codegen::clif::CraneliftTarget;
-use crate::codegen::runtime::{sys, RawBuffer};
 use crate::ir::gather::SumVersion;
 use crate::ir::{ArrayKind, ArrayRef, Function, IndexWidth, OutputMode, ScalarArg};
 use crate::jit::Toolchain;
@@ -118,7 +117,7 @@ pub struct Kernel {
     /// `int32_t`, see [`Kernel::index_widths`]), variants for other widths.
     compiled: Compiled,
     /// Entry buffers of the last run, kept so that later runs do not grow them again.
-    spare_buffers: Mutex<Vec<RawBuffer>>,
+    spare_buffers: native::EntryBuffers,
     /// Whether long sparse outputs are placed faster on one thread or on threads, learnt
     /// from the runs.
     placement: placement::PlacementPace,
@@ -126,19 +125,6 @@ pub struct Kernel {
     team: OnceLock<Option<team::TeamLibrary>>,
     /// How each call's version of the gathered sums is chosen, and what was measured.
     sum_versions: versions::SumVersionControl,
-}
-
-impl Drop for Kernel {
-    fn drop(&mut self) {
-        let buffers = self
-            .spare_buffers
-            .get_mut()
-            .unwrap_or_else(|e| e.into_inner());
-        for b in buffers.iter_mut() {
-            // SAFETY: every backend grows buffers with the C allocator; each is freed once.
-            unsafe { sys::sparsec_buffer_free(b) };
-        }
-    }
 }
 
 impl Kernel {
@@ -234,7 +220,7 @@ impl Kernel {
             value_type,
             toolchain: toolchain.clone(),
             compiled,
-            spare_buffers: Mutex::new(Vec::new()),
+            spare_buffers: native::EntryBuffers::default(),
             placement: placement::PlacementPace::default(),
             team: OnceLock::new(),
             sum_versions,

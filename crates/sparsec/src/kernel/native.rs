@@ -237,3 +237,48 @@ fn listing(targets: &Targets, function: &Function) -> Listing {
         body_offset: 0,
     })
 }
+
+/// The entry buffers of an emitting kernel's calls, one per thread, kept between calls
+/// (emptied) so that a kernel called again appends into storage it has already grown.
+/// Every front end's kernel holds one.
+#[derive(Debug, Default)]
+pub(crate) struct EntryBuffers(Mutex<Vec<RawBuffer>>);
+
+impl EntryBuffers {
+    /// `threads` empty buffers (at least one), the kept ones first; a concurrent call of
+    /// the same kernel finds none kept and starts empty ones.
+    pub(crate) fn take(&self, threads: usize) -> Vec<RawBuffer> {
+        let mut buffers = std::mem::take(&mut *self.0.lock().expect("buffers"));
+        let wanted = threads.max(1);
+        for b in buffers.iter_mut().skip(wanted) {
+            // SAFETY: grown with the C allocator, no longer referenced.
+            unsafe { crate::codegen::runtime::sys::sparsec_buffer_free(b) };
+        }
+        buffers.resize_with(wanted, || RawBuffer::EMPTY);
+        buffers
+    }
+
+    /// Empty `buffers` and keep them for the next call (freeing any that another call
+    /// kept meanwhile).
+    pub(crate) fn keep(&self, mut buffers: Vec<RawBuffer>) {
+        for b in &mut buffers {
+            b.len = 0;
+        }
+        let mut spare = self.0.lock().expect("buffers");
+        for b in spare.iter_mut() {
+            // SAFETY: grown with the C allocator, no longer referenced.
+            unsafe { crate::codegen::runtime::sys::sparsec_buffer_free(b) };
+        }
+        *spare = buffers;
+    }
+}
+
+impl Drop for EntryBuffers {
+    fn drop(&mut self) {
+        let buffers = self.0.get_mut().unwrap_or_else(|e| e.into_inner());
+        for b in buffers.iter_mut() {
+            // SAFETY: every target grows buffers with the C allocator; each is freed once.
+            unsafe { crate::codegen::runtime::sys::sparsec_buffer_free(b) };
+        }
+    }
+}

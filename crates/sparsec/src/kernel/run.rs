@@ -9,7 +9,7 @@ use super::bind::Arguments;
 use super::native;
 use super::output::{self, OutputStructure, Produced};
 use super::{Assembled, Kernel, Timings};
-use crate::codegen::runtime::{sys, RawBuffer};
+use crate::codegen::runtime::RawBuffer;
 use crate::ir::OutputMode;
 use crate::tensor::{Coo, Rows, Tensor, TensorView};
 use crate::Error;
@@ -229,14 +229,7 @@ impl Kernel {
     /// Call the current native code with one entry buffer per thread (serial code uses the
     /// first); a nonzero status becomes the failed assumption's message.
     fn call(&self, arguments: &mut Arguments) -> Result<Vec<RawBuffer>, Error> {
-        // A concurrent run of the same kernel finds no spare buffers and starts empty ones.
-        let mut buffers = std::mem::take(&mut *self.spare_buffers.lock().expect("buffers"));
-        let wanted = self.threads.max(1);
-        for b in buffers.iter_mut().skip(wanted) {
-            // SAFETY: grown with the C allocator, no longer referenced.
-            unsafe { sys::sparsec_buffer_free(b) };
-        }
-        buffers.resize_with(wanted, || RawBuffer::EMPTY);
+        let mut buffers = self.spare_buffers.take(self.threads);
         let code = match self.code_for(&arguments.narrow) {
             Ok(code) => code,
             Err(e) => {
@@ -292,18 +285,9 @@ impl Kernel {
         coo
     }
 
-    /// Empty the buffers and keep them for the next run (freeing any that another run
-    /// kept meanwhile).
-    fn keep_buffers(&self, mut buffers: Vec<RawBuffer>) {
-        for b in &mut buffers {
-            b.len = 0;
-        }
-        let mut spare = self.spare_buffers.lock().expect("buffers");
-        for b in spare.iter_mut() {
-            // SAFETY: grown with the C allocator, no longer referenced.
-            unsafe { sys::sparsec_buffer_free(b) };
-        }
-        *spare = buffers;
+    /// Empty the buffers and keep them for the next run.
+    fn keep_buffers(&self, buffers: Vec<RawBuffer>) {
+        self.spare_buffers.keep(buffers);
     }
 }
 

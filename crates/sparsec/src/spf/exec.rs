@@ -10,14 +10,14 @@ use std::sync::Arc;
 use super::codegen::{self, Extra, Lowered};
 use super::parse::{Dim, Program, UfArray};
 use super::{parse_program, SpfError};
-use crate::codegen::runtime::{sys, RawBuffer};
+use crate::codegen::runtime::RawBuffer;
 use crate::format::Format;
 use crate::format::IndexArray;
 use crate::ir::{ArrayKind, ArrayRef, OutputMode};
 use crate::jit::Toolchain;
 use crate::kernel::bind::{self, cast_values, Arguments};
 use crate::kernel::default_threads;
-use crate::kernel::native::{self, Compiled};
+use crate::kernel::native::{self, Compiled, EntryBuffers};
 use crate::kernel::output::{place_rows, stored_sparse_entries, PlacedOutput};
 use crate::kernel::placement::PlacementPace;
 use crate::kernel::Backend;
@@ -39,6 +39,8 @@ pub struct SpfKernel {
     /// Whether long sparse outputs are placed faster on one thread or on threads, learnt
     /// from the runs.
     placement: PlacementPace,
+    /// The entry buffers of its calls, kept between them.
+    buffers: EntryBuffers,
 }
 
 impl SpfKernel {
@@ -61,6 +63,7 @@ impl SpfKernel {
             threads: default_threads(),
             params: Vec::new(),
             placement: PlacementPace::default(),
+            buffers: EntryBuffers::default(),
         })
     }
 
@@ -356,7 +359,7 @@ impl SpfKernel {
         arguments: &mut Arguments,
         order: usize,
     ) -> Result<Coo, Error> {
-        let mut buffers: Vec<RawBuffer> = (0..self.threads).map(|_| RawBuffer::EMPTY).collect();
+        let mut buffers = self.buffers.take(self.threads);
         // SAFETY: every pointer addresses storage of a tensor the caller holds (an input,
         // the output, or the rows being placed), alive for the call, and `code` reads each
         // array at the width it has; the entry checks keep every index the kernel computes
@@ -371,11 +374,7 @@ impl SpfKernel {
             )
         };
         let (coords, values) = RawBuffer::entries(&buffers, order);
-        for b in &mut buffers {
-            // SAFETY: grown with the C allocator (a kernel that emits nothing allocates
-            // none, and freeing null blocks is a no-op), no longer referenced.
-            unsafe { sys::sparsec_buffer_free(b) };
-        }
+        self.buffers.keep(buffers);
         called.map(|()| Coo {
             dims: Vec::new(),
             coords,
