@@ -14,7 +14,9 @@ use std::sync::Arc;
 use sparsec::codegen::c::CTarget;
 use sparsec::codegen::clif::CraneliftTarget;
 use sparsec::codegen::runtime::RawBuffer;
-use sparsec::ir::{ArrayRef, Expr, Function, OperandId, OutputMode, ParallelUnit, Stmt, Store};
+use sparsec::ir::{
+    ArrayRef, BinOp, Expr, Function, OperandId, OutputMode, ParallelUnit, Stmt, Store,
+};
 use sparsec::jit::Toolchain;
 use sparsec::kernel::{lower_with_default_parallelism, Backend, Kernel};
 use sparsec::lower::{self, Lowered};
@@ -41,6 +43,7 @@ const TOY: Capabilities = Capabilities {
     scratch: true,
     helpers: false,
     tunable: None,
+    checks_assumptions: true,
 };
 
 const LISTING_HEADER: &str = "toy IR listing\n";
@@ -66,11 +69,20 @@ impl Target for Toy {
     }
 
     fn compile(&self, function: &Function) -> Result<Arc<dyn Artifact>, Error> {
-        Ok(Arc::new(ToyCode(CraneliftTarget.compile(function)?)))
+        let mut function = function.clone();
+        if !self.capabilities.checks_assumptions {
+            // Code that checks nothing, as a device's kernels: every assumption holds in
+            // it (and reads what it read, so that the arguments keep their slots).
+            for (condition, _) in &mut function.assumptions {
+                *condition = Expr::bin(BinOp::Or, condition.clone(), Expr::Bool(true));
+            }
+        }
+        let code = CraneliftTarget.compile(&function)?;
+        Ok(Arc::new(ToyCode(code, self.capabilities)))
     }
 }
 
-struct ToyCode(Arc<dyn Artifact>);
+struct ToyCode(Arc<dyn Artifact>, Capabilities);
 
 impl Artifact for ToyCode {
     fn target(&self) -> &'static str {
@@ -82,7 +94,7 @@ impl Artifact for ToyCode {
     }
 
     fn capabilities(&self) -> Capabilities {
-        TOY
+        self.1
     }
 
     unsafe fn call(
@@ -340,5 +352,47 @@ fn targets_own_their_passes() {
             refused.contains("toy backend") && refused.contains("store out of the function"),
             "{refused}"
         );
+    }
+}
+
+/// A target whose code does not check the function's assumptions (a device's kernels)
+/// has them checked on the host, from the call's scalars, before its code runs: the
+/// message is the one the C target's code returns.
+#[test]
+fn assumptions_are_checked_on_the_host_for_targets_whose_code_does_not() {
+    let unchecked: Arc<dyn Target> = Arc::new(Toy {
+        capabilities: Capabilities {
+            checks_assumptions: false,
+            ..TOY
+        },
+        passes: &[],
+    });
+    for rows in [30, 31] {
+        let fixture = serial(SPMV, &[("A", "csr")], &[("A", &[rows, 20]), ("x", &[20])]);
+        let schedule = sparsec::schedule::Schedule::parse("bound(i,ib,MaxExact,30)").unwrap();
+        let concrete = schedule
+            .apply(&Concrete::new(&fixture.statement).unwrap())
+            .unwrap();
+        let lowered = lower::lower(&concrete).unwrap();
+        assert_eq!(lowered.function.assumptions.len(), 1);
+        let on_host = fixture
+            .kernel_of(lowered.clone(), Targets::one(unchecked.clone()))
+            .unwrap();
+        let in_code = fixture
+            .kernel_of(lowered, Backend::C.targets(&Toolchain::default()))
+            .unwrap();
+        let inputs: Vec<&Tensor> = fixture.tensors.iter().collect();
+        match rows {
+            30 => {
+                compare_with_reference(&on_host, &fixture.statement, &fixture.tensors, "toy");
+                in_code.run(&inputs).unwrap();
+            }
+            _ => {
+                let host = on_host.run(&inputs).unwrap_err().to_string();
+                let code = in_code.run(&inputs).unwrap_err().to_string();
+                assert!(host.contains("exactly 30 iterations"), "{host}");
+                assert_eq!(host, code);
+            }
+        }
     }
 }

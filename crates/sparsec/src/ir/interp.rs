@@ -70,26 +70,8 @@ impl Env<'_> {
             }
             Expr::Neg(a) => -self.eval(a),
             Expr::Not(a) => (self.eval(a) == 0) as i64,
-            Expr::Bin(op, a, b) => {
-                let (a, b) = (self.eval(a), self.eval(b));
-                match op {
-                    BinOp::Add => a + b,
-                    BinOp::Sub => a - b,
-                    BinOp::Mul => a * b,
-                    BinOp::Div => a / b,
-                    BinOp::Rem => a % b,
-                    BinOp::Min => a.min(b),
-                    BinOp::Max => a.max(b),
-                    BinOp::Lt => (a < b) as i64,
-                    BinOp::Le => (a <= b) as i64,
-                    BinOp::Gt => (a > b) as i64,
-                    BinOp::Ge => (a >= b) as i64,
-                    BinOp::Eq => (a == b) as i64,
-                    BinOp::Ne => (a != b) as i64,
-                    BinOp::And => (a != 0 && b != 0) as i64,
-                    BinOp::Or => (a != 0 || b != 0) as i64,
-                }
-            }
+            Expr::Bin(op, a, b) => apply(*op, self.eval(a), self.eval(b))
+                .expect("level functions neither overflow nor divide by zero"),
             Expr::Select(c, a, b) => {
                 if self.eval(c) != 0 {
                     self.eval(a)
@@ -104,4 +86,48 @@ impl Env<'_> {
             }
         }
     }
+}
+
+/// `a op b` as C computes it on `int64_t`; `None` where C's result is undefined
+/// (overflow, division by zero).
+fn apply(op: BinOp, a: i64, b: i64) -> Option<i64> {
+    Some(match op {
+        BinOp::Add => a.checked_add(b)?,
+        BinOp::Sub => a.checked_sub(b)?,
+        BinOp::Mul => a.checked_mul(b)?,
+        BinOp::Div => a.checked_div(b)?,
+        BinOp::Rem => a.checked_rem(b)?,
+        BinOp::Min => a.min(b),
+        BinOp::Max => a.max(b),
+        BinOp::Lt => (a < b) as i64,
+        BinOp::Le => (a <= b) as i64,
+        BinOp::Gt => (a > b) as i64,
+        BinOp::Ge => (a >= b) as i64,
+        BinOp::Eq => (a == b) as i64,
+        BinOp::Ne => (a != b) as i64,
+        BinOp::And => (a != 0 && b != 0) as i64,
+        BinOp::Or => (a != 0 || b != 0) as i64,
+    })
+}
+
+/// The value of `expr` where it reads only constants and parameters (`param` gives each
+/// parameter's value): what a launcher evaluates of a function's assumptions on the host.
+/// `None` where `param` gives no value, `expr` reads anything else (a variable, an
+/// array, a floating-point value), or C's result would be undefined.
+pub fn scalar(expr: &Expr, param: &impl Fn(ParamRef) -> Option<i64>) -> Option<i64> {
+    Some(match expr {
+        Expr::Int(v) => *v,
+        Expr::Bool(b) => *b as i64,
+        Expr::Param(p) => param(*p)?,
+        Expr::Neg(a) => scalar(a, param)?.checked_neg()?,
+        Expr::Not(a) => (scalar(a, param)? == 0) as i64,
+        Expr::Bin(op, a, b) => apply(*op, scalar(a, param)?, scalar(b, param)?)?,
+        Expr::Select(c, a, b) => match scalar(c, param)? {
+            0 => scalar(b, param)?,
+            _ => scalar(a, param)?,
+        },
+        Expr::Float(_) | Expr::Var(_) | Expr::Symbol(_) | Expr::Load(..) | Expr::Call(..) => {
+            return None
+        }
+    })
 }

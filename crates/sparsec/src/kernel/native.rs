@@ -12,7 +12,7 @@ use super::variants::WidthVariants;
 use crate::codegen::abi;
 use crate::codegen::c;
 use crate::codegen::runtime::RawBuffer;
-use crate::ir::{ArrayRef, Function, Signature};
+use crate::ir::{interp, ArrayRef, Function, ParamRef, ScalarArg, Signature};
 use crate::target::{self, Artifact, Listing, Targets};
 use crate::Error;
 
@@ -95,9 +95,11 @@ impl Compiled {
     }
 }
 
-/// Call `code` of `function` with `arguments` and one entry buffer per thread in
-/// `buffers`; a nonzero status becomes the failed assumption's message, or says that the
-/// kernel ran out of memory `what` (for what it allocates).
+/// Call `code` of `function` (its arguments laid out as `signature`) with `arguments`
+/// and one entry buffer per thread in `buffers`; a nonzero status becomes the failed
+/// assumption's message, or says that the kernel ran out of memory `what` (for what it
+/// allocates). Where `code` does not check the assumptions itself, they are checked here,
+/// on the host, first.
 ///
 /// # Safety
 /// Every pointer of `arguments` addresses live storage of the operand its slot names, of
@@ -105,10 +107,16 @@ impl Compiled {
 pub(crate) unsafe fn call(
     code: &dyn Artifact,
     function: &Function,
+    signature: &Signature,
     arguments: &mut Arguments,
     buffers: &mut [RawBuffer],
     what: &str,
 ) -> Result<(), Error> {
+    if !code.capabilities().checks_assumptions {
+        if let Some(failed) = failed_assumption(function, signature, &arguments.params) {
+            return Err(Error::Input(failed.to_string()));
+        }
+    }
     // SAFETY: as the caller promises; `buffers` holds one buffer per thread.
     let status = unsafe {
         code.call(
@@ -121,6 +129,28 @@ pub(crate) unsafe fn call(
         0 => Ok(()),
         _ => Err(Error::Input(abi::failure(function, status, what))),
     }
+}
+
+/// The message of the first of `function`'s assumptions that the scalar arguments
+/// `params` (laid out as `signature`) do not satisfy. The verifier keeps arrays out of
+/// them; one the host cannot evaluate (its arithmetic would overflow) fails.
+fn failed_assumption<'f>(
+    function: &'f Function,
+    signature: &Signature,
+    params: &[i64],
+) -> Option<&'f str> {
+    let value = |p: ParamRef| {
+        let slot = signature
+            .scalars
+            .iter()
+            .position(|s| *s == ScalarArg::Param(p))?;
+        params.get(slot).copied()
+    };
+    function
+        .assumptions
+        .iter()
+        .find(|(condition, _)| interp::scalar(condition, &value).is_none_or(|v| v == 0))
+        .map(|(_, message)| message.as_str())
 }
 
 /// A background compilation: the main target's code, or why there is none.

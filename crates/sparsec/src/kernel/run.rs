@@ -250,6 +250,7 @@ impl Kernel {
             native::call(
                 code.as_ref(),
                 &self.lowered.function,
+                self.compiled.signature(),
                 arguments,
                 &mut buffers,
                 "while producing its output",

@@ -368,6 +368,7 @@ impl SpfKernel {
             native::call(
                 code,
                 &self.lowered.function,
+                self.compiled.signature(),
                 arguments,
                 &mut buffers,
                 "for its scratch arrays",

@@ -39,6 +39,10 @@ pub struct Capabilities {
     /// with one input (the C target's versions of the gathered sums); `None` where every
     /// candidate would run the same code, so that a kernel measures nothing.
     pub tunable: Option<&'static Tunable>,
+    /// Whether its code checks the function's assumptions itself and returns the failed
+    /// one's status (the CPU targets' do, at entry); where not (a device's kernels), the
+    /// kernel core checks them on the host, from the call's scalars, before the call.
+    pub checks_assumptions: bool,
 }
 
 /// The most candidates a [`Tunable`] has.

@@ -24,6 +24,7 @@ pub const CAPABILITIES: Capabilities = Capabilities {
     scratch: true,
     helpers: true,
     tunable: Some(&GATHERED_SUMS),
+    checks_assumptions: true,
 };
 
 /// The version of the gathered sums ([`gather::SumVersion`]) and the distance their

@@ -19,6 +19,7 @@ pub const CAPABILITIES: Capabilities = Capabilities {
     scratch: true,
     helpers: true,
     tunable: None,
+    checks_assumptions: true,
 };
 
 /// Cranelift, in this process.
