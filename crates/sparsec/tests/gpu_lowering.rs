@@ -424,3 +424,47 @@ fn a_blocks_threads_wait_for_each_other_around_its_shared_workspace() {
     let (f, _) = outlined(SPMM, GPU_SCHEDULES[3].1);
     assert!(!f.to_string().contains("barrier;"), "{f}");
 }
+
+/// Sliced ELL's blocks of rows run in SIMD lanes on the CPU; under GPU loops they stay
+/// serial loops of each thread (found by a GPU schedule that failed the verifier).
+#[test]
+fn blocked_rows_under_gpu_loops_are_not_simd_lanes() {
+    let mut r = rng(1);
+    let inputs = [
+        ("A", random_coo(&mut r, &[41, 50], 0.1)),
+        ("x", random_coo(&mut r, &[50], 1.0)),
+    ];
+    let (stmt, _) = statement(SPMV, &[("A", "sell:4")], &inputs, &[]);
+    let lower_with = |schedule: &str| {
+        let schedule = Schedule::parse(schedule).unwrap();
+        let concrete = schedule.apply(&Concrete::new(&stmt).unwrap()).unwrap();
+        let f = lower::lower(&concrete).unwrap().function;
+        sparsec::ir::verify(&f).unwrap();
+        f
+    };
+    let units = |f: &Function| {
+        let mut units = Vec::new();
+        sparsec::ir::visit::walk_stmts(&f.body, &mut |s| {
+            if let Stmt::For(Loop {
+                kind: LoopKind::Parallel { unit, .. },
+                ..
+            }) = s
+            {
+                units.push(*unit);
+            }
+        });
+        units
+    };
+    let cpu = lower_with("parallelize(i_blk,CPUThread,NoRaces)");
+    assert_eq!(
+        units(&cpu),
+        vec![ParallelUnit::CpuThread, ParallelUnit::CpuVector]
+    );
+    let gpu =
+        lower_with("parallelize(i_blk,GPUBlock,NoRaces),parallelize(A_o0_slot,GPUThread,Atomics)");
+    let gpu = units(&gpu);
+    assert!(
+        gpu.contains(&ParallelUnit::GpuThread) && !gpu.contains(&ParallelUnit::CpuVector),
+        "{gpu:?}"
+    );
+}

@@ -524,9 +524,13 @@ impl Lowerer<'_> {
                 // parent is one of its indices) and loops over nothing (one position of
                 // a singleton level at most), the block's iterations are SIMD lanes: gcc
                 // vectorises such a loop of a few trips only when told, as it unrolls it
-                // first and cannot then gather (sliced ELL's rows).
-                let lanes =
-                    self.dense_output && self.is_free(parent) && one_trip_loops_only(&full.body);
+                // first and cannot then gather (sliced ELL's rows). Not inside GPU loops,
+                // whose threads run no CPU lanes.
+                let on_gpu = self.parallel.iter().any(|(_, p, _)| p.unit.is_gpu());
+                let lanes = self.dense_output
+                    && !on_gpu
+                    && self.is_free(parent)
+                    && one_trip_loops_only(&full.body);
                 let full = Loop {
                     kind: if lanes {
                         LoopKind::Parallel {
