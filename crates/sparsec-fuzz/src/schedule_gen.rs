@@ -248,9 +248,13 @@ impl Chain<'_> {
             }
             _ => {
                 let v = self.pick()?;
+                // GPU units lower to GPU loops (and outline) though no target runs them:
+                // their nesting preconditions and the IR they make are fuzzed too.
                 let unit = match self.rng.gen_range(0..20) {
                     0 => "GPUThread",
-                    1 | 2 => "CPUVector",
+                    1 => "GPUBlock",
+                    2 => "GPUWarp",
+                    3 | 4 => "CPUVector",
                     _ => "CPUThread",
                 };
                 let mut races = vec![
