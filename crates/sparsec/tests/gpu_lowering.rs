@@ -193,7 +193,7 @@ fn gpu_nesting_rules_are_preconditions_named_when_they_fail() {
     refused(
         SPMV,
         "parallelize(i,GPUWarp,NoRaces)",
-        &["a GpuWarp loop is nested in a GPUBlock loop"],
+        &["a GPUWarp loop is nested in a GPUBlock loop"],
     );
     refused(
         SPMV,
@@ -217,7 +217,7 @@ fn gpu_nesting_rules_are_preconditions_named_when_they_fail() {
          parallelize(k2,GPUThread,NoRaces),parallelize(k3,GPUThread,NoRaces)",
         &[
             "at most three nested loops on one GPU unit",
-            "`i2` holds 3 GpuThread loops",
+            "`i2` holds 3 GPUThread loops",
         ],
     );
 }

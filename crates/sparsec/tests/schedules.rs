@@ -865,7 +865,7 @@ fn every_precondition_failure_says_which_and_why() {
     );
     assert_refused(
         "parallelize(i,GPUThread,NoRaces)",
-        &["a GpuThread loop is nested in a GPUBlock loop"],
+        &["a GPUThread loop is nested in a GPUBlock loop"],
     );
     assert_refused(
         "split(i,i0,i1,32),split(i1,i2,i3,4),parallelize(i0,GPUBlock,NoRaces),\

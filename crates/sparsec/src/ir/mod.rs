@@ -467,6 +467,17 @@ pub enum ParallelUnit {
 }
 
 impl ParallelUnit {
+    /// Its name in the scheduling language (`CPUThread`, `GPUBlock`).
+    pub fn spelling(self) -> &'static str {
+        match self {
+            ParallelUnit::CpuThread => "CPUThread",
+            ParallelUnit::CpuVector => "CPUVector",
+            ParallelUnit::GpuBlock => "GPUBlock",
+            ParallelUnit::GpuWarp => "GPUWarp",
+            ParallelUnit::GpuThread => "GPUThread",
+        }
+    }
+
     /// True for the units of a GPU kernel.
     pub fn is_gpu(self) -> bool {
         matches!(

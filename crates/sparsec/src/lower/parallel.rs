@@ -118,10 +118,10 @@ impl Lowerer<'_> {
             .any(|outer| outer.1.unit == ParallelUnit::GpuBlock);
         if rank > 0 && !in_block {
             return Err(LowerError(format!(
-                "{text}: precondition failed: a {:?} loop is nested in a GPUBlock loop: the \
+                "{text}: precondition failed: a {} loop is nested in a GPUBlock loop: the \
                  threads of a GPU kernel run in blocks; split the loop and parallelize the \
                  outer part on GPUBlock",
-                p.unit
+                p.unit.spelling()
             )));
         }
         Ok(())
@@ -364,8 +364,8 @@ fn mapping(name: &str, p: &Parallel, body: &[Stmt]) -> Result<Mapping, LowerErro
         Some(&dim) => Ok(Mapping::Gpu { dim }),
         None => Err(LowerError(format!(
             "{text}: precondition failed: at most three nested loops on one GPU unit: `{name}` \
-             holds {inside} {:?} loops, and a GPU grid or block has three dimensions",
-            p.unit
+             holds {inside} {} loops, and a GPU grid or block has three dimensions",
+            p.unit.spelling()
         ))),
     }
 }
