@@ -63,9 +63,9 @@ pub struct DeviceKernel {
     pub nest: Loop,
     /// Host variables the kernel reads (declared before the launch), passed by value.
     pub captured: Vec<Var>,
-    /// Host variables the kernel sums into: reductions of its parallel loops, passed by
-    /// reference and read back.
-    pub reduced: Vec<Var>,
+    /// Host variables the kernel assigns (its loops' reductions, or updates a schedule
+    /// declared free of races), passed by reference and read back.
+    pub results: Vec<Var>,
     /// Operand arrays, and scratch arrays allocated outside the kernel, that it reads or
     /// writes.
     pub arrays: Vec<ArrayRef>,
@@ -179,24 +179,14 @@ fn kernel(
     // What the nest declares and allocates stays on the device.
     let mut declared = BTreeSet::new();
     let mut allocated = BTreeSet::new();
-    let mut reductions = BTreeSet::new();
     visit::walk_stmts(&stmts, &mut |s| match s {
         Stmt::Decl(v, _) => {
             declared.insert(*v);
         }
         Stmt::For(l) => {
             declared.insert(l.var);
-            if let LoopKind::Parallel {
-                locals,
-                reductions: reduced,
-                ..
-            } = &l.kind
-            {
+            if let LoopKind::Parallel { locals, .. } = &l.kind {
                 allocated.extend(locals.iter().map(|l| l.array));
-                reductions.extend(reduced.iter().filter_map(|r| match r {
-                    Reduction::Scalar(v) => Some(*v),
-                    Reduction::Array(..) => None,
-                }));
             }
         }
         _ => {}
@@ -252,14 +242,6 @@ fn kernel(
     let arrays: Vec<ArrayRef> = arrays.into_iter().filter(|a| !on_device(a)).collect();
     let written: Vec<ArrayRef> = written.into_iter().filter(|a| !on_device(a)).collect();
     let host_assigned: Vec<Var> = assigned.difference(&declared).copied().collect();
-    if let Some(v) = host_assigned.iter().find(|v| !reductions.contains(v)) {
-        return Err(OutlineError(format!(
-            "the kernel of loop `{}` assigns `{}`, a variable of the host, which is not \
-             one of its loops' reductions",
-            function.var(nest.var).hint,
-            function.var(*v).hint
-        )));
-    }
     let captured = read_vars
         .difference(&declared)
         .filter(|v| !host_assigned.contains(v))
@@ -269,7 +251,7 @@ fn kernel(
     Ok(DeviceKernel {
         nest: nest.clone(),
         captured,
-        reduced: host_assigned,
+        results: host_assigned,
         arrays,
         written,
         params: params.into_iter().collect(),
@@ -428,7 +410,7 @@ mod tests {
     }
 
     #[test]
-    fn a_kernel_that_assigns_a_host_variable_it_does_not_reduce_is_refused() {
+    fn a_host_variable_a_kernel_assigns_is_one_of_its_results() {
         let mut f = function();
         let flag = f.fresh_var("flag", Type::Index);
         let thread = gpu_loop(
