@@ -470,12 +470,15 @@ fn blocked_rows_under_gpu_loops_are_not_simd_lanes() {
     );
 }
 
+/// A statement of the sweep: its text, its sparse tensors, every tensor's dimensions.
+type Swept<'a> = (&'a str, &'a [&'a str], &'a [(&'a str, &'a [usize])]);
+
 /// Every GPU schedule of a sweep over statements, formats and race strategies either
 /// lowers to IR the verifier accepts, which outlines into kernels that inline back to it,
 /// or is refused naming a precondition; none fails inside sparsec.
 #[test]
 fn gpu_schedules_lower_verify_and_outline_or_name_a_precondition() {
-    let statements: [(&str, &[&str], &[(&str, &[usize])]); 5] = [
+    let statements: [Swept; 5] = [
         (SPMV, &["A"], &[("A", &[30, 20]), ("x", &[20])]),
         (SPMM, &["A"], &[("A", &[30, 20]), ("B", &[20, 8])]),
         (
