@@ -5,7 +5,7 @@
 //! Every outermost `GpuBlock` loop becomes a kernel; the host part runs the rest of the
 //! function and a [`Stmt::Launch`] where the loop was, so host loops around a GPU loop
 //! nest launch it once per iteration. A kernel records what crosses the boundary: the
-//! host scalars it reads (and those it reduces into), the operand and scratch arrays it
+//! host scalars it reads (and those it assigns), the operand and scratch arrays it
 //! reads and writes (a launcher copies only what a kernel needs, and back only what it
 //! writes), the parameters it reads, and its launch [`Geometry`], computed on the host.
 //! The pass is target-neutral: the CUDA and OpenCL targets print the same kernels.
