@@ -426,8 +426,9 @@ fn a_blocks_threads_wait_for_each_other_around_its_shared_workspace() {
     assert!(!f.to_string().contains("barrier;"), "{f}");
 }
 
-/// Sliced ELL's blocks of rows run in SIMD lanes on the CPU; under GPU loops they stay
-/// serial loops of each thread (found by a GPU schedule that failed the verifier).
+/// Sliced ELL's blocks of rows run in SIMD lanes on the CPU (the C target's pass); under
+/// GPU loops they stay serial loops of each thread (found by a GPU schedule that failed
+/// the verifier).
 #[test]
 fn blocked_rows_under_gpu_loops_are_not_simd_lanes() {
     let mut r = rng(1);
@@ -456,13 +457,21 @@ fn blocked_rows_under_gpu_loops_are_not_simd_lanes() {
         });
         units
     };
-    let cpu = lower_with("parallelize(i_blk,CPUThread,NoRaces)");
+    // On the CPU, lowering notes the lane loops and the C target's pass runs them in lanes.
+    let mut cpu = lower_with("parallelize(i_blk,CPUThread,NoRaces)");
+    assert!(!cpu.lane_loops.is_empty());
+    assert_eq!(units(&cpu), vec![ParallelUnit::CpuThread]);
+    sparsec::kernel::Backend::C
+        .targets(&sparsec::jit::Toolchain::default())
+        .prepare(&mut cpu)
+        .unwrap();
     assert_eq!(
         units(&cpu),
         vec![ParallelUnit::CpuThread, ParallelUnit::CpuVector]
     );
     let gpu =
         lower_with("parallelize(i_blk,GPUBlock,NoRaces),parallelize(A_o0_slot,GPUThread,Atomics)");
+    assert!(gpu.lane_loops.is_empty());
     let gpu = units(&gpu);
     assert!(
         gpu.contains(&ParallelUnit::GpuThread) && !gpu.contains(&ParallelUnit::CpuVector),

@@ -106,6 +106,10 @@ pub struct Function {
     /// The rows of a dense output that an `=` statement adds into, as lowering knows
     /// them, for a target that zeroes them in the kernel ([`super::zero_rows`]).
     pub dense_rows: Option<super::zero_rows::DenseRows>,
+    /// The variables of loops whose iterations each write their own element of a dense
+    /// output and loop over nothing (a fixed layout's blocks of rows): a CPU target runs
+    /// those of a constant trip count in SIMD lanes ([`super::lanes`]).
+    pub lane_loops: Vec<Var>,
 }
 
 impl Function {
@@ -123,6 +127,7 @@ impl Function {
             output,
             narrow_arrays: BTreeSet::new(),
             dense_rows: None,
+            lane_loops: Vec::new(),
         }
     }
 

@@ -22,6 +22,7 @@ pub mod extents;
 mod function;
 pub mod gather;
 pub mod interp;
+pub mod lanes;
 mod names;
 pub mod outline;
 pub mod prefetch;

@@ -7,9 +7,7 @@ use std::collections::BTreeSet;
 use super::lattice::Point;
 use super::{LExpr, LowerError, Lowerer, Scope, Step};
 use crate::format::{Capabilities, Properties};
-use crate::ir::{
-    Expr, Loop, LoopKind, Mapping, OmpSchedule, ParallelUnit, ReductionStrategy, Stmt, Type,
-};
+use crate::ir::{Expr, Loop, LoopKind, Stmt, Type};
 use crate::notation::cin::VarId;
 use crate::schedule::{lexpr, MergeStrategy};
 
@@ -526,28 +524,15 @@ impl Lowerer<'_> {
                 // vectorises such a loop of a few trips only when told, as it unrolls it
                 // first and cannot then gather (sliced ELL's rows). Not inside GPU loops,
                 // whose threads run no CPU lanes.
+                // Running them in lanes is the CPU targets' pass (`ir::lanes`).
                 let on_gpu = self.parallel.iter().any(|(_, p, _)| p.unit.is_gpu());
-                let lanes = self.dense_output
+                if self.dense_output
                     && !on_gpu
                     && self.is_free(parent)
-                    && one_trip_loops_only(&full.body);
-                let full = Loop {
-                    kind: if lanes {
-                        LoopKind::Parallel {
-                            unit: ParallelUnit::CpuVector,
-                            mapping: Mapping::Cpu {
-                                schedule: OmpSchedule::Static,
-                                chunk: 0,
-                            },
-                            reductions: Vec::new(),
-                            reduce_by: ReductionStrategy::ParallelReduction,
-                            locals: Vec::new(),
-                        }
-                    } else {
-                        LoopKind::Serial
-                    },
-                    ..full
-                };
+                    && one_trip_loops_only(&full.body)
+                {
+                    self.tables.borrow_mut().function.lane_loops.push(full.var);
+                }
                 Stmt::If(
                     Expr::lt(left, full.end.clone()),
                     vec![Stmt::For(short)],

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use super::{emit, CKernel, ENTRY};
 use crate::codegen::abi::{BackendError, EntryFn};
-use crate::ir::{gather, prefetch, Function, ParallelUnit, ParamRef};
+use crate::ir::{gather, lanes, prefetch, Function, ParallelUnit, ParamRef};
 use crate::jit::{self, Toolchain};
 use crate::target::{
     Artifact, Capabilities, Listing, NativeCode, Pass, Target, Tunable, MAX_CANDIDATES, ZERO_ROWS,
@@ -57,12 +57,16 @@ pub const GATHERED_SUMS: Tunable = Tunable {
 const _: () = assert!(GATHERED_SUMS.candidates.len() <= MAX_CANDIDATES);
 
 /// The CPU passes the C target runs before printing: dense outputs' rows zeroed by the
-/// threads that add into them, gathered dot products get a version
+/// threads that add into them, independent blocks of rows in SIMD lanes (see [`lanes`]), gathered dot products get a version
 /// in SIMD lanes and one with hardware gathers (chosen per call, see [`gather`]), loops
 /// that locate rows prefetch them, and sums over scattered elements prefetch those
 /// (see [`prefetch`]).
 pub const PASSES: &[Pass] = &[
     ZERO_ROWS,
+    Pass {
+        name: "vectorise lane loops",
+        run: lanes::vectorise_lane_loops,
+    },
     Pass {
         name: "vectorise gathered sums",
         run: gather::vectorise_gathered_sums,
