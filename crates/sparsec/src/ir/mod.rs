@@ -218,6 +218,29 @@ pub enum BinOp {
     Or,
 }
 
+impl BinOp {
+    /// The C operator (`+`, `<=`, `&&`); `None` for `Min` and `Max`, which C spells as
+    /// calls.
+    pub fn c_operator(self) -> Option<&'static str> {
+        Some(match self {
+            BinOp::Add => "+",
+            BinOp::Sub => "-",
+            BinOp::Mul => "*",
+            BinOp::Div => "/",
+            BinOp::Rem => "%",
+            BinOp::Lt => "<",
+            BinOp::Le => "<=",
+            BinOp::Gt => ">",
+            BinOp::Ge => ">=",
+            BinOp::Eq => "==",
+            BinOp::Ne => "!=",
+            BinOp::And => "&&",
+            BinOp::Or => "||",
+            BinOp::Min | BinOp::Max => return None,
+        })
+    }
+}
+
 /// A function a level format supplies for its level functions (a hashed level's probe):
 /// lowering and the backends call it by this description and never know which level it
 /// serves. Its C text is printed into kernels that call it; the same C, compiled into this

@@ -188,7 +188,8 @@ impl Printer<'_> {
                 self.expr(b)
             ),
             Expr::Bin(op, a, b) => {
-                format!("{} {} {}", self.atom(a), symbol(*op), self.atom(b))
+                let sym = op.c_operator().expect("min and max are printed as calls");
+                format!("{} {sym} {}", self.atom(a), self.atom(b))
             }
             Expr::Select(c, a, b) => {
                 format!("{} ? {} : {}", self.atom(c), self.atom(a), self.atom(b))
@@ -208,24 +209,5 @@ impl Printer<'_> {
             Expr::Bin(..) | Expr::Select(..) => format!("({})", self.expr(e)),
             _ => self.expr(e),
         }
-    }
-}
-
-fn symbol(op: BinOp) -> &'static str {
-    match op {
-        BinOp::Add => "+",
-        BinOp::Sub => "-",
-        BinOp::Mul => "*",
-        BinOp::Div => "/",
-        BinOp::Rem => "%",
-        BinOp::Lt => "<",
-        BinOp::Le => "<=",
-        BinOp::Gt => ">",
-        BinOp::Ge => ">=",
-        BinOp::Eq => "==",
-        BinOp::Ne => "!=",
-        BinOp::And => "&&",
-        BinOp::Or => "||",
-        BinOp::Min | BinOp::Max => unreachable!("printed as calls"),
     }
 }

@@ -40,22 +40,7 @@ pub(super) fn expr(names: &Names, e: &Expr) -> String {
             format!("sparsec_max({}, {})", expr(names, a), expr(names, b))
         }
         Expr::Bin(op, a, b) => {
-            let sym = match op {
-                BinOp::Add => "+",
-                BinOp::Sub => "-",
-                BinOp::Mul => "*",
-                BinOp::Div => "/",
-                BinOp::Rem => "%",
-                BinOp::Lt => "<",
-                BinOp::Le => "<=",
-                BinOp::Gt => ">",
-                BinOp::Ge => ">=",
-                BinOp::Eq => "==",
-                BinOp::Ne => "!=",
-                BinOp::And => "&&",
-                BinOp::Or => "||",
-                BinOp::Min | BinOp::Max => unreachable!(),
-            };
+            let sym = op.c_operator().expect("min and max are printed as calls");
             format!("{} {sym} {}", atom(names, a), atom(names, b))
         }
         Expr::Select(c, a, b) => format!(
