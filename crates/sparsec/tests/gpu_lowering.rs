@@ -444,18 +444,11 @@ fn blocked_rows_under_gpu_loops_are_not_simd_lanes() {
         sparsec::ir::verify(&f).unwrap();
         f
     };
-    let units = |f: &Function| {
-        let mut units = Vec::new();
-        sparsec::ir::visit::walk_stmts(&f.body, &mut |s| {
-            if let Stmt::For(Loop {
-                kind: LoopKind::Parallel { unit, .. },
-                ..
-            }) = s
-            {
-                units.push(*unit);
-            }
-        });
-        units
+    let units = |f: &Function| -> Vec<ParallelUnit> {
+        parallel_loops(f)
+            .into_iter()
+            .map(|(_, unit, _)| unit)
+            .collect()
     };
     // On the CPU, lowering notes the lane loops and the C target's pass runs them in lanes.
     let mut cpu = lower_with("parallelize(i_blk,CPUThread,NoRaces)");

@@ -90,7 +90,7 @@ impl Env<'_> {
 
 /// `a op b` as C computes it on `int64_t`; `None` where C's result is undefined
 /// (overflow, division by zero).
-fn apply(op: BinOp, a: i64, b: i64) -> Option<i64> {
+pub(crate) fn apply(op: BinOp, a: i64, b: i64) -> Option<i64> {
     Some(match op {
         BinOp::Add => a.checked_add(b)?,
         BinOp::Sub => a.checked_sub(b)?,

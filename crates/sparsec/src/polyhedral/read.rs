@@ -385,29 +385,15 @@ mod tests {
     /// The indices the statements store to, in order, with `N = n`.
     fn run(stmts: &[Stmt], n: i64, env: &mut HashMap<Var, i64>, stores: &mut Vec<i64>) {
         fn eval(e: &Expr, n: i64, env: &HashMap<Var, i64>) -> i64 {
-            let bin = |op: BinOp, a: i64, b: i64| match op {
-                BinOp::Add => a + b,
-                BinOp::Sub => a - b,
-                BinOp::Mul => a * b,
-                BinOp::Div => a / b,
-                BinOp::Rem => a % b,
-                BinOp::Min => a.min(b),
-                BinOp::Max => a.max(b),
-                BinOp::Lt => i64::from(a < b),
-                BinOp::Le => i64::from(a <= b),
-                BinOp::Gt => i64::from(a > b),
-                BinOp::Ge => i64::from(a >= b),
-                BinOp::Eq => i64::from(a == b),
-                BinOp::Ne => i64::from(a != b),
-                BinOp::And => i64::from(a != 0 && b != 0),
-                BinOp::Or => i64::from(a != 0 || b != 0),
-            };
             match e {
                 Expr::Int(k) => *k,
                 Expr::Bool(b) => i64::from(*b),
                 Expr::Var(v) => env[v],
                 Expr::Param(ParamRef::Extent(0)) => n,
-                Expr::Bin(op, a, b) => bin(*op, eval(a, n, env), eval(b, n, env)),
+                Expr::Bin(op, a, b) => {
+                    crate::ir::interp::apply(*op, eval(a, n, env), eval(b, n, env))
+                        .expect("the test's loops neither overflow nor divide by zero")
+                }
                 Expr::Select(c, a, b) => match eval(c, n, env) {
                     0 => eval(b, n, env),
                     _ => eval(a, n, env),
