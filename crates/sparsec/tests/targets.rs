@@ -8,12 +8,10 @@
 mod common;
 use common::*;
 
-use std::ffi::c_void;
 use std::sync::Arc;
 
 use sparsec::codegen::c::CTarget;
 use sparsec::codegen::clif::CraneliftTarget;
-use sparsec::codegen::runtime::RawBuffer;
 use sparsec::ir::{
     ArrayRef, BinOp, Expr, Function, OperandId, OutputMode, ParallelUnit, Stmt, Store,
 };
@@ -22,7 +20,7 @@ use sparsec::kernel::{lower_with_default_parallelism, Backend, Kernel};
 use sparsec::lower::{self, Lowered};
 use sparsec::notation::cin::Statement;
 use sparsec::schedule::Concrete;
-use sparsec::target::{Artifact, Capabilities, Listing, Pass, Target, Targets};
+use sparsec::target::{Artifact, Call, Capabilities, Listing, Pass, Target, Targets};
 use sparsec::tensor::{Coo, Tensor, ValueType};
 use sparsec::Error;
 
@@ -97,14 +95,9 @@ impl Artifact for ToyCode {
         self.1
     }
 
-    unsafe fn call(
-        &self,
-        arrays: *mut *mut c_void,
-        params: *const i64,
-        out: *mut RawBuffer,
-    ) -> i32 {
+    unsafe fn call(&self, call: Call<'_>) -> i32 {
         // SAFETY: the caller keeps the ABI's contract, which the wrapped code has too.
-        unsafe { self.0.call(arrays, params, out) }
+        unsafe { self.0.call(call) }
     }
 }
 

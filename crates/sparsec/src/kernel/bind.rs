@@ -17,6 +17,8 @@ use crate::Error;
 /// The `arrays` and `params` arguments of one call.
 pub(crate) struct Arguments {
     pub(crate) arrays: Vec<*mut c_void>,
+    /// The size of each of `arrays` in bytes.
+    pub(crate) bytes: Vec<usize>,
     pub(crate) params: Vec<i64>,
     /// The arrays among them that hold `int32_t` indices: the code called must read them so.
     pub(crate) narrow: BTreeSet<ArrayRef>,
@@ -196,6 +198,7 @@ pub(crate) fn arguments(
 ) -> Arguments {
     let mut narrow = BTreeSet::new();
     let mut arrays = Vec::with_capacity(signature.arrays.len());
+    let mut bytes = Vec::with_capacity(signature.arrays.len());
     let params;
     {
         let views: Vec<TensorView<'_>> = std::iter::once(output.view())
@@ -207,6 +210,16 @@ pub(crate) fn arguments(
                 .expect("lowering reads only arrays its level stores")
         };
         for a in &signature.arrays {
+            bytes.push(match *a {
+                ArrayRef::Values(operand) => views[operand.0].values().size_in_bytes(),
+                ArrayRef::Level {
+                    operand,
+                    level,
+                    kind,
+                } if operand.0 != 0 => level_array(operand, level, kind).size_in_bytes(),
+                // Set before each phase, with the pointer.
+                _ => 0,
+            });
             arrays.push(match *a {
                 // The output's values are written: their pointer is taken below, from
                 // the only mutable borrow.
@@ -296,8 +309,17 @@ pub(crate) fn arguments(
     }
     Arguments {
         arrays,
+        bytes,
         params,
         narrow,
+    }
+}
+
+impl Arguments {
+    /// Point slot `slot` at `array`, which the kernel writes.
+    pub(crate) fn point<T>(&mut self, slot: usize, array: &mut [T]) {
+        self.arrays[slot] = array.as_mut_ptr().cast();
+        self.bytes[slot] = std::mem::size_of_val(array);
     }
 }
 

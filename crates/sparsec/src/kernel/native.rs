@@ -119,11 +119,12 @@ pub(crate) unsafe fn call(
     }
     // SAFETY: as the caller promises; `buffers` holds one buffer per thread.
     let status = unsafe {
-        code.call(
-            arguments.arrays.as_mut_ptr(),
-            arguments.params.as_ptr(),
-            buffers.as_mut_ptr(),
-        )
+        code.call(target::Call {
+            arrays: &mut arguments.arrays,
+            bytes: &arguments.bytes,
+            params: &arguments.params,
+            out: buffers.as_mut_ptr(),
+        })
     };
     match status {
         0 => Ok(()),

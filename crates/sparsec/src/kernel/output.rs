@@ -99,7 +99,7 @@ pub(crate) fn place_rows(
     let threads = scalar(ScalarArg::Threads);
     // A workspace kernel's rows bounded (phase 3), as the start of each row's room.
     let bounded_starts = if bounds {
-        arguments.arrays[slots.pos] = pos.as_mut_ptr().cast();
+        arguments.point(slots.pos, &mut pos);
         arguments.params[phase] = 3;
         call(arguments)?;
         let mut starts = Vec::with_capacity(rows + 1);
@@ -237,7 +237,7 @@ fn place_rows_as(
         }
     }
 
-    arguments.arrays[slots.pos] = pos.as_mut_ptr().cast();
+    arguments.point(slots.pos, &mut pos);
     arguments.params[phase] = 0;
     call(arguments)?;
     // Counts, `pos[r + 1]` for row `r`, become starts, `pos[r]`.
@@ -392,18 +392,18 @@ impl LeafArrays {
 
     /// Point the kernel's output slots at these arrays and at `pos`.
     fn bind(&mut self, arguments: &mut Arguments, slots: &LeafSlots, pos: &mut [i64]) {
-        arguments.arrays[slots.pos] = pos.as_mut_ptr().cast();
+        arguments.point(slots.pos, pos);
         if let Some(s) = slots.idx {
-            arguments.arrays[s] = match &mut self.idx {
-                IndexArray::I32(v) => v.as_mut_ptr().cast(),
-                IndexArray::I64(v) => v.as_mut_ptr().cast(),
-            };
+            match &mut self.idx {
+                IndexArray::I32(v) => arguments.point(s, v),
+                IndexArray::I64(v) => arguments.point(s, v),
+            }
         }
         if let Some(s) = slots.values {
-            arguments.arrays[s] = match &mut self.values {
-                Values::F64(v) => v.as_mut_ptr().cast(),
-                Values::F32(v) => v.as_mut_ptr().cast(),
-            };
+            match &mut self.values {
+                Values::F64(v) => arguments.point(s, v),
+                Values::F32(v) => arguments.point(s, v),
+            }
         }
     }
 
@@ -571,6 +571,7 @@ mod tests {
         };
         let mut arguments = Arguments {
             arrays: vec![std::ptr::null_mut(); 3],
+            bytes: vec![0; 3],
             params: vec![0, 0, threads],
             narrow: BTreeSet::new(),
         };

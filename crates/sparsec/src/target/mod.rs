@@ -158,15 +158,30 @@ pub trait Artifact: Send + Sync {
     /// What the code can do (the capabilities of the target that produced it).
     fn capabilities(&self) -> Capabilities;
 
-    /// Run the kernel: `int sparsec_kernel(void **arrays, const int64_t *params,
-    /// sparsec_buffer *out)`; the status is 0, an assumption's status, or -1.
+    /// Run the kernel on `call`'s arguments; the status is 0, an assumption's status, or
+    /// -1 (out of memory).
     ///
     /// # Safety
-    /// `arrays` and `params` hold the function's [`crate::ir::Signature`], every pointer
-    /// addressing live storage of the width the code reads; `out` holds one entry buffer
-    /// per thread the code may use, each empty or grown with the C allocator.
-    unsafe fn call(&self, arrays: *mut *mut c_void, params: *const i64, out: *mut RawBuffer)
-        -> i32;
+    /// `call`'s arrays and params hold the function's [`crate::ir::Signature`], every
+    /// pointer addressing live host storage of the width the code reads and of the size
+    /// `call.bytes` gives; `call.out` holds one entry buffer per thread the code may use,
+    /// each empty or grown with the C allocator.
+    unsafe fn call(&self, call: Call<'_>) -> i32;
+}
+
+/// The arguments of one call of a kernel: the kernel ABI's `arrays`, `params` and `out`
+/// (`int sparsec_kernel(void **arrays, const int64_t *params, sparsec_buffer *out)`),
+/// and what a target that moves arrays to a device needs beside them.
+pub struct Call<'a> {
+    /// The arrays, in the signature's order: host storage, which the output's arrays
+    /// receive the results in.
+    pub arrays: &'a mut [*mut c_void],
+    /// The size of each of `arrays` in bytes.
+    pub bytes: &'a [usize],
+    /// The scalars, in the signature's order.
+    pub params: &'a [i64],
+    /// One entry buffer per thread, for emitting kernels.
+    pub out: *mut RawBuffer,
 }
 
 /// A target's source text for one function.
@@ -232,14 +247,9 @@ impl Artifact for NativeCode {
         self.capabilities
     }
 
-    unsafe fn call(
-        &self,
-        arrays: *mut *mut c_void,
-        params: *const i64,
-        out: *mut RawBuffer,
-    ) -> i32 {
+    unsafe fn call(&self, call: Call<'_>) -> i32 {
         // SAFETY: the caller keeps the ABI's contract; `_owner` keeps `entry` valid.
-        unsafe { (self.entry)(arrays, params, out) }
+        unsafe { (self.entry)(call.arrays.as_mut_ptr(), call.params.as_ptr(), call.out) }
     }
 }
 

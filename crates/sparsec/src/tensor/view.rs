@@ -55,6 +55,13 @@ impl IndexSlice<'_> {
             IndexSlice::I64(a) => a.as_ptr().cast(),
         }
     }
+    /// The bytes the indices take.
+    pub fn size_in_bytes(&self) -> usize {
+        match self {
+            IndexSlice::I32(a) => std::mem::size_of_val(*a),
+            IndexSlice::I64(a) => std::mem::size_of_val(*a),
+        }
+    }
     /// An owned copy at the same width.
     pub fn to_array(&self) -> IndexArray {
         match self {
@@ -106,6 +113,13 @@ impl ValueSlice<'_> {
         match self {
             ValueSlice::F64(v) => v.as_ptr().cast(),
             ValueSlice::F32(v) => v.as_ptr().cast(),
+        }
+    }
+    /// The bytes the values take.
+    pub fn size_in_bytes(&self) -> usize {
+        match self {
+            ValueSlice::F64(v) => std::mem::size_of_val(*v),
+            ValueSlice::F32(v) => std::mem::size_of_val(*v),
         }
     }
     /// An owned copy.
