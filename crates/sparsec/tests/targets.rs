@@ -95,7 +95,7 @@ impl Artifact for ToyCode {
         self.1
     }
 
-    unsafe fn call(&self, call: Call<'_>) -> i32 {
+    unsafe fn call(&self, call: Call<'_>) -> Result<i32, Error> {
         // SAFETY: the caller keeps the ABI's contract, which the wrapped code has too.
         unsafe { self.0.call(call) }
     }

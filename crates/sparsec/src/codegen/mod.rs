@@ -4,4 +4,5 @@
 pub mod abi;
 pub mod c;
 pub mod clif;
+pub mod opencl;
 pub mod runtime;

@@ -11,15 +11,16 @@ use super::{ArrayRef, Function, OperandId, ParamRef, Scratch, Signature, Var};
 /// Hands out distinct identifiers, none of them a reserved word of the target.
 #[derive(Clone, Debug)]
 pub struct NameAllocator {
-    reserved: &'static [&'static str],
+    reserved: Vec<&'static [&'static str]>,
     taken: HashSet<String>,
 }
 
 impl NameAllocator {
-    /// An allocator with nothing taken but the target's `reserved` words.
-    pub fn new(reserved: &'static [&'static str]) -> NameAllocator {
+    /// An allocator with nothing taken but the target's `reserved` words (lists of them:
+    /// OpenCL C reserves C's words and its own).
+    pub fn new(reserved: &[&'static [&'static str]]) -> NameAllocator {
         NameAllocator {
-            reserved,
+            reserved: reserved.to_vec(),
             taken: HashSet::new(),
         }
     }
@@ -51,7 +52,12 @@ impl NameAllocator {
         }
         let mut name = base.clone();
         let mut n = 2;
-        while self.reserved.contains(&name.as_str()) || self.taken.contains(&name) {
+        while self
+            .reserved
+            .iter()
+            .any(|words| words.contains(&name.as_str()))
+            || self.taken.contains(&name)
+        {
             name = format!("{base}_{n}");
             n += 1;
         }
@@ -78,7 +84,7 @@ impl Names {
     pub fn new(
         function: &Function,
         signature: &Signature,
-        reserved: &'static [&'static str],
+        reserved: &[&'static [&'static str]],
     ) -> Names {
         let mut alloc = NameAllocator::new(reserved);
         // `A2_pos`, `A1_size`: operand, level, what.
@@ -193,7 +199,7 @@ mod tests {
 
     #[test]
     fn fresh_names_are_distinct_identifiers() {
-        let mut a = NameAllocator::new(&["int"]);
+        let mut a = NameAllocator::new(&[&["int"]]);
         assert_eq!(a.fresh("i"), "i");
         assert_eq!(a.fresh("i"), "i_2");
         assert_eq!(a.fresh("i"), "i_3");
@@ -207,7 +213,7 @@ mod tests {
         assert_eq!(a.fresh("#\u{1}p\u{1}_begin"), "p_begin");
         assert_eq!(a.fresh("%\u{1}t0"), "t0");
         // Only the target's words are reserved.
-        let mut cuda = NameAllocator::new(&["threadIdx", "class"]);
+        let mut cuda = NameAllocator::new(&[&["threadIdx", "class"]]);
         assert_eq!(cuda.fresh("threadIdx"), "threadIdx_2");
         assert_eq!(cuda.fresh("int"), "int");
     }

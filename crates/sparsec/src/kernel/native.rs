@@ -124,7 +124,7 @@ pub(crate) unsafe fn call(
             bytes: &arguments.bytes,
             params: &arguments.params,
             out: buffers.as_mut_ptr(),
-        })
+        })?
     };
     match status {
         0 => Ok(()),

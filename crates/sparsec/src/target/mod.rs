@@ -159,14 +159,15 @@ pub trait Artifact: Send + Sync {
     fn capabilities(&self) -> Capabilities;
 
     /// Run the kernel on `call`'s arguments; the status is 0, an assumption's status, or
-    /// -1 (out of memory).
+    /// -1 (out of memory). An error is a failure of the target's runtime (a device's
+    /// driver), in its words.
     ///
     /// # Safety
     /// `call`'s arrays and params hold the function's [`crate::ir::Signature`], every
     /// pointer addressing live host storage of the width the code reads and of the size
     /// `call.bytes` gives; `call.out` holds one entry buffer per thread the code may use,
     /// each empty or grown with the C allocator.
-    unsafe fn call(&self, call: Call<'_>) -> i32;
+    unsafe fn call(&self, call: Call<'_>) -> Result<i32, Error>;
 }
 
 /// The arguments of one call of a kernel: the kernel ABI's `arrays`, `params` and `out`
@@ -247,9 +248,9 @@ impl Artifact for NativeCode {
         self.capabilities
     }
 
-    unsafe fn call(&self, call: Call<'_>) -> i32 {
+    unsafe fn call(&self, call: Call<'_>) -> Result<i32, Error> {
         // SAFETY: the caller keeps the ABI's contract; `_owner` keeps `entry` valid.
-        unsafe { (self.entry)(call.arrays.as_mut_ptr(), call.params.as_ptr(), call.out) }
+        Ok(unsafe { (self.entry)(call.arrays.as_mut_ptr(), call.params.as_ptr(), call.out) })
     }
 }
 

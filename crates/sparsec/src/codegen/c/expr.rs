@@ -3,7 +3,7 @@
 use crate::ir::{BinOp, Expr, Names};
 
 /// Print an expression, fully parenthesised where precedence could be misread.
-pub(super) fn expr(names: &Names, e: &Expr) -> String {
+pub(in crate::codegen) fn expr(names: &Names, e: &Expr) -> String {
     match e {
         Expr::Int(v) => v.to_string(),
         Expr::Float(v) => {

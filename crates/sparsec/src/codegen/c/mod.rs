@@ -12,7 +12,7 @@
 //! in `sums.rs`, gathered dot products in `gathers.rs`, dense rows summed in registers in
 //! `row_sums.rs`, OpenMP thread teams in `threads.rs`.
 
-mod expr;
+pub(super) mod expr;
 mod gathers;
 mod row_sums;
 mod sums;
@@ -54,7 +54,7 @@ const BODY: &str = "sparsec_kernel_body";
 pub fn emit(function: &Function) -> Result<CKernel, BackendError> {
     crate::target::check_capabilities(function, NAME, &CAPABILITIES)?;
     let signature = function.signature();
-    let names = Names::new(function, &signature, RESERVED_WORDS);
+    let names = Names::new(function, &signature, &[RESERVED_WORDS]);
 
     let (sections, helpers) = runtime_used(function);
     let mut out = runtime::kernel_prelude(&sections, &helpers);

@@ -1,0 +1,553 @@
+//! Running an outlined function on an OpenCL device (the `opencl` feature): the driver
+//! builds the program, the host part runs in [`super::host`], and each launch sets its
+//! kernel's arguments, sizes its work-groups and copies what it needs.
+//!
+//! Buffers know where they are current. An array is copied to the device the first time a
+//! kernel reads it in a call, and back only when the host part reads it or the call ends
+//! (the output's arrays); an array no kernel wrote is never copied back. Scratch a kernel
+//! allocates is the launcher's: local memory sized per launch, private slices in one
+//! zeroed global buffer.
+
+use std::ptr;
+use std::sync::{Mutex, OnceLock};
+
+use opencl3::command_queue::CommandQueue;
+use opencl3::context::Context;
+use opencl3::device::{Device, CL_DEVICE_TYPE_ALL, CL_DEVICE_TYPE_GPU};
+use opencl3::kernel::Kernel;
+use opencl3::memory::{Buffer, ClMem, CL_MEM_READ_WRITE};
+use opencl3::platform::get_platforms;
+use opencl3::program::Program as ClProgram;
+use opencl3::types::{cl_mem, CL_BLOCKING};
+
+use super::host::{Host, Memory, Scalar, Stored};
+use super::print::{KernelArg, KernelPlan, Program};
+use super::NAME;
+use crate::ir::outline::{Outlined, WARP_SIZE};
+use crate::ir::{ArrayRef, Expr, Signature, Type, ValueType};
+use crate::target::{Artifact, Call, Capabilities};
+use crate::Error;
+
+/// The device kernels run on, chosen once: the first GPU of any platform, else the first
+/// device of any kind (PoCL's CPU device).
+pub struct ClDevice {
+    context: Context,
+    queue: CommandQueue,
+    name: String,
+    max_group: usize,
+    max_items: Vec<usize>,
+}
+
+fn error(what: &str, e: impl std::fmt::Display) -> String {
+    format!("OpenCL: {what}: {e}")
+}
+
+/// The device, or why there is none.
+pub fn device() -> Result<&'static ClDevice, String> {
+    static DEVICE: OnceLock<Result<ClDevice, String>> = OnceLock::new();
+    DEVICE.get_or_init(open).as_ref().map_err(Clone::clone)
+}
+
+fn open() -> Result<ClDevice, String> {
+    let platforms = get_platforms().map_err(|e| {
+        error(
+            "no OpenCL runtime could be loaded (install an ICD loader and a driver, e.g. \
+             ocl-icd-libopencl1 and pocl-opencl-icd)",
+            e,
+        )
+    })?;
+    let mut found = None;
+    for kind in [CL_DEVICE_TYPE_GPU, CL_DEVICE_TYPE_ALL] {
+        found = platforms
+            .iter()
+            .find_map(|p| p.get_devices(kind).ok().and_then(|d| d.first().copied()));
+        if found.is_some() {
+            break;
+        }
+    }
+    let id = found.ok_or_else(|| "OpenCL: no platform has a device".to_string())?;
+    let device = Device::new(id);
+    let context = Context::from_device(&device).map_err(|e| error("cannot create a context", e))?;
+    #[allow(deprecated)]
+    let queue = CommandQueue::create_default(&context, 0)
+        .map_err(|e| error("cannot create a command queue", e))?;
+    Ok(ClDevice {
+        name: device.name().unwrap_or_else(|_| "an OpenCL device".into()),
+        max_group: device
+            .max_work_group_size()
+            .map_err(|e| error("device query", e))?,
+        max_items: device
+            .max_work_item_sizes()
+            .map_err(|e| error("device query", e))?,
+        context,
+        queue,
+    })
+}
+
+impl ClDevice {
+    /// The device's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+}
+
+/// A built program and what its launches need.
+pub struct ClCode {
+    device: &'static ClDevice,
+    outlined: Outlined,
+    signature: Signature,
+    plans: Vec<KernelPlan>,
+    /// Setting arguments and launching are one step per kernel object.
+    kernels: Mutex<Vec<Kernel>>,
+    _program: ClProgram,
+    capabilities: Capabilities,
+}
+
+/// Build `program` (printed from `outlined`) for the device.
+pub fn build(
+    outlined: Outlined,
+    signature: Signature,
+    program: &Program,
+    capabilities: Capabilities,
+) -> Result<ClCode, Error> {
+    let fail = |reason: String| Error::Input(format!("the {NAME} target: {reason}"));
+    let device = device().map_err(fail)?;
+    let built = ClProgram::create_and_build_from_source(
+        &device.context,
+        &program.source,
+        "-cl-std=CL1.2 -Werror",
+    )
+    .map_err(|log| fail(format!("the driver refused the kernel:\n{log}")))?;
+    let kernels = program
+        .kernels
+        .iter()
+        .map(|p| Kernel::create(&built, &p.name).map_err(|e| fail(error("kernel", e))))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(ClCode {
+        device,
+        outlined,
+        signature,
+        plans: program.kernels.clone(),
+        kernels: Mutex::new(kernels),
+        _program: built,
+        capabilities,
+    })
+}
+
+impl Artifact for ClCode {
+    fn target(&self) -> &'static str {
+        NAME
+    }
+
+    fn was_compiled(&self) -> bool {
+        true
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        self.capabilities
+    }
+
+    unsafe fn call(&self, call: Call<'_>) -> Result<i32, Error> {
+        let host = &self.outlined.host;
+        let mut evaluator = Host::new(host, &self.signature, call.params);
+        let mut memory = Buffers {
+            code: self,
+            entries: Vec::new(),
+            call: &call,
+        };
+        let ran = memory
+            .allocate_scratch(&evaluator)
+            .and_then(|()| evaluator.run(&host.body, &mut memory))
+            .and_then(|()| memory.finish());
+        ran.map(|()| 0).map_err(|reason| {
+            Error::Input(format!(
+                "the {NAME} target on {}: {reason}",
+                self.device.name
+            ))
+        })
+    }
+}
+
+/// Where one array of a call is current.
+struct Entry {
+    array: ArrayRef,
+    /// Host storage: the caller's, or scratch the call allocated.
+    host: *mut u8,
+    bytes: usize,
+    /// Scratch the host part allocated (kept alive here).
+    owned: Option<Vec<u8>>,
+    device: Option<Buffer<u8>>,
+    host_current: bool,
+    device_current: bool,
+}
+
+/// The arrays of one call.
+struct Buffers<'c> {
+    code: &'c ClCode,
+    call: &'c Call<'c>,
+    entries: Vec<Entry>,
+}
+
+impl Buffers<'_> {
+    /// The function's scratch arrays, zeroed on the host.
+    fn allocate_scratch(&mut self, host: &Host<'_>) -> Result<(), String> {
+        for local in &self.code.outlined.host.locals {
+            let len = host.eval(&local.len, self)?;
+            let Scalar::Int(len) = len else {
+                return Err("a scratch array's length is not an integer".into());
+            };
+            let array = ArrayRef::Scratch(local.array);
+            let stored = Stored::of(&self.code.outlined.host, &self.code.signature, &array);
+            let bytes = usize::try_from(len)
+                .ok()
+                .and_then(|n| n.checked_mul(stored.size()))
+                .ok_or("a scratch array's length is out of range")?;
+            let mut owned = Vec::new();
+            owned
+                .try_reserve_exact(bytes)
+                .map_err(|_| format!("cannot allocate {bytes} bytes of scratch"))?;
+            owned.resize(bytes, 0);
+            self.entries.push(Entry {
+                array,
+                host: owned.as_mut_ptr(),
+                bytes,
+                owned: Some(owned),
+                device: None,
+                host_current: true,
+                device_current: false,
+            });
+        }
+        Ok(())
+    }
+
+    fn entry(&mut self, array: &ArrayRef) -> Result<usize, String> {
+        if let Some(n) = self.entries.iter().position(|e| e.array == *array) {
+            return Ok(n);
+        }
+        let slot = self
+            .code
+            .signature
+            .arrays
+            .iter()
+            .position(|a| a == array)
+            .ok_or_else(|| format!("the call has no array {array:?}"))?;
+        self.entries.push(Entry {
+            array: *array,
+            host: self.call.arrays[slot].cast(),
+            bytes: self.call.bytes[slot],
+            owned: None,
+            device: None,
+            host_current: true,
+            device_current: false,
+        });
+        Ok(self.entries.len() - 1)
+    }
+
+    /// The device copy of `array`, current.
+    fn on_device(&mut self, array: &ArrayRef) -> Result<cl_mem, String> {
+        let n = self.entry(array)?;
+        let device = self.code.device;
+        let e = &mut self.entries[n];
+        if e.device.is_none() {
+            // SAFETY: a plain allocation; OpenCL has no buffers of zero bytes.
+            let buffer = unsafe {
+                Buffer::<u8>::create(
+                    &device.context,
+                    CL_MEM_READ_WRITE,
+                    e.bytes.max(1),
+                    ptr::null_mut(),
+                )
+            }
+            .map_err(|err| error(&format!("cannot allocate {} bytes", e.bytes), err))?;
+            e.device = Some(buffer);
+        }
+        let buffer = e.device.as_mut().expect("allocated above");
+        if !e.device_current && e.bytes > 0 {
+            // SAFETY: `host` holds `bytes` bytes while the call lasts.
+            let data = unsafe { std::slice::from_raw_parts(e.host, e.bytes) };
+            // SAFETY: a blocking write of `bytes` bytes into a buffer of at least as many.
+            unsafe {
+                device
+                    .queue
+                    .enqueue_write_buffer(buffer, CL_BLOCKING, 0, data, &[])
+            }
+            .map_err(|err| error("copy to the device", err))?;
+        }
+        e.device_current = true;
+        Ok(buffer.get())
+    }
+
+    /// Copy `entry` back to the host if the device holds its newest contents.
+    fn bring_home(&mut self, n: usize) -> Result<(), String> {
+        let device = self.code.device;
+        let e = &mut self.entries[n];
+        if !e.host_current {
+            let buffer = e.device.as_ref().expect("a device copy is newer");
+            // SAFETY: `host` holds `bytes` bytes, written by nothing else during the call.
+            let data = unsafe { std::slice::from_raw_parts_mut(e.host, e.bytes) };
+            // SAFETY: a blocking read of `bytes` bytes.
+            unsafe {
+                device
+                    .queue
+                    .enqueue_read_buffer(buffer, CL_BLOCKING, 0, data, &[])
+            }
+            .map_err(|err| error("copy from the device", err))?;
+            e.host_current = true;
+        }
+        Ok(())
+    }
+
+    /// Bring every array a kernel wrote back to the caller's storage.
+    fn finish(&mut self) -> Result<(), String> {
+        for n in 0..self.entries.len() {
+            if self.entries[n].owned.is_none() {
+                self.bring_home(n)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn run_kernel(&mut self, k: usize, vars: &mut [Option<Scalar>]) -> Result<(), String> {
+        let code = self.code;
+        let kernel = &code.outlined.kernels[k];
+        let plan = &code.plans[k];
+        let host = &code.outlined.host;
+        let mut evaluator = Host::new(host, &code.signature, self.call.params);
+        evaluator.vars = vars.to_vec();
+        let size = |e: &Expr, this: &mut Self| -> Result<usize, String> {
+            match evaluator.eval(e, this)? {
+                Scalar::Int(v) => Ok(usize::try_from(v.max(0)).unwrap_or(0)),
+                Scalar::Float(_) => Err("a launch size is not an integer".into()),
+            }
+        };
+        let (local, groups) = {
+            let mut local = [1usize; 3];
+            let mut groups = [1usize; 3];
+            for d in 0..3 {
+                let grid = size(&kernel.geometry.grid[d], self)?;
+                let threads = size(&kernel.geometry.threads[d], self)?;
+                let warps = size(&kernel.geometry.warps[d], self)?;
+                if grid == 0 || threads == 0 || warps == 0 {
+                    return Ok(());
+                }
+                // Loops take their iterations in turns, so sizes may be capped.
+                if plan.warp_dim.map(dim_index) == Some(d) {
+                    local[d] = WARP_SIZE as usize;
+                    groups[d] = grid.min(65_536) * warps.min(64);
+                } else {
+                    local[d] = threads;
+                    groups[d] = grid.min(65_536);
+                }
+            }
+            (local, groups)
+        };
+        let local = self.fit(local, plan)?;
+        let work_items: usize = local.iter().product();
+        let group_count: usize = groups.iter().product();
+        let mut kernels = self.code.kernels.lock().expect("kernels");
+        let cl_kernel = &mut kernels[k];
+        let mut partials: Vec<(crate::ir::Var, Buffer<u8>, Type)> = Vec::new();
+        let mut keep: Vec<Buffer<u8>> = Vec::new();
+        for (index, arg) in plan.args.iter().enumerate() {
+            let index = index as u32;
+            // SAFETY: each argument has the type the printed kernel declares at `index`.
+            let set = unsafe {
+                match arg {
+                    KernelArg::Array(a) => {
+                        let mem = self.on_device(a)?;
+                        cl_kernel.set_arg(index, &mem)
+                    }
+                    KernelArg::Param(p) => {
+                        let v = evaluator.param(*p).ok_or("a parameter is missing")?;
+                        cl_kernel.set_arg(index, &v)
+                    }
+                    KernelArg::Captured(v) => {
+                        let value = vars[v.index()].ok_or("a captured variable is unset")?;
+                        match host.var(*v).ty {
+                            Type::Value(ValueType::F64) => cl_kernel.set_arg(index, &float(value)),
+                            Type::Value(ValueType::F32) => {
+                                cl_kernel.set_arg(index, &(float(value) as f32))
+                            }
+                            Type::Bool => cl_kernel.set_arg(index, &(int(value) as i32)),
+                            Type::Index => cl_kernel.set_arg(index, &int(value)),
+                        }
+                    }
+                    KernelArg::Partial(v) => {
+                        let ty = host.var(*v).ty;
+                        let buffer = zeroed(code.device, group_count * type_size(ty))?;
+                        let mem = buffer.get();
+                        partials.push((*v, buffer, ty));
+                        cl_kernel.set_arg(index, &mem)
+                    }
+                    KernelArg::Shared { array, len } => {
+                        let stored = Stored::of(host, &code.signature, &ArrayRef::Scratch(*array));
+                        let n = size(len, self)?;
+                        cl_kernel.set_arg_local_buffer(index, (n * stored.size()).max(1))
+                    }
+                    KernelArg::Private { array, len } => {
+                        let stored = Stored::of(host, &code.signature, &ArrayRef::Scratch(*array));
+                        let n = size(len, self)?;
+                        let bytes = n
+                            .checked_mul(stored.size())
+                            .and_then(|b| b.checked_mul(work_items * group_count))
+                            .ok_or("private scratch is too large")?;
+                        let buffer = zeroed(code.device, bytes)?;
+                        let mem = buffer.get();
+                        keep.push(buffer);
+                        cl_kernel.set_arg(index, &mem)
+                    }
+                    KernelArg::Combine => cl_kernel.set_arg_local_buffer(index, 8 * work_items),
+                    KernelArg::Warps(d) => {
+                        let n = size(&kernel.geometry.warps[dim_index(*d)], self)?.min(64) as i64;
+                        cl_kernel.set_arg(index, &n)
+                    }
+                }
+            };
+            set.map_err(|e| error(&format!("kernel argument {index}"), e))?;
+        }
+        let global: Vec<usize> = (0..3).map(|d| groups[d] * local[d]).collect();
+        // SAFETY: every argument is set; the sizes are within the device's limits.
+        unsafe {
+            code.device.queue.enqueue_nd_range_kernel(
+                cl_kernel.get(),
+                3,
+                ptr::null(),
+                global.as_ptr(),
+                local.as_ptr(),
+                &[],
+            )
+        }
+        .map_err(|e| error("launch", e))?;
+        code.device
+            .queue
+            .finish()
+            .map_err(|e| error("the kernel failed", e))?;
+        drop(kernels);
+        for a in &kernel.written {
+            let n = self.entry(a)?;
+            self.entries[n].host_current = false;
+        }
+        for (v, buffer, ty) in partials {
+            let mut bytes = vec![0u8; group_count * type_size(ty)];
+            // SAFETY: a blocking read of the buffer's bytes.
+            unsafe {
+                code.device
+                    .queue
+                    .enqueue_read_buffer(&buffer, CL_BLOCKING, 0, &mut bytes, &[])
+            }
+            .map_err(|e| error("copy the partial sums", e))?;
+            let mut total = vars[v.index()].unwrap_or(Scalar::Int(0));
+            for chunk in bytes.chunks_exact(type_size(ty)) {
+                let part = match ty {
+                    Type::Value(ValueType::F64) => {
+                        Scalar::Float(f64::from_ne_bytes(chunk.try_into().expect("8")))
+                    }
+                    Type::Value(ValueType::F32) => {
+                        Scalar::Float(f32::from_ne_bytes(chunk.try_into().expect("4")).into())
+                    }
+                    Type::Bool => {
+                        Scalar::Int(i32::from_ne_bytes(chunk.try_into().expect("4")).into())
+                    }
+                    Type::Index => Scalar::Int(i64::from_ne_bytes(chunk.try_into().expect("8"))),
+                };
+                total = add(total, part);
+            }
+            vars[v.index()] = Some(total.to_type(ty));
+        }
+        drop(keep);
+        Ok(())
+    }
+
+    /// Local sizes within the device's limits: each dimension at most its item limit,
+    /// their product at most the group limit (warps keep their lanes).
+    fn fit(&self, mut local: [usize; 3], plan: &KernelPlan) -> Result<[usize; 3], String> {
+        let device = self.code.device;
+        for (d, size) in local.iter_mut().enumerate() {
+            *size = (*size)
+                .min(device.max_items.get(d).copied().unwrap_or(1))
+                .max(1);
+        }
+        while local.iter().product::<usize>() > device.max_group {
+            let d = (0..3)
+                .filter(|d| plan.warp_dim.map(dim_index) != Some(*d))
+                .max_by_key(|d| local[*d])
+                .expect("a dimension");
+            if local[d] == 1 {
+                return Err("the device's work-groups are smaller than a warp".into());
+            }
+            local[d] = local[d].div_ceil(2);
+        }
+        Ok(local)
+    }
+}
+
+impl Memory for Buffers<'_> {
+    fn host(&mut self, array: &ArrayRef, write: bool) -> Result<&mut [u8], String> {
+        let n = self.entry(array)?;
+        self.bring_home(n)?;
+        let e = &mut self.entries[n];
+        if write {
+            e.device_current = false;
+        }
+        // SAFETY: `host` holds `bytes` bytes while the call lasts.
+        Ok(unsafe { std::slice::from_raw_parts_mut(e.host, e.bytes) })
+    }
+
+    fn launch(&mut self, kernel: usize, vars: &mut [Option<Scalar>]) -> Result<(), String> {
+        self.run_kernel(kernel, vars)
+    }
+}
+
+fn zeroed(device: &ClDevice, bytes: usize) -> Result<Buffer<u8>, String> {
+    let zeros = vec![0u8; bytes.max(1)];
+    // SAFETY: a plain allocation, then a blocking write of as many bytes.
+    unsafe {
+        let mut buffer = Buffer::<u8>::create(
+            &device.context,
+            CL_MEM_READ_WRITE,
+            zeros.len(),
+            ptr::null_mut(),
+        )
+        .map_err(|e| error(&format!("cannot allocate {bytes} bytes"), e))?;
+        device
+            .queue
+            .enqueue_write_buffer(&mut buffer, CL_BLOCKING, 0, &zeros, &[])
+            .map_err(|e| error("zero a buffer", e))?;
+        Ok(buffer)
+    }
+}
+
+fn type_size(ty: Type) -> usize {
+    match ty {
+        Type::Value(ValueType::F32) | Type::Bool => 4,
+        _ => 8,
+    }
+}
+
+fn float(s: Scalar) -> f64 {
+    match s {
+        Scalar::Int(v) => v as f64,
+        Scalar::Float(v) => v,
+    }
+}
+
+fn int(s: Scalar) -> i64 {
+    match s {
+        Scalar::Int(v) => v,
+        Scalar::Float(v) => v as i64,
+    }
+}
+
+fn add(a: Scalar, b: Scalar) -> Scalar {
+    match (a, b) {
+        (Scalar::Int(a), Scalar::Int(b)) => Scalar::Int(a.wrapping_add(b)),
+        _ => Scalar::Float(float(a) + float(b)),
+    }
+}
+
+fn dim_index(d: crate::ir::GpuDim) -> usize {
+    crate::ir::GpuDim::ALL
+        .iter()
+        .position(|x| *x == d)
+        .expect("a dimension")
+}

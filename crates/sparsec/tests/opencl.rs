@@ -1,0 +1,250 @@
+//! The OpenCL target: GPU schedules printed as OpenCL C (always), and, with the `opencl`
+//! feature, built by the device's driver and run (PoCL on the CPU in CI), every result
+//! against the reference evaluator on random inputs, empty, 1x1 and skewed ones.
+
+mod common;
+use common::*;
+
+use std::sync::Arc;
+
+use sparsec::codegen::opencl::OpenClTarget;
+use sparsec::jit::Toolchain;
+use sparsec::kernel::Kernel;
+use sparsec::lower::{self, Lowered};
+use sparsec::notation::cin::Statement;
+use sparsec::schedule::{Concrete, Schedule};
+use sparsec::target::{Target, Targets};
+use sparsec::tensor::{Coo, Tensor, ValueType};
+
+const SPMV: &str = "y(i) = A(i,j) * x(j)";
+const SPMM: &str = "C(i,k) = A(i,j) * B(j,k)";
+const DOT: &str = "a = x(i) * y(i)";
+
+/// GPU schedules the target runs: a row per thread, a row per warp with its lanes summing
+/// the entries, a row per block, SpMM's rows with their columns on threads, SpMM's
+/// workspace in a block's local memory, a host loop launching a kernel per column, and a
+/// dot product summed by threads and then by blocks.
+const SCHEDULES: [(&str, &str); 7] = [
+    (
+        SPMV,
+        "split(i,i0,i1,32),parallelize(i0,GPUBlock,NoRaces),parallelize(i1,GPUThread,NoRaces)",
+    ),
+    (
+        SPMV,
+        "split(i,i0,i1,8),parallelize(i0,GPUBlock,NoRaces),parallelize(i1,GPUWarp,NoRaces),\
+         parallelize(j,GPUThread,ParallelReduction)",
+    ),
+    (
+        SPMV,
+        "parallelize(i,GPUBlock,NoRaces),parallelize(j,GPUThread,ParallelReduction)",
+    ),
+    (
+        SPMM,
+        "split(i,i0,i1,4),split(k,k0,k1,8),reorder(i0,i1,k0,k1,j),\
+         parallelize(i0,GPUBlock,NoRaces),parallelize(i1,GPUThread,NoRaces),\
+         parallelize(k1,GPUThread,NoRaces)",
+    ),
+    (
+        SPMM,
+        "split(i,i0,i1,4),precompute(A(i,j)*B(j,k),k,k,w),\
+         parallelize(i0,GPUBlock,NoRaces),parallelize(k,GPUThread,NoRaces)",
+    ),
+    (
+        SPMM,
+        "split(i,i0,i1,32),reorder(k,i0,i1,j),parallelize(i0,GPUBlock,NoRaces),\
+         parallelize(i1,GPUThread,NoRaces)",
+    ),
+    (
+        DOT,
+        "split(i,i0,i1,32),parallelize(i0,GPUBlock,Temporary),\
+         parallelize(i1,GPUThread,ParallelReduction)",
+    ),
+];
+
+/// `expr` over inputs of `rows` rows (`A` CSR at `density`), scheduled and lowered.
+fn fixture(
+    expr: &str,
+    schedule: &str,
+    rows: usize,
+    density: f64,
+    seed: u64,
+) -> (Statement, Vec<Tensor>, Lowered) {
+    let mut r = rng(seed);
+    let inputs: Vec<(&str, Coo)> = match expr {
+        DOT => vec![
+            ("x", random_coo(&mut r, &[rows], 1.0)),
+            ("y", random_coo(&mut r, &[rows], 1.0)),
+        ],
+        SPMV => vec![
+            ("A", random_coo(&mut r, &[rows, 40], density)),
+            ("x", random_coo(&mut r, &[40], 1.0)),
+        ],
+        _ => vec![
+            ("A", random_coo(&mut r, &[rows, 40], density)),
+            ("B", random_coo(&mut r, &[40, 24], 1.0)),
+        ],
+    };
+    let (stmt, tensors) = statement(expr, &[("A", "csr")], &inputs, &[]);
+    let schedule = Schedule::parse(schedule).unwrap();
+    let concrete = schedule.apply(&Concrete::new(&stmt).unwrap()).unwrap();
+    let lowered = lower::lower(&concrete).unwrap_or_else(|e| panic!("{expr}: {e}"));
+    (stmt, tensors, lowered)
+}
+
+fn opencl_kernel(stmt: &Statement, lowered: Lowered) -> Result<Kernel, sparsec::Error> {
+    Kernel::from_lowered_on(
+        stmt.clone(),
+        lowered,
+        ValueType::F64,
+        &Toolchain::default(),
+        Targets::one(Arc::new(OpenClTarget)),
+    )
+}
+
+#[test]
+fn gpu_schedules_print_as_opencl_kernels() {
+    for (expr, schedule) in SCHEDULES {
+        let (_, _, lowered) = fixture(expr, schedule, 50, 0.1, 1);
+        let listing = OpenClTarget
+            .listing(&lowered.function)
+            .unwrap_or_else(|e| panic!("{schedule}: {e}"))
+            .expect("the target prints its kernels");
+        let kernels = listing.kernel();
+        assert!(
+            kernels.contains("__kernel void sparsec_kernel_0("),
+            "{kernels}"
+        );
+        assert!(
+            kernels.contains("get_group_id(0)"),
+            "{schedule}:\n{kernels}"
+        );
+        assert!(!kernels.contains("#pragma omp"), "{kernels}");
+    }
+    // A warp's lanes sum a row in local memory; a block's shared workspace is local.
+    let (_, _, lowered) = fixture(SPMV, SCHEDULES[1].1, 50, 0.1, 1);
+    let text = OpenClTarget
+        .listing(&lowered.function)
+        .unwrap()
+        .unwrap()
+        .text;
+    assert!(
+        text.contains("__local long *restrict sparsec_combine"),
+        "{text}"
+    );
+    assert!(text.contains("% sparsec_warps_0"), "{text}");
+    let (_, _, lowered) = fixture(SPMM, SCHEDULES[4].1, 50, 0.1, 1);
+    let text = OpenClTarget
+        .listing(&lowered.function)
+        .unwrap()
+        .unwrap()
+        .text;
+    assert!(text.contains("__local double *restrict w"), "{text}");
+    assert!(text.contains("barrier(CLK_LOCAL_MEM_FENCE"), "{text}");
+    // The dot product leaves one partial sum per work-group.
+    let (_, _, lowered) = fixture(DOT, SCHEDULES[6].1, 100, 1.0, 1);
+    let text = OpenClTarget
+        .listing(&lowered.function)
+        .unwrap()
+        .unwrap()
+        .text;
+    assert!(text.contains("_partial[sparsec_group]"), "{text}");
+}
+
+#[test]
+fn what_the_target_cannot_run_is_refused_naming_it() {
+    // Serial code: no kernel to launch.
+    let (stmt, _, lowered) = fixture(SPMV, "reorder(i,j)", 10, 0.3, 2);
+    let err = opencl_kernel(&stmt, lowered)
+        .err()
+        .expect("refused")
+        .to_string();
+    assert!(err.contains("maps no loop to the GPU"), "{err}");
+    // CPU threads are not this target's.
+    let (stmt, _, lowered) = fixture(SPMV, "parallelize(i,CPUThread,NoRaces)", 10, 0.3, 2);
+    let err = opencl_kernel(&stmt, lowered)
+        .err()
+        .expect("refused")
+        .to_string();
+    assert!(err.contains("OpenCL") && err.contains("CpuThread"), "{err}");
+}
+
+#[test]
+fn a_users_index_named_like_an_opencl_word_is_renamed() {
+    let (stmt, _, lowered) = {
+        let mut r = rng(3);
+        let inputs = vec![
+            ("A", random_coo(&mut r, &[20, 10], 0.3)),
+            ("x", random_coo(&mut r, &[10], 1.0)),
+        ];
+        let (stmt, tensors) = statement(
+            "y(kernel) = A(kernel,local) * x(local)",
+            &[("A", "csr")],
+            &inputs,
+            &[],
+        );
+        let schedule = Schedule::parse(
+            "parallelize(kernel,GPUBlock,NoRaces),parallelize(local,GPUThread,ParallelReduction)",
+        )
+        .unwrap();
+        let concrete = schedule.apply(&Concrete::new(&stmt).unwrap()).unwrap();
+        (stmt, tensors, lower::lower(&concrete).unwrap())
+    };
+    let text = OpenClTarget.listing(&lowered.function).unwrap().unwrap();
+    assert!(!text.kernel().contains("long kernel "), "{}", text.kernel());
+    assert!(text.kernel().contains("long kernel_2"), "{}", text.kernel());
+    let _ = stmt;
+}
+
+#[cfg(not(feature = "opencl"))]
+#[test]
+fn without_the_feature_compiling_names_it() {
+    let (stmt, _, lowered) = fixture(SPMV, SCHEDULES[0].1, 10, 0.3, 2);
+    let err = opencl_kernel(&stmt, lowered)
+        .err()
+        .expect("refused")
+        .to_string();
+    assert!(err.contains("`opencl` feature"), "{err}");
+}
+
+#[cfg(feature = "opencl")]
+mod on_a_device {
+    use super::*;
+    use sparsec::codegen::opencl;
+
+    /// The device is required: a CI run with the feature and no OpenCL runtime fails here
+    /// instead of skipping.
+    #[test]
+    fn an_opencl_device_is_present() {
+        let name = opencl::device_name().unwrap_or_else(|e| panic!("{e}"));
+        assert!(!name.is_empty());
+    }
+
+    #[test]
+    fn gpu_schedules_match_the_reference() {
+        for (expr, schedule) in SCHEDULES {
+            // Random, a single row, nothing stored, and rows longer than a work-group.
+            for (rows, density, seed) in [(50, 0.1, 1), (1, 1.0, 2), (30, 0.0, 3), (300, 0.9, 4)] {
+                let (stmt, tensors, lowered) = fixture(expr, schedule, rows, density, seed);
+                let kernel =
+                    opencl_kernel(&stmt, lowered).unwrap_or_else(|e| panic!("{schedule}: {e}"));
+                assert_eq!(kernel.running_target(), opencl::NAME);
+                compare_with_reference(
+                    &kernel,
+                    &stmt,
+                    &tensors,
+                    &format!("{schedule} on {rows} rows at {density}"),
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_kernel_runs_again_on_other_inputs() {
+        let (stmt, _, lowered) = fixture(SPMV, SCHEDULES[1].1, 64, 0.2, 5);
+        let kernel = opencl_kernel(&stmt, lowered).unwrap();
+        for seed in 0..3 {
+            let (_, tensors, _) = fixture(SPMV, SCHEDULES[1].1, 64, 0.2, 10 + seed);
+            compare_with_reference(&kernel, &stmt, &tensors, "again");
+        }
+    }
+}
