@@ -16,7 +16,6 @@ use sparsec::ir::{
 };
 use sparsec::lower::{self, LowerError};
 use sparsec::schedule::{Concrete, Schedule};
-use sparsec::tensor::Coo;
 
 const SPMV: &str = "y(i) = A(i,j) * x(j)";
 const SPMM: &str = "C(i,k) = A(i,j) * B(j,k)";
@@ -473,102 +472,35 @@ fn blocked_rows_under_gpu_loops_are_not_simd_lanes() {
 }
 
 /// A statement of the sweep: its text, its sparse tensors, every tensor's dimensions.
-type Swept<'a> = (&'a str, &'a [&'a str], &'a [(&'a str, &'a [usize])]);
-
 /// Every GPU schedule of a sweep over statements, formats and race strategies either
 /// lowers to IR the verifier accepts, which outlines into kernels that inline back to it,
 /// or is refused naming a precondition; none fails inside sparsec.
 #[test]
 fn gpu_schedules_lower_verify_and_outline_or_name_a_precondition() {
-    let statements: [Swept; 5] = [
-        (SPMV, &["A"], &[("A", &[30, 20]), ("x", &[20])]),
-        (SPMM, &["A"], &[("A", &[30, 20]), ("B", &[20, 8])]),
-        (
-            "A(i,j) = B(i,j) * C(i,k) * D(k,j)",
-            &["B"],
-            &[("B", &[12, 10]), ("C", &[12, 6]), ("D", &[6, 10])],
-        ),
-        (
-            "y(i) = B(i,j,k) * c(k)",
-            &["B"],
-            &[("B", &[6, 5, 4]), ("c", &[4])],
-        ),
-        ("a = x(i) * y(i)", &["x"], &[("x", &[40]), ("y", &[40])]),
-    ];
-    let formats = [
-        "csr", "csc", "coo", "dcsr", "ell", "sell:4", "dia", "bcsr:2x2", "hash", "csf", "sss", "s",
-    ];
     let mut lowered_count = 0;
     let mut refused = 0;
-    for (expr, sparse, dims) in statements {
-        for format in formats {
-            let mut r = rng(11);
-            let inputs: Vec<(&str, Coo)> = dims
-                .iter()
-                .map(|(name, d)| (*name, random_coo(&mut r, d, 0.3)))
-                .collect();
-            // Formats of another order than the sparse tensor's are not for it.
-            if sparsec::format::Format::parse(format, dims[0].1.len()).is_err() {
-                continue;
+    gpu_schedule_sweep(|swept| {
+        let what = &swept.what;
+        match swept.lowered {
+            None => refused += 1,
+            Some(Ok(l)) => {
+                sparsec::ir::verify(&l.function).unwrap_or_else(|e| panic!("{what}: {e}"));
+                let o = outline(&l.function, LaunchDefaults::default())
+                    .unwrap_or_else(|e| panic!("{what}: {e}"));
+                assert_eq!(o.inline(), l.function, "{what}");
+                sparsec::ir::verify(&o.host).unwrap_or_else(|e| panic!("{what}: {e}"));
+                lowered_count += 1;
             }
-            let formats: Vec<(&str, &str)> = sparse.iter().map(|t| (*t, format)).collect();
-            let (stmt, _) = statement(expr, &formats, &inputs, &[]);
-            let concrete = Concrete::new(&stmt).unwrap();
-            let loops: Vec<String> = concrete.loops().iter().map(|l| l.to_string()).collect();
-            let mut schedules = Vec::new();
-            for race in [
-                "NoRaces",
-                "Atomics",
-                "Temporary",
-                "ParallelReduction",
-                "IgnoreRaces",
-            ] {
-                schedules.push(format!(
-                    "split({0},gb,gt,8),parallelize(gb,GPUBlock,{race}),\
-                     parallelize(gt,GPUThread,{race})",
-                    loops[0]
-                ));
-                if let Some(inner) = loops.get(1) {
-                    schedules.push(format!(
-                        "parallelize({},GPUBlock,{race}),parallelize({inner},GPUThread,{race})",
-                        loops[0]
-                    ));
-                    schedules.push(format!(
-                        "split({},gb,gw,4),parallelize(gb,GPUBlock,{race}),\
-                         parallelize(gw,GPUWarp,{race}),parallelize({inner},GPUThread,{race})",
-                        loops[0]
-                    ));
-                }
-            }
-            for text in schedules {
-                let what = format!("{expr} with {format}: {text}");
-                let Ok(applied) = Schedule::parse(&text).unwrap().apply(&concrete) else {
-                    refused += 1;
-                    continue;
-                };
-                match lower::lower(&applied) {
-                    Ok(l) => {
-                        sparsec::ir::verify(&l.function).unwrap_or_else(|e| panic!("{what}: {e}"));
-                        let o = outline(&l.function, LaunchDefaults::default())
-                            .unwrap_or_else(|e| panic!("{what}: {e}"));
-                        assert_eq!(o.inline(), l.function, "{what}");
-                        sparsec::ir::verify(&o.host).unwrap_or_else(|e| panic!("{what}: {e}"));
-                        lowered_count += 1;
-                    }
-                    Err(e) => {
-                        let message = e.to_string();
-                        assert!(
-                            message.contains("precondition failed")
-                                || message.contains("cannot compile"),
-                            "{what}: {message}"
-                        );
-                        assert!(!message.contains("invalid IR"), "{what}: {message}");
-                        refused += 1;
-                    }
-                }
+            Some(Err(message)) => {
+                assert!(
+                    message.contains("precondition failed") || message.contains("cannot compile"),
+                    "{what}: {message}"
+                );
+                assert!(!message.contains("invalid IR"), "{what}: {message}");
+                refused += 1;
             }
         }
-    }
+    });
     assert!(
         lowered_count >= 40,
         "only {lowered_count} lowered ({refused} refused)"

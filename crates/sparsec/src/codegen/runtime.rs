@@ -99,11 +99,7 @@ pub(crate) fn kernel_prelude(needed: &BTreeSet<Section>, helpers: &[&Helper]) ->
         "a runtime section is missing from runtime.c"
     );
     for helper in helpers {
-        let (_, text) = helper
-            .c_source
-            .split_once("/* @helper */\n")
-            .expect("a helper's C file marks where its definition starts");
-        out.push_str(&private(text.trim_matches('\n')));
+        out.push_str(&private(helper.definition()).replace("SPARSEC_RT_GLOBAL ", ""));
         out.push_str("\n\n");
     }
     out

@@ -259,6 +259,19 @@ pub struct Helper {
     pub eval: fn(&[i64], &[i64]) -> i64,
 }
 
+impl Helper {
+    /// The definition a kernel prints: the text of [`Helper::c_source`] after its marker,
+    /// with `SPARSEC_RT_INLINE` for its linkage and `SPARSEC_RT_GLOBAL` for the address
+    /// space of its array (nothing in C, `__global` in OpenCL C).
+    pub fn definition(&self) -> &'static str {
+        let (_, text) = self
+            .c_source
+            .split_once("/* @helper */\n")
+            .expect("a helper's C file marks where its definition starts");
+        text.trim_matches('\n')
+    }
+}
+
 impl PartialEq for Helper {
     fn eq(&self, other: &Helper) -> bool {
         self.name == other.name

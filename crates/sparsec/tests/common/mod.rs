@@ -2,7 +2,10 @@
 //! compiled kernel against the independent reference evaluator.
 #![allow(dead_code)]
 
+mod gpu_sweep;
 mod shared_data;
+#[allow(unused_imports)]
+pub use gpu_sweep::{gpu_schedule_sweep, SweptSchedule};
 // Not every test binary reads the shared data.
 #[allow(unused_imports)]
 pub use shared_data::shared_data;

@@ -238,8 +238,20 @@ impl<'a> Host<'a> {
                     self.eval(b, memory)?
                 }
             }
-            Expr::Call(helper, ..) => {
-                return Err(format!("the host part calls the helper `{}`", helper.name))
+            Expr::Call(helper, array, args) => {
+                let args = args
+                    .iter()
+                    .map(|a| self.eval(a, memory)?.int())
+                    .collect::<Result<Vec<i64>, String>>()?;
+                if Stored::of(self.function, self.signature, array) != Stored::I64 {
+                    return Err(format!("helper `{}` reads 64-bit indices", helper.name));
+                }
+                let words: Vec<i64> = memory
+                    .host(array, false)?
+                    .chunks_exact(8)
+                    .map(|w| i64::from_ne_bytes(w.try_into().expect("8 bytes")))
+                    .collect();
+                Scalar::Int((helper.eval)(&words, &args))
             }
         })
     }

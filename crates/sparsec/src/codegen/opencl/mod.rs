@@ -27,8 +27,8 @@ pub use print::{KernelArg, KernelPlan, Program};
 pub const NAME: &str = "OpenCL";
 
 /// What the OpenCL target's code does: GPU loops on work-groups and work-items, atomic
-/// additions, scratch in local and global memory; no appending of entries (a device
-/// cannot grow a buffer) and no level helpers (they are C). The host checks the
+/// additions, scratch in local and global memory, level helpers (printed as OpenCL C);
+/// no appending of entries (a device cannot grow a buffer). The host checks the
 /// assumptions before the first launch.
 pub const CAPABILITIES: Capabilities = Capabilities {
     units: &[
@@ -40,7 +40,7 @@ pub const CAPABILITIES: Capabilities = Capabilities {
     emitting: false,
     atomics: true,
     scratch: true,
-    helpers: false,
+    helpers: true,
     tunable: None,
     checks_assumptions: false,
 };

@@ -100,10 +100,19 @@ pub fn program(
 ) -> Result<Program, BackendError> {
     let signature = function.signature();
     let mut source = PRELUDE.to_string();
+    for helper in function.helpers() {
+        source.push_str(
+            &helper
+                .definition()
+                .replace("SPARSEC_RT_INLINE", "static inline")
+                .replace("SPARSEC_RT_GLOBAL", "__global"),
+        );
+        source.push_str("\n\n");
+    }
     let body_offset = source.len();
     let mut kernels = Vec::new();
     for (n, kernel) in outlined.kernels.iter().enumerate() {
-        let plan = plan(function, kernel, n)?;
+        let plan = plan(names, kernel, n)?;
         print_kernel(&mut source, function, &signature, names, kernel, &plan);
         kernels.push(plan);
     }
@@ -123,18 +132,14 @@ fn refuse(reason: impl Into<String>) -> BackendError {
 
 /// The arguments of kernel `n` and its work-group mapping; what the mapping cannot run
 /// is refused.
-pub fn plan(
-    function: &Function,
-    kernel: &DeviceKernel,
-    n: usize,
-) -> Result<KernelPlan, BackendError> {
+pub fn plan(names: &Names, kernel: &DeviceKernel, n: usize) -> Result<KernelPlan, BackendError> {
     let stmts = [Stmt::For(kernel.nest.clone())];
     let mut warp_dim = None;
     let mut block_shared = false;
     let mut locals: Vec<(ParallelUnit, Local)> = Vec::new();
     let mut combines = false;
     let mut problem: Option<String> = None;
-    let name = |v: Var| function.var(v).hint.clone();
+    let name = |v: Var| names.var(v).to_string();
     walk_loops(&stmts, 0, &mut |l, unit, dim, threads_around| {
         let LoopKind::Parallel {
             reductions,
@@ -154,14 +159,25 @@ pub fn plan(
             block_shared |= unit == ParallelUnit::GpuBlock && local.space == MemorySpace::Shared;
             locals.push((unit, local.clone()));
         }
+        if let Some(v) = unsummed_assignment(l, reductions) {
+            problem.get_or_insert(format!(
+                "{unit:?} loop `{}` assigns `{}`, declared outside it, without summing it: its \
+                 iterations would race (the schedule ignores races); use ParallelReduction, \
+                 Temporary or Atomics",
+                name(l.var),
+                name(v)
+            ));
+        }
         for r in reductions {
             match r {
-                Reduction::Array(..) => {
-                    problem.get_or_insert(format!(
-                        "loop `{}` sums into an array across its iterations, which this target \
-                         does not combine yet",
-                        name(l.var)
-                    ));
+                // Summed by atomic additions into the array itself.
+                Reduction::Array(array, _) => {
+                    if let Some(why) = not_only_added(&l.body, array) {
+                        problem.get_or_insert(format!(
+                            "loop `{}` sums into an array that its iterations also {why}",
+                            name(l.var)
+                        ));
+                    }
                 }
                 Reduction::Scalar(v) => match unit {
                     ParallelUnit::GpuThread if threads_around > 0 => {
@@ -225,7 +241,7 @@ pub fn plan(
         if reads_kernel_vars(&local.len, &kernel.nest) {
             return Err(refuse(format!(
                 "scratch array `{}` has a length the host cannot compute before the launch",
-                function.scratch_info(local.array).hint
+                names.scratch(local.array)
             )));
         }
     }
@@ -261,6 +277,39 @@ pub fn plan(
         args,
         warp_dim,
     })
+}
+
+/// What `stmts` do with `array` beyond adding into it (`read`, `overwrite`), if anything.
+fn not_only_added(stmts: &[Stmt], array: &ArrayRef) -> Option<&'static str> {
+    let mut why = None;
+    visit::walk_stmts(stmts, &mut |s| {
+        if let Stmt::Store(store) = s {
+            if store.array == *array && !store.accumulate {
+                why.get_or_insert("overwrite");
+            }
+        }
+    });
+    visit::walk_stmt_exprs(stmts, &mut |e| {
+        if matches!(e, Expr::Load(a, _) if a == array) {
+            why.get_or_insert("read");
+        }
+    });
+    why
+}
+
+/// A variable declared outside `l` that its body assigns and `reductions` do not sum.
+fn unsummed_assignment(l: &Loop, reductions: &[Reduction]) -> Option<Var> {
+    let mut declared = Vec::new();
+    let mut assigned = Vec::new();
+    visit::walk_stmts(&l.body, &mut |s| match s {
+        Stmt::Decl(v, _) => declared.push(*v),
+        Stmt::For(inner) => declared.push(inner.var),
+        Stmt::Assign(v, _) => assigned.push(*v),
+        _ => {}
+    });
+    assigned
+        .into_iter()
+        .find(|v| !declared.contains(v) && !reductions.contains(&Reduction::Scalar(*v)))
 }
 
 /// Visit every GPU loop of `stmts` with its unit, dimension and the number of thread
@@ -522,6 +571,7 @@ fn print_kernel(
         spaces,
         warp_dim: plan.warp_dim,
         sums: 0,
+        summed: Vec::new(),
     };
     printer.for_loop(&kernel.nest);
     for v in &kernel.results {
@@ -552,6 +602,8 @@ struct Printer<'a> {
     warp_dim: Option<GpuDim>,
     /// Thread loops' sums printed so far, each with its own saved value.
     sums: usize,
+    /// Arrays that enclosing GPU loops sum into: every addition into them is atomic.
+    summed: Vec<ArrayRef>,
 }
 
 impl Printer<'_> {
@@ -632,10 +684,17 @@ impl Printer<'_> {
                 saved
             })
             .collect();
+        let summed_before = self.summed.len();
+        self.summed
+            .extend(reductions.iter().filter_map(|r| match r {
+                Reduction::Array(array, _) => Some(*array),
+                Reduction::Scalar(_) => None,
+            }));
         self.block(
             &format!("for (long {var} = {start} + {first}; {var} < {end}; {var} += {step})"),
             &l.body,
         );
+        self.summed.truncate(summed_before);
         for (v, saved) in sums.iter().zip(saved) {
             self.combine(*v, &saved);
         }
@@ -677,6 +736,9 @@ impl Printer<'_> {
                 self.line(&format!("{ty} {} = {};", names.var(*v), expr(names, e)));
             }
             Stmt::Assign(v, e) => self.line(&format!("{} = {};", names.var(*v), expr(names, e))),
+            Stmt::Store(store) if store.accumulate && self.summed.contains(&store.array) => {
+                self.stmt(&Stmt::Atomic(Box::new(s.clone())));
+            }
             Stmt::Store(store) => {
                 let op = if store.accumulate { "+=" } else { "=" };
                 self.line(&format!(

@@ -6,10 +6,14 @@
 #ifndef SPARSEC_RT_INLINE
 #define SPARSEC_RT_INLINE
 #endif
+/* The address space of the array (OpenCL's `__global`; nothing in C). */
+#ifndef SPARSEC_RT_GLOBAL
+#define SPARSEC_RT_GLOBAL
+#endif
 
 /* @helper */
 /* Linear probing inside the parent's block of `width` buckets (hashed levels). */
-SPARSEC_RT_INLINE int64_t sparsec_hash_locate(const int64_t *idx, int64_t width, int64_t parent, int64_t coord) {
+SPARSEC_RT_INLINE int64_t sparsec_hash_locate(SPARSEC_RT_GLOBAL const int64_t *idx, int64_t width, int64_t parent, int64_t coord) {
   int64_t base = parent * width;
   /* A start inside the block for any coordinate, so the probe always ends. */
   int64_t start = base + ((coord % width) + width) % width;
