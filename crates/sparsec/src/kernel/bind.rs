@@ -11,6 +11,7 @@ use crate::ir::{
     ArrayRef, Function, IndexWidth, OperandId, OutputMode, ParamRef, ScalarArg, Signature,
 };
 use crate::lower;
+use crate::target::ContentKey;
 use crate::tensor::{CallingThread, Coo, Team, Tensor, TensorView, ValueSlice, ValueType, Values};
 use crate::Error;
 
@@ -19,6 +20,8 @@ pub(crate) struct Arguments {
     pub(crate) arrays: Vec<*mut c_void>,
     /// The size of each of `arrays` in bytes.
     pub(crate) bytes: Vec<usize>,
+    /// What names each array's contents across calls (see [`crate::target::Call`]).
+    pub(crate) contents: Vec<Option<ContentKey>>,
     pub(crate) params: Vec<i64>,
     /// The arrays among them that hold `int32_t` indices: the code called must read them so.
     pub(crate) narrow: BTreeSet<ArrayRef>,
@@ -199,6 +202,7 @@ pub(crate) fn arguments(
     let mut narrow = BTreeSet::new();
     let mut arrays = Vec::with_capacity(signature.arrays.len());
     let mut bytes = Vec::with_capacity(signature.arrays.len());
+    let mut contents = Vec::with_capacity(signature.arrays.len());
     let params;
     {
         let views: Vec<TensorView<'_>> = std::iter::once(output.view())
@@ -210,6 +214,26 @@ pub(crate) fn arguments(
                 .expect("lowering reads only arrays its level stores")
         };
         for a in &signature.arrays {
+            contents.push(match *a {
+                ArrayRef::Values(operand) | ArrayRef::Level { operand, .. } if operand.0 == 0 => {
+                    None
+                }
+                ArrayRef::Values(operand) => views[operand.0].generation().map(|g| ContentKey {
+                    tensor: g.number(),
+                    level: 0,
+                    kind: None,
+                }),
+                ArrayRef::Level {
+                    operand,
+                    level,
+                    kind,
+                } => views[operand.0].generation().map(|g| ContentKey {
+                    tensor: g.number(),
+                    level,
+                    kind: Some(kind),
+                }),
+                ArrayRef::Scratch(_) => None,
+            });
             bytes.push(match *a {
                 ArrayRef::Values(operand) => views[operand.0].values().size_in_bytes(),
                 ArrayRef::Level {
@@ -310,6 +334,7 @@ pub(crate) fn arguments(
     Arguments {
         arrays,
         bytes,
+        contents,
         params,
         narrow,
     }

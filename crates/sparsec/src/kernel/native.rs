@@ -122,6 +122,7 @@ pub(crate) unsafe fn call(
         code.call(target::Call {
             arrays: &mut arguments.arrays,
             bytes: &arguments.bytes,
+            contents: &arguments.contents,
             params: &arguments.params,
             out: buffers.as_mut_ptr(),
         })?

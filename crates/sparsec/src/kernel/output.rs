@@ -572,6 +572,7 @@ mod tests {
         let mut arguments = Arguments {
             arrays: vec![std::ptr::null_mut(); 3],
             bytes: vec![0; 3],
+            contents: vec![None; 3],
             params: vec![0, 0, threads],
             narrow: BTreeSet::new(),
         };

@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 use crate::codegen::abi::{BackendError, EntryFn};
 use crate::codegen::runtime::RawBuffer;
-use crate::ir::{visit, Function, Loop, LoopKind, ParallelUnit, ParamRef, Stmt};
+use crate::ir::{visit, ArrayKind, Function, Loop, LoopKind, ParallelUnit, ParamRef, Stmt};
 use crate::Error;
 
 /// What a target's code can do; [`check`] refuses a function that needs more, before the
@@ -179,6 +179,11 @@ pub struct Call<'a> {
     pub arrays: &'a mut [*mut c_void],
     /// The size of each of `arrays` in bytes.
     pub bytes: &'a [usize],
+    /// For each of `arrays`, a name of its contents where they stay the same from call
+    /// to call while the name does (an input tensor's arrays): a target may keep a copy
+    /// on its device under it and copy nothing next time. `None` for the output's arrays
+    /// and storage sparsec does not own.
+    pub contents: &'a [Option<ContentKey>],
     /// The scalars, in the signature's order.
     pub params: &'a [i64],
     /// One entry buffer per thread, for emitting kernels.
@@ -199,6 +204,16 @@ impl Listing {
     pub fn kernel(&self) -> &str {
         &self.text[self.body_offset..]
     }
+}
+
+/// The contents of one array of an input tensor: the tensor's [`crate::tensor::Generation`]
+/// number and which of its arrays (a level's index array, or the values where `kind` is
+/// `None`). One key always names the same bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ContentKey {
+    pub tensor: u64,
+    pub level: usize,
+    pub kind: Option<ArrayKind>,
 }
 
 /// Code in this process's memory: an entry point with the kernel ABI and what keeps it

@@ -134,12 +134,42 @@ pub enum TensorError {
 }
 
 /// A tensor stored in some format.
-#[derive(Clone, PartialEq)]
+#[derive(Clone)]
 pub struct Tensor {
     dims: Vec<usize>,
     format: Format,
     levels: Vec<LevelStorage>,
     values: Values,
+    /// Names these contents: a copy shares it, a change gives a fresh one.
+    generation: Generation,
+}
+
+impl PartialEq for Tensor {
+    fn eq(&self, other: &Tensor) -> bool {
+        self.dims == other.dims
+            && self.format == other.format
+            && self.levels == other.levels
+            && self.values == other.values
+    }
+}
+
+/// A name for a tensor's contents, unique in the process: two tensors with one generation
+/// hold the same arrays, and a tensor gets a fresh one whenever its arrays may change
+/// (through [`Tensor::values_mut`]). What a device keeps of a tensor's arrays between
+/// calls is keyed by it, so that it is never stale.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Generation(u64);
+
+impl Generation {
+    /// Its number, unique in the process.
+    pub fn number(self) -> u64 {
+        self.0
+    }
+
+    fn fresh() -> Generation {
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+        Generation(NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed))
+    }
 }
 
 impl fmt::Debug for Tensor {
@@ -283,6 +313,7 @@ impl Tensor {
             format: format.clone(),
             levels,
             values,
+            generation: Generation::fresh(),
         })
     }
 
@@ -308,6 +339,7 @@ impl Tensor {
             format,
             levels,
             values,
+            generation: Generation::fresh(),
         }
     }
 
@@ -350,6 +382,7 @@ impl Tensor {
 
     /// The narrowable levels' index arrays at `width`, which the caller knows they fit.
     pub(super) fn with_fitting_width(mut self, width: IndexWidth) -> Tensor {
+        self.generation = Generation::fresh();
         for (spec, level) in self.format.levels().iter().zip(&mut self.levels) {
             if spec.format.narrowable() {
                 for (_, array) in &mut level.arrays {
@@ -404,9 +437,15 @@ impl Tensor {
     pub fn values(&self) -> &Values {
         &self.values
     }
-    /// Mutable values (same structure, new numbers).
+    /// Mutable values (same structure, new numbers): the tensor's contents get a fresh
+    /// [`Generation`].
     pub fn values_mut(&mut self) -> &mut Values {
+        self.generation = Generation::fresh();
         &mut self.values
+    }
+    /// The name of the tensor's current contents.
+    pub fn generation(&self) -> Generation {
+        self.generation
     }
     /// The value type.
     pub fn value_type(&self) -> ValueType {

@@ -4,6 +4,7 @@
 //! order, and let each level pack itself.
 
 use super::stream::{level_sizes, storage_coord};
+use super::Generation;
 use super::{Coo, Tensor, TensorError, ValueType, Values};
 use crate::format::{Format, LevelCoord, PackInput, Segment};
 
@@ -183,6 +184,7 @@ pub(super) fn pack_general(
         format: format.clone(),
         levels,
         values,
+        generation: Generation::fresh(),
     };
     Ok((tensor, slot_of_summed))
 }

@@ -3,6 +3,7 @@
 //! entries.
 
 use super::levels::StreamedLevels;
+use super::Generation;
 use super::{Coo, IndexSlice, Tensor, TensorError, Values};
 use crate::format::{Format, IndexArray, LevelStorage, Streaming};
 use crate::ir::{ArrayKind, IndexWidth, ParamKind};
@@ -112,6 +113,7 @@ impl Tensor {
             format: format.clone(),
             levels,
             values: rows.values,
+            generation: Generation::fresh(),
         };
         // A leaf written as `int32_t` widens with the rest when an offset does not fit.
         Ok(if largest.unwrap_or(0) <= i32::MAX as usize {

@@ -4,6 +4,7 @@
 //! orders differ, without the general packing's per-level arrays (`pack.rs`).
 
 use super::levels::{Built, StreamedLevels};
+use super::Generation;
 use super::{Coo, Tensor, TensorError, ValueType, Values};
 use crate::format::{Format, Layout, LevelCoord};
 
@@ -544,6 +545,7 @@ impl Sink {
             format: format.clone(),
             levels,
             values,
+            generation: Generation::fresh(),
         };
         Ok((tensor, self.slots.unwrap_or_default()))
     }

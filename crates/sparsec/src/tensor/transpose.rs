@@ -1,6 +1,7 @@
 //! Converting a tensor to another mode order without a coordinate list: a compressed
 //! matrix (CSR to CSC and back) in one counting pass, a dense tensor in tiles.
 
+use super::Generation;
 use super::{Team, Tensor, TensorError, Values};
 use crate::format::{Format, IndexArray, LevelStorage, Streaming};
 use crate::ir::{ArrayKind, ParamKind};
@@ -102,6 +103,7 @@ impl Tensor {
                 },
             ],
             values,
+            generation: Generation::fresh(),
         })
     }
 }

@@ -341,6 +341,13 @@ impl<'a> TensorView<'a> {
         }
     }
 
+    /// The generation of the viewed tensor's contents, where this views a [`Tensor`]
+    /// (which the view's borrow keeps unchanged); `None` for storage another owner keeps,
+    /// which may change between calls without sparsec knowing.
+    pub fn generation(&self) -> Option<super::Generation> {
+        self.owner.map(Tensor::generation)
+    }
+
     /// The viewed tensor, or an owned copy of storage another owner keeps.
     pub(crate) fn as_tensor(&self) -> Cow<'a, Tensor> {
         match self.owner {

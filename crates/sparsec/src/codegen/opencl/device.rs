@@ -9,7 +9,7 @@
 //! zeroed global buffer.
 
 use std::ptr;
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use opencl3::command_queue::CommandQueue;
 use opencl3::context::Context;
@@ -22,10 +22,11 @@ use opencl3::types::{cl_mem, CL_BLOCKING};
 
 use super::host::{Host, Memory, Scalar, Stored};
 use super::print::{KernelArg, KernelPlan, Program};
+use super::resident::{count_copy, Held, Residency};
 use super::NAME;
 use crate::ir::outline::{Outlined, WARP_SIZE};
 use crate::ir::{ArrayRef, Expr, Signature, Type, ValueType};
-use crate::target::{Artifact, Call, Capabilities};
+use crate::target::{Artifact, Call, Capabilities, ContentKey};
 use crate::Error;
 
 /// The device kernels run on, chosen once: the first GPU of any platform, else the first
@@ -34,6 +35,8 @@ pub struct ClDevice {
     context: Context,
     queue: CommandQueue,
     name: String,
+    /// Input arrays kept between calls.
+    resident: Residency,
     max_group: usize,
     max_items: Vec<usize>,
 }
@@ -71,7 +74,15 @@ fn open() -> Result<ClDevice, String> {
     #[allow(deprecated)]
     let queue = CommandQueue::create_default(&context, 0)
         .map_err(|e| error("cannot create a command queue", e))?;
+    // A quarter of the device's memory, at most 4 GiB, for inputs kept between calls.
+    let memory = device
+        .global_mem_size()
+        .map_err(|e| error("device query", e))?;
+    let budget = usize::try_from(memory / 4)
+        .unwrap_or(usize::MAX)
+        .min(4 << 30);
     Ok(ClDevice {
+        resident: Residency::new(budget),
         name: device.name().unwrap_or_else(|_| "an OpenCL device".into()),
         max_group: device
             .max_work_group_size()
@@ -176,9 +187,26 @@ struct Entry {
     bytes: usize,
     /// Scratch the host part allocated (kept alive here).
     owned: Option<Vec<u8>>,
-    device: Option<Buffer<u8>>,
+    /// The name of its contents across calls, where they stay the same.
+    contents: Option<ContentKey>,
+    device: Option<DeviceCopy>,
     host_current: bool,
     device_current: bool,
+}
+
+/// An array's copy on the device: the call's own, or one kept between calls (read only).
+enum DeviceCopy {
+    Own(Buffer<u8>),
+    Kept(Arc<Held>),
+}
+
+impl DeviceCopy {
+    fn mem(&self) -> cl_mem {
+        match self {
+            DeviceCopy::Own(buffer) => buffer.get(),
+            DeviceCopy::Kept(held) => held.mem(),
+        }
+    }
 }
 
 /// The arrays of one call.
@@ -212,6 +240,7 @@ impl Buffers<'_> {
                 host: owned.as_mut_ptr(),
                 bytes,
                 owned: Some(owned),
+                contents: None,
                 device: None,
                 host_current: true,
                 device_current: false,
@@ -236,6 +265,7 @@ impl Buffers<'_> {
             host: self.call.arrays[slot].cast(),
             bytes: self.call.bytes[slot],
             owned: None,
+            contents: self.call.contents[slot],
             device: None,
             host_current: true,
             device_current: false,
@@ -243,11 +273,24 @@ impl Buffers<'_> {
         Ok(self.entries.len() - 1)
     }
 
-    /// The device copy of `array`, current.
+    /// The device copy of `array`, current: one kept from an earlier call where its
+    /// contents have a name, else copied now (and kept, where they have a name).
     fn on_device(&mut self, array: &ArrayRef) -> Result<cl_mem, String> {
         let n = self.entry(array)?;
         let device = self.code.device;
         let e = &mut self.entries[n];
+        if e.device.is_none() {
+            if let Some(held) = e.contents.and_then(|key| device.resident.find(&key)) {
+                e.device = Some(DeviceCopy::Kept(held));
+                e.device_current = true;
+            }
+        }
+        if !e.device_current && matches!(e.device, Some(DeviceCopy::Kept(_))) {
+            // Kept copies are of inputs, which no call writes; should the host write one,
+            // the call copies it anew and keeps nothing.
+            e.device = None;
+            e.contents = None;
+        }
         if e.device.is_none() {
             // SAFETY: a plain allocation; OpenCL has no buffers of zero bytes.
             let buffer = unsafe {
@@ -259,10 +302,12 @@ impl Buffers<'_> {
                 )
             }
             .map_err(|err| error(&format!("cannot allocate {} bytes", e.bytes), err))?;
-            e.device = Some(buffer);
+            e.device = Some(DeviceCopy::Own(buffer));
         }
-        let buffer = e.device.as_mut().expect("allocated above");
         if !e.device_current && e.bytes > 0 {
+            let Some(DeviceCopy::Own(buffer)) = e.device.as_mut() else {
+                unreachable!("a kept copy is current")
+            };
             // SAFETY: `host` holds `bytes` bytes while the call lasts.
             let data = unsafe { std::slice::from_raw_parts(e.host, e.bytes) };
             // SAFETY: a blocking write of `bytes` bytes into a buffer of at least as many.
@@ -272,9 +317,18 @@ impl Buffers<'_> {
                     .enqueue_write_buffer(buffer, CL_BLOCKING, 0, data, &[])
             }
             .map_err(|err| error("copy to the device", err))?;
+            count_copy(e.bytes);
         }
         e.device_current = true;
-        Ok(buffer.get())
+        if let (Some(key), Some(DeviceCopy::Own(_))) = (e.contents, &e.device) {
+            let Some(DeviceCopy::Own(buffer)) = e.device.take() else {
+                unreachable!("matched above")
+            };
+            let held = Arc::new(Held(buffer));
+            device.resident.keep(key, held.clone(), e.bytes);
+            e.device = Some(DeviceCopy::Kept(held));
+        }
+        Ok(e.device.as_ref().expect("a device copy").mem())
     }
 
     /// Copy `entry` back to the host if the device holds its newest contents.
@@ -282,7 +336,9 @@ impl Buffers<'_> {
         let device = self.code.device;
         let e = &mut self.entries[n];
         if !e.host_current {
-            let buffer = e.device.as_ref().expect("a device copy is newer");
+            let Some(DeviceCopy::Own(buffer)) = e.device.as_ref() else {
+                unreachable!("only the call's own buffers are written")
+            };
             // SAFETY: `host` holds `bytes` bytes, written by nothing else during the call.
             let data = unsafe { std::slice::from_raw_parts_mut(e.host, e.bytes) };
             // SAFETY: a blocking read of `bytes` bytes.

@@ -13,6 +13,8 @@ mod device;
 #[cfg(feature = "opencl")]
 mod host;
 mod print;
+#[cfg(feature = "opencl")]
+mod resident;
 
 use std::sync::Arc;
 
@@ -183,6 +185,15 @@ impl Target for OpenClTarget {
         }
         .into())
     }
+}
+
+/// Bytes copied to OpenCL devices so far by every call (inputs kept on a device between
+/// calls are copied once).
+pub fn bytes_copied_to_device() -> u64 {
+    #[cfg(feature = "opencl")]
+    return resident::COPIED_TO_DEVICE.load(std::sync::atomic::Ordering::Relaxed);
+    #[cfg(not(feature = "opencl"))]
+    0
 }
 
 /// The name of the OpenCL device kernels run on, or why there is none.
