@@ -120,6 +120,9 @@ pub enum BackendArg {
     C,
     /// Cranelift in process: no C compiler, low latency, serial.
     Jit,
+    /// OpenCL kernels on a GPU or PoCL, for a schedule with GPUBlock loops (a sparsec
+    /// built with the `opencl` feature).
+    Opencl,
 }
 
 /// `--sums`: how a kernel chooses the version of its gathered sums (SpMV's rows, TTV's
@@ -158,6 +161,7 @@ impl From<BackendArg> for Backend {
             BackendArg::Tiered => Backend::Tiered,
             BackendArg::C => Backend::C,
             BackendArg::Jit => Backend::Jit,
+            BackendArg::Opencl => Backend::OpenCl,
         }
     }
 }

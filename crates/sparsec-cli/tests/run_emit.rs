@@ -989,3 +989,42 @@ fn cached_kernels_load_without_their_compiler() {
         "{err}"
     );
 }
+
+/// `--backend opencl` runs a GPU schedule on an OpenCL device (PoCL in CI) where sparsec
+/// was built with the `opencl` feature, and says which feature is missing where not.
+#[test]
+fn run_with_the_opencl_backend() {
+    let args = [
+        "run",
+        "y(i) = A(i,j) * x(j)",
+        "-f",
+        "A:csr",
+        "-g",
+        "A:uniform:0.1",
+        "-g",
+        "x:dense",
+        "-d",
+        "i:40",
+        "-d",
+        "j:30",
+        "--backend",
+        "opencl",
+        "--schedule",
+        "split(i,i0,i1,8),parallelize(i0,GPUBlock,NoRaces),parallelize(i1,GPUWarp,NoRaces),\
+         parallelize(j,GPUThread,ParallelReduction)",
+        "--check",
+    ];
+    if cfg!(feature = "opencl") {
+        let out = ok(&args);
+        assert!(out.contains("compiled by the OpenCL target"), "{out}");
+        assert!(out.contains("check: ok"), "{out}");
+    } else {
+        let refused = sparsec(&args);
+        assert!(!refused.status.success());
+        assert!(
+            stderr(&refused).contains("`opencl` feature"),
+            "{}",
+            stderr(&refused)
+        );
+    }
+}

@@ -10,14 +10,16 @@ use crate::errors;
 
 /// The `backend` option.
 pub(crate) fn parse_backend(name: &str) -> PyResult<Backend> {
-    match name {
-        "c" => Ok(Backend::C),
-        "jit" => Ok(Backend::Jit),
-        "tiered" => Ok(Backend::Tiered),
-        other => Err(errors::input(format!(
-            "unknown backend `{other}`; use \"c\", \"jit\" or \"tiered\""
-        ))),
-    }
+    Backend::from_option(name).ok_or_else(|| {
+        let names: Vec<String> = Backend::ALL
+            .iter()
+            .map(|b| format!("\"{}\"", b.option()))
+            .collect();
+        errors::input(format!(
+            "unknown backend `{name}`; use one of {}",
+            names.join(", ")
+        ))
+    })
 }
 
 /// The `sums` option: how a kernel chooses the version of its gathered sums.
@@ -47,9 +49,5 @@ pub(crate) fn parse_dtype(name: &str) -> PyResult<ValueType> {
 
 /// A backend as the `backend` option spells it.
 pub(crate) fn backend_name(backend: Backend) -> &'static str {
-    match backend {
-        Backend::C => "c",
-        Backend::Jit => "jit",
-        Backend::Tiered => "tiered",
-    }
+    backend.option()
 }

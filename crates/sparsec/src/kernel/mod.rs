@@ -39,6 +39,7 @@ use std::time::{Duration, Instant};
 
 use crate::codegen::c::CTarget;
 use crate::codegen::clif::CraneliftTarget;
+use crate::codegen::opencl::OpenClTarget;
 use crate::ir::gather::SumVersion;
 use crate::ir::{ArrayKind, ArrayRef, Function, IndexWidth, OutputMode, ScalarArg};
 use crate::jit::Toolchain;
@@ -77,16 +78,38 @@ pub enum Backend {
     /// the C compiler works in the background, and its code from the first run after it
     /// finishes (see [`Kernel::finish_compiling`]).
     Tiered,
+    /// OpenCL C for a GPU schedule's kernels, built by an OpenCL device's driver (a GPU,
+    /// or PoCL on the CPU); needs the `opencl` feature.
+    OpenCl,
 }
 
 impl Backend {
+    /// Every choice, in the order the CLI and the Python module list them.
+    pub const ALL: [Backend; 4] = [Backend::Tiered, Backend::C, Backend::Jit, Backend::OpenCl];
+
     /// The name errors give it.
     pub fn name(self) -> &'static str {
         match self {
             Backend::C => "C",
             Backend::Jit => "JIT",
             Backend::Tiered => "tiered",
+            Backend::OpenCl => crate::codegen::opencl::NAME,
         }
+    }
+
+    /// How options spell it (`--backend`, `backend=`): `c`, `jit`, `tiered`, `opencl`.
+    pub fn option(self) -> &'static str {
+        match self {
+            Backend::C => "c",
+            Backend::Jit => "jit",
+            Backend::Tiered => "tiered",
+            Backend::OpenCl => "opencl",
+        }
+    }
+
+    /// The choice an option spells, if any.
+    pub fn from_option(option: &str) -> Option<Backend> {
+        Backend::ALL.into_iter().find(|b| b.option() == option)
     }
 
     /// The targets this choice compiles with (`toolchain` is the C target's).
@@ -96,6 +119,7 @@ impl Backend {
             Backend::C => Targets::one(c()),
             Backend::Jit => Targets::one(Arc::new(CraneliftTarget)),
             Backend::Tiered => Targets::tiered(Arc::new(CraneliftTarget), c()),
+            Backend::OpenCl => Targets::one(Arc::new(OpenClTarget)),
         }
     }
 }
