@@ -128,7 +128,7 @@ fn gpu_schedules_print_as_opencl_kernels() {
         .unwrap()
         .text;
     assert!(
-        text.contains("__local long *restrict sparsec_combine"),
+        text.contains("__local int64_t *restrict sparsec_combine"),
         "{text}"
     );
     assert!(text.contains("% sparsec_warps_0"), "{text}");
@@ -197,9 +197,9 @@ fn indices_named_like_target_words_compile_on_every_target() {
     let listing = OpenClTarget.listing(&lowered.function).unwrap().unwrap();
     let text = listing.kernel();
     for word in ["kernel", "local", "half"] {
-        assert!(!text.contains(&format!("long {word} ")), "{text}");
+        assert!(!text.contains(&format!("int64_t {word} ")), "{text}");
     }
-    assert!(text.contains("long kernel_2"), "{text}");
+    assert!(text.contains("int64_t kernel_2"), "{text}");
     if cfg!(feature = "opencl") {
         let kernel = opencl_kernel(&stmt, lowered).unwrap();
         compare_with_reference(&kernel, &stmt, &tensors, "OpenCL");

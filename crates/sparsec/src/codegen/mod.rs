@@ -4,5 +4,6 @@
 pub mod abi;
 pub mod c;
 pub mod clif;
+pub mod gpu;
 pub mod opencl;
 pub mod runtime;

@@ -20,8 +20,8 @@ use opencl3::platform::get_platforms;
 use opencl3::program::Program as ClProgram;
 use opencl3::types::{cl_mem, CL_BLOCKING};
 
-use super::host::{Host, Memory, Scalar, Stored};
-use super::print::{KernelArg, KernelPlan, Program};
+use crate::codegen::gpu::host::{Host, Memory, Scalar, Stored};
+use crate::codegen::gpu::{dim_index, KernelArg, KernelPlan, Program};
 use super::resident::{count_copy, Held, Residency};
 use super::NAME;
 use crate::ir::outline::{Outlined, WARP_SIZE};
@@ -599,11 +599,4 @@ fn add(a: Scalar, b: Scalar) -> Scalar {
         (Scalar::Int(a), Scalar::Int(b)) => Scalar::Int(a.wrapping_add(b)),
         _ => Scalar::Float(float(a) + float(b)),
     }
-}
-
-fn dim_index(d: crate::ir::GpuDim) -> usize {
-    crate::ir::GpuDim::ALL
-        .iter()
-        .position(|x| *x == d)
-        .expect("a dimension")
 }

@@ -2,8 +2,10 @@
 //! CPU, which is how CI proves the code without a GPU).
 //!
 //! A function is outlined ([`crate::ir::outline`]) into a host part and device kernels;
-//! the kernels are printed as OpenCL C (`print.rs`) and built by the device's driver at
-//! compile time; the host part runs on the host (`host.rs`) and launches them. Running
+//! the kernels are printed as OpenCL C by the GPU targets' shared printer
+//! ([`crate::codegen::gpu`], with [`OpenClC`] spelling) and built by the device's driver
+//! at compile time; the host part runs on the host ([`crate::codegen::gpu::host`]) and
+//! launches them. Running
 //! needs the `opencl` cargo feature (`device.rs`: the `opencl3` crate, which loads the
 //! OpenCL library at run time); without it the target still prints its listing and
 //! refuses to compile with a message that names the feature.
@@ -11,19 +13,16 @@
 #[cfg(feature = "opencl")]
 mod device;
 #[cfg(feature = "opencl")]
-mod host;
-mod print;
-#[cfg(feature = "opencl")]
 mod resident;
 
 use std::sync::Arc;
 
 use super::abi::BackendError;
+use super::gpu::{self, Dialect, LaunchIndex, Program};
 use crate::ir::outline::{outline, LaunchDefaults, Outlined};
-use crate::ir::{Function, Names, OutputMode, ParallelUnit};
+use crate::ir::{Function, Names, OutputMode, ParallelUnit, Type, ValueType};
 use crate::target::{Artifact, Capabilities, Listing, Target};
 use crate::Error;
-pub use print::{KernelArg, KernelPlan, Program};
 
 /// The name errors and reports give the target.
 pub const NAME: &str = "OpenCL";
@@ -142,8 +141,103 @@ pub fn program(function: &Function) -> Result<(Outlined, Program), BackendError>
         &signature,
         &[crate::codegen::c::RESERVED_WORDS, RESERVED_WORDS],
     );
-    let program = print::program(function, &outlined, &names)?;
+    let program = gpu::program(function, &outlined, &names, &OpenClC)?;
     Ok((outlined, program))
+}
+
+/// OpenCL C's spelling of the shared printer's kernels.
+pub struct OpenClC;
+
+const PRELUDE: &str = "\
+#pragma OPENCL EXTENSION cl_khr_fp64 : enable
+#pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable
+typedef long int64_t;
+typedef int int32_t;
+#define sparsec_min(a, b) ((a) < (b) ? (a) : (b))
+#define sparsec_max(a, b) ((a) > (b) ? (a) : (b))
+/* Floating-point atomic addition by compare-and-swap: OpenCL 1.2 has none. */
+#define SPARSEC_ATOMIC_ADD(NAME, SPACE, T, U, AS_U, AS_T, CAS) \\
+  void NAME(volatile SPACE T *p, T v) { \\
+    U seen = AS_U(*p), expected; \\
+    do { expected = seen; seen = CAS((volatile SPACE U *)p, expected, AS_U(AS_T(expected) + v)); } \\
+    while (seen != expected); \\
+  }
+SPARSEC_ATOMIC_ADD(sparsec_atomic_add_f64_global, __global, double, long, as_long, as_double, atom_cmpxchg)
+SPARSEC_ATOMIC_ADD(sparsec_atomic_add_f64_local, __local, double, long, as_long, as_double, atom_cmpxchg)
+SPARSEC_ATOMIC_ADD(sparsec_atomic_add_f32_global, __global, float, int, as_int, as_float, atomic_cmpxchg)
+SPARSEC_ATOMIC_ADD(sparsec_atomic_add_f32_local, __local, float, int, as_int, as_float, atomic_cmpxchg)
+
+";
+
+impl Dialect for OpenClC {
+    fn target(&self) -> &'static str {
+        NAME
+    }
+
+    fn prelude(&self) -> &'static str {
+        PRELUDE
+    }
+
+    fn global_space(&self) -> &'static str {
+        "__global"
+    }
+
+    fn inline(&self) -> &'static str {
+        "static inline"
+    }
+
+    fn kernel_head(&self, name: &str, params: &[String]) -> String {
+        format!("__kernel void {name}({})", params.join(", "))
+    }
+
+    fn global_param(&self, ty: &str, constness: &str, name: &str) -> String {
+        format!("__global {constness}{ty} *restrict {name}")
+    }
+
+    fn shared_param(&self, ty: &str, name: &str) -> (String, Option<String>) {
+        (format!("__local {ty} *restrict {name}"), None)
+    }
+
+    fn shared_pointer(&self, ty: &str) -> String {
+        format!("__local {ty} *")
+    }
+
+    fn global_pointer(&self, ty: &str) -> String {
+        format!("__global {ty} *")
+    }
+
+    fn index(&self, index: LaunchIndex, d: usize) -> String {
+        let f = match index {
+            LaunchIndex::Group => "get_group_id",
+            LaunchIndex::Groups => "get_num_groups",
+            LaunchIndex::Item => "get_local_id",
+            LaunchIndex::Items => "get_local_size",
+        };
+        format!("(int64_t){f}({d})")
+    }
+
+    fn barrier(&self) -> &'static str {
+        "barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);"
+    }
+
+    fn atomic_add(&self, ty: Type, narrow: bool, shared: bool, target: &str, value: &str)
+        -> String {
+        let space = if shared { "local" } else { "global" };
+        match ty {
+            Type::Value(ValueType::F64) => {
+                format!("sparsec_atomic_add_f64_{space}({target}, {value});")
+            }
+            Type::Value(ValueType::F32) => {
+                format!("sparsec_atomic_add_f32_{space}({target}, {value});")
+            }
+            _ if narrow => format!("atomic_add({target}, (int32_t)({value}));"),
+            _ => format!("atom_add({target}, {value});"),
+        }
+    }
+
+    fn warp_sum(&self, _var: &str, _lanes: i64) -> Option<Vec<String>> {
+        None
+    }
 }
 
 impl Target for OpenClTarget {

@@ -1,0 +1,378 @@
+//! The shared printer of device kernels: statements and loops in the C that OpenCL C and
+//! CUDA C have in common, and what differs asked of the [`Dialect`].
+
+use std::fmt::Write;
+
+use super::{dim_index, var_type, Dialect, KernelArg, KernelPlan, LaunchIndex, LANES};
+use crate::codegen::c::expr::expr;
+use crate::ir::outline::DeviceKernel;
+use crate::ir::{
+    ArrayRef, Element, Function, GpuDim, IndexWidth, LocalType, Loop, LoopKind, Mapping,
+    Names, ParallelUnit, Reduction, Scratch, Signature, Stmt, Var,
+};
+
+/// The C type of a scratch array's elements.
+fn scratch_type(ty: LocalType) -> &'static str {
+    match ty {
+        LocalType::Value => "double",
+        LocalType::Index => "int64_t",
+        LocalType::Flag => "char",
+    }
+}
+
+/// The C type of an array's elements.
+fn element_type(function: &Function, signature: &Signature, a: &ArrayRef) -> &'static str {
+    match a {
+        ArrayRef::Scratch(s) => scratch_type(function.scratch_info(*s).ty),
+        _ => {
+            let slot = signature
+                .arrays
+                .iter()
+                .position(|b| b == a)
+                .expect("a kernel's operand arrays are the function's");
+            match signature.elements[slot] {
+                Element::Value(v) => v.c_name(),
+                Element::Index(IndexWidth::I32) => "int32_t",
+                Element::Index(IndexWidth::I64) => "int64_t",
+            }
+        }
+    }
+}
+
+const LOCAL_ID: &str = "sparsec_lid";
+const LOCAL_SIZE: &str = "sparsec_lsize";
+const GROUP: &str = "sparsec_group";
+const COMBINE: &str = "sparsec_combine";
+
+/// Print `kernel` as `plan` lays it out, in `dialect`.
+pub(super) fn kernel(
+    out: &mut String,
+    function: &Function,
+    signature: &Signature,
+    names: &Names,
+    kernel: &DeviceKernel,
+    plan: &KernelPlan,
+    dialect: &dyn Dialect,
+) {
+    let mut params = Vec::new();
+    let mut declared = Vec::new();
+    let mut shared = Vec::new();
+    for arg in &plan.args {
+        params.push(match arg {
+            KernelArg::Array(a) => {
+                let constness = if kernel.written.contains(a) {
+                    ""
+                } else {
+                    "const "
+                };
+                let ty = element_type(function, signature, a);
+                dialect.global_param(ty, constness, names.array(a))
+            }
+            KernelArg::Param(p) => format!("const int64_t {}", names.param(p)),
+            KernelArg::Captured(v) => {
+                format!("const {} {}", var_type(function.var(*v).ty), names.var(*v))
+            }
+            KernelArg::Partial(v) => dialect.global_param(
+                var_type(function.var(*v).ty),
+                "",
+                &format!("{}_partial", names.var(*v)),
+            ),
+            KernelArg::Shared { array, .. } => {
+                shared.push(*array);
+                let ty = scratch_type(function.scratch_info(*array).ty);
+                let (param, decl) = dialect.shared_param(ty, names.scratch(*array));
+                declared.extend(decl);
+                param
+            }
+            KernelArg::Private { array, .. } => dialect.global_param(
+                scratch_type(function.scratch_info(*array).ty),
+                "",
+                &format!("{}_all", names.scratch(*array)),
+            ),
+            KernelArg::Combine => {
+                let (param, decl) = dialect.shared_param("int64_t", COMBINE);
+                declared.extend(decl);
+                param
+            }
+            KernelArg::Warps(d) => format!("const int64_t sparsec_warps_{}", dim_index(*d)),
+        });
+    }
+    let index = |i, d| dialect.index(i, d);
+    let linear = |i: LaunchIndex, size: LaunchIndex| {
+        format!(
+            "{} + {} * ({} + {} * {})",
+            index(i, 0),
+            index(size, 0),
+            index(i, 1),
+            index(size, 1),
+            index(i, 2)
+        )
+    };
+    let _ = writeln!(out, "{} {{", dialect.kernel_head(&plan.name, &params));
+    for line in declared {
+        let _ = writeln!(out, "  {line}");
+    }
+    let _ = writeln!(
+        out,
+        "  const int64_t {LOCAL_ID} = {};",
+        linear(LaunchIndex::Item, LaunchIndex::Items)
+    );
+    let _ = writeln!(
+        out,
+        "  const int64_t {LOCAL_SIZE} = {} * {} * {};",
+        index(LaunchIndex::Items, 0),
+        index(LaunchIndex::Items, 1),
+        index(LaunchIndex::Items, 2)
+    );
+    let _ = writeln!(
+        out,
+        "  const int64_t {GROUP} = {};",
+        linear(LaunchIndex::Group, LaunchIndex::Groups)
+    );
+    let _ = writeln!(out, "  (void){LOCAL_ID}; (void){LOCAL_SIZE}; (void){GROUP};");
+    for v in &kernel.results {
+        let _ = writeln!(
+            out,
+            "  {} {} = 0;",
+            var_type(function.var(*v).ty),
+            names.var(*v)
+        );
+    }
+    for arg in &plan.args {
+        match arg {
+            KernelArg::Private { array, len } => {
+                let name = names.scratch(*array);
+                let ty = scratch_type(function.scratch_info(*array).ty);
+                let _ = writeln!(
+                    out,
+                    "  {} {name} = {name}_all + ({GROUP} * {LOCAL_SIZE} + {LOCAL_ID}) * ({});",
+                    dialect.global_pointer(ty),
+                    expr(names, len)
+                );
+            }
+            KernelArg::Shared { array, len } => {
+                let _ = writeln!(
+                    out,
+                    "  for (int64_t sparsec_q = {LOCAL_ID}; sparsec_q < {}; sparsec_q += \
+                     {LOCAL_SIZE}) {}[sparsec_q] = 0;",
+                    expr(names, len),
+                    names.scratch(*array)
+                );
+                let _ = writeln!(out, "  {}", dialect.barrier());
+            }
+            _ => {}
+        }
+    }
+    let mut printer = Printer {
+        out,
+        names,
+        function,
+        dialect,
+        indent: 1,
+        shared,
+        warp_dim: plan.warp_dim,
+        sums: 0,
+        summed: Vec::new(),
+    };
+    printer.for_loop(&kernel.nest);
+    for v in &kernel.results {
+        let name = names.var(*v);
+        let _ = writeln!(
+            printer.out,
+            "  if ({LOCAL_ID} == 0) {name}_partial[{GROUP}] = {name};"
+        );
+    }
+    printer.out.push_str("}\n\n");
+}
+
+struct Printer<'a> {
+    out: &'a mut String,
+    names: &'a Names,
+    function: &'a Function,
+    dialect: &'a dyn Dialect,
+    indent: usize,
+    /// The scratch arrays in shared memory.
+    shared: Vec<Scratch>,
+    warp_dim: Option<GpuDim>,
+    /// Thread loops' sums printed so far, each with its own saved value.
+    sums: usize,
+    /// Arrays that enclosing GPU loops sum into: every addition into them is atomic.
+    summed: Vec<ArrayRef>,
+}
+
+impl Printer<'_> {
+    fn line(&mut self, text: &str) {
+        for _ in 0..self.indent {
+            self.out.push_str("  ");
+        }
+        self.out.push_str(text);
+        self.out.push('\n');
+    }
+
+    fn block(&mut self, head: &str, body: &[Stmt]) {
+        self.line(format!("{head} {{").trim_start());
+        self.indent += 1;
+        body.iter().for_each(|s| self.stmt(s));
+        self.indent -= 1;
+        self.line("}");
+    }
+
+    fn for_loop(&mut self, l: &Loop) {
+        let names = self.names;
+        let var = names.var(l.var);
+        let (start, end) = (expr(names, &l.start), expr(names, &l.end));
+        let LoopKind::Parallel {
+            unit,
+            mapping: Mapping::Gpu { dim },
+            reductions,
+            ..
+        } = &l.kind
+        else {
+            self.block(
+                &format!("for (int64_t {var} = {start}; {var} < {end}; {var}++)"),
+                &l.body,
+            );
+            return;
+        };
+        let d = dim_index(*dim);
+        let warped = self.warp_dim == Some(*dim);
+        let index = |i| self.dialect.index(i, d);
+        let (first, step) = match unit {
+            ParallelUnit::GpuBlock if warped => (
+                format!("{} / sparsec_warps_{d}", index(LaunchIndex::Group)),
+                format!("{} / sparsec_warps_{d}", index(LaunchIndex::Groups)),
+            ),
+            ParallelUnit::GpuBlock => (index(LaunchIndex::Group), index(LaunchIndex::Groups)),
+            ParallelUnit::GpuWarp => (
+                format!("{} % sparsec_warps_{d}", index(LaunchIndex::Group)),
+                format!("sparsec_warps_{d}"),
+            ),
+            _ => (index(LaunchIndex::Item), index(LaunchIndex::Items)),
+        };
+        let sums: Vec<Var> = match unit {
+            ParallelUnit::GpuThread => reductions
+                .iter()
+                .filter_map(|r| match r {
+                    Reduction::Scalar(v) => Some(*v),
+                    Reduction::Array(..) => None,
+                })
+                .collect(),
+            _ => Vec::new(),
+        };
+        // Each work-item sums its iterations from zero; the sums are combined after the
+        // loop and added to the value before it.
+        let saved: Vec<String> = sums
+            .iter()
+            .map(|v| {
+                self.sums += 1;
+                let saved = format!("sparsec_before_{}", self.sums);
+                let name = names.var(*v);
+                let ty = var_type(self.function.var(*v).ty);
+                self.line(&format!("const {ty} {saved} = {name};"));
+                self.line(&format!("{name} = 0;"));
+                saved
+            })
+            .collect();
+        let summed_before = self.summed.len();
+        self.summed
+            .extend(reductions.iter().filter_map(|r| match r {
+                Reduction::Array(array, _) => Some(*array),
+                Reduction::Scalar(_) => None,
+            }));
+        self.block(
+            &format!("for (int64_t {var} = {start} + {first}; {var} < {end}; {var} += {step})"),
+            &l.body,
+        );
+        self.summed.truncate(summed_before);
+        for (v, saved) in sums.iter().zip(saved) {
+            self.combine(*v, &saved);
+        }
+    }
+
+    /// Every work-item's `v` becomes `saved` plus the sum of all of theirs: a warp's
+    /// shuffles where the dialect has them and the group is one warp, else a tree in
+    /// shared memory, barriers between its levels.
+    fn combine(&mut self, v: Var, saved: &str) {
+        let name = self.names.var(v).to_string();
+        if self.warp_dim.is_some() {
+            if let Some(lines) = self.dialect.warp_sum(&name, LANES) {
+                for line in lines {
+                    self.line(&line);
+                }
+                self.line(&format!("{name} = {saved} + {name};"));
+                return;
+            }
+        }
+        let ty = var_type(self.function.var(v).ty);
+        let barrier = self.dialect.barrier();
+        let slots = format!("(({}){COMBINE})", self.dialect.shared_pointer(ty));
+        self.line(&format!("{slots}[{LOCAL_ID}] = {name};"));
+        self.line(barrier);
+        self.line(&format!(
+            "for (int64_t sparsec_s = 1; sparsec_s < {LOCAL_SIZE}; sparsec_s *= 2) {{ if \
+             ({LOCAL_ID} % (2 * sparsec_s) == 0 && {LOCAL_ID} + sparsec_s < {LOCAL_SIZE}) \
+             {slots}[{LOCAL_ID}] += {slots}[{LOCAL_ID} + sparsec_s]; {barrier} }}"
+        ));
+        self.line(&format!("{name} = {saved} + {slots}[0];"));
+        self.line(barrier);
+    }
+
+    fn stmt(&mut self, s: &Stmt) {
+        let names = self.names;
+        match s {
+            Stmt::Decl(v, e) => {
+                let ty = var_type(self.function.var(*v).ty);
+                self.line(&format!("{ty} {} = {};", names.var(*v), expr(names, e)));
+            }
+            Stmt::Assign(v, e) => self.line(&format!("{} = {};", names.var(*v), expr(names, e))),
+            Stmt::Store(store) if store.accumulate && self.summed.contains(&store.array) => {
+                self.stmt(&Stmt::Atomic(Box::new(s.clone())));
+            }
+            Stmt::Store(store) => {
+                let op = if store.accumulate { "+=" } else { "=" };
+                self.line(&format!(
+                    "{}[{}] {op} {};",
+                    names.array(&store.array),
+                    expr(names, &store.index),
+                    expr(names, &store.value)
+                ));
+            }
+            Stmt::Atomic(inner) => match &**inner {
+                Stmt::Store(store) if store.accumulate => {
+                    let target = format!(
+                        "&{}[{}]",
+                        names.array(&store.array),
+                        expr(names, &store.index)
+                    );
+                    let value = expr(names, &store.value);
+                    let shared = matches!(store.array, ArrayRef::Scratch(s) if self.shared.contains(&s));
+                    let ty = self.function.element_type(&store.array);
+                    let narrow = names.is_narrow(&store.array);
+                    let line = self.dialect.atomic_add(ty, narrow, shared, &target, &value);
+                    self.line(&line);
+                }
+                other => self.stmt(other),
+            },
+            Stmt::For(l) => self.for_loop(l),
+            Stmt::While(c, body) => self.block(&format!("while ({})", expr(names, c)), body),
+            Stmt::If(c, then, otherwise) => {
+                self.line(&format!("if ({}) {{", expr(names, c)));
+                self.indent += 1;
+                then.iter().for_each(|s| self.stmt(s));
+                self.indent -= 1;
+                if otherwise.is_empty() {
+                    self.line("}");
+                } else {
+                    self.block("} else", otherwise);
+                }
+            }
+            Stmt::Block(b) => self.block("", b),
+            Stmt::Barrier => self.line(self.dialect.barrier()),
+            // A hint only.
+            Stmt::Prefetch { .. } => {}
+            Stmt::Emit { .. } | Stmt::OrderTouched { .. } | Stmt::Launch(_) => {
+                unreachable!("refused before printing: {s:?}")
+            }
+        }
+    }
+}
