@@ -423,7 +423,7 @@ fn assumptions_recompute_and_refusals() {
     .expect("GPU loops are refused")
     .to_string();
     assert!(
-        refused.contains("JIT backend") && refused.contains("needs a GPU backend"),
+        refused.contains("JIT backend") && refused.contains("needs a GPU target"),
         "{refused}"
     );
 

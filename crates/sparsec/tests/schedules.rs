@@ -857,7 +857,7 @@ fn every_precondition_failure_says_which_and_why() {
     );
     assert_refused(
         "split(i,i0,i1,32),parallelize(i0,GPUBlock,NoRaces),parallelize(i1,GPUThread,NoRaces)",
-        &["needs a GPU backend"],
+        &["needs a GPU target"],
     );
     assert_refused(
         "parallelize(i,GPUBlock,NoRaces)",

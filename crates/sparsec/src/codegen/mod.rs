@@ -4,6 +4,7 @@
 pub mod abi;
 pub mod c;
 pub mod clif;
+pub mod cuda;
 pub mod gpu;
 pub mod opencl;
 pub mod runtime;

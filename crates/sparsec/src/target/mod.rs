@@ -394,7 +394,7 @@ fn unit_refusal(unit: ParallelUnit, runs: &[ParallelUnit]) -> String {
     let runs: Vec<String> = runs.iter().map(|u| format!("{u:?}")).collect();
     let gpu = !matches!(unit, ParallelUnit::CpuThread | ParallelUnit::CpuVector);
     let why = if gpu {
-        "which needs a GPU backend"
+        "which needs a GPU target (--backend opencl)"
     } else {
         "which this target does not run"
     };

@@ -155,8 +155,16 @@ pub fn program(
     let body_offset = source.len();
     let mut kernels = Vec::new();
     for (n, kernel) in outlined.kernels.iter().enumerate() {
-        let plan = plan(names, kernel, n, dialect.target())?;
-        print::kernel(&mut source, function, &signature, names, kernel, &plan, dialect);
+        let plan = plan(names, kernel, n, dialect)?;
+        print::kernel(
+            &mut source,
+            function,
+            &signature,
+            names,
+            kernel,
+            &plan,
+            dialect,
+        );
         kernels.push(plan);
     }
     Ok(Program {

@@ -1,7 +1,7 @@
 //! The plan of a device kernel: its arguments, in order, and how its units map to
 //! groups; and what the mapping cannot run, refused naming it.
 
-use super::{KernelArg, KernelPlan};
+use super::{Dialect, KernelArg, KernelPlan};
 use crate::codegen::abi::BackendError;
 use crate::ir::outline::DeviceKernel;
 use crate::ir::{
@@ -9,17 +9,16 @@ use crate::ir::{
     ParallelUnit, Reduction, Stmt, Var,
 };
 
-
 /// The arguments of kernel `n` and its group mapping; what the mapping cannot run is
-/// refused, for the target named `target`.
+/// refused, naming `dialect`'s target.
 pub fn plan(
     names: &Names,
     kernel: &DeviceKernel,
     n: usize,
-    target: &'static str,
+    dialect: &dyn Dialect,
 ) -> Result<KernelPlan, BackendError> {
     let refuse = |reason: &str| BackendError {
-        backend: target,
+        backend: dialect.target(),
         reason: reason.to_string(),
     };
     let stmts = [Stmt::For(kernel.nest.clone())];
@@ -155,7 +154,9 @@ pub fn plan(
             },
         });
     }
-    if combines {
+    // A warp's sums go through shuffles where the dialect has them.
+    let shuffled = warp_dim.is_some() && dialect.warp_sum("v", 32).is_some();
+    if combines && !shuffled {
         args.push(KernelArg::Combine);
     }
     if let Some(d) = warp_dim {

@@ -1,14 +1,15 @@
 //! The shared printer of device kernels: statements and loops in the C that OpenCL C and
 //! CUDA C have in common, and what differs asked of the [`Dialect`].
 
+use std::collections::BTreeSet;
 use std::fmt::Write;
 
 use super::{dim_index, var_type, Dialect, KernelArg, KernelPlan, LaunchIndex, LANES};
 use crate::codegen::c::expr::expr;
 use crate::ir::outline::DeviceKernel;
 use crate::ir::{
-    ArrayRef, Element, Function, GpuDim, IndexWidth, LocalType, Loop, LoopKind, Mapping,
-    Names, ParallelUnit, Reduction, Scratch, Signature, Stmt, Var,
+    visit, ArrayRef, Element, Expr, Function, GpuDim, IndexWidth, LocalType, Loop, LoopKind,
+    Mapping, Names, ParallelUnit, Reduction, Scratch, Signature, Stmt, Var,
 };
 
 /// The C type of a scratch array's elements.
@@ -129,7 +130,10 @@ pub(super) fn kernel(
         "  const int64_t {GROUP} = {};",
         linear(LaunchIndex::Group, LaunchIndex::Groups)
     );
-    let _ = writeln!(out, "  (void){LOCAL_ID}; (void){LOCAL_SIZE}; (void){GROUP};");
+    let _ = writeln!(
+        out,
+        "  (void){LOCAL_ID}; (void){LOCAL_SIZE}; (void){GROUP};"
+    );
     for v in &kernel.results {
         let _ = writeln!(
             out,
@@ -163,11 +167,24 @@ pub(super) fn kernel(
             _ => {}
         }
     }
+    // Variables the kernel never reads are left out (their values are loads or
+    // arithmetic, without effects): a device compiler warns of them.
+    let mut read = BTreeSet::new();
+    visit::walk_stmt_exprs(
+        std::slice::from_ref(&Stmt::For(kernel.nest.clone())),
+        &mut |e| {
+            if let Expr::Var(v) = e {
+                read.insert(*v);
+            }
+        },
+    );
+    read.extend(kernel.results.iter().copied());
     let mut printer = Printer {
         out,
         names,
         function,
         dialect,
+        read,
         indent: 1,
         shared,
         warp_dim: plan.warp_dim,
@@ -190,6 +207,8 @@ struct Printer<'a> {
     names: &'a Names,
     function: &'a Function,
     dialect: &'a dyn Dialect,
+    /// The variables the kernel reads.
+    read: BTreeSet<Var>,
     indent: usize,
     /// The scratch arrays in shared memory.
     shared: Vec<Scratch>,
@@ -320,6 +339,7 @@ impl Printer<'_> {
     fn stmt(&mut self, s: &Stmt) {
         let names = self.names;
         match s {
+            Stmt::Decl(v, _) | Stmt::Assign(v, _) if !self.read.contains(v) => {}
             Stmt::Decl(v, e) => {
                 let ty = var_type(self.function.var(*v).ty);
                 self.line(&format!("{ty} {} = {};", names.var(*v), expr(names, e)));
@@ -345,7 +365,8 @@ impl Printer<'_> {
                         expr(names, &store.index)
                     );
                     let value = expr(names, &store.value);
-                    let shared = matches!(store.array, ArrayRef::Scratch(s) if self.shared.contains(&s));
+                    let shared =
+                        matches!(store.array, ArrayRef::Scratch(s) if self.shared.contains(&s));
                     let ty = self.function.element_type(&store.array);
                     let narrow = names.is_narrow(&store.array);
                     let line = self.dialect.atomic_add(ty, narrow, shared, &target, &value);

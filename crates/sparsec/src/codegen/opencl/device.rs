@@ -20,10 +20,10 @@ use opencl3::platform::get_platforms;
 use opencl3::program::Program as ClProgram;
 use opencl3::types::{cl_mem, CL_BLOCKING};
 
-use crate::codegen::gpu::host::{Host, Memory, Scalar, Stored};
-use crate::codegen::gpu::{dim_index, KernelArg, KernelPlan, Program};
 use super::resident::{count_copy, Held, Residency};
 use super::NAME;
+use crate::codegen::gpu::host::{Host, Memory, Scalar, Stored};
+use crate::codegen::gpu::{dim_index, KernelArg, KernelPlan, Program};
 use crate::ir::outline::{Outlined, WARP_SIZE};
 use crate::ir::{ArrayRef, Expr, Signature, Type, ValueType};
 use crate::target::{Artifact, Call, Capabilities, ContentKey};

@@ -220,8 +220,14 @@ impl Dialect for OpenClC {
         "barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);"
     }
 
-    fn atomic_add(&self, ty: Type, narrow: bool, shared: bool, target: &str, value: &str)
-        -> String {
+    fn atomic_add(
+        &self,
+        ty: Type,
+        narrow: bool,
+        shared: bool,
+        target: &str,
+        value: &str,
+    ) -> String {
         let space = if shared { "local" } else { "global" };
         match ty {
             Type::Value(ValueType::F64) => {
