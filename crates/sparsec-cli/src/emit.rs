@@ -6,6 +6,7 @@ use sparsec::format::LevelCoord;
 use sparsec::ir::{OutputMode, ParamRef, ScalarArg};
 use sparsec::lower::Lowered;
 use sparsec::notation::cin::Statement;
+use sparsec::target::Target;
 
 use crate::spec::{Problem, StatementArgs, FORMAT_HELP};
 
@@ -19,6 +20,10 @@ EXAMPLES:
 
   # How a sparse output is assembled:
   sparsec emit \"C(i,j) = A(i,j) + B(i,j)\" -f A:csr -f B:csr -f C:csr --assembly
+
+  # The CUDA kernels of a GPU schedule (a row per warp, its entries on the lanes):
+  sparsec emit \"y(i) = A(i,j) * x(j)\" -f A:csr --target cuda --compute \\
+      -s \"split(i,i0,i1,8),parallelize(i0,GPUBlock,NoRaces),parallelize(i1,GPUWarp,NoRaces),parallelize(j,GPUThread,ParallelReduction)\"
 
 Index-variable sizes are read at run time, so the code does not depend on them: sizes
 come from -d VAR:SIZE or -i files when given, and any size otherwise.
@@ -36,6 +41,21 @@ pub struct EmitArgs {
     /// Print only the kernel function (which computes and emits the output).
     #[arg(long)]
     pub compute: bool,
+    /// The language to print: C (the C target's), or a GPU schedule's device kernels as
+    /// OpenCL C or CUDA C.
+    #[arg(long, value_enum, default_value_t = EmitTarget::C)]
+    pub target: EmitTarget,
+}
+
+/// `emit --target`.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EmitTarget {
+    /// C with OpenMP.
+    C,
+    /// OpenCL C kernels of a GPU schedule.
+    Opencl,
+    /// CUDA C kernels of a GPU schedule.
+    Cuda,
 }
 
 /// Placeholder size of index variables that nothing sizes (the code reads sizes at run
@@ -61,8 +81,36 @@ fn generate(args: &StatementArgs) -> Result<(Statement, Lowered, c::CKernel)> {
     Ok((statement, lowered, generated))
 }
 
+/// Print the device kernels of a GPU schedule as `target` spells them.
+fn emit_gpu(args: &EmitArgs, target: &dyn Target) -> Result<()> {
+    if args.assembly {
+        return Err(miette::miette!(
+            "--assembly describes the C target's output assembly; GPU targets write dense \
+             outputs in place"
+        ));
+    }
+    let problem = Problem::new(&args.statement.expr, &args.statement.spec, &[])?;
+    let statement = problem.bind_with_default_size(PLACEHOLDER_SIZE)?;
+    let lowered = args.statement.schedule.lower(&statement)?;
+    let listing = target
+        .listing(&lowered.function)
+        .map_err(Report::new)?
+        .expect("GPU targets print their kernels");
+    if args.compute {
+        crate::out!("{}", listing.kernel());
+    } else {
+        crate::out!("{}", listing.text);
+    }
+    Ok(())
+}
+
 /// Run the `emit` subcommand.
 pub fn emit(args: &EmitArgs) -> Result<()> {
+    match args.target {
+        EmitTarget::C => {}
+        EmitTarget::Opencl => return emit_gpu(args, &sparsec::codegen::opencl::OpenClTarget),
+        EmitTarget::Cuda => return emit_gpu(args, &sparsec::codegen::cuda::CudaTarget),
+    }
     let (statement, lowered, generated) = generate(&args.statement)?;
     let (prelude, kernel) = generated.source.split_at(generated.body_offset);
     if args.compute {

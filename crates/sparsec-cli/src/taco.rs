@@ -177,6 +177,7 @@ fn emit_with(statement: &StatementArgs, assembly: bool, compute: bool) -> Result
         statement: statement.clone(),
         assembly,
         compute,
+        target: emit::EmitTarget::C,
     })
 }
 

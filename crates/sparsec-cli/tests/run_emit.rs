@@ -1028,3 +1028,42 @@ fn run_with_the_opencl_backend() {
         );
     }
 }
+
+/// `emit --target opencl|cuda` prints a GPU schedule's device kernels; a CPU schedule is
+/// refused naming the unit.
+#[test]
+fn emit_prints_gpu_kernels() {
+    let schedule = "split(i,i0,i1,8),parallelize(i0,GPUBlock,NoRaces),\
+                    parallelize(i1,GPUWarp,NoRaces),parallelize(j,GPUThread,ParallelReduction)";
+    for (target, head) in [
+        ("opencl", "__kernel void sparsec_kernel_0("),
+        ("cuda", "extern \"C\" __global__ void sparsec_kernel_0("),
+    ] {
+        let out = ok(&[
+            "emit",
+            "y(i) = A(i,j) * x(j)",
+            "-f",
+            "A:csr",
+            "--target",
+            target,
+            "--compute",
+            "-s",
+            schedule,
+        ]);
+        assert!(out.starts_with(head), "{out}");
+        let refused = sparsec(&[
+            "emit",
+            "y(i) = A(i,j) * x(j)",
+            "-f",
+            "A:csr",
+            "--target",
+            target,
+        ]);
+        assert!(!refused.status.success());
+        assert!(
+            stderr(&refused).contains("CpuThread"),
+            "{}",
+            stderr(&refused)
+        );
+    }
+}
