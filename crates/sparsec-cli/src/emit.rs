@@ -91,7 +91,10 @@ fn emit_gpu(args: &EmitArgs, target: &dyn Target) -> Result<()> {
     }
     let problem = Problem::new(&args.statement.expr, &args.statement.spec, &[])?;
     let statement = problem.bind_with_default_size(PLACEHOLDER_SIZE)?;
-    let lowered = args.statement.schedule.lower(&statement)?;
+    let lowered = args
+        .statement
+        .schedule
+        .lower_for(&statement, target, None)?;
     let listing = target
         .listing(&lowered.function)
         .map_err(Report::new)?

@@ -163,7 +163,13 @@ pub fn run(args: &RunArgs) -> Result<()> {
     }
 
     let started = Instant::now();
-    let mut kernel = schedule.kernel(&statement, args.backend.into())?;
+    // The entries per row of the first sparse input of order 2 or more, which a GPU
+    // target's default mapping is chosen by.
+    let average_fiber = inputs
+        .iter()
+        .find(|t| t.dims().len() >= 2 && !t.format().is_all_dense())
+        .map(|t| t.values().len() as f64 / t.dims()[0].max(1) as f64);
+    let mut kernel = schedule.kernel(&statement, args.backend.into(), average_fiber)?;
     if let Some(n) = threads {
         kernel.set_threads(n);
     }

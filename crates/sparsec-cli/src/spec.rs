@@ -94,9 +94,35 @@ impl ScheduleArgs {
             .wrap_err("cannot compile the statement")
     }
 
-    /// Compile the statement with this schedule and backend.
-    pub fn kernel(&self, statement: &Statement, backend: Backend) -> Result<Kernel> {
-        let lowered = self.lower(statement)?;
+    /// Lower the statement with this schedule for `target`: without one, with the
+    /// target's default parallelism (a GPU mapping for a GPU target, chosen by the inputs'
+    /// `average_fiber` where known).
+    pub fn lower_for(
+        &self,
+        statement: &Statement,
+        target: &dyn sparsec::target::Target,
+        average_fiber: Option<f64>,
+    ) -> Result<Lowered> {
+        let concrete = match self.concrete(statement)? {
+            Some(c) => c,
+            None => Concrete::new(statement)
+                .map_err(|e| Report::new(sparsec::Error::from(e)))
+                .wrap_err("cannot compile the statement")?,
+        };
+        sparsec::kernel::lower_for_target(&concrete, target, average_fiber)
+            .map_err(Report::new)
+            .wrap_err("cannot compile the statement")
+    }
+
+    /// Compile the statement with this schedule and backend (see [`Self::lower_for`]).
+    pub fn kernel(
+        &self,
+        statement: &Statement,
+        backend: Backend,
+        average_fiber: Option<f64>,
+    ) -> Result<Kernel> {
+        let targets = backend.targets(&Toolchain::default());
+        let lowered = self.lower_for(statement, targets.main().as_ref(), average_fiber)?;
         Kernel::from_lowered(
             statement.clone(),
             lowered,

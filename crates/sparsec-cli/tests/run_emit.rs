@@ -1018,6 +1018,15 @@ fn run_with_the_opencl_backend() {
         let out = ok(&args);
         assert!(out.contains("compiled by the OpenCL target"), "{out}");
         assert!(out.contains("check: ok"), "{out}");
+        // Without a schedule: the default GPU mapping.
+        let unscheduled: Vec<&str> = args
+            .iter()
+            .copied()
+            .filter(|a| *a != "--schedule" && !a.starts_with("split("))
+            .collect();
+        let out = ok(&unscheduled);
+        assert!(out.contains("loops gpu_block"), "{out}");
+        assert!(out.contains("check: ok"), "{out}");
     } else {
         let refused = sparsec(&args);
         assert!(!refused.status.success());

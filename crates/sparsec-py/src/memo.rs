@@ -9,7 +9,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use sparsec::format::Format;
 use sparsec::jit::Toolchain;
-use sparsec::kernel::{lower_with_default_parallelism, Backend, Kernel, SumVersions};
+use sparsec::kernel::{lower_for_target, Backend, Kernel, SumVersions};
 use sparsec::notation::{self, TensorDecl};
 use sparsec::schedule::{Concrete, Schedule};
 use sparsec::tensor::ValueType;
@@ -79,9 +79,11 @@ pub(crate) fn compile_memoized(
         .collect();
     let statement = notation::bind(&notation::parse(&key.expr)?, &decls, &[])?;
     let concrete = Concrete::new(&statement)?;
+    // Without a schedule, the backend's default parallelism (a GPU mapping on OpenCL).
+    let targets = key.backend.targets(&Toolchain::default());
     let lowered = match schedule {
         Some(s) => sparsec::lower::lower(&s.apply(&concrete)?)?,
-        None => lower_with_default_parallelism(&concrete)?,
+        None => lower_for_target(&concrete, targets.main().as_ref(), None)?,
     };
     let mut kernel = Kernel::from_lowered(
         statement,

@@ -39,6 +39,14 @@ def test_missing_and_unknown_inputs():
         sparsec.compile("y(i) = A(i,j) * x(j)", formats={"B": "csr"})
 
 
+def test_opencl_needs_its_feature():
+    # The package is built without the `opencl` feature: compiling says which is missing,
+    # after the default GPU mapping has been chosen (no CPU schedule is refused).
+    k = sparsec.compile("y(i) = A(i,j) * x(j)", formats={"A": "csr"}, backend="opencl")
+    with pytest.raises(sparsec.CompileError, match="`opencl` feature"):
+        k(A=np.ones((3, 2)), x=np.ones(2))
+
+
 def test_bad_options():
     with pytest.raises(sparsec.InputError, match="backend"):
         sparsec.compile("y(i) = x(i)", backend="gpu")

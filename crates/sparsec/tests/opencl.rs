@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use sparsec::codegen::opencl::OpenClTarget;
 use sparsec::jit::Toolchain;
-use sparsec::kernel::{Backend, Kernel};
+use sparsec::kernel::{lower_for_target, Backend, Kernel};
 use sparsec::lower::{self, Lowered};
 use sparsec::notation::cin::Statement;
 use sparsec::schedule::{Concrete, Schedule};
@@ -203,6 +203,78 @@ fn indices_named_like_target_words_compile_on_every_target() {
     if cfg!(feature = "opencl") {
         let kernel = opencl_kernel(&stmt, lowered).unwrap();
         compare_with_reference(&kernel, &stmt, &tensors, "OpenCL");
+    }
+}
+
+/// Statements with no schedule get a default GPU mapping that lowers and the target
+/// accepts: a warp per row where rows are long (or their length unknown), a thread per row
+/// where short, blocks' partial sums for a sum into one value, atomics where rows collide.
+/// With the `opencl` feature each runs against the reference, on random inputs and on
+/// shared matrices.
+#[test]
+fn statements_without_a_schedule_get_a_default_gpu_mapping() {
+    let cases: [(&str, &[(&str, &str)], &[(&str, &[usize])]); 6] = [
+        (SPMV, &[("A", "csr")], &[("A", &[45, 40]), ("x", &[40])]),
+        (SPMM, &[("A", "csr")], &[("A", &[45, 40]), ("B", &[40, 12])]),
+        (
+            "y(j) = A(i,j) * x(i)",
+            &[("A", "csr")],
+            &[("A", &[45, 40]), ("x", &[45])],
+        ),
+        (
+            "A(i,j) = B(i,j) * C(i,k) * D(k,j)",
+            &[("B", "csr")],
+            &[("B", &[20, 18]), ("C", &[20, 6]), ("D", &[6, 18])],
+        ),
+        (
+            "y(i) = B(i,j,k) * c(k)",
+            &[("B", "csf")],
+            &[("B", &[9, 7, 5]), ("c", &[5])],
+        ),
+        (DOT, &[], &[("x", &[300]), ("y", &[300])]),
+    ];
+    for (expr, formats, dims) in cases {
+        let mut r = rng(8);
+        let inputs: Vec<(&str, Coo)> = dims
+            .iter()
+            .map(|(name, d)| (*name, random_coo(&mut r, d, 0.3)))
+            .collect();
+        let (stmt, tensors) = statement(expr, formats, &inputs, &[]);
+        let concrete = Concrete::new(&stmt).unwrap();
+        let lowered = lower_for_target(&concrete, &OpenClTarget, None)
+            .unwrap_or_else(|e| panic!("{expr}: {e}"));
+        if cfg!(feature = "opencl") {
+            let kernel = opencl_kernel(&stmt, lowered).unwrap();
+            compare_with_reference(&kernel, &stmt, &tensors, expr);
+        }
+    }
+    // The rows' length chooses between a warp and a thread per row.
+    let (stmt, _, _) = fixture(SPMV, SCHEDULES[0].1, 40, 0.2, 1);
+    let concrete = Concrete::new(&stmt).unwrap();
+    let listing = |fiber| {
+        let lowered = lower_for_target(&concrete, &OpenClTarget, fiber).unwrap();
+        OpenClTarget
+            .listing(&lowered.function)
+            .unwrap()
+            .unwrap()
+            .text
+    };
+    assert!(listing(Some(2.0)).contains("gpu_thread"));
+    assert!(listing(Some(30.0)).contains("gpu_warp"));
+    assert!(listing(None).contains("gpu_warp"));
+    // Shared matrices, square and rectangular, with rows from empty to long.
+    for name in ["west0479", "Erdos971"] {
+        let path = shared_data(&format!("matrices/{name}.mtx"));
+        let a = sparsec::io::read_matrix_market(&path).unwrap().coo;
+        let mut r = rng(9);
+        let x = random_coo(&mut r, &[a.dims[1]], 1.0);
+        let (stmt, tensors) = statement(SPMV, &[("A", "csr")], &[("A", a), ("x", x)], &[]);
+        let concrete = Concrete::new(&stmt).unwrap();
+        let lowered = lower_for_target(&concrete, &OpenClTarget, None).unwrap();
+        if cfg!(feature = "opencl") {
+            let kernel = opencl_kernel(&stmt, lowered).unwrap();
+            compare_with_reference(&kernel, &stmt, &tensors, name);
+        }
     }
 }
 

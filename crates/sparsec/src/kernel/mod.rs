@@ -498,6 +498,89 @@ pub fn default_threads() -> usize {
 /// The most threads a kernel's parallel loops use.
 pub const MAX_THREADS: usize = 1024;
 
+/// Lower for `target` as the schedule says; where the schedule parallelizes no loop, with
+/// the target's default parallelism: the outermost loop on CPU threads
+/// ([`lower_with_default_parallelism`]) for a target that runs them, a GPU mapping
+/// ([`lower_with_default_gpu_parallelism`]) for one that runs GPU blocks only.
+pub fn lower_for_target(
+    concrete: &Concrete,
+    target: &dyn crate::target::Target,
+    average_fiber: Option<f64>,
+) -> Result<Lowered, Error> {
+    let units = target.capabilities().units;
+    if concrete.parallelized
+        || units.contains(&ParallelUnit::CpuThread)
+        || !units.contains(&ParallelUnit::GpuBlock)
+    {
+        return Ok(lower_with_default_parallelism(concrete)?);
+    }
+    lower_with_default_gpu_parallelism(concrete, target, average_fiber)
+}
+
+/// Rows shorter than this on average run a thread each in the default GPU schedule; longer
+/// ones a warp each, its lanes over the row.
+pub const WARP_PER_ROW_FROM: f64 = 8.0;
+
+/// Lower with the first default GPU mapping that lowers and `target` accepts, where the
+/// schedule parallelizes no loop: a warp per outer coordinate with its lanes summing the
+/// next loop (rows of `average_fiber` entries or more, or when it is unknown), a thread per
+/// outer coordinate, then mappings for sums into one value (blocks' partial sums) and for
+/// outer iterations that collide (atomics).
+pub fn lower_with_default_gpu_parallelism(
+    concrete: &Concrete,
+    target: &dyn crate::target::Target,
+    average_fiber: Option<f64>,
+) -> Result<Lowered, Error> {
+    if concrete.parallelized {
+        return Ok(lower::lower(concrete)?);
+    }
+    let loops: Vec<String> = concrete.loops().iter().map(|l| l.to_string()).collect();
+    let Some(outer) = loops.first() else {
+        return Err(Error::Input(
+            "the statement has no loop to run on a GPU (a scalar expression); use a CPU target"
+                .into(),
+        ));
+    };
+    let warp = loops.get(1).map(|inner| {
+        format!(
+            "split({outer},gpu_block,gpu_warp,8),parallelize(gpu_block,GPUBlock,NoRaces),\
+             parallelize(gpu_warp,GPUWarp,NoRaces),parallelize({inner},GPUThread,ParallelReduction)"
+        )
+    });
+    let thread = format!(
+        "split({outer},gpu_block,gpu_thread,128),parallelize(gpu_block,GPUBlock,NoRaces),\
+         parallelize(gpu_thread,GPUThread,NoRaces)"
+    );
+    let mut candidates: Vec<String> = match average_fiber {
+        Some(f) if f < WARP_PER_ROW_FROM => [Some(thread), warp].into_iter().flatten().collect(),
+        _ => [warp, Some(thread)].into_iter().flatten().collect(),
+    };
+    candidates.push(format!(
+        "split({outer},gpu_block,gpu_thread,256),parallelize(gpu_block,GPUBlock,Temporary),\
+         parallelize(gpu_thread,GPUThread,ParallelReduction)"
+    ));
+    candidates.push(format!(
+        "split({outer},gpu_block,gpu_thread,128),parallelize(gpu_block,GPUBlock,Atomics),\
+         parallelize(gpu_thread,GPUThread,Atomics)"
+    ));
+    let mut reasons = Vec::new();
+    for text in &candidates {
+        let lowered = Schedule::parse(text)
+            .map_err(Error::from)
+            .and_then(|s| Ok(s.apply(concrete)?))
+            .and_then(|c| Ok(lower::lower(&c)?));
+        let accepted = lowered.and_then(|l| target.listing(&l.function).map(|_| l));
+        match accepted {
+            Ok(l) => return Ok(l),
+            Err(e) => reasons.push(format!("{text}: {e}")),
+        }
+    }
+    Err(Error::Input(format!(
+        "no default GPU schedule applies to this statement; give one with a schedule. Tried:\n{}",
+        reasons.join("\n")
+    )))
+}
+
 /// Lower with the outermost loop parallel on CPU threads when that is valid without races
 /// (its iterations write disjoint parts of a dense output) and the schedule parallelizes
 /// no loop itself, else as scheduled.
