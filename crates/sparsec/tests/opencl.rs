@@ -206,6 +206,9 @@ fn indices_named_like_target_words_compile_on_every_target() {
     }
 }
 
+/// A statement, the formats of its sparse operands and the dimensions of its inputs.
+type Case<'a> = (&'a str, &'a [(&'a str, &'a str)], &'a [(&'a str, &'a [usize])]);
+
 /// Statements with no schedule get a default GPU mapping that lowers and the target
 /// accepts: a warp per row where rows are long (or their length unknown), a thread per row
 /// where short, blocks' partial sums for a sum into one value, atomics where rows collide.
@@ -213,7 +216,7 @@ fn indices_named_like_target_words_compile_on_every_target() {
 /// shared matrices.
 #[test]
 fn statements_without_a_schedule_get_a_default_gpu_mapping() {
-    let cases: [(&str, &[(&str, &str)], &[(&str, &[usize])]); 6] = [
+    let cases: [Case; 6] = [
         (SPMV, &[("A", "csr")], &[("A", &[45, 40]), ("x", &[40])]),
         (SPMM, &[("A", "csr")], &[("A", &[45, 40]), ("B", &[40, 12])]),
         (
