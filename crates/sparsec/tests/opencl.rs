@@ -207,7 +207,11 @@ fn indices_named_like_target_words_compile_on_every_target() {
 }
 
 /// A statement, the formats of its sparse operands and the dimensions of its inputs.
-type Case<'a> = (&'a str, &'a [(&'a str, &'a str)], &'a [(&'a str, &'a [usize])]);
+type Case<'a> = (
+    &'a str,
+    &'a [(&'a str, &'a str)],
+    &'a [(&'a str, &'a [usize])],
+);
 
 /// Statements with no schedule get a default GPU mapping that lowers and the target
 /// accepts: a warp per row where rows are long (or their length unknown), a thread per row
@@ -356,6 +360,55 @@ mod on_a_device {
             refused.iter().all(|r| r.contains("without summing it")),
             "{refused:#?}"
         );
+    }
+
+    /// `.spf` programs whose outer loop is `parallel;` or `wavefront;` run on the device
+    /// (their parallel loops on blocks and threads, a wavefront's levels as successive
+    /// launches) and give the C target's results.
+    #[test]
+    fn sparse_polyhedral_programs_run_on_the_device() {
+        let programs = [
+            ("spmv.spf", include_str!("../../../examples/spf/spmv.spf")),
+            (
+                "lower_solve_wavefront.spf",
+                include_str!("../../../examples/spf/lower_solve_wavefront.spf"),
+            ),
+        ];
+        let mut r = rng(12);
+        for (n, density) in [(0, 0.5), (1, 1.0), (7, 0.5), (300, 0.02), (1000, 0.004)] {
+            let mut coo = random_coo(&mut r, &[n, n], density);
+            // A dominant diagonal, one explicit entry per row, for the solve.
+            for i in 0..n as i64 {
+                coo.coords.extend([i, i]);
+                coo.values.push(n as f64 + 1.0);
+            }
+            let a = Tensor::from_coo(
+                &coo,
+                &sparsec::format::Format::parse("coo", 2).unwrap(),
+                ValueType::F64,
+            )
+            .unwrap();
+            let v = random_coo(&mut r, &[n], 1.0);
+            let v =
+                Tensor::from_coo(&v, &sparsec::format::Format::dense(1), ValueType::F64).unwrap();
+            for (name, text) in programs {
+                let on = |backend: Backend| {
+                    let kernel = compile_spf_with(name, text, backend);
+                    let inputs: Vec<(&str, &Tensor)> = if name.starts_with("spmv") {
+                        vec![("A", &a), ("x", &v)]
+                    } else {
+                        vec![("L", &a), ("b", &v)]
+                    };
+                    (kernel.running_target(), kernel.run(&inputs))
+                };
+                let (target, got) = on(Backend::OpenCl);
+                assert_eq!(target, opencl::NAME);
+                let got = got.unwrap_or_else(|e| panic!("{name} on {n}: {e}"));
+                let want = on(Backend::C).1.unwrap();
+                let diff = got.max_difference(&want).expect("same shape");
+                assert!(diff <= 1e-9, "{name} on {n}x{n}: differs from C by {diff}");
+            }
+        }
     }
 
     #[test]

@@ -31,6 +31,7 @@ pub mod rows;
 mod simplify;
 #[cfg(test)]
 mod testing;
+pub mod threads_to_gpu;
 pub mod unswitch;
 mod verify;
 pub mod visit;

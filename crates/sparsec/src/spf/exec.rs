@@ -10,10 +10,12 @@ use std::sync::Arc;
 use super::codegen::{self, Extra, Lowered};
 use super::parse::{Dim, Program, UfArray};
 use super::{parse_program, SpfError};
+use crate::codegen::abi::BackendError;
 use crate::codegen::runtime::RawBuffer;
 use crate::format::Format;
 use crate::format::IndexArray;
-use crate::ir::{ArrayKind, ArrayRef, OutputMode};
+use crate::ir::threads_to_gpu::threads_to_gpu;
+use crate::ir::{ArrayKind, ArrayRef, OutputMode, ParallelUnit};
 use crate::jit::Toolchain;
 use crate::kernel::bind::{self, cast_values, Arguments};
 use crate::kernel::default_threads;
@@ -55,6 +57,14 @@ impl SpfKernel {
         let with_source = |e: SpfError| Error::Spf(e.in_source(name, text));
         let program = parse_program(text).map_err(with_source)?;
         let mut lowered = codegen::lower(&program).map_err(with_source)?;
+        // A GPU target runs `parallel;` and `wavefront;` loops on blocks and threads.
+        let units = targets.main().capabilities().units;
+        if units.contains(&ParallelUnit::GpuBlock) && !units.contains(&ParallelUnit::CpuThread) {
+            threads_to_gpu(&mut lowered.function).map_err(|reason| BackendError {
+                backend: targets.main().name(),
+                reason,
+            })?;
+        }
         targets.prepare(&mut lowered.function)?;
         Ok(SpfKernel {
             program,
