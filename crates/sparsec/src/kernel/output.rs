@@ -7,7 +7,7 @@
 use std::time::Instant;
 
 use crate::format::{Format, IndexArray};
-use crate::ir::{ArrayKind, ArrayRef, OperandId, ParamRef, ScalarArg, Signature};
+use crate::ir::{ArrayKind, ArrayRef, OperandId, OutputMode, ParamRef, ScalarArg, Signature};
 use crate::tensor::{Coo, Rows, Tensor, ValueType, Values};
 use crate::Error;
 
@@ -475,8 +475,42 @@ unsafe fn set_len_within<T>(v: &mut Vec<T>, len: usize) {
     }
 }
 
+/// Run a lowered function's code as its output `mode` requires, and what it produced:
+/// a two-phase kernel's rows placed in `target` through [`place_rows`] (expecting about
+/// `expected_entries`), else one call, whose entries (an emitting kernel's) or `dense`
+/// output (written in place) are the result. `call` runs the code once and returns the
+/// entries it emitted (none for other outputs). Every front end's run goes through here.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn produce(
+    mode: OutputMode,
+    dense: Tensor,
+    target: &PlacedOutput,
+    signature: &Signature,
+    arguments: &mut Arguments,
+    expected_entries: usize,
+    pace: &PlacementPace,
+    call: &mut dyn FnMut(&mut Arguments) -> Result<Coo, Error>,
+) -> Result<Produced, Error> {
+    Ok(match mode {
+        OutputMode::Rows { bounds } => Produced::Rows(place_rows(
+            target,
+            signature,
+            arguments,
+            expected_entries,
+            bounds,
+            pace,
+            &mut |a| call(a).map(drop),
+        )?),
+        OutputMode::Emit { .. } => Produced::Entries(call(arguments)?),
+        OutputMode::Dense { .. } => {
+            call(arguments)?;
+            Produced::Dense(dense)
+        }
+    })
+}
+
 /// What one call of the generated kernel produced.
-pub(super) enum Produced {
+pub(crate) enum Produced {
     /// A dense output, complete.
     Dense(Tensor),
     /// A sparse output's entries in the order the kernel emitted them, to be assembled.

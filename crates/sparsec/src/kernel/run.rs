@@ -10,7 +10,6 @@ use super::native;
 use super::output::{self, OutputStructure, Produced};
 use super::{Assembled, Kernel, Timings};
 use crate::codegen::runtime::RawBuffer;
-use crate::ir::OutputMode;
 use crate::tensor::{Coo, Rows, Tensor, TensorView};
 use crate::Error;
 
@@ -164,45 +163,6 @@ impl Kernel {
         let inputs = self.inputs(&inputs)?;
         let mut arguments = self.arguments(&mut output, &inputs);
         let prepared = Instant::now();
-        if let OutputMode::Rows { bounds } = self.lowered.function.output {
-            let rows = self.place_rows(&mut arguments, stored_entries, bounds)?;
-            return Ok((
-                Produced::Rows(rows),
-                Timings {
-                    prepare: prepared - started,
-                    compute: prepared.elapsed(),
-                    assemble: Duration::ZERO,
-                },
-            ));
-        }
-        let buffers = self.call(&mut arguments)?;
-        let computed = Instant::now();
-        let produced = if self.assembles_output() {
-            let entries = self.collect_entries(&buffers, initial);
-            self.keep_buffers(buffers);
-            Produced::Entries(entries)
-        } else {
-            self.keep_buffers(buffers);
-            Produced::Dense(output)
-        };
-        Ok((
-            produced,
-            Timings {
-                prepare: prepared - started,
-                compute: computed - prepared,
-                // Collecting the emitted entries is the first step of assembling them.
-                assemble: computed.elapsed(),
-            },
-        ))
-    }
-
-    /// Run a two-phase kernel ([`crate::ir::rows`]) through [`output::place_rows`].
-    fn place_rows(
-        &self,
-        arguments: &mut Arguments,
-        expected_entries: usize,
-        bounds: bool,
-    ) -> Result<Rows, Error> {
         let out = &self.statement.tensors[0];
         let target = output::PlacedOutput {
             name: &out.name,
@@ -210,20 +170,45 @@ impl Kernel {
             format: &out.format,
             value_type: self.value_type,
         };
-        let signature = self.compiled.signature();
-        output::place_rows(
+        let mut computed = prepared;
+        let produced = output::produce(
+            self.lowered.function.output,
+            output,
             &target,
-            signature,
-            arguments,
-            expected_entries,
-            bounds,
+            self.compiled.signature(),
+            &mut arguments,
+            stored_entries,
             &self.placement,
             &mut |a| {
                 let buffers = self.call(a)?;
+                computed = Instant::now();
+                let (coords, values) = RawBuffer::entries(&buffers, out.dims.len());
                 self.keep_buffers(buffers);
-                Ok(())
+                Ok(Coo {
+                    dims: out.dims.clone(),
+                    coords,
+                    values,
+                })
             },
-        )
+        )?;
+        let produced = match produced {
+            Produced::Entries(entries) => Produced::Entries(self.with_initial(entries, initial)),
+            other => other,
+        };
+        // Collecting the emitted entries is the first step of assembling them; placed rows
+        // are assembled by the kernel.
+        let (compute, assemble) = match produced {
+            Produced::Rows(_) => (prepared.elapsed(), Duration::ZERO),
+            _ => (computed - prepared, computed.elapsed()),
+        };
+        Ok((
+            produced,
+            Timings {
+                prepare: prepared - started,
+                compute,
+                assemble,
+            },
+        ))
     }
 
     /// Call the current native code with one entry buffer per thread (serial code uses the
@@ -268,16 +253,8 @@ impl Kernel {
         }
     }
 
-    /// The entries the kernel emitted into `buffers`, in order, then for `+=` statements
-    /// those of `initial`.
-    fn collect_entries(&self, buffers: &[RawBuffer], initial: Option<&Tensor>) -> Coo {
-        let out_decl = &self.statement.tensors[0];
-        let (coords, values) = RawBuffer::entries(buffers, out_decl.dims.len());
-        let mut coo = Coo {
-            dims: out_decl.dims.clone(),
-            coords,
-            values,
-        };
+    /// The entries the kernel emitted, then for `+=` statements those of `initial`.
+    fn with_initial(&self, mut coo: Coo, initial: Option<&Tensor>) -> Coo {
         if let (true, Some(init)) = (self.statement.accumulate, initial) {
             let init = init.to_coo();
             coo.coords.extend_from_slice(&init.coords);

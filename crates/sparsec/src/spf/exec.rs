@@ -15,12 +15,12 @@ use crate::codegen::runtime::RawBuffer;
 use crate::format::Format;
 use crate::format::IndexArray;
 use crate::ir::threads_to_gpu::threads_to_gpu;
-use crate::ir::{ArrayKind, ArrayRef, OutputMode, ParallelUnit};
+use crate::ir::{ArrayKind, ArrayRef, ParallelUnit};
 use crate::jit::Toolchain;
 use crate::kernel::bind::{self, cast_values, Arguments};
 use crate::kernel::default_threads;
 use crate::kernel::native::{self, Compiled, EntryBuffers};
-use crate::kernel::output::{place_rows, stored_sparse_entries, PlacedOutput};
+use crate::kernel::output::{produce, stored_sparse_entries, PlacedOutput, Produced};
 use crate::kernel::placement::PlacementPace;
 use crate::kernel::Backend;
 use crate::target::{Artifact, Targets};
@@ -331,33 +331,41 @@ impl SpfKernel {
                 output_decl.name
             ))
         };
-        let Some(format) = &self.lowered.assembled else {
-            self.call(code.as_ref(), &mut arguments, 0)?;
-            return Ok(output);
+        let dense_format;
+        let format = match &self.lowered.assembled {
+            Some(format) => format,
+            None => {
+                dense_format = output.format().clone();
+                &dense_format
+            }
         };
-        if let OutputMode::Rows { bounds } = self.lowered.function.output {
-            let target = PlacedOutput {
-                name: &output_decl.name,
-                dims: &dims,
-                format,
-                value_type: ValueType::F64,
-            };
-            let signature = self.compiled.signature();
-            let expected =
-                stored_sparse_entries(operands.iter().map(|t| (t.format(), t.values().len())));
-            let rows = place_rows(
-                &target,
-                signature,
-                &mut arguments,
-                expected,
-                bounds,
-                &self.placement,
-                &mut |a| self.call(code.as_ref(), a, 0).map(drop),
-            )?;
-            return Tensor::from_rows(rows, dims, format).map_err(cannot_store);
+        let target = PlacedOutput {
+            name: &output_decl.name,
+            dims: &dims,
+            format,
+            value_type: ValueType::F64,
+        };
+        let expected =
+            stored_sparse_entries(operands.iter().map(|t| (t.format(), t.values().len())));
+        let order = dims.len();
+        let produced = produce(
+            self.lowered.function.output,
+            output,
+            &target,
+            self.compiled.signature(),
+            &mut arguments,
+            expected,
+            &self.placement,
+            &mut |a| self.call(code.as_ref(), a, order),
+        )?;
+        match produced {
+            Produced::Dense(output) => Ok(output),
+            Produced::Rows(rows) => Tensor::from_rows(rows, dims, format).map_err(cannot_store),
+            Produced::Entries(coo) => {
+                Tensor::from_coo_owned(Coo { dims, ..coo }, format, ValueType::F64)
+                    .map_err(cannot_store)
+            }
         }
-        let coo = self.call(code.as_ref(), &mut arguments, dims.len())?;
-        Tensor::from_coo_owned(Coo { dims, ..coo }, format, ValueType::F64).map_err(cannot_store)
     }
 
     /// Call `code` once, with one entry buffer per thread; returns the entries of `order`
