@@ -257,39 +257,6 @@ fn sums_in_gpu_registers_and_sparse_outputs_are_refused_on_gpu_loops() {
     );
 }
 
-/// GPU schedules of SpMV and SpMM that lower, for the outlining tests.
-const GPU_SCHEDULES: [(&str, &str); 6] = [
-    (
-        SPMV,
-        "split(i,i0,i1,32),parallelize(i0,GPUBlock,NoRaces),parallelize(i1,GPUThread,NoRaces)",
-    ),
-    (
-        SPMV,
-        "split(i,i0,i1,32),parallelize(i0,GPUBlock,NoRaces),parallelize(i1,GPUWarp,NoRaces),\
-         parallelize(j,GPUThread,ParallelReduction)",
-    ),
-    (
-        SPMV,
-        "parallelize(i,GPUBlock,NoRaces),parallelize(j,GPUThread,ParallelReduction)",
-    ),
-    (
-        SPMM,
-        "split(i,i0,i1,4),split(k,k0,k1,32),reorder(i0,i1,k0,k1,j),\
-         parallelize(i0,GPUBlock,NoRaces),parallelize(i1,GPUThread,NoRaces),\
-         parallelize(k1,GPUThread,NoRaces)",
-    ),
-    (
-        SPMM,
-        "split(i,i0,i1,4),precompute(A(i,j)*B(j,k),k,k,w),\
-         parallelize(i0,GPUBlock,NoRaces),parallelize(k,GPUThread,NoRaces)",
-    ),
-    (
-        SPMM,
-        "split(i,i0,i1,32),reorder(k,i0,i1,j),parallelize(i0,GPUBlock,NoRaces),\
-         parallelize(i1,GPUThread,NoRaces)",
-    ),
-];
-
 fn outlined(expr: &str, schedule: &str) -> (Function, Outlined) {
     let f = lowered(expr, schedule).unwrap_or_else(|e| panic!("{schedule}: {e}"));
     let o = outline(&f, LaunchDefaults::default()).unwrap_or_else(|e| panic!("{schedule}: {e}"));

@@ -20,46 +20,15 @@ const SPMV: &str = "y(i) = A(i,j) * x(j)";
 const SPMM: &str = "C(i,k) = A(i,j) * B(j,k)";
 const DOT: &str = "a = x(i) * y(i)";
 
-/// GPU schedules the target runs: a row per thread, a row per warp with its lanes summing
-/// the entries, a row per block, SpMM's rows with their columns on threads, SpMM's
-/// workspace in a block's local memory, a host loop launching a kernel per column, and a
-/// dot product summed by threads and then by blocks.
-const SCHEDULES: [(&str, &str); 7] = [
-    (
-        SPMV,
-        "split(i,i0,i1,32),parallelize(i0,GPUBlock,NoRaces),parallelize(i1,GPUThread,NoRaces)",
-    ),
-    (
-        SPMV,
-        "split(i,i0,i1,8),parallelize(i0,GPUBlock,NoRaces),parallelize(i1,GPUWarp,NoRaces),\
-         parallelize(j,GPUThread,ParallelReduction)",
-    ),
-    (
-        SPMV,
-        "parallelize(i,GPUBlock,NoRaces),parallelize(j,GPUThread,ParallelReduction)",
-    ),
-    (
-        SPMM,
-        "split(i,i0,i1,4),split(k,k0,k1,8),reorder(i0,i1,k0,k1,j),\
-         parallelize(i0,GPUBlock,NoRaces),parallelize(i1,GPUThread,NoRaces),\
-         parallelize(k1,GPUThread,NoRaces)",
-    ),
-    (
-        SPMM,
-        "split(i,i0,i1,4),precompute(A(i,j)*B(j,k),k,k,w),\
-         parallelize(i0,GPUBlock,NoRaces),parallelize(k,GPUThread,NoRaces)",
-    ),
-    (
-        SPMM,
-        "split(i,i0,i1,32),reorder(k,i0,i1,j),parallelize(i0,GPUBlock,NoRaces),\
-         parallelize(i1,GPUThread,NoRaces)",
-    ),
-    (
-        DOT,
-        "split(i,i0,i1,32),parallelize(i0,GPUBlock,Temporary),\
-         parallelize(i1,GPUThread,ParallelReduction)",
-    ),
-];
+/// A dot product summed by threads and then by blocks.
+const DOT_SCHEDULE: &str = "split(i,i0,i1,32),parallelize(i0,GPUBlock,Temporary),\
+                            parallelize(i1,GPUThread,ParallelReduction)";
+
+/// The GPU schedules the tests run: the shared SpMV and SpMM ones ([`GPU_SCHEDULES`]) and a
+/// dot product.
+fn schedules() -> impl Iterator<Item = (&'static str, &'static str)> {
+    GPU_SCHEDULES.into_iter().chain([(DOT, DOT_SCHEDULE)])
+}
 
 /// `expr` over inputs of `rows` rows (`A` CSR at `density`), scheduled and lowered.
 fn fixture(
@@ -103,7 +72,7 @@ fn opencl_kernel(stmt: &Statement, lowered: Lowered) -> Result<Kernel, sparsec::
 
 #[test]
 fn gpu_schedules_print_as_opencl_kernels() {
-    for (expr, schedule) in SCHEDULES {
+    for (expr, schedule) in schedules() {
         let (_, _, lowered) = fixture(expr, schedule, 50, 0.1, 1);
         let listing = OpenClTarget
             .listing(&lowered.function)
@@ -121,7 +90,7 @@ fn gpu_schedules_print_as_opencl_kernels() {
         assert!(!kernels.contains("#pragma omp"), "{kernels}");
     }
     // A warp's lanes sum a row in local memory; a block's shared workspace is local.
-    let (_, _, lowered) = fixture(SPMV, SCHEDULES[1].1, 50, 0.1, 1);
+    let (_, _, lowered) = fixture(SPMV, GPU_SCHEDULES[1].1, 50, 0.1, 1);
     let text = OpenClTarget
         .listing(&lowered.function)
         .unwrap()
@@ -132,7 +101,7 @@ fn gpu_schedules_print_as_opencl_kernels() {
         "{text}"
     );
     assert!(text.contains("% sparsec_warps_0"), "{text}");
-    let (_, _, lowered) = fixture(SPMM, SCHEDULES[4].1, 50, 0.1, 1);
+    let (_, _, lowered) = fixture(SPMM, GPU_SCHEDULES[4].1, 50, 0.1, 1);
     let text = OpenClTarget
         .listing(&lowered.function)
         .unwrap()
@@ -141,7 +110,7 @@ fn gpu_schedules_print_as_opencl_kernels() {
     assert!(text.contains("__local double *restrict w"), "{text}");
     assert!(text.contains("barrier(CLK_LOCAL_MEM_FENCE"), "{text}");
     // The dot product leaves one partial sum per work-group.
-    let (_, _, lowered) = fixture(DOT, SCHEDULES[6].1, 100, 1.0, 1);
+    let (_, _, lowered) = fixture(DOT, DOT_SCHEDULE, 100, 1.0, 1);
     let text = OpenClTarget
         .listing(&lowered.function)
         .unwrap()
@@ -256,7 +225,7 @@ fn statements_without_a_schedule_get_a_default_gpu_mapping() {
         }
     }
     // The rows' length chooses between a warp and a thread per row.
-    let (stmt, _, _) = fixture(SPMV, SCHEDULES[0].1, 40, 0.2, 1);
+    let (stmt, _, _) = fixture(SPMV, GPU_SCHEDULES[0].1, 40, 0.2, 1);
     let concrete = Concrete::new(&stmt).unwrap();
     let listing = |fiber| {
         let lowered = lower_for_target(&concrete, &OpenClTarget, fiber).unwrap();
@@ -288,7 +257,7 @@ fn statements_without_a_schedule_get_a_default_gpu_mapping() {
 #[cfg(not(feature = "opencl"))]
 #[test]
 fn without_the_feature_compiling_names_it() {
-    let (stmt, _, lowered) = fixture(SPMV, SCHEDULES[0].1, 10, 0.3, 2);
+    let (stmt, _, lowered) = fixture(SPMV, GPU_SCHEDULES[0].1, 10, 0.3, 2);
     let err = opencl_kernel(&stmt, lowered)
         .err()
         .expect("refused")
@@ -311,7 +280,7 @@ mod on_a_device {
 
     #[test]
     fn gpu_schedules_match_the_reference() {
-        for (expr, schedule) in SCHEDULES {
+        for (expr, schedule) in schedules() {
             // Random, a single row, nothing stored, and rows longer than a work-group.
             for (rows, density, seed) in [(50, 0.1, 1), (1, 1.0, 2), (30, 0.0, 3), (300, 0.9, 4)] {
                 let (stmt, tensors, lowered) = fixture(expr, schedule, rows, density, seed);
@@ -413,10 +382,10 @@ mod on_a_device {
 
     #[test]
     fn a_kernel_runs_again_on_other_inputs() {
-        let (stmt, _, lowered) = fixture(SPMV, SCHEDULES[1].1, 64, 0.2, 5);
+        let (stmt, _, lowered) = fixture(SPMV, GPU_SCHEDULES[1].1, 64, 0.2, 5);
         let kernel = opencl_kernel(&stmt, lowered).unwrap();
         for seed in 0..3 {
-            let (_, tensors, _) = fixture(SPMV, SCHEDULES[1].1, 64, 0.2, 10 + seed);
+            let (_, tensors, _) = fixture(SPMV, GPU_SCHEDULES[1].1, 64, 0.2, 10 + seed);
             compare_with_reference(&kernel, &stmt, &tensors, "again");
         }
     }

@@ -107,3 +107,39 @@ pub fn gpu_schedule_sweep(mut visit: impl FnMut(SweptSchedule)) {
         }
     }
 }
+
+/// GPU schedules of SpMV and SpMM that lower, which the outlining tests and the GPU
+/// targets' tests check: a row per thread, a row per warp with its lanes summing the
+/// row, a row per block, SpMM's rows with their columns on threads, SpMM's workspace in a
+/// block's shared memory, and a host loop launching a kernel per column.
+pub const GPU_SCHEDULES: [(&str, &str); 6] = [
+    (
+        "y(i) = A(i,j) * x(j)",
+        "split(i,i0,i1,32),parallelize(i0,GPUBlock,NoRaces),parallelize(i1,GPUThread,NoRaces)",
+    ),
+    (
+        "y(i) = A(i,j) * x(j)",
+        "split(i,i0,i1,32),parallelize(i0,GPUBlock,NoRaces),parallelize(i1,GPUWarp,NoRaces),\
+         parallelize(j,GPUThread,ParallelReduction)",
+    ),
+    (
+        "y(i) = A(i,j) * x(j)",
+        "parallelize(i,GPUBlock,NoRaces),parallelize(j,GPUThread,ParallelReduction)",
+    ),
+    (
+        "C(i,k) = A(i,j) * B(j,k)",
+        "split(i,i0,i1,4),split(k,k0,k1,32),reorder(i0,i1,k0,k1,j),\
+         parallelize(i0,GPUBlock,NoRaces),parallelize(i1,GPUThread,NoRaces),\
+         parallelize(k1,GPUThread,NoRaces)",
+    ),
+    (
+        "C(i,k) = A(i,j) * B(j,k)",
+        "split(i,i0,i1,4),precompute(A(i,j)*B(j,k),k,k,w),\
+         parallelize(i0,GPUBlock,NoRaces),parallelize(k,GPUThread,NoRaces)",
+    ),
+    (
+        "C(i,k) = A(i,j) * B(j,k)",
+        "split(i,i0,i1,32),reorder(k,i0,i1,j),parallelize(i0,GPUBlock,NoRaces),\
+         parallelize(i1,GPUThread,NoRaces)",
+    ),
+];

@@ -19,8 +19,10 @@ mod plan;
 mod print;
 
 use crate::codegen::abi::BackendError;
-use crate::ir::outline::{Outlined, WARP_SIZE};
+use crate::ir::outline::{outline, LaunchDefaults, Outlined, WARP_SIZE};
+use crate::ir::OutputMode;
 use crate::ir::{ArrayRef, Expr, Function, GpuDim, Names, ParamRef, Scratch, Type, ValueType, Var};
+use crate::target::Capabilities;
 
 pub use plan::plan;
 
@@ -172,6 +174,46 @@ pub fn program(
         body_offset,
         kernels,
     })
+}
+
+/// `function` outlined for the GPU target that `dialect` spells, whose code can do what
+/// `can` says and whose language reserves `reserved` beyond C's words: its host part, and
+/// its kernels printed. Refused, naming the target: what it cannot do, a sparse output,
+/// and a function with no GPU loop.
+pub fn outlined_program(
+    function: &Function,
+    can: &Capabilities,
+    reserved: &'static [&'static str],
+    dialect: &dyn Dialect,
+) -> Result<(Outlined, Program), BackendError> {
+    let target = dialect.target();
+    crate::target::check_capabilities(function, target, can)?;
+    let refuse = |reason: String| BackendError {
+        backend: target,
+        reason,
+    };
+    if !matches!(function.output, OutputMode::Dense { .. }) {
+        return Err(refuse(
+            "the output is sparse, which GPU code does not assemble yet; store it dense".into(),
+        ));
+    }
+    let outlined =
+        outline(function, LaunchDefaults::default()).map_err(|e| refuse(e.to_string()))?;
+    if outlined.kernels.is_empty() {
+        return Err(refuse(
+            "the schedule maps no loop to the GPU: parallelize one on GPUBlock (with GPUThread \
+             inside), or use a CPU target"
+                .into(),
+        ));
+    }
+    let signature = function.signature();
+    let names = Names::new(
+        function,
+        &signature,
+        &[crate::codegen::c::RESERVED_WORDS, reserved],
+    );
+    let program = program(function, &outlined, &names, dialect)?;
+    Ok((outlined, program))
 }
 
 /// The dimension's index (0 for `x`).

@@ -227,8 +227,7 @@ fn walk_loops(
             walk_loops(&l.body, inner, f);
             continue;
         }
-        let mut s = s.clone();
-        for body in visit::children_mut(&mut s) {
+        for body in visit::children(s) {
             walk_loops(body, threads_around, f);
         }
     }
@@ -255,8 +254,7 @@ fn outside_warps(stmts: &[Stmt], found: &mut bool) {
                 ..
             }) => *found = true,
             _ => {
-                let mut s = s.clone();
-                for body in visit::children_mut(&mut s) {
+                for body in visit::children(s) {
                     outside_warps(body, found);
                 }
             }
@@ -277,8 +275,7 @@ fn reduced(stmts: &[Stmt], v: Var) -> bool {
                     walk(&l.body, v, summed || sums, ok);
                 }
                 _ => {
-                    let mut s = s.clone();
-                    for body in visit::children_mut(&mut s) {
+                    for body in visit::children(s) {
                         walk(body, v, summed, ok);
                     }
                 }

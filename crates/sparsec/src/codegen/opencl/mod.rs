@@ -19,8 +19,8 @@ use std::sync::Arc;
 
 use super::abi::BackendError;
 use super::gpu::{self, Dialect, LaunchIndex, Program};
-use crate::ir::outline::{outline, LaunchDefaults, Outlined};
-use crate::ir::{Function, Names, OutputMode, ParallelUnit, Type, ValueType};
+use crate::ir::outline::Outlined;
+use crate::ir::{Function, ParallelUnit, Type, ValueType};
 use crate::target::{Artifact, Capabilities, Listing, Target};
 use crate::Error;
 
@@ -116,33 +116,7 @@ pub struct OpenClTarget;
 
 /// `function` split into host part and kernels, with the kernels' OpenCL C.
 pub fn program(function: &Function) -> Result<(Outlined, Program), BackendError> {
-    crate::target::check_capabilities(function, NAME, &CAPABILITIES)?;
-    let refuse = |reason: String| BackendError {
-        backend: NAME,
-        reason,
-    };
-    if !matches!(function.output, OutputMode::Dense { .. }) {
-        return Err(refuse(
-            "the output is sparse, which GPU code does not assemble yet; store it dense".into(),
-        ));
-    }
-    let outlined =
-        outline(function, LaunchDefaults::default()).map_err(|e| refuse(e.to_string()))?;
-    if outlined.kernels.is_empty() {
-        return Err(refuse(
-            "the schedule maps no loop to the GPU: parallelize one on GPUBlock (with GPUThread \
-             inside), or use a CPU target"
-                .into(),
-        ));
-    }
-    let signature = function.signature();
-    let names = Names::new(
-        function,
-        &signature,
-        &[crate::codegen::c::RESERVED_WORDS, RESERVED_WORDS],
-    );
-    let program = gpu::program(function, &outlined, &names, &OpenClC)?;
-    Ok((outlined, program))
+    gpu::outlined_program(function, &CAPABILITIES, RESERVED_WORDS, &OpenClC)
 }
 
 /// OpenCL C's spelling of the shared printer's kernels.
