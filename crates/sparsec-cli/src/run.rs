@@ -13,7 +13,7 @@ use sparsec::tensor::{Tensor, ValueType, Values};
 use sparsec::notation::cin::Statement;
 
 use crate::spec::{
-    self, BackendArg, Problem, ScheduleArgs, Source, StatementArgs, SumsArg, FORMAT_HELP,
+    self, BackendArg, DeviceArg, Problem, ScheduleArgs, Source, StatementArgs, SumsArg, FORMAT_HELP,
 };
 
 const RUN_HELP: &str = "\
@@ -88,9 +88,14 @@ pub struct RunArgs {
     #[arg(long)]
     pub check: bool,
     /// Backend: `tiered` (the cached C kernel, else the JIT's at once while gcc compiles in
-    /// the background), `c` (gcc, cached, OpenMP threads) or `jit` (Cranelift, serial).
+    /// the background), `c` (gcc, cached, OpenMP threads), `jit` (Cranelift, serial),
+    /// `opencl` (GPU schedules on an OpenCL device) or `cuda`.
     #[arg(long, value_enum, default_value_t = BackendArg::Tiered)]
     pub backend: BackendArg,
+    /// Where kernels run: `cpu` (with `--backend`), `opencl` or `cuda`; a statement without
+    /// a schedule gets a default GPU mapping on a GPU device.
+    #[arg(long, value_enum, conflicts_with = "backend")]
+    pub device: Option<DeviceArg>,
     /// Seed of the generated inputs (tensor k uses SEED + k).
     #[arg(long, value_name = "S", default_value_t = 42)]
     pub seed: u64,
@@ -169,7 +174,11 @@ pub fn run(args: &RunArgs) -> Result<()> {
         .iter()
         .find(|t| t.dims().len() >= 2 && !t.format().is_all_dense())
         .map(|t| t.values().len() as f64 / t.dims()[0].max(1) as f64);
-    let mut kernel = schedule.kernel(&statement, args.backend.into(), average_fiber)?;
+    let backend = match args.device {
+        Some(device) => device.backend(args.backend),
+        None => args.backend.into(),
+    };
+    let mut kernel = schedule.kernel(&statement, backend, average_fiber)?;
     if let Some(n) = threads {
         kernel.set_threads(n);
     }

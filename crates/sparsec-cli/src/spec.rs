@@ -149,6 +149,30 @@ pub enum BackendArg {
     /// OpenCL kernels on a GPU or PoCL, for a schedule with GPUBlock loops (a sparsec
     /// built with the `opencl` feature).
     Opencl,
+    /// CUDA kernels (printed by `emit --target cuda`; this build cannot launch them).
+    Cuda,
+}
+
+/// `--device`: where kernels run, the GPU ones by the backend that reaches them.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DeviceArg {
+    /// The CPU, with `--backend`'s choice (tiered by default).
+    Cpu,
+    /// An OpenCL device (`--backend opencl`).
+    Opencl,
+    /// An NVIDIA GPU through CUDA (`--backend cuda`).
+    Cuda,
+}
+
+impl DeviceArg {
+    /// The backend that runs kernels on this device; `cpu` keeps `backend`.
+    pub fn backend(self, backend: BackendArg) -> Backend {
+        match self {
+            DeviceArg::Cpu => backend.into(),
+            DeviceArg::Opencl => Backend::OpenCl,
+            DeviceArg::Cuda => Backend::Cuda,
+        }
+    }
 }
 
 /// `--sums`: how a kernel chooses the version of its gathered sums (SpMV's rows, TTV's
@@ -188,6 +212,7 @@ impl From<BackendArg> for Backend {
             BackendArg::C => Backend::C,
             BackendArg::Jit => Backend::Jit,
             BackendArg::Opencl => Backend::OpenCl,
+            BackendArg::Cuda => Backend::Cuda,
         }
     }
 }

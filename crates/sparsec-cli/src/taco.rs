@@ -164,6 +164,7 @@ pub fn taco(args: &TacoArgs) -> Result<()> {
             time: t.time,
             check: false,
             backend: BackendArg::Tiered,
+            device: None,
             seed: 42,
             tuned: false,
             sums: SumsArg::Measured,

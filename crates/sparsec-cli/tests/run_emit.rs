@@ -1027,6 +1027,12 @@ fn run_with_the_opencl_backend() {
         let out = ok(&unscheduled);
         assert!(out.contains("loops gpu_block"), "{out}");
         assert!(out.contains("check: ok"), "{out}");
+        // `--device opencl` is the same.
+        let device: Vec<&str> = unscheduled
+            .iter()
+            .map(|a| if *a == "--backend" { "--device" } else { a })
+            .collect();
+        assert!(ok(&device).contains("compiled by the OpenCL target"));
     } else {
         let refused = sparsec(&args);
         assert!(!refused.status.success());
@@ -1075,4 +1081,29 @@ fn emit_prints_gpu_kernels() {
             stderr(&refused)
         );
     }
+}
+
+/// `--device cuda` says what is missing: this build prints CUDA kernels but cannot launch
+/// them.
+#[test]
+fn run_on_cuda_says_what_is_missing() {
+    let refused = sparsec(&[
+        "run",
+        "y(i) = A(i,j) * x(j)",
+        "-f",
+        "A:csr",
+        "-g",
+        "A:uniform:0.1",
+        "-g",
+        "x:dense",
+        "-d",
+        "i:40",
+        "-d",
+        "j:30",
+        "--device",
+        "cuda",
+    ]);
+    assert!(!refused.status.success());
+    let err = stderr(&refused);
+    assert!(err.contains("no CUDA runtime"), "{err}");
 }

@@ -39,6 +39,7 @@ use std::time::{Duration, Instant};
 
 use crate::codegen::c::CTarget;
 use crate::codegen::clif::CraneliftTarget;
+use crate::codegen::cuda::CudaTarget;
 use crate::codegen::opencl::OpenClTarget;
 use crate::ir::gather::SumVersion;
 use crate::ir::{ArrayKind, ArrayRef, Function, IndexWidth, OutputMode, ScalarArg};
@@ -81,11 +82,20 @@ pub enum Backend {
     /// OpenCL C for a GPU schedule's kernels, built by an OpenCL device's driver (a GPU,
     /// or PoCL on the CPU); needs the `opencl` feature.
     OpenCl,
+    /// CUDA C for a GPU schedule's kernels: printed and checked, not yet launched (this
+    /// build has no CUDA runtime, which compiling says).
+    Cuda,
 }
 
 impl Backend {
     /// Every choice, in the order the CLI and the Python module list them.
-    pub const ALL: [Backend; 4] = [Backend::Tiered, Backend::C, Backend::Jit, Backend::OpenCl];
+    pub const ALL: [Backend; 5] = [
+        Backend::Tiered,
+        Backend::C,
+        Backend::Jit,
+        Backend::OpenCl,
+        Backend::Cuda,
+    ];
 
     /// The name errors give it.
     pub fn name(self) -> &'static str {
@@ -94,6 +104,7 @@ impl Backend {
             Backend::Jit => "JIT",
             Backend::Tiered => "tiered",
             Backend::OpenCl => crate::codegen::opencl::NAME,
+            Backend::Cuda => crate::codegen::cuda::NAME,
         }
     }
 
@@ -104,6 +115,7 @@ impl Backend {
             Backend::Jit => "jit",
             Backend::Tiered => "tiered",
             Backend::OpenCl => "opencl",
+            Backend::Cuda => "cuda",
         }
     }
 
@@ -120,6 +132,7 @@ impl Backend {
             Backend::Jit => Targets::one(Arc::new(CraneliftTarget)),
             Backend::Tiered => Targets::tiered(Arc::new(CraneliftTarget), c()),
             Backend::OpenCl => Targets::one(Arc::new(OpenClTarget)),
+            Backend::Cuda => Targets::one(Arc::new(CudaTarget)),
         }
     }
 }
