@@ -133,7 +133,10 @@ fn main() {
                 cpu.run(&[&a, other]).expect("runs"),
             );
             let diff = got.max_difference(&want).expect("same shape");
-            assert!(diff <= 1e-6, "{name} {what}: OpenCL differs from C by {diff}");
+            assert!(
+                diff <= 1e-6,
+                "{name} {what}: OpenCL differs from C by {diff}"
+            );
             println!(
                 "{name} {what} {} {} {:.4} {:.4}",
                 coo.dims[0],
