@@ -31,6 +31,8 @@ pub enum BackendChoice {
     C,
     /// Cranelift, in process, serial.
     Jit,
+    /// OpenCL (the cases with GPU schedules, with `--opencl`).
+    OpenCl,
 }
 
 impl BackendChoice {
@@ -38,6 +40,7 @@ impl BackendChoice {
         match self {
             BackendChoice::C => "c",
             BackendChoice::Jit => "jit",
+            BackendChoice::OpenCl => "opencl",
         }
     }
 }

@@ -61,6 +61,11 @@ struct Args {
     /// The sparsec binary (default: `sparsec` beside this program).
     #[arg(long, value_name = "PATH")]
     sparsec: Option<PathBuf>,
+    /// Run the cases whose schedule maps a loop to the GPU on the OpenCL backend (the
+    /// sparsec binary must be built with the `opencl` feature): their results are checked
+    /// against the reference instead of being refused by a CPU backend.
+    #[arg(long)]
+    opencl: bool,
     /// Run only case N, print its command and output, and keep its files.
     #[arg(long, value_name = "N")]
     case: Option<u64>,
@@ -120,11 +125,11 @@ fn run(args: &Args) -> Result<ExitCode, String> {
         timeout: Duration::from_secs(args.timeout),
     };
     if let Some(index) = args.case {
-        return replay(&runner, args.seed, index, &report_dir);
+        return replay(&runner, args, index, &report_dir);
     }
     if args.describe {
         for index in 0..args.count.unwrap_or(0) {
-            println!("{index}\t{}", Case::generate(args.seed, index).describe());
+            println!("{index}\t{}", case(args, index).describe());
         }
         return Ok(ExitCode::SUCCESS);
     }
@@ -165,7 +170,7 @@ fn run(args: &Args) -> Result<ExitCode, String> {
                 if args.count.is_some_and(|n| index >= n) {
                     return;
                 }
-                let case = Case::generate(args.seed, index);
+                let case = case(args, index);
                 let dir = work.join(case_dir_name(args.seed, index));
                 let outcome = runner.run(&case, &dir);
                 if send.send(Finished { case, outcome, dir }).is_err() {
@@ -260,9 +265,35 @@ fn read_known(path: &Path) -> Result<BTreeMap<u64, String>, String> {
     Ok(known)
 }
 
+/// Case `index` of the run's seed. With `--opencl`, every third case gets a GPU mapping of
+/// one of its variables (blocks and threads under one race strategy, which its drawn
+/// schedule would rarely make legal), and every case whose schedule maps a loop to the
+/// GPU runs on the OpenCL backend; without it, cases are as the seed draws them.
+fn case(args: &Args, index: u64) -> Case {
+    let mut case = Case::generate(args.seed, index);
+    if !args.opencl {
+        return case;
+    }
+    if index % 3 == 0 && !case.vars.is_empty() {
+        let var = &case.vars[(index / 3) as usize % case.vars.len()].name;
+        let races = ["NoRaces", "Atomics", "Temporary", "ParallelReduction"];
+        let race = races[(index / 3) as usize % races.len()];
+        case.schedule = Some(format!(
+            "split({var},gpu_b,gpu_t,8),parallelize(gpu_b,GPUBlock,{race}),\
+             parallelize(gpu_t,GPUThread,{race})"
+        ));
+    }
+    if case.schedule.as_ref().is_some_and(|s| s.contains("GPU")) {
+        case.backend = case::BackendChoice::OpenCl;
+        case.threads = 1;
+    }
+    case
+}
+
 /// Run case `index` alone, printing everything about it.
-fn replay(runner: &Runner, seed: u64, index: u64, report_dir: &Path) -> Result<ExitCode, String> {
-    let case = Case::generate(seed, index);
+fn replay(runner: &Runner, args: &Args, index: u64, report_dir: &Path) -> Result<ExitCode, String> {
+    let seed = args.seed;
+    let case = case(args, index);
     let dir = report_dir.join("cases").join(case_dir_name(seed, index));
     let outcome = runner.run(&case, &dir);
     println!("case {index} of seed {seed}: {}", case.describe());
