@@ -274,7 +274,7 @@ fn case(args: &Args, index: u64) -> Case {
     if !args.opencl {
         return case;
     }
-    if index % 3 == 0 && !case.vars.is_empty() {
+    if index.is_multiple_of(3) && !case.vars.is_empty() {
         let var = &case.vars[(index / 3) as usize % case.vars.len()].name;
         let races = ["NoRaces", "Atomics", "Temporary", "ParallelReduction"];
         let race = races[(index / 3) as usize % races.len()];
