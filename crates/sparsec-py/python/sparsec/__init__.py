@@ -454,12 +454,12 @@ class Kernel:
 
     @property
     def backend(self) -> str:
-        """The backend asked for: ``"c"``, ``"jit"`` or ``"tiered"``."""
+        """The backend asked for: ``"c"``, ``"jit"``, ``"tiered"``, ``"opencl"`` or ``"cuda"``."""
         return self._native.backend
 
     @property
     def running_backend(self) -> str:
-        """The backend whose code runs now: ``"c"`` or ``"jit"``."""
+        """The backend whose code runs now: ``"c"``, ``"jit"`` or ``"opencl"``."""
         return self._native.running_backend
 
     @property
@@ -507,9 +507,11 @@ def compile(
     come in, the output to dense); ``schedule`` is a string of scheduling transformations
     (``"split(i,i0,i1,32),parallelize(i0,CPUThread,NoRaces)"``); ``threads`` the threads of
     parallel loops (default: ``OMP_NUM_THREADS`` or all cores); ``backend`` is ``"c"``
-    (the C compiler, cached on disk), ``"jit"`` (in process, serial, no compiler) or
+    (the C compiler, cached on disk), ``"jit"`` (in process, serial, no compiler),
     ``"tiered"`` (the cached C kernel if there is one, else the JIT's code at once and the
-    C compiler's as soon as it is ready); ``dtype`` is ``"float64"`` or ``"float32"``
+    C compiler's as soon as it is ready), ``"opencl"`` (GPU schedules on an OpenCL device,
+    in a package built with the ``opencl`` feature; without a schedule, a default GPU
+    mapping) or ``"cuda"`` (printed, not yet launched); ``dtype`` is ``"float64"`` or ``"float32"``
     (default: float32 when every input is, else float64). With ``shapes``
     (``{name: shape}`` for every input) the kernel is compiled now, else at the first call.
     ``sums`` says how the version of gathered sums (SpMV's rows, TTV's fibers) is chosen:
