@@ -1044,8 +1044,8 @@ fn run_with_the_opencl_backend() {
     }
 }
 
-/// `emit --target opencl|cuda` prints a GPU schedule's device kernels; a CPU schedule is
-/// refused naming the unit.
+/// `emit --target opencl|cuda` prints a GPU schedule's device kernels, or the default GPU
+/// mapping's without a schedule; a CPU schedule is refused naming the unit.
 #[test]
 fn emit_prints_gpu_kernels() {
     let schedule = "split(i,i0,i1,8),parallelize(i0,GPUBlock,NoRaces),\
@@ -1054,26 +1054,25 @@ fn emit_prints_gpu_kernels() {
         ("opencl", "__kernel void sparsec_kernel_0("),
         ("cuda", "extern \"C\" __global__ void sparsec_kernel_0("),
     ] {
-        let out = ok(&[
-            "emit",
-            "y(i) = A(i,j) * x(j)",
-            "-f",
-            "A:csr",
-            "--target",
-            target,
-            "--compute",
-            "-s",
-            schedule,
-        ]);
+        let emit = |extra: &[&str]| {
+            let mut args = vec![
+                "emit",
+                "y(i) = A(i,j) * x(j)",
+                "-f",
+                "A:csr",
+                "--target",
+                target,
+            ];
+            args.extend(extra);
+            sparsec(&args)
+        };
+        let out = stdout(&emit(&["--compute", "-s", schedule]));
         assert!(out.starts_with(head), "{out}");
-        let refused = sparsec(&[
-            "emit",
-            "y(i) = A(i,j) * x(j)",
-            "-f",
-            "A:csr",
-            "--target",
-            target,
-        ]);
+        assert!(out.contains("i0"), "{out}");
+        let default = stdout(&emit(&["--compute"]));
+        assert!(default.starts_with(head), "{default}");
+        assert!(default.contains("gpu_block"), "{default}");
+        let refused = emit(&["-s", "parallelize(i,CPUThread,NoRaces)"]);
         assert!(!refused.status.success());
         assert!(
             stderr(&refused).contains("CpuThread"),
