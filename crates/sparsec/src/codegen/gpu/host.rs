@@ -17,14 +17,16 @@ pub enum Scalar {
 }
 
 impl Scalar {
-    fn float(self) -> f64 {
+    /// The value as C converts it to `double`.
+    pub fn float(self) -> f64 {
         match self {
             Scalar::Int(v) => v as f64,
             Scalar::Float(v) => v,
         }
     }
 
-    fn int(self) -> Result<i64, String> {
+    /// The value as an index; a floating-point value is an error.
+    pub fn int(self) -> Result<i64, String> {
         match self {
             Scalar::Int(v) => Ok(v),
             Scalar::Float(v) => Err(format!("the value {v} is used as an index")),
@@ -65,6 +67,41 @@ impl Stored {
             Stored::F32 | Stored::I32 => 4,
             Stored::I8 => 1,
         }
+    }
+
+    /// How a variable of type `ty` is stored (a truth value as C's `int`).
+    pub fn of_type(ty: Type) -> Stored {
+        match ty {
+            Type::Value(ValueType::F64) => Stored::F64,
+            Type::Value(ValueType::F32) => Stored::F32,
+            Type::Index => Stored::I64,
+            Type::Bool => Stored::I32,
+        }
+    }
+
+    /// The element in `bytes` (exactly [`Stored::size`] of them).
+    pub fn read(self, bytes: &[u8]) -> Scalar {
+        let wrong = "as many bytes as the element's size";
+        match self {
+            Stored::F64 => Scalar::Float(f64::from_ne_bytes(bytes.try_into().expect(wrong))),
+            Stored::F32 => Scalar::Float(f32::from_ne_bytes(bytes.try_into().expect(wrong)).into()),
+            Stored::I64 => Scalar::Int(i64::from_ne_bytes(bytes.try_into().expect(wrong))),
+            Stored::I32 => Scalar::Int(i32::from_ne_bytes(bytes.try_into().expect(wrong)).into()),
+            Stored::I8 => Scalar::Int(i8::from_ne_bytes(bytes.try_into().expect(wrong)).into()),
+        }
+    }
+
+    /// Write `value` into `bytes` (exactly [`Stored::size`] of them), converted as C
+    /// stores it; a floating-point value stored as an index is an error.
+    pub fn write(self, value: Scalar, bytes: &mut [u8]) -> Result<(), String> {
+        match self {
+            Stored::F64 => bytes.copy_from_slice(&value.float().to_ne_bytes()),
+            Stored::F32 => bytes.copy_from_slice(&(value.float() as f32).to_ne_bytes()),
+            Stored::I64 => bytes.copy_from_slice(&value.int()?.to_ne_bytes()),
+            Stored::I32 => bytes.copy_from_slice(&(value.int()? as i32).to_ne_bytes()),
+            Stored::I8 => bytes.copy_from_slice(&(value.int()? as i8).to_ne_bytes()),
+        }
+        Ok(())
     }
 
     /// How `array` of `function` (laid out as `signature`) stores its elements.
@@ -280,18 +317,7 @@ impl<'a> Host<'a> {
         memory: &mut dyn Memory,
     ) -> Result<Scalar, String> {
         let (stored, at) = self.element(array, index, false, memory)?;
-        let bytes = &memory.host(array, false)?[at..at + stored.size()];
-        Ok(match stored {
-            Stored::F64 => Scalar::Float(f64::from_ne_bytes(bytes.try_into().expect("8 bytes"))),
-            Stored::F32 => {
-                Scalar::Float(f32::from_ne_bytes(bytes.try_into().expect("4 bytes")).into())
-            }
-            Stored::I64 => Scalar::Int(i64::from_ne_bytes(bytes.try_into().expect("8 bytes"))),
-            Stored::I32 => {
-                Scalar::Int(i32::from_ne_bytes(bytes.try_into().expect("4 bytes")).into())
-            }
-            Stored::I8 => Scalar::Int(i8::from_ne_bytes([bytes[0]]).into()),
-        })
+        Ok(stored.read(&memory.host(array, false)?[at..at + stored.size()]))
     }
 
     fn store(
@@ -302,20 +328,15 @@ impl<'a> Host<'a> {
         memory: &mut dyn Memory,
     ) -> Result<(), String> {
         let (stored, at) = self.element(array, index, true, memory)?;
-        let bytes = &mut memory.host(array, true)?[at..at + stored.size()];
-        match stored {
-            Stored::F64 => bytes.copy_from_slice(&value.float().to_ne_bytes()),
-            Stored::F32 => bytes.copy_from_slice(&(value.float() as f32).to_ne_bytes()),
-            Stored::I64 => bytes.copy_from_slice(&value.int()?.to_ne_bytes()),
-            Stored::I32 => bytes.copy_from_slice(&(value.int()? as i32).to_ne_bytes()),
-            Stored::I8 => bytes.copy_from_slice(&(value.int()? as i8).to_ne_bytes()),
-        }
-        Ok(())
+        stored.write(
+            value,
+            &mut memory.host(array, true)?[at..at + stored.size()],
+        )
     }
 }
 
 /// `a op b` as C computes it: on `int64_t` where both are integers, else on `double`.
-fn arith(op: BinOp, a: Scalar, b: Scalar) -> Result<Scalar, String> {
+pub fn arith(op: BinOp, a: Scalar, b: Scalar) -> Result<Scalar, String> {
     if let (Scalar::Int(a), Scalar::Int(b)) = (a, b) {
         return interp::apply(op, a, b)
             .map(Scalar::Int)

@@ -22,10 +22,10 @@ use opencl3::types::{cl_mem, CL_BLOCKING};
 
 use super::resident::{count_copy, Held, Residency};
 use super::NAME;
-use crate::codegen::gpu::host::{Host, Memory, Scalar, Stored};
+use crate::codegen::gpu::host::{arith, Host, Memory, Scalar, Stored};
 use crate::codegen::gpu::{dim_index, KernelArg, KernelPlan, Program};
 use crate::ir::outline::{Outlined, WARP_SIZE};
-use crate::ir::{ArrayRef, Expr, Signature, Type, ValueType};
+use crate::ir::{ArrayRef, BinOp, Expr, Signature, Type};
 use crate::target::{Artifact, Call, Capabilities, ContentKey};
 use crate::Error;
 
@@ -419,18 +419,21 @@ impl Buffers<'_> {
                     }
                     KernelArg::Captured(v) => {
                         let value = vars[v.index()].ok_or("a captured variable is unset")?;
-                        match host.var(*v).ty {
-                            Type::Value(ValueType::F64) => cl_kernel.set_arg(index, &float(value)),
-                            Type::Value(ValueType::F32) => {
-                                cl_kernel.set_arg(index, &(float(value) as f32))
+                        // By value, as the kernel declares it: 8 or 4 bytes.
+                        let stored = Stored::of_type(host.var(*v).ty);
+                        let mut raw = [0u8; 8];
+                        stored.write(value, &mut raw[..stored.size()])?;
+                        match stored.size() {
+                            8 => cl_kernel.set_arg(index, &raw),
+                            _ => {
+                                let half: [u8; 4] = raw[..4].try_into().expect("4 bytes");
+                                cl_kernel.set_arg(index, &half)
                             }
-                            Type::Bool => cl_kernel.set_arg(index, &(int(value) as i32)),
-                            Type::Index => cl_kernel.set_arg(index, &int(value)),
                         }
                     }
                     KernelArg::Partial(v) => {
                         let ty = host.var(*v).ty;
-                        let buffer = zeroed(code.device, group_count * type_size(ty))?;
+                        let buffer = zeroed(code.device, group_count * Stored::of_type(ty).size())?;
                         let mem = buffer.get();
                         partials.push((*v, buffer, ty));
                         cl_kernel.set_arg(index, &mem)
@@ -484,7 +487,8 @@ impl Buffers<'_> {
             self.entries[n].host_current = false;
         }
         for (v, buffer, ty) in partials {
-            let mut bytes = vec![0u8; group_count * type_size(ty)];
+            let stored = Stored::of_type(ty);
+            let mut bytes = vec![0u8; group_count * stored.size()];
             // SAFETY: a blocking read of the buffer's bytes.
             unsafe {
                 code.device
@@ -493,20 +497,8 @@ impl Buffers<'_> {
             }
             .map_err(|e| error("copy the partial sums", e))?;
             let mut total = vars[v.index()].unwrap_or(Scalar::Int(0));
-            for chunk in bytes.chunks_exact(type_size(ty)) {
-                let part = match ty {
-                    Type::Value(ValueType::F64) => {
-                        Scalar::Float(f64::from_ne_bytes(chunk.try_into().expect("8")))
-                    }
-                    Type::Value(ValueType::F32) => {
-                        Scalar::Float(f32::from_ne_bytes(chunk.try_into().expect("4")).into())
-                    }
-                    Type::Bool => {
-                        Scalar::Int(i32::from_ne_bytes(chunk.try_into().expect("4")).into())
-                    }
-                    Type::Index => Scalar::Int(i64::from_ne_bytes(chunk.try_into().expect("8"))),
-                };
-                total = add(total, part);
+            for chunk in bytes.chunks_exact(stored.size()) {
+                total = arith(BinOp::Add, total, stored.read(chunk))?;
             }
             vars[v.index()] = Some(total.to_type(ty));
         }
@@ -570,33 +562,5 @@ fn zeroed(device: &ClDevice, bytes: usize) -> Result<Buffer<u8>, String> {
             .enqueue_write_buffer(&mut buffer, CL_BLOCKING, 0, &zeros, &[])
             .map_err(|e| error("zero a buffer", e))?;
         Ok(buffer)
-    }
-}
-
-fn type_size(ty: Type) -> usize {
-    match ty {
-        Type::Value(ValueType::F32) | Type::Bool => 4,
-        _ => 8,
-    }
-}
-
-fn float(s: Scalar) -> f64 {
-    match s {
-        Scalar::Int(v) => v as f64,
-        Scalar::Float(v) => v,
-    }
-}
-
-fn int(s: Scalar) -> i64 {
-    match s {
-        Scalar::Int(v) => v,
-        Scalar::Float(v) => v as i64,
-    }
-}
-
-fn add(a: Scalar, b: Scalar) -> Scalar {
-    match (a, b) {
-        (Scalar::Int(a), Scalar::Int(b)) => Scalar::Int(a.wrapping_add(b)),
-        _ => Scalar::Float(float(a) + float(b)),
     }
 }
