@@ -10,6 +10,7 @@ use super::native;
 use super::output::{self, OutputStructure, Produced};
 use super::{Assembled, Kernel, Timings};
 use crate::codegen::runtime::RawBuffer;
+use crate::ir::OutputMode;
 use crate::tensor::{Coo, Rows, Tensor, TensorView};
 use crate::Error;
 
@@ -171,6 +172,7 @@ impl Kernel {
             value_type: self.value_type,
         };
         let mut computed = prepared;
+        let emitting = matches!(self.lowered.function.output, OutputMode::Emit { .. });
         let produced = output::produce(
             self.lowered.function.output,
             output,
@@ -182,13 +184,19 @@ impl Kernel {
             &mut |a| {
                 let buffers = self.call(a)?;
                 computed = Instant::now();
-                let (coords, values) = RawBuffer::entries(&buffers, out.dims.len());
+                // Only an emitting kernel's buffers hold entries.
+                let entries = if emitting {
+                    let (coords, values) = RawBuffer::entries(&buffers, out.dims.len());
+                    Coo {
+                        dims: out.dims.clone(),
+                        coords,
+                        values,
+                    }
+                } else {
+                    Coo::empty(Vec::new())
+                };
                 self.keep_buffers(buffers);
-                Ok(Coo {
-                    dims: out.dims.clone(),
-                    coords,
-                    values,
-                })
+                Ok(entries)
             },
         )?;
         let produced = match produced {
