@@ -11,8 +11,8 @@ use common::*;
 
 use sparsec::ir::outline::{outline, LaunchDefaults, Outlined, WARP_SIZE};
 use sparsec::ir::{
-    ArrayRef, Expr, Function, GpuDim, Loop, LoopKind, Mapping, MemorySpace, OperandId,
-    ParallelUnit, ParamRef, ReductionStrategy, Stmt,
+    ArrayRef, Expr, Function, GpuDim, Loop, LoopKind, Mapping, MemorySpace, OperandId, OutputMode,
+    ParallelUnit, ParamRef, ReductionStrategy, ScalarArg, Stmt,
 };
 use sparsec::lower::{self, LowerError};
 use sparsec::schedule::{Concrete, Schedule};
@@ -223,7 +223,7 @@ fn gpu_nesting_rules_are_preconditions_named_when_they_fail() {
 }
 
 #[test]
-fn sums_in_gpu_registers_and_sparse_outputs_are_refused_on_gpu_loops() {
+fn sums_in_gpu_registers_are_refused_and_sparse_outputs_lower_on_gpu_loops() {
     refused(
         SPMV,
         "split(i,i0,i1,32),parallelize(i0,GPUBlock,NoRaces),parallelize(i1,GPUWarp,NoRaces),\
@@ -238,23 +238,31 @@ fn sums_in_gpu_registers_and_sparse_outputs_are_refused_on_gpu_loops() {
         ("A", random_coo(&mut r, &[20, 20], 0.2)),
         ("B", random_coo(&mut r, &[20, 20], 0.2)),
     ];
-    let (stmt, _) = statement(
-        "C(i,k) = A(i,j) * B(j,k)",
-        &[("A", "csr"), ("B", "csr"), ("C", "csr")],
-        &inputs,
-        &[],
-    );
-    let schedule = Schedule::parse(
-        "split(i,i0,i1,4),parallelize(i0,GPUBlock,IgnoreRaces),parallelize(i1,GPUThread,IgnoreRaces)",
-    )
-    .unwrap();
-    let concrete = schedule.apply(&Concrete::new(&stmt).unwrap()).unwrap();
-    let message = lower::lower(&concrete).unwrap_err().to_string();
-    assert!(
-        message.contains("the output is dense")
-            && message.contains("GPU loops write no sparse output"),
-        "{message}"
-    );
+    let lower_into = |format: &str| {
+        let (stmt, _) = statement(
+            "C(i,k) = A(i,j) * B(j,k)",
+            &[("A", "csr"), ("B", "csr"), ("C", format)],
+            &inputs,
+            &[],
+        );
+        let schedule = Schedule::parse(
+            "split(i,i0,i1,4),parallelize(i0,GPUBlock,NoRaces),parallelize(i1,GPUThread,NoRaces)",
+        )
+        .unwrap();
+        let concrete = schedule.apply(&Concrete::new(&stmt).unwrap()).unwrap();
+        lower::lower(&concrete).unwrap().function
+    };
+    // A thread owns each row of a CSR result: its rows are counted (or bounded) and
+    // placed, never appended through the one slot counter of phase 2.
+    let csr = lower_into("csr");
+    assert_eq!(csr.output, OutputMode::Rows { bounds: true });
+    assert!(!csr
+        .signature()
+        .scalars
+        .contains(&ScalarArg::Param(ParamRef::Capacity)));
+    // Rows of a CSC result are not a thread's: its entries are emitted, each taking a slot
+    // of the launcher's room.
+    assert_eq!(lower_into("csc").output, OutputMode::Emit { order: 2 });
 }
 
 fn outlined(expr: &str, schedule: &str) -> (Function, Outlined) {

@@ -22,8 +22,8 @@
 //! each row came out strictly increasing and otherwise sorts and sums it. What the caller
 //! guarantees is that no two threads emit into one row.
 //!
-//! A function without workspaces also gets phase 2, which appends in one pass when it runs
-//! on one thread: an emit takes the next slot of the whole output, writes `idx` and `vals`
+//! A function without workspaces and without GPU loops also gets phase 2, which appends in
+//! one pass when it runs on one thread (a GPU kernel's threads would share its slot): an emit takes the next slot of the whole output, writes `idx` and `vals`
 //! there while the slot is below [`ParamRef::Capacity`], and sets `pos[row + 1]` to the
 //! slots taken so far. When every row came after the rows before it, `pos` then needs only
 //! its gaps (rows without entries) filled from the left to hold each row's start and end;
@@ -45,8 +45,8 @@
 //! numeric pass instead of counting them with a symbolic pass first.
 
 use super::{
-    visit, ArrayKind, ArrayRef, Expr, Function, LocalType, OperandId, OutputMode, ParamRef, Stmt,
-    Store, Type,
+    visit, ArrayKind, ArrayRef, Expr, Function, LocalType, LoopKind, OperandId, OutputMode,
+    ParamRef, Stmt, Store, Type,
 };
 
 /// Where an output's entries go: the storage level of its leaf and, outermost first, the
@@ -120,7 +120,8 @@ pub fn place_rows(function: &mut Function, layout: &RowLayout) {
     let bound = (workspaces && drop_values)
         .then(|| bound_phase(&body, layout, &is_value_workspace))
         .flatten();
-    let append_body = (!workspaces || bound.is_some()).then(|| body.clone());
+    let on_gpu = runs_on_gpu(&body);
+    let append_body = (!on_gpu && (!workspaces || bound.is_some())).then(|| body.clone());
     let place = rewrite(body, &mut |s| match s {
         Stmt::Emit { coords, value } => {
             let row = layout.row(&coords);
@@ -171,6 +172,16 @@ pub fn place_rows(function: &mut Function, layout: &RowLayout) {
         placed,
     )];
     function.output = OutputMode::Rows { bounds };
+}
+
+/// True when `body` has a GPU loop, whose threads would all take the appending phase's
+/// one slot counter.
+fn runs_on_gpu(body: &[Stmt]) -> bool {
+    let mut gpu = false;
+    visit::walk_stmts(body, &mut |s| {
+        gpu |= matches!(s, Stmt::For(l) if matches!(l.kind, LoopKind::Parallel { unit, .. } if unit.is_gpu()));
+    });
+    gpu
 }
 
 /// The body of phase 3 of a workspace kernel (see the module): `pos[row + 1]` gains an

@@ -191,9 +191,6 @@ impl Verifier<'_> {
                 self.block(otherwise)
             }
             Stmt::Emit { coords, value } => {
-                if let Some(unit) = self.units.iter().find(|u| u.is_gpu()) {
-                    return self.fail(format!("an emit inside a {unit:?} loop"));
-                }
                 if let super::OutputMode::Emit { order } = self.function.output {
                     if coords.len() != order {
                         return self.fail(format!(
@@ -642,7 +639,7 @@ mod tests {
     }
 
     #[test]
-    fn mappings_barriers_emits_and_memory_spaces_suit_their_units() {
+    fn mappings_barriers_and_memory_spaces_suit_their_units_and_gpu_loops_emit() {
         use ParallelUnit::*;
         let mut f = function();
         let mut mismatched = parallel(&mut f, CpuThread, vec![], vec![]);
@@ -680,8 +677,8 @@ mod tests {
         };
         let thread = parallel(&mut emitting, GpuThread, vec![emit], vec![]);
         let block = parallel(&mut emitting, GpuBlock, vec![thread], vec![]);
-        let err = check(&mut emitting, vec![block]).unwrap_err();
-        assert!(err.0.contains("an emit inside a GpuBlock loop"), "{err}");
+        // Its entries take slots of the room the launcher allocates.
+        assert_eq!(check(&mut emitting, vec![block]), Ok(()));
 
         let w = f.fresh_scratch("w", LocalType::Value);
         let local = |space| Local {

@@ -11,7 +11,7 @@ use crate::ir::{
     ArrayRef, Function, IndexWidth, OperandId, OutputMode, ParamRef, ScalarArg, Signature,
 };
 use crate::lower;
-use crate::target::ContentKey;
+use crate::target::{ContentKey, Contents};
 use crate::tensor::{CallingThread, Coo, Team, Tensor, TensorView, ValueSlice, ValueType, Values};
 use crate::Error;
 
@@ -21,7 +21,7 @@ pub(crate) struct Arguments {
     /// The size of each of `arrays` in bytes.
     pub(crate) bytes: Vec<usize>,
     /// What names each array's contents across calls (see [`crate::target::Call`]).
-    pub(crate) contents: Vec<Option<ContentKey>>,
+    pub(crate) contents: Vec<Contents>,
     pub(crate) params: Vec<i64>,
     /// The arrays among them that hold `int32_t` indices: the code called must read them so.
     pub(crate) narrow: BTreeSet<ArrayRef>,
@@ -214,7 +214,7 @@ pub(crate) fn arguments(
                 .expect("lowering reads only arrays its level stores")
         };
         for a in &signature.arrays {
-            contents.push(match *a {
+            let key = match *a {
                 ArrayRef::Values(operand) | ArrayRef::Level { operand, .. } if operand.0 == 0 => {
                     None
                 }
@@ -233,7 +233,8 @@ pub(crate) fn arguments(
                     kind: Some(kind),
                 }),
                 ArrayRef::Scratch(_) => None,
-            });
+            };
+            contents.push(key.map_or(Contents::Unnamed, Contents::Named));
             bytes.push(match *a {
                 ArrayRef::Values(operand) => views[operand.0].values().size_in_bytes(),
                 ArrayRef::Level {
@@ -345,6 +346,15 @@ impl Arguments {
     pub(crate) fn point<T>(&mut self, slot: usize, array: &mut [T]) {
         self.arrays[slot] = array.as_mut_ptr().cast();
         self.bytes[slot] = std::mem::size_of_val(array);
+        self.contents[slot] = Contents::Unnamed;
+    }
+
+    /// Point slot `slot` at the room reserved in `array` past its length, which the
+    /// kernel only writes (its bytes are not initialised).
+    pub(crate) fn point_room<T>(&mut self, slot: usize, array: &mut Vec<T>) {
+        self.arrays[slot] = array.as_mut_ptr().cast();
+        self.bytes[slot] = array.capacity() * std::mem::size_of::<T>();
+        self.contents[slot] = Contents::Unwritten;
     }
 }
 

@@ -395,14 +395,14 @@ impl LeafArrays {
         arguments.point(slots.pos, pos);
         if let Some(s) = slots.idx {
             match &mut self.idx {
-                IndexArray::I32(v) => arguments.point(s, v),
-                IndexArray::I64(v) => arguments.point(s, v),
+                IndexArray::I32(v) => arguments.point_room(s, v),
+                IndexArray::I64(v) => arguments.point_room(s, v),
             }
         }
         if let Some(s) = slots.values {
             match &mut self.values {
-                Values::F64(v) => arguments.point(s, v),
-                Values::F32(v) => arguments.point(s, v),
+                Values::F64(v) => arguments.point_room(s, v),
+                Values::F32(v) => arguments.point_room(s, v),
             }
         }
     }
@@ -606,7 +606,7 @@ mod tests {
         let mut arguments = Arguments {
             arrays: vec![std::ptr::null_mut(); 3],
             bytes: vec![0; 3],
-            contents: vec![None; 3],
+            contents: vec![crate::target::Contents::Unnamed; 3],
             params: vec![0, 0, threads],
             narrow: BTreeSet::new(),
         };

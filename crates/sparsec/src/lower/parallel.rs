@@ -90,15 +90,6 @@ impl Lowerer<'_> {
         let Some(rank) = p.unit.gpu_rank() else {
             return Ok(());
         };
-        if !self.dense_output {
-            return Err(LowerError(format!(
-                "{text}: precondition failed: the output is dense: `{}` is sparse, and GPU \
-                 loops write no sparse output (its rows would be counted, placed and \
-                 appended through state the threads share); compute it in a dense output, \
-                 or run the loop on CPU threads",
-                self.stmt.tensors[0].name
-            )));
-        }
         let inner_unit = self
             .parallel
             .iter()
@@ -141,6 +132,9 @@ impl Lowerer<'_> {
                 }
                 // Per-thread buffers and workspaces serve the outermost thread team.
                 Target::Workspace { depth } => d >= depth,
+                // A GPU kernel reserves each emitted entry's slot atomically, or places
+                // entries in rows that one thread owns (`note_emit`).
+                Target::Emit if p.unit.is_gpu() => false,
                 Target::Emit => {
                     p.unit != ParallelUnit::CpuThread
                         || self.parallel[..d]

@@ -179,11 +179,8 @@ pub struct Call<'a> {
     pub arrays: &'a mut [*mut c_void],
     /// The size of each of `arrays` in bytes.
     pub bytes: &'a [usize],
-    /// For each of `arrays`, a name of its contents where they stay the same from call
-    /// to call while the name does (an input tensor's arrays): a target may keep a copy
-    /// on its device under it and copy nothing next time. `None` for the output's arrays
-    /// and storage sparsec does not own.
-    pub contents: &'a [Option<ContentKey>],
+    /// What each of `arrays` holds on entry (see [`Contents`]).
+    pub contents: &'a [Contents],
     /// The scalars, in the signature's order.
     pub params: &'a [i64],
     /// One entry buffer per thread, for emitting kernels.
@@ -204,6 +201,22 @@ impl Listing {
     pub fn kernel(&self) -> &str {
         &self.text[self.body_offset..]
     }
+}
+
+/// What an array of a [`Call`] holds on entry, which tells a target that moves arrays to a
+/// device what it must copy there.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Contents {
+    /// Bytes named across calls (an input tensor's arrays): they stay the same from call
+    /// to call while the name does, so a target may keep a copy on its device under it and
+    /// copy nothing next time.
+    Named(ContentKey),
+    /// Bytes without a name: the output's arrays as the runtime set them, and storage
+    /// sparsec does not own. Copied on every call.
+    Unnamed,
+    /// Room the kernel only writes (where a two-phase kernel places its entries): the
+    /// host's bytes are not initialised and need not be copied to the device, only back.
+    Unwritten,
 }
 
 /// The contents of one array of an input tensor: the tensor's [`crate::tensor::Generation`]

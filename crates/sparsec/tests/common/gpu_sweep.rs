@@ -10,10 +10,19 @@ use super::{random_coo, rng, statement};
 
 type Swept<'a> = (&'a str, &'a [&'a str], &'a [(&'a str, &'a [usize])]);
 
+/// A statement of the sparse-output sweep, its inputs' formats and their dimensions.
+type SparseOutputCase = (
+    &'static str,
+    &'static [(&'static str, &'static str)],
+    Vec<(&'static str, Vec<usize>)>,
+);
+
 /// One schedule of the sweep: what it is, in words; the statement and its inputs; and
 /// its lowering, or why the schedule (`None`) or lowering refused it.
 pub struct SweptSchedule {
     pub what: String,
+    /// The schedule's text.
+    pub schedule: String,
     pub statement: Statement,
     pub tensors: Vec<Tensor>,
     pub lowered: Option<Result<Lowered, String>>,
@@ -99,6 +108,7 @@ pub fn gpu_schedule_sweep(mut visit: impl FnMut(SweptSchedule)) {
                     .map(|applied| lower::lower(&applied).map_err(|e| e.to_string()));
                 visit(SweptSchedule {
                     what,
+                    schedule: text,
                     statement: stmt.clone(),
                     tensors: tensors.clone(),
                     lowered,
@@ -141,5 +151,182 @@ pub const GPU_SCHEDULES: [(&str, &str); 6] = [
         "C(i,k) = A(i,j) * B(j,k)",
         "split(i,i0,i1,32),reorder(k,i0,i1,j),parallelize(i0,GPUBlock,NoRaces),\
          parallelize(i1,GPUThread,NoRaces)",
+    ),
+];
+
+/// Call `visit` on every schedule of the sparse-output sweep: element-wise products and
+/// sums, SDDMM, SpGEMM, a tensor-times-vector and a matrix-vector product into a sparse
+/// result, each output in every format of its order that sparsec assembles (rows placed
+/// in two phases where a thread owns each row, else entries appended through an atomic
+/// counter), under a block and thread split of the outermost loop, blocks and threads on
+/// the two outer loops, and blocks, warps and threads, with and without atomics. The
+/// inputs are `scale` times the sweep's usual dimensions, at `density`.
+pub fn sparse_output_sweep(scale: usize, density: f64, mut visit: impl FnMut(SweptSchedule)) {
+    let s = scale;
+    let statements: [SparseOutputCase; 6] = [
+        (
+            "A(i,j) = B(i,j) * C(i,j)",
+            &[("B", "csr"), ("C", "csr")],
+            vec![("B", vec![12 * s, 10 * s]), ("C", vec![12 * s, 10 * s])],
+        ),
+        (
+            "A(i,j) = B(i,j) + C(i,j)",
+            &[("B", "csr"), ("C", "dcsr")],
+            vec![("B", vec![12 * s, 10 * s]), ("C", vec![12 * s, 10 * s])],
+        ),
+        (
+            "A(i,j) = B(i,j) * C(i,k) * D(k,j)",
+            &[("B", "csr")],
+            vec![
+                ("B", vec![12 * s, 10 * s]),
+                ("C", vec![12 * s, 6]),
+                ("D", vec![6, 10 * s]),
+            ],
+        ),
+        (
+            "A(i,k) = B(i,j) * C(j,k)",
+            &[("B", "csr"), ("C", "csr")],
+            vec![("B", vec![12 * s, 8 * s]), ("C", vec![8 * s, 10 * s])],
+        ),
+        (
+            "A(i,j) = B(i,j,k) * c(k)",
+            &[("B", "csf")],
+            vec![("B", vec![6 * s, 5 * s, 4]), ("c", vec![4])],
+        ),
+        (
+            "y(i) = B(i,j) * x(j)",
+            &[("B", "csr")],
+            vec![("B", vec![30 * s, 20 * s]), ("x", vec![20 * s])],
+        ),
+    ];
+    for (expr, input_formats, dims) in statements {
+        let order = if expr.starts_with('y') { 1 } else { 2 };
+        let outputs: &[&str] = if order == 1 {
+            &["s", "h"]
+        } else {
+            &["csr", "dcsr", "coo", "csc"]
+        };
+        let mut r = rng(13);
+        let inputs: Vec<(&str, Coo)> = dims
+            .iter()
+            .map(|(name, d)| {
+                let dense = ["c", "x", "C", "D"].contains(name) && !expr.contains("C(j,k)");
+                (
+                    *name,
+                    random_coo(&mut r, d, if dense { 1.0 } else { density }),
+                )
+            })
+            .collect();
+        for output in outputs {
+            let out = if order == 1 { "y" } else { "A" };
+            let mut formats = input_formats.to_vec();
+            formats.push((out, output));
+            let (stmt, tensors) = statement(expr, &formats, &inputs, &[]);
+            let concrete = Concrete::new(&stmt).unwrap();
+            let loops: Vec<String> = concrete.loops().iter().map(|l| l.to_string()).collect();
+            let mut schedules = Vec::new();
+            for race in ["NoRaces", "Atomics"] {
+                schedules.push(format!(
+                    "split({0},gb,gt,8),parallelize(gb,GPUBlock,{race}),\
+                     parallelize(gt,GPUThread,{race})",
+                    loops[0]
+                ));
+                schedules.push(format!(
+                    "parallelize({},GPUBlock,{race}),parallelize({},GPUThread,{race})",
+                    loops[0], loops[1]
+                ));
+                schedules.push(format!(
+                    "split({},gb,gw,4),parallelize(gb,GPUBlock,{race}),\
+                     parallelize(gw,GPUWarp,{race}),parallelize({},GPUThread,{race})",
+                    loops[0], loops[1]
+                ));
+            }
+            for text in schedules {
+                let what = format!("{expr} into {output}: {text}");
+                let lowered = Schedule::parse(&text)
+                    .unwrap()
+                    .apply(&concrete)
+                    .ok()
+                    .map(|applied| lower::lower(&applied).map_err(|e| e.to_string()));
+                visit(SweptSchedule {
+                    what,
+                    schedule: text,
+                    statement: stmt.clone(),
+                    tensors: tensors.clone(),
+                    lowered,
+                });
+            }
+        }
+    }
+}
+
+impl SweptSchedule {
+    /// True when the schedule ignores races that are there: with `NoRaces` in place of
+    /// `IgnoreRaces` it does not lower. Such a kernel's results may differ from run to run.
+    pub fn ignores_real_races(&self) -> bool {
+        self.schedule.contains("IgnoreRaces")
+            && Schedule::parse(&self.schedule.replace("IgnoreRaces", "NoRaces"))
+                .unwrap()
+                .apply(&Concrete::new(&self.statement).unwrap())
+                .map_or(true, |strict| lower::lower(&strict).is_err())
+    }
+}
+
+/// The GPU schedules of the scheduling paper's appendix that sparsec runs, as the paper
+/// gives them (`reorder` for TACO's `order`): a name, the statement, the sparse operand's
+/// format, the output's format and the schedule. A.2 is A.11 with its products first
+/// gathered in registers (a `precompute` over a position variable), which sparsec does not
+/// schedule yet.
+pub const PAPER_GPU_SCHEDULES: [(&str, &str, (&str, &str), (&str, &str), &str); 5] = [
+    (
+        "A.9 SpMV, a thread per row",
+        "y(i) = A(i,j) * x(j)",
+        ("A", "csr"),
+        ("y", "d"),
+        "split(i,block,thread,512),parallelize(block,GPUBlock,NoRaces),\
+         parallelize(thread,GPUThread,NoRaces)",
+    ),
+    (
+        "A.10 SpMV, a warp per row",
+        "y(i) = A(i,j) * x(j)",
+        ("A", "csr"),
+        ("y", "d"),
+        "split(i,block,block_row,512),split(block_row,warp_row,warp,16),pos(j,jpos,A(i,j)),\
+         split(jpos,thread_nz,thread,32),reorder(block,warp,warp_row,thread,thread_nz),\
+         parallelize(block,GPUBlock,IgnoreRaces),parallelize(warp,GPUWarp,IgnoreRaces),\
+         parallelize(thread,GPUThread,Temporary)",
+    ),
+    (
+        "A.11 SpMV, 7 nonzeros a thread in a fused position space",
+        "y(i) = A(i,j) * x(j)",
+        ("A", "csr"),
+        ("y", "d"),
+        "fuse(i,j,f),pos(f,fpos,A(i,j)),split(fpos,block,fpos1,3584),\
+         split(fpos1,warp,fpos2,224),split(fpos2,thread,thread_nz,7),\
+         reorder(block,warp,thread,thread_nz),parallelize(block,GPUBlock,IgnoreRaces),\
+         parallelize(warp,GPUWarp,IgnoreRaces),parallelize(thread,GPUThread,Atomics)",
+    ),
+    (
+        "A.4 SpMM, 16 nonzeros a warp, a lane per column, column-major output",
+        "C(i,k) = A(i,j) * B(j,k)",
+        ("A", "csr"),
+        ("C", "dd:1,0"),
+        "reorder(i,j,k),fuse(i,j,f),pos(f,fpos,A(i,j)),split(fpos,block,fpos1,256),\
+         split(fpos1,warp,nnz,16),split(k,dense_val_unbounded,thread,32),\
+         bound(dense_val_unbounded,dense_val,4,MaxExact),\
+         reorder(block,warp,dense_val,thread,nnz),parallelize(block,GPUBlock,IgnoreRaces),\
+         parallelize(warp,GPUWarp,IgnoreRaces),parallelize(thread,GPUThread,Atomics)",
+    ),
+    (
+        "A.8 MTTKRP, 4 nonzeros a warp, a lane per column",
+        "A(i,j) = B(i,k,l) * C(k,j) * D(l,j)",
+        ("B", "csf"),
+        ("A", "dd"),
+        "reorder(i,k,l,j),fuse(k,l,kl),fuse(i,kl,f),pos(f,fpos,B(i,k,l)),\
+         split(fpos,block,fpos1,64),split(fpos1,warp,nnz,4),\
+         split(j,dense_val_unbounded,thread,32),\
+         bound(dense_val_unbounded,dense_val,1,MaxExact),\
+         reorder(block,warp,dense_val,thread,nnz),parallelize(block,GPUBlock,IgnoreRaces),\
+         parallelize(warp,GPUWarp,IgnoreRaces),parallelize(thread,GPUThread,Atomics)",
     ),
 ];

@@ -166,6 +166,10 @@ impl Dialect for CudaC {
         }
     }
 
+    fn fetch_increment(&self, counter: &str) -> String {
+        format!("(int64_t)atomicAdd((unsigned long long *)({counter}), 1ULL)")
+    }
+
     fn warp_sum(&self, var: &str, lanes: i64) -> Option<Vec<String>> {
         Some(vec![
             format!(

@@ -134,6 +134,9 @@ pub trait Memory {
     /// Run kernel `kernel`; `vars` holds the host's variables (by [`Var`] index), which
     /// the kernel reads and sums into.
     fn launch(&mut self, kernel: usize, vars: &mut [Option<Scalar>]) -> Result<(), String>;
+
+    /// Append an entry of the output (the host part's [`Stmt::Emit`]).
+    fn emit(&mut self, coords: &[i64], value: f64) -> Result<(), String>;
 }
 
 /// The evaluator of a host part.
@@ -199,7 +202,15 @@ impl<'a> Host<'a> {
             Stmt::Block(b) => self.run(b, memory)?,
             Stmt::Launch(n) => memory.launch(*n, &mut self.vars)?,
             Stmt::Prefetch { .. } => {}
-            Stmt::Emit { .. } | Stmt::OrderTouched { .. } | Stmt::Barrier => {
+            Stmt::Emit { coords, value } => {
+                let coords = coords
+                    .iter()
+                    .map(|c| self.eval(c, memory)?.int())
+                    .collect::<Result<Vec<i64>, String>>()?;
+                let value = self.eval(value, memory)?.float();
+                memory.emit(&coords, value)?;
+            }
+            Stmt::OrderTouched { .. } | Stmt::Barrier => {
                 return Err(format!("the host part cannot run {s:?}"))
             }
         }

@@ -20,7 +20,6 @@ mod print;
 
 use crate::codegen::abi::BackendError;
 use crate::ir::outline::{outline, LaunchDefaults, Outlined, WARP_SIZE};
-use crate::ir::OutputMode;
 use crate::ir::{ArrayRef, Expr, Function, GpuDim, Names, ParamRef, Scratch, Type, ValueType, Var};
 use crate::target::Capabilities;
 
@@ -49,6 +48,44 @@ pub enum KernelArg {
     Combine,
     /// The warps per block along the dimension, by value (`int64_t`).
     Warps(GpuDim),
+    /// Part of the room an emitting kernel writes its entries in (see [`EmitRoom`]).
+    Emitted(EmitRoom),
+}
+
+/// The room a kernel that emits entries ([`crate::ir::Stmt::Emit`]) writes them in, which
+/// the launcher allocates: each entry takes the next slot of a counter atomically and is
+/// written there while the slot is below the capacity. A launcher that finds the counter
+/// past the capacity after the kernel grows the room to fit and launches it again.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EmitRoom {
+    /// The entries' coordinates, `order` per slot (`int64_t`).
+    Coords,
+    /// The entries' values (`double`, as the runtime's entry buffers hold them).
+    Values,
+    /// The counter of slots taken (`int64_t`, zeroed before the launch).
+    Counter,
+    /// The slots there is room for, by value (`int64_t`).
+    Capacity,
+}
+
+impl EmitRoom {
+    /// In the order a kernel takes them.
+    pub const ALL: [EmitRoom; 4] = [
+        EmitRoom::Coords,
+        EmitRoom::Values,
+        EmitRoom::Counter,
+        EmitRoom::Capacity,
+    ];
+
+    /// The parameter's name in the printed kernel.
+    pub fn name(self) -> &'static str {
+        match self {
+            EmitRoom::Coords => "sparsec_emit_coords",
+            EmitRoom::Values => "sparsec_emit_vals",
+            EmitRoom::Counter => "sparsec_emit_count",
+            EmitRoom::Capacity => "sparsec_emit_capacity",
+        }
+    }
 }
 
 /// A kernel's arguments and how its units map to groups.
@@ -116,6 +153,9 @@ pub trait Dialect {
     /// (`int32_t` indices where `narrow`; in shared memory where `shared`).
     fn atomic_add(&self, ty: Type, narrow: bool, shared: bool, target: &str, value: &str)
         -> String;
+    /// The value of the `int64_t` that `counter` points to in global memory, incremented
+    /// atomically (an expression).
+    fn fetch_increment(&self, counter: &str) -> String;
     /// Lines that leave in every lane of a warp (a group of `lanes` work-items) the sum
     /// of `var` over its lanes, where the dialect has warp shuffles; `None` where the sum
     /// goes through shared memory.
@@ -192,11 +232,6 @@ pub fn outlined_program(
         backend: target,
         reason,
     };
-    if !matches!(function.output, OutputMode::Dense { .. }) {
-        return Err(refuse(
-            "the output is sparse, which GPU code does not assemble yet; store it dense".into(),
-        ));
-    }
     let outlined =
         outline(function, LaunchDefaults::default()).map_err(|e| refuse(e.to_string()))?;
     if outlined.kernels.is_empty() {

@@ -1,12 +1,14 @@
 //! The plan of a device kernel: its arguments, in order, and how its units map to
 //! groups; and what the mapping cannot run, refused naming it.
 
-use super::{Dialect, KernelArg, KernelPlan};
+use super::{Dialect, EmitRoom, KernelArg, KernelPlan};
 use crate::codegen::abi::BackendError;
 use crate::ir::outline::DeviceKernel;
+use std::collections::BTreeSet;
+
 use crate::ir::{
     visit, ArrayRef, Expr, GpuDim, Local, Loop, LoopKind, Mapping, MemorySpace, Names,
-    ParallelUnit, Reduction, Stmt, Var,
+    ParallelUnit, Reduction, Scratch, Stmt, Var,
 };
 
 /// The arguments of kernel `n` and its group mapping; what the mapping cannot run is
@@ -142,7 +144,14 @@ pub fn plan(
     args.extend(kernel.params.iter().copied().map(KernelArg::Param));
     args.extend(kernel.captured.iter().copied().map(KernelArg::Captured));
     args.extend(kernel.results.iter().copied().map(KernelArg::Partial));
-    for (_, local) in locals {
+    // Scratch a kernel never touches (a phase that only counts needs no values; the
+    // device's ordering of touched lists needs no bitmap) is neither allocated nor
+    // declared.
+    let touched = touched_scratch(&stmts);
+    for (_, local) in locals
+        .into_iter()
+        .filter(|(_, l)| touched.contains(&l.array))
+    {
         args.push(match local.space {
             MemorySpace::Shared => KernelArg::Shared {
                 array: local.array,
@@ -162,11 +171,39 @@ pub fn plan(
     if let Some(d) = warp_dim {
         args.push(KernelArg::Warps(d));
     }
+    let mut emits = false;
+    visit::walk_stmts(&stmts, &mut |s| emits |= matches!(s, Stmt::Emit { .. }));
+    if emits {
+        args.extend(EmitRoom::ALL.map(KernelArg::Emitted));
+    }
     Ok(KernelPlan {
         name: format!("sparsec_kernel_{n}"),
         args,
         warp_dim,
     })
+}
+
+/// The scratch arrays `stmts` read or write (as the GPU printer spells them: a touched
+/// list is ordered through its list and flags alone).
+fn touched_scratch(stmts: &[Stmt]) -> BTreeSet<Scratch> {
+    let mut touched = BTreeSet::new();
+    visit::walk_stmts(stmts, &mut |s| match s {
+        Stmt::Store(store) => {
+            if let ArrayRef::Scratch(a) = store.array {
+                touched.insert(a);
+            }
+        }
+        Stmt::OrderTouched { list, flags, .. } => {
+            touched.extend([*list, *flags]);
+        }
+        _ => {}
+    });
+    visit::walk_stmt_exprs(stmts, &mut |e| {
+        if let Expr::Load(ArrayRef::Scratch(a), _) = e {
+            touched.insert(*a);
+        }
+    });
+    touched
 }
 
 /// What `stmts` do with `array` beyond adding into it (`read`, `overwrite`), if anything.

@@ -4,7 +4,7 @@
 use std::collections::BTreeSet;
 use std::fmt::Write;
 
-use super::{dim_index, var_type, Dialect, KernelArg, KernelPlan, LaunchIndex, LANES};
+use super::{dim_index, var_type, Dialect, EmitRoom, KernelArg, KernelPlan, LaunchIndex, LANES};
 use crate::codegen::c::expr::expr;
 use crate::ir::outline::DeviceKernel;
 use crate::ir::{
@@ -96,6 +96,15 @@ pub(super) fn kernel(
                 param
             }
             KernelArg::Warps(d) => format!("const int64_t sparsec_warps_{}", dim_index(*d)),
+            KernelArg::Emitted(EmitRoom::Capacity) => {
+                format!("const int64_t {}", EmitRoom::Capacity.name())
+            }
+            KernelArg::Emitted(room @ (EmitRoom::Coords | EmitRoom::Counter)) => {
+                dialect.global_param("int64_t", "", room.name())
+            }
+            KernelArg::Emitted(EmitRoom::Values) => {
+                dialect.global_param("double", "", EmitRoom::Values.name())
+            }
         });
     }
     let index = |i, d| dialect.index(i, d);
@@ -190,6 +199,7 @@ pub(super) fn kernel(
         warp_dim: plan.warp_dim,
         sums: 0,
         summed: Vec::new(),
+        declared: Vec::new(),
     };
     printer.for_loop(&kernel.nest);
     for v in &kernel.results {
@@ -209,6 +219,9 @@ struct Printer<'a> {
     dialect: &'a dyn Dialect,
     /// The variables the kernel reads.
     read: BTreeSet<Var>,
+    /// The variables declared in the blocks being printed, innermost last, each with
+    /// whether its declaration is printed (something after it reads it).
+    declared: Vec<(Var, bool)>,
     indent: usize,
     /// The scratch arrays in shared memory.
     shared: Vec<Scratch>,
@@ -231,9 +244,39 @@ impl Printer<'_> {
     fn block(&mut self, head: &str, body: &[Stmt]) {
         self.line(format!("{head} {{").trim_start());
         self.indent += 1;
-        body.iter().for_each(|s| self.stmt(s));
+        self.stmts(body);
         self.indent -= 1;
         self.line("}");
+    }
+
+    /// The statements of one block. A declaration whose variable nothing after it in the
+    /// block reads is left out with the assignments to it (the phases of a two-phase
+    /// kernel share variables, which each phase reads in only some of their scopes), as
+    /// device compilers warn of it.
+    fn stmts(&mut self, body: &[Stmt]) {
+        let scopes = self.declared.len();
+        for (k, s) in body.iter().enumerate() {
+            if let Stmt::Decl(v, _) = s {
+                let mut read_after = false;
+                visit::walk_stmt_exprs(&body[k + 1..], &mut |e| {
+                    read_after |= matches!(e, Expr::Var(u) if u == v);
+                });
+                self.declared.push((*v, read_after));
+            }
+            self.stmt(s);
+        }
+        self.declared.truncate(scopes);
+    }
+
+    /// False when the innermost declaration of `v` in scope is left out.
+    fn printed(&self, v: Var) -> bool {
+        self.read.contains(&v)
+            && self
+                .declared
+                .iter()
+                .rev()
+                .find(|(u, _)| *u == v)
+                .is_none_or(|(_, read)| *read)
     }
 
     fn for_loop(&mut self, l: &Loop) {
@@ -339,7 +382,7 @@ impl Printer<'_> {
     fn stmt(&mut self, s: &Stmt) {
         let names = self.names;
         match s {
-            Stmt::Decl(v, _) | Stmt::Assign(v, _) if !self.read.contains(v) => {}
+            Stmt::Decl(v, _) | Stmt::Assign(v, _) if !self.printed(*v) => {}
             Stmt::Decl(v, e) => {
                 let ty = var_type(self.function.var(*v).ty);
                 self.line(&format!("{ty} {} = {};", names.var(*v), expr(names, e)));
@@ -379,7 +422,7 @@ impl Printer<'_> {
             Stmt::If(c, then, otherwise) => {
                 self.line(&format!("if ({}) {{", expr(names, c)));
                 self.indent += 1;
-                then.iter().for_each(|s| self.stmt(s));
+                self.stmts(then);
                 self.indent -= 1;
                 if otherwise.is_empty() {
                     self.line("}");
@@ -391,9 +434,90 @@ impl Printer<'_> {
             Stmt::Barrier => self.line(self.dialect.barrier()),
             // A hint only.
             Stmt::Prefetch { .. } => {}
-            Stmt::Emit { .. } | Stmt::OrderTouched { .. } | Stmt::Launch(_) => {
-                unreachable!("refused before printing: {s:?}")
+            Stmt::OrderTouched {
+                list, len, flags, ..
+            } => self.order_touched(
+                names.scratch(*list),
+                &expr(names, len),
+                names.scratch(*flags),
+            ),
+            Stmt::Emit { coords, value } => {
+                let slot = "sparsec_slot";
+                self.line("{");
+                self.line(&format!(
+                    "  const int64_t {slot} = {};",
+                    self.dialect.fetch_increment(EmitRoom::Counter.name())
+                ));
+                self.line(&format!("  if ({slot} < {}) {{", EmitRoom::Capacity.name()));
+                for (k, c) in coords.iter().enumerate() {
+                    self.line(&format!(
+                        "    {}[{slot} * {} + {k}] = {};",
+                        EmitRoom::Coords.name(),
+                        coords.len(),
+                        expr(names, c)
+                    ));
+                }
+                self.line(&format!(
+                    "    {}[{slot}] = (double)({});",
+                    EmitRoom::Values.name(),
+                    expr(names, value)
+                ));
+                self.line("  }");
+                self.line("}");
             }
+            Stmt::Launch(_) => unreachable!("refused before printing: {s:?}"),
+        }
+    }
+
+    /// Put the `len` coordinates of a workspace's touched `list`, each flagged in `flags`,
+    /// in increasing order, in the work-item that owns them: a scan of the flags between
+    /// the extreme coordinates when they are dense (one flag in 8 or more), else a
+    /// heapsort, which no list makes quadratic and which needs no memory of its own (the
+    /// CPU runtime's bitmap and radix sort would need scratch per work-item).
+    fn order_touched(&mut self, list: &str, len: &str, flags: &str) {
+        let sift = |root: &str, end: &str| {
+            format!(
+                "{{ int64_t sparsec_r = {root}; const int64_t sparsec_x = {list}[sparsec_r]; \
+                 for (int64_t sparsec_c = 2 * sparsec_r + 1; sparsec_c < {end}; sparsec_c = 2 * \
+                 sparsec_r + 1) {{ if (sparsec_c + 1 < {end} && {list}[sparsec_c + 1] > \
+                 {list}[sparsec_c]) sparsec_c++; if ({list}[sparsec_c] <= sparsec_x) break; \
+                 {list}[sparsec_r] = {list}[sparsec_c]; sparsec_r = sparsec_c; }} \
+                 {list}[sparsec_r] = sparsec_x; }}"
+            )
+        };
+        let lines = [
+            "{".to_string(),
+            format!("  const int64_t sparsec_n = {len};"),
+            "  if (sparsec_n > 1) {".to_string(),
+            format!("    int64_t sparsec_lo = {list}[0], sparsec_hi = {list}[0];"),
+            format!(
+                "    for (int64_t sparsec_q = 1; sparsec_q < sparsec_n; sparsec_q++) {{ \
+                 sparsec_lo = sparsec_min(sparsec_lo, {list}[sparsec_q]); sparsec_hi = \
+                 sparsec_max(sparsec_hi, {list}[sparsec_q]); }}"
+            ),
+            "    if ((sparsec_hi - sparsec_lo) / 8 <= sparsec_n) {".to_string(),
+            "      int64_t sparsec_k = 0;".to_string(),
+            format!(
+                "      for (int64_t sparsec_w = sparsec_lo; sparsec_w <= sparsec_hi; \
+                 sparsec_w++) if ({flags}[sparsec_w]) {list}[sparsec_k++] = sparsec_w;"
+            ),
+            "    } else {".to_string(),
+            format!(
+                "      for (int64_t sparsec_s = sparsec_n / 2 - 1; sparsec_s >= 0; sparsec_s--) {}",
+                sift("sparsec_s", "sparsec_n")
+            ),
+            format!(
+                "      for (int64_t sparsec_e = sparsec_n - 1; sparsec_e > 0; sparsec_e--) {{ \
+                 const int64_t sparsec_t = {list}[0]; {list}[0] = {list}[sparsec_e]; \
+                 {list}[sparsec_e] = sparsec_t; {} }}",
+                sift("0", "sparsec_e")
+            ),
+            "    }".to_string(),
+            "  }".to_string(),
+            "}".to_string(),
+        ];
+        for line in lines {
+            self.line(&line);
         }
     }
 }

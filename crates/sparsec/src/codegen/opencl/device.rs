@@ -9,6 +9,7 @@
 //! zeroed global buffer.
 
 use std::ptr;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use opencl3::command_queue::CommandQueue;
@@ -23,10 +24,11 @@ use opencl3::types::{cl_mem, CL_BLOCKING};
 use super::resident::{count_copy, Held, Residency};
 use super::NAME;
 use crate::codegen::gpu::host::{arith, Host, Memory, Scalar, Stored};
-use crate::codegen::gpu::{dim_index, KernelArg, KernelPlan, Program};
+use crate::codegen::gpu::{dim_index, EmitRoom, KernelArg, KernelPlan, Program};
+use crate::codegen::runtime::{sys, RawBuffer};
 use crate::ir::outline::{Outlined, WARP_SIZE};
-use crate::ir::{ArrayRef, BinOp, Expr, Signature, Type};
-use crate::target::{Artifact, Call, Capabilities, ContentKey};
+use crate::ir::{ArrayRef, BinOp, Expr, OutputMode, Signature, Type};
+use crate::target::{Artifact, Call, Capabilities, Contents};
 use crate::Error;
 
 /// The device kernels run on, chosen once: the first GPU of any platform, else the first
@@ -110,6 +112,9 @@ pub struct ClCode {
     plans: Vec<KernelPlan>,
     /// Setting arguments and launching are one step per kernel object.
     kernels: Mutex<Vec<Kernel>>,
+    /// The entries an emitting kernel's launch has room for: the most one has emitted,
+    /// so that a kernel called again on similar inputs launches once.
+    emit_room: AtomicUsize,
     _program: ClProgram,
     capabilities: Capabilities,
 }
@@ -140,6 +145,7 @@ pub fn build(
         signature,
         plans: program.kernels.clone(),
         kernels: Mutex::new(kernels),
+        emit_room: AtomicUsize::new(0),
         _program: built,
         capabilities,
     })
@@ -187,8 +193,8 @@ struct Entry {
     bytes: usize,
     /// Scratch the host part allocated (kept alive here).
     owned: Option<Vec<u8>>,
-    /// The name of its contents across calls, where they stay the same.
-    contents: Option<ContentKey>,
+    /// What it holds on entry: a name across calls, where its bytes stay the same.
+    contents: Contents,
     device: Option<DeviceCopy>,
     host_current: bool,
     device_current: bool,
@@ -240,7 +246,7 @@ impl Buffers<'_> {
                 host: owned.as_mut_ptr(),
                 bytes,
                 owned: Some(owned),
-                contents: None,
+                contents: Contents::Unnamed,
                 device: None,
                 host_current: true,
                 device_current: false,
@@ -280,7 +286,11 @@ impl Buffers<'_> {
         let device = self.code.device;
         let e = &mut self.entries[n];
         if e.device.is_none() {
-            if let Some(held) = e.contents.and_then(|key| device.resident.find(&key)) {
+            let named = match e.contents {
+                Contents::Named(key) => device.resident.find(&key),
+                _ => None,
+            };
+            if let Some(held) = named {
                 e.device = Some(DeviceCopy::Kept(held));
                 e.device_current = true;
             }
@@ -289,7 +299,7 @@ impl Buffers<'_> {
             // Kept copies are of inputs, which no call writes; should the host write one,
             // the call copies it anew and keeps nothing.
             e.device = None;
-            e.contents = None;
+            e.contents = Contents::Unnamed;
         }
         if e.device.is_none() {
             // SAFETY: a plain allocation; OpenCL has no buffers of zero bytes.
@@ -304,7 +314,8 @@ impl Buffers<'_> {
             .map_err(|err| error(&format!("cannot allocate {} bytes", e.bytes), err))?;
             e.device = Some(DeviceCopy::Own(buffer));
         }
-        if !e.device_current && e.bytes > 0 {
+        // Room the kernel only writes has nothing to copy yet.
+        if !e.device_current && e.bytes > 0 && e.contents != Contents::Unwritten {
             let Some(DeviceCopy::Own(buffer)) = e.device.as_mut() else {
                 unreachable!("a kept copy is current")
             };
@@ -320,7 +331,7 @@ impl Buffers<'_> {
             count_copy(e.bytes);
         }
         e.device_current = true;
-        if let (Some(key), Some(DeviceCopy::Own(_))) = (e.contents, &e.device) {
+        if let (Contents::Named(key), Some(DeviceCopy::Own(_))) = (e.contents, &e.device) {
             let Some(DeviceCopy::Own(buffer)) = e.device.take() else {
                 unreachable!("matched above")
             };
@@ -349,6 +360,39 @@ impl Buffers<'_> {
             }
             .map_err(|err| error("copy from the device", err))?;
             e.host_current = true;
+        }
+        Ok(())
+    }
+
+    /// The order of the entries the function emits.
+    fn order(&self) -> usize {
+        match self.code.outlined.host.output {
+            OutputMode::Emit { order } => order,
+            _ => 0,
+        }
+    }
+
+    /// Copies, on the device, of `arrays` as they are now.
+    fn snapshot(&mut self, arrays: &[ArrayRef]) -> Result<Vec<(ArrayRef, Buffer<u8>)>, String> {
+        let mut copies = Vec::new();
+        for a in arrays {
+            let mem = self.on_device(a)?;
+            let n = self.entry(a)?;
+            let bytes = self.entries[n].bytes;
+            let copy = zeroed(self.code.device, bytes)?;
+            copy_on_device(self.code.device, mem, copy.get(), bytes)?;
+            copies.push((*a, copy));
+        }
+        Ok(copies)
+    }
+
+    /// Put back the device copies that [`Self::snapshot`] took.
+    fn restore(&mut self, copies: &[(ArrayRef, Buffer<u8>)]) -> Result<(), String> {
+        for (a, copy) in copies {
+            let mem = self.on_device(a)?;
+            let n = self.entry(a)?;
+            let bytes = self.entries[n].bytes;
+            copy_on_device(self.code.device, copy.get(), mem, bytes)?;
         }
         Ok(())
     }
@@ -400,88 +444,138 @@ impl Buffers<'_> {
         let local = self.fit(local, plan)?;
         let work_items: usize = local.iter().product();
         let group_count: usize = groups.iter().product();
+        let emits = plan.args.contains(&KernelArg::Emitted(EmitRoom::Counter));
+        let mut room = emits
+            .then(|| {
+                Room::new(
+                    code.device,
+                    code.emit_room.load(Ordering::Relaxed),
+                    self.order(),
+                )
+            })
+            .transpose()?;
+        // What the kernel writes beside its entries, as it was: a kernel whose entries
+        // outgrow their room runs again from there.
+        let before = if emits {
+            self.snapshot(&kernel.written)?
+        } else {
+            Vec::new()
+        };
         let mut kernels = self.code.kernels.lock().expect("kernels");
         let cl_kernel = &mut kernels[k];
         let mut partials: Vec<(crate::ir::Var, Buffer<u8>, Type)> = Vec::new();
         let mut keep: Vec<Buffer<u8>> = Vec::new();
-        for (index, arg) in plan.args.iter().enumerate() {
-            let index = index as u32;
-            // SAFETY: each argument has the type the printed kernel declares at `index`.
-            let set = unsafe {
-                match arg {
-                    KernelArg::Array(a) => {
-                        let mem = self.on_device(a)?;
-                        cl_kernel.set_arg(index, &mem)
-                    }
-                    KernelArg::Param(p) => {
-                        let v = evaluator.param(*p).ok_or("a parameter is missing")?;
-                        cl_kernel.set_arg(index, &v)
-                    }
-                    KernelArg::Captured(v) => {
-                        let value = vars[v.index()].ok_or("a captured variable is unset")?;
-                        // By value, as the kernel declares it: 8 or 4 bytes.
-                        let stored = Stored::of_type(host.var(*v).ty);
-                        let mut raw = [0u8; 8];
-                        stored.write(value, &mut raw[..stored.size()])?;
-                        match stored.size() {
-                            8 => cl_kernel.set_arg(index, &raw),
-                            _ => {
-                                let half: [u8; 4] = raw[..4].try_into().expect("4 bytes");
-                                cl_kernel.set_arg(index, &half)
+        loop {
+            partials.clear();
+            keep.clear();
+            for (index, arg) in plan.args.iter().enumerate() {
+                let index = index as u32;
+                // SAFETY: each argument has the type the printed kernel declares at `index`.
+                let set = unsafe {
+                    match arg {
+                        KernelArg::Array(a) => {
+                            let mem = self.on_device(a)?;
+                            cl_kernel.set_arg(index, &mem)
+                        }
+                        KernelArg::Param(p) => {
+                            let v = evaluator.param(*p).ok_or("a parameter is missing")?;
+                            cl_kernel.set_arg(index, &v)
+                        }
+                        KernelArg::Captured(v) => {
+                            let value = vars[v.index()].ok_or("a captured variable is unset")?;
+                            // By value, as the kernel declares it: 8 or 4 bytes.
+                            let stored = Stored::of_type(host.var(*v).ty);
+                            let mut raw = [0u8; 8];
+                            stored.write(value, &mut raw[..stored.size()])?;
+                            match stored.size() {
+                                8 => cl_kernel.set_arg(index, &raw),
+                                _ => {
+                                    let half: [u8; 4] = raw[..4].try_into().expect("4 bytes");
+                                    cl_kernel.set_arg(index, &half)
+                                }
                             }
                         }
+                        KernelArg::Partial(v) => {
+                            let ty = host.var(*v).ty;
+                            let buffer =
+                                zeroed(code.device, group_count * Stored::of_type(ty).size())?;
+                            let mem = buffer.get();
+                            partials.push((*v, buffer, ty));
+                            cl_kernel.set_arg(index, &mem)
+                        }
+                        KernelArg::Shared { array, len } => {
+                            let stored =
+                                Stored::of(host, &code.signature, &ArrayRef::Scratch(*array));
+                            let n = size(len, self)?;
+                            cl_kernel.set_arg_local_buffer(index, (n * stored.size()).max(1))
+                        }
+                        KernelArg::Private { array, len } => {
+                            let stored =
+                                Stored::of(host, &code.signature, &ArrayRef::Scratch(*array));
+                            let n = size(len, self)?;
+                            let bytes = n
+                                .checked_mul(stored.size())
+                                .and_then(|b| b.checked_mul(work_items * group_count))
+                                .ok_or("private scratch is too large")?;
+                            let buffer = zeroed(code.device, bytes)?;
+                            let mem = buffer.get();
+                            keep.push(buffer);
+                            cl_kernel.set_arg(index, &mem)
+                        }
+                        KernelArg::Combine => cl_kernel.set_arg_local_buffer(index, 8 * work_items),
+                        KernelArg::Emitted(part) => {
+                            let room = room.as_ref().expect("an emitting kernel has room");
+                            match part {
+                                EmitRoom::Coords => cl_kernel.set_arg(index, &room.coords.get()),
+                                EmitRoom::Values => cl_kernel.set_arg(index, &room.values.get()),
+                                EmitRoom::Counter => cl_kernel.set_arg(index, &room.counter.get()),
+                                EmitRoom::Capacity => {
+                                    cl_kernel.set_arg(index, &(room.capacity as i64))
+                                }
+                            }
+                        }
+                        KernelArg::Warps(d) => {
+                            let n =
+                                size(&kernel.geometry.warps[dim_index(*d)], self)?.min(64) as i64;
+                            cl_kernel.set_arg(index, &n)
+                        }
                     }
-                    KernelArg::Partial(v) => {
-                        let ty = host.var(*v).ty;
-                        let buffer = zeroed(code.device, group_count * Stored::of_type(ty).size())?;
-                        let mem = buffer.get();
-                        partials.push((*v, buffer, ty));
-                        cl_kernel.set_arg(index, &mem)
-                    }
-                    KernelArg::Shared { array, len } => {
-                        let stored = Stored::of(host, &code.signature, &ArrayRef::Scratch(*array));
-                        let n = size(len, self)?;
-                        cl_kernel.set_arg_local_buffer(index, (n * stored.size()).max(1))
-                    }
-                    KernelArg::Private { array, len } => {
-                        let stored = Stored::of(host, &code.signature, &ArrayRef::Scratch(*array));
-                        let n = size(len, self)?;
-                        let bytes = n
-                            .checked_mul(stored.size())
-                            .and_then(|b| b.checked_mul(work_items * group_count))
-                            .ok_or("private scratch is too large")?;
-                        let buffer = zeroed(code.device, bytes)?;
-                        let mem = buffer.get();
-                        keep.push(buffer);
-                        cl_kernel.set_arg(index, &mem)
-                    }
-                    KernelArg::Combine => cl_kernel.set_arg_local_buffer(index, 8 * work_items),
-                    KernelArg::Warps(d) => {
-                        let n = size(&kernel.geometry.warps[dim_index(*d)], self)?.min(64) as i64;
-                        cl_kernel.set_arg(index, &n)
-                    }
+                };
+                set.map_err(|e| error(&format!("kernel argument {index}"), e))?;
+            }
+            let global: Vec<usize> = (0..3).map(|d| groups[d] * local[d]).collect();
+            // SAFETY: every argument is set; the sizes are within the device's limits.
+            unsafe {
+                code.device.queue.enqueue_nd_range_kernel(
+                    cl_kernel.get(),
+                    3,
+                    ptr::null(),
+                    global.as_ptr(),
+                    local.as_ptr(),
+                    &[],
+                )
+            }
+            .map_err(|e| error("launch", e))?;
+            code.device
+                .queue
+                .finish()
+                .map_err(|e| error("the kernel failed", e))?;
+            if let Some(r) = room.as_mut() {
+                let taken = r.taken(code.device)?;
+                if taken > r.capacity {
+                    // Every entry counted: the next launch has room for all of them.
+                    code.emit_room.fetch_max(taken, Ordering::Relaxed);
+                    *r = Room::new(code.device, taken, self.order())?;
+                    self.restore(&before)?;
+                    continue;
                 }
-            };
-            set.map_err(|e| error(&format!("kernel argument {index}"), e))?;
+            }
+            break;
         }
-        let global: Vec<usize> = (0..3).map(|d| groups[d] * local[d]).collect();
-        // SAFETY: every argument is set; the sizes are within the device's limits.
-        unsafe {
-            code.device.queue.enqueue_nd_range_kernel(
-                cl_kernel.get(),
-                3,
-                ptr::null(),
-                global.as_ptr(),
-                local.as_ptr(),
-                &[],
-            )
-        }
-        .map_err(|e| error("launch", e))?;
-        code.device
-            .queue
-            .finish()
-            .map_err(|e| error("the kernel failed", e))?;
         drop(kernels);
+        if let Some(r) = room {
+            r.append_to(code.device, self.call.out, self.order())?;
+        }
         for a in &kernel.written {
             let n = self.entry(a)?;
             self.entries[n].host_current = false;
@@ -543,6 +637,127 @@ impl Memory for Buffers<'_> {
 
     fn launch(&mut self, kernel: usize, vars: &mut [Option<Scalar>]) -> Result<(), String> {
         self.run_kernel(kernel, vars)
+    }
+
+    fn emit(&mut self, coords: &[i64], value: f64) -> Result<(), String> {
+        // SAFETY: `out` is the call's first entry buffer, grown only by the runtime.
+        let appended = unsafe {
+            sys::sparsec_append(self.call.out, coords.len() as i64, coords.as_ptr(), value)
+        };
+        match appended {
+            0 => Err("out of memory growing the output's entries".into()),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// Copy `bytes` bytes from `from` to `to`, both on the device, and wait.
+fn copy_on_device(device: &ClDevice, from: cl_mem, to: cl_mem, bytes: usize) -> Result<(), String> {
+    if bytes == 0 {
+        return Ok(());
+    }
+    // SAFETY: both buffers hold at least `bytes` bytes and do not overlap.
+    let event = unsafe {
+        opencl3::command_queue::enqueue_copy_buffer(
+            device.queue.get(),
+            from,
+            to,
+            0,
+            0,
+            bytes,
+            0,
+            ptr::null(),
+        )
+    }
+    .map_err(|e| error("copy on the device", e))?;
+    drop(opencl3::event::Event::new(event));
+    device
+        .queue
+        .finish()
+        .map_err(|e| error("copy on the device", e))
+}
+
+/// The room an emitting kernel's launch writes its entries in ([`EmitRoom`]).
+struct Room {
+    coords: Buffer<u8>,
+    values: Buffer<u8>,
+    counter: Buffer<u8>,
+    /// The entries there is room for.
+    capacity: usize,
+}
+
+impl Room {
+    /// Room for `capacity` entries (at least 1024) of `order` coordinates, the counter
+    /// zeroed.
+    fn new(device: &ClDevice, capacity: usize, order: usize) -> Result<Room, String> {
+        let capacity = capacity.max(1024);
+        let allocate = |elements: Option<usize>| -> Result<Buffer<u8>, String> {
+            let bytes = elements
+                .and_then(|n| n.checked_mul(8))
+                .ok_or("the output's entries are too many to hold")?;
+            // SAFETY: a plain allocation; the kernel writes the slots it takes.
+            unsafe {
+                Buffer::<u8>::create(&device.context, CL_MEM_READ_WRITE, bytes, ptr::null_mut())
+            }
+            .map_err(|e| error(&format!("cannot allocate {bytes} bytes for entries"), e))
+        };
+        Ok(Room {
+            coords: allocate(capacity.checked_mul(order.max(1)))?,
+            values: allocate(Some(capacity))?,
+            counter: zeroed(device, 8)?,
+            capacity,
+        })
+    }
+
+    /// The slots the kernel took (its entries, written or not).
+    fn taken(&self, device: &ClDevice) -> Result<usize, String> {
+        let mut count = [0u8; 8];
+        // SAFETY: a blocking read of the counter's 8 bytes.
+        unsafe {
+            device
+                .queue
+                .enqueue_read_buffer(&self.counter, CL_BLOCKING, 0, &mut count, &[])
+        }
+        .map_err(|e| error("read the entries' count", e))?;
+        usize::try_from(i64::from_ne_bytes(count))
+            .map_err(|_| "the entries' count is negative".into())
+    }
+
+    /// Append the entries written (all of them: the caller saw they fit) to `out`.
+    fn append_to(
+        &self,
+        device: &ClDevice,
+        out: *mut RawBuffer,
+        order: usize,
+    ) -> Result<(), String> {
+        let entries = self.taken(device)?;
+        let read = |buffer: &Buffer<u8>, elements: usize| -> Result<Vec<u8>, String> {
+            let mut bytes = vec![0u8; elements * 8];
+            // SAFETY: a blocking read of `elements` slots the kernel wrote.
+            unsafe {
+                device
+                    .queue
+                    .enqueue_read_buffer(buffer, CL_BLOCKING, 0, &mut bytes, &[])
+            }
+            .map_err(|e| error("copy the entries from the device", e))?;
+            Ok(bytes)
+        };
+        let coords = read(&self.coords, entries * order)?;
+        let values = read(&self.values, entries)?;
+        let word = |bytes: &[u8]| <[u8; 8]>::try_from(bytes).expect("8 bytes");
+        let mut entry = vec![0i64; order];
+        for (n, value) in values.chunks_exact(8).enumerate() {
+            for (k, c) in entry.iter_mut().enumerate() {
+                let at = (n * order + k) * 8;
+                *c = i64::from_ne_bytes(word(&coords[at..at + 8]));
+            }
+            let value = f64::from_ne_bytes(word(value));
+            // SAFETY: `out` is the call's first entry buffer, grown only by the runtime.
+            if unsafe { sys::sparsec_append(out, order as i64, entry.as_ptr(), value) } == 0 {
+                return Err("out of memory growing the output's entries".into());
+            }
+        }
+        Ok(())
     }
 }
 

@@ -29,8 +29,9 @@ pub const NAME: &str = "OpenCL";
 
 /// What the OpenCL target's code does: GPU loops on work-groups and work-items, atomic
 /// additions, scratch in local and global memory, level helpers (printed as OpenCL C);
-/// no appending of entries (a device cannot grow a buffer). The host checks the
-/// assumptions before the first launch.
+/// entries appended into room the launcher allocates and grows (a device cannot grow a
+/// buffer; see `codegen::gpu::EmitRoom`). The host checks the assumptions before the
+/// first launch.
 pub const CAPABILITIES: Capabilities = Capabilities {
     units: &[
         ParallelUnit::GpuBlock,
@@ -38,7 +39,7 @@ pub const CAPABILITIES: Capabilities = Capabilities {
         ParallelUnit::GpuThread,
     ],
     threads: false,
-    emitting: false,
+    emitting: true,
     atomics: true,
     scratch: true,
     helpers: true,
@@ -213,6 +214,10 @@ impl Dialect for OpenClC {
             _ if narrow => format!("atomic_add({target}, (int32_t)({value}));"),
             _ => format!("atom_add({target}, {value});"),
         }
+    }
+
+    fn fetch_increment(&self, counter: &str) -> String {
+        format!("(int64_t)atom_inc((volatile __global long *)({counter}))")
     }
 
     fn warp_sum(&self, _var: &str, _lanes: i64) -> Option<Vec<String>> {
