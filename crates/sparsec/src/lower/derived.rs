@@ -18,7 +18,7 @@
 use super::iterate::conjunction;
 use super::{lattice, Coalesce, Dest, LExpr, LowerError, Lowerer, Scope, Step};
 use crate::format::{Level, LevelSite};
-use crate::ir::{Expr, Stmt, Type};
+use crate::ir::{Expr, ParallelUnit, Stmt, Type};
 use crate::notation::cin::VarId;
 use crate::schedule::{BoundKind, Relation, SplitBy};
 
@@ -29,8 +29,11 @@ pub(super) struct Segment {
     levels: Vec<usize>,
     /// Key stem of the pos variable's state.
     stem: String,
-    /// The loop where the space was entered (its body declares the trackers).
-    entered_at: VarId,
+    /// The loop whose body declares the trackers and the accumulator, private to each of
+    /// its iterations: the innermost loop running in parallel (on threads or GPU units,
+    /// whose iterations hold their own) from the loop that entered the space to its
+    /// innermost loop, else the loop that entered it.
+    state_at: VarId,
 }
 
 impl Segment {
@@ -289,10 +292,32 @@ impl Lowerer<'_> {
                 self.operands[occ.operand].name
             )));
         }
+        let in_space = |w: VarId| matches!(self.plan.pos_ancestor(w), Some(Relation::Pos { pos: p, .. }) if *p == pos);
+        // The loops from this one to the space's innermost, where positions are recovered.
+        let from_here: Vec<VarId> = self
+            .plan
+            .order
+            .iter()
+            .copied()
+            .skip_while(|&w| w != u)
+            .collect();
+        let through_space = from_here.iter().rposition(|&w| in_space(w)).unwrap_or(0);
+        let state_at = from_here[..=through_space]
+            .iter()
+            .filter(|&&w| {
+                self.plan.vars[w]
+                    .tags
+                    .parallel
+                    .as_ref()
+                    .is_some_and(|p| p.unit != ParallelUnit::CpuVector)
+            })
+            .last()
+            .copied()
+            .unwrap_or(u);
         let seg = Segment {
             levels: levels.clone(),
             stem: format!("#\u{1}{}", self.plan.vars[pos].name),
-            entered_at: u,
+            state_at,
         };
         let first = &occ.levels[levels[0]];
         let site = self.occ_site(o, scope);
@@ -442,14 +467,14 @@ impl Lowerer<'_> {
         Ok(stmts)
     }
 
-    /// Declarations, private to each iteration of the loop that entered a fused position
-    /// space, of its upper levels' trackers (unset until first used), and of an
+    /// Declarations, private to each iteration of the loop that holds a fused position
+    /// space's state (`Segment::state_at`), of its upper levels' trackers (unset until first used), and of an
     /// accumulator that gathers consecutive updates of one dense output entry (in a fused
     /// space most consecutive positions share their upper coordinates).
     pub(super) fn position_trackers(&self, u: VarId, scope: &Scope) -> (Vec<Stmt>, Scope) {
         let mut stmts = Vec::new();
         let mut inner = scope.clone();
-        for (&pos, seg) in scope.segments.iter().filter(|(_, seg)| seg.entered_at == u) {
+        for (&pos, seg) in scope.segments.iter().filter(|(_, seg)| seg.state_at == u) {
             let fused = seg.levels.len() > 1;
             for idx in 0..seg.levels.len() - 1 {
                 let q = seg.tracker(idx);
