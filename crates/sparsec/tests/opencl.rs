@@ -494,6 +494,65 @@ mod on_a_device {
         }
     }
 
+    /// The thesis's MTTKRP and TTM on COO with their loop over entries `parallel;`: the
+    /// entries of one row add atomically on the device, as on CPU threads.
+    #[test]
+    fn parallel_coo_tensor_programs_add_colliding_entries_on_the_device() {
+        let programs = [
+            (
+                "mttkrp_coo.spf",
+                include_str!("../../../examples/spf/mttkrp_coo.spf"),
+            ),
+            (
+                "ttm_coo.spf",
+                include_str!("../../../examples/spf/ttm_coo.spf"),
+            ),
+        ];
+        let mut r = rng(14);
+        let mut tensors: Vec<(String, Coo)> =
+            [([0, 0, 0], 0.5), ([1, 1, 1], 1.0), ([20, 9, 13], 0.1)]
+                .into_iter()
+                .map(|(dims, density)| (format!("{dims:?}"), random_coo(&mut r, &dims, density)))
+                .collect();
+        let real = shared_data("tensors/london_transport.tns");
+        tensors.push((
+            "london_transport".into(),
+            sparsec::io::read_tns(real, None).unwrap(),
+        ));
+        let rank = 6;
+        for (what, b) in tensors {
+            let tensor = Tensor::from_coo(
+                &b,
+                &sparsec::format::Format::parse("coo", 3).unwrap(),
+                ValueType::F64,
+            )
+            .unwrap();
+            let factor = |n: usize, r: &mut rand::rngs::StdRng| {
+                let coo = random_coo(r, &[n, rank], 1.0);
+                Tensor::from_coo(&coo, &sparsec::format::Format::dense(2), ValueType::F64).unwrap()
+            };
+            let (c, d) = (factor(b.dims[1], &mut r), factor(b.dims[2], &mut r));
+            for (name, text) in programs {
+                let text = text.replacen("stmt S0", "parallel;\nstmt S0", 1);
+                let inputs: Vec<(&str, &Tensor)> = if name.starts_with("mttkrp") {
+                    vec![("B", &tensor), ("C", &c), ("D", &d)]
+                } else {
+                    vec![("B", &tensor), ("U", &d)]
+                };
+                let on = |backend: Backend| {
+                    let kernel = compile_spf_with(name, &text, backend);
+                    (kernel.running_target(), kernel.run(&inputs))
+                };
+                let (target, got) = on(Backend::OpenCl);
+                assert_eq!(target, opencl::NAME);
+                let got = got.unwrap_or_else(|e| panic!("{name} on {what}: {e}"));
+                let want = on(Backend::C).1.unwrap();
+                let diff = got.max_difference(&want).expect("same shape");
+                assert!(diff <= 1e-9, "{name} on {what}: differs from C by {diff}");
+            }
+        }
+    }
+
     #[test]
     fn a_kernel_runs_again_on_other_inputs() {
         let (stmt, _, lowered) = fixture(SPMV, GPU_SCHEDULES[1].1, 64, 0.2, 5);

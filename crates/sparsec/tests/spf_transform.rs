@@ -340,10 +340,41 @@ fn check_coo_kernels(what: &str, b: &Coo, mttkrp: &SpfKernel, ttm: &SpfKernel) {
     }
 }
 
+/// `text` with its outer loop declared `parallel;`.
+fn in_parallel(text: &str) -> String {
+    text.replacen("stmt S0", "parallel;\nstmt S0", 1)
+}
+
 #[test]
 fn mttkrp_and_ttm_on_coo_match_plain_loops() {
-    let mttkrp = compile_spf("mttkrp_coo.spf", MTTKRP);
-    let ttm = compile_spf("ttm_coo.spf", TTM);
+    for (mttkrp, ttm) in [
+        (MTTKRP.to_string(), TTM.to_string()),
+        (in_parallel(MTTKRP), in_parallel(TTM)),
+    ] {
+        let mttkrp = compile_spf("mttkrp_coo.spf", &mttkrp);
+        let ttm = compile_spf("ttm_coo.spf", &ttm);
+        check_coo_programs(&mttkrp, &ttm);
+    }
+}
+
+/// In parallel, entries of one row (or fiber) in different iterations add into one
+/// element of the output: the check admits it because every such write is a `+=` that
+/// nothing reads, and the additions are atomic.
+#[test]
+fn entries_colliding_in_a_parallel_loop_add_atomically() {
+    let kernel = compile_spf("mttkrp_coo.spf", &in_parallel(MTTKRP));
+    let source = kernel.source();
+    assert!(source.contains("#pragma omp atomic"), "{source}");
+    // A read of the updated space in the loop is still refused.
+    let text = in_parallel(MTTKRP).replace(
+        "body A(i, r) += Bv(n) * C(j, r) * D(k, r);",
+        "body A(i, r) += Bv(n) * C(j, r) * D(k, r) * A(i, r);",
+    );
+    let (message, _) = spf_error(&text);
+    assert!(message.contains("cannot run in parallel"), "{message}");
+}
+
+fn check_coo_programs(mttkrp: &SpfKernel, ttm: &SpfKernel) {
     let mut rng = common::rng(31);
     // Empty, 1x1x1, then random (duplicates, explicit zeros, unsorted).
     for (dims, density) in [
@@ -354,7 +385,7 @@ fn mttkrp_and_ttm_on_coo_match_plain_loops() {
         ([20, 9, 13], 0.05),
     ] {
         let b = common::random_coo(&mut rng, &dims, density);
-        check_coo_kernels(&format!("random {dims:?}"), &b, &mttkrp, &ttm);
+        check_coo_kernels(&format!("random {dims:?}"), &b, mttkrp, ttm);
     }
     // Real FROSTT tensors of order 3 (the data must be there: missing data fails).
     let dir = common::shared_data("tensors");
@@ -366,7 +397,7 @@ fn mttkrp_and_ttm_on_coo_match_plain_loops() {
     ] {
         let b = sparsec::io::read_tns(dir.join(name), None).unwrap();
         if b.dims.len() == 3 && b.dims.iter().product::<usize>() <= 50_000_000 {
-            check_coo_kernels(name, &b, &mttkrp, &ttm);
+            check_coo_kernels(name, &b, mttkrp, ttm);
             checked += 1;
         }
     }

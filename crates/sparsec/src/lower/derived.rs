@@ -304,14 +304,13 @@ impl Lowerer<'_> {
         let through_space = from_here.iter().rposition(|&w| in_space(w)).unwrap_or(0);
         let state_at = from_here[..=through_space]
             .iter()
-            .filter(|&&w| {
+            .rfind(|&&w| {
                 self.plan.vars[w]
                     .tags
                     .parallel
                     .as_ref()
                     .is_some_and(|p| p.unit != ParallelUnit::CpuVector)
             })
-            .last()
             .copied()
             .unwrap_or(u);
         let seg = Segment {

@@ -3,7 +3,9 @@
 //! arrays, conservative through them, and every refusal says which.
 //!
 //! - [`check_parallel`]: the outer loop may run in parallel when no two instances in
-//!   different iterations of it touch one element, one of them writing.
+//!   different iterations of it touch one element, one of them writing, except where both
+//!   add into it with `+=` (MTTKRP and TTM on COO: entries of one row in any iteration),
+//!   which the iterations then do atomically.
 //! - [`check_wavefront`]: the level-set executor runs rows in an order its inspector
 //!   computes; it admits reads of rows that the statement's own constraints prove earlier
 //!   (`j < i` in forward substitution), the flow dependences its inspector resolves at run
@@ -23,6 +25,8 @@ use crate::polyhedral::isl::Isl;
 /// What the analysis needs of a statement in execution coordinates.
 pub struct View<'a> {
     pub name: &'a str,
+    /// The operator of the statement's `op=` update (`+` for `+=`), `None` for `=`.
+    pub update: Option<char>,
     pub dims: &'a [Option<i64>],
     pub constraints: &'a [Constraint],
     pub target: &'a Access,
@@ -140,14 +144,16 @@ fn outer_constant(v: &View, span: Span) -> SpfError {
 /// Check that no two instances in different iterations of the outer loop touch one
 /// element of a data space, one of them writing it: then the iterations may run in any
 /// order, at once. Decided by isl over the statements in execution coordinates, exactly
-/// without index arrays and conservatively through them (the refusal says so). Updates
-/// by `+=` from different iterations count: they would race.
-pub fn check_parallel(views: &[View], facts: &Facts, span: Span) -> Result<(), SpfError> {
+/// without index arrays and conservatively through them (the refusal says so). Where the
+/// only such touches of a space are additions by `+=` statements (and nothing reads it),
+/// the iterations may still run at once, adding atomically: the spaces returned.
+pub fn check_parallel(views: &[View], facts: &Facts, span: Span) -> Result<Vec<String>, SpfError> {
     if let Some(v) = views.iter().find(|v| v.dims[0].is_some()) {
         return Err(outer_constant(v, span));
     }
     let isl = Isl::new();
     let fail = |e: String| SpfError::new(format!("checking `parallel;`: {e}"), span);
+    let mut atomic = Vec::new();
     for a in views {
         for b in views {
             let depth = a.dims.len();
@@ -165,6 +171,14 @@ pub fn check_parallel(views: &[View], facts: &Facts, span: Span) -> Result<(), S
             for p in touches(a.target, false, a.value) {
                 for q in touches(b.target, false, b.value) {
                     if p.access.space != q.access.space || !(p.write || q.write) {
+                        continue;
+                    }
+                    let adds = |t: &Touch, v: &View| t.target && v.update == Some('+');
+                    if adds(&p, a) && adds(&q, b) && !read_by_any(views, &p.access.space) {
+                        // Collisions, if any, add atomically.
+                        if !atomic.contains(&p.access.space) {
+                            atomic.push(p.access.space.clone());
+                        }
                         continue;
                     }
                     let index_b: Vec<Affine> =
@@ -214,7 +228,16 @@ pub fn check_parallel(views: &[View], facts: &Facts, span: Span) -> Result<(), S
             }
         }
     }
-    Ok(())
+    Ok(atomic)
+}
+
+/// True when a statement of `views` reads `space` (other than by its own `op=`).
+fn read_by_any(views: &[View], space: &str) -> bool {
+    views.iter().any(|v| {
+        touches(v.target, false, v.value)
+            .iter()
+            .any(|t| !t.write && t.access.space == space)
+    })
 }
 
 /// The rows each read of a statement depends on: rows of written spaces that its

@@ -10,6 +10,16 @@ use super::{random_coo, rng, statement};
 
 type Swept<'a> = (&'a str, &'a [&'a str], &'a [(&'a str, &'a [usize])]);
 
+/// A paper schedule: name, statement, the sparse operand and the output with their
+/// formats, the schedule.
+pub type PaperSchedule = (
+    &'static str,
+    &'static str,
+    (&'static str, &'static str),
+    (&'static str, &'static str),
+    &'static str,
+);
+
 /// A statement of the sparse-output sweep, its inputs' formats and their dimensions.
 type SparseOutputCase = (
     &'static str,
@@ -277,7 +287,7 @@ impl SweptSchedule {
 /// format, the output's format and the schedule. A.2 is A.11 with its products first
 /// gathered in registers (a `precompute` over a position variable), which sparsec does not
 /// schedule yet.
-pub const PAPER_GPU_SCHEDULES: [(&str, &str, (&str, &str), (&str, &str), &str); 5] = [
+pub const PAPER_GPU_SCHEDULES: [PaperSchedule; 5] = [
     (
         "A.9 SpMV, a thread per row",
         "y(i) = A(i,j) * x(j)",

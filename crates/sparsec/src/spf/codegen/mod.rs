@@ -131,6 +131,7 @@ pub fn lower(prog: &Program) -> Result<Lowered, SpfError> {
         ufs: Vec::new(),
         formats: &formats,
         assembled: assembled.is_some(),
+        atomic: Vec::new(),
     };
     cx.bind_ufs()?;
     cx.bind_spaces()?;
@@ -167,7 +168,7 @@ pub fn lower(prog: &Program) -> Result<Lowered, SpfError> {
         let parallel = match prog.parallel {
             Some(span) => {
                 let facts = deps::program_facts(prog);
-                deps::check_parallel(&scheduled_views(&scheduled), &facts, span)?;
+                cx.atomic = deps::check_parallel(&scheduled_views(&scheduled), &facts, span)?;
                 true
             }
             None => false,
@@ -237,6 +238,9 @@ struct Context<'a> {
     formats: &'a [Format],
     /// The output is sparse: its writes are emitted entries.
     assembled: bool,
+    /// Data spaces that iterations of the parallel outer loop add into at once: their
+    /// `+=` updates are atomic (an emitted entry needs none: entries add up).
+    atomic: Vec<String>,
 }
 
 impl Context<'_> {
@@ -680,12 +684,17 @@ impl Context<'_> {
                         false,
                     ),
                 };
-                vec![Stmt::Store(Store {
+                let store = Stmt::Store(Store {
                     array,
                     index,
                     value,
                     accumulate,
-                })]
+                });
+                if self.atomic.contains(&s.target.space) {
+                    vec![Stmt::Atomic(Box::new(store))]
+                } else {
+                    vec![store]
+                }
             }
             Leaf::Levels { lev, first, rows } => {
                 let row = Expr::Var(env[0].expect("the outer loop is bound"));

@@ -58,6 +58,7 @@ pub(super) fn scheduled_views<'a>(s: &'a [Scheduled<'a>]) -> Vec<deps::View<'a>>
     s.iter()
         .map(|s| deps::View {
             name: &s.stmt.name,
+            update: s.stmt.update,
             dims: &s.dims,
             constraints: &s.constraints,
             target: &s.target,
