@@ -43,6 +43,11 @@ fn fails(args: &[&str]) -> String {
         Some(101),
         "sparsec {args:?} panicked: {stderr}"
     );
+    // An abort or a kill by the system leaves no exit code.
+    assert!(
+        out.status.code().is_some(),
+        "sparsec {args:?} was killed by a signal: {stderr}"
+    );
     assert!(!stderr.contains("panicked"), "{stderr}");
     stderr
 }
@@ -266,6 +271,43 @@ fn bad_input_fails_with_a_readable_message() {
     let spt = write(dir.path(), "junk.spt", "not a tensor");
     let err = fails(&["info", s(&spt)]);
     assert!(err.contains("junk.spt") && err.contains("magic"), "{err}");
+}
+
+/// A matrix whose compressed format needs more memory than any machine has (a trillion
+/// rows of offsets for two entries), or more than an address space, is a clear error naming
+/// the bytes, not an aborted process; formats that store only the entries still convert.
+#[test]
+fn formats_too_large_for_memory_are_clear_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    for (rows, what) in [
+        ("1000000000000", "bytes of memory available"),
+        ("4611686018427387904", "beyond the address space"),
+    ] {
+        let huge = write(
+            dir.path(),
+            "huge.mtx",
+            &format!(
+                "%%MatrixMarket matrix coordinate real general\n{rows} 3 2\n1 1 1.0\n{rows} 3 2.0\n"
+            ),
+        );
+        let out = s(&dir.path().join("out.spt")).to_string();
+        for format in ["csr", "bcsr:2x1"] {
+            let err = fails(&["convert", s(&huge), &out, "--format", format]);
+            // The report wraps its lines in a frame.
+            let flat = err
+                .replace('│', " ")
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" ");
+            assert!(
+                flat.contains("cannot store") && flat.contains(what),
+                "{format}: {err}"
+            );
+        }
+        for format in ["coo", "dcsr"] {
+            ok(&["convert", s(&huge), &out, "--format", format]);
+        }
+    }
 }
 
 /// Schedules with multibyte whitespace or characters fail with a diagnostic pointing into the

@@ -84,6 +84,33 @@ impl StreamedLevels {
         }
     }
 
+    /// Make room for the segment starts of every appending level whose parents are all
+    /// inserted (CSR's rows, CSF's first compressed level under dense ones): their number
+    /// is the product of the sizes above, known before any tuple, and a dimension of
+    /// billions needs gigabytes of them. An error says how many bytes, instead of the
+    /// process aborting when a later push cannot grow the array.
+    pub(super) fn reserve_offsets(&mut self) -> Result<(), String> {
+        for k in 0..self.kinds.len() {
+            if !matches!(self.kinds[k], Built::Appended { .. }) {
+                continue;
+            }
+            if self.kinds[..k].iter().any(|kind| *kind != Built::Inserted) {
+                continue;
+            }
+            let starts = self.sizes[..k]
+                .iter()
+                .try_fold(1usize, |n, &size| n.checked_mul(size))
+                .and_then(|parents| parents.checked_add(1));
+            let what = || format!("the array of segment starts of storage level {}", k + 1);
+            crate::memory::bytes_for::<i64>(starts, &what)?;
+            let starts = starts.expect("bytes_for refuses an overflowed count");
+            self.pos[k]
+                .try_reserve_exact(starts)
+                .map_err(|_| format!("{} ({starts} of them) cannot be allocated", what()))?;
+        }
+        Ok(())
+    }
+
     /// Whether the last level appends a coordinate for every tuple.
     pub(super) fn leaf_appends(&self) -> bool {
         matches!(self.kinds.last(), Some(Built::Appended { .. }))

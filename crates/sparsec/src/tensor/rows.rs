@@ -157,6 +157,7 @@ fn compact(
     let sizes = upper.iter().map(|&(mode, _)| dims[mode]).collect();
     let mut stream =
         StreamedLevels::new(upper.iter().map(|&(_, kind)| kind.into()).collect(), sizes);
+    stream.reserve_offsets()?;
     stream.reserve_last(filled)?;
     let mut leaf_pos: Vec<i64> = Vec::with_capacity(filled + 1);
     // The rows' coordinates advance as an odometer (no division per row), and the

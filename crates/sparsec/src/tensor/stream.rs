@@ -488,6 +488,7 @@ impl Sink {
         track: bool,
     ) -> Result<Sink, String> {
         let mut stream = StreamedLevels::new(kinds, sizes);
+        stream.reserve_offsets()?;
         let leaf_appends = stream.leaf_appends();
         if leaf_appends {
             // The leaf level takes one coordinate per entry.
