@@ -145,6 +145,12 @@ fn fusion_without_the_shift_is_refused_with_the_broken_dependence() {
         message.contains("illegal") && message.contains("S1's read of `A`"),
         "{message}"
     );
+    // The order named is the transformed one: the read now comes first.
+    assert!(
+        message.contains("runs S1's read of `A` before S0's write")
+            && message.contains("a flow dependence"),
+        "{message}"
+    );
     assert!(
         !message.contains("index arrays"),
         "no UF: the answer is exact"
@@ -914,12 +920,34 @@ fn parallel_outer_loops_are_decided_by_dependences() {
             .unwrap();
         common::assert_close(&format!("{threads} threads"), &values(&y), &want);
     }
-    // The transposed product adds into y(col(k)) from every row: refused, through the
-    // index array.
+    // The transposed product adds into y(col(k)) from every row: the rows run at once,
+    // adding atomically.
     let transposed = blocks
         .replace("input A[N, M] : csr;", "input A[M, N] : csr;")
         .replace("y(i) += Av(k) * x(j)", "y(j) += Av(k) * x(i)");
-    let (message, at) = spf_error(&transposed);
+    let mut k = compile_spf("transposed", &transposed);
+    assert!(k.source().contains("#pragma omp atomic"), "{}", k.source());
+    let n = coo.dims[0];
+    let xt: Vec<f64> = (0..n).map(|i| 1.5 - (i % 7) as f64).collect();
+    let mut want = vec![0.0; m];
+    for (e, v) in coo.values.iter().enumerate() {
+        want[coo.coords[2 * e + 1] as usize] += v * xt[coo.coords[2 * e] as usize];
+    }
+    for threads in [1, 2, 3] {
+        k.set_threads(threads);
+        let y = k
+            .run(&[("A", &a), ("x", &dense(vec![n], xt.clone()))])
+            .unwrap();
+        common::assert_close(
+            &format!("transposed, {threads} threads"),
+            &values(&y),
+            &want,
+        );
+    }
+    // Assigning (not adding) into y(col(k)) from every row: refused, through the index
+    // array.
+    let assigned = transposed.replace("y(j) += Av(k) * x(i)", "y(j) = Av(k) * x(i)");
+    let (message, at) = spf_error(&assigned);
     assert!(
         message.contains("cannot run in parallel") && message.contains("index arrays"),
         "{message}"

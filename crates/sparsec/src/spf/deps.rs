@@ -494,11 +494,20 @@ pub fn check_transformation(
                     } else {
                         ""
                     };
+                    // `p` runs first in the original schedules, `q` does not any more.
+                    let dependence = match (p.write, q.write) {
+                        (true, false) => "a flow dependence: the read needs the value written",
+                        (false, true) => {
+                            "an anti-dependence: the write would replace the value before it \
+                             is read"
+                        }
+                        _ => "an output dependence: the element must keep the later write's value",
+                    };
                     return Err(SpfError::new(
                         format!(
-                            "the transformation is illegal: it runs {}'s {} of `{}` after \
-                             {}'s {} of the same element, which the original schedule runs \
-                             first{caveat}",
+                            "the transformation is illegal: it runs {}'s {} of `{}` before \
+                             {}'s {} of the same element, which the original schedules run \
+                             first ({dependence}){caveat}",
                             b.name,
                             kind(&q),
                             q.access.space,
