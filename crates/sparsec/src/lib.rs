@@ -64,6 +64,7 @@ pub mod schedule;
 pub mod spf;
 pub mod target;
 pub mod tensor;
+pub mod trust;
 pub mod tune;
 
 pub use error::Error;

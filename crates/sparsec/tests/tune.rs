@@ -282,7 +282,7 @@ fn cache_round_trip_and_fingerprint() {
     cache::store(dir.path(), &key, &choice).unwrap();
     assert_eq!(
         cache::load(dir.path(), &key, order_of).unwrap(),
-        Some(choice)
+        Some(choice.clone())
     );
 
     // A damaged entry is an error naming the file and line, not a panic or a silent miss.
@@ -295,6 +295,23 @@ fn cache_round_trip_and_fingerprint() {
         .unwrap_err()
         .to_string();
     assert!(err.contains(":2:"), "{err}");
+
+    // Choices steer the code generated: an entry that is a link is no entry, and a
+    // directory others may write is refused, naming it (THREAT_MODEL.md).
+    use std::os::unix::fs::PermissionsExt;
+    let planted = dir.path().join("planted.txt");
+    std::fs::rename(dir.path().join(format!("{key}.txt")), &planted).unwrap();
+    std::os::unix::fs::symlink(&planted, dir.path().join(format!("{key}.txt"))).unwrap();
+    assert_eq!(cache::load(dir.path(), &key, order_of).unwrap(), None);
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+    let err = cache::load(dir.path(), &key, order_of)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("tuning cache") && err.contains("mode 777"),
+        "{err}"
+    );
+    assert!(cache::store(dir.path(), &key, &choice).is_err());
 }
 
 /// The space of the first kernel (SpMV) on random inputs drawn with `seed`, for up to

@@ -114,8 +114,12 @@ impl Paths {
         }
     }
 
+    /// Whether the header, its precompiled form and the checksum are in place, in a
+    /// directory and files only this user may write ([`crate::trust`]): gcc reads both.
     fn is_valid(&self) -> bool {
-        self.header.is_file() && entry_is_valid(&self.precompiled, &self.checksum)
+        crate::trust::existing_private_dir(&self.dir) == Ok(true)
+            && crate::trust::open_private(&self.header).is_some()
+            && entry_is_valid(&self.precompiled, &self.checksum)
     }
 }
 
@@ -140,9 +144,9 @@ impl Build {
             name.push(format!(".{suffix}.tmp"));
             PathBuf::from(name)
         };
-        std::fs::create_dir_all(&paths.dir).ok()?;
+        crate::trust::private_dir(&paths.dir).ok()?;
         let header = temporary(&paths.header);
-        let written = std::fs::write(&header, format!("{INTRINSICS}\n"))
+        let written = crate::trust::write_private(&header, format!("{INTRINSICS}\n").as_bytes())
             .and_then(|()| std::fs::rename(&header, &paths.header));
         if written.is_err() {
             let _ = std::fs::remove_file(&header);

@@ -44,6 +44,10 @@ pub enum JitError {
     /// The compiled library could not be loaded.
     #[error("cannot load compiled kernel {path}: {reason}")]
     Load { path: String, reason: String },
+    /// The kernel cache's directory may be written by someone else: nothing is loaded
+    /// from it or written to it.
+    #[error("kernel cache: {0} (SPARSEC_CACHE_DIR sets the cache directory)")]
+    Untrusted(#[from] crate::trust::Untrusted),
 }
 
 /// Compiler and flags used for kernels.
@@ -55,7 +59,9 @@ pub struct Toolchain {
     /// of `SPARSEC_CC`).
     pub flags: Vec<String>,
     /// Cache directory (`SPARSEC_CACHE_DIR`, default `$XDG_CACHE_HOME/sparsec` or
-    /// `~/.cache/sparsec`).
+    /// `~/.cache/sparsec`, else a directory private to this user in the temporary
+    /// directory, [`crate::trust::temporary_dir`]). It must be this user's and writable by
+    /// nobody else ([`crate::trust`]), or nothing is loaded from it.
     pub cache_dir: PathBuf,
     /// The longest one compilation may take (`None`, the default: no limit). A compiler
     /// still running then is stopped, with every process it started, and loading fails
@@ -88,7 +94,7 @@ impl Default for Toolchain {
             .map(PathBuf::from)
             .or_else(|| set("XDG_CACHE_HOME").map(|d| PathBuf::from(d).join("sparsec")))
             .or_else(|| set("HOME").map(|d| PathBuf::from(d).join(".cache/sparsec")))
-            .unwrap_or_else(|| std::env::temp_dir().join("sparsec-cache"));
+            .unwrap_or_else(crate::trust::temporary_dir);
         Toolchain {
             compiler,
             flags,
@@ -170,11 +176,12 @@ fn toolchain_identity(toolchain: &Toolchain) -> Result<String, JitError> {
         .join(format!("compiler-{}.id", &hash[..16]));
     match compiler_identity(&toolchain.compiler) {
         Ok(id) => {
-            if std::fs::read_to_string(&record).ok().as_deref() != Some(id.as_str()) {
+            if read_private(&record).as_deref() != Some(id.as_str()) {
                 // Best effort: without the record, only a missing compiler is refused.
                 let tmp = record.with_extension(format!("id.{}", unique_suffix()));
-                let written = std::fs::create_dir_all(&toolchain.cache_dir)
-                    .and_then(|()| std::fs::write(&tmp, &id))
+                let written = crate::trust::private_dir(&toolchain.cache_dir)
+                    .map_err(std::io::Error::other)
+                    .and_then(|()| crate::trust::write_private(&tmp, id.as_bytes()))
                     .and_then(|()| std::fs::rename(&tmp, &record));
                 if written.is_err() {
                     let _ = std::fs::remove_file(&tmp);
@@ -182,8 +189,15 @@ fn toolchain_identity(toolchain: &Toolchain) -> Result<String, JitError> {
             }
             Ok(id)
         }
-        Err(missing) => std::fs::read_to_string(&record).map_err(|_| missing),
+        Err(missing) => read_private(&record).ok_or(missing),
     }
+}
+
+/// The text of a cache file that passes [`crate::trust::open_private`]'s checks.
+fn read_private(path: &Path) -> Option<String> {
+    let mut text = String::new();
+    std::io::Read::read_to_string(&mut crate::trust::open_private(path)?, &mut text).ok()?;
+    Some(text)
 }
 
 /// Sources above this size are compiled at `-O2` instead of sparsec's default `-O3`.
@@ -229,7 +243,7 @@ pub fn cache_key(source: &str, toolchain: &Toolchain) -> Result<String, JitError
 /// entry of the disk cache. `None` when it would have to be compiled.
 pub fn load_cached(source: &str, toolchain: &Toolchain) -> Result<Option<Loaded>, JitError> {
     let key = cache_key(source, toolchain)?;
-    Ok(find(&key, toolchain).map(|library| Loaded {
+    Ok(find(&key, toolchain)?.map(|library| Loaded {
         library,
         compiled: false,
     }))
@@ -238,20 +252,23 @@ pub fn load_cached(source: &str, toolchain: &Toolchain) -> Result<Option<Loaded>
 /// Compile (or find in the cache) and load `source`.
 pub fn load(source: &str, toolchain: &Toolchain) -> Result<Loaded, JitError> {
     let key = cache_key(source, toolchain)?;
-    if let Some(library) = find(&key, toolchain) {
+    if let Some(library) = find(&key, toolchain)? {
         return Ok(Loaded {
             library,
             compiled: false,
         });
     }
-    // Not cached, or an entry that fails its checksum or does not load: (re)build it.
+    // Not cached, or an entry that fails its checks or does not load: (re)build it.
     let dir = &toolchain.cache_dir;
-    std::fs::create_dir_all(dir).map_err(|e| JitError::Cache {
-        path: dir.display().to_string(),
-        reason: e.to_string(),
-    })?;
+    crate::trust::private_dir(dir)?;
     let (so, sum) = entry_paths(&key, toolchain);
     compile(source, toolchain, dir, &key, &so, &sum)?;
+    if !entry_is_valid(&so, &sum) {
+        return Err(JitError::Load {
+            path: so.display().to_string(),
+            reason: "the library just built fails its checks".into(),
+        });
+    }
     let library = register(key, open(&so)?, so);
     Ok(Loaded {
         library,
@@ -269,17 +286,21 @@ fn entry_paths(key: &str, toolchain: &Toolchain) -> (PathBuf, PathBuf) {
 }
 
 /// Entry `key` without compiling: from this process's table, or from the disk cache when
-/// its checksum holds and it loads (then added to the table).
-fn find(key: &str, toolchain: &Toolchain) -> Option<Arc<Library>> {
+/// the cache directory is trusted, and the entry passes its checks and loads (then added
+/// to the table). An untrusted directory is an error; an entry that fails is `None`, to be
+/// rebuilt.
+fn find(key: &str, toolchain: &Toolchain) -> Result<Option<Arc<Library>>, JitError> {
     if let Some(lib) = loaded().lock().expect("library table").get(key) {
-        return Some(lib.clone());
+        return Ok(Some(lib.clone()));
+    }
+    if !crate::trust::existing_private_dir(&toolchain.cache_dir)? {
+        return Ok(None);
     }
     let (so, sum) = entry_paths(key, toolchain);
     if !entry_is_valid(&so, &sum) {
-        return None;
+        return Ok(None);
     }
-    let lib = open(&so).ok()?;
-    Some(register(key.to_string(), lib, so))
+    Ok(open(&so).ok().map(|lib| register(key.to_string(), lib, so)))
 }
 
 /// Keep a loaded library in the process's table under `key`.
@@ -292,9 +313,22 @@ fn register(key: String, lib: libloading::Library, path: PathBuf) -> Arc<Library
     library
 }
 
-fn entry_is_valid(so: &Path, sum: &Path) -> bool {
-    match (std::fs::read(so), std::fs::read_to_string(sum)) {
-        (Ok(bytes), Ok(expected)) => blake3::hash(&bytes).to_hex().as_str() == expected.trim(),
+/// Whether the cache file `entry` and its checksum file `sum` are regular files of this
+/// user's that nobody else may write (not symbolic links: [`crate::trust`]) and the
+/// checksum is the blake3 of the entry's bytes.
+fn entry_is_valid(entry: &Path, sum: &Path) -> bool {
+    use std::io::Read;
+    let read = |path: &Path| -> Option<Vec<u8>> {
+        let mut bytes = Vec::new();
+        crate::trust::open_private(path)?
+            .read_to_end(&mut bytes)
+            .ok()?;
+        Some(bytes)
+    };
+    match (read(entry), read(sum)) {
+        (Some(bytes), Some(expected)) => {
+            blake3::hash(&bytes).to_hex().as_bytes() == expected.trim_ascii()
+        }
         _ => false,
     }
 }
@@ -343,9 +377,12 @@ fn compile(
     let c_path = dir.join(format!("{key}.{suffix}.c"));
     let tmp_so = dir.join(format!("{key}.{suffix}.so.tmp"));
     let stderr_path = dir.join(format!("{key}.{suffix}.stderr"));
-    std::fs::write(&c_path, source).map_err(|e| cache_err(&c_path, e))?;
-    let stderr_file =
-        std::fs::File::create(&stderr_path).map_err(|e| cache_err(&stderr_path, e))?;
+    crate::trust::write_private(&c_path, source.as_bytes()).map_err(|e| cache_err(&c_path, e))?;
+    crate::trust::write_private(&stderr_path, b"").map_err(|e| cache_err(&stderr_path, e))?;
+    let stderr_file = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&stderr_path)
+        .map_err(|e| cache_err(&stderr_path, e))?;
     let mut command = kernel_command(toolchain, &flags, header.as_deref(), &c_path, &tmp_so);
     // A file, not a pipe: a compiler that fills a pipe nobody reads while we wait would
     // block, and look like one that runs too long.
@@ -381,16 +418,21 @@ fn compile(
 /// first, its checksum last: a reader that sees the checksum sees the whole entry. An error
 /// names the path it concerns.
 fn install(built: &Path, entry: &Path, checksum: &Path) -> Result<(), (PathBuf, std::io::Error)> {
+    use std::os::unix::fs::PermissionsExt;
     let bytes = std::fs::read(built).map_err(|e| (built.to_path_buf(), e))?;
+    // The compiler created it with the process's umask: only this user may touch it.
+    std::fs::set_permissions(built, std::fs::Permissions::from_mode(0o700))
+        .map_err(|e| (built.to_path_buf(), e))?;
     let mut name = built.as_os_str().to_owned();
     name.push(".sum");
     let built_checksum = PathBuf::from(name);
-    let placed = std::fs::write(&built_checksum, blake3::hash(&bytes).to_hex().as_str())
-        .map_err(|e| (built_checksum.clone(), e))
-        .and_then(|()| std::fs::rename(built, entry).map_err(|e| (entry.to_path_buf(), e)))
-        .and_then(|()| {
-            std::fs::rename(&built_checksum, checksum).map_err(|e| (checksum.to_path_buf(), e))
-        });
+    let placed =
+        crate::trust::write_private(&built_checksum, blake3::hash(&bytes).to_hex().as_bytes())
+            .map_err(|e| (built_checksum.clone(), e))
+            .and_then(|()| std::fs::rename(built, entry).map_err(|e| (entry.to_path_buf(), e)))
+            .and_then(|()| {
+                std::fs::rename(&built_checksum, checksum).map_err(|e| (checksum.to_path_buf(), e))
+            });
     if placed.is_err() {
         let _ = std::fs::remove_file(&built_checksum);
     }
@@ -502,10 +544,15 @@ fn wait_until(
     }
 }
 
+/// Load the library at `path`, a checked entry ([`checked_entry`]) of a directory only
+/// this user may write, so that nobody can replace it between the check and the load.
+/// (Not through `/proc/self/fd`: the loader would take a later library opened under a
+/// reused descriptor number for one it already holds under that name.)
 fn open(path: &Path) -> Result<libloading::Library, JitError> {
     use libloading::os::unix::{Library as UnixLibrary, RTLD_LOCAL, RTLD_NOW};
     const RTLD_NODELETE: std::os::raw::c_int = 0x1000;
-    // SAFETY: the library is generated by us; its initialisers are those of a plain C file.
+    // SAFETY: the library is generated by us and checked against its checksum; its
+    // initialisers are those of a plain C file.
     let lib = unsafe { UnixLibrary::open(Some(path), RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE) };
     lib.map(libloading::Library::from)
         .map_err(|e| JitError::Load {

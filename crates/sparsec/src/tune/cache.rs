@@ -89,6 +89,13 @@ pub fn fingerprint(statement: &Statement, inputs: &[Tensor], max_threads: usize)
     h.finalize().to_hex().to_string()
 }
 
+/// The tuning cache's directory refused ([`crate::trust`]).
+fn untrusted(refused: crate::trust::Untrusted) -> Error {
+    Error::Tune(format!(
+        "tuning cache: {refused} (SPARSEC_TUNE_DIR sets the directory)"
+    ))
+}
+
 /// Where tuning results are cached.
 pub fn cache_dir() -> PathBuf {
     std::env::var_os("SPARSEC_TUNE_DIR")
@@ -104,7 +111,7 @@ fn entry_path(dir: &Path, fingerprint: &str) -> PathBuf {
 /// Store `choice` under `fingerprint` in `dir`.
 pub fn store(dir: &Path, fingerprint: &str, choice: &Choice) -> Result<(), Error> {
     let io = |e: std::io::Error| Error::Tune(format!("cannot write the tuning cache: {e}"));
-    std::fs::create_dir_all(dir).map_err(io)?;
+    crate::trust::private_dir(dir).map_err(untrusted)?;
     let mut text = format!("{HEADER}\nthreads {}\n", choice.threads);
     for (name, format) in &choice.formats {
         text.push_str(&format!("format {name} {}\n", format.spelling()));
@@ -113,7 +120,7 @@ pub fn store(dir: &Path, fingerprint: &str, choice: &Choice) -> Result<(), Error
     text.push_str(&format!("speedup {}\n", choice.speedup));
     let path = entry_path(dir, fingerprint);
     let temporary = path.with_extension(format!("tmp{}", std::process::id()));
-    std::fs::write(&temporary, text).map_err(io)?;
+    crate::trust::write_private(&temporary, text.as_bytes()).map_err(io)?;
     std::fs::rename(&temporary, &path).map_err(io)
 }
 
@@ -124,10 +131,18 @@ pub fn load(
     fingerprint: &str,
     order_of: impl Fn(&str) -> Option<usize>,
 ) -> Result<Option<Choice>, Error> {
+    // Choices steer the code generated: only from a directory no one else may write.
+    if !crate::trust::existing_private_dir(dir).map_err(untrusted)? {
+        return Ok(None);
+    }
     let path = entry_path(dir, fingerprint);
-    let text = match std::fs::read_to_string(&path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+    // An entry that is a link, or that others may write, is no entry.
+    let Some(mut file) = crate::trust::open_private(&path) else {
+        return Ok(None);
+    };
+    let mut text = String::new();
+    match std::io::Read::read_to_string(&mut file, &mut text) {
+        Ok(_) => {}
         Err(e) => {
             return Err(Error::Tune(format!(
                 "cannot read the tuning cache {}: {e}",

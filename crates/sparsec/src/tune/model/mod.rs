@@ -285,12 +285,27 @@ impl CostModel {
 
     /// The model stored at `stem.json` and `stem.safetensors`.
     pub fn load(stem: &Path) -> Result<CostModel, ModelError> {
+        // A model steers the schedules chosen: only files no one else may write.
         let read = |ext: &str| {
             let path = stem.with_extension(ext);
-            std::fs::read(&path).map_err(|e| ModelError::File {
+            let file = |why: String| ModelError::File {
                 path: path.display().to_string(),
-                why: e.to_string(),
-            })
+                why,
+            };
+            let meta = std::fs::metadata(&path).map_err(|e| file(e.to_string()))?;
+            let dir = path.parent().filter(|d| !d.as_os_str().is_empty());
+            let dir = dir.unwrap_or(Path::new("."));
+            crate::trust::existing_private_dir(dir).map_err(|e| file(e.to_string()))?;
+            let mut opened = crate::trust::open_private(&path).ok_or_else(|| {
+                file(format!(
+                    "it is a symbolic link, or others may write it (owner {}, mode {:03o})",
+                    std::os::unix::fs::MetadataExt::uid(&meta),
+                    std::os::unix::fs::MetadataExt::mode(&meta) & 0o777
+                ))
+            })?;
+            let mut bytes = Vec::new();
+            std::io::Read::read_to_end(&mut opened, &mut bytes).map_err(|e| file(e.to_string()))?;
+            Ok::<Vec<u8>, ModelError>(bytes)
         };
         CostModel::from_bytes(
             &read("json")?,
