@@ -10,12 +10,15 @@ use rand::{Rng, SeedableRng};
 
 use crate::schedule_gen;
 
-/// The names index variables are drawn from, in order: statements of four or five
-/// variables name two of them with words other targets' languages reserve (CUDA's
-/// `threadIdx`, OpenCL C's `kernel`), which every target must print as it prints any name.
-const VAR_NAMES: [&str; 6] = ["i", "j", "k", "threadIdx", "kernel", "n"];
-/// The names input tensors are drawn from, in order of first use.
-const TENSOR_NAMES: [&str; 6] = ["A", "B", "C", "D", "E", "F"];
+/// The names index variables are drawn from, in order: statements of four or more
+/// variables name some of them with words other targets' languages reserve (CUDA's
+/// `threadIdx`, OpenCL C's `kernel`) or a C preprocessor macro (`__LINE__`), which every
+/// target must print as it prints any name (THREAT_MODEL.md: names reach generated code
+/// only through the name allocator).
+const VAR_NAMES: [&str; 6] = ["i", "j", "k", "threadIdx", "kernel", "__LINE__"];
+/// The names input tensors are drawn from, in order of first use: the fourth and sixth
+/// are a C type and a C macro.
+const TENSOR_NAMES: [&str; 6] = ["A", "B", "C", "double", "E", "NULL"];
 /// The output tensor's name.
 const OUTPUT: &str = "Y";
 /// Most components a generated input tensor's index space may have; larger spaces are
