@@ -114,13 +114,18 @@ pub fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 /// name first (the temporary directory is shared); then this process uses a directory of
 /// its own with an unpredictable name instead, and says so once.
 pub fn temporary_dir() -> PathBuf {
-    let shared = std::env::temp_dir().join(format!("sparsec-cache-{}", current_user()));
+    temporary_dir_in(&std::env::temp_dir())
+}
+
+/// [`temporary_dir`] in the temporary directory `base`.
+fn temporary_dir_in(base: &Path) -> PathBuf {
+    let shared = base.join(format!("sparsec-cache-{}", current_user()));
     match private_dir(&shared) {
         Ok(()) => shared,
         Err(refused) => {
             static OWN: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
             OWN.get_or_init(|| {
-                let own = unpredictable_dir().unwrap_or_else(|| shared.clone());
+                let own = unpredictable_dir(base).unwrap_or_else(|| shared.clone());
                 eprintln!(
                     "sparsec: warning: {refused}; kernels are cached for this process only, \
                      in {} (set SPARSEC_CACHE_DIR to keep them)",
@@ -133,9 +138,9 @@ pub fn temporary_dir() -> PathBuf {
     }
 }
 
-/// A new directory with mode 0700 and a random name in the temporary directory.
-fn unpredictable_dir() -> Option<PathBuf> {
-    let template = std::env::temp_dir().join("sparsec-cache-XXXXXX");
+/// A new directory with mode 0700 and a random name in `base`.
+fn unpredictable_dir(base: &Path) -> Option<PathBuf> {
+    let template = base.join("sparsec-cache-XXXXXX");
     let mut bytes = template.into_os_string().into_encoded_bytes();
     bytes.push(0);
     // SAFETY: `bytes` is a NUL-terminated template that mkdtemp rewrites in place.
@@ -179,6 +184,30 @@ mod tests {
         assert!(refused.to_string().contains("mode 777"), "{refused}");
         assert!(refused.to_string().contains("chmod go-w"), "{refused}");
         assert_eq!(existing_private_dir(&root.path().join("none")), Ok(false));
+    }
+
+    /// The cache of last resort is this user's private directory; when another user took
+    /// its name first (made here with `chown`, as root may), a fresh private directory with
+    /// a random name instead.
+    #[test]
+    fn the_temporary_cache_is_private_even_when_its_name_is_taken() {
+        let base = tempfile::tempdir().unwrap();
+        let dir = temporary_dir_in(base.path());
+        assert_eq!(
+            dir,
+            base.path()
+                .join(format!("sparsec-cache-{}", current_user()))
+        );
+        assert_eq!(existing_private_dir(&dir), Ok(true));
+        if current_user() == 0 {
+            std::os::unix::fs::chown(&dir, Some(65534), Some(65534)).unwrap();
+            let own = temporary_dir_in(base.path());
+            assert_ne!(own, dir);
+            assert!(own.starts_with(base.path()), "{}", own.display());
+            assert_eq!(existing_private_dir(&own), Ok(true));
+        } else {
+            assert!(judge(65534, 0o700, current_user()).is_err());
+        }
     }
 
     #[test]
