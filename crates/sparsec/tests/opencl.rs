@@ -298,6 +298,17 @@ mod on_a_device {
         }
     }
 
+    /// The message of `e`, which must be the target's refusal (naming the backend), not
+    /// the driver's rejection of printed code.
+    fn refused_by_target(what: &str, e: sparsec::Error) -> String {
+        let message = e.to_string();
+        assert!(
+            message.contains("OpenCL backend") && !message.contains("driver"),
+            "{what}: {message}"
+        );
+        message
+    }
+
     /// Every schedule of the GPU sweep that lowers either runs on the device and matches
     /// the reference (runs, where it ignores races that are there), or is refused by the
     /// target naming why; the driver never rejects printed code.
@@ -324,14 +335,7 @@ mod on_a_device {
                     compare_with_reference(&kernel, &swept.statement, &swept.tensors, what);
                     ran += 1;
                 }
-                Err(e) => {
-                    let message = e.to_string();
-                    assert!(
-                        message.contains("OpenCL backend") && !message.contains("driver"),
-                        "{what}: {message}"
-                    );
-                    refused.push(message);
-                }
+                Err(e) => refused.push(refused_by_target(what, e)),
             }
         });
         // 304 of 324 ran when this was written; the others ignore races that are there.
@@ -367,14 +371,7 @@ mod on_a_device {
                             appended += 1;
                         }
                     }
-                    Err(e) => {
-                        let message = e.to_string();
-                        assert!(
-                            message.contains("OpenCL backend") && !message.contains("driver"),
-                            "{what}: {message}"
-                        );
-                        refused.push(message);
-                    }
+                    Err(e) => refused.push(refused_by_target(&what, e)),
                 }
             });
             // 76 ran when this was written (20 placing rows, 56 appending entries).

@@ -109,22 +109,35 @@ pub fn gpu_schedule_sweep(mut visit: impl FnMut(SweptSchedule)) {
                     ));
                 }
             }
-            for text in schedules {
-                let what = format!("{expr} with {format}: {text}");
-                let lowered = Schedule::parse(&text)
-                    .unwrap()
-                    .apply(&concrete)
-                    .ok()
-                    .map(|applied| lower::lower(&applied).map_err(|e| e.to_string()));
-                visit(SweptSchedule {
-                    what,
-                    schedule: text,
-                    statement: stmt.clone(),
-                    tensors: tensors.clone(),
-                    lowered,
-                });
-            }
+            let what = format!("{expr} with {format}");
+            visit_each(&what, &stmt, &tensors, &concrete, schedules, &mut visit);
         }
+    }
+}
+
+/// Call `visit` on each of `schedules` of `stmt` (described as `what`): applied to
+/// `concrete` and lowered.
+fn visit_each(
+    what: &str,
+    stmt: &Statement,
+    tensors: &[Tensor],
+    concrete: &Concrete,
+    schedules: Vec<String>,
+    visit: &mut impl FnMut(SweptSchedule),
+) {
+    for text in schedules {
+        let lowered = Schedule::parse(&text)
+            .unwrap()
+            .apply(concrete)
+            .ok()
+            .map(|applied| lower::lower(&applied).map_err(|e| e.to_string()));
+        visit(SweptSchedule {
+            what: format!("{what}: {text}"),
+            schedule: text,
+            statement: stmt.clone(),
+            tensors: tensors.to_vec(),
+            lowered,
+        });
     }
 }
 
@@ -251,21 +264,8 @@ pub fn sparse_output_sweep(scale: usize, density: f64, mut visit: impl FnMut(Swe
                     loops[0], loops[1]
                 ));
             }
-            for text in schedules {
-                let what = format!("{expr} into {output}: {text}");
-                let lowered = Schedule::parse(&text)
-                    .unwrap()
-                    .apply(&concrete)
-                    .ok()
-                    .map(|applied| lower::lower(&applied).map_err(|e| e.to_string()));
-                visit(SweptSchedule {
-                    what,
-                    schedule: text,
-                    statement: stmt.clone(),
-                    tensors: tensors.clone(),
-                    lowered,
-                });
-            }
+            let what = format!("{expr} into {output}");
+            visit_each(&what, &stmt, &tensors, &concrete, schedules, &mut visit);
         }
     }
 }
