@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use miette::{miette, Report, Result, WrapErr};
 use sparsec::io::{self, MtxLayout, MtxWriteOptions};
-use sparsec::kernel::{Kernel, Timings};
+use sparsec::kernel::{Backend, Kernel, Timings};
 use sparsec::reference;
 use sparsec::tensor::{Tensor, ValueType, Values};
 
@@ -150,8 +150,18 @@ pub fn run(args: &RunArgs) -> Result<()> {
     }
 
     let (initial, inputs) = load_tensors(&problem, &statement, args.seed)?;
+    let backend = match args.device {
+        Some(device) => device.backend(args.backend),
+        None => args.backend.into(),
+    };
     let (statement, inputs, schedule, threads) = if args.tuned {
-        use_tuned_choice(&args.statement.schedule, statement, inputs, args.threads)?
+        use_tuned_choice(
+            &args.statement.schedule,
+            statement,
+            inputs,
+            args.threads,
+            backend,
+        )?
     } else {
         (
             statement,
@@ -174,10 +184,6 @@ pub fn run(args: &RunArgs) -> Result<()> {
         .iter()
         .find(|t| t.dims().len() >= 2 && !t.format().is_all_dense())
         .map(|t| t.values().len() as f64 / t.dims()[0].max(1) as f64);
-    let backend = match args.device {
-        Some(device) => device.backend(args.backend),
-        None => args.backend.into(),
-    };
     let mut kernel = schedule.kernel(&statement, backend, average_fiber)?;
     if let Some(n) = threads {
         kernel.set_threads(n);
@@ -350,6 +356,7 @@ fn use_tuned_choice(
     statement: Statement,
     inputs: Vec<Tensor>,
     threads: Option<usize>,
+    backend: Backend,
 ) -> Result<(Statement, Vec<Tensor>, ScheduleArgs, Option<usize>)> {
     if given.schedule.is_some() {
         return Err(miette!(
@@ -357,7 +364,7 @@ fn use_tuned_choice(
         ));
     }
     let max_threads = threads.unwrap_or_else(sparsec::kernel::default_threads);
-    let choice = sparsec::tune::lookup(&statement, &inputs, max_threads)
+    let choice = sparsec::tune::lookup_on(&statement, &inputs, max_threads, backend)
         .map_err(Report::new)?
         .ok_or_else(|| {
             miette!(

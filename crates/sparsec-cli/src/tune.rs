@@ -6,11 +6,10 @@ use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressStyle};
 use miette::{miette, Report, Result};
-use sparsec::kernel::Backend;
 use sparsec::tune::{self, MeasureOptions, Strategy, TuneOptions, Tuned};
 
 use crate::run::load_tensors;
-use crate::spec::{self, Problem, SpecArgs};
+use crate::spec::{self, DeviceArg, Problem, SpecArgs};
 
 const TUNE_HELP: &str = "\
 EXAMPLES:
@@ -79,6 +78,11 @@ pub struct TuneArgs {
     /// Print the result as one JSON object instead of text.
     #[arg(long)]
     pub json: bool,
+    /// Where the candidates run: `cpu` (formats, loop orders, splits and threads), or a
+    /// GPU device (`opencl`, `cuda`): formats and GPU mappings (a thread, a warp or a block
+    /// per outer coordinate, and the block's size). The choice is cached per device.
+    #[arg(long, value_enum, default_value_t = DeviceArg::Cpu)]
+    pub device: DeviceArg,
     /// Draw the first sparse matrix input's nonzero pattern with the chosen blocks (red)
     /// and tiles (blue) into this PNG file (needs the `plot` feature).
     #[arg(long, value_name = "FILE.png")]
@@ -193,7 +197,7 @@ pub fn tune(args: &TuneArgs) -> Result<()> {
         measure: MeasureOptions {
             repeats: args.repeats,
             cap: Duration::from_secs_f64(args.cap),
-            backend: Backend::C,
+            backend: args.device.backend(spec::BackendArg::C),
             ..MeasureOptions::default()
         },
     };
@@ -425,6 +429,11 @@ fn reproduce(expr: &str, args: &TuneArgs, choice: &tune::Choice) -> String {
         words.extend(["--seed".into(), args.seed.to_string()]);
     }
     words.extend(["--threads".into(), choice.threads.to_string()]);
+    match args.device {
+        DeviceArg::Cpu => {}
+        DeviceArg::Opencl => words.extend(["--device".into(), "opencl".into()]),
+        DeviceArg::Cuda => words.extend(["--device".into(), "cuda".into()]),
+    }
     if !choice.schedule.is_empty() {
         words.extend(["-s".into(), choice.schedule.clone()]);
     }

@@ -178,6 +178,54 @@ fn last_line_reproduces_the_choice_and_run_tuned_reuses_it() {
     );
 }
 
+/// `--device opencl` searches formats and GPU mappings on the OpenCL device (PoCL in CI);
+/// its choice is cached apart from the CPU's, and its last line runs it there.
+#[test]
+fn tuning_for_an_opencl_device_searches_gpu_mappings_kept_apart_from_the_cpus() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("cache");
+    let matrix = dir.path().join("m.mtx");
+    std::fs::write(&matrix, matrix_market()).unwrap();
+    let input = format!("A:{}", matrix.display());
+    let expr = "y(i) = A(i,j) * x(j)";
+    let common = ["-f", "A:csr", "-i", &input, "-g", "x:dense"];
+    let mut tune = vec!["tune", expr];
+    tune.extend(common);
+    tune.extend(["--device", "opencl", "--candidates", "6", "--cap", "0.2"]);
+    if !cfg!(feature = "opencl") {
+        fails(&cache, &tune, "`opencl` feature");
+        return;
+    }
+    let report = ok(&cache, &tune);
+    assert_eq!(field(&report, "threads:"), "1", "{report}");
+    let last = report.lines().last().expect("output");
+    assert!(last.contains("--device opencl"), "{report}");
+    let binary = env!("CARGO_BIN_EXE_sparsec");
+    let command = format!("'{binary}'{} --check", &last["sparsec".len()..]);
+    let out = Command::new("sh").args(["-c", &command]).output().unwrap();
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.contains("compiled by the OpenCL target"),
+        "{command}\n{stdout}"
+    );
+    assert!(
+        stdout.contains("check: ok"),
+        "{command}\n{stdout}{}",
+        text(&out.stderr)
+    );
+
+    let mut run = vec!["run", expr];
+    run.extend(common);
+    run.extend(["--tuned", "--check", "--threads", "1"]);
+    fails(&cache, &run, "no tuned choice is cached");
+    run.extend(["--device", "opencl"]);
+    let stdout = ok(&cache, &run);
+    assert!(
+        stdout.contains("tuned: ") && stdout.contains("check: ok"),
+        "{stdout}"
+    );
+}
+
 #[test]
 fn json_output_of_a_statement_with_two_sparse_operands_and_a_sparse_output() {
     let dir = tempfile::tempdir().unwrap();

@@ -119,6 +119,11 @@ impl Backend {
         }
     }
 
+    /// Whether its kernels run on a GPU device (GPU schedules only).
+    pub fn runs_on_gpu(self) -> bool {
+        matches!(self, Backend::OpenCl | Backend::Cuda)
+    }
+
     /// The choice an option spells, if any.
     pub fn from_option(option: &str) -> Option<Backend> {
         Backend::ALL.into_iter().find(|b| b.option() == option)

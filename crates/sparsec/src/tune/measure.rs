@@ -179,7 +179,10 @@ impl Measurer {
         kernel.set_threads(candidate.point.threads);
         let compile = compiling.elapsed();
 
-        if let Some(limit) = patience.run {
+        // A trial in a forked child is for CPU code: a device's driver has threads of its
+        // own, which a forked child does not get.
+        let trial = patience.run.filter(|_| !self.options.backend.runs_on_gpu());
+        if let Some(limit) = trial {
             // A run can take far longer than the whole budget (a loop order that binary
             // searches a compressed level at every coordinate); a run in a child process
             // that can be killed finds out first. It runs on one thread: OpenMP's thread

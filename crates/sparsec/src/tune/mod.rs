@@ -120,8 +120,12 @@ pub fn tune_with(
     options: &TuneOptions,
     search: impl FnOnce(&Space, &Measurer) -> Result<Tuned, Error>,
 ) -> Result<(Tuned, Choice), Error> {
-    let space = space_of(statement, &inputs, options.threads);
-    let key = cache::fingerprint(statement, &inputs, options.threads);
+    let backend = options.measure.backend;
+    let mut space = space_of(statement, &inputs, options.threads);
+    if backend.runs_on_gpu() {
+        space = space.on_gpu(backend);
+    }
+    let key = choice_key(statement, &inputs, options.threads, backend);
     let measurer = Measurer::new(&space, inputs, options.measure.clone())?;
     let tuned = search(&space, &measurer)?;
     let choice = choice_of(&space, &tuned);
@@ -136,7 +140,18 @@ pub fn lookup(
     inputs: &[Tensor],
     threads: usize,
 ) -> Result<Option<Choice>, Error> {
-    let key = cache::fingerprint(statement, inputs, threads);
+    lookup_on(statement, inputs, threads, crate::kernel::Backend::C)
+}
+
+/// [`lookup`] of the choice tuned for `backend`'s device: a GPU backend's choices are
+/// kept apart from the CPU's.
+pub fn lookup_on(
+    statement: &Statement,
+    inputs: &[Tensor],
+    threads: usize,
+    backend: crate::kernel::Backend,
+) -> Result<Option<Choice>, Error> {
+    let key = choice_key(statement, inputs, threads, backend);
     cache::load(&cache::cache_dir(), &key, |name| {
         statement
             .tensors
@@ -144,6 +159,24 @@ pub fn lookup(
             .find(|t| t.name == name)
             .map(|t| t.dims.len())
     })
+}
+
+/// The key of the choice for `statement` on inputs of the structure of `inputs`: the
+/// fingerprint ([`cache::fingerprint`]), for a GPU device on one thread and prefixed by
+/// the backend.
+fn choice_key(
+    statement: &Statement,
+    inputs: &[Tensor],
+    threads: usize,
+    backend: crate::kernel::Backend,
+) -> String {
+    if backend.runs_on_gpu() {
+        // A device's points run on one host thread, however many the host has.
+        let fingerprint = cache::fingerprint(statement, inputs, 1);
+        format!("{}-{fingerprint}", backend.option())
+    } else {
+        cache::fingerprint(statement, inputs, threads)
+    }
 }
 
 /// The choice a search made, by tensor name.

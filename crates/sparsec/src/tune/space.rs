@@ -15,7 +15,7 @@ use rand::seq::SliceRandom;
 use rand::Rng;
 
 use crate::format::Format;
-use crate::kernel::lower_with_default_parallelism;
+use crate::kernel::{lower_with_default_gpu_parallelism, lower_with_default_parallelism, Backend};
 use crate::lower::Lowered;
 use crate::notation::cin::{Statement, TensorId};
 use crate::schedule::{Concrete, OmpSchedule, Schedule};
@@ -123,7 +123,16 @@ pub struct Space {
     nonzeros: Vec<usize>,
     /// Stored positions a candidate format may use, per tuned tensor.
     position_limit: Vec<usize>,
+    /// The GPU backend whose device the points run on ([`Space::on_gpu`]); `None` for
+    /// the CPU.
+    gpu: Option<Backend>,
 }
+
+/// Threads per block that GPU points draw from.
+const GPU_BLOCK_THREADS: [usize; 5] = [32, 64, 128, 256, 512];
+
+/// Warps per block that GPU points draw from.
+const GPU_BLOCK_WARPS: [usize; 5] = [1, 2, 4, 8, 16];
 
 impl Space {
     /// The template of `statement` (with its declared formats and dimensions), on at most
@@ -150,7 +159,19 @@ impl Space {
             max_threads: max_threads.max(1),
             nonzeros,
             position_limit,
+            gpu: None,
         }
+    }
+
+    /// The space of GPU schedules on `backend`'s device (`Backend::OpenCl`,
+    /// `Backend::Cuda`): each point maps the outer loops to blocks and threads (a thread
+    /// per outer coordinate, a warp per outer coordinate with its lanes over the next
+    /// loop, or a block per outer coordinate), with the sizes of blocks drawn; the default
+    /// point is sparsec's default GPU mapping. Points run on one host thread.
+    pub fn on_gpu(mut self, backend: Backend) -> Space {
+        self.gpu = Some(backend);
+        self.max_threads = 1;
+        self
     }
 
     /// The tensors whose formats the space chooses (sparse operands and a sparse output).
@@ -196,7 +217,14 @@ impl Space {
             .map_err(crate::Error::from)?
             .apply(&concrete)
             .map_err(crate::Error::from)?;
-        let lowered = lower_with_default_parallelism(&scheduled).map_err(crate::Error::from)?;
+        let lowered = match self.gpu {
+            Some(backend) if schedule.is_empty() => {
+                let targets = backend.targets(&crate::jit::Toolchain::default());
+                lower_with_default_gpu_parallelism(&scheduled, targets.main().as_ref(), None)?
+            }
+            Some(_) => crate::lower::lower(&scheduled).map_err(crate::Error::from)?,
+            None => lower_with_default_parallelism(&scheduled).map_err(crate::Error::from)?,
+        };
         let (splits, order, parallel) = describe(&statement, &scheduled, schedule);
         Ok(Candidate {
             point: Point {
@@ -258,6 +286,9 @@ impl Space {
         // lose the format-only search's best points for want of draws.
         if draw == Draw::FormatsOnly || rng.gen_bool(FORMAT_ONLY_SHARE) {
             return self.candidate(formats, "", threads).ok();
+        }
+        if self.gpu.is_some() {
+            return self.draw_gpu_schedule(rng, formats);
         }
         let statement = self.with_formats(&formats);
         let mut concrete = Concrete::new(&statement).ok()?;
@@ -329,6 +360,42 @@ impl Space {
         // The text reproduces the point: the same loops in the same order.
         debug_assert_eq!(candidate.point.order, order);
         Some(candidate)
+    }
+
+    /// A GPU mapping of the loops of `formats`' statement, as [`Space::on_gpu`] says;
+    /// `None` when the drawn mapping does not apply (its races, or the target refuses it).
+    fn draw_gpu_schedule(&self, rng: &mut impl Rng, formats: Vec<Format>) -> Option<Candidate> {
+        let statement = self.with_formats(&formats);
+        let concrete = Concrete::new(&statement).ok()?;
+        let loops: Vec<String> = concrete.loops().iter().map(|s| s.to_string()).collect();
+        let outer = loops.first()?;
+        let threads = *GPU_BLOCK_THREADS.choose(rng).expect("sizes");
+        let warps = *GPU_BLOCK_WARPS.choose(rng).expect("sizes");
+        let mut mappings = vec![format!(
+            "split({outer},gpu_block,gpu_thread,{threads}),parallelize(gpu_block,GPUBlock,NoRaces),\
+             parallelize(gpu_thread,GPUThread,NoRaces)"
+        )];
+        if let Some(inner) = loops.get(1) {
+            mappings.push(format!(
+                "split({outer},gpu_block,gpu_warp,{warps}),parallelize(gpu_block,GPUBlock,NoRaces),\
+                 parallelize(gpu_warp,GPUWarp,NoRaces),\
+                 parallelize({inner},GPUThread,ParallelReduction)"
+            ));
+            mappings.push(format!(
+                "parallelize({outer},GPUBlock,NoRaces),parallelize({inner},GPUThread,\
+                 ParallelReduction)"
+            ));
+        }
+        let mapping = mappings.choose(rng).expect("mappings");
+        let candidate = self.candidate(formats, mapping, 1).ok()?;
+        let backend = self.gpu.expect("a GPU space");
+        let targets = backend.targets(&crate::jit::Toolchain::default());
+        // The target refuses what its code cannot do (a sum its threads would race on).
+        targets
+            .main()
+            .listing(&candidate.lowered.function)
+            .ok()
+            .map(|_| candidate)
     }
 
     /// A random format of a tensor of `order` modes: a blocked layout (BCSR or sliced ELL)
