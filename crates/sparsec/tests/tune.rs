@@ -226,6 +226,57 @@ fn every_sampled_point_computes_the_reference_result() {
     }
 }
 
+/// On an OpenCL device (PoCL in CI), every sampled GPU point of every kernel computes the
+/// reference's result on random, empty, 1 x 1 and skewed inputs, rebuilds from its text,
+/// and the mappings drawn include warps and position splits.
+#[cfg(feature = "opencl")]
+#[test]
+fn every_sampled_gpu_point_computes_the_reference_result() {
+    let variants = [
+        Variant::Random,
+        Variant::Empty,
+        Variant::Unit,
+        Variant::Skewed,
+    ];
+    let (mut warps, mut positions, mut fit, mut total) = (0, 0, 0, 0);
+    for (n, kernel) in KERNELS.iter().enumerate() {
+        for (v, &variant) in variants.iter().enumerate() {
+            let seed = (n * 10 + v) as u64;
+            let inputs = inputs_of(kernel, variant, seed);
+            let (stmt, tensors) = statement(kernel.expr, kernel.formats, &inputs, &[]);
+            let space = tune::space_of(&stmt, &tensors, 4).on_gpu(Backend::OpenCl);
+            let measurer = Measurer::new(&space, tensors, quick(Backend::OpenCl)).unwrap();
+            let mut draws = rand::rngs::StdRng::seed_from_u64(seed);
+            let what = format!("{} on {variant:?} inputs", kernel.expr);
+            for _ in 0..4 {
+                let Some(candidate) = space.sample(&mut draws, Draw::Everything) else {
+                    continue;
+                };
+                let point = &candidate.point;
+                assert_eq!(point.threads, 1, "{what}");
+                match measurer.measure(&space, &candidate, Patience::default()) {
+                    Ok(_) => fit += 1,
+                    Err(MeasureError::Unfit(_)) => {}
+                    Err(e) => panic!("{what}: {}: {e}", point.key()),
+                }
+                let again = space
+                    .candidate(point.formats.clone(), &point.schedule, 1)
+                    .unwrap_or_else(|_| panic!("{what}: {} does not rebuild", point.key()));
+                assert_eq!(again.point, *point, "{what}");
+                total += 1;
+                warps += usize::from(point.schedule.contains("GPUWarp"));
+                positions += usize::from(point.schedule.contains("pos(gpu_f"));
+            }
+        }
+    }
+    eprintln!("{total} GPU points, {fit} fit, {warps} with warps, {positions} position splits");
+    assert!(fit > total / 2, "most GPU points cannot hold the inputs");
+    assert!(
+        warps > 0 && positions > 0,
+        "the GPU mappings are not all drawn"
+    );
+}
+
 /// The cache stores and loads a choice; the fingerprint follows the structure of the
 /// inputs, not their values, and the thread count.
 #[test]

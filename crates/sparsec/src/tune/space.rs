@@ -17,7 +17,7 @@ use rand::Rng;
 use crate::format::Format;
 use crate::kernel::{lower_with_default_gpu_parallelism, lower_with_default_parallelism, Backend};
 use crate::lower::Lowered;
-use crate::notation::cin::{Statement, TensorId};
+use crate::notation::cin::{Statement, TensorId, VarId};
 use crate::schedule::{Concrete, OmpSchedule, Schedule};
 
 /// Level letters a tuned tensor's levels are drawn from, with their weights: dense,
@@ -134,6 +134,9 @@ const GPU_BLOCK_THREADS: [usize; 5] = [32, 64, 128, 256, 512];
 /// Warps per block that GPU points draw from.
 const GPU_BLOCK_WARPS: [usize; 5] = [1, 2, 4, 8, 16];
 
+/// Stored entries per thread that GPU position splits draw from (the paper's SpMV: 7).
+const GPU_ENTRIES_PER_THREAD: [usize; 5] = [1, 2, 4, 7, 16];
+
 impl Space {
     /// The template of `statement` (with its declared formats and dimensions), on at most
     /// `max_threads` threads; `nonzeros[t]` is the number of stored entries of tensor `t`
@@ -166,7 +169,8 @@ impl Space {
     /// The space of GPU schedules on `backend`'s device (`Backend::OpenCl`,
     /// `Backend::Cuda`): each point maps the outer loops to blocks and threads (a thread
     /// per outer coordinate, a warp per outer coordinate with its lanes over the next
-    /// loop, or a block per outer coordinate), with the sizes of blocks drawn; the default
+    /// loop, a block per outer coordinate, or a position split of a sparse operand's
+    /// entries among threads), with the sizes of blocks drawn; the default
     /// point is sparsec's default GPU mapping. Points run on one host thread.
     pub fn on_gpu(mut self, backend: Backend) -> Space {
         self.gpu = Some(backend);
@@ -386,6 +390,25 @@ impl Space {
                  ParallelReduction)"
             ));
         }
+        if let Some(access) = self.position_split_access(&concrete, &loops) {
+            // Load balance: the stored entries of an operand split evenly among threads
+            // (the scheduling paper's A.11), each thread's run of them accumulated in a
+            // register and added atomically where a row is shared.
+            let per_thread = *GPU_ENTRIES_PER_THREAD.choose(rng).expect("sizes");
+            let per_warp = per_thread * 32;
+            mappings.push(format!(
+                "fuse({},{},gpu_f),pos(gpu_f,gpu_fpos,{access}),\
+                 split(gpu_fpos,gpu_block,gpu_fpos1,{}),split(gpu_fpos1,gpu_warp,gpu_fpos2,\
+                 {per_warp}),split(gpu_fpos2,gpu_thread,gpu_nz,{per_thread}),\
+                 reorder(gpu_block,gpu_warp,gpu_thread,gpu_nz),\
+                 parallelize(gpu_block,GPUBlock,IgnoreRaces),\
+                 parallelize(gpu_warp,GPUWarp,IgnoreRaces),\
+                 parallelize(gpu_thread,GPUThread,Atomics)",
+                loops[0],
+                loops[1],
+                per_warp * warps
+            ));
+        }
         let mapping = mappings.choose(rng).expect("mappings");
         let candidate = self.candidate(formats, mapping, 1).ok()?;
         let backend = self.gpu.expect("a GPU space");
@@ -396,6 +419,23 @@ impl Space {
             .listing(&candidate.lowered.function)
             .ok()
             .map(|_| candidate)
+    }
+
+    /// The access, as the scheduling language writes it (`A(i,j)`), of a sparse input of
+    /// order 2 indexed by the two outermost `loops`, whose entries a position split
+    /// divides; `None` when there is none.
+    fn position_split_access(&self, concrete: &Concrete, loops: &[String]) -> Option<String> {
+        let statement = &concrete.statement;
+        let name = |v: VarId| statement.vars[v].name.as_str();
+        concrete.accesses.iter().find_map(|(t, vars)| {
+            let tensor = &statement.tensors[*t];
+            let indexed = vars.len() == 2
+                && loops.len() >= 2
+                && name(vars[0]) == loops[0]
+                && name(vars[1]) == loops[1];
+            (*t > 0 && indexed && !tensor.format.is_all_dense())
+                .then(|| format!("{}({},{})", tensor.name, loops[0], loops[1]))
+        })
     }
 
     /// A random format of a tensor of `order` modes: a blocked layout (BCSR or sliced ELL)
