@@ -4,7 +4,8 @@
 //! same place: a scalar temporary declared outside the loop, a dense output entry that the
 //! loop's variable does not select alone (it is, or derives from, a summed variable), or
 //! the shared workspace and entry buffer of a sparse output. Each racing loop's strategy
-//! decides: `NoRaces` refuses, `IgnoreRaces` trusts the user, `Atomics` makes the update
+//! decides: `NoRaces` refuses, `IgnoreRaces` trusts the user (unless another loop around
+//! the update asks for `Atomics`: then the update is atomic), `Atomics` makes the update
 //! atomic, `Temporary`/`ParallelReduction` give each thread a private copy combined at the
 //! end (OpenMP `reduction` clauses).
 
@@ -166,7 +167,16 @@ impl Lowerer<'_> {
                 ),
             };
             let sparse = matches!(target, Target::Workspace { .. } | Target::Emit);
+            // A schedule that ignores a loop's races but asks for atomics on another loop
+            // around the update (the scheduling paper's GPU schedules: blocks and warps
+            // `IgnoreRaces`, threads `Atomics`) means the update to be atomic, as TACO
+            // makes every output update under an `Atomics` loop.
+            let atomics_asked = matches!(target, Target::DenseOutput | Target::Local { .. })
+                && self.parallel.iter().any(|(_, q, _)| {
+                    q.races == RaceStrategy::Atomics && q.unit != ParallelUnit::CpuVector
+                });
             match p.races {
+                RaceStrategy::IgnoreRaces if atomics_asked => atomic = true,
                 RaceStrategy::IgnoreRaces => {}
                 RaceStrategy::NoRaces => {
                     return Err(LowerError(format!(
