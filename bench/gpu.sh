@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The GPU machine's one prepared run (issue 54), under 8 minutes: the OpenCL tests on the
 # machine's OpenCL device (NVIDIA's ICD on a GPU machine), then `bench_gpu` (SpMV warp
-# and thread per row, SpMM with 32 columns, against the C target on the CPU) on the
+# and thread per row and the paper's position split A.11, SpMM with 32 columns and the
+# paper's A.4 with 128, against the C target on the CPU) on the
 # shared matrices, then cuSPARSE through CuPy on the same matrices where CuPy is
 # installed (`bench/gpu_cusparse.py`). Results go to $OUT (the device tool's output
 # folder) or /tmp/sparsec-gpu.

@@ -2,8 +2,10 @@
 //! the CPU, for the GPU machine's one prepared run (`bench/gpu.sh`) and, as a check that
 //! the script works, on PoCL here (whose figures say nothing of a GPU's speed).
 //!
-//! For each matrix: SpMV with a warp per row and with a thread per row, and SpMM with 32
-//! dense columns (a warp per row, its lanes over the row's entries), each checked against
+//! For each matrix: SpMV with a warp per row, with a thread per row and with the
+//! scheduling paper's load-balanced position split (A.11: 7 entries a thread), SpMM with 32
+//! dense columns (a warp per row, its lanes over the row's entries) and with 128 columns
+//! by the paper's A.4 (16 entries a warp, a lane per column), each checked against
 //! the C target's result first; then the median time of a call (after a warm-up, inputs
 //! kept on the device between calls, so a call copies only the output back), and the C
 //! target's median (default CPU schedule, all threads). Prints one line per kernel:
@@ -30,6 +32,22 @@ const SPMV_THREAD: &str =
     "split(i,i0,i1,128),parallelize(i0,GPUBlock,NoRaces),parallelize(i1,GPUThread,NoRaces)";
 const SPMM_WARP: &str = "split(i,i0,i1,8),parallelize(i0,GPUBlock,NoRaces),\
                          parallelize(i1,GPUWarp,NoRaces),parallelize(j,GPUThread,ParallelReduction)";
+/// The paper's A.11 (A.2 without its register precompute).
+const SPMV_POSITIONS: &str = "fuse(i,j,f),pos(f,fpos,A(i,j)),split(fpos,block,fpos1,3584),\
+                              split(fpos1,warp,fpos2,224),split(fpos2,thread,thread_nz,7),\
+                              reorder(block,warp,thread,thread_nz),\
+                              parallelize(block,GPUBlock,IgnoreRaces),\
+                              parallelize(warp,GPUWarp,IgnoreRaces),\
+                              parallelize(thread,GPUThread,Atomics)";
+/// The paper's A.4, for 128 columns.
+const SPMM_POSITIONS: &str = "reorder(i,j,k),fuse(i,j,f),pos(f,fpos,A(i,j)),\
+                              split(fpos,block,fpos1,256),split(fpos1,warp,nnz,16),\
+                              split(k,dense_val_unbounded,thread,32),\
+                              bound(dense_val_unbounded,dense_val,4,MaxExact),\
+                              reorder(block,warp,dense_val,thread,nnz),\
+                              parallelize(block,GPUBlock,IgnoreRaces),\
+                              parallelize(warp,GPUWarp,IgnoreRaces),\
+                              parallelize(thread,GPUThread,Atomics)";
 
 fn median_ms(kernel: &Kernel, inputs: &[&Tensor], runs: usize) -> f64 {
     kernel.run(inputs).expect("runs");
@@ -120,10 +138,18 @@ fn main() {
             .expect("packs");
         let x = dense(vec![coo.dims[1]], 1);
         let b = dense(vec![coo.dims[1], 32], 2);
+        let b128 = dense(vec![coo.dims[1], 128], 3);
         let cases = [
             ("spmv_warp", "y(i) = A(i,j) * x(j)", &x, SPMV_WARP),
             ("spmv_thread", "y(i) = A(i,j) * x(j)", &x, SPMV_THREAD),
+            ("spmv_positions", "y(i) = A(i,j) * x(j)", &x, SPMV_POSITIONS),
             ("spmm32_warp", "C(i,k) = A(i,j) * B(j,k)", &b, SPMM_WARP),
+            (
+                "spmm128_positions",
+                "C(i,k) = A(i,j) * B(j,k)",
+                &b128,
+                SPMM_POSITIONS,
+            ),
         ];
         for (what, expr, other, schedule) in cases {
             let gpu = kernel(expr, &a, other, Some(schedule));
