@@ -302,17 +302,7 @@ impl Buffers<'_> {
             e.contents = Contents::Unnamed;
         }
         if e.device.is_none() {
-            // SAFETY: a plain allocation; OpenCL has no buffers of zero bytes.
-            let buffer = unsafe {
-                Buffer::<u8>::create(
-                    &device.context,
-                    CL_MEM_READ_WRITE,
-                    e.bytes.max(1),
-                    ptr::null_mut(),
-                )
-            }
-            .map_err(|err| error(&format!("cannot allocate {} bytes", e.bytes), err))?;
-            e.device = Some(DeviceCopy::Own(buffer));
+            e.device = Some(DeviceCopy::Own(uninitialised(device, e.bytes)?));
         }
         // Room the kernel only writes has nothing to copy yet.
         if !e.device_current && e.bytes > 0 && e.contents != Contents::Unwritten {
@@ -379,7 +369,7 @@ impl Buffers<'_> {
             let mem = self.on_device(a)?;
             let n = self.entry(a)?;
             let bytes = self.entries[n].bytes;
-            let copy = zeroed(self.code.device, bytes)?;
+            let copy = uninitialised(self.code.device, bytes)?;
             copy_on_device(self.code.device, mem, copy.get(), bytes)?;
             copies.push((*a, copy));
         }
@@ -640,14 +630,16 @@ impl Memory for Buffers<'_> {
     }
 
     fn emit(&mut self, coords: &[i64], value: f64) -> Result<(), String> {
-        // SAFETY: `out` is the call's first entry buffer, grown only by the runtime.
-        let appended = unsafe {
-            sys::sparsec_append(self.call.out, coords.len() as i64, coords.as_ptr(), value)
-        };
-        match appended {
-            0 => Err("out of memory growing the output's entries".into()),
-            _ => Ok(()),
-        }
+        append_entry(self.call.out, coords, value)
+    }
+}
+
+/// Append an entry to `out`, the call's first entry buffer (grown only by the runtime).
+fn append_entry(out: *mut RawBuffer, coords: &[i64], value: f64) -> Result<(), String> {
+    // SAFETY: `out` is the call's entry buffer; `coords` holds its order's coordinates.
+    match unsafe { sys::sparsec_append(out, coords.len() as i64, coords.as_ptr(), value) } {
+        0 => Err("out of memory growing the output's entries".into()),
+        _ => Ok(()),
     }
 }
 
@@ -695,11 +687,8 @@ impl Room {
             let bytes = elements
                 .and_then(|n| n.checked_mul(8))
                 .ok_or("the output's entries are too many to hold")?;
-            // SAFETY: a plain allocation; the kernel writes the slots it takes.
-            unsafe {
-                Buffer::<u8>::create(&device.context, CL_MEM_READ_WRITE, bytes, ptr::null_mut())
-            }
-            .map_err(|e| error(&format!("cannot allocate {bytes} bytes for entries"), e))
+            // The kernel writes the slots it takes.
+            uninitialised(device, bytes)
         };
         Ok(Room {
             coords: allocate(capacity.checked_mul(order.max(1)))?,
@@ -752,30 +741,36 @@ impl Room {
                 *c = i64::from_ne_bytes(word(&coords[at..at + 8]));
             }
             let value = f64::from_ne_bytes(word(value));
-            // SAFETY: `out` is the call's first entry buffer, grown only by the runtime.
-            if unsafe { sys::sparsec_append(out, order as i64, entry.as_ptr(), value) } == 0 {
-                return Err("out of memory growing the output's entries".into());
-            }
+            append_entry(out, &entry, value)?;
         }
         Ok(())
     }
 }
 
-fn zeroed(device: &ClDevice, bytes: usize) -> Result<Buffer<u8>, String> {
-    let zeros = vec![0u8; bytes.max(1)];
-    // SAFETY: a plain allocation, then a blocking write of as many bytes.
+/// A device buffer of `bytes` bytes (at least one: OpenCL has no empty buffers), its
+/// contents whatever the device left there.
+fn uninitialised(device: &ClDevice, bytes: usize) -> Result<Buffer<u8>, String> {
+    // SAFETY: a plain allocation.
     unsafe {
-        let mut buffer = Buffer::<u8>::create(
+        Buffer::<u8>::create(
             &device.context,
             CL_MEM_READ_WRITE,
-            zeros.len(),
+            bytes.max(1),
             ptr::null_mut(),
         )
-        .map_err(|e| error(&format!("cannot allocate {bytes} bytes"), e))?;
+    }
+    .map_err(|e| error(&format!("cannot allocate {bytes} bytes"), e))
+}
+
+fn zeroed(device: &ClDevice, bytes: usize) -> Result<Buffer<u8>, String> {
+    let zeros = vec![0u8; bytes.max(1)];
+    let mut buffer = uninitialised(device, bytes)?;
+    // SAFETY: a blocking write of as many bytes as the buffer holds.
+    unsafe {
         device
             .queue
             .enqueue_write_buffer(&mut buffer, CL_BLOCKING, 0, &zeros, &[])
-            .map_err(|e| error("zero a buffer", e))?;
-        Ok(buffer)
     }
+    .map_err(|e| error("zero a buffer", e))?;
+    Ok(buffer)
 }
