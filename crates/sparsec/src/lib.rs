@@ -47,6 +47,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+pub mod affine;
 pub mod codegen;
 mod error;
 pub mod format;

@@ -2,16 +2,12 @@
 //! loops, conditions, blocks and statement instances, copied out of isl into plain Rust
 //! values (nothing here outlives the call that builds it).
 
+use super::union::{
+    isl_union_map_free, isl_union_map_intersect_domain_union_set, isl_union_map_read_from_str,
+    isl_union_set_read_from_str, RawUnionMap,
+};
 use super::*;
 
-#[repr(C)]
-struct RawUnionSet {
-    _private: [u8; 0],
-}
-#[repr(C)]
-struct RawUnionMap {
-    _private: [u8; 0],
-}
 #[repr(C)]
 struct RawBuild {
     _private: [u8; 0],
@@ -45,13 +41,6 @@ const EXPR_ID: c_int = 1;
 const EXPR_INT: c_int = 2;
 
 extern "C" {
-    fn isl_union_set_read_from_str(ctx: *mut RawCtx, text: *const c_char) -> *mut RawUnionSet;
-    fn isl_union_map_read_from_str(ctx: *mut RawCtx, text: *const c_char) -> *mut RawUnionMap;
-    fn isl_union_map_free(map: *mut RawUnionMap) -> *mut RawUnionMap;
-    fn isl_union_map_intersect_domain_union_set(
-        map: *mut RawUnionMap,
-        set: *mut RawUnionSet,
-    ) -> *mut RawUnionMap;
     fn isl_ast_build_from_context(set: *mut RawSet) -> *mut RawBuild;
     fn isl_ast_build_set_options(build: *mut RawBuild, options: *mut RawUnionMap) -> *mut RawBuild;
     fn isl_ast_build_node_from_schedule_map(

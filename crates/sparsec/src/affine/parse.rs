@@ -1,0 +1,1196 @@
+//! Reading an affine program: declarations (`int N;` declares a size parameter,
+//! `double A[N][N], alpha;` arrays and scalars), then `for` loops with affine bounds and a
+//! positive constant step, `if`/`else` on affine conditions, and assignments (`=`, `+=`,
+//! `-=`, `*=`, `/=`) whose right sides combine array elements, scalars, numbers and calls.
+//! Anything outside that class (a data-dependent condition, an index read from an array,
+//! a product of two loop counters) is an error naming the construct.
+
+use std::collections::BTreeMap;
+
+use super::{AffineError, Span};
+
+/// An affine expression `constant + Σ coefficient·name` over loop counters and parameters.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Affine {
+    pub constant: i64,
+    pub terms: BTreeMap<String, i64>,
+}
+
+impl Affine {
+    /// The constant `c`.
+    pub fn constant(c: i64) -> Affine {
+        Affine {
+            constant: c,
+            terms: BTreeMap::new(),
+        }
+    }
+
+    /// The variable `name`.
+    pub fn var(name: &str) -> Affine {
+        Affine {
+            constant: 0,
+            terms: BTreeMap::from([(name.to_string(), 1)]),
+        }
+    }
+
+    /// `self + k·other`, or None on overflow.
+    pub fn add_scaled(&self, other: &Affine, k: i64) -> Option<Affine> {
+        let mut out = self.clone();
+        out.constant = out.constant.checked_add(other.constant.checked_mul(k)?)?;
+        for (name, c) in &other.terms {
+            let entry = out.terms.entry(name.clone()).or_insert(0);
+            *entry = entry.checked_add(c.checked_mul(k)?)?;
+        }
+        out.terms.retain(|_, c| *c != 0);
+        Some(out)
+    }
+
+    /// `k·self`, or None on overflow.
+    pub fn scaled(&self, k: i64) -> Option<Affine> {
+        Affine::constant(0).add_scaled(self, k)
+    }
+
+    /// The value with every name bound by `value`, or None on overflow or a free name.
+    pub fn eval(&self, value: &dyn Fn(&str) -> Option<i64>) -> Option<i64> {
+        let mut sum = self.constant;
+        for (name, c) in &self.terms {
+            sum = sum.checked_add(c.checked_mul(value(name)?)?)?;
+        }
+        Some(sum)
+    }
+}
+
+impl std::fmt::Display for Affine {
+    /// isl's syntax (which C shares): `2*i + N - 1`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut first = true;
+        for (name, c) in &self.terms {
+            let sign = if *c < 0 { "-" } else { "+" };
+            match (first, c.abs()) {
+                (true, 1) if *c < 0 => write!(f, "-{name}")?,
+                (true, 1) => write!(f, "{name}")?,
+                (true, a) => write!(f, "{}{a}*{name}", if *c < 0 { "-" } else { "" })?,
+                (false, 1) => write!(f, " {sign} {name}")?,
+                (false, a) => write!(f, " {sign} {a}*{name}")?,
+            }
+            first = false;
+        }
+        match (first, self.constant) {
+            (true, c) => write!(f, "{c}"),
+            (false, 0) => Ok(()),
+            (false, c) if c < 0 => write!(f, " - {}", -(c as i128)),
+            (false, c) => write!(f, " + {c}"),
+        }
+    }
+}
+
+/// `expr >= 0`, `expr == 0`, or with a modulus `expr mod m == 0` (a loop's stride).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Constraint {
+    pub expr: Affine,
+    pub equality: bool,
+    pub modulus: Option<i64>,
+}
+
+impl Constraint {
+    /// `expr >= 0`.
+    pub fn at_least_zero(expr: Affine) -> Constraint {
+        Constraint {
+            expr,
+            equality: false,
+            modulus: None,
+        }
+    }
+
+    /// `expr == 0`.
+    pub fn zero(expr: Affine) -> Constraint {
+        Constraint {
+            expr,
+            equality: true,
+            modulus: None,
+        }
+    }
+
+    /// Whether the constraint holds with every name bound by `value`.
+    pub fn holds(&self, value: &dyn Fn(&str) -> Option<i64>) -> Option<bool> {
+        let v = self.expr.eval(value)?;
+        Some(match self.modulus {
+            Some(m) => v.rem_euclid(m) == 0,
+            None if self.equality => v == 0,
+            None => v >= 0,
+        })
+    }
+}
+
+impl std::fmt::Display for Constraint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.modulus {
+            Some(m) => write!(f, "({}) mod {m} = 0", self.expr),
+            None => {
+                let op = if self.equality { "=" } else { ">=" };
+                write!(f, "{} {op} 0", self.expr)
+            }
+        }
+    }
+}
+
+/// A condition in disjunctive normal form: any of the conjunctions holds.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Condition(pub Vec<Vec<Constraint>>);
+
+impl Condition {
+    /// The condition that always holds.
+    pub fn always() -> Condition {
+        Condition(vec![Vec::new()])
+    }
+
+    /// Both conditions.
+    pub fn and(&self, other: &Condition) -> Condition {
+        let mut out = Vec::new();
+        for a in &self.0 {
+            for b in &other.0 {
+                out.push(a.iter().chain(b).cloned().collect());
+            }
+        }
+        Condition(out)
+    }
+
+    fn or(mut self, other: Condition) -> Condition {
+        self.0.extend(other.0);
+        self
+    }
+
+    /// The negation, still in disjunctive normal form (integers: `!(e >= 0)` is
+    /// `-e - 1 >= 0`, `!(e == 0)` is `e >= 1 or e <= -1`).
+    pub fn negated(&self) -> Option<Condition> {
+        let mut out = Condition::always();
+        for conjunction in &self.0 {
+            let mut any = Vec::new();
+            for c in conjunction {
+                let minus_one = Affine::constant(-1);
+                if let Some(m) = c.modulus {
+                    for r in 1..m {
+                        any.push(vec![Constraint {
+                            expr: c.expr.add_scaled(&Affine::constant(-r), 1)?,
+                            equality: true,
+                            modulus: Some(m),
+                        }]);
+                    }
+                } else if c.equality {
+                    any.push(vec![Constraint::at_least_zero(
+                        c.expr.add_scaled(&minus_one, 1)?,
+                    )]);
+                    any.push(vec![Constraint::at_least_zero(
+                        c.expr.scaled(-1)?.add_scaled(&minus_one, 1)?,
+                    )]);
+                } else {
+                    any.push(vec![Constraint::at_least_zero(
+                        c.expr.scaled(-1)?.add_scaled(&minus_one, 1)?,
+                    )]);
+                }
+            }
+            out = out.and(&Condition(any));
+        }
+        Some(out)
+    }
+}
+
+impl std::fmt::Display for Condition {
+    /// isl's syntax: `(a >= 0 and b = 0) or (...)`; `true` and `false` for the trivial
+    /// cases.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.0.is_empty() {
+            return write!(f, "false");
+        }
+        let parts: Vec<String> = self
+            .0
+            .iter()
+            .map(|conj| {
+                if conj.is_empty() {
+                    "true".to_string()
+                } else {
+                    let cs: Vec<String> = conj.iter().map(|c| c.to_string()).collect();
+                    format!("({})", cs.join(" and "))
+                }
+            })
+            .collect();
+        write!(f, "{}", parts.join(" or "))
+    }
+}
+
+/// An element of an array (or a scalar, with no index) in a statement.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Access {
+    pub array: String,
+    pub index: Vec<Affine>,
+    pub span: Span,
+}
+
+/// The arithmetic of a right-hand side.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Value {
+    Number(f64),
+    /// A read of an array element or a scalar.
+    Read(Access),
+    Neg(Box<Value>),
+    Binary(BinaryOp, Box<Value>, Box<Value>),
+    /// A call of a C math function, by name.
+    Call(String, Vec<Value>),
+}
+
+/// `+`, `-`, `*`, `/`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BinaryOp {
+    Add,
+    Sub,
+    Mul,
+    Div,
+}
+
+impl BinaryOp {
+    /// C's spelling.
+    pub fn symbol(self) -> &'static str {
+        match self {
+            BinaryOp::Add => "+",
+            BinaryOp::Sub => "-",
+            BinaryOp::Mul => "*",
+            BinaryOp::Div => "/",
+        }
+    }
+}
+
+/// One node of the loop tree.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Node {
+    /// `for (counter = lower; counter <= upper; counter += step)`.
+    Loop {
+        counter: String,
+        lower: Affine,
+        upper: Affine,
+        step: i64,
+        body: Vec<Node>,
+    },
+    If {
+        condition: Condition,
+        then: Vec<Node>,
+        otherwise: Vec<Node>,
+    },
+    /// `target = value`; compound assignments are expanded (`x += e` is `x = x + e`).
+    Assign {
+        target: Access,
+        value: Value,
+        span: Span,
+    },
+}
+
+/// A declared array (a scalar has no extents).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ArrayDecl {
+    pub name: String,
+    pub extents: Vec<Affine>,
+    pub span: Span,
+}
+
+/// A parsed affine program.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Program {
+    /// The size parameters (`int N;`), in declaration order.
+    pub params: Vec<String>,
+    pub arrays: Vec<ArrayDecl>,
+    pub body: Vec<Node>,
+}
+
+impl Program {
+    /// The declaration of `name`.
+    pub fn array(&self, name: &str) -> Option<&ArrayDecl> {
+        self.arrays.iter().find(|a| a.name == name)
+    }
+}
+
+/// The C math functions a right-hand side may call.
+pub const FUNCTIONS: [&str; 9] = [
+    "sqrt", "fabs", "exp", "log", "sin", "cos", "pow", "fmax", "fmin",
+];
+
+#[derive(Clone, Debug, PartialEq)]
+enum Tok {
+    Ident(String),
+    Int(i64),
+    Float(f64),
+    Punct(&'static str),
+    End,
+}
+
+const PUNCTS: [&str; 29] = [
+    "++", "--", "+=", "-=", "*=", "/=", "<=", ">=", "==", "!=", "&&", "||", "{", "}", "[", "]",
+    "(", ")", ",", ";", "<", ">", "=", "+", "-", "*", "/", "!", "%",
+];
+
+fn lex(src: &str) -> Result<Vec<(Tok, Span)>, AffineError> {
+    let bytes = src.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        let c = bytes[i];
+        let rest = &src[i..];
+        if c.is_ascii_whitespace() {
+            i += 1;
+        } else if c == b'#' || rest.starts_with("//") {
+            // Preprocessor lines (`#pragma scop`) and line comments.
+            while i < bytes.len() && bytes[i] != b'\n' {
+                i += 1;
+            }
+        } else if let Some(comment) = rest.strip_prefix("/*") {
+            let end = comment
+                .find("*/")
+                .ok_or_else(|| AffineError::new("unterminated comment", (i, i + 2)))?;
+            i += end + 4;
+        } else if c.is_ascii_alphabetic() || c == b'_' {
+            let start = i;
+            while i < bytes.len() && (bytes[i].is_ascii_alphanumeric() || bytes[i] == b'_') {
+                i += 1;
+            }
+            out.push((Tok::Ident(src[start..i].to_string()), (start, i)));
+        } else if c.is_ascii_digit()
+            || (c == b'.' && rest.len() > 1 && rest.as_bytes()[1].is_ascii_digit())
+        {
+            let start = i;
+            let mut float = false;
+            while i < bytes.len() {
+                let b = bytes[i];
+                if b.is_ascii_digit() {
+                    i += 1;
+                } else if b == b'.' {
+                    float = true;
+                    i += 1;
+                } else if (b == b'e' || b == b'E') && i + 1 < bytes.len() {
+                    float = true;
+                    i += 1;
+                    if bytes[i] == b'+' || bytes[i] == b'-' {
+                        i += 1;
+                    }
+                } else {
+                    break;
+                }
+            }
+            let text = &src[start..i];
+            // C's suffixes on literals (`1.0f`, `2L`) carry no meaning here.
+            while i < bytes.len() && matches!(bytes[i], b'f' | b'F' | b'l' | b'L') {
+                i += 1;
+            }
+            let tok = if float {
+                Tok::Float(text.parse().map_err(|_| {
+                    AffineError::new(format!("`{text}` is not a number"), (start, i))
+                })?)
+            } else {
+                Tok::Int(
+                    text.parse()
+                        .ok()
+                        .filter(|n: &i64| *n <= 1 << 40)
+                        .ok_or_else(|| {
+                            AffineError::new(format!("integer `{text}` is too large"), (start, i))
+                        })?,
+                )
+            };
+            out.push((tok, (start, i)));
+        } else if let Some(p) = PUNCTS.iter().find(|p| rest.starts_with(**p)) {
+            out.push((Tok::Punct(p), (i, i + p.len())));
+            i += p.len();
+        } else {
+            let ch = rest.chars().next().unwrap_or('?');
+            return Err(AffineError::new(
+                format!("unexpected character `{ch}`"),
+                (i, i + ch.len_utf8()),
+            ));
+        }
+    }
+    out.push((Tok::End, (src.len(), src.len())));
+    Ok(out)
+}
+
+/// Type names a declaration may start with (`int` declares parameters).
+const VALUE_TYPES: [&str; 3] = ["double", "float", "DATA_TYPE"];
+
+struct Parser {
+    toks: Vec<(Tok, Span)>,
+    pos: usize,
+    params: Vec<String>,
+    arrays: Vec<ArrayDecl>,
+    /// Loop counters in scope, innermost last.
+    counters: Vec<String>,
+}
+
+/// Parse an affine program (grammar in `docs/affine.md`).
+pub fn parse_program(src: &str) -> Result<Program, AffineError> {
+    let mut p = Parser {
+        toks: lex(src)?,
+        pos: 0,
+        params: Vec::new(),
+        arrays: Vec::new(),
+        counters: Vec::new(),
+    };
+    let mut body = Vec::new();
+    while p.peek() != &Tok::End {
+        if let Some(node) = p.item()? {
+            body.push(node);
+        }
+    }
+    if body.is_empty() {
+        return Err(AffineError::general("the program has no statement"));
+    }
+    Ok(Program {
+        params: p.params,
+        arrays: p.arrays,
+        body,
+    })
+}
+
+impl Parser {
+    fn peek(&self) -> &Tok {
+        &self.toks[self.pos].0
+    }
+
+    fn span(&self) -> Span {
+        self.toks[self.pos].1
+    }
+
+    fn next(&mut self) -> (Tok, Span) {
+        let t = self.toks[self.pos].clone();
+        if self.pos + 1 < self.toks.len() {
+            self.pos += 1;
+        }
+        t
+    }
+
+    fn is(&self, p: &str) -> bool {
+        matches!(self.peek(), Tok::Punct(q) if *q == p)
+    }
+
+    fn eat(&mut self, p: &str) -> bool {
+        let hit = self.is(p);
+        if hit {
+            self.next();
+        }
+        hit
+    }
+
+    fn expect(&mut self, p: &str) -> Result<Span, AffineError> {
+        if self.is(p) {
+            Ok(self.next().1)
+        } else {
+            Err(self.unexpected(&format!("`{p}`")))
+        }
+    }
+
+    fn unexpected(&self, wanted: &str) -> AffineError {
+        let found = match self.peek() {
+            Tok::Ident(s) => format!("`{s}`"),
+            Tok::Int(n) => format!("`{n}`"),
+            Tok::Float(x) => format!("`{x}`"),
+            Tok::Punct(p) => format!("`{p}`"),
+            Tok::End => "the end of the program".to_string(),
+        };
+        AffineError::new(format!("expected {wanted}, found {found}"), self.span())
+    }
+
+    fn ident(&mut self, what: &str) -> Result<(String, Span), AffineError> {
+        match self.peek().clone() {
+            Tok::Ident(s) => Ok((s, self.next().1)),
+            _ => Err(self.unexpected(what)),
+        }
+    }
+
+    fn declared(&self, name: &str) -> bool {
+        self.params.iter().any(|p| p == name)
+            || self.arrays.iter().any(|a| a.name == name)
+            || self.counters.iter().any(|c| c == name)
+    }
+
+    /// A declaration (None), a loop, a condition, a block or an assignment.
+    fn item(&mut self) -> Result<Option<Node>, AffineError> {
+        match self.peek().clone() {
+            Tok::Ident(word) if word == "int" || word == "long" => {
+                self.next();
+                loop {
+                    let (name, span) = self.ident("a parameter's name")?;
+                    if self.declared(&name) {
+                        return Err(AffineError::new(
+                            format!("`{name}` is declared twice"),
+                            span,
+                        ));
+                    }
+                    self.params.push(name);
+                    if !self.eat(",") {
+                        break;
+                    }
+                }
+                self.expect(";")?;
+                Ok(None)
+            }
+            Tok::Ident(word) if VALUE_TYPES.contains(&word.as_str()) => {
+                self.next();
+                loop {
+                    let (name, span) = self.ident("an array's name")?;
+                    if self.declared(&name) {
+                        return Err(AffineError::new(
+                            format!("`{name}` is declared twice"),
+                            span,
+                        ));
+                    }
+                    let mut extents = Vec::new();
+                    while self.eat("[") {
+                        extents.push(self.affine()?);
+                        self.expect("]")?;
+                    }
+                    self.arrays.push(ArrayDecl {
+                        name,
+                        extents,
+                        span,
+                    });
+                    if !self.eat(",") {
+                        break;
+                    }
+                }
+                self.expect(";")?;
+                Ok(None)
+            }
+            Tok::Ident(word) if word == "for" => self.for_loop().map(Some),
+            Tok::Ident(word) if word == "if" => self.if_node().map(Some),
+            Tok::Ident(word)
+                if [
+                    "while", "do", "break", "continue", "return", "goto", "switch",
+                ]
+                .contains(&word.as_str()) =>
+            {
+                Err(AffineError::new(
+                    format!(
+                        "`{word}` is outside the affine class: only `for` loops with affine \
+                         bounds and `if` on affine conditions control the program"
+                    ),
+                    self.span(),
+                ))
+            }
+            Tok::Punct("{") => {
+                self.next();
+                let mut body = Vec::new();
+                while !self.eat("}") {
+                    if self.peek() == &Tok::End {
+                        return Err(self.unexpected("`}`"));
+                    }
+                    if let Some(node) = self.item()? {
+                        body.push(node);
+                    }
+                }
+                // A block is its statements, in order: it has no meaning of its own.
+                Ok(Some(Node::If {
+                    condition: Condition::always(),
+                    then: body,
+                    otherwise: Vec::new(),
+                }))
+            }
+            Tok::Punct(";") => {
+                self.next();
+                Ok(None)
+            }
+            Tok::Ident(_) => self.assignment().map(Some),
+            _ => Err(self.unexpected("a declaration, `for`, `if` or an assignment")),
+        }
+    }
+
+    /// The body of a loop or a branch: one item or a block.
+    fn body(&mut self) -> Result<Vec<Node>, AffineError> {
+        Ok(match self.item()? {
+            Some(Node::If {
+                condition,
+                then,
+                otherwise,
+            }) if condition == Condition::always() && otherwise.is_empty() => then,
+            Some(node) => vec![node],
+            None => Vec::new(),
+        })
+    }
+
+    fn for_loop(&mut self) -> Result<Node, AffineError> {
+        self.next();
+        self.expect("(")?;
+        if matches!(self.peek(), Tok::Ident(w) if w == "int" || w == "long") {
+            self.next();
+        }
+        let (counter, span) = self.ident("the loop counter")?;
+        if self.declared(&counter) {
+            return Err(AffineError::new(
+                format!("the loop counter `{counter}` is already declared"),
+                span,
+            ));
+        }
+        self.expect("=")?;
+        let lower = self.affine()?;
+        self.expect(";")?;
+        let (name, name_span) = self.ident("the loop's condition on its counter")?;
+        if name != counter {
+            return Err(AffineError::new(
+                format!("the loop's condition must bound its counter `{counter}`"),
+                name_span,
+            ));
+        }
+        let strict = if self.eat("<") {
+            true
+        } else if self.eat("<=") {
+            false
+        } else {
+            return Err(self.unexpected(
+                "`<` or `<=` (loops count upwards; a downward loop is outside this front end)",
+            ));
+        };
+        let mut upper = self.affine()?;
+        if strict {
+            upper = upper
+                .add_scaled(&Affine::constant(-1), 1)
+                .ok_or_else(|| AffineError::new("the bound overflows", name_span))?;
+        }
+        self.expect(";")?;
+        let step = self.increment(&counter)?;
+        self.expect(")")?;
+        self.counters.push(counter.clone());
+        let body = self.body();
+        self.counters.pop();
+        Ok(Node::Loop {
+            counter,
+            lower,
+            upper,
+            step,
+            body: body?,
+        })
+    }
+
+    /// `i++`, `++i`, `i += c` or `i = i + c` with a positive constant `c`.
+    fn increment(&mut self, counter: &str) -> Result<i64, AffineError> {
+        let start = self.span();
+        let wrong = |s: Span| {
+            AffineError::new(
+                format!("the loop must step its counter `{counter}` up by a positive constant"),
+                s,
+            )
+        };
+        if self.eat("++") {
+            let (name, span) = self.ident("the loop counter")?;
+            return if name == counter {
+                Ok(1)
+            } else {
+                Err(wrong(span))
+            };
+        }
+        let (name, span) = self.ident("the loop counter")?;
+        if name != counter {
+            return Err(wrong(span));
+        }
+        if self.eat("++") {
+            return Ok(1);
+        }
+        let step = if self.eat("+=") {
+            self.int()?
+        } else if self.eat("=") {
+            let (again, s) = self.ident("the loop counter")?;
+            if again != counter {
+                return Err(wrong(s));
+            }
+            self.expect("+")?;
+            self.int()?
+        } else {
+            return Err(wrong(start));
+        };
+        if step <= 0 {
+            return Err(wrong(start));
+        }
+        Ok(step)
+    }
+
+    fn int(&mut self) -> Result<i64, AffineError> {
+        match self.peek().clone() {
+            Tok::Int(n) => {
+                self.next();
+                Ok(n)
+            }
+            _ => Err(self.unexpected("an integer")),
+        }
+    }
+
+    fn if_node(&mut self) -> Result<Node, AffineError> {
+        self.next();
+        self.expect("(")?;
+        let condition = self.condition()?;
+        self.expect(")")?;
+        let then = self.body()?;
+        let otherwise = if matches!(self.peek(), Tok::Ident(w) if w == "else") {
+            self.next();
+            self.body()?
+        } else {
+            Vec::new()
+        };
+        Ok(Node::If {
+            condition,
+            then,
+            otherwise,
+        })
+    }
+
+    /// `a || b`, `a && b`, `!(a)`, `(a)` and comparisons of affine expressions.
+    fn condition(&mut self) -> Result<Condition, AffineError> {
+        let mut out = self.conjunction()?;
+        while self.eat("||") {
+            out = out.or(self.conjunction()?);
+        }
+        Ok(out)
+    }
+
+    fn conjunction(&mut self) -> Result<Condition, AffineError> {
+        let mut out = self.condition_atom()?;
+        while self.eat("&&") {
+            out = out.and(&self.condition_atom()?);
+        }
+        Ok(out)
+    }
+
+    fn condition_atom(&mut self) -> Result<Condition, AffineError> {
+        let start = self.span();
+        if self.eat("!") {
+            self.expect("(")?;
+            let inner = self.condition()?;
+            let end = self.expect(")")?;
+            return inner
+                .negated()
+                .ok_or_else(|| AffineError::new("the condition overflows", (start.0, end.1)));
+        }
+        // A parenthesis opens either a condition or an affine expression: try the
+        // condition first and fall back.
+        if self.is("(") {
+            let save = self.pos;
+            self.next();
+            if let Ok(inner) = self.condition() {
+                if self.eat(")") && !self.is_comparison() {
+                    return Ok(inner);
+                }
+            }
+            self.pos = save;
+        }
+        let lhs = self.affine()?;
+        let (op, span) = match self.peek().clone() {
+            Tok::Punct(op) if ["<", "<=", ">", ">=", "==", "!="].contains(&op) => {
+                (op, self.next().1)
+            }
+            _ => return Err(self.unexpected("a comparison (`<`, `<=`, `>`, `>=`, `==`, `!=`)")),
+        };
+        let rhs = self.affine()?;
+        let overflow = || AffineError::new("the condition overflows", span);
+        let diff = |a: &Affine, b: &Affine, bias: i64| {
+            a.add_scaled(b, -1)
+                .and_then(|d| d.add_scaled(&Affine::constant(bias), 1))
+        };
+        let ge = |expr: Option<Affine>| -> Result<Condition, AffineError> {
+            Ok(Condition(vec![vec![Constraint::at_least_zero(
+                expr.ok_or_else(overflow)?,
+            )]]))
+        };
+        match op {
+            ">=" => ge(diff(&lhs, &rhs, 0)),
+            ">" => ge(diff(&lhs, &rhs, -1)),
+            "<=" => ge(diff(&rhs, &lhs, 0)),
+            "<" => ge(diff(&rhs, &lhs, -1)),
+            "==" => Ok(Condition(vec![vec![Constraint::zero(
+                diff(&lhs, &rhs, 0).ok_or_else(overflow)?,
+            )]])),
+            _ => Ok(ge(diff(&lhs, &rhs, -1))?.or(ge(diff(&rhs, &lhs, -1))?)),
+        }
+    }
+
+    fn is_comparison(&self) -> bool {
+        ["<", "<=", ">", ">=", "==", "!=", "+", "-", "*"]
+            .iter()
+            .any(|p| self.is(p))
+    }
+
+    /// An affine expression over parameters, loop counters and integers.
+    fn affine(&mut self) -> Result<Affine, AffineError> {
+        let start = self.span();
+        let mut out = if self.eat("-") {
+            self.affine_term()?
+                .scaled(-1)
+                .ok_or_else(|| AffineError::new("overflow", start))?
+        } else {
+            self.affine_term()?
+        };
+        loop {
+            let sign = if self.eat("+") {
+                1
+            } else if self.eat("-") {
+                -1
+            } else {
+                return Ok(out);
+            };
+            let term = self.affine_term()?;
+            out = out
+                .add_scaled(&term, sign)
+                .ok_or_else(|| AffineError::new("the expression overflows", start))?;
+        }
+    }
+
+    fn affine_term(&mut self) -> Result<Affine, AffineError> {
+        let start = self.span();
+        let mut out = self.affine_factor()?;
+        while self.eat("*") {
+            let rhs = self.affine_factor()?;
+            out = match (out.terms.is_empty(), rhs.terms.is_empty()) {
+                (true, _) => rhs.scaled(out.constant),
+                (_, true) => out.scaled(rhs.constant),
+                _ => {
+                    return Err(AffineError::new(
+                        "a product of two variables is not affine",
+                        (start.0, self.toks[self.pos - 1].1 .1),
+                    ))
+                }
+            }
+            .ok_or_else(|| AffineError::new("the expression overflows", start))?;
+        }
+        if self.is("/") || self.is("%") {
+            return Err(AffineError::new(
+                "division and remainder are outside the affine class here",
+                self.span(),
+            ));
+        }
+        Ok(out)
+    }
+
+    fn affine_factor(&mut self) -> Result<Affine, AffineError> {
+        match self.peek().clone() {
+            Tok::Int(n) => {
+                self.next();
+                Ok(Affine::constant(n))
+            }
+            Tok::Punct("(") => {
+                self.next();
+                let inner = self.affine()?;
+                self.expect(")")?;
+                Ok(inner)
+            }
+            Tok::Punct("-") => {
+                let span = self.next().1;
+                self.affine_factor()?
+                    .scaled(-1)
+                    .ok_or_else(|| AffineError::new("overflow", span))
+            }
+            Tok::Ident(name) => {
+                let span = self.next().1;
+                if self.is("[") || self.is("(") {
+                    return Err(AffineError::new(
+                        format!(
+                            "`{name}[...]` or `{name}(...)` in a bound, index or condition is \
+                             data-dependent: only loop counters, parameters and integers \
+                             are affine"
+                        ),
+                        span,
+                    ));
+                }
+                if self.params.contains(&name) || self.counters.contains(&name) {
+                    Ok(Affine::var(&name))
+                } else if self.arrays.iter().any(|a| a.name == name) {
+                    Err(AffineError::new(
+                        format!(
+                            "the value `{name}` in a bound, index or condition is \
+                             data-dependent: only loop counters, parameters and integers \
+                             are affine"
+                        ),
+                        span,
+                    ))
+                } else {
+                    Err(AffineError::new(
+                        format!("`{name}` is not declared (declare a size as `int {name};`)"),
+                        span,
+                    ))
+                }
+            }
+            Tok::Float(_) => Err(AffineError::new(
+                "a floating-point number is not an integer bound or index",
+                self.span(),
+            )),
+            _ => Err(self.unexpected("an affine expression")),
+        }
+    }
+
+    /// An element of a declared array, its indices affine.
+    fn access(&mut self) -> Result<Access, AffineError> {
+        let (array, span) = self.ident("an array element")?;
+        let Some(decl) = self.arrays.iter().find(|a| a.name == array) else {
+            let hint = if self.params.contains(&array) || self.counters.contains(&array) {
+                "an integer; only arrays and scalars declared `double` hold values"
+            } else {
+                "not declared"
+            };
+            return Err(AffineError::new(format!("`{array}` is {hint}"), span));
+        };
+        let rank = decl.extents.len();
+        let mut index = Vec::new();
+        while self.eat("[") {
+            index.push(self.affine()?);
+            self.expect("]")?;
+        }
+        let end = self.toks[self.pos - 1].1 .1;
+        if index.len() != rank {
+            return Err(AffineError::new(
+                format!(
+                    "`{array}` has {rank} dimension(s) and is indexed with {}",
+                    index.len()
+                ),
+                (span.0, end),
+            ));
+        }
+        Ok(Access {
+            array,
+            index,
+            span: (span.0, end),
+        })
+    }
+
+    fn assignment(&mut self) -> Result<Node, AffineError> {
+        let start = self.span();
+        let target = self.access()?;
+        let op = match self.peek().clone() {
+            Tok::Punct(op) if ["=", "+=", "-=", "*=", "/="].contains(&op) => {
+                self.next();
+                op
+            }
+            Tok::Punct("++") | Tok::Punct("--") => {
+                return Err(AffineError::new(
+                    "`++` and `--` on a value: write `+= 1`",
+                    self.span(),
+                ))
+            }
+            _ => return Err(self.unexpected("`=`, `+=`, `-=`, `*=` or `/=`")),
+        };
+        let rhs = self.value()?;
+        let end = self.expect(";")?;
+        let value = match op {
+            "=" => rhs,
+            _ => {
+                let bin = match op {
+                    "+=" => BinaryOp::Add,
+                    "-=" => BinaryOp::Sub,
+                    "*=" => BinaryOp::Mul,
+                    _ => BinaryOp::Div,
+                };
+                Value::Binary(bin, Box::new(Value::Read(target.clone())), Box::new(rhs))
+            }
+        };
+        Ok(Node::Assign {
+            target,
+            value,
+            span: (start.0, end.1),
+        })
+    }
+
+    fn value(&mut self) -> Result<Value, AffineError> {
+        let mut out = self.value_term()?;
+        loop {
+            let op = if self.eat("+") {
+                BinaryOp::Add
+            } else if self.eat("-") {
+                BinaryOp::Sub
+            } else {
+                return Ok(out);
+            };
+            out = Value::Binary(op, Box::new(out), Box::new(self.value_term()?));
+        }
+    }
+
+    fn value_term(&mut self) -> Result<Value, AffineError> {
+        let mut out = self.value_factor()?;
+        loop {
+            let op = if self.eat("*") {
+                BinaryOp::Mul
+            } else if self.eat("/") {
+                BinaryOp::Div
+            } else {
+                return Ok(out);
+            };
+            out = Value::Binary(op, Box::new(out), Box::new(self.value_factor()?));
+        }
+    }
+
+    fn value_factor(&mut self) -> Result<Value, AffineError> {
+        match self.peek().clone() {
+            Tok::Int(n) => {
+                self.next();
+                Ok(Value::Number(n as f64))
+            }
+            Tok::Float(x) => {
+                self.next();
+                Ok(Value::Number(x))
+            }
+            Tok::Punct("-") => {
+                self.next();
+                Ok(Value::Neg(Box::new(self.value_factor()?)))
+            }
+            Tok::Punct("+") => {
+                self.next();
+                self.value_factor()
+            }
+            Tok::Punct("(") => {
+                self.next();
+                let inner = self.value()?;
+                self.expect(")")?;
+                Ok(inner)
+            }
+            Tok::Ident(name) if self.toks[self.pos + 1].0 == Tok::Punct("(") => {
+                let span = self.next().1;
+                if !FUNCTIONS.contains(&name.as_str()) {
+                    return Err(AffineError::new(
+                        format!(
+                            "`{name}` is not a known function (known: {})",
+                            FUNCTIONS.join(", ")
+                        ),
+                        span,
+                    ));
+                }
+                self.next();
+                let mut args = vec![self.value()?];
+                while self.eat(",") {
+                    args.push(self.value()?);
+                }
+                self.expect(")")?;
+                let wanted = if ["pow", "fmax", "fmin"].contains(&name.as_str()) {
+                    2
+                } else {
+                    1
+                };
+                if args.len() != wanted {
+                    return Err(AffineError::new(
+                        format!("`{name}` takes {wanted} argument(s), not {}", args.len()),
+                        span,
+                    ));
+                }
+                Ok(Value::Call(name, args))
+            }
+            Tok::Ident(name) if self.params.contains(&name) || self.counters.contains(&name) => {
+                Err(AffineError::new(
+                    format!(
+                        "the integer `{name}` used as a value: values come from arrays, \
+                         scalars and numbers"
+                    ),
+                    self.span(),
+                ))
+            }
+            Tok::Ident(_) => Ok(Value::Read(self.access()?)),
+            _ => Err(self.unexpected("a value")),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MM: &str = "int N;
+        double A[N][N], B[N][N], C[N][N];
+        #pragma scop
+        for (i = 1; i <= N; i++)
+          for (j = 1; j <= N; j++) {
+            C[i][j] = 0;
+            for (k = 1; k <= N; k++)
+              C[i][j] += A[i][k] * B[k][j];   // S
+          }
+        #pragma endscop";
+
+    #[test]
+    fn reads_a_polybench_style_loop_nest() {
+        let p = parse_program(MM).unwrap();
+        assert_eq!(p.params, vec!["N"]);
+        assert_eq!(p.arrays.len(), 3);
+        let Node::Loop { counter, body, .. } = &p.body[0] else {
+            panic!("a loop")
+        };
+        assert_eq!(counter, "i");
+        let Node::Loop { body, .. } = &body[0] else {
+            panic!("a loop")
+        };
+        assert_eq!(body.len(), 2);
+        assert!(matches!(&body[1], Node::Loop { upper, .. } if upper.to_string() == "N"));
+    }
+
+    #[test]
+    fn outside_the_affine_class_is_named() {
+        let cases = [
+            (
+                "int N; double A[N], B[N]; for (i = 0; i < N; i++) A[B[i]] = 1;",
+                "data-dependent",
+            ),
+            (
+                "int N; double A[N]; for (i = 0; i < N; i++) if (A[i] > 0) A[i] = 1;",
+                "data-dependent",
+            ),
+            (
+                "int N; double A[N]; for (i = 0; i < N; i++) for (j = 0; j < N; j++) A[i*j] = 1;",
+                "product of two variables",
+            ),
+            (
+                "int N; double A[N]; while (1) A[0] = 1;",
+                "`while` is outside the affine class",
+            ),
+            (
+                "int N; double A[N]; for (i = N; i >= 0; i--) A[i] = 1;",
+                "count upwards",
+            ),
+            (
+                "int N; double A[N]; for (i = 0; i < N; i++) A[i][i] = 1;",
+                "1 dimension(s)",
+            ),
+            (
+                "int N; double A[N]; for (i = 0; i < N; i++) A[i] = foo(A[i]);",
+                "not a known function",
+            ),
+            (
+                "int N; double A[N]; for (i = 0; i < M; i++) A[i] = 1;",
+                "`M` is not declared",
+            ),
+            (
+                "int N; double A[N]; for (i = 0; i < N; i++) A[i] = 1",
+                "expected `;`",
+            ),
+            ("int N; double A[N];", "no statement"),
+        ];
+        for (src, expected) in cases {
+            let err = parse_program(src).unwrap_err();
+            assert!(err.message.contains(expected), "{src}: {}", err.message);
+        }
+    }
+
+    #[test]
+    fn conditions_and_their_negations_are_in_normal_form() {
+        let src = "int N; double A[N];
+            for (i = 0; i < N; i++) if (i > 0 && i != N - 1) A[i] = 1; else A[i] = 2;";
+        let p = parse_program(src).unwrap();
+        let Node::Loop { body, .. } = &p.body[0] else {
+            panic!()
+        };
+        let Node::If { condition, .. } = &body[0] else {
+            panic!()
+        };
+        assert_eq!(condition.0.len(), 2);
+        let negated = condition.negated().unwrap();
+        let holds = |c: &Condition, i: i64| {
+            c.0.iter().any(|conj| {
+                conj.iter()
+                    .all(|k| k.holds(&|n| Some(if n == "i" { i } else { 10 })).unwrap())
+            })
+        };
+        for i in -2..12 {
+            assert_eq!(holds(condition, i), i > 0 && i != 9, "{i}");
+            assert_eq!(holds(&negated, i), !(i > 0 && i != 9), "{i}");
+        }
+        assert_eq!(
+            Affine::var("i")
+                .add_scaled(&Affine::var("N"), -2)
+                .unwrap()
+                .to_string(),
+            "-2*N + i"
+        );
+    }
+}

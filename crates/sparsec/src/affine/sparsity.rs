@@ -1,0 +1,485 @@
+//! Sparsity equations and their solution (the paper's §3): every statement's set of
+//! iterations that may compute a non-zero value, from the non-zero cells of the inputs.
+//!
+//! The equations follow the value a statement computes: a zero constant gives nothing, a
+//! non-zero one the whole domain, a read the image of its source's set through the
+//! dataflow relation, `a + b` (and `a - b`) the union, `a * b` the intersection, `a / b`
+//! the set of `a`. Statements that read each other form strongly connected components,
+//! solved in dependence order: within one, the system `X = C ∪ X.R` is solved by Arden's
+//! lemma, `X = C.R*`, with isl's transitive closure. Where a product multiplies two
+//! unknowns of the same component (LU's fill-in), Arden does not apply and the product
+//! is relaxed to either factor (both bounds are solved and intersected, then sharpened by
+//! applying the exact equations again). Each result says whether it is exact.
+
+use std::collections::BTreeMap;
+
+use super::dataflow::{Dataflow, Source};
+use super::model::Model;
+use super::parse::{BinaryOp, Value};
+use super::{isl_error, AffineError};
+use crate::polyhedral::isl::{Isl, UnionMap, UnionSet};
+
+/// The regions of interest of a program on given inputs.
+#[derive(Debug)]
+pub struct Specialisation {
+    /// Per statement: the iterations that may compute a non-zero value.
+    pub statements: Vec<UnionSet>,
+    /// Per array some statement writes: the cells that may be non-zero at the end.
+    pub outputs: Vec<(String, UnionSet)>,
+    /// Whether every set is exact under the paper's rules (no approximate closure, no
+    /// relaxed product); `reasons` says what was approximated where not.
+    pub exact: bool,
+    pub reasons: Vec<String>,
+}
+
+/// A set expression of the equations, over one statement's iterations.
+#[derive(Clone, Debug)]
+enum SetExpr {
+    Empty,
+    /// The statement's whole domain (a non-zero constant).
+    Domain,
+    Known(UnionSet),
+    /// The image of statement `n`'s set through a relation into this statement.
+    Pull(usize, UnionMap),
+    Union(Vec<SetExpr>),
+    Inter(Vec<SetExpr>),
+}
+
+impl SetExpr {
+    fn unknowns(&self, out: &mut Vec<usize>) {
+        match self {
+            SetExpr::Pull(n, _) => out.push(*n),
+            SetExpr::Union(v) | SetExpr::Inter(v) => v.iter().for_each(|e| e.unknowns(out)),
+            _ => {}
+        }
+    }
+}
+
+struct Builder<'a> {
+    dataflow: &'a Dataflow,
+    patterns: &'a BTreeMap<String, UnionSet>,
+    statement: usize,
+    next_read: usize,
+}
+
+impl Builder<'_> {
+    fn expr(&mut self, value: &Value) -> Result<SetExpr, String> {
+        Ok(match value {
+            Value::Number(x) if *x == 0.0 => SetExpr::Empty,
+            Value::Number(_) => SetExpr::Domain,
+            Value::Read(access) => {
+                let flows = &self.dataflow.reads[self.statement][self.next_read];
+                self.next_read += 1;
+                let mut pieces = Vec::new();
+                for flow in flows {
+                    pieces.push(match flow.source {
+                        Source::Statement(w) => SetExpr::Pull(w, flow.relation.clone()),
+                        Source::Input => {
+                            let pattern = &self.patterns[&access.array];
+                            SetExpr::Known(pattern.apply(&flow.relation)?)
+                        }
+                    });
+                }
+                SetExpr::Union(pieces)
+            }
+            Value::Neg(v) => self.expr(v)?,
+            Value::Binary(op, a, b) => {
+                let (a, b) = (self.expr(a)?, self.expr(b)?);
+                match op {
+                    BinaryOp::Add | BinaryOp::Sub => SetExpr::Union(vec![a, b]),
+                    BinaryOp::Mul => SetExpr::Inter(vec![a, b]),
+                    // A zero divisor is outside the rules (the dense program would divide
+                    // by zero): the quotient is non-zero where the dividend is.
+                    BinaryOp::Div => a,
+                }
+            }
+            Value::Call(name, args) => {
+                let mut args = args
+                    .iter()
+                    .map(|a| self.expr(a))
+                    .collect::<Result<Vec<_>, _>>()?;
+                match name.as_str() {
+                    // f(0) = 0: the pattern of the argument.
+                    "sqrt" | "fabs" | "sin" => args.remove(0),
+                    // max and min of two values are non-zero only where one is.
+                    "fmax" | "fmin" => SetExpr::Union(args),
+                    // exp(0), cos(0), log(0) and pow(0, 0) are not zero.
+                    _ => SetExpr::Domain,
+                }
+            }
+        })
+    }
+}
+
+/// Linear form of an equation's right side: a known set and unknowns' images.
+struct Linear {
+    known: UnionSet,
+    terms: Vec<(usize, UnionMap)>,
+}
+
+/// Which factor a product of two unknowns keeps when relaxed.
+#[derive(Clone, Copy, PartialEq)]
+enum Keep {
+    First,
+    Last,
+}
+
+struct Solver<'a> {
+    isl: &'a Isl,
+    domains: Vec<UnionSet>,
+    solved: Vec<Option<UnionSet>>,
+    component: Vec<usize>,
+}
+
+impl Solver<'_> {
+    fn linear(
+        &self,
+        s: usize,
+        e: &SetExpr,
+        keep: Keep,
+        relaxed: &mut bool,
+    ) -> Result<Linear, String> {
+        let empty = || self.isl.empty_union_set();
+        Ok(match e {
+            SetExpr::Empty => Linear {
+                known: empty(),
+                terms: Vec::new(),
+            },
+            SetExpr::Domain => Linear {
+                known: self.domains[s].clone(),
+                terms: Vec::new(),
+            },
+            SetExpr::Known(k) => Linear {
+                known: k.clone(),
+                terms: Vec::new(),
+            },
+            SetExpr::Pull(w, m) => match &self.solved[*w] {
+                Some(set) => Linear {
+                    known: set.apply(m)?,
+                    terms: Vec::new(),
+                },
+                None => {
+                    debug_assert!(self.component.contains(w));
+                    Linear {
+                        known: empty(),
+                        terms: vec![(*w, m.clone())],
+                    }
+                }
+            },
+            SetExpr::Union(children) => {
+                let mut out = Linear {
+                    known: empty(),
+                    terms: Vec::new(),
+                };
+                for c in children {
+                    let l = self.linear(s, c, keep, relaxed)?;
+                    out.known = out.known.union(&l.known)?;
+                    out.terms.extend(l.terms);
+                }
+                out
+            }
+            SetExpr::Inter(children) => {
+                let lins = children
+                    .iter()
+                    .map(|c| self.linear(s, c, keep, relaxed))
+                    .collect::<Result<Vec<_>, _>>()?;
+                let with_terms: Vec<usize> = (0..lins.len())
+                    .filter(|&i| !lins[i].terms.is_empty())
+                    .collect();
+                // `(K1 ∪ L1) ∩ (K2 ∪ L2) ⊆ K1 ∪ L1`: keeping one factor over-approximates.
+                let kept = match (with_terms.len(), keep) {
+                    (0, _) => None,
+                    (1, _) => Some(with_terms[0]),
+                    (_, Keep::First) => {
+                        *relaxed = true;
+                        Some(with_terms[0])
+                    }
+                    (_, Keep::Last) => {
+                        *relaxed = true;
+                        with_terms.last().copied()
+                    }
+                };
+                let mut knowns: Option<UnionSet> = None;
+                for l in &lins {
+                    if l.terms.is_empty() {
+                        knowns = Some(match knowns {
+                            None => l.known.clone(),
+                            Some(k) => k.intersect(&l.known)?,
+                        });
+                    }
+                }
+                match kept {
+                    None => Linear {
+                        known: knowns.unwrap_or_else(empty),
+                        terms: Vec::new(),
+                    },
+                    Some(i) => {
+                        let l = &lins[i];
+                        match knowns {
+                            None => Linear {
+                                known: l.known.clone(),
+                                terms: l.terms.clone(),
+                            },
+                            Some(k) => Linear {
+                                known: l.known.intersect(&k)?,
+                                terms: l
+                                    .terms
+                                    .iter()
+                                    .map(|(w, m)| Ok((*w, m.restrict_range(&k)?)))
+                                    .collect::<Result<_, String>>()?,
+                            },
+                        }
+                    }
+                }
+            }
+        })
+    }
+
+    /// The exact right side of an equation, given every unknown's current set.
+    fn evaluate(
+        &self,
+        s: usize,
+        e: &SetExpr,
+        current: &BTreeMap<usize, UnionSet>,
+    ) -> Result<UnionSet, String> {
+        Ok(match e {
+            SetExpr::Empty => self.isl.empty_union_set(),
+            SetExpr::Domain => self.domains[s].clone(),
+            SetExpr::Known(k) => k.clone(),
+            SetExpr::Pull(w, m) => match &self.solved[*w] {
+                Some(set) => set.apply(m)?,
+                None => current[w].apply(m)?,
+            },
+            SetExpr::Union(children) => {
+                let mut out = self.isl.empty_union_set();
+                for c in children {
+                    out = out.union(&self.evaluate(s, c, current)?)?;
+                }
+                out
+            }
+            SetExpr::Inter(children) => {
+                let mut out: Option<UnionSet> = None;
+                for c in children {
+                    let v = self.evaluate(s, c, current)?;
+                    out = Some(match out {
+                        None => v,
+                        Some(o) => o.intersect(&v)?,
+                    });
+                }
+                out.unwrap_or_else(|| self.isl.empty_union_set())
+            }
+        })
+    }
+
+    /// Solve one component with products relaxed as `keep` says: `X = C.R*`. Returns
+    /// the sets and whether the closure was exact.
+    fn arden(
+        &self,
+        equations: &[(usize, SetExpr)],
+        keep: Keep,
+        relaxed: &mut bool,
+    ) -> Result<(BTreeMap<usize, UnionSet>, bool), String> {
+        let mut known = self.isl.empty_union_set();
+        let mut step = self.isl.empty_union_map();
+        for (s, e) in equations {
+            let l = self.linear(*s, e, keep, relaxed)?;
+            known = known.union(&l.known.intersect(&self.domains[*s])?)?;
+            for (_, m) in l.terms {
+                step = step.union(&m.restrict_range(&self.domains[*s])?)?;
+            }
+        }
+        let (reached, exact) = if step.is_empty()? {
+            (known, true)
+        } else {
+            let (closure, exact) = step.transitive_closure()?;
+            (known.union(&known.apply(&closure)?)?.coalesce()?, exact)
+        };
+        let mut out = BTreeMap::new();
+        for (s, _) in equations {
+            out.insert(*s, reached.intersect(&self.domains[*s])?.coalesce()?);
+        }
+        Ok((out, exact))
+    }
+}
+
+/// Solve the sparsity equations of `model` for inputs whose non-zero cells are
+/// `patterns` (per array name, a set in the array's space; an input without one is
+/// taken as dense).
+pub fn solve(
+    isl: &Isl,
+    model: &Model,
+    dataflow: &Dataflow,
+    patterns: &BTreeMap<String, UnionSet>,
+) -> Result<Specialisation, AffineError> {
+    let err = isl_error("solving the sparsity equations");
+    let mut patterns = patterns.clone();
+    for array in &model.program.arrays {
+        if !patterns.contains_key(&array.name) {
+            let dense = isl.union_set(&model.extents_text(array)).map_err(&err)?;
+            patterns.insert(array.name.clone(), dense);
+        }
+    }
+    let n = model.statements.len();
+    let domains = (0..n)
+        .map(|s| isl.union_set(&model.domain_text(s, None)))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(&err)?;
+    let mut equations = Vec::with_capacity(n);
+    for (s, st) in model.statements.iter().enumerate() {
+        let mut builder = Builder {
+            dataflow,
+            patterns: &patterns,
+            statement: s,
+            next_read: 0,
+        };
+        equations.push(builder.expr(&st.value).map_err(&err)?);
+    }
+    let mut solver = Solver {
+        isl,
+        domains,
+        solved: vec![None; n],
+        component: Vec::new(),
+    };
+    let mut reasons = Vec::new();
+    let name_list = |c: &[usize]| {
+        c.iter()
+            .map(|&s| model.statements[s].name.clone())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    for component in components(&equations) {
+        solver.component = component.clone();
+        let eqs: Vec<(usize, SetExpr)> = component
+            .iter()
+            .map(|&s| (s, equations[s].clone()))
+            .collect();
+        let mut relaxed = false;
+        let (mut sets, mut exact) = solver
+            .arden(&eqs, Keep::First, &mut relaxed)
+            .map_err(&err)?;
+        if relaxed {
+            let (other, other_exact) =
+                solver.arden(&eqs, Keep::Last, &mut relaxed).map_err(&err)?;
+            exact &= other_exact;
+            for (s, set) in &mut sets {
+                *set = set.intersect(&other[s]).map_err(&err)?;
+            }
+            // Every bound above the least solution stays above it under the equations:
+            // applying them again can only sharpen the bound.
+            for _ in 0..2 {
+                let mut next = BTreeMap::new();
+                for (s, e) in &eqs {
+                    let v = solver
+                        .evaluate(*s, e, &sets)
+                        .and_then(|v| v.intersect(&sets[s]))
+                        .and_then(|v| v.coalesce())
+                        .map_err(&err)?;
+                    next.insert(*s, v);
+                }
+                sets = next;
+            }
+            reasons.push(format!(
+                "a product of two values computed by {{{}}} was relaxed (the paper's \
+                 generalised Arden's lemma)",
+                name_list(&component)
+            ));
+        }
+        if !exact {
+            reasons.push(format!(
+                "isl's transitive closure over {{{}}} is an over-approximation",
+                name_list(&component)
+            ));
+        }
+        for (s, set) in sets {
+            solver.solved[s] = Some(set);
+        }
+    }
+    let statements: Vec<UnionSet> = solver
+        .solved
+        .into_iter()
+        .map(|s| s.expect("every component is solved"))
+        .collect();
+    let mut outputs = Vec::new();
+    for (array, flows) in &dataflow.final_values {
+        let set = super::dataflow::image(isl, flows, &|source| match source {
+            Source::Statement(w) => Some(statements[w].clone()),
+            Source::Input => Some(patterns[array].clone()),
+        })
+        .and_then(|s| s.coalesce())
+        .map_err(&err)?;
+        outputs.push((array.clone(), set));
+    }
+    Ok(Specialisation {
+        statements,
+        outputs,
+        exact: reasons.is_empty(),
+        reasons,
+    })
+}
+
+/// The strongly connected components of the statements' dependence graph, each after
+/// every component it reads from (Tarjan's algorithm emits them in that order).
+fn components(equations: &[SetExpr]) -> Vec<Vec<usize>> {
+    let n = equations.len();
+    let edges: Vec<Vec<usize>> = equations
+        .iter()
+        .map(|e| {
+            let mut out = Vec::new();
+            e.unknowns(&mut out);
+            out.sort();
+            out.dedup();
+            out
+        })
+        .collect();
+    struct State {
+        index: Vec<Option<usize>>,
+        low: Vec<usize>,
+        on_stack: Vec<bool>,
+        stack: Vec<usize>,
+        next: usize,
+        out: Vec<Vec<usize>>,
+    }
+    fn visit(v: usize, edges: &[Vec<usize>], st: &mut State) {
+        st.index[v] = Some(st.next);
+        st.low[v] = st.next;
+        st.next += 1;
+        st.stack.push(v);
+        st.on_stack[v] = true;
+        for &w in &edges[v] {
+            match st.index[w] {
+                None => {
+                    visit(w, edges, st);
+                    st.low[v] = st.low[v].min(st.low[w]);
+                }
+                Some(iw) if st.on_stack[w] => st.low[v] = st.low[v].min(iw),
+                _ => {}
+            }
+        }
+        if Some(st.low[v]) == st.index[v] {
+            let mut component = Vec::new();
+            while let Some(w) = st.stack.pop() {
+                st.on_stack[w] = false;
+                component.push(w);
+                if w == v {
+                    break;
+                }
+            }
+            component.sort();
+            st.out.push(component);
+        }
+    }
+    let mut st = State {
+        index: vec![None; n],
+        low: vec![0; n],
+        on_stack: vec![false; n],
+        stack: Vec::new(),
+        next: 0,
+        out: Vec::new(),
+    };
+    for v in 0..n {
+        if st.index[v].is_none() {
+            visit(v, &edges, &mut st);
+        }
+    }
+    st.out
+}
