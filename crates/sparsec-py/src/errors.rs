@@ -70,7 +70,8 @@ pub fn to_py(err: sparsec::Error) -> PyErr {
         | sparsec::Error::Backend(_)
         | sparsec::Error::Jit(_)
         | sparsec::Error::Tune(_)
-        | sparsec::Error::Spf(_) => CompileError::new_err(message),
+        | sparsec::Error::Spf(_)
+        | sparsec::Error::Affine(_) => CompileError::new_err(message),
         sparsec::Error::Tensor(_) => FormatError::new_err(message),
         sparsec::Error::Input(_) => InputError::new_err(message),
     }

@@ -36,6 +36,10 @@ pub enum Error {
     #[error(transparent)]
     #[diagnostic(transparent)]
     Spf(#[from] crate::spf::SpfError),
+    /// An affine program is malformed, outside the affine class, or its analysis failed.
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Affine(#[from] crate::affine::AffineError),
     /// Inputs do not match the compiled statement.
     #[error("{0}")]
     Input(String),

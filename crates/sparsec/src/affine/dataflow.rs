@@ -31,6 +31,9 @@ pub struct Flow {
 pub struct Dataflow {
     /// Per statement, per read in the order [`reads`] lists them.
     pub reads: Vec<Vec<Vec<Flow>>>,
+    /// Per statement, what the element it writes held just before: the previous writer
+    /// of that element, or the array's initial contents.
+    pub overwrites: Vec<Vec<Flow>>,
     /// Per array that some statement writes: the flows into its final contents, from
     /// statement spaces (or the array's initial contents) to the array's cells.
     pub final_values: Vec<(String, Vec<Flow>)>,
@@ -39,6 +42,10 @@ pub struct Dataflow {
 /// The internal name of read `r` of statement `s`, or of the final read of an array.
 fn tag(model: &Model, s: usize, r: usize) -> String {
     format!("{}__read{r}", model.statements[s].name)
+}
+
+fn overwrite_tag(model: &Model, s: usize) -> String {
+    format!("{}__overwrite", model.statements[s].name)
 }
 
 fn final_tag(array: &str) -> String {
@@ -68,6 +75,10 @@ pub fn analyse(isl: &Isl, model: &Model) -> Result<Dataflow, AffineError> {
             read_pieces.push(model.access_piece(s, access, Some(&t)));
             reader_schedule.push(model.schedule_piece(s, Some(&t)));
         }
+        // What the write replaces, as if the statement read its target first.
+        let t = overwrite_tag(model, s);
+        read_pieces.push(model.access_piece(s, &st.target, Some(&t)));
+        reader_schedule.push(model.schedule_piece(s, Some(&t)));
     }
     // The final contents are read after the whole program, at a time past every
     // statement's first schedule component.
@@ -163,7 +174,9 @@ pub fn analyse(isl: &Isl, model: &Model) -> Result<Dataflow, AffineError> {
         };
 
     let mut per_statement = Vec::new();
+    let mut overwrites = Vec::new();
     for (s, st) in model.statements.iter().enumerate() {
+        overwrites.push(flows_into(&overwrite_tag(model, s), &model.tuple(s), &st.target.array)?);
         let mut accesses = Vec::new();
         reads(&st.value, &mut accesses);
         let tuple = model.tuple(s);
@@ -184,6 +197,7 @@ pub fn analyse(isl: &Isl, model: &Model) -> Result<Dataflow, AffineError> {
     }
     Ok(Dataflow {
         reads: per_statement,
+        overwrites,
         final_values,
     })
 }

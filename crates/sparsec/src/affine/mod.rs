@@ -13,8 +13,10 @@
 //! that the analysis and the specialised code are checked against.
 
 pub mod boxes;
+pub mod codegen;
 pub mod dataflow;
 pub mod dense;
+pub mod kernel;
 pub mod model;
 pub mod parse;
 pub mod sparsity;

@@ -24,6 +24,11 @@ use crate::polyhedral::isl::{Isl, UnionMap, UnionSet};
 pub struct Specialisation {
     /// Per statement: the iterations that may compute a non-zero value.
     pub statements: Vec<UnionSet>,
+    /// Per statement: the iterations the specialised program runs. Those that may
+    /// compute a non-zero, and those that overwrite an element that may hold one (with
+    /// the zero they compute): every iteration left out writes a zero over a zero, so
+    /// skipping it leaves every element as the dense program leaves it.
+    pub executed: Vec<UnionSet>,
     /// Per array some statement writes: the cells that may be non-zero at the end.
     pub outputs: Vec<(String, UnionSet)>,
     /// Whether every set is exact under the paper's rules (no approximate closure, no
@@ -409,8 +414,22 @@ pub fn solve(
         .map_err(&err)?;
         outputs.push((array.clone(), set));
     }
+    let mut executed = Vec::new();
+    for (s, flows) in dataflow.overwrites.iter().enumerate() {
+        let target = &model.statements[s].target.array;
+        let replaced = super::dataflow::image(isl, flows, &|source| match source {
+            Source::Statement(w) => Some(statements[w].clone()),
+            Source::Input => Some(patterns[target].clone()),
+        });
+        let set = replaced
+            .and_then(|r| r.union(&statements[s]))
+            .and_then(|r| r.coalesce())
+            .map_err(&err)?;
+        executed.push(set);
+    }
     Ok(Specialisation {
         statements,
+        executed,
         outputs,
         exact: reasons.is_empty(),
         reasons,

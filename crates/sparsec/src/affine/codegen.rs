@@ -1,0 +1,242 @@
+//! The specialised program in sparsec's IR: isl's AST generator scans each statement's
+//! executed iterations in the program's order, and every instance becomes a store into
+//! the program's arrays. All arrays live in one dense buffer (the kernel's output
+//! operand), one after the other in declaration order, each row-major: the program updates
+//! them in place, as the dense program does, so the caller fills the buffer with the
+//! initial contents and reads the final ones back.
+
+use super::model::Model;
+use super::parse::{Access, Affine, BinaryOp, Value};
+use super::sparsity::Specialisation;
+use super::{isl_error, AffineError};
+use crate::ir::{
+    BinOp, Expr, Function, LoopKind, OperandId, OperandInfo, OutputMode, ParamRef, Stmt, Store,
+    Type, ValueType, Var,
+};
+use crate::polyhedral::isl::{AstExpr, Isl, UnionSet};
+use crate::polyhedral::read::{self, FrontEnd, LoopNode};
+
+/// Where each array lives in the buffer, as expressions of the parameters.
+#[derive(Clone, Debug)]
+pub struct Layout {
+    /// Per array in declaration order: its name, its first element's offset and its
+    /// extents.
+    pub arrays: Vec<(String, Expr, Vec<Expr>)>,
+    /// The buffer's length.
+    pub len: Expr,
+}
+
+/// The value of parameter `n` in the generated function.
+fn param(n: usize) -> Expr {
+    Expr::Param(ParamRef::Extent(n))
+}
+
+impl Layout {
+    /// The layout of `model`'s arrays.
+    pub fn new(model: &Model) -> Layout {
+        let params = &model.program.params;
+        let value = |a: &Affine| affine_expr(a, &|name| {
+            params.iter().position(|p| p == name).map(param)
+        });
+        let mut offset = Expr::Int(0);
+        let mut arrays = Vec::new();
+        for array in &model.program.arrays {
+            let dims: Vec<Expr> = array
+                .extents
+                .iter()
+                .map(|e| Expr::max(value(e).expect("extents name parameters"), Expr::Int(0)))
+                .collect();
+            let size = dims.iter().cloned().fold(Expr::Int(1), |a, b| a * b);
+            arrays.push((array.name.clone(), offset.clone(), dims));
+            offset = crate::ir::simplify(&(offset + size));
+        }
+        Layout {
+            arrays,
+            len: offset,
+        }
+    }
+
+    fn find(&self, name: &str) -> &(String, Expr, Vec<Expr>) {
+        self.arrays
+            .iter()
+            .find(|(n, _, _)| n == name)
+            .expect("the parser checked declarations")
+    }
+}
+
+/// `a` with each name's value given by `name` (None if a name has none).
+fn affine_expr(a: &Affine, name: &dyn Fn(&str) -> Option<Expr>) -> Option<Expr> {
+    let mut out = Expr::Int(a.constant);
+    for (n, c) in &a.terms {
+        let v = name(n)?;
+        out = out + if *c == 1 { v } else { Expr::Int(*c) * v };
+    }
+    Some(crate::ir::simplify(&out))
+}
+
+/// The IR function that runs the executed iterations of `regions`.
+pub fn generate(
+    isl: &Isl,
+    model: &Model,
+    regions: &Specialisation,
+) -> Result<(Function, Layout), AffineError> {
+    let err = isl_error("generating the specialised loops");
+    let mut domain: UnionSet = isl.empty_union_set();
+    for set in &regions.executed {
+        domain = domain.union(set).map_err(&err)?;
+    }
+    let prefix = model.params_prefix();
+    let nonneg: Vec<String> = model
+        .program
+        .arrays
+        .iter()
+        .flat_map(|a| a.extents.iter().map(|e| format!("{e} >= 0")))
+        .collect();
+    let context = if nonneg.is_empty() {
+        format!("{prefix}{{ : }}")
+    } else {
+        format!("{prefix}{{ : {} }}", nonneg.join(" and "))
+    };
+    let ast = isl
+        .ast(&context, &domain.to_string(), &model.schedule_text(), None)
+        .map_err(&err)?;
+    let layout = Layout::new(model);
+    let mut function = Function::new(
+        vec![OperandInfo {
+            hint: "arrays".into(),
+            values: ValueType::F64,
+        }],
+        model.program.params.len(),
+        OutputMode::Dense {
+            accumulate: false,
+            zeroed_by_kernel: false,
+        },
+    );
+    function.extent_hints = model.program.params.clone();
+    let mut reading = Reading {
+        model,
+        layout: &layout,
+        function: &mut function,
+        iterators: Vec::new(),
+    };
+    let body = read::read(&mut reading, &ast)?;
+    function.body = body;
+    Ok((function, layout))
+}
+
+struct Reading<'a> {
+    model: &'a Model,
+    layout: &'a Layout,
+    function: &'a mut Function,
+    iterators: Vec<(String, Var)>,
+}
+
+impl Reading<'_> {
+    fn offset(&self, access: &Access, counters: &[(String, Expr)]) -> Result<Expr, AffineError> {
+        let (_, base, dims) = self.layout.find(&access.array);
+        let params = &self.model.program.params;
+        let name = |n: &str| {
+            counters
+                .iter()
+                .find(|(c, _)| c == n)
+                .map(|(_, e)| e.clone())
+                .or_else(|| params.iter().position(|p| p == n).map(param))
+        };
+        let mut index = Expr::Int(0);
+        for (a, d) in access.index.iter().zip(dims) {
+            let i = affine_expr(a, &name)
+                .ok_or_else(|| AffineError::new("an index names an unknown variable", access.span))?;
+            index = index * d.clone() + i;
+        }
+        Ok(crate::ir::simplify(&(base.clone() + index)))
+    }
+
+    fn value(&self, v: &Value, counters: &[(String, Expr)]) -> Result<Expr, AffineError> {
+        let arrays = crate::ir::ArrayRef::Values(OperandId(0));
+        Ok(match v {
+            Value::Number(x) => Expr::Float(*x),
+            Value::Read(a) => Expr::load(arrays, self.offset(a, counters)?),
+            Value::Neg(x) => Expr::Neg(Box::new(self.value(x, counters)?)),
+            Value::Binary(op, a, b) => {
+                let op = match op {
+                    BinaryOp::Add => BinOp::Add,
+                    BinaryOp::Sub => BinOp::Sub,
+                    BinaryOp::Mul => BinOp::Mul,
+                    BinaryOp::Div => BinOp::Div,
+                };
+                Expr::bin(op, self.value(a, counters)?, self.value(b, counters)?)
+            }
+            Value::Call(name, args) if name == "fmax" || name == "fmin" => {
+                let op = if name == "fmax" { BinOp::Max } else { BinOp::Min };
+                Expr::bin(op, self.value(&args[0], counters)?, self.value(&args[1], counters)?)
+            }
+            Value::Call(name, _) => {
+                return Err(AffineError::general(format!(
+                    "`{name}` is analysed but not yet generated: the IR has no `{name}`"
+                )))
+            }
+        })
+    }
+}
+
+impl FrontEnd for Reading<'_> {
+    type Error = AffineError;
+
+    fn internal(&self, message: String) -> AffineError {
+        AffineError::general(format!("reading isl's loops: {message}"))
+    }
+
+    fn fresh_var(&mut self, hint: String, ty: Type) -> Var {
+        self.function.fresh_var(hint, ty)
+    }
+
+    fn name(&mut self, name: &str) -> Result<Expr, AffineError> {
+        if let Some((_, v)) = self.iterators.iter().rev().find(|(n, _)| n == name) {
+            return Ok(Expr::Var(*v));
+        }
+        self.model
+            .program
+            .params
+            .iter()
+            .position(|p| p == name)
+            .map(param)
+            .ok_or_else(|| self.internal(format!("isl named `{name}`")))
+    }
+
+    fn own_loop(&mut self, _: &LoopNode<'_>, _: &mut Vec<Stmt>) -> Option<Result<(), AffineError>> {
+        None
+    }
+
+    fn loop_var(&mut self, iterator: &str) -> Result<(String, LoopKind), AffineError> {
+        Ok((iterator.to_string(), LoopKind::Serial))
+    }
+
+    fn enter(&mut self, iterator: &str, var: Var) {
+        self.iterators.push((iterator.to_string(), var));
+    }
+
+    fn leave(&mut self, _: &str) {
+        self.iterators.pop();
+    }
+
+    fn instance(&mut self, args: &[AstExpr]) -> Result<Vec<Stmt>, AffineError> {
+        let Some((AstExpr::Id(name), rest)) = args.split_first() else {
+            return Err(self.internal(format!("an instance {args:?}")));
+        };
+        let Some(st) = self.model.statements.iter().find(|s| &s.name == name) else {
+            return Err(self.internal(format!("an instance of `{name}`")));
+        };
+        let mut counters = Vec::new();
+        for (c, e) in st.counters.iter().zip(rest) {
+            counters.push((c.clone(), read::expr(self, e)?));
+        }
+        let index = self.offset(&st.target, &counters)?;
+        let value = self.value(&st.value, &counters)?;
+        Ok(vec![Stmt::Store(Store {
+            array: crate::ir::ArrayRef::Values(OperandId(0)),
+            index,
+            value,
+            accumulate: false,
+        })])
+    }
+}

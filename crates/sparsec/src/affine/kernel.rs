@@ -1,0 +1,138 @@
+//! The specialised program compiled and run: the IR of [`super::codegen`] compiled by a
+//! target (C with OpenMP by default, or Cranelift), called on dense arrays that it
+//! updates in place, as the dense program does.
+
+use std::collections::BTreeMap;
+use std::ffi::c_void;
+
+use super::codegen::{self, Layout};
+use super::dense::{self, Arrays};
+use super::model::Model;
+use super::{AffineError, Specialised};
+use crate::ir::{ArrayRef, Function, ParamRef, ScalarArg};
+use crate::kernel::bind::Arguments;
+use crate::kernel::default_threads;
+use crate::kernel::native::{self, Compiled, EntryBuffers};
+use crate::target::{Contents, Targets};
+use crate::Error;
+
+/// A specialised program, compiled.
+pub struct AffineKernel {
+    model: Model,
+    function: Function,
+    layout: Layout,
+    compiled: Compiled,
+    buffers: EntryBuffers,
+    threads: usize,
+}
+
+impl AffineKernel {
+    /// Generate and compile the executed iterations of `specialised` with `targets`.
+    pub fn compile(specialised: &Specialised, targets: Targets) -> Result<AffineKernel, Error> {
+        let (mut function, layout) =
+            codegen::generate(&specialised.isl, &specialised.model, &specialised.regions)?;
+        targets.prepare(&mut function)?;
+        Ok(AffineKernel {
+            model: specialised.model.clone(),
+            compiled: Compiled::new(&function, targets)?,
+            function,
+            layout,
+            buffers: EntryBuffers::default(),
+            threads: default_threads(),
+        })
+    }
+
+    /// The generated code, as its target prints it.
+    pub fn source(&self) -> &str {
+        self.compiled.listing(&self.function).kernel()
+    }
+
+    /// The generated IR.
+    pub fn function(&self) -> &Function {
+        &self.function
+    }
+
+    /// Where the arrays live in the buffer the kernel updates.
+    pub fn layout(&self) -> &Layout {
+        &self.layout
+    }
+
+    /// The threads parallel loops use.
+    pub fn set_threads(&mut self, n: usize) {
+        self.threads = n.max(1);
+    }
+
+    /// Run on `arrays` (by name, row-major; an array not given starts as zeros) with the
+    /// parameters `params`, updating them in place; every array the program declares is
+    /// in `arrays` afterwards.
+    pub fn run(&self, params: &BTreeMap<String, i64>, arrays: &mut Arrays) -> Result<(), Error> {
+        for p in &self.model.program.params {
+            if !params.contains_key(p) {
+                return Err(AffineError::general(format!("the parameter `{p}` has no value")).into());
+            }
+        }
+        let shapes = dense::extents(&self.model, params)?;
+        let mut state = Vec::new();
+        for array in &self.model.program.arrays {
+            let size: usize = shapes[&array.name].iter().product();
+            match arrays.get(&array.name) {
+                Some(given) if given.len() == size => state.extend_from_slice(given),
+                Some(given) => {
+                    return Err(Error::Input(format!(
+                        "`{}` is given {} values; its extents hold {size}",
+                        array.name,
+                        given.len()
+                    )))
+                }
+                None => state.resize(state.len() + size, 0.0),
+            }
+        }
+        let signature = self.compiled.signature();
+        let mut values = Vec::new();
+        for scalar in &signature.scalars {
+            values.push(match scalar {
+                ScalarArg::Param(ParamRef::Extent(n)) => params[&self.model.program.params[*n]],
+                ScalarArg::Param(ParamRef::Length(ArrayRef::Values(_))) => state.len() as i64,
+                ScalarArg::Threads => self.threads as i64,
+                other => {
+                    return Err(Error::Input(format!(
+                        "the specialised kernel asks for {other:?}, which it cannot be given"
+                    )))
+                }
+            });
+        }
+        let mut arguments = Arguments {
+            arrays: vec![state.as_mut_ptr() as *mut c_void; signature.arrays.len()],
+            bytes: vec![std::mem::size_of_val(state.as_slice()); signature.arrays.len()],
+            contents: vec![Contents::Unnamed; signature.arrays.len()],
+            params: values,
+            narrow: Default::default(),
+        };
+        let code = self.compiled.current();
+        let mut buffers = self.buffers.take(self.threads);
+        // SAFETY: the only array is `state`, alive for the call and as long as the
+        // extents make it; every access of the program stays inside its array's extents
+        // for every parameter value with non-negative extents (checked by `Model::new`,
+        // and `dense::extents` refused negative ones), and the kernel runs a subset of
+        // the program's iterations.
+        let called = unsafe {
+            native::call(
+                code.as_ref(),
+                &self.function,
+                signature,
+                &mut arguments,
+                &mut buffers,
+                "for its scratch arrays",
+            )
+        };
+        self.buffers.keep(buffers);
+        called?;
+        let mut at = 0;
+        for array in &self.model.program.arrays {
+            let size: usize = shapes[&array.name].iter().product();
+            arrays.insert(array.name.clone(), state[at..at + size].to_vec());
+            at += size;
+        }
+        Ok(())
+    }
+}
