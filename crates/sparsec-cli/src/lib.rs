@@ -14,6 +14,7 @@ pub mod info;
 pub mod plot;
 pub mod run;
 pub mod spec;
+pub mod specialise;
 pub mod spf;
 pub mod taco;
 pub mod train;

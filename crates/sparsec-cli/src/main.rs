@@ -1,7 +1,7 @@
 //! The `sparsec` command line: a thin dispatcher over the library's module per subcommand.
 
 use clap::{Parser, Subcommand};
-use sparsec_cli::{convert, emit, formats, info, run, spf, taco, tune};
+use sparsec_cli::{convert, emit, formats, info, run, specialise, spf, taco, tune};
 
 /// Large blocks on cache lines, so that kernels load rows of dense operands in whole
 /// vectors (see `sparsec::memory::LineAligned`).
@@ -39,6 +39,9 @@ enum Command {
     /// Sparse polyhedral computations (`.spf` files): print their code or run them.
     #[command(subcommand)]
     Spf(spf::SpfCommand),
+    /// Specialise a dense affine program (C loop nests) to the sparse structure of its
+    /// inputs: print the regions of interest, the generated code, or run it.
+    Specialise(specialise::SpecialiseArgs),
     /// Run a TACO command line unchanged: `sparsec taco "y(i) = A(i,j) * x(j)" -f=A:ds ...`.
     Taco(taco::TacoArgs),
     /// Choose the sparse operands' formats and the schedule together for given inputs.
@@ -56,5 +59,6 @@ fn main() -> miette::Result<()> {
         Command::Taco(args) => taco::taco(&args),
         Command::Tune(args) => tune::tune(&args),
         Command::Spf(cmd) => spf::spf(&cmd),
+        Command::Specialise(args) => specialise::specialise(&args),
     }
 }

@@ -39,7 +39,7 @@ pub enum Error {
     /// An affine program is malformed, outside the affine class, or its analysis failed.
     #[error(transparent)]
     #[diagnostic(transparent)]
-    Affine(#[from] crate::affine::AffineError),
+    Affine(Box<crate::affine::AffineError>),
     /// Inputs do not match the compiled statement.
     #[error("{0}")]
     Input(String),
@@ -54,3 +54,9 @@ pub enum Error {
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("cannot compile this statement: {0}")]
 pub struct LowerError(pub String);
+
+impl From<crate::affine::AffineError> for Error {
+    fn from(e: crate::affine::AffineError) -> Error {
+        Error::Affine(Box::new(e))
+    }
+}

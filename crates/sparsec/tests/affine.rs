@@ -80,7 +80,7 @@ fn inputs(
     patterns: &[(String, String)],
     params: &BTreeMap<String, i64>,
 ) -> dense::Arrays {
-    let shapes = dense::extents(&s.model, params).unwrap();
+    let shapes = dense::extents(&s.model.program, params).unwrap();
     let fix: Vec<String> = params.iter().map(|(k, v)| format!("{k} = {v}")).collect();
     let names: Vec<&String> = params.keys().collect();
     let context = format!(
@@ -291,7 +291,10 @@ fn check_generated(src: &str, patterns: &[(String, String)], params: &[(&str, i6
         for (name, want) in &expected {
             let got = &arrays[name];
             for (k, (a, b)) in got.iter().zip(want).enumerate() {
-                assert!((a - b).abs() <= 1e-9 * b.abs().max(1.0), "{backend:?}: {name}[{k}] = {a}, dense {b}");
+                assert!(
+                    (a - b).abs() <= 1e-9 * b.abs().max(1.0),
+                    "{backend:?}: {name}[{k}] = {a}, dense {b}"
+                );
             }
         }
         if backend == Backend::C {
@@ -304,13 +307,22 @@ fn check_generated(src: &str, patterns: &[(String, String)], params: &[(&str, i6
 #[test]
 fn specialised_code_matches_the_dense_program() {
     let mm = [
-        pattern("A", &[((1, 3), (2, 5)), ((7, 9), (7, 12)), ((11, 11), (1, 1))]),
-        pattern("B", &[((2, 4), (1, 2)), ((6, 8), (3, 12)), ((1, 1), (10, 11))]),
+        pattern(
+            "A",
+            &[((1, 3), (2, 5)), ((7, 9), (7, 12)), ((11, 11), (1, 1))],
+        ),
+        pattern(
+            "B",
+            &[((2, 4), (1, 2)), ((6, 8), (3, 12)), ((1, 1), (10, 11))],
+        ),
         ("C".into(), "{ C[i, j] : false }".into()),
     ];
     let listing = check_generated(MM, &mm, &[("N", 12)]);
     // Only the blocks' loops remain: no loop runs over the whole of `k`.
-    assert!(!listing.contains("<= N") || listing.len() < 20_000, "{listing}");
+    assert!(
+        !listing.contains("<= N") || listing.len() < 20_000,
+        "{listing}"
+    );
 
     let jacobi = "int T, N; double A[N], B[N];
         for (t = 0; t < T; t++) {
@@ -320,7 +332,10 @@ fn specialised_code_matches_the_dense_program() {
             A[i] = 0.33333 * (B[i - 1] + B[i] + B[i + 1]);
         }";
     let jp = [
-        ("A".to_string(), "{ A[i] : 20 <= i <= 22; A[i] : 50 <= i <= 51 }".to_string()),
+        (
+            "A".to_string(),
+            "{ A[i] : 20 <= i <= 22; A[i] : 50 <= i <= 51 }".to_string(),
+        ),
         ("B".to_string(), "{ B[i] : false }".to_string()),
     ];
     check_generated(jacobi, &jp, &[("T", 5), ("N", 70)]);
@@ -337,7 +352,15 @@ fn specialised_code_matches_the_dense_program() {
               A[i][j] -= A[i][k] * A[k][j];
         }";
     // Diagonal blocks plus a dense last row and column: a valid LU without pivoting.
-    let lp = [pattern("A", &[((0, 3), (0, 3)), ((4, 7), (4, 7)), ((8, 11), (0, 11)), ((0, 11), (11, 11))])];
+    let lp = [pattern(
+        "A",
+        &[
+            ((0, 3), (0, 3)),
+            ((4, 7), (4, 7)),
+            ((8, 11), (0, 11)),
+            ((0, 11), (11, 11)),
+        ],
+    )];
     check_generated(lu, &lp, &[("N", 12)]);
 }
 

@@ -7,7 +7,6 @@
 
 use super::model::Model;
 use super::parse::{Access, Affine, BinaryOp, Value};
-use super::sparsity::Specialisation;
 use super::{isl_error, AffineError};
 use crate::ir::{
     BinOp, Expr, Function, LoopKind, OperandId, OperandInfo, OutputMode, ParamRef, Stmt, Store,
@@ -35,9 +34,8 @@ impl Layout {
     /// The layout of `model`'s arrays.
     pub fn new(model: &Model) -> Layout {
         let params = &model.program.params;
-        let value = |a: &Affine| affine_expr(a, &|name| {
-            params.iter().position(|p| p == name).map(param)
-        });
+        let value =
+            |a: &Affine| affine_expr(a, &|name| params.iter().position(|p| p == name).map(param));
         let mut offset = Expr::Int(0);
         let mut arrays = Vec::new();
         for array in &model.program.arrays {
@@ -74,15 +72,16 @@ fn affine_expr(a: &Affine, name: &dyn Fn(&str) -> Option<Expr>) -> Option<Expr> 
     Some(crate::ir::simplify(&out))
 }
 
-/// The IR function that runs the executed iterations of `regions`.
+/// The IR function that runs the iterations `executed` (per statement) in the
+/// program's order.
 pub fn generate(
     isl: &Isl,
     model: &Model,
-    regions: &Specialisation,
+    executed: &[UnionSet],
 ) -> Result<(Function, Layout), AffineError> {
     let err = isl_error("generating the specialised loops");
     let mut domain: UnionSet = isl.empty_union_set();
-    for set in &regions.executed {
+    for set in executed {
         domain = domain.union(set).map_err(&err)?;
     }
     let prefix = model.params_prefix();
@@ -99,7 +98,14 @@ pub fn generate(
     };
     let ast = isl
         .ast(&context, &domain.to_string(), &model.schedule_text(), None)
-        .map_err(&err)?;
+        .map_err(|e| {
+            let pieces = domain.pieces().unwrap_or(0);
+            AffineError::general(format!(
+                "generating the specialised loops over {pieces} region(s) failed ({e}); an \
+                 input scattered into many small boxes suits sparse formats better, and a \
+                 lower density threshold merges its boxes"
+            ))
+        })?;
     let layout = Layout::new(model);
     let mut function = Function::new(
         vec![OperandInfo {
@@ -144,8 +150,9 @@ impl Reading<'_> {
         };
         let mut index = Expr::Int(0);
         for (a, d) in access.index.iter().zip(dims) {
-            let i = affine_expr(a, &name)
-                .ok_or_else(|| AffineError::new("an index names an unknown variable", access.span))?;
+            let i = affine_expr(a, &name).ok_or_else(|| {
+                AffineError::new("an index names an unknown variable", access.span)
+            })?;
             index = index * d.clone() + i;
         }
         Ok(crate::ir::simplify(&(base.clone() + index)))
@@ -167,8 +174,16 @@ impl Reading<'_> {
                 Expr::bin(op, self.value(a, counters)?, self.value(b, counters)?)
             }
             Value::Call(name, args) if name == "fmax" || name == "fmin" => {
-                let op = if name == "fmax" { BinOp::Max } else { BinOp::Min };
-                Expr::bin(op, self.value(&args[0], counters)?, self.value(&args[1], counters)?)
+                let op = if name == "fmax" {
+                    BinOp::Max
+                } else {
+                    BinOp::Min
+                };
+                Expr::bin(
+                    op,
+                    self.value(&args[0], counters)?,
+                    self.value(&args[1], counters)?,
+                )
             }
             Value::Call(name, _) => {
                 return Err(AffineError::general(format!(

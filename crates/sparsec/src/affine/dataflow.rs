@@ -176,7 +176,11 @@ pub fn analyse(isl: &Isl, model: &Model) -> Result<Dataflow, AffineError> {
     let mut per_statement = Vec::new();
     let mut overwrites = Vec::new();
     for (s, st) in model.statements.iter().enumerate() {
-        overwrites.push(flows_into(&overwrite_tag(model, s), &model.tuple(s), &st.target.array)?);
+        overwrites.push(flows_into(
+            &overwrite_tag(model, s),
+            &model.tuple(s),
+            &st.target.array,
+        )?);
         let mut accesses = Vec::new();
         reads(&st.value, &mut accesses);
         let tuple = model.tuple(s);
@@ -240,7 +244,9 @@ mod tests {
         assert_eq!(c[0].source, Source::Statement(0));
         assert_eq!(c[1].source, Source::Statement(1));
         let expected = isl
-            .union_map("[N] -> { S2[i, j, k] -> S2[i, j, k + 1] : 0 <= i, j < N and 0 <= k < N - 1 }")
+            .union_map(
+                "[N] -> { S2[i, j, k] -> S2[i, j, k + 1] : 0 <= i, j < N and 0 <= k < N - 1 }",
+            )
             .unwrap();
         assert!(c[1]
             .relation

@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 
 use super::model::Model;
-use super::parse::{Access, BinaryOp, Node, Value};
+use super::parse::{Access, BinaryOp, Node, Program, Value};
 use super::AffineError;
 
 /// The most elements the reference run allocates over all arrays.
@@ -26,12 +26,12 @@ pub struct DenseRun {
 
 /// Every array's extents under `params`.
 pub fn extents(
-    model: &Model,
+    program: &Program,
     params: &BTreeMap<String, i64>,
 ) -> Result<BTreeMap<String, Vec<usize>>, AffineError> {
     let mut out = BTreeMap::new();
     let mut total: u64 = 0;
-    for array in &model.program.arrays {
+    for array in &program.arrays {
         let mut dims = Vec::new();
         for e in &array.extents {
             let v = e.eval(&|n| params.get(n).copied()).ok_or_else(|| {
@@ -67,7 +67,7 @@ pub fn run(
     params: &BTreeMap<String, i64>,
     inputs: &Arrays,
 ) -> Result<DenseRun, AffineError> {
-    let shapes = extents(model, params)?;
+    let shapes = extents(&model.program, params)?;
     let mut arrays = Arrays::new();
     for (name, dims) in &shapes {
         let size: usize = dims.iter().product();
@@ -245,4 +245,110 @@ impl State<'_> {
             }
         })
     }
+}
+
+/// How many times each statement runs in the dense program under `params`, counting
+/// without running: a loop whose body holds only assignments counts them by its trip
+/// count. None if counting would take over `steps` loop iterations.
+pub fn iterations(
+    program: &Program,
+    params: &BTreeMap<String, i64>,
+    steps: u64,
+) -> Option<Vec<u64>> {
+    struct Count<'a> {
+        params: &'a BTreeMap<String, i64>,
+        counters: Vec<(String, i64)>,
+        out: Vec<u64>,
+        next: usize,
+        steps: u64,
+    }
+    impl Count<'_> {
+        fn value(&self, name: &str) -> Option<i64> {
+            self.counters
+                .iter()
+                .rev()
+                .find(|(n, _)| n == name)
+                .map(|(_, v)| *v)
+                .or_else(|| self.params.get(name).copied())
+        }
+        fn nodes(&mut self, nodes: &[Node], times: u64) -> Option<()> {
+            for n in nodes {
+                self.node(n, times)?;
+            }
+            Some(())
+        }
+        fn node(&mut self, node: &Node, times: u64) -> Option<()> {
+            match node {
+                Node::Loop {
+                    counter,
+                    lower,
+                    upper,
+                    step,
+                    body,
+                } => {
+                    let lo = lower.eval(&|n| self.value(n))?;
+                    let hi = upper.eval(&|n| self.value(n))?;
+                    let trips = if hi < lo {
+                        0
+                    } else {
+                        ((hi - lo) / step + 1) as u64
+                    };
+                    let first = self.next;
+                    let width: usize = body.iter().map(State::count).sum();
+                    if body.iter().all(|b| matches!(b, Node::Assign { .. })) {
+                        self.nodes(body, times.checked_mul(trips)?)?;
+                    } else {
+                        let mut i = lo;
+                        while i <= hi {
+                            self.steps = self.steps.checked_sub(1)?;
+                            self.next = first;
+                            self.counters.push((counter.clone(), i));
+                            let done = self.nodes(body, times);
+                            self.counters.pop();
+                            done?;
+                            i += step;
+                        }
+                    }
+                    self.next = first + width;
+                }
+                Node::If {
+                    condition,
+                    then,
+                    otherwise,
+                } => {
+                    let mut holds = false;
+                    for conj in &condition.0 {
+                        let mut all = true;
+                        for c in conj {
+                            all &= c.holds(&|n| self.value(n))?;
+                        }
+                        holds |= all;
+                    }
+                    let first = self.next;
+                    if holds {
+                        self.nodes(then, times)?;
+                    } else {
+                        self.next = first + then.iter().map(State::count).sum::<usize>();
+                        self.nodes(otherwise, times)?;
+                    }
+                    self.next = first + State::count(node);
+                }
+                Node::Assign { .. } => {
+                    self.out[self.next] = self.out[self.next].checked_add(times)?;
+                    self.next += 1;
+                }
+            }
+            Some(())
+        }
+    }
+    let n: usize = program.body.iter().map(State::count).sum();
+    let mut count = Count {
+        params,
+        counters: Vec::new(),
+        out: vec![0; n],
+        next: 0,
+        steps,
+    };
+    count.nodes(&program.body, 1)?;
+    Some(count.out)
 }

@@ -29,8 +29,30 @@ pub struct AffineKernel {
 impl AffineKernel {
     /// Generate and compile the executed iterations of `specialised` with `targets`.
     pub fn compile(specialised: &Specialised, targets: Targets) -> Result<AffineKernel, Error> {
+        AffineKernel::compile_sets(specialised, &specialised.regions.executed, targets)
+    }
+
+    /// The program as written (every iteration of every statement), compiled the same
+    /// way: the dense baseline of the specialised kernel.
+    pub fn compile_dense(
+        specialised: &Specialised,
+        targets: Targets,
+    ) -> Result<AffineKernel, Error> {
+        let model = &specialised.model;
+        let domains = (0..model.statements.len())
+            .map(|s| specialised.isl.union_set(&model.domain_text(s, None)))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(super::isl_error("generating the dense loops"))?;
+        AffineKernel::compile_sets(specialised, &domains, targets)
+    }
+
+    fn compile_sets(
+        specialised: &Specialised,
+        executed: &[crate::polyhedral::isl::UnionSet],
+        targets: Targets,
+    ) -> Result<AffineKernel, Error> {
         let (mut function, layout) =
-            codegen::generate(&specialised.isl, &specialised.model, &specialised.regions)?;
+            codegen::generate(&specialised.isl, &specialised.model, executed)?;
         targets.prepare(&mut function)?;
         Ok(AffineKernel {
             model: specialised.model.clone(),
@@ -68,10 +90,12 @@ impl AffineKernel {
     pub fn run(&self, params: &BTreeMap<String, i64>, arrays: &mut Arrays) -> Result<(), Error> {
         for p in &self.model.program.params {
             if !params.contains_key(p) {
-                return Err(AffineError::general(format!("the parameter `{p}` has no value")).into());
+                return Err(
+                    AffineError::general(format!("the parameter `{p}` has no value")).into(),
+                );
             }
         }
-        let shapes = dense::extents(&self.model, params)?;
+        let shapes = dense::extents(&self.model.program, params)?;
         let mut state = Vec::new();
         for array in &self.model.program.arrays {
             let size: usize = shapes[&array.name].iter().product();

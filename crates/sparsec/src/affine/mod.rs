@@ -16,6 +16,7 @@ pub mod boxes;
 pub mod codegen;
 pub mod dataflow;
 pub mod dense;
+pub mod inputs;
 pub mod kernel;
 pub mod model;
 pub mod parse;

@@ -15,9 +15,12 @@ use std::collections::BTreeMap;
 
 use super::dataflow::{Dataflow, Source};
 use super::model::Model;
-use super::parse::{BinaryOp, Value};
+use super::parse::{Access, BinaryOp, Value};
 use super::{isl_error, AffineError};
 use crate::polyhedral::isl::{Isl, UnionMap, UnionSet};
+
+/// The most pieces a set is coalesced at (see [`UnionSet::coalesce_below`]).
+const COALESCE_LIMIT: usize = 500;
 
 /// The regions of interest of a program on given inputs.
 #[derive(Debug)]
@@ -116,6 +119,17 @@ impl Builder<'_> {
     }
 }
 
+/// The increment `e` of an accumulation `x = x + e`, `x = e + x` or `x = x - e` (`x` the
+/// element written), and the number of reads before it.
+fn increment<'v>(value: &'v Value, target: &Access) -> Option<(&'v Value, usize)> {
+    let is_target = |v: &Value| matches!(v, Value::Read(a) if a.array == target.array && a.index == target.index);
+    match value {
+        Value::Binary(BinaryOp::Add | BinaryOp::Sub, x, e) if is_target(x) => Some((e, 1)),
+        Value::Binary(BinaryOp::Add, e, x) if is_target(x) => Some((e, 0)),
+        _ => None,
+    }
+}
+
 /// Linear form of an equation's right side: a known set and unknowns' images.
 struct Linear {
     known: UnionSet,
@@ -209,7 +223,7 @@ impl Solver<'_> {
                     if l.terms.is_empty() {
                         knowns = Some(match knowns {
                             None => l.known.clone(),
-                            Some(k) => k.intersect(&l.known)?,
+                            Some(k) => k.intersect_pieces(&l.known)?,
                         });
                     }
                 }
@@ -226,7 +240,7 @@ impl Solver<'_> {
                                 terms: l.terms.clone(),
                             },
                             Some(k) => Linear {
-                                known: l.known.intersect(&k)?,
+                                known: l.known.intersect_pieces(&k)?,
                                 terms: l
                                     .terms
                                     .iter()
@@ -268,7 +282,7 @@ impl Solver<'_> {
                     let v = self.evaluate(s, c, current)?;
                     out = Some(match out {
                         None => v,
-                        Some(o) => o.intersect(&v)?,
+                        Some(o) => o.intersect_pieces(&v)?,
                     });
                 }
                 out.unwrap_or_else(|| self.isl.empty_union_set())
@@ -297,11 +311,21 @@ impl Solver<'_> {
             (known, true)
         } else {
             let (closure, exact) = step.transitive_closure()?;
-            (known.union(&known.apply(&closure)?)?.coalesce()?, exact)
+            (
+                known
+                    .union(&known.apply(&closure)?)?
+                    .coalesce_below(COALESCE_LIMIT)?,
+                exact,
+            )
         };
         let mut out = BTreeMap::new();
         for (s, _) in equations {
-            out.insert(*s, reached.intersect(&self.domains[*s])?.coalesce()?);
+            out.insert(
+                *s,
+                reached
+                    .intersect(&self.domains[*s])?
+                    .coalesce_below(COALESCE_LIMIT)?,
+            );
         }
         Ok((out, exact))
     }
@@ -338,6 +362,23 @@ pub fn solve(
             next_read: 0,
         };
         equations.push(builder.expr(&st.value).map_err(&err)?);
+    }
+    // Accumulations `x = x + e` leave `x` as it is where `e` is zero: they run only where
+    // `e` may not be, whatever `x` holds (the paper's "carry" iterations are skipped).
+    let mut increments = Vec::with_capacity(n);
+    for (s, st) in model.statements.iter().enumerate() {
+        increments.push(match increment(&st.value, &st.target) {
+            Some((e, first_read)) => {
+                let mut builder = Builder {
+                    dataflow,
+                    patterns: &patterns,
+                    statement: s,
+                    next_read: first_read,
+                };
+                Some(builder.expr(e).map_err(&err)?)
+            }
+            None => None,
+        });
     }
     let mut solver = Solver {
         isl,
@@ -377,7 +418,7 @@ pub fn solve(
                     let v = solver
                         .evaluate(*s, e, &sets)
                         .and_then(|v| v.intersect(&sets[s]))
-                        .and_then(|v| v.coalesce())
+                        .and_then(|v| v.coalesce_below(COALESCE_LIMIT))
                         .map_err(&err)?;
                     next.insert(*s, v);
                 }
@@ -399,6 +440,18 @@ pub fn solve(
             solver.solved[s] = Some(set);
         }
     }
+    let mut increment_sets = Vec::with_capacity(n);
+    for (s, e) in increments.iter().enumerate() {
+        increment_sets.push(match e {
+            Some(e) => Some(
+                solver
+                    .evaluate(s, e, &BTreeMap::new())
+                    .and_then(|v| v.intersect(&solver.domains[s]))
+                    .map_err(&err)?,
+            ),
+            None => None,
+        });
+    }
     let statements: Vec<UnionSet> = solver
         .solved
         .into_iter()
@@ -410,12 +463,16 @@ pub fn solve(
             Source::Statement(w) => Some(statements[w].clone()),
             Source::Input => Some(patterns[array].clone()),
         })
-        .and_then(|s| s.coalesce())
+        .and_then(|s| s.coalesce_below(COALESCE_LIMIT))
         .map_err(&err)?;
         outputs.push((array.clone(), set));
     }
     let mut executed = Vec::new();
     for (s, flows) in dataflow.overwrites.iter().enumerate() {
+        if let Some(set) = increment_sets[s].take() {
+            executed.push(set.coalesce_below(COALESCE_LIMIT).map_err(&err)?);
+            continue;
+        }
         let target = &model.statements[s].target.array;
         let replaced = super::dataflow::image(isl, flows, &|source| match source {
             Source::Statement(w) => Some(statements[w].clone()),
@@ -423,7 +480,7 @@ pub fn solve(
         });
         let set = replaced
             .and_then(|r| r.union(&statements[s]))
-            .and_then(|r| r.coalesce())
+            .and_then(|r| r.coalesce_below(COALESCE_LIMIT))
             .map_err(&err)?;
         executed.push(set);
     }

@@ -13,6 +13,7 @@ use std::ffi::{c_char, c_int, c_long, c_uint, c_void, CStr, CString};
 use std::rc::Rc;
 
 mod ast;
+mod pieces;
 mod union;
 pub use ast::{Ast, AstExpr, AstOp};
 pub use union::{NamedPoint, UnionMap, UnionSet};

@@ -19,7 +19,7 @@ struct RawPoint {
     _private: [u8; 0],
 }
 #[repr(C)]
-struct RawSpace {
+pub(super) struct RawSpace {
     _private: [u8; 0],
 }
 
@@ -34,7 +34,10 @@ extern "C" {
     fn isl_union_set_free(s: *mut RawUnionSet) -> *mut RawUnionSet;
     fn isl_union_set_union(a: *mut RawUnionSet, b: *mut RawUnionSet) -> *mut RawUnionSet;
     fn isl_union_set_intersect(a: *mut RawUnionSet, b: *mut RawUnionSet) -> *mut RawUnionSet;
-    fn isl_union_set_subtract(a: *mut RawUnionSet, b: *mut RawUnionSet) -> *mut RawUnionSet;
+    pub(super) fn isl_union_set_subtract(
+        a: *mut RawUnionSet,
+        b: *mut RawUnionSet,
+    ) -> *mut RawUnionSet;
     fn isl_union_set_apply(s: *mut RawUnionSet, m: *mut RawUnionMap) -> *mut RawUnionSet;
     fn isl_union_set_intersect_params(s: *mut RawUnionSet, p: *mut RawSet) -> *mut RawUnionSet;
     fn isl_union_set_coalesce(s: *mut RawUnionSet) -> *mut RawUnionSet;
@@ -127,7 +130,11 @@ impl Isl {
         self.union_map("{ }").expect("isl reads the empty union")
     }
 
-    fn union_set_from(&self, raw: *mut RawUnionSet, context: &str) -> Result<UnionSet, String> {
+    pub(super) fn union_set_from(
+        &self,
+        raw: *mut RawUnionSet,
+        context: &str,
+    ) -> Result<UnionSet, String> {
         if raw.is_null() {
             return Err(self.last_error(context));
         }
@@ -340,6 +347,26 @@ impl UnionSet {
     fn copy(&self) -> *mut RawUnionSet {
         // SAFETY: reference counted copy.
         unsafe { isl_union_set_copy(self.raw) }
+    }
+
+    /// The isl object, kept by the wrapper.
+    pub(super) fn raw(&self) -> *mut RawUnionSet {
+        self.raw
+    }
+
+    /// A reference-counted copy of the isl object, owned by the caller.
+    pub(super) fn copy_raw(&self) -> *mut RawUnionSet {
+        self.copy()
+    }
+
+    /// The isl object, now owned by the caller (the wrapper is left empty).
+    pub(super) fn take_raw(&mut self) -> *mut RawUnionSet {
+        std::mem::replace(&mut self.raw, std::ptr::null_mut())
+    }
+
+    /// The context that owns it.
+    pub(super) fn isl(&self) -> &Isl {
+        &self.isl
     }
 }
 

@@ -1,0 +1,167 @@
+//! Binding tensors to an affine program: parameters read off the inputs' dimensions,
+//! each input's values laid out densely, and its non-zero structure turned into the
+//! pattern the analysis takes (a union of boxes, [`super::boxes`]).
+
+use std::collections::BTreeMap;
+
+use super::boxes::{self, Cover};
+use super::parse::{ArrayDecl, Program};
+use super::AffineError;
+use crate::tensor::Coo;
+
+/// The parameters' values: those `given`, and those an input's dimensions fix (an
+/// extent `N` or `N + c` of a given array), each checked against every other.
+pub fn bind_params(
+    program: &Program,
+    given: &BTreeMap<String, i64>,
+    inputs: &[(String, Vec<usize>)],
+) -> Result<BTreeMap<String, i64>, AffineError> {
+    for name in given.keys() {
+        if !program.params.contains(name) {
+            return Err(AffineError::general(format!(
+                "`{name}` is not a parameter of the program (parameters: {})",
+                program.params.join(", ")
+            )));
+        }
+    }
+    let mut values = given.clone();
+    for (name, dims) in inputs {
+        let array = declared(program, name)?;
+        if array.extents.len() != dims.len() {
+            return Err(AffineError::general(format!(
+                "`{name}` has {} dimension(s) and its input {}",
+                array.extents.len(),
+                dims.len()
+            )));
+        }
+        for (extent, &dim) in array.extents.iter().zip(dims) {
+            if let ([(param, 1)], c) = (
+                extent.terms.iter().collect::<Vec<_>>().as_slice(),
+                extent.constant,
+            ) {
+                let value = dim as i64 - c;
+                match values.get(*param) {
+                    Some(&v) if v != value => {
+                        return Err(AffineError::general(format!(
+                            "`{name}`'s input makes `{param}` = {value}, but it is {v} \
+                             elsewhere"
+                        )))
+                    }
+                    _ => {
+                        values.insert((*param).clone(), value);
+                    }
+                }
+            }
+        }
+    }
+    for p in &program.params {
+        if !values.contains_key(p) {
+            return Err(AffineError::general(format!(
+                "the parameter `{p}` is not fixed by any input's dimensions: give it with \
+                 `--param {p}=N`"
+            )));
+        }
+    }
+    // Every input's dimensions must now match its extents exactly.
+    for (name, dims) in inputs {
+        let array = declared(program, name)?;
+        for (extent, &dim) in array.extents.iter().zip(dims) {
+            let want = extent.eval(&|n| values.get(n).copied());
+            if want != Some(dim as i64) {
+                return Err(AffineError::general(format!(
+                    "`{name}` is declared with extent `{extent}` = {}, and its input has {dim}",
+                    want.map_or("?".to_string(), |w| w.to_string())
+                )));
+            }
+        }
+    }
+    Ok(values)
+}
+
+fn declared<'p>(program: &'p Program, name: &str) -> Result<&'p ArrayDecl, AffineError> {
+    program.array(name).ok_or_else(|| {
+        let names: Vec<&str> = program.arrays.iter().map(|a| a.name.as_str()).collect();
+        AffineError::general(format!(
+            "`{name}` is not an array of the program (arrays: {})",
+            names.join(", ")
+        ))
+    })
+}
+
+/// The dense, row-major values of `coo` (duplicates summed).
+pub fn dense_values(coo: &Coo) -> Result<Vec<f64>, AffineError> {
+    let size = coo
+        .dims
+        .iter()
+        .try_fold(1usize, |a, &d| a.checked_mul(d))
+        .filter(|&s| s <= 1 << 31)
+        .ok_or_else(|| {
+            AffineError::general(format!(
+                "a dense array of dimensions {:?} is too large to hold",
+                coo.dims
+            ))
+        })?;
+    let mut out = vec![0.0; size];
+    let order = coo.dims.len();
+    for (e, v) in coo.values.iter().enumerate() {
+        let mut at = 0usize;
+        for (k, &d) in coo.dims.iter().enumerate() {
+            at = at * d + coo.coords[e * order + k] as usize;
+        }
+        out[at] += v;
+    }
+    Ok(out)
+}
+
+/// The pattern of an array of `rank` dimensions that holds no non-zero.
+pub fn empty_pattern(name: &str, rank: usize) -> String {
+    let vars: Vec<String> = (0..rank).map(|d| format!("a{d}")).collect();
+    format!("{{ {name}[{}] : false }}", vars.join(", "))
+}
+
+/// The pattern of a scalar holding `value`.
+pub fn scalar_pattern(name: &str, value: f64) -> String {
+    if value != 0.0 {
+        format!("{{ {name}[] }}")
+    } else {
+        empty_pattern(name, 0)
+    }
+}
+
+/// The non-zero structure of the entries of `coo` (those stored with a non-zero value)
+/// as a pattern of array `name`: boxes of density `threshold` for a matrix, intervals for
+/// a vector (as a one-row matrix), and the whole array for other orders (sound, with no
+/// gain), with the cover when there is one.
+pub fn pattern(
+    name: &str,
+    coo: &Coo,
+    threshold: f64,
+) -> Result<(String, Option<Cover>), AffineError> {
+    let order = coo.dims.len();
+    let nonzero = (0..coo.values.len()).filter(|&e| coo.values[e] != 0.0);
+    let at = |e: usize, k: usize| coo.coords[e * order + k] as usize;
+    let entries: Vec<(usize, usize)> = match order {
+        1 => nonzero.map(|e| (0, at(e, 0))).collect(),
+        2 => nonzero.map(|e| (at(e, 0), at(e, 1))).collect(),
+        _ => {
+            let vars: Vec<String> = (0..order).map(|d| format!("a{d}")).collect();
+            return Ok((format!("{{ {name}[{}] }}", vars.join(", ")), None));
+        }
+    };
+    let cover = boxes::cover(&entries, threshold).map_err(AffineError::general)?;
+    let text = if order == 1 {
+        let pieces: Vec<String> = cover
+            .boxes
+            .iter()
+            .map(|b| format!("{name}[i] : {} <= i <= {}", b.cols.0, b.cols.1))
+            .collect();
+        if pieces.is_empty() {
+            empty_pattern(name, 1)
+        } else {
+            format!("{{ {} }}", pieces.join("; "))
+        }
+    } else {
+        cover.isl_text(name)
+    };
+    Ok((text, Some(cover)))
+}
