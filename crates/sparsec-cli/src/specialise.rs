@@ -184,7 +184,7 @@ pub fn specialise(args: &SpecialiseArgs) -> Result<()> {
         return Ok(());
     }
     let start = Instant::now();
-    let specialised = affine::specialise(program, &patterns).map_err(with_source)?;
+    let specialised = affine::specialise(program, &patterns, Some(&params)).map_err(with_source)?;
     let analysis = start.elapsed();
 
     match args.emit {

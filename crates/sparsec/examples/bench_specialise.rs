@@ -54,7 +54,7 @@ fn main() {
             ("C".to_string(), "{ C[i, j] : false }".to_string()),
         ];
         let start = Instant::now();
-        let result = affine::specialise(parse_program(MM).expect("MM parses"), &patterns);
+        let result = affine::specialise(parse_program(MM).expect("MM parses"), &patterns, None);
         let seconds = start.elapsed().as_secs_f64();
         match result {
             Ok(s) => println!("mm      {n:<7} {r:<6} {seconds:<11.3} {}", s.regions.exact),

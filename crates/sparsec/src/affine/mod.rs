@@ -93,10 +93,13 @@ pub struct Specialised {
 /// Analyse `program` for inputs whose non-zero cells are `patterns`: per array name, a
 /// set in isl's syntax over the array's cells (`{ A[i, j] : 0 <= i < 4 and j = i }`).
 /// Cells outside an array's extents are not part of it; an input without a pattern is
-/// dense.
+/// dense. With `params`, the analysis holds for those values of the parameters only
+/// (every set is then finite, which lets stencils of several dimensions be solved
+/// exactly where isl's transitive closures give up); without, for every value.
 pub fn specialise(
     program: Program,
     patterns: &[(String, String)],
+    params: Option<&BTreeMap<String, i64>>,
 ) -> Result<Specialised, AffineError> {
     let model = model::Model::new(program)?;
     let isl = Isl::new().with_operation_limit(200_000_000);
@@ -133,7 +136,33 @@ pub fn specialise(
         sets.insert(name.clone(), inside);
     }
     let dataflow = dataflow::analyse(&isl, &model)?;
-    let regions = sparsity::solve(&isl, &model, &dataflow, &sets)?;
+    let fixed = match params {
+        Some(values) => {
+            for p in &model.program.params {
+                if !values.contains_key(p) {
+                    return Err(AffineError::general(format!(
+                        "the parameter `{p}` has no value"
+                    )));
+                }
+            }
+            let names: Vec<&str> = model.program.params.iter().map(|s| s.as_str()).collect();
+            let fixed: Vec<String> = names
+                .iter()
+                .map(|p| format!("{p} = {}", values[*p]))
+                .collect();
+            Some(format!(
+                "[{}] -> {{ : {} }}",
+                names.join(", "),
+                if fixed.is_empty() {
+                    "true".to_string()
+                } else {
+                    fixed.join(" and ")
+                }
+            ))
+        }
+        None => None,
+    };
+    let regions = sparsity::solve(&isl, &model, &dataflow, &sets, fixed.as_deref())?;
     Ok(Specialised {
         isl,
         model,

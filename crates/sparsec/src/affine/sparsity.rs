@@ -22,6 +22,9 @@ use crate::polyhedral::isl::{Isl, UnionMap, UnionSet};
 /// The most pieces a set is coalesced at (see [`UnionSet::coalesce_below`]).
 const COALESCE_LIMIT: usize = 500;
 
+/// The most steps a component is iterated to its fixed point.
+const MAX_STEPS: usize = 100_000;
+
 /// The regions of interest of a program on given inputs.
 #[derive(Debug)]
 pub struct Specialisation {
@@ -145,6 +148,8 @@ enum Keep {
 
 struct Solver<'a> {
     isl: &'a Isl,
+    /// Whether every parameter has a value (every set is finite).
+    fixed: bool,
     domains: Vec<UnionSet>,
     solved: Vec<Option<UnionSet>>,
     component: Vec<usize>,
@@ -290,6 +295,32 @@ impl Solver<'_> {
         })
     }
 
+    /// The least `X ⊇ known` with `X.step ⊆ X`, by iterating from `known` (only the
+    /// newly reached points are stepped from); past [`MAX_STEPS`] steps, the
+    /// component's domains (an over-approximation).
+    fn iterate(
+        &self,
+        known: &UnionSet,
+        step: &UnionMap,
+        equations: &[(usize, SetExpr)],
+    ) -> Result<(UnionSet, bool), String> {
+        let mut reached = known.clone();
+        let mut frontier = known.clone();
+        for _ in 0..MAX_STEPS {
+            let next = frontier.apply(step)?.subtract(&reached)?;
+            if next.is_empty()? {
+                return Ok((reached, true));
+            }
+            reached = reached.union(&next)?.coalesce_below(COALESCE_LIMIT)?;
+            frontier = next.coalesce_below(COALESCE_LIMIT)?;
+        }
+        let mut all = self.isl.empty_union_set();
+        for (s, _) in equations {
+            all = all.union(&self.domains[*s])?;
+        }
+        Ok((all, false))
+    }
+
     /// Solve one component with products relaxed as `keep` says: `X = C.R*`. Returns
     /// the sets and whether the closure was exact.
     fn arden(
@@ -307,8 +338,16 @@ impl Solver<'_> {
                 step = step.union(&m.restrict_range(&self.domains[*s])?)?;
             }
         }
+        // isl's closure heuristics are exact and quick on chains (a statement
+        // accumulating along one loop) but can run for hours on stencils of several
+        // dimensions, and no operation quota stops them there. With the parameters
+        // fixed, every set is finite: other components are solved by iterating the
+        // equations to their least fixed point, which is exact.
+        let chain = equations.len() == 1 && step.wrap()?.pieces()? <= 1;
         let (reached, exact) = if step.is_empty()? {
             (known, true)
+        } else if self.fixed && !chain {
+            self.iterate(&known, &step, equations)?
         } else {
             let (closure, exact) = step.transitive_closure()?;
             (
@@ -332,13 +371,16 @@ impl Solver<'_> {
 }
 
 /// Solve the sparsity equations of `model` for inputs whose non-zero cells are
-/// `patterns` (per array name, a set in the array's space; an input without one is
+/// `patterns`, for every value of the parameters or for those `fixed` gives (a set over
+/// the parameters alone, e.g. `[N] -> { : N = 100 }`)
+/// (per array name, a set in the array's space; an input without one is
 /// taken as dense).
 pub fn solve(
     isl: &Isl,
     model: &Model,
     dataflow: &Dataflow,
     patterns: &BTreeMap<String, UnionSet>,
+    fixed: Option<&str>,
 ) -> Result<Specialisation, AffineError> {
     let err = isl_error("solving the sparsity equations");
     let mut patterns = patterns.clone();
@@ -349,10 +391,20 @@ pub fn solve(
         }
     }
     let n = model.statements.len();
+    let in_context = |set: UnionSet| match fixed {
+        Some(context) => set.with_params(context),
+        None => Ok(set),
+    };
     let domains = (0..n)
-        .map(|s| isl.union_set(&model.domain_text(s, None)))
+        .map(|s| {
+            isl.union_set(&model.domain_text(s, None))
+                .and_then(in_context)
+        })
         .collect::<Result<Vec<_>, _>>()
         .map_err(&err)?;
+    for pattern in patterns.values_mut() {
+        *pattern = in_context(pattern.clone()).map_err(&err)?;
+    }
     let mut equations = Vec::with_capacity(n);
     for (s, st) in model.statements.iter().enumerate() {
         let mut builder = Builder {
@@ -382,6 +434,7 @@ pub fn solve(
     }
     let mut solver = Solver {
         isl,
+        fixed: fixed.is_some(),
         domains,
         solved: vec![None; n],
         component: Vec::new(),

@@ -63,6 +63,7 @@ extern "C" {
     fn isl_union_map_lexmax(m: *mut RawUnionMap) -> *mut RawUnionMap;
     fn isl_union_map_coalesce(m: *mut RawUnionMap) -> *mut RawUnionMap;
     fn isl_union_map_is_empty(m: *mut RawUnionMap) -> c_int;
+    fn isl_union_map_wrap(m: *mut RawUnionMap) -> *mut RawUnionSet;
     fn isl_union_map_to_str(m: *mut RawUnionMap) -> *mut c_char;
     pub(super) fn isl_union_map_intersect_domain_union_set(
         m: *mut RawUnionMap,
@@ -466,6 +467,13 @@ impl UnionMap {
         // SAFETY: the operation takes a copy; `exact` outlives the call that writes it.
         let raw = unsafe { isl_union_map_transitive_closure(self.copy(), &mut exact) };
         Ok((self.op(raw, "isl transitive closure")?, exact == 1))
+    }
+
+    /// The relation as a set of pairs `[a -> b]` (isl's wrapping).
+    pub fn wrap(&self) -> Result<UnionSet, String> {
+        // SAFETY: the operation takes a copy.
+        let raw = unsafe { isl_union_map_wrap(self.copy()) };
+        self.isl.union_set_from(raw, "isl wrapping")
     }
 
     /// The same union with fewer pieces.
