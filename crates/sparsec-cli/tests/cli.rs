@@ -1,62 +1,13 @@
 //! The built `sparsec` binary: info, convert, help texts and error reporting.
 
 mod common;
-use common::shared_data;
+use common::{fails, ok, shared_data, sparsec, text, write};
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::path::Path;
 
 use sparsec::format::Format;
 use sparsec::io;
 use sparsec::tensor::{Coo, Tensor, ValueType};
-
-fn sparsec(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_sparsec"))
-        .args(args)
-        .output()
-        .expect("run sparsec")
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
-
-/// Run and require success; returns stdout.
-fn ok(args: &[&str]) -> String {
-    let out = sparsec(args);
-    assert!(
-        out.status.success(),
-        "sparsec {args:?} failed:\n{}{}",
-        text(&out.stdout),
-        text(&out.stderr)
-    );
-    text(&out.stdout)
-}
-
-/// Run and require a clean failure (non-zero exit, no panic); returns stderr.
-fn fails(args: &[&str]) -> String {
-    let out = sparsec(args);
-    let stderr = text(&out.stderr);
-    assert!(!out.status.success(), "sparsec {args:?} should fail");
-    assert_ne!(
-        out.status.code(),
-        Some(101),
-        "sparsec {args:?} panicked: {stderr}"
-    );
-    // An abort or a kill by the system leaves no exit code.
-    assert!(
-        out.status.code().is_some(),
-        "sparsec {args:?} was killed by a signal: {stderr}"
-    );
-    assert!(!stderr.contains("panicked"), "{stderr}");
-    stderr
-}
-
-fn write(dir: &Path, name: &str, content: &str) -> PathBuf {
-    let path = dir.join(name);
-    std::fs::write(&path, content).unwrap();
-    path
-}
 
 fn s(p: &Path) -> &str {
     p.to_str().unwrap()

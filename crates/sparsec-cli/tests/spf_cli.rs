@@ -1,35 +1,18 @@
 //! End-to-end tests of `sparsec spf emit|run` on the example programs, running the built
 //! binary on small files whose solutions are known.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod common;
+use common::{sparsec, write};
+
+use std::path::Path;
 
 use sparsec::io;
-
-fn sparsec(args: &[&str]) -> Output {
-    let cache = std::env::temp_dir().join("sparsec-cli-test-cache");
-    Command::new(env!("CARGO_BIN_EXE_sparsec"))
-        .args(args)
-        .env(
-            "SPARSEC_CACHE_DIR",
-            std::env::var_os("SPARSEC_CACHE_DIR").unwrap_or(cache.into()),
-        )
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("the sparsec binary runs")
-}
 
 fn example(name: &str) -> String {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../examples/spf")
         .join(name);
     path.display().to_string()
-}
-
-fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
-    let path = dir.join(name);
-    std::fs::write(&path, text).unwrap();
-    path
 }
 
 #[test]
