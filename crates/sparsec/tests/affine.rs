@@ -309,6 +309,12 @@ fn check_generated(src: &str, patterns: &[(String, String)], params: &[(&str, i6
     let mut listing = String::new();
     for backend in [Backend::C, Backend::Jit] {
         let kernel = AffineKernel::compile(&s, backend.targets(&Toolchain::default())).unwrap();
+        // Code for fixed sizes refuses others.
+        let mut other = params.clone();
+        for v in other.values_mut() {
+            *v += 1;
+        }
+        assert!(kernel.run(&other, &mut initial.clone()).is_err());
         let mut arrays = initial.clone();
         kernel.run(&params, &mut arrays).unwrap();
         for (name, want) in &expected {

@@ -5,6 +5,8 @@
 //! them in place, as the dense program does, so the caller fills the buffer with the
 //! initial contents and reads the final ones back.
 
+use std::collections::BTreeMap;
+
 use super::model::Model;
 use super::parse::{Access, Affine, BinaryOp, Value};
 use super::{isl_error, AffineError};
@@ -25,17 +27,20 @@ pub struct Layout {
     pub len: Expr,
 }
 
-/// The value of parameter `n` in the generated function.
-fn param(n: usize) -> Expr {
-    Expr::Param(ParamRef::Extent(n))
+/// The value of parameter `name` in the generated function: its constant where the code
+/// is generated for fixed values, else the function's parameter.
+fn param(model: &Model, fixed: Option<&BTreeMap<String, i64>>, name: &str) -> Option<Expr> {
+    if let Some(v) = fixed.and_then(|f| f.get(name)) {
+        return Some(Expr::Int(*v));
+    }
+    let n = model.program.params.iter().position(|p| p == name)?;
+    Some(Expr::Param(ParamRef::Extent(n)))
 }
 
 impl Layout {
-    /// The layout of `model`'s arrays.
-    pub fn new(model: &Model) -> Layout {
-        let params = &model.program.params;
-        let value =
-            |a: &Affine| affine_expr(a, &|name| params.iter().position(|p| p == name).map(param));
+    /// The layout of `model`'s arrays, for the parameter values `fixed` when given.
+    pub fn new(model: &Model, fixed: Option<&BTreeMap<String, i64>>) -> Layout {
+        let value = |a: &Affine| affine_expr(a, &|name| param(model, fixed, name));
         let mut offset = Expr::Int(0);
         let mut arrays = Vec::new();
         for array in &model.program.arrays {
@@ -78,6 +83,7 @@ pub fn generate(
     isl: &Isl,
     model: &Model,
     executed: &[UnionSet],
+    fixed: Option<&BTreeMap<String, i64>>,
 ) -> Result<(Function, Layout), AffineError> {
     let err = isl_error("generating the specialised loops");
     let mut domain: UnionSet = isl.empty_union_set();
@@ -106,7 +112,8 @@ pub fn generate(
                  lower density threshold merges its boxes"
             ))
         })?;
-    let layout = Layout::new(model);
+    let parallel = parallel_dims(isl, model).map_err(&err)?;
+    let layout = Layout::new(model, fixed);
     let mut function = Function::new(
         vec![OperandInfo {
             hint: "arrays".into(),
@@ -124,6 +131,10 @@ pub fn generate(
         layout: &layout,
         function: &mut function,
         iterators: Vec::new(),
+        parallel,
+        open: Vec::new(),
+        pending: false,
+        fixed,
     };
     let body = read::read(&mut reading, &ast)?;
     function.body = body;
@@ -135,18 +146,79 @@ struct Reading<'a> {
     layout: &'a Layout,
     function: &'a mut Function,
     iterators: Vec<(String, Var)>,
+    /// Per schedule dimension, whether no dependence is carried by it.
+    parallel: Vec<bool>,
+    /// Per enclosing loop, whether it runs on the team (only the outermost may).
+    open: Vec<bool>,
+    /// Whether the loop `loop_var` was last asked about runs on the team.
+    pending: bool,
+    fixed: Option<&'a BTreeMap<String, i64>>,
+}
+
+/// Per dimension of the common schedule, whether it carries no dependence: no two
+/// instances that touch one element (one of them writing) and agree on the dimensions
+/// before it differ on it. isl's AST names the loop over dimension `d` `c{d}`.
+fn parallel_dims(isl: &Isl, model: &Model) -> Result<Vec<bool>, String> {
+    let prefix = model.params_prefix();
+    let (mut writes, mut reads) = (Vec::new(), Vec::new());
+    for (s, st) in model.statements.iter().enumerate() {
+        writes.push(model.access_piece(s, &st.target, None));
+        let mut accesses = Vec::new();
+        super::model::reads(&st.value, &mut accesses);
+        for a in accesses {
+            reads.push(model.access_piece(s, a, None));
+        }
+    }
+    let union = |pieces: &[String]| -> Result<crate::polyhedral::isl::UnionMap, String> {
+        if pieces.is_empty() {
+            Ok(isl.empty_union_map())
+        } else {
+            isl.union_map(&format!("{prefix}{{ {} }}", pieces.join("; ")))
+        }
+    };
+    let (writes, reads) = (union(&writes)?, union(&reads)?);
+    let conflicts = writes
+        .then(&writes.reverse()?)?
+        .union(&writes.then(&reads.reverse()?)?)?
+        .union(&reads.then(&writes.reverse()?)?)?;
+    let schedule = isl.union_map(&model.schedule_text())?;
+    let in_time = schedule.reverse()?.then(&conflicts)?.then(&schedule)?;
+    let n = model.schedule_len;
+    let names = |p: &str| {
+        (0..n)
+            .map(|d| format!("{p}{d}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let mut out = Vec::with_capacity(n);
+    for d in 0..n {
+        let same: Vec<String> = (0..d).map(|k| format!("a{k} = b{k}")).collect();
+        let prefix_equal = if same.is_empty() {
+            String::new()
+        } else {
+            format!("{} and ", same.join(" and "))
+        };
+        let carried = isl.union_map(&format!(
+            "{{ [{}] -> [{}] : {prefix_equal}a{d} < b{d}; [{}] -> [{}] : {prefix_equal}a{d} > b{d} }}",
+            names("a"),
+            names("b"),
+            names("a"),
+            names("b")
+        ))?;
+        out.push(in_time.intersect(&carried)?.is_empty()?);
+    }
+    Ok(out)
 }
 
 impl Reading<'_> {
     fn offset(&self, access: &Access, counters: &[(String, Expr)]) -> Result<Expr, AffineError> {
         let (_, base, dims) = self.layout.find(&access.array);
-        let params = &self.model.program.params;
         let name = |n: &str| {
             counters
                 .iter()
                 .find(|(c, _)| c == n)
                 .map(|(_, e)| e.clone())
-                .or_else(|| params.iter().position(|p| p == n).map(param))
+                .or_else(|| param(self.model, self.fixed, n))
         };
         let mut index = Expr::Int(0);
         for (a, d) in access.index.iter().zip(dims) {
@@ -209,12 +281,7 @@ impl FrontEnd for Reading<'_> {
         if let Some((_, v)) = self.iterators.iter().rev().find(|(n, _)| n == name) {
             return Ok(Expr::Var(*v));
         }
-        self.model
-            .program
-            .params
-            .iter()
-            .position(|p| p == name)
-            .map(param)
+        param(self.model, self.fixed, name)
             .ok_or_else(|| self.internal(format!("isl named `{name}`")))
     }
 
@@ -223,15 +290,28 @@ impl FrontEnd for Reading<'_> {
     }
 
     fn loop_var(&mut self, iterator: &str) -> Result<(String, LoopKind), AffineError> {
-        Ok((iterator.to_string(), LoopKind::Serial))
+        let dim: Option<usize> = iterator.strip_prefix('c').and_then(|d| d.parse().ok());
+        let free = dim
+            .and_then(|d| self.parallel.get(d).copied())
+            .unwrap_or(false);
+        self.pending = free && !self.open.iter().any(|p| *p);
+        let kind = if self.pending {
+            read::cpu_parallel()
+        } else {
+            LoopKind::Serial
+        };
+        Ok((iterator.to_string(), kind))
     }
 
     fn enter(&mut self, iterator: &str, var: Var) {
         self.iterators.push((iterator.to_string(), var));
+        self.open.push(self.pending);
+        self.pending = false;
     }
 
     fn leave(&mut self, _: &str) {
         self.iterators.pop();
+        self.open.pop();
     }
 
     fn instance(&mut self, args: &[AstExpr]) -> Result<Vec<Stmt>, AffineError> {

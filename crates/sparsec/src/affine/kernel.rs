@@ -19,6 +19,8 @@ use crate::Error;
 /// A specialised program, compiled.
 pub struct AffineKernel {
     model: Model,
+    /// The parameter values it was generated for, if any: it runs with those only.
+    fixed: Option<BTreeMap<String, i64>>,
     function: Function,
     layout: Layout,
     compiled: Compiled,
@@ -51,11 +53,16 @@ impl AffineKernel {
         executed: &[crate::polyhedral::isl::UnionSet],
         targets: Targets,
     ) -> Result<AffineKernel, Error> {
-        let (mut function, layout) =
-            codegen::generate(&specialised.isl, &specialised.model, executed)?;
+        let (mut function, layout) = codegen::generate(
+            &specialised.isl,
+            &specialised.model,
+            executed,
+            specialised.params.as_ref(),
+        )?;
         targets.prepare(&mut function)?;
         Ok(AffineKernel {
             model: specialised.model.clone(),
+            fixed: specialised.params.clone(),
             compiled: Compiled::new(&function, targets)?,
             function,
             layout,
@@ -93,6 +100,19 @@ impl AffineKernel {
                 return Err(
                     AffineError::general(format!("the parameter `{p}` has no value")).into(),
                 );
+            }
+        }
+        if let Some(fixed) = &self.fixed {
+            for (name, value) in fixed {
+                if params.get(name) != Some(value) {
+                    return Err(AffineError::general(format!(
+                        "the kernel was specialised for `{name}` = {value}, and is run with {}",
+                        params
+                            .get(name)
+                            .map_or("no value".to_string(), |v| v.to_string())
+                    ))
+                    .into());
+                }
             }
         }
         let shapes = dense::extents(&self.model.program, params)?;

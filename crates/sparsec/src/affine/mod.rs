@@ -88,6 +88,8 @@ pub struct Specialised {
     pub model: model::Model,
     pub dataflow: dataflow::Dataflow,
     pub regions: sparsity::Specialisation,
+    /// The parameter values the analysis holds for, when it was given them.
+    pub params: Option<BTreeMap<String, i64>>,
 }
 
 /// Analyse `program` for inputs whose non-zero cells are `patterns`: per array name, a
@@ -168,5 +170,6 @@ pub fn specialise(
         model,
         dataflow,
         regions,
+        params: params.cloned(),
     })
 }

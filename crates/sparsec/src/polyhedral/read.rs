@@ -55,6 +55,20 @@ pub trait FrontEnd {
     fn instance(&mut self, args: &[AstExpr]) -> Result<Vec<Stmt>, Self::Error>;
 }
 
+/// The kind of a loop whose iterations run on the CPU team, in static chunks of 16.
+pub fn cpu_parallel() -> LoopKind {
+    LoopKind::Parallel {
+        unit: crate::ir::ParallelUnit::CpuThread,
+        mapping: crate::ir::Mapping::Cpu {
+            schedule: crate::ir::OmpSchedule::Static,
+            chunk: 16,
+        },
+        reductions: Vec::new(),
+        reduce_by: crate::ir::ReductionStrategy::Temporary,
+        locals: Vec::new(),
+    }
+}
+
 /// The IR of isl's tree `ast`.
 pub fn read<F: FrontEnd>(front: &mut F, ast: &Ast) -> Result<Vec<Stmt>, F::Error> {
     let mut out = Vec::new();

@@ -28,9 +28,9 @@ use super::set::{Affine, Constraint, Relation0, Term};
 use super::{deps, SpfError};
 use crate::format::{Format, Streaming};
 use crate::ir::{
-    self, ArrayKind, ArrayRef, BinOp, Expr, Function, Local, LocalType, Loop, LoopKind, Mapping,
-    MemorySpace, OmpSchedule, OperandId, OperandInfo, OutputMode, ParallelUnit, ParamRef,
-    ReductionStrategy, Scratch, Stmt, Store, Type, ValueType, Var,
+    self, ArrayKind, ArrayRef, BinOp, Expr, Function, Local, LocalType, Loop, LoopKind,
+    MemorySpace, OperandId, OperandInfo, OutputMode, ParamRef, Scratch, Stmt, Store, Type,
+    ValueType, Var,
 };
 use crate::polyhedral::isl::Isl;
 
@@ -721,19 +721,6 @@ impl Context<'_> {
                 out
             }
         }
-    }
-}
-
-fn parallel_kind() -> LoopKind {
-    LoopKind::Parallel {
-        unit: ParallelUnit::CpuThread,
-        mapping: Mapping::Cpu {
-            schedule: OmpSchedule::Static,
-            chunk: 16,
-        },
-        reductions: Vec::new(),
-        reduce_by: ReductionStrategy::Temporary,
-        locals: Vec::new(),
     }
 }
 

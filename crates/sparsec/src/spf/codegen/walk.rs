@@ -222,7 +222,7 @@ impl FrontEnd for Reading<'_, '_, '_, '_> {
             _ => "t".into(),
         };
         let kind = match dim {
-            Some(0) if self.walk.parallel && self.walk.fixed == 0 => parallel_kind(),
+            Some(0) if self.walk.parallel && self.walk.fixed == 0 => read::cpu_parallel(),
             _ => LoopKind::Serial,
         };
         Ok((hint, kind))

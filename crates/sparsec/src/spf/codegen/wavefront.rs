@@ -1,6 +1,7 @@
 //! The level-set (wavefront) executor and its inspector, generated in the same kernel.
 
 use super::*;
+use crate::polyhedral::read::cpu_parallel;
 
 /// The fewest rows a level needs to run on the team. Starting the team's work and
 /// joining it costs microseconds, as much as some hundreds of rows of a sparse solve, and
@@ -165,7 +166,7 @@ impl Context<'_> {
             Expr::Var(levels),
             vec![Stmt::If(
                 wide,
-                level(parallel_kind()),
+                level(cpu_parallel()),
                 level(LoopKind::Serial),
             )],
         ));
