@@ -17,6 +17,10 @@ use crate::ir::{
 use crate::polyhedral::isl::{AstExpr, Isl, UnionSet};
 use crate::polyhedral::read::{self, FrontEnd, LoopNode};
 
+/// The most regions the executed iterations may make up for isl's AST generator to
+/// scan them.
+const MAX_SCANNED_REGIONS: usize = 2000;
+
 /// Where each array lives in the buffer, as expressions of the parameters.
 #[derive(Clone, Debug)]
 pub struct Layout {
@@ -86,6 +90,7 @@ pub fn generate(
     fixed: Option<&BTreeMap<String, i64>>,
 ) -> Result<(Function, Layout), AffineError> {
     let err = isl_error("generating the specialised loops");
+    isl.reset_operations();
     let mut domain: UnionSet = isl.empty_union_set();
     for set in executed {
         domain = domain.union(set).map_err(&err)?;
@@ -102,16 +107,25 @@ pub fn generate(
     } else {
         format!("{prefix}{{ : {} }}", nonneg.join(" and "))
     };
+    // isl's AST generator separates pieces pairwise: past a few thousand it runs for
+    // minutes before giving up, so the count is checked first.
+    let pieces = domain.pieces().map_err(&err)?;
+    let too_many = |why: String| {
+        AffineError::general(format!(
+            "generating the specialised loops over {pieces} region(s) {why}; an input \
+             scattered into many small boxes suits sparse formats better (`sparsec run`), \
+             and a lower density threshold merges its boxes"
+        ))
+    };
+    if pieces > MAX_SCANNED_REGIONS {
+        return Err(too_many(format!(
+            "is beyond what isl's AST generator scans in reasonable time (at most \
+             {MAX_SCANNED_REGIONS})"
+        )));
+    }
     let ast = isl
         .ast(&context, &domain.to_string(), &model.schedule_text(), None)
-        .map_err(|e| {
-            let pieces = domain.pieces().unwrap_or(0);
-            AffineError::general(format!(
-                "generating the specialised loops over {pieces} region(s) failed ({e}); an \
-                 input scattered into many small boxes suits sparse formats better, and a \
-                 lower density threshold merges its boxes"
-            ))
-        })?;
+        .map_err(|e| too_many(format!("failed ({e})")))?;
     let parallel = parallel_dims(isl, model).map_err(&err)?;
     let layout = Layout::new(model, fixed);
     let mut function = Function::new(

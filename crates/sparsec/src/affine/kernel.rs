@@ -95,6 +95,55 @@ impl AffineKernel {
     /// parameters `params`, updating them in place; every array the program declares is
     /// in `arrays` afterwards.
     pub fn run(&self, params: &BTreeMap<String, i64>, arrays: &mut Arrays) -> Result<(), Error> {
+        let mut state = self.pack(params, arrays)?;
+        self.call(params, &mut state)?;
+        self.unpack(params, &state, arrays)
+    }
+
+    /// The buffer the kernel updates: every array of `arrays` (an array not given is
+    /// zeros) one after the other, in declaration order, for the sizes `params`.
+    pub fn pack(&self, params: &BTreeMap<String, i64>, arrays: &Arrays) -> Result<Vec<f64>, Error> {
+        self.check_params(params)?;
+        let shapes = dense::extents(&self.model.program, params)?;
+        let mut state = Vec::new();
+        for array in &self.model.program.arrays {
+            let size: usize = shapes[&array.name].iter().product();
+            match arrays.get(&array.name) {
+                Some(given) if given.len() == size => state.extend_from_slice(given),
+                Some(given) => {
+                    return Err(Error::Input(format!(
+                        "`{}` is given {} values; its extents hold {size}",
+                        array.name,
+                        given.len()
+                    )))
+                }
+                None => state.resize(state.len() + size, 0.0),
+            }
+        }
+        Ok(state)
+    }
+
+    /// The arrays of a buffer [`AffineKernel::pack`] made, into `arrays`.
+    pub fn unpack(
+        &self,
+        params: &BTreeMap<String, i64>,
+        state: &[f64],
+        arrays: &mut Arrays,
+    ) -> Result<(), Error> {
+        let shapes = dense::extents(&self.model.program, params)?;
+        let mut at = 0;
+        for array in &self.model.program.arrays {
+            let size: usize = shapes[&array.name].iter().product();
+            let values = state.get(at..at + size).ok_or_else(|| {
+                Error::Input("the buffer is shorter than the arrays it should hold".into())
+            })?;
+            arrays.insert(array.name.clone(), values.to_vec());
+            at += size;
+        }
+        Ok(())
+    }
+
+    fn check_params(&self, params: &BTreeMap<String, i64>) -> Result<(), Error> {
         for p in &self.model.program.params {
             if !params.contains_key(p) {
                 return Err(
@@ -115,21 +164,20 @@ impl AffineKernel {
                 }
             }
         }
+        Ok(())
+    }
+
+    /// Run the kernel on `state`, a buffer laid out as [`AffineKernel::pack`] lays it out
+    /// for `params`: the call alone, with no copy.
+    pub fn call(&self, params: &BTreeMap<String, i64>, state: &mut [f64]) -> Result<(), Error> {
+        self.check_params(params)?;
         let shapes = dense::extents(&self.model.program, params)?;
-        let mut state = Vec::new();
-        for array in &self.model.program.arrays {
-            let size: usize = shapes[&array.name].iter().product();
-            match arrays.get(&array.name) {
-                Some(given) if given.len() == size => state.extend_from_slice(given),
-                Some(given) => {
-                    return Err(Error::Input(format!(
-                        "`{}` is given {} values; its extents hold {size}",
-                        array.name,
-                        given.len()
-                    )))
-                }
-                None => state.resize(state.len() + size, 0.0),
-            }
+        let len: usize = shapes.values().map(|d| d.iter().product::<usize>()).sum();
+        if state.len() != len {
+            return Err(Error::Input(format!(
+                "the buffer holds {} values; the arrays need {len}",
+                state.len()
+            )));
         }
         let signature = self.compiled.signature();
         let mut values = Vec::new();
@@ -147,7 +195,7 @@ impl AffineKernel {
         }
         let mut arguments = Arguments {
             arrays: vec![state.as_mut_ptr() as *mut c_void; signature.arrays.len()],
-            bytes: vec![std::mem::size_of_val(state.as_slice()); signature.arrays.len()],
+            bytes: vec![std::mem::size_of_val(state); signature.arrays.len()],
             contents: vec![Contents::Unnamed; signature.arrays.len()],
             params: values,
             narrow: Default::default(),
@@ -155,10 +203,10 @@ impl AffineKernel {
         let code = self.compiled.current();
         let mut buffers = self.buffers.take(self.threads);
         // SAFETY: the only array is `state`, alive for the call and as long as the
-        // extents make it; every access of the program stays inside its array's extents
-        // for every parameter value with non-negative extents (checked by `Model::new`,
-        // and `dense::extents` refused negative ones), and the kernel runs a subset of
-        // the program's iterations.
+        // extents make it (checked above); every access of the program stays inside its
+        // array's extents for every parameter value with non-negative extents (checked by
+        // `Model::new`, and `dense::extents` refused negative ones), and the kernel runs
+        // a subset of the program's iterations.
         let called = unsafe {
             native::call(
                 code.as_ref(),
@@ -170,13 +218,6 @@ impl AffineKernel {
             )
         };
         self.buffers.keep(buffers);
-        called?;
-        let mut at = 0;
-        for array in &self.model.program.arrays {
-            let size: usize = shapes[&array.name].iter().product();
-            arrays.insert(array.name.clone(), state[at..at + size].to_vec());
-            at += size;
-        }
-        Ok(())
+        called
     }
 }

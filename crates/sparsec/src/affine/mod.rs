@@ -137,7 +137,9 @@ pub fn specialise(
         }
         sets.insert(name.clone(), inside);
     }
+    isl.reset_operations();
     let dataflow = dataflow::analyse(&isl, &model)?;
+    isl.reset_operations();
     let fixed = match params {
         Some(values) => {
             for p in &model.program.params {

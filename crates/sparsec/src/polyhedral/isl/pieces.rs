@@ -236,36 +236,61 @@ impl UnionSet {
                     }
                 }
             }
+            // The non-empty intersections, united as a balanced tree: adding them one by
+            // one to a growing set re-sorts it each time.
+            let mut found: Vec<*mut RawSet> = Vec::new();
+            let mut failure = None;
             for (x, y) in pairs {
                 // SAFETY: the intersection takes copies; the result is owned until it
-                // is given to the union.
+                // is given to `found` (or freed).
                 unsafe {
                     let both = isl_basic_set_intersect(
                         isl_basic_set_copy(x.raw),
                         isl_basic_set_copy(y.raw),
                     );
                     if both.is_null() {
-                        return Err(self
-                            .isl()
-                            .union_set_from(std::ptr::null_mut(), "isl intersection")
-                            .err()
-                            .unwrap_or_default());
+                        failure = Some("isl: an intersection failed".to_string());
+                        break;
                     }
                     match isl_basic_set_is_empty(both) {
-                        0 => {
-                            let raw =
-                                isl_union_set_add_set(out.take_raw(), isl_set_from_basic_set(both));
-                            out = self.isl().union_set_from(raw, "isl union")?;
-                        }
+                        0 => found.push(isl_set_from_basic_set(both)),
                         1 => {
                             isl_basic_set_free(both);
                         }
                         _ => {
                             isl_basic_set_free(both);
-                            return Err("isl: an emptiness test failed".into());
+                            failure = Some("isl: an emptiness test failed".to_string());
+                            break;
                         }
                     }
                 }
+            }
+            // SAFETY: each set in `found` is owned; `isl_set_union` takes both operands.
+            let united = unsafe {
+                while found.len() > 1 {
+                    let mut next = Vec::with_capacity(found.len().div_ceil(2));
+                    let mut sets = found.into_iter();
+                    while let Some(a) = sets.next() {
+                        next.push(match sets.next() {
+                            Some(b) => isl_set_union(a, b),
+                            None => a,
+                        });
+                    }
+                    found = next;
+                }
+                found.pop()
+            };
+            if let Some(message) = failure {
+                // SAFETY: owned.
+                unsafe {
+                    united.map(|u| isl_set_free(u));
+                }
+                return Err(message);
+            }
+            if let Some(set) = united {
+                // SAFETY: the union takes the set.
+                let raw = unsafe { isl_union_set_add_set(out.take_raw(), set) };
+                out = self.isl().union_set_from(raw, "isl union")?;
             }
         }
         Ok(out)

@@ -78,6 +78,7 @@ extern "C" {
     fn isl_union_map_transitive_closure(m: *mut RawUnionMap, exact: *mut c_int)
         -> *mut RawUnionMap;
 
+    fn isl_ctx_reset_operations(ctx: *mut RawCtx);
     fn isl_point_get_space(p: *mut RawPoint) -> *mut RawSpace;
     fn isl_point_get_coordinate_val(p: *mut RawPoint, kind: c_int, pos: c_int) -> *mut RawVal;
     fn isl_point_free(p: *mut RawPoint) -> *mut RawPoint;
@@ -99,6 +100,14 @@ pub struct UnionMap {
 }
 
 impl Isl {
+    /// Start counting the operation limit ([`Isl::with_operation_limit`]) afresh: isl
+    /// counts operations over the context's life, so each step of a long analysis resets
+    /// it to have the whole limit.
+    pub fn reset_operations(&self) {
+        // SAFETY: the context is alive.
+        unsafe { isl_ctx_reset_operations(self.0 .0) }
+    }
+
     fn last_error(&self, context: &str) -> String {
         self.wrap(std::ptr::null_mut(), context)
             .err()
