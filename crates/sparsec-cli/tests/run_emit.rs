@@ -1,7 +1,7 @@
 //! End-to-end tests of `sparsec run` and `sparsec emit`, running the built binary.
 
 mod common;
-use common::shared_data;
+use common::{shared_data, sparsec};
 
 use std::path::PathBuf;
 use std::process::{Command, Output};
@@ -12,19 +12,6 @@ use sparsec::io;
 use sparsec::notation::{self, TensorDecl};
 use sparsec::reference;
 use sparsec::tensor::{Coo, Tensor, ValueType};
-
-fn sparsec(args: &[&str]) -> Output {
-    let cache = std::env::temp_dir().join("sparsec-cli-test-cache");
-    Command::new(env!("CARGO_BIN_EXE_sparsec"))
-        .args(args)
-        .env(
-            "SPARSEC_CACHE_DIR",
-            std::env::var_os("SPARSEC_CACHE_DIR").unwrap_or(cache.into()),
-        )
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("the sparsec binary runs")
-}
 
 fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()

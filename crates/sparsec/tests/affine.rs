@@ -231,13 +231,7 @@ fn gemm_needs_the_same_closure_and_is_exact() {
 
 #[test]
 fn jacobi_1d_is_close_to_exact() {
-    let src = "int T, N; double A[N], B[N];
-        for (t = 0; t < T; t++) {
-          for (i = 1; i < N - 1; i++)
-            B[i] = 0.33333 * (A[i - 1] + A[i] + A[i + 1]);
-          for (i = 1; i < N - 1; i++)
-            A[i] = 0.33333 * (B[i - 1] + B[i] + B[i + 1]);
-        }";
+    let src = example("jacobi-1d.c");
     // B's borders are read but never written: B starts as zeros.
     let patterns = [
         (
@@ -246,23 +240,13 @@ fn jacobi_1d_is_close_to_exact() {
         ),
         ("B".to_string(), "{ B[i] : false }".to_string()),
     ];
-    let (ratio, _) = accuracy(src, &patterns, &[("T", 6), ("N", 80)], true);
+    let (ratio, _) = accuracy(&src, &patterns, &[("TSTEPS", 6), ("N", 80)], true);
     assert!((1.0..1.05).contains(&ratio), "{ratio}");
 }
 
 #[test]
 fn lu_is_over_approximated_but_smaller_than_dense() {
-    let src = "int N; double A[N][N];
-        for (i = 0; i < N; i++) {
-          for (j = 0; j < i; j++) {
-            for (k = 0; k < j; k++)
-              A[i][j] -= A[i][k] * A[k][j];
-            A[i][j] /= A[j][j];
-          }
-          for (j = i; j < N; j++)
-            for (k = 0; k < i; k++)
-              A[i][j] -= A[i][k] * A[k][j];
-        }";
+    let src = example("lu.c");
     // Block diagonal with a bordering row: fill-in stays inside the blocks and the border.
     let patterns = [pattern(
         "A",
@@ -273,7 +257,7 @@ fn lu_is_over_approximated_but_smaller_than_dense() {
             ((11, 11), (0, 11)),
         ],
     )];
-    let (ratio, exact) = accuracy(src, &patterns, &[("N", 12)], true);
+    let (ratio, exact) = accuracy(&src, &patterns, &[("N", 12)], true);
     assert!(!exact);
     assert!(ratio >= 1.0, "{ratio}");
 }
@@ -350,13 +334,7 @@ fn specialised_code_matches_the_dense_program() {
     // The rows of C carry no dependence: their loops run on the team.
     assert!(listing.contains("omp parallel for"), "{listing}");
 
-    let jacobi = "int T, N; double A[N], B[N];
-        for (t = 0; t < T; t++) {
-          for (i = 1; i < N - 1; i++)
-            B[i] = 0.33333 * (A[i - 1] + A[i] + A[i + 1]);
-          for (i = 1; i < N - 1; i++)
-            A[i] = 0.33333 * (B[i - 1] + B[i] + B[i + 1]);
-        }";
+    let jacobi = example("jacobi-1d.c");
     let jp = [
         (
             "A".to_string(),
@@ -364,19 +342,9 @@ fn specialised_code_matches_the_dense_program() {
         ),
         ("B".to_string(), "{ B[i] : false }".to_string()),
     ];
-    check_generated(jacobi, &jp, &[("T", 5), ("N", 70)]);
+    check_generated(&jacobi, &jp, &[("TSTEPS", 5), ("N", 70)]);
 
-    let lu = "int N; double A[N][N];
-        for (i = 0; i < N; i++) {
-          for (j = 0; j < i; j++) {
-            for (k = 0; k < j; k++)
-              A[i][j] -= A[i][k] * A[k][j];
-            A[i][j] /= A[j][j];
-          }
-          for (j = i; j < N; j++)
-            for (k = 0; k < i; k++)
-              A[i][j] -= A[i][k] * A[k][j];
-        }";
+    let lu = example("lu.c");
     // Diagonal blocks plus a dense last row and column: a valid LU without pivoting.
     let lp = [pattern(
         "A",
@@ -387,7 +355,7 @@ fn specialised_code_matches_the_dense_program() {
             ((0, 11), (11, 11)),
         ],
     )];
-    check_generated(lu, &lp, &[("N", 12)]);
+    check_generated(&lu, &lp, &[("N", 12)]);
 }
 
 #[test]

@@ -98,6 +98,16 @@ pub fn run(
     })
 }
 
+/// The value of `name`: the innermost loop counter of that name, else the parameter.
+fn value_of(params: &BTreeMap<String, i64>, counters: &[(String, i64)], name: &str) -> Option<i64> {
+    counters
+        .iter()
+        .rev()
+        .find(|(n, _)| n == name)
+        .map(|(_, v)| *v)
+        .or_else(|| params.get(name).copied())
+}
+
 struct State<'a> {
     params: &'a BTreeMap<String, i64>,
     shapes: &'a BTreeMap<String, Vec<usize>>,
@@ -109,15 +119,6 @@ struct State<'a> {
 }
 
 impl State<'_> {
-    fn value_of(&self, name: &str) -> Option<i64> {
-        self.counters
-            .iter()
-            .rev()
-            .find(|(n, _)| n == name)
-            .map(|(_, v)| *v)
-            .or_else(|| self.params.get(name).copied())
-    }
-
     fn nodes(&mut self, nodes: &[Node]) -> Result<(), AffineError> {
         for node in nodes {
             self.node(node)?;
@@ -148,8 +149,12 @@ impl State<'_> {
                 step,
                 body,
             } => {
-                let lo = lower.eval(&|n| self.value_of(n)).ok_or_else(unbound)?;
-                let hi = upper.eval(&|n| self.value_of(n)).ok_or_else(unbound)?;
+                let lo = lower
+                    .eval(&|n| value_of(self.params, &self.counters, n))
+                    .ok_or_else(unbound)?;
+                let hi = upper
+                    .eval(&|n| value_of(self.params, &self.counters, n))
+                    .ok_or_else(unbound)?;
                 let first = self.next;
                 let width = body.iter().map(State::count).sum::<usize>();
                 let mut i = lo;
@@ -168,14 +173,9 @@ impl State<'_> {
                 then,
                 otherwise,
             } => {
-                let mut holds = false;
-                for conj in &condition.0 {
-                    let mut all = true;
-                    for c in conj {
-                        all &= c.holds(&|n| self.value_of(n)).ok_or_else(unbound)?;
-                    }
-                    holds |= all;
-                }
+                let holds = condition
+                    .holds(&|n| value_of(self.params, &self.counters, n))
+                    .ok_or_else(unbound)?;
                 let first = self.next;
                 if holds {
                     self.nodes(then)?;
@@ -204,7 +204,7 @@ impl State<'_> {
         let mut at = 0usize;
         for (e, &d) in access.index.iter().zip(dims) {
             let i = e
-                .eval(&|n| self.value_of(n))
+                .eval(&|n| value_of(self.params, &self.counters, n))
                 .filter(|&i| i >= 0 && (i as usize) < d)
                 .ok_or_else(|| {
                     AffineError::new("this access falls outside its array", access.span)
@@ -263,14 +263,6 @@ pub fn iterations(
         steps: u64,
     }
     impl Count<'_> {
-        fn value(&self, name: &str) -> Option<i64> {
-            self.counters
-                .iter()
-                .rev()
-                .find(|(n, _)| n == name)
-                .map(|(_, v)| *v)
-                .or_else(|| self.params.get(name).copied())
-        }
         fn nodes(&mut self, nodes: &[Node], times: u64) -> Option<()> {
             for n in nodes {
                 self.node(n, times)?;
@@ -286,8 +278,8 @@ pub fn iterations(
                     step,
                     body,
                 } => {
-                    let lo = lower.eval(&|n| self.value(n))?;
-                    let hi = upper.eval(&|n| self.value(n))?;
+                    let lo = lower.eval(&|n| value_of(self.params, &self.counters, n))?;
+                    let hi = upper.eval(&|n| value_of(self.params, &self.counters, n))?;
                     let trips = if hi < lo {
                         0
                     } else {
@@ -316,14 +308,7 @@ pub fn iterations(
                     then,
                     otherwise,
                 } => {
-                    let mut holds = false;
-                    for conj in &condition.0 {
-                        let mut all = true;
-                        for c in conj {
-                            all &= c.holds(&|n| self.value(n))?;
-                        }
-                        holds |= all;
-                    }
+                    let holds = condition.holds(&|n| value_of(self.params, &self.counters, n))?;
                     let first = self.next;
                     if holds {
                         self.nodes(then, times)?;

@@ -160,6 +160,20 @@ impl Condition {
         self
     }
 
+    /// Whether the condition holds with every name bound by `value` (None if a name has
+    /// no value or the arithmetic overflows).
+    pub fn holds(&self, value: &dyn Fn(&str) -> Option<i64>) -> Option<bool> {
+        let mut any = false;
+        for conjunction in &self.0 {
+            let mut all = true;
+            for c in conjunction {
+                all &= c.holds(value)?;
+            }
+            any |= all;
+        }
+        Some(any)
+    }
+
     /// The negation, still in disjunctive normal form (integers: `!(e >= 0)` is
     /// `-e - 1 >= 0`, `!(e == 0)` is `e >= 1 or e <= -1`).
     pub fn negated(&self) -> Option<Condition> {
