@@ -369,22 +369,7 @@ fn output_paths(specialised: &Specialised, texts: &[String]) -> Result<Vec<(Stri
 
 /// The non-zeros of a dense array as a tensor stored densely.
 fn as_tensor(dims: &[usize], values: &[f64]) -> Result<Tensor> {
-    let order = dims.len();
-    let mut coords = Vec::new();
-    let mut kept = Vec::new();
-    for (at, v) in values.iter().enumerate() {
-        if *v != 0.0 {
-            let mut rest = at;
-            let start = coords.len();
-            coords.resize(start + order, 0);
-            for k in (0..order).rev() {
-                coords[start + k] = (rest % dims[k]) as i64;
-                rest /= dims[k];
-            }
-            kept.push(*v);
-        }
-    }
-    let coo = Coo::new(dims.to_vec(), coords, kept).map_err(|e| miette!("{e}"))?;
-    let format = Format::parse(&"d".repeat(order), order).map_err(|e| miette!("{e}"))?;
+    let coo = inputs::coordinates(dims, values);
+    let format = Format::parse(&"d".repeat(dims.len()), dims.len()).map_err(|e| miette!("{e}"))?;
     Tensor::from_coo_owned(coo, &format, ValueType::F64).map_err(|e| miette!("{e}"))
 }

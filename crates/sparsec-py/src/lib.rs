@@ -2,6 +2,7 @@
 //! `sparsec` Python package, whose Python part (`python/sparsec`) converts NumPy, SciPy
 //! and pydata/sparse objects and calls in here for all the work.
 
+mod affine;
 mod arrays;
 mod borrowed;
 mod errors;
@@ -49,5 +50,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(format_spelling, m)?)?;
     m.add_function(wrap_pyfunction!(features, m)?)?;
     m.add_function(wrap_pyfunction!(tensor::read, m)?)?;
+    m.add_function(wrap_pyfunction!(affine::specialise, m)?)?;
     Ok(())
 }

@@ -69,6 +69,7 @@ __all__ = [
     "evaluate",
     "features",
     "read",
+    "specialise",
     "tune",
 ]
 
@@ -607,3 +608,30 @@ def features() -> list[str]:
     """The optional parts this build of the package has: ``"binsparse"`` (reading and
     writing ``.h5`` files) and ``"learned"`` (``tune(search="model")``)."""
     return list(_native.features())
+
+
+def specialise(
+    program: str,
+    /,
+    *,
+    params: Mapping[str, int] | None = None,
+    threshold: float = 1.0,
+    run: bool = True,
+    **arrays: Any,
+) -> dict[str, Any]:
+    """Specialise a dense affine program (C loop nests, see ``docs/affine.md``) to the
+    non-zero structure of its arrays, and run it on them.
+
+    ``sparsec.specialise(open("mm.c").read(), A=A, B=B)``: arrays are NumPy arrays (or
+    ``scipy.sparse`` matrices, densified), scalars numbers; an array not given starts as
+    zeros. Sizes come from the arrays' shapes and ``params``. Returns a dict with
+    ``exact`` (whether the analysis is exact), ``reasons`` (what was approximated),
+    ``regions`` (each statement's executed iterations) and, with ``run``, ``arrays``
+    (every array's final contents, the dense program's results).
+    """
+    given = {}
+    for name, value in arrays.items():
+        if _sp.issparse(value):
+            value = value.toarray()
+        given[name] = np.ascontiguousarray(np.asarray(value, dtype=np.float64))
+    return _native.specialise(program, given, dict(params) if params else None, threshold, run)

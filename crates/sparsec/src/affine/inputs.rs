@@ -113,6 +113,30 @@ pub fn dense_values(coo: &Coo) -> Result<Vec<f64>, AffineError> {
     Ok(out)
 }
 
+/// The non-zero entries of dense row-major `values` of dimensions `dims`, as a
+/// coordinate list.
+pub fn coordinates(dims: &[usize], values: &[f64]) -> Coo {
+    let mut coords = Vec::new();
+    let mut kept = Vec::new();
+    for (at, v) in values.iter().enumerate() {
+        if *v != 0.0 {
+            let start = coords.len();
+            coords.resize(start + dims.len(), 0);
+            let mut rest = at;
+            for k in (0..dims.len()).rev() {
+                coords[start + k] = (rest % dims[k]) as i64;
+                rest /= dims[k];
+            }
+            kept.push(*v);
+        }
+    }
+    Coo {
+        dims: dims.to_vec(),
+        coords,
+        values: kept,
+    }
+}
+
 /// The pattern of an array of `rank` dimensions that holds no non-zero.
 pub fn empty_pattern(name: &str, rank: usize) -> String {
     let vars: Vec<String> = (0..rank).map(|d| format!("a{d}")).collect();
