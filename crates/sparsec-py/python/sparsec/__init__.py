@@ -633,5 +633,5 @@ def specialise(
     for name, value in arrays.items():
         if _sp.issparse(value):
             value = value.toarray()
-        given[name] = np.ascontiguousarray(np.asarray(value, dtype=np.float64))
+        given[name] = np.array(value, dtype=np.float64, order="C")
     return _native.specialise(program, given, dict(params) if params else None, threshold, run)
