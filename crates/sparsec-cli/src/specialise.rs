@@ -218,7 +218,7 @@ pub fn specialise(args: &SpecialiseArgs) -> Result<()> {
             )
         }
     );
-    let fixed = params_context(&params);
+    let fixed = affine::params_context(&params);
     let dense = affine::dense::iterations(&specialised.model.program, &params, COUNT_LIMIT as u64);
     for (s, st) in specialised.model.statements.iter().enumerate() {
         specialised.isl.reset_operations();
@@ -292,16 +292,6 @@ pub fn specialise(args: &SpecialiseArgs) -> Result<()> {
         }
     }
     Ok(())
-}
-
-fn params_context(params: &BTreeMap<String, i64>) -> String {
-    let names: Vec<&str> = params.keys().map(|s| s.as_str()).collect();
-    let values: Vec<String> = params.iter().map(|(k, v)| format!("{k} = {v}")).collect();
-    if values.is_empty() {
-        "{ : }".to_string()
-    } else {
-        format!("[{}] -> {{ : {} }}", names.join(", "), values.join(" and "))
-    }
 }
 
 fn compile(specialised: &Specialised, args: &SpecialiseArgs, dense: bool) -> Result<AffineKernel> {

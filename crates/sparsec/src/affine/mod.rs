@@ -16,6 +16,7 @@ pub mod boxes;
 pub mod codegen;
 pub mod dataflow;
 pub mod dense;
+pub mod expr;
 pub mod inputs;
 pub mod kernel;
 pub mod model;
@@ -80,6 +81,17 @@ pub(crate) fn isl_error(step: &str) -> impl Fn(String) -> AffineError + '_ {
 use std::collections::BTreeMap;
 
 use crate::polyhedral::isl::{Isl, UnionSet};
+
+/// The set of parameter values `params`, in isl's syntax (`[N, M] -> { : N = 4 and M = 2 }`).
+pub fn params_context(params: &BTreeMap<String, i64>) -> String {
+    let names: Vec<&str> = params.keys().map(|s| s.as_str()).collect();
+    let values: Vec<String> = params.iter().map(|(k, v)| format!("{k} = {v}")).collect();
+    if values.is_empty() {
+        "{ : }".to_string()
+    } else {
+        format!("[{}] -> {{ : {} }}", names.join(", "), values.join(" and "))
+    }
+}
 
 /// A program specialised to the non-zero structure of its inputs: the model, the
 /// dataflow, and the regions of interest, all in one isl context.
@@ -149,20 +161,13 @@ pub fn specialise(
                     )));
                 }
             }
-            let names: Vec<&str> = model.program.params.iter().map(|s| s.as_str()).collect();
-            let fixed: Vec<String> = names
+            let own: BTreeMap<String, i64> = model
+                .program
+                .params
                 .iter()
-                .map(|p| format!("{p} = {}", values[*p]))
+                .map(|p| (p.clone(), values[p]))
                 .collect();
-            Some(format!(
-                "[{}] -> {{ : {} }}",
-                names.join(", "),
-                if fixed.is_empty() {
-                    "true".to_string()
-                } else {
-                    fixed.join(" and ")
-                }
-            ))
+            Some(params_context(&own))
         }
         None => None,
     };

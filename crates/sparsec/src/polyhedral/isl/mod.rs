@@ -393,9 +393,10 @@ unsafe fn integer(v: *mut RawVal) -> Option<i64> {
     (den == 1).then_some(num)
 }
 
-unsafe extern "C" fn on_basic_set(bset: *mut RawBasicSet, user: *mut c_void) -> c_int {
-    let walk = &mut *(user as *mut Walk);
-    let mut inner = ConstraintWalk {
+/// The constraints of `bset` (kept), or None if a coefficient does not fit 64 bits or is
+/// not an integer.
+unsafe fn constraints_of(bset: *mut RawBasicSet) -> Option<Vec<LinearConstraint>> {
+    let mut walk = ConstraintWalk {
         n_params: isl_basic_set_dim(bset, DIM_PARAM).max(0) as usize,
         n_set: isl_basic_set_dim(bset, DIM_SET).max(0) as usize,
         n_div: isl_basic_set_dim(bset, DIM_DIV).max(0) as usize,
@@ -403,16 +404,23 @@ unsafe extern "C" fn on_basic_set(bset: *mut RawBasicSet, user: *mut c_void) -> 
         failed: false,
     };
     let status =
-        isl_basic_set_foreach_constraint(bset, on_constraint, &mut inner as *mut _ as *mut _);
+        isl_basic_set_foreach_constraint(bset, on_constraint, &mut walk as *mut _ as *mut _);
+    (status >= 0 && !walk.failed).then_some(walk.out)
+}
+
+unsafe extern "C" fn on_basic_set(bset: *mut RawBasicSet, user: *mut c_void) -> c_int {
+    let walk = &mut *(user as *mut Walk);
+    let divs = isl_basic_set_dim(bset, DIM_DIV).max(0) as usize;
+    let constraints = constraints_of(bset);
     isl_basic_set_free(bset);
-    if status < 0 || inner.failed {
+    let Some(constraints) = constraints else {
         walk.failed = true;
         return -1;
-    }
+    };
     walk.out.push(BasicSet {
         params: walk.params.clone(),
-        divs: inner.n_div,
-        constraints: inner.out,
+        divs,
+        constraints,
     });
     0
 }

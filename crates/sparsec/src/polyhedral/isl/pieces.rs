@@ -56,22 +56,11 @@ unsafe extern "C" fn on_piece(bset: *mut RawBasicSet, user: *mut c_void) -> c_in
     } else {
         CStr::from_ptr(name).to_string_lossy().into_owned()
     };
-    let mut walk = ConstraintWalk {
-        n_params: isl_basic_set_dim(bset, DIM_PARAM).max(0) as usize,
-        n_set: isl_basic_set_dim(bset, DIM_SET).max(0) as usize,
-        n_div: isl_basic_set_dim(bset, DIM_DIV).max(0) as usize,
-        out: Vec::new(),
-        failed: false,
-    };
-    let dims = walk.n_set;
-    let status =
-        isl_basic_set_foreach_constraint(bset, on_constraint, &mut walk as *mut _ as *mut _);
-    if status < 0 || walk.failed {
-        // Coefficients beyond 64 bits: no bounds, still correct.
-        walk.out.clear();
-    }
+    let dims = isl_basic_set_dim(bset, DIM_SET).max(0) as usize;
+    // Coefficients beyond 64 bits: no bounds, still correct.
+    let constraints = constraints_of(bset).unwrap_or_default();
     let mut bounds: Vec<(Option<i64>, Option<i64>)> = vec![(None, None); dims];
-    for c in &walk.out {
+    for c in &constraints {
         let vars: Vec<usize> = (0..dims).filter(|&d| c.set[d] != 0).collect();
         if vars.len() != 1 || c.params.iter().any(|&p| p != 0) || c.divs.iter().any(|&p| p != 0) {
             continue;
