@@ -7,11 +7,17 @@ BCSR (4x4 blocks) inputs, in one run, on the same matrices.
 Inputs: the partial-evaluation paper's synthetic matrices (`r` random squares of side 3
 to n / r in an n x n matrix, values in [0.5, 1.5)) and shared matrices given on the
 command line. For each: the analysis time, the boxes, and the medians of N runs of each
-kernel (the specialised and dense times include copying the arrays into the kernel's one
-buffer and back), with the ratios dense / specialised and CSR / specialised (above 1:
+kernel (the specialised and dense times are the kernel's call alone, on arrays already
+laid into its one buffer, as `sparsec specialise --time` reports them), with the ratios dense / specialised and CSR / specialised (above 1:
 the specialised code is faster). The dense run is left out above n = 1600 (n^3 work).
 
+Shared matrices with dense blocks are also run through GEMM with a dense right-hand side
+of 16 columns (`examples/affine/gemm.c`, `C = A * B`), whose regions are A's boxes alone,
+at each density threshold of `--thresholds`, against the index-notation kernel on CSR and
+BCSR A with dense B (`--spmm MATRIX.mtx ...`).
+
     python3 bench/affine_specialise.py [--runs N] [--threads T] [MATRIX.mtx ...]
+        [--spmm MATRIX.mtx ... [--thresholds 1,0.5,0.2]]
 """
 import argparse
 import os
@@ -24,6 +30,8 @@ import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MM = os.path.join(ROOT, "examples", "affine", "mm.c")
+GEMM = os.path.join(ROOT, "examples", "affine", "gemm.c")
+SPMM_COLUMNS = 16
 DENSE_LIMIT = 1600
 
 
@@ -82,11 +90,50 @@ def bench(exe, name, a, b, n, runs, threads):
     return row
 
 
+def dense_matrix(rows, cols, seed, path):
+    rng = random.Random(seed)
+    with open(path, "w") as f:
+        f.write("%%MatrixMarket matrix coordinate real general\n")
+        f.write(f"{rows} {cols} {rows * cols}\n")
+        for i in range(rows):
+            for j in range(cols):
+                f.write(f"{i + 1} {j + 1} {0.5 + rng.random()!r}\n")
+
+
+def bench_spmm(exe, path, threshold, b, runs, threads):
+    """GEMM with A a shared matrix and B dense, specialised to A's boxes."""
+    row = {"input": f"{os.path.basename(path)} d={threshold}"}
+    common = ["--threads", str(threads)]
+    spec = [exe, "specialise", GEMM, "-i", f"A:{path}", "-i", f"B:{b}", "--scalar", "alpha=1",
+            "--scalar", "beta=0", "--threshold", str(threshold)] + common
+    try:
+        report = run(spec + ["--run", "--dense", "--time", str(runs)])
+    except Exception as e:  # noqa: BLE001 - reported in the table
+        row["error"] = str(e)[:200]
+        return row
+    if "agree on every array" not in report:
+        row["error"] = "the specialised and dense programs disagree"
+        return row
+    m = re.search(r"A: (\d+) box\(es\) cover (\d+) non-zeros with (\d+) explicit zeros", report)
+    row["boxes"] = m.group(1)
+    row["padding"] = int(m.group(3)) / int(m.group(2))
+    row["analysis_ms"] = float(re.search(r"analysis: ([0-9.]+) ms", report).group(1))
+    row["special_ms"] = median_of(report, "special")
+    row["dense_ms"] = median_of(report, "dense")
+    for fmt in ["csr", "bcsr:4x4"]:
+        out = run([exe, "run", "C(i,j) = A(i,k) * B(k,j)", "-f", f"A:{fmt}", "-f", "B:dd",
+                   "-i", f"A:{path}", "-i", f"B:{b}", "--backend", "c", "--time", str(runs)] + common)
+        row[f"{fmt}_ms"] = median_of(out, "compute")
+    return row
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("matrices", nargs="*")
+    parser.add_argument("--spmm", nargs="*", default=[])
+    parser.add_argument("--thresholds", default="1,0.5,0.2")
     args = parser.parse_args()
     exe = binary()
     rows = []
@@ -103,7 +150,17 @@ def main():
             n = int(header.split()[0])
             rows.append(bench(exe, os.path.basename(path), path, path, n, args.runs, args.threads))
             print(rows[-1], file=sys.stderr)
+        for path in args.spmm:
+            with open(path) as f:
+                header = next(line for line in f if not line.startswith("%"))
+            k = int(header.split()[1])
+            b = os.path.join(tmp, f"dense{k}.mtx")
+            dense_matrix(k, SPMM_COLUMNS, 3, b)
+            for threshold in args.thresholds.split(","):
+                rows.append(bench_spmm(exe, path, float(threshold), b, args.runs, args.threads))
+                print(rows[-1], file=sys.stderr)
     print(f"\nthreads {args.threads}, medians of {args.runs} runs (ms); ratios above 1: specialised faster")
+    print("spmm rows: GEMM with a dense B of %d columns; padding: explicit zeros per non-zero" % SPMM_COLUMNS)
     print(f"{'input':<28} {'boxes':>6} {'analysis':>9} {'special':>9} {'dense':>9} {'csr':>9} "
           f"{'bcsr4':>9} {'dense/sp':>9} {'csr/sp':>8} {'bcsr/sp':>8}")
     for row in rows:
@@ -116,9 +173,10 @@ def main():
 
         def ratio(x):
             return f"{x / row['special_ms']:8.2f}" if x is not None and row["special_ms"] else f"{'-':>8}"
+        pad = f" padding {row['padding']:.2f}" if "padding" in row else ""
         print(f"{row['input']:<28} {row['boxes']:>6} {fmt(row['analysis_ms'])} {fmt(row['special_ms'])} "
               f"{fmt(row['dense_ms'])} {fmt(row['csr_ms'])} {fmt(row['bcsr:4x4_ms'])} "
-              f"{ratio(row['dense_ms']):>9} {ratio(row['csr_ms'])} {ratio(row['bcsr:4x4_ms'])}")
+              f"{ratio(row['dense_ms']):>9} {ratio(row['csr_ms'])} {ratio(row['bcsr:4x4_ms'])}{pad}")
 
 
 if __name__ == "__main__":

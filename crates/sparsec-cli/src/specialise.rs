@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use miette::{miette, IntoDiagnostic, Report, Result, WrapErr};
 use sparsec::affine::dense::Arrays;
 use sparsec::affine::kernel::AffineKernel;
+use sparsec::affine::solution_map::SolutionMap;
 use sparsec::affine::{self, inputs, parse_program, Specialised};
 use sparsec::format::Format;
 use sparsec::io;
@@ -62,6 +63,10 @@ pub struct SpecialiseArgs {
     /// non-zeros into fewer boxes, with explicit zeros among them.
     #[arg(long, default_value_t = 1.0, value_name = "D")]
     pub threshold: f64,
+    /// Analyse through the solution map: the regions solved once for boxes whose bounds
+    /// are parameters, then applied to these inputs' boxes (reported separately).
+    #[arg(long)]
+    pub map: bool,
     /// Print the executed regions or the generated C instead of the report.
     #[arg(long, value_enum)]
     pub emit: Option<Emit>,
@@ -153,29 +158,44 @@ pub fn specialise(args: &SpecialiseArgs) -> Result<()> {
             .map_err(|_| miette!("--scalar {scalar}={value}: `{value}` is not a number"))?;
         scalars.insert(scalar, x);
     }
+    // Each array's boxes (none where it is taken as dense) and the pattern they make.
+    let mut boxes = BTreeMap::new();
     let mut patterns = Vec::new();
     let mut report = Vec::new();
     for decl in &program.arrays {
-        let pattern = if let Some((_, coo)) = files.iter().find(|(n, _)| n == &decl.name) {
-            let (pattern, cover) =
-                inputs::pattern(&decl.name, coo, args.threshold).map_err(Report::new)?;
-            report.push(match cover {
-                Some(c) => format!(
-                    "  {}: {} box(es) cover {} non-zeros with {} explicit zeros",
-                    decl.name,
-                    c.boxes.len(),
-                    c.nonzeros,
-                    c.padding
-                ),
-                None => format!("  {}: taken as dense (order {})", decl.name, coo.dims.len()),
-            });
-            pattern
-        } else if let Some(x) = scalars.get(&decl.name) {
-            inputs::scalar_pattern(&decl.name, *x)
+        let (name, rank) = (&decl.name, decl.extents.len());
+        let found = if let Some((_, coo)) = files.iter().find(|(n, _)| n == name) {
+            match inputs::boxes(coo, args.threshold).map_err(Report::new)? {
+                Some((found, c)) => {
+                    report.push(format!(
+                        "  {name}: {} box(es) cover {} non-zeros with {} explicit zeros",
+                        c.boxes.len(),
+                        c.nonzeros,
+                        c.padding
+                    ));
+                    Some(found)
+                }
+                None => {
+                    report.push(format!(
+                        "  {name}: taken as dense (order {})",
+                        coo.dims.len()
+                    ));
+                    None
+                }
+            }
+        } else if let Some(x) = scalars.get(name) {
+            Some(inputs::scalar_boxes(*x))
         } else {
-            inputs::empty_pattern(&decl.name, decl.extents.len())
+            Some(Vec::new())
         };
-        patterns.push((decl.name.clone(), pattern));
+        let pattern = match &found {
+            Some(found) => inputs::boxes_pattern(name, rank, found),
+            None => inputs::full_pattern(name, rank),
+        };
+        patterns.push((name.clone(), pattern));
+        if let Some(found) = found {
+            boxes.insert(name.clone(), found);
+        }
     }
     if args.emit == Some(Emit::Boxes) {
         for line in &report {
@@ -184,7 +204,15 @@ pub fn specialise(args: &SpecialiseArgs) -> Result<()> {
         return Ok(());
     }
     let start = Instant::now();
-    let specialised = affine::specialise(program, &patterns, Some(&params)).map_err(with_source)?;
+    let (specialised, map_time) = if args.map {
+        let map = SolutionMap::new(program, Some(&params)).map_err(with_source)?;
+        let built = start.elapsed();
+        (map.apply(&boxes).map_err(with_source)?, Some(built))
+    } else {
+        let specialised =
+            affine::specialise(program, &patterns, Some(&params)).map_err(with_source)?;
+        (specialised, None)
+    };
     let analysis = start.elapsed();
 
     match args.emit {
@@ -206,8 +234,16 @@ pub fn specialise(args: &SpecialiseArgs) -> Result<()> {
     for line in &report {
         crate::outln!("{line}");
     }
+    let how = match map_time {
+        Some(built) => format!(
+            " through the solution map: computed in {}, applied in {}",
+            spec::ms(built),
+            spec::ms(analysis - built)
+        ),
+        None => String::new(),
+    };
     crate::outln!(
-        "analysis: {} ({})",
+        "analysis: {}{how} ({})",
         spec::ms(analysis),
         if specialised.regions.exact {
             "exact".to_string()

@@ -144,6 +144,46 @@ fn matrix_multiply_on_block_inputs_runs_only_the_blocks_products() {
 }
 
 #[test]
+fn the_solution_map_finds_the_same_regions_and_refuses_lu() {
+    let dir = tempfile::tempdir().unwrap();
+    let n = 40;
+    let a = blocks(dir.path(), "a.mtx", n, &[(0, 7, 0, 7), (39, 39, 0, 39)]);
+    let b = blocks(dir.path(), "b.mtx", n, &[(0, 9, 0, 9), (10, 19, 25, 34)]);
+    let out = ok(&[
+        "specialise",
+        &example("gemm.c"),
+        "-i",
+        &format!("A:{a}"),
+        "-i",
+        &format!("B:{b}"),
+        "--scalar",
+        "alpha=2",
+        "--scalar",
+        "beta=0",
+        "--map",
+        "--dense",
+    ]);
+    assert!(
+        out.contains("through the solution map: computed in"),
+        "{out}"
+    );
+    assert!(out.contains("agree on every array"), "{out}");
+    // A's first block with B's first (8 x 10 x 8), A's last row with both (1 x 10 x 10, twice).
+    assert!(out.contains("S2: 840 of 64000 iterations run"), "{out}");
+    let err = fails(&[
+        "specialise",
+        &example("lu.c"),
+        "-i",
+        &format!("A:{a}"),
+        "--map",
+    ]);
+    assert!(
+        err.contains("no solution map") && err.contains("`A` meets itself"),
+        "{err}"
+    );
+}
+
+#[test]
 fn stencils_take_their_time_steps_as_parameters() {
     let dir = tempfile::tempdir().unwrap();
     let a = blocks(dir.path(), "a.mtx", 24, &[(5, 7, 5, 6)]);

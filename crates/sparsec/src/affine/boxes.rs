@@ -33,27 +33,6 @@ pub struct Cover {
     pub padding: u64,
 }
 
-impl Cover {
-    /// The union as an isl set over the array `name`'s cells, with the cell variables
-    /// named `i` and `j`.
-    pub fn isl_text(&self, name: &str) -> String {
-        if self.boxes.is_empty() {
-            return format!("{{ {name}[i, j] : false }}");
-        }
-        let pieces: Vec<String> = self
-            .boxes
-            .iter()
-            .map(|b| {
-                format!(
-                    "{name}[i, j] : {} <= i <= {} and {} <= j <= {}",
-                    b.rows.0, b.rows.1, b.cols.0, b.cols.1
-                )
-            })
-            .collect();
-        format!("{{ {} }}", pieces.join("; "))
-    }
-}
-
 /// Cover the positions `entries` (row, column; any order, duplicates allowed) with boxes
 /// at least `threshold` dense.
 pub fn cover(entries: &[(usize, usize)], threshold: f64) -> Result<Cover, String> {

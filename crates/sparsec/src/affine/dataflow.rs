@@ -27,7 +27,7 @@ pub struct Flow {
 }
 
 /// The sources of every read, and of every element's final value.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct Dataflow {
     /// Per statement, per read in the order [`reads`] lists them.
     pub reads: Vec<Vec<Vec<Flow>>>,

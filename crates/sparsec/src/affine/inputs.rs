@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 
 use super::boxes::{self, Cover};
 use super::parse::{ArrayDecl, Program};
+use super::solution_map::Bounds;
 use super::AffineError;
 use crate::tensor::Coo;
 
@@ -145,47 +146,87 @@ pub fn empty_pattern(name: &str, rank: usize) -> String {
 
 /// The pattern of a scalar holding `value`.
 pub fn scalar_pattern(name: &str, value: f64) -> String {
-    if value != 0.0 {
-        format!("{{ {name}[] }}")
-    } else {
-        empty_pattern(name, 0)
-    }
+    boxes_pattern(name, 0, &scalar_boxes(value))
 }
 
 /// The non-zero structure of the entries of `coo` (those stored with a non-zero value)
-/// as a pattern of array `name`: boxes of density `threshold` for a matrix, intervals for
-/// a vector (as a one-row matrix), and the whole array for other orders (sound, with no
-/// gain), with the cover when there is one.
-pub fn pattern(
-    name: &str,
-    coo: &Coo,
-    threshold: f64,
-) -> Result<(String, Option<Cover>), AffineError> {
+/// as boxes of density `threshold` (inclusive bounds per dimension): rectangles for a
+/// matrix, intervals for a vector (covered as a one-row matrix), with the cover; None
+/// for other orders, taken as dense (sound, with no gain).
+pub fn boxes(coo: &Coo, threshold: f64) -> Result<Option<(Vec<Bounds>, Cover)>, AffineError> {
     let order = coo.dims.len();
     let nonzero = (0..coo.values.len()).filter(|&e| coo.values[e] != 0.0);
     let at = |e: usize, k: usize| coo.coords[e * order + k] as usize;
     let entries: Vec<(usize, usize)> = match order {
         1 => nonzero.map(|e| (0, at(e, 0))).collect(),
         2 => nonzero.map(|e| (at(e, 0), at(e, 1))).collect(),
-        _ => {
-            let vars: Vec<String> = (0..order).map(|d| format!("a{d}")).collect();
-            return Ok((format!("{{ {name}[{}] }}", vars.join(", ")), None));
-        }
+        _ => return Ok(None),
     };
     let cover = boxes::cover(&entries, threshold).map_err(AffineError::general)?;
-    let text = if order == 1 {
-        let pieces: Vec<String> = cover
-            .boxes
-            .iter()
-            .map(|b| format!("{name}[i] : {} <= i <= {}", b.cols.0, b.cols.1))
-            .collect();
-        if pieces.is_empty() {
-            empty_pattern(name, 1)
-        } else {
-            format!("{{ {} }}", pieces.join("; "))
-        }
+    let bounds = cover
+        .boxes
+        .iter()
+        .map(|b| {
+            let cols = (b.cols.0 as i64, b.cols.1 as i64);
+            if order == 1 {
+                vec![cols]
+            } else {
+                vec![(b.rows.0 as i64, b.rows.1 as i64), cols]
+            }
+        })
+        .collect();
+    Ok(Some((bounds, cover)))
+}
+
+/// The boxes of a scalar holding `value`: one if it is not zero.
+pub fn scalar_boxes(value: f64) -> Vec<Bounds> {
+    if value != 0.0 {
+        vec![vec![(0, 0)]]
     } else {
-        cover.isl_text(name)
-    };
-    Ok((text, Some(cover)))
+        Vec::new()
+    }
+}
+
+/// The union of `boxes` as a pattern of array `name` of `rank` dimensions (a scalar's
+/// boxes are its pseudo-dimension: one box if it holds a non-zero).
+pub fn boxes_pattern(name: &str, rank: usize, boxes: &[Bounds]) -> String {
+    if boxes.is_empty() {
+        return empty_pattern(name, rank);
+    }
+    let vars: Vec<String> = (0..rank).map(|d| format!("a{d}")).collect();
+    let pieces: Vec<String> = boxes
+        .iter()
+        .map(|b| {
+            let conditions: Vec<String> = b
+                .iter()
+                .zip(&vars)
+                .map(|((lo, hi), v)| format!("{lo} <= {v} <= {hi}"))
+                .collect();
+            if conditions.is_empty() {
+                format!("{name}[]")
+            } else {
+                format!("{name}[{}] : {}", vars.join(", "), conditions.join(" and "))
+            }
+        })
+        .collect();
+    format!("{{ {} }}", pieces.join("; "))
+}
+
+/// The non-zero structure of the entries of `coo` as a pattern of array `name` (see
+/// [`boxes`]), with the cover when there is one.
+pub fn pattern(
+    name: &str,
+    coo: &Coo,
+    threshold: f64,
+) -> Result<(String, Option<Cover>), AffineError> {
+    Ok(match boxes(coo, threshold)? {
+        Some((bounds, cover)) => (boxes_pattern(name, coo.dims.len(), &bounds), Some(cover)),
+        None => (full_pattern(name, coo.dims.len()), None),
+    })
+}
+
+/// The pattern of an array of `rank` dimensions taken as dense.
+pub fn full_pattern(name: &str, rank: usize) -> String {
+    let vars: Vec<String> = (0..rank).map(|d| format!("a{d}")).collect();
+    format!("{{ {name}[{}] }}", vars.join(", "))
 }

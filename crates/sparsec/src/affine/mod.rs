@@ -9,8 +9,10 @@
 //! analysis by parametric maxima, Feautrier's method), [`sparsity`] builds and solves the
 //! sparsity equations (Arden's lemma over transitive closures, with the paper's
 //! relaxation of intersections inside a recursion), [`boxes`] turns a matrix's pattern
-//! into a union of rectangles, and [`dense`] runs the program as written, the reference
-//! that the analysis and the specialised code are checked against.
+//! into a union of rectangles, [`solution_map`] solves the equations once for boxes
+//! whose bounds are parameters and applies that to new inputs, and [`dense`] runs the
+//! program as written, the reference that the analysis and the specialised code are
+//! checked against.
 
 pub mod boxes;
 pub mod codegen;
@@ -21,6 +23,7 @@ pub mod inputs;
 pub mod kernel;
 pub mod model;
 pub mod parse;
+pub mod solution_map;
 pub mod sparsity;
 
 use miette::{Diagnostic, NamedSource, SourceSpan};

@@ -41,7 +41,15 @@ pub struct Specialisation {
     /// relaxed product); `reasons` says what was approximated where not.
     pub exact: bool,
     pub reasons: Vec<String>,
+    /// The inputs whose cells may meet each other in a product (`A[i][k] * A[k][j]`,
+    /// or LU's fill-in), each with the first statement where they do. Where there are
+    /// none, every set is a union over the inputs' cells taken one per input: the
+    /// solution splits box by box (see [`super::solution_map`]).
+    pub self_products: Vec<(String, String)>,
 }
+
+/// Per input, how many of its cells one product may combine (1, or 2 for several).
+type Degrees = BTreeMap<String, usize>;
 
 /// A set expression of the equations, over one statement's iterations.
 #[derive(Clone, Debug)]
@@ -49,7 +57,8 @@ enum SetExpr {
     Empty,
     /// The statement's whole domain (a non-zero constant).
     Domain,
-    Known(UnionSet),
+    /// The cells of input `name` read here.
+    Input(String, UnionSet),
     /// The image of statement `n`'s set through a relation into this statement.
     Pull(usize, UnionMap),
     Union(Vec<SetExpr>),
@@ -57,6 +66,36 @@ enum SetExpr {
 }
 
 impl SetExpr {
+    /// How often each input takes part in one product here, given each statement's
+    /// degrees (capped at 2: several).
+    fn degrees(&self, statements: &[Degrees]) -> Degrees {
+        match self {
+            SetExpr::Empty | SetExpr::Domain => Degrees::new(),
+            SetExpr::Input(name, _) => Degrees::from([(name.clone(), 1)]),
+            SetExpr::Pull(n, _) => statements[*n].clone(),
+            SetExpr::Union(v) => {
+                let mut out = Degrees::new();
+                for d in v.iter().map(|e| e.degrees(statements)) {
+                    for (name, k) in d {
+                        let at = out.entry(name).or_default();
+                        *at = (*at).max(k);
+                    }
+                }
+                out
+            }
+            SetExpr::Inter(v) => {
+                let mut out = Degrees::new();
+                for d in v.iter().map(|e| e.degrees(statements)) {
+                    for (name, k) in d {
+                        let at = out.entry(name).or_default();
+                        *at = (*at + k).min(2);
+                    }
+                }
+                out
+            }
+        }
+    }
+
     fn unknowns(&self, out: &mut Vec<usize>) {
         match self {
             SetExpr::Pull(n, _) => out.push(*n),
@@ -87,7 +126,7 @@ impl Builder<'_> {
                         Source::Statement(w) => SetExpr::Pull(w, flow.relation.clone()),
                         Source::Input => {
                             let pattern = &self.patterns[&access.array];
-                            SetExpr::Known(pattern.apply(&flow.relation)?)
+                            SetExpr::Input(access.array.clone(), pattern.apply(&flow.relation)?)
                         }
                     });
                 }
@@ -173,7 +212,7 @@ impl Solver<'_> {
                 known: self.domains[s].clone(),
                 terms: Vec::new(),
             },
-            SetExpr::Known(k) => Linear {
+            SetExpr::Input(_, k) => Linear {
                 known: k.clone(),
                 terms: Vec::new(),
             },
@@ -269,7 +308,7 @@ impl Solver<'_> {
         Ok(match e {
             SetExpr::Empty => self.isl.empty_union_set(),
             SetExpr::Domain => self.domains[s].clone(),
-            SetExpr::Known(k) => k.clone(),
+            SetExpr::Input(_, k) => k.clone(),
             SetExpr::Pull(w, m) => match &self.solved[*w] {
                 Some(set) => set.apply(m)?,
                 None => current[w].apply(m)?,
@@ -432,6 +471,7 @@ pub fn solve(
             None => None,
         });
     }
+    let self_products = self_products(model, &equations, &increments);
     let mut solver = Solver {
         isl,
         fixed: fixed.is_some(),
@@ -543,7 +583,42 @@ pub fn solve(
         outputs,
         exact: reasons.is_empty(),
         reasons,
+        self_products,
     })
+}
+
+/// The inputs that meet themselves in some product, with the first statement where they
+/// do: the degrees of every equation, iterated to their fixed point (they only grow, and
+/// are capped).
+fn self_products(
+    model: &Model,
+    equations: &[SetExpr],
+    increments: &[Option<SetExpr>],
+) -> Vec<(String, String)> {
+    let mut degrees = vec![Degrees::new(); equations.len()];
+    loop {
+        let mut changed = false;
+        for (s, e) in equations.iter().enumerate() {
+            let d = e.degrees(&degrees);
+            if d != degrees[s] {
+                degrees[s] = d;
+                changed = true;
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    let mut out: Vec<(String, String)> = Vec::new();
+    for (s, d) in degrees.iter().enumerate() {
+        let own = increments[s].as_ref().map(|e| e.degrees(&degrees));
+        for (name, k) in d.iter().chain(own.iter().flatten()) {
+            if *k > 1 && !out.iter().any(|(n, _)| n == name) {
+                out.push((name.clone(), model.statements[s].name.clone()));
+            }
+        }
+    }
+    out
 }
 
 /// The strongly connected components of the statements' dependence graph, each after

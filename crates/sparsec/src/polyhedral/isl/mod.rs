@@ -16,6 +16,7 @@ mod ast;
 mod pieces;
 mod union;
 pub use ast::{Ast, AstExpr, AstOp};
+pub use pieces::NamedBasicSet;
 pub use union::{NamedPoint, UnionMap, UnionSet};
 
 #[repr(C)]

@@ -19,6 +19,55 @@ extern "C" {
     fn isl_basic_set_is_empty(b: *mut RawBasicSet) -> c_int;
     fn isl_basic_set_get_tuple_name(b: *mut RawBasicSet) -> *const c_char;
     fn isl_set_from_basic_set(b: *mut RawBasicSet) -> *mut RawSet;
+    fn isl_set_get_tuple_name(s: *mut RawSet) -> *const c_char;
+}
+
+/// One basic set of a union, read out: its tuple's name and arity, and its constraints.
+#[derive(Clone, Debug)]
+pub struct NamedBasicSet {
+    pub tuple: String,
+    pub dims: usize,
+    pub basic: BasicSet,
+}
+
+struct ReadOut {
+    isl: Isl,
+    out: Vec<NamedBasicSet>,
+    failure: Option<String>,
+}
+
+unsafe extern "C" fn on_set_read(set: *mut RawSet, user: *mut c_void) -> c_int {
+    let read = &mut *(user as *mut ReadOut);
+    let name = isl_set_get_tuple_name(set);
+    let tuple = if name.is_null() {
+        String::new()
+    } else {
+        CStr::from_ptr(name).to_string_lossy().into_owned()
+    };
+    // The wrapper owns the set from here and frees it.
+    let set = match read.isl.wrap(set, "isl set") {
+        Ok(set) => set,
+        Err(e) => {
+            read.failure = Some(e);
+            return -1;
+        }
+    };
+    match set.basic_sets() {
+        Ok(basics) => {
+            let dims = set.dims();
+            read.out
+                .extend(basics.into_iter().map(|basic| NamedBasicSet {
+                    tuple: tuple.clone(),
+                    dims,
+                    basic,
+                }));
+            0
+        }
+        Err(e) => {
+            read.failure = Some(e);
+            -1
+        }
+    }
 }
 
 /// One basic set of a union, owned, with its constant bounds per dimension.
@@ -137,6 +186,26 @@ fn overlap(a: &Piece, b: &Piece) -> bool {
 }
 
 impl UnionSet {
+    /// Every basic set of the union with its constraints, space by space.
+    pub fn basic_sets(&self) -> Result<Vec<NamedBasicSet>, String> {
+        let mut read = ReadOut {
+            isl: self.isl().clone(),
+            out: Vec::new(),
+            failure: None,
+        };
+        // SAFETY: the callback takes ownership of each set; `read` outlives the call.
+        let status = unsafe {
+            isl_union_set_foreach_set(self.raw(), on_set_read, &mut read as *mut ReadOut as *mut _)
+        };
+        if let Some(message) = read.failure {
+            return Err(message);
+        }
+        if status < 0 {
+            return Err("isl: reading a union's pieces failed".into());
+        }
+        Ok(read.out)
+    }
+
     /// The number of basic sets the union is made of.
     pub fn pieces(&self) -> Result<usize, String> {
         pieces(self).map(|p| p.len())
