@@ -11,8 +11,8 @@ use super::model::Model;
 use super::parse::{Access, Affine, BinaryOp, Value};
 use super::{isl_error, AffineError};
 use crate::ir::{
-    BinOp, Expr, Function, LoopKind, OperandId, OperandInfo, OutputMode, ParamRef, Stmt, Store,
-    Type, ValueType, Var,
+    BinOp, Expr, Function, LoopKind, MathFn, OperandId, OperandInfo, OutputMode, ParamRef, Stmt,
+    Store, Type, ValueType, Var,
 };
 use crate::polyhedral::isl::{AstExpr, Isl, UnionSet};
 use crate::polyhedral::read::{self, FrontEnd, LoopNode};
@@ -271,10 +271,15 @@ impl Reading<'_> {
                     self.value(&args[1], counters)?,
                 )
             }
-            Value::Call(name, _) => {
-                return Err(AffineError::general(format!(
-                    "`{name}` is analysed but not yet generated: the IR has no `{name}`"
-                )))
+            Value::Call(name, args) => {
+                let f = MathFn::from_c_name(name).ok_or_else(|| {
+                    AffineError::general(format!("`{name}` is not a function the IR has"))
+                })?;
+                let args = args
+                    .iter()
+                    .map(|a| self.value(a, counters))
+                    .collect::<Result<Vec<_>, _>>()?;
+                Expr::Math(f, args)
             }
         })
     }

@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use super::model::Model;
 use super::parse::{Access, BinaryOp, Node, Program, Value};
 use super::AffineError;
+use crate::ir::MathFn;
 
 /// The most elements the reference run allocates over all arrays.
 const MAX_ELEMENTS: u64 = 1 << 28;
@@ -229,18 +230,14 @@ impl State<'_> {
                 }
             }
             Value::Call(name, args) => {
-                let a = self.value(&args[0])?;
-                let b = || self.value(&args[1]);
-                match name.as_str() {
-                    "sqrt" => a.sqrt(),
-                    "fabs" => a.abs(),
-                    "exp" => a.exp(),
-                    "log" => a.ln(),
-                    "sin" => a.sin(),
-                    "cos" => a.cos(),
-                    "pow" => a.powf(b()?),
-                    "fmax" => a.max(b()?),
-                    _ => a.min(b()?),
+                let values = args
+                    .iter()
+                    .map(|a| self.value(a))
+                    .collect::<Result<Vec<f64>, _>>()?;
+                match (MathFn::from_c_name(name), name.as_str()) {
+                    (Some(f), _) => f.eval(&values),
+                    (None, "fmax") => values[0].max(values[1]),
+                    _ => values[0].min(values[1]),
                 }
             }
         })

@@ -7,6 +7,7 @@
 
 pub use super::expr::{Affine, Condition, Constraint};
 use super::{AffineError, Span};
+use crate::ir::MathFn;
 
 /// An element of an array (or a scalar, with no index) in a statement.
 #[derive(Clone, Debug, PartialEq)]
@@ -97,10 +98,24 @@ impl Program {
     }
 }
 
-/// The C math functions a right-hand side may call.
-pub const FUNCTIONS: [&str; 9] = [
-    "sqrt", "fabs", "exp", "log", "sin", "cos", "pow", "fmax", "fmin",
-];
+/// The number of arguments of `name` if a right-hand side may call it: the IR's math
+/// functions ([`MathFn`]), and `fmax` and `fmin`.
+pub fn function_arity(name: &str) -> Option<usize> {
+    match name {
+        "fmax" | "fmin" => Some(2),
+        _ => MathFn::from_c_name(name).map(MathFn::arity),
+    }
+}
+
+/// The functions a right-hand side may call, for messages.
+fn known_functions() -> String {
+    let names: Vec<&str> = MathFn::ALL
+        .iter()
+        .map(|f| f.c_name())
+        .chain(["fmax", "fmin"])
+        .collect();
+    names.join(", ")
+}
 
 #[derive(Clone, Debug, PartialEq)]
 enum Tok {
@@ -831,26 +846,21 @@ impl Parser {
             }
             Tok::Ident(name) if self.toks[self.pos + 1].0 == Tok::Punct("(") => {
                 let span = self.next().1;
-                if !FUNCTIONS.contains(&name.as_str()) {
+                let Some(wanted) = function_arity(&name) else {
                     return Err(AffineError::new(
                         format!(
                             "`{name}` is not a known function (known: {})",
-                            FUNCTIONS.join(", ")
+                            known_functions()
                         ),
                         span,
                     ));
-                }
+                };
                 self.next();
                 let mut args = vec![self.value()?];
                 while self.eat(",") {
                     args.push(self.value()?);
                 }
                 self.expect(")")?;
-                let wanted = if ["pow", "fmax", "fmin"].contains(&name.as_str()) {
-                    2
-                } else {
-                    1
-                };
                 if args.len() != wanted {
                     return Err(AffineError::new(
                         format!("`{name}` takes {wanted} argument(s), not {}", args.len()),

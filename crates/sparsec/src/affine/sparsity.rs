@@ -150,7 +150,7 @@ impl Builder<'_> {
                     .collect::<Result<Vec<_>, _>>()?;
                 match name.as_str() {
                     // f(0) = 0: the pattern of the argument.
-                    "sqrt" | "fabs" | "sin" => args.remove(0),
+                    "sqrt" | "fabs" | "sin" | "tan" | "floor" | "ceil" => args.remove(0),
                     // max and min of two values are non-zero only where one is.
                     "fmax" | "fmin" => SetExpr::Union(args),
                     // exp(0), cos(0), log(0) and pow(0, 0) are not zero.

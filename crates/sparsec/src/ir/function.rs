@@ -5,8 +5,8 @@ use std::collections::BTreeSet;
 
 use super::visit;
 use super::{
-    ArrayRef, BinOp, Expr, Helper, IndexWidth, Local, LocalType, Loop, LoopKind, ParamRef, Scratch,
-    Stmt, Store, Type, ValueType, Var,
+    ArrayRef, BinOp, Expr, Helper, IndexWidth, Local, LocalType, Loop, LoopKind, MathFn, ParamRef,
+    Scratch, Stmt, Store, Type, ValueType, Var,
 };
 
 /// A scalar variable: the hint a backend builds its identifier from, and its type.
@@ -210,6 +210,7 @@ impl Function {
                 _ => Type::promote(self.type_of(a), self.type_of(b)),
             },
             Expr::Select(_, a, b) => Type::common(self.type_of(a), self.type_of(b)),
+            Expr::Math(..) => Type::Value(ValueType::F64),
         }
     }
 
@@ -242,6 +243,19 @@ impl Function {
         for l in &self.locals {
             visit::walk_expr(&l.len, f);
         }
+    }
+
+    /// The math functions the function calls, each once, in order of first call.
+    pub fn math_functions(&self) -> Vec<MathFn> {
+        let mut found: Vec<MathFn> = Vec::new();
+        self.walk_exprs(&mut |e| {
+            if let Expr::Math(f, _) = e {
+                if !found.contains(f) {
+                    found.push(*f);
+                }
+            }
+        });
+        found
     }
 
     /// The level formats' helpers the function calls, each once, in order of first call.

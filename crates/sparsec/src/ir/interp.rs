@@ -68,6 +68,7 @@ impl Env<'_> {
                 let (level, kind) = Env::level_array(array);
                 self.levels.load(level, kind, i as usize)
             }
+            Expr::Math(..) => panic!("level functions are integer expressions"),
             Expr::Neg(a) => -self.eval(a),
             Expr::Not(a) => (self.eval(a) == 0) as i64,
             Expr::Bin(op, a, b) => apply(*op, self.eval(a), self.eval(b))
@@ -126,8 +127,11 @@ pub fn scalar(expr: &Expr, param: &impl Fn(ParamRef) -> Option<i64>) -> Option<i
             0 => scalar(b, param)?,
             _ => scalar(a, param)?,
         },
-        Expr::Float(_) | Expr::Var(_) | Expr::Symbol(_) | Expr::Load(..) | Expr::Call(..) => {
-            return None
-        }
+        Expr::Float(_)
+        | Expr::Var(_)
+        | Expr::Symbol(_)
+        | Expr::Load(..)
+        | Expr::Call(..)
+        | Expr::Math(..) => return None,
     })
 }

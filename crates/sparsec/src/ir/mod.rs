@@ -242,6 +242,87 @@ impl BinOp {
     }
 }
 
+/// Math functions of the IR, on `double` values, as C's `<math.h>` (and OpenCL C and
+/// CUDA, under the same names) define them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum MathFn {
+    Sqrt,
+    Abs,
+    Exp,
+    Log,
+    Sin,
+    Cos,
+    Tan,
+    Floor,
+    Ceil,
+    /// `pow(x, y)`, the only one of two arguments.
+    Pow,
+}
+
+impl MathFn {
+    /// Every function, for lookups by name.
+    pub const ALL: [MathFn; 10] = [
+        MathFn::Sqrt,
+        MathFn::Abs,
+        MathFn::Exp,
+        MathFn::Log,
+        MathFn::Sin,
+        MathFn::Cos,
+        MathFn::Tan,
+        MathFn::Floor,
+        MathFn::Ceil,
+        MathFn::Pow,
+    ];
+
+    /// The C name (`fabs` for the absolute value).
+    pub fn c_name(self) -> &'static str {
+        match self {
+            MathFn::Sqrt => "sqrt",
+            MathFn::Abs => "fabs",
+            MathFn::Exp => "exp",
+            MathFn::Log => "log",
+            MathFn::Sin => "sin",
+            MathFn::Cos => "cos",
+            MathFn::Tan => "tan",
+            MathFn::Floor => "floor",
+            MathFn::Ceil => "ceil",
+            MathFn::Pow => "pow",
+        }
+    }
+
+    /// The function C calls `name`.
+    pub fn from_c_name(name: &str) -> Option<MathFn> {
+        MathFn::ALL.into_iter().find(|f| f.c_name() == name)
+    }
+
+    /// How many arguments it takes.
+    pub fn arity(self) -> usize {
+        if self == MathFn::Pow {
+            2
+        } else {
+            1
+        }
+    }
+
+    /// Its value at `args` (as many as [`MathFn::arity`] says), as the C library
+    /// computes it.
+    pub fn eval(self, args: &[f64]) -> f64 {
+        let x = args[0];
+        match self {
+            MathFn::Sqrt => x.sqrt(),
+            MathFn::Abs => x.abs(),
+            MathFn::Exp => x.exp(),
+            MathFn::Log => x.ln(),
+            MathFn::Sin => x.sin(),
+            MathFn::Cos => x.cos(),
+            MathFn::Tan => x.tan(),
+            MathFn::Floor => x.floor(),
+            MathFn::Ceil => x.ceil(),
+            MathFn::Pow => x.powf(args[1]),
+        }
+    }
+}
+
 /// A function a level format supplies for its level functions (a hashed level's probe):
 /// lowering and the backends call it by this description and never know which level it
 /// serves. Its C text is printed into kernels that call it; the same C, compiled into this
@@ -370,6 +451,8 @@ pub enum Expr {
     Select(Box<Expr>, Box<Expr>, Box<Expr>),
     /// A level format's helper applied to one of its arrays and integer arguments.
     Call(&'static Helper, ArrayRef, Vec<Expr>),
+    /// A math function of `double` arguments (as many as its arity).
+    Math(MathFn, Vec<Expr>),
 }
 
 /// Shorthands that keep lowering code readable.

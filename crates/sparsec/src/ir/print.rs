@@ -194,6 +194,10 @@ impl Printer<'_> {
             Expr::Select(c, a, b) => {
                 format!("{} ? {} : {}", self.atom(c), self.atom(a), self.atom(b))
             }
+            Expr::Math(f, args) => {
+                let args: Vec<String> = args.iter().map(|a| self.expr(a)).collect();
+                format!("{}({})", f.c_name(), args.join(", "))
+            }
             Expr::Call(helper, array, args) => {
                 let args: Vec<String> = std::iter::once(n.array(array).to_string())
                     .chain(args.iter().map(|a| self.expr(a)))

@@ -24,7 +24,7 @@ macro_rules! subexpressions {
                 $each(a);
                 $each(b);
             }
-            Expr::Call(_, _, args) => args.into_iter().for_each(|a| $each(a)),
+            Expr::Call(_, _, args) | Expr::Math(_, args) => args.into_iter().for_each(|a| $each(a)),
         }
     };
 }

@@ -49,6 +49,10 @@ pub(in crate::codegen) fn expr(names: &Names, e: &Expr) -> String {
             expr(names, a),
             expr(names, b)
         ),
+        Expr::Math(f, args) => {
+            let args: Vec<String> = args.iter().map(|a| expr(names, a)).collect();
+            format!("{}({})", f.c_name(), args.join(", "))
+        }
         Expr::Call(helper, array, args) => {
             let args: Vec<String> = args.iter().map(|a| expr(names, a)).collect();
             format!(

@@ -5,9 +5,10 @@
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::{types, InstBuilder, MemFlagsData, Type, Value};
 
+use super::runtime;
 use super::translate::{error, Translator};
 use crate::codegen::abi::BackendError;
-use crate::ir::{BinOp, Expr, Type as IrType, ValueType};
+use crate::ir::{BinOp, Expr, MathFn, Type as IrType, ValueType};
 
 /// The C type of an expression.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -76,6 +77,7 @@ fn may_fault(e: &Expr) -> bool {
         | Expr::Param(_)
         | Expr::Symbol(_) => false,
         Expr::Neg(a) | Expr::Not(a) => may_fault(a),
+        Expr::Math(_, args) => args.iter().any(may_fault),
         Expr::Bin(_, a, b) => may_fault(a) || may_fault(b),
         Expr::Select(c, a, b) => may_fault(c) || may_fault(a) || may_fault(b),
     }
@@ -184,6 +186,34 @@ impl<'a> Translator<'a, '_> {
                 self.arith(*op, a, b)
             }
             Expr::Select(c, a, b) => self.select(c, a, b)?,
+            Expr::Math(f, args) => {
+                if args.len() != f.arity() {
+                    return Err(error(format!(
+                        "{} takes {} argument(s), not {}",
+                        f.c_name(),
+                        f.arity(),
+                        args.len()
+                    )));
+                }
+                let mut values = Vec::with_capacity(args.len());
+                for a in args {
+                    values.push(self.expr_as(a, Kind::F64)?);
+                }
+                let x = values[0];
+                let v = match f {
+                    MathFn::Sqrt => self.b.ins().sqrt(x),
+                    MathFn::Abs => self.b.ins().fabs(x),
+                    MathFn::Floor => self.b.ins().floor(x),
+                    MathFn::Ceil => self.b.ins().ceil(x),
+                    _ => {
+                        let symbol = runtime::math_symbol(*f).expect("a libcall");
+                        let func = self.imported(symbol.name)?;
+                        let call = self.b.ins().call(func, &values);
+                        self.b.inst_results(call)[0]
+                    }
+                };
+                (v, Kind::F64)
+            }
             Expr::Call(helper, array, args) => {
                 let (base, ..) = self.array(array)?;
                 let mut call_args = vec![base];

@@ -79,6 +79,17 @@ pub fn compile(function: &Function) -> Result<JitKernel, BackendError> {
         ],
         result: Some(runtime::Ty::I64),
     }));
+    let math: Vec<runtime::Symbol> = function
+        .math_functions()
+        .into_iter()
+        .filter_map(runtime::math_symbol)
+        .collect();
+    let named: Vec<&'static str> = helpers
+        .iter()
+        .map(|h| h.name)
+        .chain(math.iter().map(|m| m.name))
+        .collect();
+    symbols.extend(math);
     for s in &symbols {
         jit.symbol(s.name, s.address);
     }
@@ -119,10 +130,10 @@ pub fn compile(function: &Function) -> Result<JitKernel, BackendError> {
             .iter()
             .map(|&f| module.declare_func_in_func(f, builder.func))
             .collect();
-        let helper_funcs: HashMap<&'static str, _> = helpers
+        let helper_funcs: HashMap<&'static str, _> = named
             .iter()
             .zip(&funcs[runtime::symbols().len()..])
-            .map(|(h, &f)| (h.name, f))
+            .map(|(&name, &f)| (name, f))
             .collect();
         translate::kernel(
             &mut builder,

@@ -4,6 +4,7 @@
 //! are registered beside them by name.
 
 use crate::codegen::runtime::sys;
+use crate::ir::MathFn;
 
 /// Zeroed memory for `count` elements of `size` bytes (null when it runs out).
 extern "C" fn calloc(count: i64, size: i64) -> *mut u8 {
@@ -17,6 +18,47 @@ extern "C" fn calloc(count: i64, size: i64) -> *mut u8 {
 /// `ptr` came from `calloc` and is freed once.
 unsafe extern "C" fn free(ptr: *mut u8) {
     libc::free(ptr.cast())
+}
+
+/// The C library's math functions that Cranelift has no instruction for, called by
+/// kernels through these (sqrt, fabs, floor and ceil are instructions).
+extern "C" fn exp(x: f64) -> f64 {
+    x.exp()
+}
+extern "C" fn log(x: f64) -> f64 {
+    x.ln()
+}
+extern "C" fn sin(x: f64) -> f64 {
+    x.sin()
+}
+extern "C" fn cos(x: f64) -> f64 {
+    x.cos()
+}
+extern "C" fn tan(x: f64) -> f64 {
+    x.tan()
+}
+extern "C" fn pow(x: f64, y: f64) -> f64 {
+    x.powf(y)
+}
+
+/// The function a kernel calls for `f`, or None where `f` is an instruction.
+pub(super) fn math_symbol(f: MathFn) -> Option<Symbol> {
+    use Ty::F64;
+    let (name, address, params): (&'static str, *const u8, &'static [Ty]) = match f {
+        MathFn::Sqrt | MathFn::Abs | MathFn::Floor | MathFn::Ceil => return None,
+        MathFn::Exp => ("sparsec_jit_exp", exp as *const u8, &[F64]),
+        MathFn::Log => ("sparsec_jit_log", log as *const u8, &[F64]),
+        MathFn::Sin => ("sparsec_jit_sin", sin as *const u8, &[F64]),
+        MathFn::Cos => ("sparsec_jit_cos", cos as *const u8, &[F64]),
+        MathFn::Tan => ("sparsec_jit_tan", tan as *const u8, &[F64]),
+        MathFn::Pow => ("sparsec_jit_pow", pow as *const u8, &[F64, F64]),
+    };
+    Some(Symbol {
+        name,
+        address,
+        params,
+        result: Some(F64),
+    })
 }
 
 /// A runtime function as the JIT sees it: its symbol, address, parameter and result types.

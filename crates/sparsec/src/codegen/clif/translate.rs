@@ -149,10 +149,15 @@ impl<'a> Translator<'a, '_> {
 
     /// The imported function of a level format's helper.
     pub(super) fn helper(&self, helper: &Helper) -> Result<FuncRef, BackendError> {
+        self.imported(helper.name)
+    }
+
+    /// An imported function (a helper or a math function) by its symbol.
+    pub(super) fn imported(&self, name: &str) -> Result<FuncRef, BackendError> {
         self.helpers
-            .get(helper.name)
+            .get(name)
             .copied()
-            .ok_or_else(|| error(format!("the helper `{}` was not imported", helper.name)))
+            .ok_or_else(|| error(format!("the function `{name}` was not imported")))
     }
 
     /// Base pointer and element kind of an array; `Flag` elements are bytes.
