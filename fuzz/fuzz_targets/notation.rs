@@ -6,23 +6,15 @@
 
 use libfuzzer_sys::fuzz_target;
 use sparsec::format::Format;
-use sparsec::notation::ast::{Expr, ExprKind};
+use sparsec::notation::ast::Expr;
 use sparsec::notation::{self, TensorDecl};
 use sparsec::schedule::Concrete;
 
 /// Every `(tensor, order)` and index variable of `e`.
 fn collect(e: &Expr, tensors: &mut Vec<(String, usize)>, vars: &mut Vec<String>) {
-    match &e.kind {
-        ExprKind::Access(a) => {
-            tensors.push((a.tensor.clone(), a.indices.len()));
-            vars.extend(a.indices.iter().cloned());
-        }
-        ExprKind::Literal(_) => {}
-        ExprKind::Neg(x) => collect(x, tensors, vars),
-        ExprKind::Binary(_, l, r) => {
-            collect(l, tensors, vars);
-            collect(r, tensors, vars);
-        }
+    for a in e.accesses() {
+        tensors.push((a.tensor.clone(), a.indices.len()));
+        vars.extend(a.indices.iter().cloned());
     }
 }
 

@@ -128,5 +128,6 @@ fn access_of(expr: &CExpr, tensor: TensorId) -> Option<&[VarId]> {
         CExpr::Access(_) | CExpr::Literal(_) => None,
         CExpr::Neg(x) | CExpr::Sum(_, x) => access_of(x, tensor),
         CExpr::Binary(_, l, r) => access_of(l, tensor).or_else(|| access_of(r, tensor)),
+        CExpr::Math(_, args) => args.iter().find_map(|a| access_of(a, tensor)),
     }
 }

@@ -11,7 +11,7 @@ use sparsec::ir::gather::SumVersion;
 use sparsec::jit::Toolchain;
 use sparsec::kernel::{Backend, Kernel, SumVersions};
 use sparsec::lower::Lowered;
-use sparsec::notation::ast::{Assignment, Expr, ExprKind};
+use sparsec::notation::ast::{Assignment, Expr};
 use sparsec::notation::cin::Statement;
 use sparsec::notation::{self, TensorDecl};
 use sparsec::schedule::{Concrete, Schedule};
@@ -382,17 +382,9 @@ pub struct Problem {
 }
 
 fn collect_accesses(e: &Expr, out: &mut Vec<(String, usize)>) {
-    match &e.kind {
-        ExprKind::Access(a) => {
-            if !out.iter().any(|(n, _)| n == &a.tensor) {
-                out.push((a.tensor.clone(), a.indices.len()));
-            }
-        }
-        ExprKind::Literal(_) => {}
-        ExprKind::Neg(x) => collect_accesses(x, out),
-        ExprKind::Binary(_, l, r) => {
-            collect_accesses(l, out);
-            collect_accesses(r, out);
+    for a in e.accesses() {
+        if !out.iter().any(|(n, _)| n == &a.tensor) {
+            out.push((a.tensor.clone(), a.indices.len()));
         }
     }
 }
@@ -494,31 +486,15 @@ impl Problem {
             }
         };
         visit(&self.assignment.lhs);
-        fn walk(e: &Expr, f: &mut dyn FnMut(&sparsec::notation::ast::Access)) {
-            match &e.kind {
-                ExprKind::Access(a) => f(a),
-                ExprKind::Literal(_) => {}
-                ExprKind::Neg(x) => walk(x, f),
-                ExprKind::Binary(_, l, r) => {
-                    walk(l, f);
-                    walk(r, f);
-                }
-            }
-        }
-        walk(&self.assignment.rhs, &mut visit);
+        self.assignment
+            .rhs
+            .accesses()
+            .into_iter()
+            .for_each(&mut visit);
         let mut all_vars: Vec<String> = self.assignment.lhs.indices.clone();
-        fn vars(e: &Expr, out: &mut Vec<String>) {
-            match &e.kind {
-                ExprKind::Access(a) => out.extend(a.indices.iter().cloned()),
-                ExprKind::Literal(_) => {}
-                ExprKind::Neg(x) => vars(x, out),
-                ExprKind::Binary(_, l, r) => {
-                    vars(l, out);
-                    vars(r, out);
-                }
-            }
+        for a in self.assignment.rhs.accesses() {
+            all_vars.extend(a.indices.iter().cloned());
         }
-        vars(&self.assignment.rhs, &mut all_vars);
         let mut sizes = self.var_sizes.clone();
         for v in all_vars {
             if !known.contains(&v) {

@@ -13,7 +13,7 @@ use sparsec::format::Format;
 use sparsec::ir::gather::SumVersion;
 use sparsec::kernel::{Assembled, Backend, Kernel, KernelInput, SumVersions};
 use sparsec::notation;
-use sparsec::notation::ast::{Access, Expr, ExprKind};
+use sparsec::notation::ast::{Access, Expr};
 use sparsec::schedule::Schedule;
 use sparsec::tensor::{Tensor, ValueType};
 
@@ -28,23 +28,12 @@ use crate::tensor::{compressed_parts, dtype_name, is_scipy_compressed, parse_for
 /// Tensors named by the assignment, output first, then in order of first appearance,
 /// each with its number of indices.
 fn accessed_tensors(lhs: &Access, rhs: &Expr) -> Vec<(String, usize)> {
-    fn walk(e: &Expr, out: &mut Vec<(String, usize)>) {
-        match &e.kind {
-            ExprKind::Access(a) => {
-                if !out.iter().any(|(n, _)| n == &a.tensor) {
-                    out.push((a.tensor.clone(), a.indices.len()));
-                }
-            }
-            ExprKind::Literal(_) => {}
-            ExprKind::Neg(x) => walk(x, out),
-            ExprKind::Binary(_, l, r) => {
-                walk(l, out);
-                walk(r, out);
-            }
+    let mut out = vec![(lhs.tensor.clone(), lhs.indices.len())];
+    for a in rhs.accesses() {
+        if !out.iter().any(|(n, _)| n == &a.tensor) {
+            out.push((a.tensor.clone(), a.indices.len()));
         }
     }
-    let mut out = vec![(lhs.tensor.clone(), lhs.indices.len())];
-    walk(rhs, &mut out);
     out
 }
 

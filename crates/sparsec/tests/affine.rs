@@ -478,7 +478,9 @@ fn math_calls_are_generated_and_agree_with_the_dense_program() {
         set("C", "{ C[i] : false }"),
     ];
     let listing = check_generated(src, &patterns, &[("N", 16)]);
-    for call in ["sqrt(", "fabs(", "tan(", "floor(", "ceil(", "exp(", "log(", "pow("] {
+    for call in [
+        "sqrt(", "fabs(", "tan(", "floor(", "ceil(", "exp(", "log(", "pow(",
+    ] {
         assert!(listing.contains(call), "{call} missing from:\n{listing}");
     }
     // Functions with f(0) = 0 keep the argument's pattern; exp(0) = 1 fills the domain.

@@ -541,3 +541,29 @@ fn diagonal_accesses() {
         }
     }
 }
+
+/// Math functions through the JIT: instructions (sqrt, fabs, floor, ceil) and calls into
+/// the C library (exp, log, sin, cos, tan, pow), on sparse and dense operands.
+#[test]
+fn math_functions() {
+    let mut r = rng(43);
+    let a = random_coo(&mut r, &[6, 5], 0.4);
+    let b = random_coo(&mut r, &[6, 5], 0.6);
+    for f in ["csr", "dd"] {
+        check(
+            "C(i,j) = sqrt(abs(A(i,j))) + floor(A(i,j)) * ceil(B(i,j))",
+            &[("A", f), ("B", "csr")],
+            &[("A", a.clone()), ("B", b.clone())],
+        );
+        check(
+            "C(i,j) = exp(A(i,j)) - log(abs(B(i,j)) + 2) + sin(A(i,j)) * cos(B(i,j))",
+            &[("A", f), ("B", "csr")],
+            &[("A", a.clone()), ("B", b.clone())],
+        );
+        check(
+            "C(i,j) = tan(A(i,j)) * pow(abs(B(i,j)), 2.5)",
+            &[("A", f), ("B", "csr"), ("C", "csr")],
+            &[("A", a.clone()), ("B", b.clone())],
+        );
+    }
+}

@@ -1404,3 +1404,40 @@ fn sliced_ell_runs_rows_in_lanes_and_matches_the_reference() {
         }
     }
 }
+
+/// Math functions in index notation: those with `f(0) = 0` iterate their argument's
+/// entries only; `exp`, `cos`, `log` and `pow` have a value everywhere and fill the output.
+/// Inputs are empty, sparse and dense, in several formats, with sparse outputs.
+#[test]
+fn math_functions_keep_or_fill_the_pattern() {
+    let mut r = rng(52);
+    for density in [0.0, 0.3, 1.0] {
+        let a = random_coo(&mut r, &[7, 6], density);
+        let b = random_coo(&mut r, &[7, 6], 0.5);
+        let x = random_coo(&mut r, &[6], density);
+        for f in ["csr", "dcsr", "coo", "dd"] {
+            let ab = [("A", a.clone()), ("B", b.clone())];
+            check(
+                "C(i,j) = sqrt(abs(A(i,j)))",
+                &[("A", f), ("C", "csr")],
+                &ab[..1],
+            );
+            check(
+                "C(i,j) = floor(A(i,j)) + B(i,j)",
+                &[("A", f), ("B", "csr")],
+                &ab,
+            );
+            check(
+                "C(i,j) = exp(A(i,j)) * B(i,j)",
+                &[("A", f), ("B", "csr")],
+                &ab,
+            );
+            check("C(i,j) = cos(A(i,j))", &[("A", f), ("C", "csr")], &ab[..1]);
+            check(
+                "y(i) = sqrt(abs(A(i,j) * x(j))) + pow(abs(A(i,k)), 1.5)",
+                &[("A", f), ("x", "s")],
+                &[("A", a.clone()), ("x", x.clone())],
+            );
+        }
+    }
+}

@@ -17,6 +17,10 @@ fn show(e: &Expr) -> String {
         ExprKind::Literal(x) => format!("{x}"),
         ExprKind::Neg(e) => format!("-{}", show(e)),
         ExprKind::Binary(op, a, b) => format!("({} {} {})", show(a), op.symbol(), show(b)),
+        ExprKind::Math(f, args) => {
+            let args: Vec<String> = args.iter().map(show).collect();
+            format!("{}({})", f.c_name(), args.join(", "))
+        }
     }
 }
 
@@ -54,6 +58,7 @@ fn check_spans(text: &str, e: &Expr) {
             check_spans(text, a);
             check_spans(text, b);
         }
+        ExprKind::Math(_, args) => args.iter().for_each(|a| check_spans(text, a)),
     }
 }
 
@@ -123,6 +128,10 @@ fn show_c(stmt: &Statement) -> String {
             CExpr::Literal(x) => format!("{x}"),
             CExpr::Neg(e) => format!("-{}", go(s, e)),
             CExpr::Binary(op, a, b) => format!("({} {} {})", go(s, a), op.symbol(), go(s, b)),
+            CExpr::Math(f, args) => {
+                let args: Vec<String> = args.iter().map(|a| go(s, a)).collect();
+                format!("{}({})", f.c_name(), args.join(", "))
+            }
             CExpr::Sum(v, e) => format!("sum({}, {})", s.vars[*v].name, go(s, e)),
         }
     }
@@ -544,22 +553,11 @@ fn reduction_placement() {
     for (text, want) in cases {
         let p = parse(text).unwrap();
         let mut names = vec![p.lhs.tensor.clone()];
-        fn collect(e: &Expr, out: &mut Vec<String>) {
-            match &e.kind {
-                ExprKind::Access(a) => {
-                    if !out.contains(&a.tensor) {
-                        out.push(a.tensor.clone())
-                    }
-                }
-                ExprKind::Literal(_) => {}
-                ExprKind::Neg(x) => collect(x, out),
-                ExprKind::Binary(_, a, b) => {
-                    collect(a, out);
-                    collect(b, out);
-                }
+        for a in p.rhs.accesses() {
+            if !names.contains(&a.tensor) {
+                names.push(a.tensor.clone())
             }
         }
-        collect(&p.rhs, &mut names);
         let decls: Vec<TensorDecl> = names.iter().map(|n| d(n)).collect();
         let s = bind_text(text, &decls, &sizes);
         assert_eq!(show_c(&s), want, "{text}");
@@ -584,6 +582,7 @@ fn reduction_invariants_hold() {
                 check(a, summed, open);
                 check(b, summed, open);
             }
+            CExpr::Math(_, args) => args.iter().for_each(|a| check(a, summed, open)),
             CExpr::Sum(v, x) => {
                 summed.push(*v);
                 open.push(*v);
@@ -960,4 +959,43 @@ fn error_format_order_mismatch() {
     assert_eq!(label_of(&e, text).1, "x(j)");
     let out = render(&e);
     assert!(out.contains("1 index here"), "{out}");
+}
+
+#[test]
+fn math_functions_parse_as_calls_and_check_their_arguments() {
+    assert_eq!(rhs("y(i) = sqrt(abs(x(i))) * 2"), "(sqrt(fabs(x(i))) * 2)");
+    assert_eq!(
+        rhs("y(i) = pow(x(i), 2) + exp(-x(i))"),
+        "(pow(x(i), 2) + exp(-x(i)))"
+    );
+    // Without parentheses a function's name is a scalar tensor like any other.
+    assert_eq!(rhs("y(i) = exp * x(i)"), "(exp * x(i))");
+    let e = parse_err("y(i) = pow(x(i))");
+    assert!(
+        matches!(
+            e.kind(),
+            NotationErrorKind::WrongArgumentCount {
+                expected: 2,
+                got: 1,
+                ..
+            }
+        ),
+        "{e}"
+    );
+    assert!(
+        e.to_string().contains("`pow` takes 2 argument(s), not 1"),
+        "{e}"
+    );
+    let e = parse_err("y(i) = sqrt(x(i), x(i))");
+    assert!(
+        e.to_string().contains("`sqrt` takes 1 argument(s), not 2"),
+        "{e}"
+    );
+    let e = parse_err("y(i) = exp(x(i)");
+    assert!(
+        matches!(e.kind(), NotationErrorKind::UnterminatedParenthesis),
+        "{e}"
+    );
+    let text = "y(i) = 2 * sqrt(A(i,j) * x(j))";
+    check_spans(text, &parse(text).unwrap().rhs);
 }

@@ -295,6 +295,16 @@ impl MathFn {
         MathFn::ALL.into_iter().find(|f| f.c_name() == name)
     }
 
+    /// Whether `f(0) = 0` for a function of one argument: applied to a sparse operand,
+    /// its result keeps the operand's pattern (`exp(0) = 1` and `cos(0) = 1` do not,
+    /// `log(0)` is `-inf`, and `pow`'s depends on its exponent).
+    pub fn keeps_zero(self) -> bool {
+        matches!(
+            self,
+            MathFn::Sqrt | MathFn::Abs | MathFn::Sin | MathFn::Tan | MathFn::Floor | MathFn::Ceil
+        )
+    }
+
     /// How many arguments it takes.
     pub fn arity(self) -> usize {
         if self == MathFn::Pow {

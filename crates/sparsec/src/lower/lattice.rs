@@ -54,6 +54,14 @@ pub fn build(expr: &LExpr, indexes: &dyn Fn(usize) -> bool) -> Option<Vec<Point>
             (None, Some(y)) => Some(disjunction(&y, &[universe()])),
             (x, None) => x,
         },
+        // f(0) = 0 keeps its argument's entries; any other function has a value at every
+        // coordinate where an argument depends on the variable.
+        LExpr::Math(f, args) if f.keeps_zero() => build(&args[0], indexes),
+        LExpr::Math(_, args) => args
+            .iter()
+            .filter_map(|a| build(a, indexes))
+            .reduce(|x, y| disjunction(&x, &y))
+            .map(|x| disjunction(&x, &[universe()])),
         LExpr::Binary(Op::Add | Op::Sub, a, b) => match (build(a, indexes), build(b, indexes)) {
             (None, None) => None,
             (Some(x), None) => Some(disjunction(&x, &[universe()])),

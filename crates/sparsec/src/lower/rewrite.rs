@@ -31,6 +31,14 @@ impl LExpr {
                     _ => LExpr::Binary(*op, Box::new(a), Box::new(b)),
                 }
             }
+            LExpr::Math(f, args) => {
+                let args: Vec<LExpr> = args.iter().map(|a| a.without(absent)).collect();
+                if f.keeps_zero() && args[0] == LExpr::Zero {
+                    LExpr::Zero
+                } else {
+                    LExpr::Math(*f, args)
+                }
+            }
             LExpr::Sum(v, inner, a) => match a.without(absent) {
                 LExpr::Zero => LExpr::Zero,
                 a => LExpr::Sum(*v, inner.clone(), Box::new(a)),
@@ -52,6 +60,7 @@ impl LExpr {
             LExpr::Precomputed(p) => p.body.find_precompute(var),
             LExpr::Sum(_, _, a) | LExpr::Neg(a) => a.find_precompute(var),
             LExpr::Binary(_, a, b) => a.find_precompute(var).or_else(|| b.find_precompute(var)),
+            LExpr::Math(_, args) => args.iter().find_map(|a| a.find_precompute(var)),
             _ => None,
         }
     }
@@ -70,6 +79,7 @@ impl LExpr {
             LExpr::Sum(v, inner, a) => LExpr::Sum(*v, inner.clone(), Box::new(read(a))),
             LExpr::Neg(a) => LExpr::Neg(Box::new(read(a))),
             LExpr::Binary(op, a, b) => LExpr::Binary(*op, Box::new(read(a)), Box::new(read(b))),
+            LExpr::Math(f, args) => LExpr::Math(*f, args.iter().map(read).collect()),
             other => other.clone(),
         }
     }
@@ -80,6 +90,7 @@ impl LExpr {
             LExpr::Sum(_, _, a) | LExpr::Neg(a) => a.find_sum(var),
             LExpr::Precomputed(p) => p.body.find_sum(var),
             LExpr::Binary(_, a, b) => a.find_sum(var).or_else(|| b.find_sum(var)),
+            LExpr::Math(_, args) => args.iter().find_map(|a| a.find_sum(var)),
             _ => None,
         }
     }
@@ -94,6 +105,11 @@ impl LExpr {
                 LExpr::Binary(Op::Mul, a, b) => walk(a, var, true).or_else(|| walk(b, var, true)),
                 LExpr::Binary(Op::Div, a, b) => walk(a, var, true).or_else(|| walk(b, var, false)),
                 LExpr::Binary(_, a, b) => walk(a, var, false).or_else(|| walk(b, var, false)),
+                // f(0) = 0 passes an empty reduction's zero on; exp(0) = 1 does not.
+                LExpr::Math(f, args) => {
+                    let through = factor && f.keeps_zero();
+                    args.iter().find_map(|a| walk(a, var, through))
+                }
                 _ => None,
             }
         }
@@ -116,6 +132,9 @@ impl LExpr {
                 Box::new(a.replace_sum(var, temp)),
                 Box::new(b.replace_sum(var, temp)),
             ),
+            LExpr::Math(f, args) => {
+                LExpr::Math(*f, args.iter().map(|a| a.replace_sum(var, temp)).collect())
+            }
             other => other.clone(),
         }
     }

@@ -415,6 +415,28 @@ impl Lowerer<'_> {
                     ),
                 }
             }
+            LExpr::Math(f, args) => {
+                // f(0) = 0: where its argument is an absent entry, so is the result.
+                // Otherwise an absent argument is a zero the function is applied to.
+                let mut values = Vec::with_capacity(args.len());
+                let mut kept = None;
+                for (k, a) in args.iter().enumerate() {
+                    let (v, holds) = self.guarded_value(a, scope, prelude)?;
+                    match holds {
+                        Some(h) if k == 0 && f.keeps_zero() => {
+                            kept = Some(h);
+                            values.push(v);
+                        }
+                        Some(h) => values.push(Expr::Select(
+                            Box::new(h),
+                            Box::new(v),
+                            Box::new(Expr::Float(0.0)),
+                        )),
+                        None => values.push(v),
+                    }
+                }
+                (Expr::Math(*f, values), kept)
+            }
             LExpr::Literal(v) => (Expr::Float(*v), None),
             LExpr::Temp(t) => (
                 self.iv(*t),

@@ -1,5 +1,17 @@
 //! Syntax tree of index notation, with byte spans into the source text.
 
+pub use crate::ir::MathFn;
+
+/// The math function index notation calls `name` (`abs` or `fabs` for the absolute
+/// value, the C names otherwise), if any: such a name followed by `(` is a call, not an
+/// access.
+pub fn math_function(name: &str) -> Option<MathFn> {
+    match name {
+        "abs" => Some(MathFn::Abs),
+        _ => MathFn::from_c_name(name),
+    }
+}
+
 /// A byte range `[start, end)` of the source text.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub struct Span {
@@ -53,6 +65,8 @@ pub enum ExprKind {
     Literal(f64),
     Neg(Box<Expr>),
     Binary(Op, Box<Expr>, Box<Expr>),
+    /// A math function applied element-wise (`sqrt(A(i,j))`, `pow(x(i), 2)`).
+    Math(MathFn, Vec<Expr>),
 }
 
 /// An expression with its span.
@@ -60,6 +74,27 @@ pub enum ExprKind {
 pub struct Expr {
     pub kind: ExprKind,
     pub span: Span,
+}
+
+impl Expr {
+    /// Every tensor access of the expression, left to right.
+    pub fn accesses(&self) -> Vec<&Access> {
+        fn walk<'e>(e: &'e Expr, out: &mut Vec<&'e Access>) {
+            match &e.kind {
+                ExprKind::Access(a) => out.push(a),
+                ExprKind::Literal(_) => {}
+                ExprKind::Neg(x) => walk(x, out),
+                ExprKind::Binary(_, l, r) => {
+                    walk(l, out);
+                    walk(r, out);
+                }
+                ExprKind::Math(_, args) => args.iter().for_each(|a| walk(a, out)),
+            }
+        }
+        let mut out = Vec::new();
+        walk(self, &mut out);
+        out
+    }
 }
 
 /// `lhs = rhs` or `lhs += rhs`.

@@ -189,6 +189,12 @@ impl<'a> Binder<'a> {
         Ok(match &expr.kind {
             ExprKind::Literal(x) => CExpr::Literal(*x),
             ExprKind::Neg(e) => CExpr::Neg(Box::new(self.resolve(e)?)),
+            ExprKind::Math(f, args) => CExpr::Math(
+                *f,
+                args.iter()
+                    .map(|a| self.resolve(a))
+                    .collect::<Result<_, _>>()?,
+            ),
             ExprKind::Binary(op, a, b) => {
                 let a = self.resolve(a)?;
                 let b = self.resolve(b)?;
@@ -257,6 +263,18 @@ fn place(expr: CExpr, total: &[usize], reduce: &[bool]) -> (CExpr, Vec<usize>) {
                 *x += y;
             }
             (CExpr::Binary(op, Box::new(a), Box::new(b)), open)
+        }
+        CExpr::Math(f, args) => {
+            let mut open = vec![0; total.len()];
+            let mut placed = Vec::with_capacity(args.len());
+            for a in args {
+                let (a, open_a) = place(a, total, reduce);
+                for (x, y) in open.iter_mut().zip(open_a) {
+                    *x += y;
+                }
+                placed.push(a);
+            }
+            (CExpr::Math(f, placed), open)
         }
         CExpr::Sum(v, e) => {
             let (e, open) = place(*e, total, reduce);

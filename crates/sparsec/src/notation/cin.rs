@@ -9,7 +9,7 @@
 //!   which encloses all of its uses; variables on the left-hand side are never summed.
 
 use crate::format::Format;
-use crate::notation::ast::Op;
+use crate::notation::ast::{MathFn, Op};
 
 /// Id of a tensor: index into [`Statement::tensors`].
 pub type TensorId = usize;
@@ -45,6 +45,8 @@ pub enum CExpr {
     Literal(f64),
     Neg(Box<CExpr>),
     Binary(Op, Box<CExpr>, Box<CExpr>),
+    /// A math function applied element-wise.
+    Math(MathFn, Vec<CExpr>),
     /// Sum over all values of a variable.
     Sum(VarId, Box<CExpr>),
 }

@@ -17,6 +17,12 @@ pub enum NotationErrorKind {
     UnexpectedToken { found: String, expected: String },
     /// A `(` without its `)`.
     UnterminatedParenthesis,
+    /// A math function given another number of arguments than it takes.
+    WrongArgumentCount {
+        function: String,
+        expected: usize,
+        got: usize,
+    },
     /// Nothing to parse, or nothing after `=`.
     EmptyExpression { what: String },
     /// A tensor name without a declaration.
@@ -129,6 +135,19 @@ impl NotationError {
                 "unterminated parenthesis".into(),
                 "this `(` is never closed".into(),
                 Some("add the matching `)`".into()),
+            ),
+            K::WrongArgumentCount {
+                function,
+                expected,
+                got,
+            } => (
+                format!("`{function}` takes {expected} argument(s), not {got}"),
+                format!("{got} argument(s) here"),
+                Some(
+                    "the math functions are sqrt, abs, exp, log, sin, cos, tan, floor, ceil \
+                     (one argument) and pow (two)"
+                        .into(),
+                ),
             ),
             K::EmptyExpression { what } => (
                 format!("{what} is empty"),

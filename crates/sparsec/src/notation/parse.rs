@@ -9,7 +9,7 @@
 //! access     := IDENT '(' [IDENT (',' IDENT)*] ')' | IDENT
 //! ```
 
-use super::ast::{Access, Assignment, Expr, ExprKind, Op, Span};
+use super::ast::{math_function, Access, Assignment, Expr, ExprKind, Op, Span};
 use super::error::{NotationError, NotationErrorKind, END};
 
 #[derive(Clone, Debug, PartialEq)]
@@ -330,6 +330,12 @@ impl<'a> Parser<'a> {
                     span: t.span,
                 })
             }
+            Tok::Ident(ref name)
+                if math_function(name).is_some()
+                    && self.tokens.get(self.pos + 1).map(|t| &t.tok) == Some(&Tok::LParen) =>
+            {
+                self.call()
+            }
             Tok::Ident(_) => {
                 let access = self.access()?;
                 let s = access.span;
@@ -355,6 +361,46 @@ impl<'a> Parser<'a> {
             }
             _ => Err(self.unexpected("an expression (a tensor, a number or `(`)")),
         }
+    }
+
+    /// `f(a, b)`: a math function's arguments, as many as it takes.
+    fn call(&mut self) -> Result<Expr, NotationError> {
+        let name_tok = self.bump();
+        let Tok::Ident(name) = name_tok.tok else {
+            unreachable!("a call starts at an identifier")
+        };
+        let f = math_function(&name).expect("checked by the caller");
+        let open = self.bump();
+        let mut args = vec![self.expr()?];
+        loop {
+            match self.peek().tok {
+                Tok::Comma => {
+                    self.bump();
+                    args.push(self.expr()?);
+                }
+                Tok::RParen => break,
+                Tok::Eof => {
+                    return Err(self.error(NotationErrorKind::UnterminatedParenthesis, open.span))
+                }
+                _ => return Err(self.unexpected("`,`, `)` or an operator")),
+            }
+        }
+        let close = self.bump();
+        let s = span(name_tok.span.start, close.span.end);
+        if args.len() != f.arity() {
+            return Err(self.error(
+                NotationErrorKind::WrongArgumentCount {
+                    function: name,
+                    expected: f.arity(),
+                    got: args.len(),
+                },
+                s,
+            ));
+        }
+        Ok(Expr {
+            kind: ExprKind::Math(f, args),
+            span: s,
+        })
     }
 
     fn access(&mut self) -> Result<Access, NotationError> {

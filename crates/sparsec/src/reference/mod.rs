@@ -21,7 +21,7 @@ use join::{join, joined_sum};
 use std::hash::{BuildHasherDefault, Hasher};
 
 use crate::format::Format;
-use crate::notation::ast::Op;
+use crate::notation::ast::{MathFn, Op};
 use crate::notation::cin::{CExpr, Statement, VarId};
 use crate::tensor::{unscaled_difference, Coo, Tensor, ValueType, Values};
 
@@ -258,6 +258,7 @@ fn eval(expr: &CExpr, cx: &Cx) -> Func {
             f
         }
         CExpr::Binary(op, a, b) => binary(*op, eval(a, cx), eval(b, cx), cx.stmt),
+        CExpr::Math(f, args) => math(*f, args.iter().map(|a| eval(a, cx)).collect(), cx.stmt),
         CExpr::Sum(v, e) => {
             let size = cx.stmt.vars[*v].size;
             if let CExpr::Binary(Op::Mul, ..) = &**e {
@@ -281,8 +282,6 @@ fn eval(expr: &CExpr, cx: &Cx) -> Func {
 }
 
 fn binary(op: Op, a: Func, b: Func, stmt: &Statement) -> Func {
-    let mut vars = a.vars.clone();
-    vars.extend(b.vars.iter().filter(|v| !a.vars.contains(v)));
     // An unlisted factor of a product, or an unlisted numerator, is a zero that the
     // kernels skip: the result is zero there whatever the other operand holds.
     let a_zeroes = a.structural && matches!(op, Op::Mul | Op::Div);
@@ -293,49 +292,74 @@ fn binary(op: Op, a: Func, b: Func, stmt: &Statement) -> Func {
     } else {
         Pair::apply(op, a.fill, b.fill)
     };
+    if a_zeroes && b_zeroes {
+        let mut vars = a.vars.clone();
+        vars.extend(b.vars.iter().filter(|v| !a.vars.contains(v)));
+        let b_pos = positions(&b.vars, &vars);
+        let entries = join(&a, &b, &vars, &b_pos, None, stmt);
+        return Func {
+            vars,
+            entries,
+            fill,
+            structural,
+        }
+        .normalized();
+    }
+    let (a_structural, b_structural) = (a.structural, b.structural);
+    let (a_fill, b_fill) = (a.fill, b.fill);
+    let value = move |ax: Option<Pair>, bx: Option<Pair>| match (op, ax, bx) {
+        // An absent term leaves the other as it is (`x + absent` is `x`, even for
+        // x = -0, and `absent - x` is `-x`, not `0 - x`), as the kernels drop it.
+        (Op::Add | Op::Sub, Some(x), None) if b_structural => x,
+        (Op::Add, None, Some(y)) if a_structural => y,
+        (Op::Sub, None, Some(y)) if a_structural => y.negated(),
+        (op, x, y) => Pair::apply(op, x.unwrap_or(a_fill), y.unwrap_or(b_fill)),
+    };
+    merge(a, b, (!b_zeroes, !a_zeroes), fill, structural, value, stmt)
+}
+
+/// `value` of both operands wherever either lists an entry (from `a`'s entries where
+/// `from.0`, from `b`'s where `from.1`), `fill` elsewhere: each listed entry covers every
+/// coordinate of the variables only the other operand has. `value` gets None for an
+/// operand that lists nothing there.
+fn merge(
+    a: Func,
+    b: Func,
+    from: (bool, bool),
+    fill: Pair,
+    structural: bool,
+    value: impl Fn(Option<Pair>, Option<Pair>) -> Pair,
+    stmt: &Statement,
+) -> Func {
+    let mut vars = a.vars.clone();
+    vars.extend(b.vars.iter().filter(|v| !a.vars.contains(v)));
     let b_pos = positions(&b.vars, &vars);
     let mut entries = Map::default();
-    if a_zeroes && b_zeroes {
-        entries = join(&a, &b, &vars, &b_pos, None, stmt);
-    } else {
-        // The result can differ from `fill` only where an operand is listed; each listed
-        // entry covers every coordinate of the variables only the other operand has.
-        let size = |v: &VarId| stmt.vars[*v].size;
-        let mut key = vec![0usize; vars.len()];
-        let mut b_key = vec![0usize; b.vars.len()];
-        if !b_zeroes {
-            let extra: Vec<usize> = vars[a.vars.len()..].iter().map(size).collect();
-            for (ak, &ax) in &a.entries {
-                key[..ak.len()].copy_from_slice(ak);
-                for_each_point(&extra, |p| {
-                    key[ak.len()..].copy_from_slice(p);
-                    b_pos.iter().zip(&mut b_key).for_each(|(&m, c)| *c = key[m]);
-                    let value = match b.entries.get(b_key.as_slice()) {
-                        // An absent term leaves the other as it is (`x + absent` is `x`,
-                        // even for x = -0), as the kernels drop it.
-                        None if b.structural && matches!(op, Op::Add | Op::Sub) => ax,
-                        bx => Pair::apply(op, ax, bx.copied().unwrap_or(b.fill)),
-                    };
-                    entries.insert(Key::from_slice(&key), value);
-                });
-            }
+    let size = |v: &VarId| stmt.vars[*v].size;
+    let mut key = vec![0usize; vars.len()];
+    let mut b_key = vec![0usize; b.vars.len()];
+    if from.0 {
+        let extra: Vec<usize> = vars[a.vars.len()..].iter().map(size).collect();
+        for (ak, &ax) in &a.entries {
+            key[..ak.len()].copy_from_slice(ak);
+            for_each_point(&extra, |p| {
+                key[ak.len()..].copy_from_slice(p);
+                b_pos.iter().zip(&mut b_key).for_each(|(&m, c)| *c = key[m]);
+                let bx = b.entries.get(b_key.as_slice()).copied();
+                entries.insert(Key::from_slice(&key), value(Some(ax), bx));
+            });
         }
-        if !a_zeroes {
-            let a_only: Vec<usize> = (0..a.vars.len()).filter(|m| !b_pos.contains(m)).collect();
-            let extra: Vec<usize> = a_only.iter().map(|&m| size(&vars[m])).collect();
-            for (bk, &bx) in &b.entries {
-                b_pos.iter().zip(bk).for_each(|(&m, &c)| key[m] = c);
-                for_each_point(&extra, |p| {
-                    a_only.iter().zip(p).for_each(|(&m, &c)| key[m] = c);
-                    let value = match (op, a.entries.get(&key[..a.vars.len()])) {
-                        // `absent - x` is `-x`, not `0 - x` (which is +0 for x = +0).
-                        (Op::Add, None) if a.structural => bx,
-                        (Op::Sub, None) if a.structural => bx.negated(),
-                        (op, ax) => Pair::apply(op, ax.copied().unwrap_or(a.fill), bx),
-                    };
-                    entries.insert(Key::from_slice(&key), value);
-                });
-            }
+    }
+    if from.1 {
+        let a_only: Vec<usize> = (0..a.vars.len()).filter(|m| !b_pos.contains(m)).collect();
+        let extra: Vec<usize> = a_only.iter().map(|&m| size(&vars[m])).collect();
+        for (bk, &bx) in &b.entries {
+            b_pos.iter().zip(bk).for_each(|(&m, &c)| key[m] = c);
+            for_each_point(&extra, |p| {
+                a_only.iter().zip(p).for_each(|(&m, &c)| key[m] = c);
+                let ax = a.entries.get(&key[..a.vars.len()]).copied();
+                entries.insert(Key::from_slice(&key), value(ax, Some(bx)));
+            });
         }
     }
     Func {
@@ -345,6 +369,39 @@ fn binary(op: Op, a: Func, b: Func, stmt: &Statement) -> Func {
         structural,
     }
     .normalized()
+}
+
+/// `f` of the functions `args` (one, or two for `pow`), entry by entry. A function with
+/// `f(0) = 0` keeps its argument's structural zeros; any other is applied to them too
+/// (the kernels apply it to the zero of an absent entry), so its result has a fill.
+fn math(f: MathFn, mut args: Vec<Func>, stmt: &Statement) -> Func {
+    let at = |x: Pair, y: Option<Pair>| {
+        let values: Vec<f64> = std::iter::once(x.value).chain(y.map(|y| y.value)).collect();
+        let value = f.eval(&values);
+        // Rounding in the arguments carries through the function: scale their
+        // magnitudes by the result's.
+        let spread = x.magnitude + y.map_or(0.0, |y| y.magnitude);
+        Pair {
+            value,
+            magnitude: value.abs() * (1.0 + spread) + spread,
+        }
+    };
+    if args.len() == 1 {
+        let mut a = args.pop().expect("one argument");
+        a.entries.values_mut().for_each(|x| *x = at(*x, None));
+        if !(a.structural && f.keeps_zero()) {
+            a.fill = at(a.fill, None);
+            a.structural = false;
+        }
+        return a.normalized();
+    }
+    let b = args.pop().expect("two arguments");
+    let a = args.pop().expect("two arguments");
+    let (a_fill, b_fill) = (a.fill, b.fill);
+    let fill = at(a_fill, Some(b_fill));
+    let value =
+        move |x: Option<Pair>, y: Option<Pair>| at(x.unwrap_or(a_fill), Some(y.unwrap_or(b_fill)));
+    merge(a, b, (true, true), fill, false, value, stmt)
 }
 
 /// `Sum(var, a * b)` without listing the product over all its variables first (the
@@ -476,6 +533,10 @@ pub fn distribute_reductions(rhs: &CExpr) -> CExpr {
                     boxed(within(a, left, pulled)),
                     boxed(within(b, right, pulled)),
                 )
+            }
+            // A sum inside a function is not a factor: it stays where it is.
+            CExpr::Math(f, args) => {
+                CExpr::Math(*f, args.iter().map(|a| within(a, false, pulled)).collect())
             }
             CExpr::Sum(v, body) if linear => {
                 pulled.push(*v);

@@ -6,7 +6,7 @@
 //! (`lower/rewrite.rs`).
 
 use crate::ir::{Scratch, Var};
-use crate::notation::ast::Op;
+use crate::notation::ast::{MathFn, Op};
 use crate::notation::cin::{CExpr, VarId};
 
 /// Right-hand side during lowering.
@@ -17,6 +17,8 @@ pub enum LExpr {
     Literal(f64),
     Neg(Box<LExpr>),
     Binary(Op, Box<LExpr>, Box<LExpr>),
+    /// A math function applied element-wise.
+    Math(MathFn, Vec<LExpr>),
     /// A reduction that cannot be hoisted to the output (it sits under `+`, `-` or a
     /// denominator): lowered into a scalar temporary. The second field lists the sums
     /// nested in linear position inside it, which accumulate into the same temporary.
@@ -66,6 +68,13 @@ impl LExpr {
                 next_access,
                 hoisted,
             ))),
+            // A sum inside a function is no factor of the result: it becomes a temporary.
+            CExpr::Math(f, args) => LExpr::Math(
+                *f,
+                args.iter()
+                    .map(|a| LExpr::from_cin(a, false, next_access, hoisted))
+                    .collect(),
+            ),
             CExpr::Binary(op, a, b) => {
                 let (left_linear, right_linear) = match op {
                     Op::Mul => (hoistable_position, hoistable_position),
@@ -102,6 +111,7 @@ impl LExpr {
                 a.occurrences(out);
                 b.occurrences(out);
             }
+            LExpr::Math(_, args) => args.iter().for_each(|a| a.occurrences(out)),
             _ => {}
         }
     }
@@ -119,6 +129,7 @@ pub fn precomputes<'e>(expr: &'e LExpr, out: &mut Vec<&'e Precompute>) {
             precomputes(a, out);
             precomputes(b, out);
         }
+        LExpr::Math(_, args) => args.iter().for_each(|a| precomputes(a, out)),
         _ => {}
     }
 }
@@ -138,6 +149,7 @@ pub fn summed_vars(sum: &LExpr, out: &mut Vec<VarId>) {
             summed_vars(a, out);
             summed_vars(b, out);
         }
+        LExpr::Math(_, args) => args.iter().for_each(|a| summed_vars(a, out)),
         _ => {}
     }
 }
@@ -155,6 +167,7 @@ pub fn sums(expr: &LExpr, out: &mut Vec<LExpr>) {
             sums(a, out);
             sums(b, out);
         }
+        LExpr::Math(_, args) => args.iter().for_each(|a| sums(a, out)),
         _ => {}
     }
 }

@@ -555,6 +555,12 @@ fn factors_of_whole(expr: &CExpr, factor: bool, out: &mut Vec<bool>) {
             factors_of_whole(a, left, out);
             factors_of_whole(b, right, out);
         }
+        // f(0) = 0 passes its argument's zero on; other functions do not.
+        CExpr::Math(f, args) => {
+            for (k, a) in args.iter().enumerate() {
+                factors_of_whole(a, factor && k == 0 && f.keeps_zero(), out);
+            }
+        }
     }
 }
 
@@ -567,6 +573,7 @@ fn collect_accesses(expr: &CExpr, out: &mut Vec<(TensorId, Vec<VarId>)>) {
             collect_accesses(a, out);
             collect_accesses(b, out);
         }
+        CExpr::Math(_, args) => args.iter().for_each(|a| collect_accesses(a, out)),
     }
 }
 

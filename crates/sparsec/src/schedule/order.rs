@@ -168,18 +168,9 @@ mod tests {
     }
 
     fn collect(e: &crate::notation::ast::Expr, out: &mut Vec<(String, usize)>) {
-        use crate::notation::ast::ExprKind;
-        match &e.kind {
-            ExprKind::Access(a) => {
-                if !out.iter().any(|(n, _)| *n == a.tensor) {
-                    out.push((a.tensor.clone(), a.indices.len()));
-                }
-            }
-            ExprKind::Literal(_) => {}
-            ExprKind::Neg(a) => collect(a, out),
-            ExprKind::Binary(_, a, b) => {
-                collect(a, out);
-                collect(b, out);
+        for a in e.accesses() {
+            if !out.iter().any(|(n, _)| *n == a.tensor) {
+                out.push((a.tensor.clone(), a.indices.len()));
             }
         }
     }

@@ -286,6 +286,13 @@ impl<'a> Host<'a> {
                     self.eval(b, memory)?
                 }
             }
+            Expr::Math(f, args) => {
+                let args = args
+                    .iter()
+                    .map(|a| Ok(self.eval(a, memory)?.float()))
+                    .collect::<Result<Vec<f64>, String>>()?;
+                Scalar::Float(f.eval(&args))
+            }
             Expr::Call(helper, array, args) => {
                 let args = args
                     .iter()

@@ -273,6 +273,20 @@ impl Concrete {
                     LExpr::Binary(op, Box::new(a.clone()), Box::new(right(p)))
                 }))
             }
+            LExpr::Math(f, args) => {
+                let (f, args) = (*f, args.clone());
+                for (k, a) in args.iter().enumerate() {
+                    if let Some(inner) = self.extract_product(a, wanted, matched, under_sum) {
+                        let args = args.clone();
+                        return Some(Box::new(move |p| {
+                            let mut args = args.clone();
+                            args[k] = inner(p);
+                            LExpr::Math(f, args)
+                        }));
+                    }
+                }
+                None
+            }
             _ => None,
         }
     }
