@@ -440,3 +440,25 @@ def test_measured_sum_versions_name_the_chosen_one(rng):
 def test_unknown_sums_are_refused():
     with pytest.raises(ValueError, match="unknown sums `fastest`"):
         sparsec.compile(SPMV, sums="fastest")
+
+
+@pytest.mark.parametrize("backend", ["c", "jit"])
+def test_math_functions_match_numpy(rng, backend):
+    a = random_csr(rng, 30, 20, 0.2)
+    b = random_csr(rng, 30, 20, 0.5)
+    dense_a, dense_b = a.toarray(), b.toarray()
+    # f(0) = 0: the output keeps A's pattern.
+    c = sparsec.evaluate("C(i,j) = sqrt(abs(A(i,j))) * B(i,j)", A=a, B=b,
+                         formats={"C": "csr"}, backend=backend)
+    want = np.sqrt(np.abs(dense_a)) * dense_b
+    np.testing.assert_allclose(c.toarray(), want, rtol=1e-12, atol=1e-12)
+    assert c.nnz <= min(a.nnz, b.nnz)
+    # exp(0) = 1: the output fills where A stores nothing.
+    e = sparsec.evaluate("C(i,j) = exp(A(i,j)) + pow(B(i,j), 2)", A=a, B=b, backend=backend)
+    np.testing.assert_allclose(e, np.exp(dense_a) + dense_b ** 2, rtol=1e-12, atol=1e-12)
+    # A sum inside a function is computed first: the row norms.
+    x = rng.standard_normal(20)
+    y = sparsec.evaluate("y(i) = sqrt(A(i,j) * A(i,j))", A=a, backend=backend)
+    np.testing.assert_allclose(y, np.sqrt((dense_a * dense_a).sum(axis=1)), rtol=1e-12)
+    with pytest.raises(Exception, match="takes 2 argument"):
+        sparsec.evaluate("y(i) = pow(x(i))", x=x)
