@@ -470,7 +470,8 @@ fn math_calls_are_generated_and_agree_with_the_dense_program() {
     let src = "int N; double A[N], B[N], C[N];
         for (i = 0; i < N; i++) {
           B[i] = sqrt(fabs(A[i])) + tan(A[i]) + floor(A[i]) * ceil(A[i]) + sin(A[i]);
-          C[i] = exp(A[i]) + log(fabs(A[i]) + 2) * cos(A[i]) + pow(fabs(A[i]), 1.5);
+          C[i] = exp(A[i]) + log(fabs(A[i]) + 2) * cos(A[i]) + pow(fabs(A[i]), 1.5)
+                 + fmax(A[i], 0.25) * fmin(A[i], 1.2);
         }";
     let patterns = vec![
         set("A", "{ A[i] : 3 <= i <= 7 or i = 12 }"),
@@ -479,7 +480,7 @@ fn math_calls_are_generated_and_agree_with_the_dense_program() {
     ];
     let listing = check_generated(src, &patterns, &[("N", 16)]);
     for call in [
-        "sqrt(", "fabs(", "tan(", "floor(", "ceil(", "exp(", "log(", "pow(",
+        "sqrt(", "fabs(", "tan(", "floor(", "ceil(", "exp(", "log(", "pow(", "fmax(", "fmin(",
     ] {
         assert!(listing.contains(call), "{call} missing from:\n{listing}");
     }

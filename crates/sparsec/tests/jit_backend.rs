@@ -561,6 +561,11 @@ fn math_functions() {
             &[("A", a.clone()), ("B", b.clone())],
         );
         check(
+            "C(i,j) = max(A(i,j), 0) + min(A(i,j), B(i,j))",
+            &[("A", f), ("B", "csr"), ("C", "csr")],
+            &[("A", a.clone()), ("B", b.clone())],
+        );
+        check(
             "C(i,j) = tan(A(i,j)) * pow(abs(B(i,j)), 2.5)",
             &[("A", f), ("B", "csr"), ("C", "csr")],
             &[("A", a.clone()), ("B", b.clone())],

@@ -1434,6 +1434,16 @@ fn math_functions_keep_or_fill_the_pattern() {
             );
             check("C(i,j) = cos(A(i,j))", &[("A", f), ("C", "csr")], &ab[..1]);
             check(
+                "C(i,j) = max(A(i,j), 0)",
+                &[("A", f), ("C", "csr")],
+                &ab[..1],
+            );
+            check(
+                "C(i,j) = min(A(i,j), B(i,j)) * 3",
+                &[("A", f), ("B", "csr"), ("C", "dcsr")],
+                &ab,
+            );
+            check(
                 "y(i) = sqrt(abs(A(i,j) * x(j))) + pow(abs(A(i,k)), 1.5)",
                 &[("A", f), ("x", "s")],
                 &[("A", a.clone()), ("x", x.clone())],

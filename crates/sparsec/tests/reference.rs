@@ -343,7 +343,7 @@ fn dense_oracle(stmt: &Statement, inputs: &[&Tensor], magnitude: bool) -> Vec<f6
                     args.iter().map(|a| eval(a, s, d, env, false)).collect();
                 // Decided here from the function's value at zero, not from its declared
                 // algebra: the oracle shares no assumption with the evaluator.
-                if args.len() == 1 && f.eval(&[0.0]) == 0.0 && values[0].1 {
+                if f.eval(&vec![0.0; args.len()]) == 0.0 && values.iter().all(|v| v.1) {
                     return (0.0, true);
                 }
                 let at: Vec<f64> = values
@@ -479,6 +479,11 @@ fn agrees_with_the_dense_oracle_on_random_statements() {
         ("y(i) = pow(x(i), 2) + cos(z(i))", "sv", &["sv", "sv"]),
         ("C(i,j) = log(abs(A(i,j)) + 1) * B(i,j)", "csr", &["csr", "csr"]),
         ("y(i) = floor(A(i,j)) * ceil(x(j)) + tan(sin(z(i)))", "dense", &["csr", "sv", "sv"]),
+        // max(a, 0) = ReLU keeps the pattern; max of two operands has their union's.
+        ("C(i,j) = max(A(i,j), 0)", "csr", &["csr"]),
+        ("C(i,j) = min(A(i,j), B(i,j)) * 2", "csr", &["csr", "csr"]),
+        ("C(i,j) = max(A(i,j), x(i))", "dense", &["csr", "sv"]),
+        ("y(i) = max(A(i,j), B(i,j)) * x(j)", "dense", &["csr", "coo", "sv"]),
     ];
     let mut rng = Rng(0x5eed_1234_abcd_0001);
     for &(text, out_format, formats) in cases {

@@ -259,18 +259,6 @@ impl Reading<'_> {
                 };
                 Expr::bin(op, self.value(a, counters)?, self.value(b, counters)?)
             }
-            Value::Call(name, args) if name == "fmax" || name == "fmin" => {
-                let op = if name == "fmax" {
-                    BinOp::Max
-                } else {
-                    BinOp::Min
-                };
-                Expr::bin(
-                    op,
-                    self.value(&args[0], counters)?,
-                    self.value(&args[1], counters)?,
-                )
-            }
             Value::Call(name, args) => {
                 let f = MathFn::from_c_name(name).ok_or_else(|| {
                     AffineError::general(format!("`{name}` is not a function the IR has"))

@@ -234,11 +234,9 @@ impl State<'_> {
                     .iter()
                     .map(|a| self.value(a))
                     .collect::<Result<Vec<f64>, _>>()?;
-                match (MathFn::from_c_name(name), name.as_str()) {
-                    (Some(f), _) => f.eval(&values),
-                    (None, "fmax") => values[0].max(values[1]),
-                    _ => values[0].min(values[1]),
-                }
+                MathFn::from_c_name(name)
+                    .expect("the parser admits the IR's functions only")
+                    .eval(&values)
             }
         })
     }

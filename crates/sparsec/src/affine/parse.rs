@@ -99,21 +99,14 @@ impl Program {
 }
 
 /// The number of arguments of `name` if a right-hand side may call it: the IR's math
-/// functions ([`MathFn`]), and `fmax` and `fmin`.
+/// functions ([`MathFn`]), by their C names.
 pub fn function_arity(name: &str) -> Option<usize> {
-    match name {
-        "fmax" | "fmin" => Some(2),
-        _ => MathFn::from_c_name(name).map(MathFn::arity),
-    }
+    MathFn::from_c_name(name).map(MathFn::arity)
 }
 
 /// The functions a right-hand side may call, for messages.
 fn known_functions() -> String {
-    let names: Vec<&str> = MathFn::ALL
-        .iter()
-        .map(|f| f.c_name())
-        .chain(["fmax", "fmin"])
-        .collect();
+    let names: Vec<&str> = MathFn::ALL.iter().map(|f| f.c_name()).collect();
     names.join(", ")
 }
 

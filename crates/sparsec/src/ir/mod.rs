@@ -255,13 +255,17 @@ pub enum MathFn {
     Tan,
     Floor,
     Ceil,
-    /// `pow(x, y)`, the only one of two arguments.
+    /// `pow(x, y)`.
     Pow,
+    /// `fmax(x, y)`: the larger, or the one that is not NaN.
+    Max,
+    /// `fmin(x, y)`.
+    Min,
 }
 
 impl MathFn {
     /// Every function, for lookups by name.
-    pub const ALL: [MathFn; 10] = [
+    pub const ALL: [MathFn; 12] = [
         MathFn::Sqrt,
         MathFn::Abs,
         MathFn::Exp,
@@ -272,6 +276,8 @@ impl MathFn {
         MathFn::Floor,
         MathFn::Ceil,
         MathFn::Pow,
+        MathFn::Max,
+        MathFn::Min,
     ];
 
     /// The C name (`fabs` for the absolute value).
@@ -287,6 +293,8 @@ impl MathFn {
             MathFn::Floor => "floor",
             MathFn::Ceil => "ceil",
             MathFn::Pow => "pow",
+            MathFn::Max => "fmax",
+            MathFn::Min => "fmin",
         }
     }
 
@@ -295,22 +303,28 @@ impl MathFn {
         MathFn::ALL.into_iter().find(|f| f.c_name() == name)
     }
 
-    /// Whether `f(0) = 0` for a function of one argument: applied to a sparse operand,
-    /// its result keeps the operand's pattern (`exp(0) = 1` and `cos(0) = 1` do not,
-    /// `log(0)` is `-inf`, and `pow`'s depends on its exponent).
+    /// Whether `f(0, ..., 0) = 0`: applied to sparse operands, its result is zero where
+    /// they all are, so it keeps the union of their patterns (`exp(0) = 1`,
+    /// `cos(0) = 1` and `pow(0, 0) = 1` do not, and `log(0)` is `-inf`).
     pub fn keeps_zero(self) -> bool {
         matches!(
             self,
-            MathFn::Sqrt | MathFn::Abs | MathFn::Sin | MathFn::Tan | MathFn::Floor | MathFn::Ceil
+            MathFn::Sqrt
+                | MathFn::Abs
+                | MathFn::Sin
+                | MathFn::Tan
+                | MathFn::Floor
+                | MathFn::Ceil
+                | MathFn::Max
+                | MathFn::Min
         )
     }
 
     /// How many arguments it takes.
     pub fn arity(self) -> usize {
-        if self == MathFn::Pow {
-            2
-        } else {
-            1
+        match self {
+            MathFn::Pow | MathFn::Max | MathFn::Min => 2,
+            _ => 1,
         }
     }
 
@@ -329,6 +343,8 @@ impl MathFn {
             MathFn::Floor => x.floor(),
             MathFn::Ceil => x.ceil(),
             MathFn::Pow => x.powf(args[1]),
+            MathFn::Max => x.max(args[1]),
+            MathFn::Min => x.min(args[1]),
         }
     }
 }

@@ -54,14 +54,31 @@ pub fn build(expr: &LExpr, indexes: &dyn Fn(usize) -> bool) -> Option<Vec<Point>
             (None, Some(y)) => Some(disjunction(&y, &[universe()])),
             (x, None) => x,
         },
-        // f(0) = 0 keeps its argument's entries; any other function has a value at every
-        // coordinate where an argument depends on the variable.
-        LExpr::Math(f, args) if f.keeps_zero() => build(&args[0], indexes),
-        LExpr::Math(_, args) => args
-            .iter()
-            .filter_map(|a| build(a, indexes))
-            .reduce(|x, y| disjunction(&x, &y))
-            .map(|x| disjunction(&x, &[universe()])),
+        // f(0, ..., 0) = 0: entries where any argument has one (an argument that does not
+        // depend on the variable is everywhere, unless it is a zero); any other function
+        // has a value at every coordinate.
+        LExpr::Math(f, args) => {
+            let mut everywhere = !f.keeps_zero();
+            let mut lattice: Option<Vec<Point>> = None;
+            for a in args {
+                match build(a, indexes) {
+                    Some(x) => {
+                        lattice = Some(match lattice {
+                            Some(l) => disjunction(&l, &x),
+                            None => x,
+                        })
+                    }
+                    None => everywhere |= !matches!(a, LExpr::Zero | LExpr::Literal(0.0)),
+                }
+            }
+            lattice.map(|l| {
+                if everywhere {
+                    disjunction(&l, &[universe()])
+                } else {
+                    l
+                }
+            })
+        }
         LExpr::Binary(Op::Add | Op::Sub, a, b) => match (build(a, indexes), build(b, indexes)) {
             (None, None) => None,
             (Some(x), None) => Some(disjunction(&x, &[universe()])),

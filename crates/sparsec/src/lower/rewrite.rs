@@ -33,7 +33,7 @@ impl LExpr {
             }
             LExpr::Math(f, args) => {
                 let args: Vec<LExpr> = args.iter().map(|a| a.without(absent)).collect();
-                if f.keeps_zero() && args[0] == LExpr::Zero {
+                if f.keeps_zero() && args.iter().all(|a| *a == LExpr::Zero) {
                     LExpr::Zero
                 } else {
                     LExpr::Math(*f, args)
@@ -105,9 +105,10 @@ impl LExpr {
                 LExpr::Binary(Op::Mul, a, b) => walk(a, var, true).or_else(|| walk(b, var, true)),
                 LExpr::Binary(Op::Div, a, b) => walk(a, var, true).or_else(|| walk(b, var, false)),
                 LExpr::Binary(_, a, b) => walk(a, var, false).or_else(|| walk(b, var, false)),
-                // f(0) = 0 passes an empty reduction's zero on; exp(0) = 1 does not.
+                // f(0) = 0 passes an empty reduction's zero on; exp(0) = 1 and
+                // max(0, y) = y do not.
                 LExpr::Math(f, args) => {
-                    let through = factor && f.keeps_zero();
+                    let through = factor && f.keeps_zero() && args.len() == 1;
                     args.iter().find_map(|a| walk(a, var, through))
                 }
                 _ => None,

@@ -416,26 +416,34 @@ impl Lowerer<'_> {
                 }
             }
             LExpr::Math(f, args) => {
-                // f(0) = 0: where its argument is an absent entry, so is the result.
-                // Otherwise an absent argument is a zero the function is applied to.
+                // An absent argument is a zero the function is applied to. With
+                // f(0, ..., 0) = 0 the result is absent where every argument is.
                 let mut values = Vec::with_capacity(args.len());
-                let mut kept = None;
-                for (k, a) in args.iter().enumerate() {
+                let mut found: Vec<Option<Expr>> = Vec::with_capacity(args.len());
+                for a in args {
                     let (v, holds) = self.guarded_value(a, scope, prelude)?;
-                    match holds {
-                        Some(h) if k == 0 && f.keeps_zero() => {
-                            kept = Some(h);
-                            values.push(v);
-                        }
-                        Some(h) => values.push(Expr::Select(
-                            Box::new(h),
+                    values.push(match (&holds, args.len()) {
+                        // One argument: its absence is the result's, so its value is
+                        // never used there.
+                        (Some(_), 1) if f.keeps_zero() => v,
+                        (Some(h), _) => Expr::Select(
+                            Box::new(h.clone()),
                             Box::new(v),
                             Box::new(Expr::Float(0.0)),
-                        )),
-                        None => values.push(v),
-                    }
+                        ),
+                        (None, _) => v,
+                    });
+                    found.push(holds);
                 }
-                (Expr::Math(*f, values), kept)
+                let absent_where = if f.keeps_zero() {
+                    found
+                        .into_iter()
+                        .collect::<Option<Vec<Expr>>>()
+                        .and_then(|all| all.into_iter().reduce(|x, y| Expr::bin(BinOp::Or, x, y)))
+                } else {
+                    None
+                };
+                (Expr::Math(*f, values), absent_where)
             }
             LExpr::Literal(v) => (Expr::Float(*v), None),
             LExpr::Temp(t) => (

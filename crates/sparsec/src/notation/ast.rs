@@ -2,12 +2,14 @@
 
 pub use crate::ir::MathFn;
 
-/// The math function index notation calls `name` (`abs` or `fabs` for the absolute
-/// value, the C names otherwise), if any: such a name followed by `(` is a call, not an
-/// access.
+/// The math function index notation calls `name` (`abs`, `max` and `min` beside C's
+/// `fabs`, `fmax` and `fmin`, the C names otherwise), if any: such a name followed by `(`
+/// is a call, not an access.
 pub fn math_function(name: &str) -> Option<MathFn> {
     match name {
         "abs" => Some(MathFn::Abs),
+        "max" => Some(MathFn::Max),
+        "min" => Some(MathFn::Min),
         _ => MathFn::from_c_name(name),
     }
 }

@@ -145,7 +145,7 @@ impl NotationError {
                 format!("{got} argument(s) here"),
                 Some(
                     "the math functions are sqrt, abs, exp, log, sin, cos, tan, floor, ceil \
-                     (one argument) and pow (two)"
+                     (one argument), pow, max and min (two)"
                         .into(),
                 ),
             ),

@@ -371,9 +371,10 @@ fn merge(
     .normalized()
 }
 
-/// `f` of the functions `args` (one, or two for `pow`), entry by entry. A function with
-/// `f(0) = 0` keeps its argument's structural zeros; any other is applied to them too
-/// (the kernels apply it to the zero of an absent entry), so its result has a fill.
+/// `f` of the functions `args` (one, or two), entry by entry. A function with
+/// `f(0, ..., 0) = 0` keeps the structural zeros where every argument has one; any other
+/// is applied to them too (the kernels apply it to the zero of an absent entry), so its
+/// result has a fill.
 fn math(f: MathFn, mut args: Vec<Func>, stmt: &Statement) -> Func {
     let at = |x: Pair, y: Option<Pair>| {
         let values: Vec<f64> = std::iter::once(x.value).chain(y.map(|y| y.value)).collect();
@@ -398,10 +399,15 @@ fn math(f: MathFn, mut args: Vec<Func>, stmt: &Statement) -> Func {
     let b = args.pop().expect("two arguments");
     let a = args.pop().expect("two arguments");
     let (a_fill, b_fill) = (a.fill, b.fill);
-    let fill = at(a_fill, Some(b_fill));
+    let structural = f.keeps_zero() && a.structural && b.structural;
+    let fill = if structural {
+        Pair::ZERO
+    } else {
+        at(a_fill, Some(b_fill))
+    };
     let value =
         move |x: Option<Pair>, y: Option<Pair>| at(x.unwrap_or(a_fill), Some(y.unwrap_or(b_fill)));
-    merge(a, b, (true, true), fill, false, value, stmt)
+    merge(a, b, (true, true), fill, structural, value, stmt)
 }
 
 /// `Sum(var, a * b)` without listing the product over all its variables first (the

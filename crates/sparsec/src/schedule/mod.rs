@@ -555,10 +555,11 @@ fn factors_of_whole(expr: &CExpr, factor: bool, out: &mut Vec<bool>) {
             factors_of_whole(a, left, out);
             factors_of_whole(b, right, out);
         }
-        // f(0) = 0 passes its argument's zero on; other functions do not.
+        // f(0) = 0 passes its argument's zero on; other functions (and max(0, y)) do not.
         CExpr::Math(f, args) => {
-            for (k, a) in args.iter().enumerate() {
-                factors_of_whole(a, factor && k == 0 && f.keeps_zero(), out);
+            let through = factor && f.keeps_zero() && args.len() == 1;
+            for a in args {
+                factors_of_whole(a, through, out);
             }
         }
     }

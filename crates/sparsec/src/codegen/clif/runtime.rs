@@ -40,6 +40,12 @@ extern "C" fn tan(x: f64) -> f64 {
 extern "C" fn pow(x: f64, y: f64) -> f64 {
     x.powf(y)
 }
+extern "C" fn fmax(x: f64, y: f64) -> f64 {
+    x.max(y)
+}
+extern "C" fn fmin(x: f64, y: f64) -> f64 {
+    x.min(y)
+}
 
 /// The function a kernel calls for `f`, or None where `f` is an instruction.
 pub(super) fn math_symbol(f: MathFn) -> Option<Symbol> {
@@ -52,6 +58,9 @@ pub(super) fn math_symbol(f: MathFn) -> Option<Symbol> {
         MathFn::Cos => ("sparsec_jit_cos", cos as *const u8, &[F64]),
         MathFn::Tan => ("sparsec_jit_tan", tan as *const u8, &[F64]),
         MathFn::Pow => ("sparsec_jit_pow", pow as *const u8, &[F64, F64]),
+        // C's NaN rule (the other argument), which Cranelift's instructions do not follow.
+        MathFn::Max => ("sparsec_jit_fmax", fmax as *const u8, &[F64, F64]),
+        MathFn::Min => ("sparsec_jit_fmin", fmin as *const u8, &[F64, F64]),
     };
     Some(Symbol {
         name,
