@@ -64,7 +64,8 @@ pub struct SpecialiseArgs {
     #[arg(long, default_value_t = 1.0, value_name = "D")]
     pub threshold: f64,
     /// Analyse through the solution map: the regions solved once for boxes whose bounds
-    /// are parameters, then applied to these inputs' boxes (reported separately).
+    /// are parameters (one per array an input gives; the others start as zeros), then
+    /// applied to these inputs' boxes (both times reported).
     #[arg(long)]
     pub map: bool,
     /// Print the executed regions or the generated C instead of the report.
@@ -158,8 +159,10 @@ pub fn specialise(args: &SpecialiseArgs) -> Result<()> {
             .map_err(|_| miette!("--scalar {scalar}={value}: `{value}` is not a number"))?;
         scalars.insert(scalar, x);
     }
-    // Each array's boxes (none where it is taken as dense) and the pattern they make.
+    // Each array's boxes (none where it is taken as dense) and the pattern they make; the
+    // arrays no input gives start as zeros, which a solution map takes as fixed.
     let mut boxes = BTreeMap::new();
+    let mut zeros = Vec::new();
     let mut patterns = Vec::new();
     let mut report = Vec::new();
     for decl in &program.arrays {
@@ -186,10 +189,12 @@ pub fn specialise(args: &SpecialiseArgs) -> Result<()> {
         } else if let Some(x) = scalars.get(name) {
             Some(inputs::scalar_boxes(*x))
         } else {
-            Some(Vec::new())
+            zeros.push((name.clone(), inputs::empty_pattern(name, rank)));
+            None
         };
         let pattern = match &found {
             Some(found) => inputs::boxes_pattern(name, rank, found),
+            None if zeros.iter().any(|(n, _)| n == name) => inputs::empty_pattern(name, rank),
             None => inputs::full_pattern(name, rank),
         };
         patterns.push((name.clone(), pattern));
@@ -205,7 +210,7 @@ pub fn specialise(args: &SpecialiseArgs) -> Result<()> {
     }
     let start = Instant::now();
     let (specialised, map_time) = if args.map {
-        let map = SolutionMap::new(program, Some(&params)).map_err(with_source)?;
+        let map = SolutionMap::with_fixed(program, Some(&params), &zeros).map_err(with_source)?;
         let built = start.elapsed();
         (map.apply(&boxes).map_err(with_source)?, Some(built))
     } else {

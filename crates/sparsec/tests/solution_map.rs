@@ -252,3 +252,44 @@ fn boxes_of_the_wrong_array_or_rank_are_errors() {
     let err = map.apply(&wrong).err().unwrap();
     assert!(err.message.contains("1 dimension(s)"), "{}", err.message);
 }
+
+#[test]
+fn stencils_have_a_map_once_their_work_array_is_fixed() {
+    for (file, params, rank) in [
+        ("jacobi-2d.c", [("TSTEPS", 2), ("N", 14)], 2),
+        ("heat-3d.c", [("TSTEPS", 1), ("N", 8)], 3),
+    ] {
+        let params: BTreeMap<String, i64> =
+            params.iter().map(|(k, v)| (k.to_string(), *v)).collect();
+        let program = parse_program(&example(file)).unwrap();
+        let empty_b = pattern("B", rank, &[]);
+        let start = std::time::Instant::now();
+        let map = SolutionMap::with_fixed(program.clone(), Some(&params), &[empty_b.clone()])
+            .unwrap_or_else(|e| panic!("{file}: {}", e.message));
+        eprintln!(
+            "{file}: map in {:.2} s, {} pieces",
+            start.elapsed().as_secs_f64(),
+            map.pieces()
+        );
+        let mut random = Random(11);
+        for round in 0..4 {
+            let n = params["N"];
+            let boxes = random.boxes(rank, n, 3);
+            let applied = map
+                .apply(&[("A".to_string(), boxes.clone())].into())
+                .unwrap();
+            let patterns = vec![pattern("A", rank, &boxes), empty_b.clone()];
+            let direct = affine::specialise(program.clone(), &patterns, Some(&params)).unwrap();
+            check(
+                &applied,
+                &direct,
+                &format!("{file}, round {round}, {patterns:?}"),
+            );
+        }
+        let err = map
+            .apply(&[("B".to_string(), vec![])].into())
+            .err()
+            .unwrap();
+        assert!(err.message.contains("fixed"), "{}", err.message);
+    }
+}

@@ -88,14 +88,33 @@ fn bound_name(array: &str, dim: usize, upper: bool) -> String {
 
 impl SolutionMap {
     /// Compute Φ for `program`, for every value of its size parameters or for those
-    /// `params` gives (as [`specialise`] takes them).
+    /// `params` gives (as [`specialise`] takes them), with every array's pattern a
+    /// parameter.
     pub fn new(
         program: Program,
         params: Option<&BTreeMap<String, i64>>,
     ) -> Result<SolutionMap, AffineError> {
+        SolutionMap::with_fixed(program, params, &[])
+    }
+
+    /// [`SolutionMap::new`] for a narrower class of inputs: the arrays `fixed` names keep
+    /// the pattern given there (as [`specialise`] takes patterns: a work array that starts
+    /// as zeros, `{ B[i, j] : false }`), and only the others' boxes are parameters. Fewer
+    /// parameters make Φ cheaper to compute: stencils need it.
+    pub fn with_fixed(
+        program: Program,
+        params: Option<&BTreeMap<String, i64>>,
+        fixed: &[(String, String)],
+    ) -> Result<SolutionMap, AffineError> {
+        if let Some((name, _)) = fixed.iter().find(|(n, _)| program.array(n).is_none()) {
+            return Err(AffineError::general(format!(
+                "a pattern is given for `{name}`, which the program does not declare"
+            )));
+        }
         let inputs: Vec<(String, usize)> = program
             .arrays
             .iter()
+            .filter(|a| !fixed.iter().any(|(n, _)| *n == a.name))
             .map(|a| (a.name.clone(), a.extents.len()))
             .collect();
         let mut slots: BTreeMap<String, Slot> = BTreeMap::new();
@@ -137,6 +156,7 @@ impl SolutionMap {
                 ),
             ));
         }
+        patterns.extend(fixed.iter().cloned());
         let parametric = specialise(program, &patterns, params)?;
         if let Some((input, statement)) = parametric.regions.self_products.first() {
             return Err(AffineError::general(format!(
@@ -202,8 +222,13 @@ impl SolutionMap {
     pub fn apply(&self, boxes: &BTreeMap<String, Vec<Bounds>>) -> Result<Specialised, AffineError> {
         for (name, list) in boxes {
             let Some((_, rank)) = self.inputs.iter().find(|(n, _)| n == name) else {
+                let why = if self.parametric.model.program.array(name).is_some() {
+                    "whose pattern the solution map fixed"
+                } else {
+                    "which the program does not declare"
+                };
                 return Err(AffineError::general(format!(
-                    "boxes are given for `{name}`, which the program does not declare"
+                    "boxes are given for `{name}`, {why}"
                 )));
             };
             let dims = (*rank).max(1);
