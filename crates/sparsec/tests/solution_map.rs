@@ -264,8 +264,12 @@ fn stencils_have_a_map_once_their_work_array_is_fixed() {
         let program = parse_program(&example(file)).unwrap();
         let empty_b = pattern("B", rank, &[]);
         let start = std::time::Instant::now();
-        let map = SolutionMap::with_fixed(program.clone(), Some(&params), &[empty_b.clone()])
-            .unwrap_or_else(|e| panic!("{file}: {}", e.message));
+        let map = SolutionMap::with_fixed(
+            program.clone(),
+            Some(&params),
+            std::slice::from_ref(&empty_b),
+        )
+        .unwrap_or_else(|e| panic!("{file}: {}", e.message));
         eprintln!(
             "{file}: map in {:.2} s, {} pieces",
             start.elapsed().as_secs_f64(),
