@@ -561,6 +561,16 @@ fn math_functions() {
             &[("A", a.clone()), ("B", b.clone())],
         );
         check(
+            "C(i,j) = where(A(i,j) >= B(i,j), A(i,j), -B(i,j)) + (A(i,j) != 0) - (B(i,j) == 0)",
+            &[("A", f), ("B", "csr")],
+            &[("A", a.clone()), ("B", b.clone())],
+        );
+        check(
+            "C(i,j) = (A(i,j) > B(i,j)) * 2 + (A(i,j) < 0)",
+            &[("A", f), ("B", "csr"), ("C", "csr")],
+            &[("A", a.clone()), ("B", b.clone())],
+        );
+        check(
             "C(i,j) = max(A(i,j), 0) + min(A(i,j), B(i,j))",
             &[("A", f), ("B", "csr"), ("C", "csr")],
             &[("A", a.clone()), ("B", b.clone())],

@@ -1438,6 +1438,12 @@ fn math_functions_keep_or_fill_the_pattern() {
                 &[("A", f), ("C", "csr")],
                 &ab[..1],
             );
+            check("C(i,j) = A(i,j) > 0", &[("A", f), ("C", "csr")], &ab[..1]);
+            check(
+                "C(i,j) = where(A(i,j) < B(i,j), A(i,j), B(i,j) * 2) + (A(i,j) <= 0)",
+                &[("A", f), ("B", "csr")],
+                &ab,
+            );
             check(
                 "C(i,j) = min(A(i,j), B(i,j)) * 3",
                 &[("A", f), ("B", "csr"), ("C", "dcsr")],

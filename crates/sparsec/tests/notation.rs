@@ -3,7 +3,7 @@
 
 use miette::Diagnostic;
 use sparsec::format::Format;
-use sparsec::notation::ast::{Access, Expr, ExprKind, Op, Span};
+use sparsec::notation::ast::{Access, Expr, ExprKind, MathFn, Op, Span};
 use sparsec::notation::cin::{self, CExpr, Statement};
 use sparsec::notation::{bind, parse, NotationError, NotationErrorKind, TensorDecl};
 
@@ -17,10 +17,16 @@ fn show(e: &Expr) -> String {
         ExprKind::Literal(x) => format!("{x}"),
         ExprKind::Neg(e) => format!("-{}", show(e)),
         ExprKind::Binary(op, a, b) => format!("({} {} {})", show(a), op.symbol(), show(b)),
-        ExprKind::Math(f, args) => {
-            let args: Vec<String> = args.iter().map(show).collect();
-            format!("{}({})", f.c_name(), args.join(", "))
-        }
+        ExprKind::Math(f, args) => call(*f, args.iter().map(show).collect()),
+    }
+}
+
+/// `f(a, b)`, or `(a op b)` for a comparison.
+fn call(f: MathFn, args: Vec<String>) -> String {
+    if f.is_operator() && f != MathFn::Where {
+        format!("({} {} {})", args[0], f.c_name(), args[1])
+    } else {
+        format!("{}({})", f.c_name(), args.join(", "))
     }
 }
 
@@ -128,10 +134,7 @@ fn show_c(stmt: &Statement) -> String {
             CExpr::Literal(x) => format!("{x}"),
             CExpr::Neg(e) => format!("-{}", go(s, e)),
             CExpr::Binary(op, a, b) => format!("({} {} {})", go(s, a), op.symbol(), go(s, b)),
-            CExpr::Math(f, args) => {
-                let args: Vec<String> = args.iter().map(|a| go(s, a)).collect();
-                format!("{}({})", f.c_name(), args.join(", "))
-            }
+            CExpr::Math(f, args) => call(*f, args.iter().map(|a| go(s, a)).collect()),
             CExpr::Sum(v, e) => format!("sum({}, {})", s.vars[*v].name, go(s, e)),
         }
     }
@@ -997,5 +1000,29 @@ fn math_functions_parse_as_calls_and_check_their_arguments() {
         "{e}"
     );
     let text = "y(i) = 2 * sqrt(A(i,j) * x(j))";
+    check_spans(text, &parse(text).unwrap().rhs);
+    // Comparisons bind below `+` and `-`, do not chain, and `where` selects.
+    assert_eq!(
+        rhs("y(i) = x(i) + 1 > z(i) * 2"),
+        "((x(i) + 1) > (z(i) * 2))"
+    );
+    assert_eq!(
+        rhs("y(i) = where(x(i) >= 0, x(i), -x(i)) + (x(i) != z(i))"),
+        "(where((x(i) >= 0), x(i), -x(i)) + (x(i) != z(i)))"
+    );
+    assert_eq!(rhs("y(i) = x(i) == 0"), "(x(i) == 0)");
+    let e = parse_err("y(i) = x(i) < z(i) < 1");
+    assert!(e.to_string().contains("second comparison"), "{e}");
+    let e = parse_err("y(i) = !x(i)");
+    assert!(
+        matches!(e.kind(), NotationErrorKind::UnexpectedCharacter { ch: '!' }),
+        "{e}"
+    );
+    let e = parse_err("y(i) = where(x(i), 1)");
+    assert!(
+        e.to_string().contains("`where` takes 3 argument(s), not 2"),
+        "{e}"
+    );
+    let text = "y(i) = where(A(i,j) > 0, A(i,j), 0) * x(j)";
     check_spans(text, &parse(text).unwrap().rhs);
 }

@@ -484,13 +484,19 @@ fn agrees_with_the_dense_oracle_on_random_statements() {
         ("C(i,j) = min(A(i,j), B(i,j)) * 2", "csr", &["csr", "csr"]),
         ("C(i,j) = max(A(i,j), x(i))", "dense", &["csr", "sv"]),
         ("y(i) = max(A(i,j), B(i,j)) * x(j)", "dense", &["csr", "coo", "sv"]),
+        // Comparisons are 1 or 0: `>` keeps the pattern, `>=` fills it; `where` selects.
+        ("C(i,j) = A(i,j) > 0", "csr", &["csr"]),
+        ("C(i,j) = A(i,j) >= B(i,j)", "dense", &["csr", "csr"]),
+        ("C(i,j) = where(A(i,j) > 0, A(i,j), 0) * B(i,j)", "csr", &["csr", "csr"]),
+        ("y(i) = where(A(i,j) != x(j), A(i,j), x(j) + 1)", "dense", &["csr", "sv"]),
+        ("C(i,j) = (A(i,j) < B(i,j)) + (A(i,j) == B(i,j))", "dense", &["csr", "coo"]),
     ];
     let mut rng = Rng(0x5eed_1234_abcd_0001);
     for &(text, out_format, formats) in cases {
         let ast = parse(text).unwrap();
         // Each input's dims from its indices, in order of first appearance.
         let mut accesses: Vec<(String, Vec<usize>)> = vec![];
-        let mut rest = text.split('=').nth(1).unwrap();
+        let mut rest = text.split_once('=').unwrap().1;
         while let Some(open) = rest.find(|c: char| c.is_ascii_alphabetic()) {
             rest = &rest[open..];
             let name_len = rest

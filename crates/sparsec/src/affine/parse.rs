@@ -106,7 +106,11 @@ pub fn function_arity(name: &str) -> Option<usize> {
 
 /// The functions a right-hand side may call, for messages.
 fn known_functions() -> String {
-    let names: Vec<&str> = MathFn::ALL.iter().map(|f| f.c_name()).collect();
+    let names: Vec<&str> = MathFn::ALL
+        .iter()
+        .filter(|f| !f.is_operator())
+        .map(|f| f.c_name())
+        .collect();
     names.join(", ")
 }
 

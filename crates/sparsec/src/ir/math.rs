@@ -1,7 +1,8 @@
-//! The IR's math functions: what each computes, its C name and its algebra at zero.
+//! The IR's element-wise functions: C's math functions, comparisons as numbers and a
+//! select; what each computes, how C spells it, and its algebra at zero.
 
-/// Math functions of the IR, on `double` values, as C's `<math.h>` (and OpenCL C and
-/// CUDA, under the same names) define them.
+/// Element-wise functions of the IR, on `double` values: C's `<math.h>` functions (OpenCL
+/// C and CUDA have them under the same names), comparisons that give 1 or 0, and `where`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum MathFn {
     Sqrt,
@@ -19,11 +20,21 @@ pub enum MathFn {
     Max,
     /// `fmin(x, y)`.
     Min,
+    /// `x < y`, as 1 or 0.
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    Eq,
+    /// `x != y` (1 where either is NaN).
+    Ne,
+    /// `where(c, x, y)`: `x` where `c` is not zero, else `y`.
+    Where,
 }
 
 impl MathFn {
     /// Every function, for lookups by name.
-    pub const ALL: [MathFn; 12] = [
+    pub const ALL: [MathFn; 19] = [
         MathFn::Sqrt,
         MathFn::Abs,
         MathFn::Exp,
@@ -36,9 +47,17 @@ impl MathFn {
         MathFn::Pow,
         MathFn::Max,
         MathFn::Min,
+        MathFn::Lt,
+        MathFn::Le,
+        MathFn::Gt,
+        MathFn::Ge,
+        MathFn::Eq,
+        MathFn::Ne,
+        MathFn::Where,
     ];
 
-    /// The C name (`fabs` for the absolute value).
+    /// The C name of a math function (`fabs` for the absolute value); an operator's
+    /// symbol (`<`), and `where`.
     pub fn c_name(self) -> &'static str {
         match self {
             MathFn::Sqrt => "sqrt",
@@ -53,17 +72,52 @@ impl MathFn {
             MathFn::Pow => "pow",
             MathFn::Max => "fmax",
             MathFn::Min => "fmin",
+            MathFn::Lt => "<",
+            MathFn::Le => "<=",
+            MathFn::Gt => ">",
+            MathFn::Ge => ">=",
+            MathFn::Eq => "==",
+            MathFn::Ne => "!=",
+            MathFn::Where => "where",
         }
     }
 
-    /// The function C calls `name`.
+    /// Whether C spells it other than as a call of a library function: a comparison, or
+    /// `where`.
+    pub fn is_operator(self) -> bool {
+        matches!(
+            self,
+            MathFn::Lt
+                | MathFn::Le
+                | MathFn::Gt
+                | MathFn::Ge
+                | MathFn::Eq
+                | MathFn::Ne
+                | MathFn::Where
+        )
+    }
+
+    /// The C library function called `name`.
     pub fn from_c_name(name: &str) -> Option<MathFn> {
-        MathFn::ALL.into_iter().find(|f| f.c_name() == name)
+        MathFn::ALL
+            .into_iter()
+            .find(|f| !f.is_operator() && f.c_name() == name)
+    }
+
+    /// The C expression of the function applied to `args` (C texts), of type `double`.
+    pub fn c_expr(self, args: &[String]) -> String {
+        match self {
+            MathFn::Where => format!("({} != 0.0 ? {} : {})", args[0], args[1], args[2]),
+            op if op.is_operator() => {
+                format!("({} {} {} ? 1.0 : 0.0)", args[0], op.c_name(), args[1])
+            }
+            f => format!("{}({})", f.c_name(), args.join(", ")),
+        }
     }
 
     /// Whether `f(0, ..., 0) = 0`: applied to sparse operands, its result is zero where
     /// they all are, so it keeps the union of their patterns (`exp(0) = 1`,
-    /// `cos(0) = 1` and `pow(0, 0) = 1` do not, and `log(0)` is `-inf`).
+    /// `cos(0) = 1`, `pow(0, 0) = 1` and `0 <= 0` do not, and `log(0)` is `-inf`).
     pub fn keeps_zero(self) -> bool {
         matches!(
             self,
@@ -75,21 +129,27 @@ impl MathFn {
                 | MathFn::Ceil
                 | MathFn::Max
                 | MathFn::Min
+                | MathFn::Lt
+                | MathFn::Gt
+                | MathFn::Ne
+                | MathFn::Where
         )
     }
 
     /// How many arguments it takes.
     pub fn arity(self) -> usize {
         match self {
+            MathFn::Where => 3,
             MathFn::Pow | MathFn::Max | MathFn::Min => 2,
+            f if f.is_operator() => 2,
             _ => 1,
         }
     }
 
-    /// Its value at `args` (as many as [`MathFn::arity`] says), as the C library
-    /// computes it.
+    /// Its value at `args` (as many as [`MathFn::arity`] says), as C computes it.
     pub fn eval(self, args: &[f64]) -> f64 {
         let x = args[0];
+        let truth = |b: bool| if b { 1.0 } else { 0.0 };
         match self {
             MathFn::Sqrt => x.sqrt(),
             MathFn::Abs => x.abs(),
@@ -103,6 +163,19 @@ impl MathFn {
             MathFn::Pow => x.powf(args[1]),
             MathFn::Max => x.max(args[1]),
             MathFn::Min => x.min(args[1]),
+            MathFn::Lt => truth(x < args[1]),
+            MathFn::Le => truth(x <= args[1]),
+            MathFn::Gt => truth(x > args[1]),
+            MathFn::Ge => truth(x >= args[1]),
+            MathFn::Eq => truth(x == args[1]),
+            MathFn::Ne => truth(x != args[1]),
+            MathFn::Where => {
+                if x != 0.0 {
+                    args[1]
+                } else {
+                    args[2]
+                }
+            }
         }
     }
 }

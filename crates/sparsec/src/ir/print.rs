@@ -196,7 +196,7 @@ impl Printer<'_> {
             }
             Expr::Math(f, args) => {
                 let args: Vec<String> = args.iter().map(|a| self.expr(a)).collect();
-                format!("{}({})", f.c_name(), args.join(", "))
+                f.c_expr(&args)
             }
             Expr::Call(helper, array, args) => {
                 let args: Vec<String> = std::iter::once(n.array(array).to_string())

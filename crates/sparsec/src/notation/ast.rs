@@ -2,14 +2,15 @@
 
 pub use crate::ir::MathFn;
 
-/// The math function index notation calls `name` (`abs`, `max` and `min` beside C's
-/// `fabs`, `fmax` and `fmin`, the C names otherwise), if any: such a name followed by `(`
-/// is a call, not an access.
+/// The function index notation calls `name` (`abs`, `max` and `min` beside C's `fabs`,
+/// `fmax` and `fmin`, `where(c, x, y)`, the C names otherwise), if any: such a name
+/// followed by `(` is a call, not an access.
 pub fn math_function(name: &str) -> Option<MathFn> {
     match name {
         "abs" => Some(MathFn::Abs),
         "max" => Some(MathFn::Max),
         "min" => Some(MathFn::Min),
+        "where" => Some(MathFn::Where),
         _ => MathFn::from_c_name(name),
     }
 }

@@ -144,8 +144,8 @@ impl NotationError {
                 format!("`{function}` takes {expected} argument(s), not {got}"),
                 format!("{got} argument(s) here"),
                 Some(
-                    "the math functions are sqrt, abs, exp, log, sin, cos, tan, floor, ceil \
-                     (one argument), pow, max and min (two)"
+                    "the functions are sqrt, abs, exp, log, sin, cos, tan, floor, ceil (one \
+                     argument), pow, max, min (two) and where (three)"
                         .into(),
                 ),
             ),

@@ -9,7 +9,7 @@
 //! access     := IDENT '(' [IDENT (',' IDENT)*] ')' | IDENT
 //! ```
 
-use super::ast::{math_function, Access, Assignment, Expr, ExprKind, Op, Span};
+use super::ast::{math_function, Access, Assignment, Expr, ExprKind, MathFn, Op, Span};
 use super::error::{NotationError, NotationErrorKind, END};
 
 #[derive(Clone, Debug, PartialEq)]
@@ -25,6 +25,8 @@ enum Tok {
     Slash,
     Assign,
     PlusAssign,
+    /// `<`, `<=`, `>`, `>=`, `==`, `!=`.
+    Compare(MathFn),
     Eof,
 }
 
@@ -86,9 +88,30 @@ fn lex(text: &str) -> Result<Vec<Token>, NotationError> {
                 tokens.push(single(Tok::Slash));
                 i += 1;
             }
-            b'=' => {
-                tokens.push(single(Tok::Assign));
-                i += 1;
+            b'<' | b'>' | b'=' | b'!' => {
+                let equals = bytes.get(i + 1) == Some(&b'=');
+                let op = match (b, equals) {
+                    (b'<', false) => Some(MathFn::Lt),
+                    (b'<', true) => Some(MathFn::Le),
+                    (b'>', false) => Some(MathFn::Gt),
+                    (b'>', true) => Some(MathFn::Ge),
+                    (b'=', true) => Some(MathFn::Eq),
+                    (b'!', true) => Some(MathFn::Ne),
+                    (b'=', false) => None,
+                    _ => {
+                        return Err(NotationError::new(
+                            NotationErrorKind::UnexpectedCharacter { ch: '!' },
+                            text,
+                            span(i, i + 1),
+                        ))
+                    }
+                };
+                let len = 1 + usize::from(equals);
+                tokens.push(Token {
+                    tok: op.map_or(Tok::Assign, Tok::Compare),
+                    span: span(i, i + len),
+                });
+                i += len;
             }
             b'+' => {
                 if bytes.get(i + 1) == Some(&b'=') {
@@ -263,7 +286,7 @@ impl<'a> Parser<'a> {
                 assign.span,
             ));
         }
-        let rhs = self.expr()?;
+        let rhs = self.comparison()?;
         if self.peek().tok != Tok::Eof {
             let expected = if self.peek().tok == Tok::RParen {
                 "an operator or the end of the expression (this `)` has no matching `(`)"
@@ -277,6 +300,25 @@ impl<'a> Parser<'a> {
             accumulate,
             rhs,
             source: self.text.to_string(),
+        })
+    }
+
+    /// `a < b` and the other comparisons, below `+` and `-` and not chained: 1 where it
+    /// holds, else 0.
+    fn comparison(&mut self) -> Result<Expr, NotationError> {
+        let left = self.expr()?;
+        let Tok::Compare(op) = self.peek().tok else {
+            return Ok(left);
+        };
+        self.bump();
+        let right = self.expr()?;
+        if let Tok::Compare(_) = self.peek().tok {
+            return Err(self.unexpected("an operator other than a second comparison"));
+        }
+        let s = span(left.span.start, right.span.end);
+        Ok(Expr {
+            kind: ExprKind::Math(op, vec![left, right]),
+            span: s,
         })
     }
 
@@ -346,7 +388,7 @@ impl<'a> Parser<'a> {
             }
             Tok::LParen => {
                 let open = self.bump();
-                let mut inner = self.expr()?;
+                let mut inner = self.comparison()?;
                 match self.peek().tok {
                     Tok::RParen => {
                         let close = self.bump();
@@ -371,12 +413,12 @@ impl<'a> Parser<'a> {
         };
         let f = math_function(&name).expect("checked by the caller");
         let open = self.bump();
-        let mut args = vec![self.expr()?];
+        let mut args = vec![self.comparison()?];
         loop {
             match self.peek().tok {
                 Tok::Comma => {
                     self.bump();
-                    args.push(self.expr()?);
+                    args.push(self.comparison()?);
                 }
                 Tok::RParen => break,
                 Tok::Eof => {

@@ -307,7 +307,7 @@ fn binary(op: Op, a: Func, b: Func, stmt: &Statement) -> Func {
     }
     let (a_structural, b_structural) = (a.structural, b.structural);
     let (a_fill, b_fill) = (a.fill, b.fill);
-    let value = move |ax: Option<Pair>, bx: Option<Pair>| match (op, ax, bx) {
+    let value = move |xs: &[Option<Pair>]| match (op, xs[0], xs[1]) {
         // An absent term leaves the other as it is (`x + absent` is `x`, even for
         // x = -0, and `absent - x` is `-x`, not `0 - x`), as the kernels drop it.
         (Op::Add | Op::Sub, Some(x), None) if b_structural => x,
@@ -315,50 +315,57 @@ fn binary(op: Op, a: Func, b: Func, stmt: &Statement) -> Func {
         (Op::Sub, None, Some(y)) if a_structural => y.negated(),
         (op, x, y) => Pair::apply(op, x.unwrap_or(a_fill), y.unwrap_or(b_fill)),
     };
-    merge(a, b, (!b_zeroes, !a_zeroes), fill, structural, value, stmt)
+    merge(
+        &[a, b],
+        &[!b_zeroes, !a_zeroes],
+        fill,
+        structural,
+        value,
+        stmt,
+    )
 }
 
-/// `value` of both operands wherever either lists an entry (from `a`'s entries where
-/// `from.0`, from `b`'s where `from.1`), `fill` elsewhere: each listed entry covers every
-/// coordinate of the variables only the other operand has. `value` gets None for an
-/// operand that lists nothing there.
+/// `value` of the operands wherever one of those `from` marks lists an entry, `fill`
+/// elsewhere: each listed entry covers every coordinate of the variables only the other
+/// operands have. `value` gets None for an operand that lists nothing there.
 fn merge(
-    a: Func,
-    b: Func,
-    from: (bool, bool),
+    args: &[Func],
+    from: &[bool],
     fill: Pair,
     structural: bool,
-    value: impl Fn(Option<Pair>, Option<Pair>) -> Pair,
+    value: impl Fn(&[Option<Pair>]) -> Pair,
     stmt: &Statement,
 ) -> Func {
-    let mut vars = a.vars.clone();
-    vars.extend(b.vars.iter().filter(|v| !a.vars.contains(v)));
-    let b_pos = positions(&b.vars, &vars);
-    let mut entries = Map::default();
-    let size = |v: &VarId| stmt.vars[*v].size;
-    let mut key = vec![0usize; vars.len()];
-    let mut b_key = vec![0usize; b.vars.len()];
-    if from.0 {
-        let extra: Vec<usize> = vars[a.vars.len()..].iter().map(size).collect();
-        for (ak, &ax) in &a.entries {
-            key[..ak.len()].copy_from_slice(ak);
-            for_each_point(&extra, |p| {
-                key[ak.len()..].copy_from_slice(p);
-                b_pos.iter().zip(&mut b_key).for_each(|(&m, c)| *c = key[m]);
-                let bx = b.entries.get(b_key.as_slice()).copied();
-                entries.insert(Key::from_slice(&key), value(Some(ax), bx));
-            });
-        }
+    let mut vars: Vec<VarId> = Vec::new();
+    for a in args {
+        vars.extend(
+            a.vars
+                .iter()
+                .filter(|v| !vars.contains(v))
+                .collect::<Vec<_>>(),
+        );
     }
-    if from.1 {
-        let a_only: Vec<usize> = (0..a.vars.len()).filter(|m| !b_pos.contains(m)).collect();
-        let extra: Vec<usize> = a_only.iter().map(|&m| size(&vars[m])).collect();
-        for (bk, &bx) in &b.entries {
-            b_pos.iter().zip(bk).for_each(|(&m, &c)| key[m] = c);
+    let at: Vec<Vec<usize>> = args.iter().map(|a| positions(&a.vars, &vars)).collect();
+    let size = |v: &VarId| stmt.vars[*v].size;
+    let mut entries = Map::default();
+    let mut key = vec![0usize; vars.len()];
+    let mut found: Vec<Option<Pair>> = vec![None; args.len()];
+    for (k, a) in args.iter().enumerate().filter(|(k, _)| from[*k]) {
+        let others: Vec<usize> = (0..vars.len()).filter(|m| !at[k].contains(m)).collect();
+        let extra: Vec<usize> = others.iter().map(|&m| size(&vars[m])).collect();
+        for (ak, &ax) in &a.entries {
+            at[k].iter().zip(ak).for_each(|(&m, &c)| key[m] = c);
             for_each_point(&extra, |p| {
-                a_only.iter().zip(p).for_each(|(&m, &c)| key[m] = c);
-                let ax = a.entries.get(&key[..a.vars.len()]).copied();
-                entries.insert(Key::from_slice(&key), value(ax, Some(bx)));
+                others.iter().zip(p).for_each(|(&m, &c)| key[m] = c);
+                for (n, b) in args.iter().enumerate() {
+                    found[n] = if n == k {
+                        Some(ax)
+                    } else {
+                        let own: Key = at[n].iter().map(|&m| key[m]).collect();
+                        b.entries.get(own.as_slice()).copied()
+                    };
+                }
+                entries.insert(Key::from_slice(&key), value(&found));
             });
         }
     }
@@ -371,43 +378,37 @@ fn merge(
     .normalized()
 }
 
-/// `f` of the functions `args` (one, or two), entry by entry. A function with
-/// `f(0, ..., 0) = 0` keeps the structural zeros where every argument has one; any other
-/// is applied to them too (the kernels apply it to the zero of an absent entry), so its
-/// result has a fill.
-fn math(f: MathFn, mut args: Vec<Func>, stmt: &Statement) -> Func {
-    let at = |x: Pair, y: Option<Pair>| {
-        let values: Vec<f64> = std::iter::once(x.value).chain(y.map(|y| y.value)).collect();
+/// `f` of the functions `args`, entry by entry. A function with `f(0, ..., 0) = 0` keeps
+/// the structural zeros where every argument has one; any other is applied to them too
+/// (the kernels apply it to the zero of an absent entry), so its result has a fill.
+fn math(f: MathFn, args: Vec<Func>, stmt: &Statement) -> Func {
+    let fills: Vec<Pair> = args.iter().map(|a| a.fill).collect();
+    let at = move |xs: &[Option<Pair>]| {
+        let values: Vec<f64> = xs
+            .iter()
+            .zip(&fills)
+            .map(|(x, fill)| x.unwrap_or(*fill).value)
+            .collect();
         let value = f.eval(&values);
         // Rounding in the arguments carries through the function: scale their
         // magnitudes by the result's.
-        let spread = x.magnitude + y.map_or(0.0, |y| y.magnitude);
+        let spread: f64 = xs
+            .iter()
+            .zip(&fills)
+            .map(|(x, fill)| x.unwrap_or(*fill).magnitude)
+            .sum();
         Pair {
             value,
             magnitude: value.abs() * (1.0 + spread) + spread,
         }
     };
-    if args.len() == 1 {
-        let mut a = args.pop().expect("one argument");
-        a.entries.values_mut().for_each(|x| *x = at(*x, None));
-        if !(a.structural && f.keeps_zero()) {
-            a.fill = at(a.fill, None);
-            a.structural = false;
-        }
-        return a.normalized();
-    }
-    let b = args.pop().expect("two arguments");
-    let a = args.pop().expect("two arguments");
-    let (a_fill, b_fill) = (a.fill, b.fill);
-    let structural = f.keeps_zero() && a.structural && b.structural;
+    let structural = f.keeps_zero() && args.iter().all(|a| a.structural);
     let fill = if structural {
         Pair::ZERO
     } else {
-        at(a_fill, Some(b_fill))
+        at(&vec![None; args.len()])
     };
-    let value =
-        move |x: Option<Pair>, y: Option<Pair>| at(x.unwrap_or(a_fill), Some(y.unwrap_or(b_fill)));
-    merge(a, b, (true, true), fill, structural, value, stmt)
+    merge(&args, &vec![true; args.len()], fill, structural, at, stmt)
 }
 
 /// `Sum(var, a * b)` without listing the product over all its variables first (the

@@ -51,7 +51,7 @@ pub(in crate::codegen) fn expr(names: &Names, e: &Expr) -> String {
         ),
         Expr::Math(f, args) => {
             let args: Vec<String> = args.iter().map(|a| expr(names, a)).collect();
-            format!("{}({})", f.c_name(), args.join(", "))
+            f.c_expr(&args)
         }
         Expr::Call(helper, array, args) => {
             let args: Vec<String> = args.iter().map(|a| expr(names, a)).collect();

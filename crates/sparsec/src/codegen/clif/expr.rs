@@ -200,7 +200,29 @@ impl<'a> Translator<'a, '_> {
                     values.push(self.expr_as(a, Kind::F64)?);
                 }
                 let x = values[0];
+                let compare = |f: MathFn| match f {
+                    MathFn::Lt => Some(FloatCC::LessThan),
+                    MathFn::Le => Some(FloatCC::LessThanOrEqual),
+                    MathFn::Gt => Some(FloatCC::GreaterThan),
+                    MathFn::Ge => Some(FloatCC::GreaterThanOrEqual),
+                    MathFn::Eq => Some(FloatCC::Equal),
+                    // Unordered or unequal: C's `!=`, true where either side is NaN.
+                    MathFn::Ne => Some(FloatCC::NotEqual),
+                    _ => None,
+                };
                 let v = match f {
+                    _ if compare(*f).is_some() => {
+                        let cc = compare(*f).expect("a comparison");
+                        let holds = self.b.ins().fcmp(cc, x, values[1]);
+                        let one = self.b.ins().f64const(1.0);
+                        let zero = self.b.ins().f64const(0.0);
+                        self.b.ins().select(holds, one, zero)
+                    }
+                    MathFn::Where => {
+                        let zero = self.b.ins().f64const(0.0);
+                        let holds = self.b.ins().fcmp(FloatCC::NotEqual, x, zero);
+                        self.b.ins().select(holds, values[1], values[2])
+                    }
                     MathFn::Sqrt => self.b.ins().sqrt(x),
                     MathFn::Abs => self.b.ins().fabs(x),
                     MathFn::Floor => self.b.ins().floor(x),

@@ -51,7 +51,17 @@ extern "C" fn fmin(x: f64, y: f64) -> f64 {
 pub(super) fn math_symbol(f: MathFn) -> Option<Symbol> {
     use Ty::F64;
     let (name, address, params): (&'static str, *const u8, &'static [Ty]) = match f {
-        MathFn::Sqrt | MathFn::Abs | MathFn::Floor | MathFn::Ceil => return None,
+        MathFn::Sqrt
+        | MathFn::Abs
+        | MathFn::Floor
+        | MathFn::Ceil
+        | MathFn::Lt
+        | MathFn::Le
+        | MathFn::Gt
+        | MathFn::Ge
+        | MathFn::Eq
+        | MathFn::Ne
+        | MathFn::Where => return None,
         MathFn::Exp => ("sparsec_jit_exp", exp as *const u8, &[F64]),
         MathFn::Log => ("sparsec_jit_log", log as *const u8, &[F64]),
         MathFn::Sin => ("sparsec_jit_sin", sin as *const u8, &[F64]),
