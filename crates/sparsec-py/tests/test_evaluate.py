@@ -460,5 +460,9 @@ def test_math_functions_match_numpy(rng, backend):
     x = rng.standard_normal(20)
     y = sparsec.evaluate("y(i) = sqrt(A(i,j) * A(i,j))", A=a, backend=backend)
     np.testing.assert_allclose(y, np.sqrt((dense_a * dense_a).sum(axis=1)), rtol=1e-12)
+    # Comparisons are 1 or 0, and where selects: a thresholded copy keeps A's pattern.
+    t = sparsec.evaluate("C(i,j) = where(A(i,j) > 0.5, A(i,j), 0) + (B(i,j) >= 0)", A=a, B=b,
+                         backend=backend)
+    np.testing.assert_allclose(t, np.where(dense_a > 0.5, dense_a, 0) + (dense_b >= 0), rtol=1e-12)
     with pytest.raises(Exception, match="takes 2 argument"):
         sparsec.evaluate("y(i) = pow(x(i))", x=x)
