@@ -159,49 +159,27 @@ pub fn specialise(args: &SpecialiseArgs) -> Result<()> {
             .map_err(|_| miette!("--scalar {scalar}={value}: `{value}` is not a number"))?;
         scalars.insert(scalar, x);
     }
-    // Each array's boxes (none where it is taken as dense) and the pattern they make; the
-    // arrays no input gives start as zeros, which a solution map takes as fixed.
-    let mut boxes = BTreeMap::new();
-    let mut zeros = Vec::new();
-    let mut patterns = Vec::new();
-    let mut report = Vec::new();
-    for decl in &program.arrays {
-        let (name, rank) = (&decl.name, decl.extents.len());
-        let found = if let Some((_, coo)) = files.iter().find(|(n, _)| n == name) {
-            match inputs::boxes(coo, args.threshold).map_err(Report::new)? {
-                Some((found, c)) => {
-                    report.push(format!(
-                        "  {name}: {} box(es) cover {} non-zeros with {} explicit zeros",
-                        c.boxes.len(),
-                        c.nonzeros,
-                        c.padding
-                    ));
-                    Some(found)
-                }
-                None => {
-                    report.push(format!(
-                        "  {name}: taken as dense (order {})",
-                        coo.dims.len()
-                    ));
-                    None
-                }
-            }
-        } else if let Some(x) = scalars.get(name) {
-            Some(inputs::scalar_boxes(*x))
-        } else {
-            zeros.push((name.clone(), inputs::empty_pattern(name, rank)));
-            None
-        };
-        let pattern = match &found {
-            Some(found) => inputs::boxes_pattern(name, rank, found),
-            None if zeros.iter().any(|(n, _)| n == name) => inputs::empty_pattern(name, rank),
-            None => inputs::full_pattern(name, rank),
-        };
-        patterns.push((name.clone(), pattern));
-        if let Some(found) = found {
-            boxes.insert(name.clone(), found);
-        }
+    let mut given: BTreeMap<String, inputs::Given> = BTreeMap::new();
+    for (name, coo) in &files {
+        given.insert(name.clone(), inputs::Given::Tensor(coo));
     }
+    for (name, x) in &scalars {
+        given.insert(name.clone(), inputs::Given::Scalar(*x));
+    }
+    let structure = inputs::structure(&program, &given, args.threshold).map_err(Report::new)?;
+    let report: Vec<String> = structure
+        .covers
+        .iter()
+        .map(|(name, cover)| match cover {
+            Ok(c) => format!(
+                "  {name}: {} box(es) cover {} non-zeros with {} explicit zeros",
+                c.boxes.len(),
+                c.nonzeros,
+                c.padding
+            ),
+            Err(order) => format!("  {name}: taken as dense (order {order})"),
+        })
+        .collect();
     if args.emit == Some(Emit::Boxes) {
         for line in &report {
             crate::outln!("{line}");
@@ -210,12 +188,16 @@ pub fn specialise(args: &SpecialiseArgs) -> Result<()> {
     }
     let start = Instant::now();
     let (specialised, map_time) = if args.map {
-        let map = SolutionMap::with_fixed(program, Some(&params), &zeros).map_err(with_source)?;
+        let map = SolutionMap::with_fixed(program, Some(&params), &structure.zeros)
+            .map_err(with_source)?;
         let built = start.elapsed();
-        (map.apply(&boxes).map_err(with_source)?, Some(built))
+        (
+            map.apply(&structure.boxes).map_err(with_source)?,
+            Some(built),
+        )
     } else {
         let specialised =
-            affine::specialise(program, &patterns, Some(&params)).map_err(with_source)?;
+            affine::specialise(program, &structure.patterns, Some(&params)).map_err(with_source)?;
         (specialised, None)
     };
     let analysis = start.elapsed();

@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
+use sparsec::affine::solution_map::SolutionMap;
 use sparsec::affine::{self, inputs, kernel::AffineKernel, parse_program};
 use sparsec::jit::Toolchain;
 use sparsec::kernel::Backend;
@@ -16,9 +17,10 @@ use crate::{arrays, errors};
 /// array for a scalar; an array not given starts as zeros) with the sizes their shapes
 /// and `params` fix, and, with `run`, run the specialised code on them. Returns a dict:
 /// `exact`, `reasons`, `regions` (each statement's executed iterations, isl's syntax)
-/// and, with `run`, `arrays` (every array's final contents).
+/// and, with `run`, `arrays` (every array's final contents). With `map`, the analysis goes
+/// through the solution map (`affine::solution_map`), the arrays not given fixed as zeros.
 #[pyfunction]
-#[pyo3(signature = (program, arrays, params=None, threshold=1.0, run=true))]
+#[pyo3(signature = (program, arrays, params=None, threshold=1.0, run=true, map=false))]
 pub fn specialise<'py>(
     py: Python<'py>,
     program: &str,
@@ -26,6 +28,7 @@ pub fn specialise<'py>(
     params: Option<BTreeMap<String, i64>>,
     threshold: f64,
     run: bool,
+    map: bool,
 ) -> PyResult<Bound<'py, PyDict>> {
     let to_py = |e: affine::AffineError| errors::to_py(e.in_source("program", program).into());
     let parsed = parse_program(program).map_err(to_py)?;
@@ -44,32 +47,28 @@ pub fn specialise<'py>(
     }
     let given = params.unwrap_or_default();
     let sizes = inputs::bind_params(&parsed, &given, &shapes).map_err(to_py)?;
-    let mut patterns = Vec::new();
-    for decl in &parsed.arrays {
-        let pattern = match (dense.get(&decl.name), decl.extents.len()) {
-            (Some(values), 0) => inputs::scalar_pattern(&decl.name, values[0]),
-            (Some(values), _) => {
-                let dims = &shapes
-                    .iter()
-                    .find(|(n, _)| n == &decl.name)
-                    .expect("shaped")
-                    .1;
-                inputs::pattern(&decl.name, &inputs::coordinates(dims, values), threshold)
-                    .map_err(to_py)?
-                    .0
-            }
-            (None, rank) => inputs::empty_pattern(&decl.name, rank),
-        };
-        patterns.push((decl.name.clone(), pattern));
+    let mut coos = BTreeMap::new();
+    for (name, dims) in &shapes {
+        coos.insert(name.clone(), inputs::coordinates(dims, &dense[name]));
     }
-    for name in dense.keys() {
-        if parsed.array(name).is_none() {
-            return Err(errors::input(format!(
-                "`{name}` is not an array of the program"
-            )));
-        }
+    let mut given: BTreeMap<String, inputs::Given> = BTreeMap::new();
+    for (name, values) in &dense {
+        given.insert(
+            name.clone(),
+            match coos.get(name) {
+                Some(coo) => inputs::Given::Tensor(coo),
+                None => inputs::Given::Scalar(values[0]),
+            },
+        );
     }
-    let specialised = affine::specialise(parsed, &patterns, Some(&sizes)).map_err(to_py)?;
+    let structure = inputs::structure(&parsed, &given, threshold).map_err(to_py)?;
+    let specialised = if map {
+        SolutionMap::with_fixed(parsed, Some(&sizes), &structure.zeros)
+            .and_then(|m| m.apply(&structure.boxes))
+            .map_err(to_py)?
+    } else {
+        affine::specialise(parsed, &structure.patterns, Some(&sizes)).map_err(to_py)?
+    };
     let out = PyDict::new(py);
     out.set_item("exact", specialised.regions.exact)?;
     out.set_item("reasons", specialised.regions.reasons.clone())?;

@@ -45,6 +45,19 @@ def test_gemm_scalars_and_stencil_parameters():
     np.testing.assert_allclose(out["arrays"]["A"], a_ref, rtol=1e-12)
 
 
+def test_the_solution_map_gives_the_same_regions_and_results():
+    a = blocks(30, [(0, 5, 0, 5), (10, 19, 20, 29)], 1)
+    b = blocks(30, [(0, 5, 3, 8), (20, 29, 0, 4)], 2)
+    program = (EXAMPLES / "gemm.c").read_text()
+    direct = sparsec.specialise(program, A=a, B=b, alpha=1.5, beta=0.0)
+    mapped = sparsec.specialise(program, A=a, B=b, alpha=1.5, beta=0.0, map=True)
+    assert mapped["exact"]
+    np.testing.assert_allclose(mapped["arrays"]["C"], 1.5 * a @ b, rtol=1e-12)
+    np.testing.assert_allclose(mapped["arrays"]["C"], direct["arrays"]["C"], rtol=1e-12)
+    with pytest.raises(sparsec.Error, match="meets itself"):
+        sparsec.specialise((EXAMPLES / "lu.c").read_text(), A=a, map=True)
+
+
 def test_bad_programs_and_arrays_are_errors():
     with pytest.raises(sparsec.CompileError, match="data-dependent"):
         sparsec.specialise("int N; double A[N], B[N]; for (i = 0; i < N; i++) A[B[i]] = 1;", A=np.zeros(3))

@@ -617,6 +617,7 @@ def specialise(
     params: Mapping[str, int] | None = None,
     threshold: float = 1.0,
     run: bool = True,
+    map: bool = False,
     **arrays: Any,
 ) -> dict[str, Any]:
     """Specialise a dense affine program (C loop nests, see ``docs/affine.md``) to the
@@ -627,11 +628,15 @@ def specialise(
     zeros. Sizes come from the arrays' shapes and ``params``. Returns a dict with
     ``exact`` (whether the analysis is exact), ``reasons`` (what was approximated),
     ``regions`` (each statement's executed iterations) and, with ``run``, ``arrays``
-    (every array's final contents, the dense program's results).
+    (every array's final contents, the dense program's results). With ``map``, the
+    analysis goes through the solution map, computed for boxes whose bounds are
+    parameters and applied to these arrays' boxes (the arrays not given fixed as zeros).
     """
     given = {}
     for name, value in arrays.items():
         if _sp.issparse(value):
             value = value.toarray()
         given[name] = np.array(value, dtype=np.float64, order="C")
-    return _native.specialise(program, given, dict(params) if params else None, threshold, run)
+    return _native.specialise(
+        program, given, dict(params) if params else None, threshold, run, map
+    )

@@ -148,4 +148,5 @@ def specialise(
     params: dict[str, int] | None = None,
     threshold: float = 1.0,
     run: bool = True,
+    map: bool = False,
 ) -> dict[str, Any]: ...

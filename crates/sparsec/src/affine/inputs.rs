@@ -230,3 +230,69 @@ pub fn full_pattern(name: &str, rank: usize) -> String {
     let vars: Vec<String> = (0..rank).map(|d| format!("a{d}")).collect();
     format!("{{ {name}[{}] }}", vars.join(", "))
 }
+
+/// What the user gives an array: a tensor's entries, or a scalar's value.
+pub enum Given<'a> {
+    Tensor(&'a Coo),
+    Scalar(f64),
+}
+
+/// The non-zero structure of a program's inputs, in every form the analysis and the
+/// solution map take it.
+#[derive(Default)]
+pub struct Structure {
+    /// Per array, in declaration order: the pattern the direct analysis takes.
+    pub patterns: Vec<(String, String)>,
+    /// The boxes of every array given (none for one taken as dense).
+    pub boxes: BTreeMap<String, Vec<Bounds>>,
+    /// The arrays nothing gives, which start as zeros: their (empty) patterns, which a
+    /// solution map keeps fixed.
+    pub zeros: Vec<(String, String)>,
+    /// Per tensor given, its cover (None where taken as dense, with its order).
+    pub covers: Vec<(String, Result<Cover, usize>)>,
+}
+
+/// The structure of the arrays `given` (by name; the others start as zeros), tensors
+/// covered by boxes of density `threshold`.
+pub fn structure(
+    program: &Program,
+    given: &BTreeMap<String, Given>,
+    threshold: f64,
+) -> Result<Structure, AffineError> {
+    if let Some(name) = given.keys().find(|n| program.array(n).is_none()) {
+        return Err(AffineError::general(format!(
+            "`{name}` is not an array of the program"
+        )));
+    }
+    let mut out = Structure::default();
+    for decl in &program.arrays {
+        let (name, rank) = (&decl.name, decl.extents.len());
+        let found = match given.get(name) {
+            Some(Given::Tensor(coo)) => match boxes(coo, threshold)? {
+                Some((found, cover)) => {
+                    out.covers.push((name.clone(), Ok(cover)));
+                    Some(found)
+                }
+                None => {
+                    out.covers.push((name.clone(), Err(coo.dims.len())));
+                    None
+                }
+            },
+            Some(Given::Scalar(x)) => Some(scalar_boxes(*x)),
+            None => {
+                out.zeros.push((name.clone(), empty_pattern(name, rank)));
+                None
+            }
+        };
+        let pattern = match &found {
+            Some(found) => boxes_pattern(name, rank, found),
+            None if !given.contains_key(name) => empty_pattern(name, rank),
+            None => full_pattern(name, rank),
+        };
+        out.patterns.push((name.clone(), pattern));
+        if let Some(found) = found {
+            out.boxes.insert(name.clone(), found);
+        }
+    }
+    Ok(out)
+}
