@@ -466,3 +466,24 @@ def test_math_functions_match_numpy(rng, backend):
     np.testing.assert_allclose(t, np.where(dense_a > 0.5, dense_a, 0) + (dense_b >= 0), rtol=1e-12)
     with pytest.raises(Exception, match="takes 2 argument"):
         sparsec.evaluate("y(i) = pow(x(i))", x=x)
+
+
+@pytest.mark.parametrize("name", ["karate.mtx", "ca-HepTh.mtx"])
+def test_triangle_count_by_a_masked_product(name):
+    # Triangles of an undirected graph: with L its strictly lower triangle, the entries
+    # of L where row i and row j of L share a neighbour k, summed (GraphBLAS's C<L> = L*L').
+    a = sp.csr_array(scipy.io.mmread(shared_data(f"matrices/{name}")))
+    lower = sp.csr_array((sp.tril(a + a.T, k=-1) != 0).astype(np.float64))
+    c = sparsec.evaluate("C<pattern(L)>(i,j) = L(i,k) * L(j,k)", L=lower,
+                         formats={"L": "csr", "C": "csr"})
+    assert sp.issparse(c) and c.nnz <= lower.nnz
+    # Independently: trace(A^3) / 6 of the symmetric adjacency, as (A^2 .* A) summed.
+    sym = lower + lower.T
+    want = (sym @ sym).multiply(sym).sum() / 6
+    assert want > 0 and c.sum() == want
+    if name == "karate.mtx":
+        # The valued mask and its complement split the product between them.
+        full = sparsec.evaluate("C(i,j) = L(i,k) * L(j,k)", L=lower, formats={"L": "csr"})
+        outside = sparsec.evaluate("C<!L>(i,j) = L(i,k) * L(j,k)", L=lower,
+                                   formats={"L": "csr"})
+        np.testing.assert_allclose(np.asarray(full), c.toarray() + np.asarray(outside))

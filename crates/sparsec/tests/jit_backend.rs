@@ -582,3 +582,25 @@ fn math_functions() {
         );
     }
 }
+
+/// Masked products through the JIT.
+#[test]
+fn masks() {
+    let mut r = rng(44);
+    let inputs = [
+        ("A", random_coo(&mut r, &[7, 7], 0.3)),
+        ("B", random_coo(&mut r, &[7, 7], 0.3)),
+        ("M", random_coo(&mut r, &[7, 7], 0.4)),
+    ];
+    for text in [
+        "C<M>(i,j) = A(i,k) * B(k,j)",
+        "C<pattern(M)>(i,j) = A(i,k) * B(k,j)",
+        "C<!M>(i,j) = A(i,j) + B(i,j)",
+    ] {
+        check(
+            text,
+            &[("A", "csr"), ("B", "csr"), ("M", "csr"), ("C", "csr")],
+            &inputs,
+        );
+    }
+}

@@ -23,7 +23,7 @@ fn show(e: &Expr) -> String {
 
 /// `f(a, b)`, or `(a op b)` for a comparison.
 fn call(f: MathFn, args: Vec<String>) -> String {
-    if f.is_operator() && f != MathFn::Where {
+    if f.is_operator() && f.arity() == 2 {
         format!("({} {} {})", args[0], f.c_name(), args[1])
     } else {
         format!("{}({})", f.c_name(), args.join(", "))
@@ -1015,7 +1015,7 @@ fn math_functions_parse_as_calls_and_check_their_arguments() {
     assert!(e.to_string().contains("second comparison"), "{e}");
     let e = parse_err("y(i) = !x(i)");
     assert!(
-        matches!(e.kind(), NotationErrorKind::UnexpectedCharacter { ch: '!' }),
+        matches!(e.kind(), NotationErrorKind::UnexpectedToken { .. }),
         "{e}"
     );
     let e = parse_err("y(i) = where(x(i), 1)");
@@ -1025,4 +1025,35 @@ fn math_functions_parse_as_calls_and_check_their_arguments() {
     );
     let text = "y(i) = where(A(i,j) > 0, A(i,j), 0) * x(j)";
     check_spans(text, &parse(text).unwrap().rhs);
+}
+
+#[test]
+fn masks_multiply_the_right_hand_side() {
+    let masked = |text: &str| {
+        let a = parse(text).unwrap();
+        (show(&a.rhs), a.mask.unwrap(), a.lhs.tensor)
+    };
+    let (shown, mask, out) = masked("C<M>(i,j) = A(i,k) * B(k,j)");
+    assert_eq!(shown, "((M(i,j) != 0) * (A(i,k) * B(k,j)))");
+    assert_eq!(out, "C");
+    assert!(!mask.structural && !mask.complement && mask.tensor == "M");
+    let (shown, mask, _) = masked("C<!pattern(M)>(i,j) = A(i,j)");
+    assert_eq!(shown, "((1 - pattern(M(i,j))) * A(i,j))");
+    assert!(mask.structural && mask.complement);
+    let (shown, _, _) = masked("y<~m>(i) += A(i,j) * x(j)");
+    assert_eq!(shown, "((1 - (m(i) != 0)) * (A(i,j) * x(j)))");
+    assert!(parse("C(i,j) = A(i,j)").unwrap().mask.is_none());
+    // `pattern` is a function of one argument anywhere.
+    assert_eq!(rhs("y(i) = pattern(x(i)) * 2"), "(pattern(x(i)) * 2)");
+    for bad in [
+        "C<M(i,j) = A(i,j)",
+        "C<>(i,j) = A(i,j)",
+        "C<pattern(M>(i,j) = A(i,j)",
+    ] {
+        let e = parse_err(bad);
+        assert!(
+            matches!(e.kind(), NotationErrorKind::UnexpectedToken { .. }),
+            "{bad}: {e}"
+        );
+    }
 }

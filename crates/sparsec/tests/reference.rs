@@ -2,7 +2,7 @@
 //! oracle on random statements, and inputs too large for a dense evaluation.
 
 use sparsec::format::Format;
-use sparsec::notation::ast::Op;
+use sparsec::notation::ast::{MathFn, Op};
 use sparsec::notation::cin::{CExpr, Statement};
 use sparsec::notation::{bind, parse, TensorDecl};
 use sparsec::reference::{evaluate, magnitude};
@@ -341,6 +341,14 @@ fn dense_oracle(stmt: &Statement, inputs: &[&Tensor], magnitude: bool) -> Vec<f6
                 // applied to its zero. Magnitudes: the result's, scaled by its arguments'.
                 let values: Vec<(f64, bool)> =
                     args.iter().map(|a| eval(a, s, d, env, false)).collect();
+                // `pattern` is 1 where its argument has an entry, absent elsewhere.
+                if *f == MathFn::Pattern {
+                    return if values[0].1 {
+                        (0.0, true)
+                    } else {
+                        (1.0, false)
+                    };
+                }
                 // Decided here from the function's value at zero, not from its declared
                 // algebra: the oracle shares no assumption with the evaluator.
                 if f.eval(&vec![0.0; args.len()]) == 0.0 && values.iter().all(|v| v.1) {
@@ -490,6 +498,11 @@ fn agrees_with_the_dense_oracle_on_random_statements() {
         ("C(i,j) = where(A(i,j) > 0, A(i,j), 0) * B(i,j)", "csr", &["csr", "csr"]),
         ("y(i) = where(A(i,j) != x(j), A(i,j), x(j) + 1)", "dense", &["csr", "sv"]),
         ("C(i,j) = (A(i,j) < B(i,j)) + (A(i,j) == B(i,j))", "dense", &["csr", "coo"]),
+        // Masks: the mask is a factor of the right-hand side.
+        ("C<M>(i,j) = A(i,k) * B(k,j)", "csr", &["csr", "csr", "csr"]),
+        ("C<pattern(M)>(i,j) = A(i,k) * B(k,j)", "dense", &["csr", "csr", "csr"]),
+        ("C<!M>(i,j) = A(i,j) + B(i,j)", "csr", &["csr", "csr", "coo"]),
+        ("y<!pattern(m)>(i) = A(i,j) * x(j)", "sv", &["csr", "sv", "sv"]),
     ];
     let mut rng = Rng(0x5eed_1234_abcd_0001);
     for &(text, out_format, formats) in cases {
@@ -522,6 +535,21 @@ fn agrees_with_the_dense_oracle_on_random_statements() {
                 accesses.push((name, dims));
             }
         }
+        // A mask (`C<!pattern(M)>(i,j)`) has the output's indices; it comes last.
+        let lhs = text.split_once('=').unwrap().0;
+        if let (Some(open), Some(close)) = (lhs.find('<'), lhs.find('>')) {
+            let name = lhs[open + 1..close]
+                .trim_start_matches(['!', '~'])
+                .trim_start_matches("pattern(")
+                .trim_end_matches(')')
+                .to_string();
+            let indices = &lhs[lhs.rfind('(').unwrap() + 1..lhs.rfind(')').unwrap()];
+            let dims = indices
+                .split(',')
+                .map(|v| size(v.trim().chars().next().unwrap()))
+                .collect();
+            accesses.push((name, dims));
+        }
         assert_eq!(accesses.len(), formats.len(), "{text}");
         for density in [0.0, 0.3, 0.8] {
             let inputs: Vec<Tensor> = accesses
@@ -541,7 +569,14 @@ fn agrees_with_the_dense_oracle_on_random_statements() {
             let sizes: Vec<(String, usize)> =
                 "ijkl".chars().map(|v| (v.to_string(), size(v))).collect();
             let stmt = bind(&ast, &decls, &sizes).unwrap();
-            let refs: Vec<&Tensor> = inputs.iter().collect();
+            // In the statement's order (a mask comes first in its right-hand side).
+            let refs: Vec<&Tensor> = stmt.tensors[1..]
+                .iter()
+                .map(|t| {
+                    let k = accesses.iter().position(|(n, _)| *n == t.name).unwrap();
+                    &inputs[k]
+                })
+                .collect();
             for mag in [false, true] {
                 let got = if mag {
                     magnitude(&stmt, &refs, None)

@@ -30,11 +30,15 @@ pub enum MathFn {
     Ne,
     /// `where(c, x, y)`: `x` where `c` is not zero, else `y`.
     Where,
+    /// `pattern(x)`: 1 where `x` has an entry (whatever its value, zero included), absent
+    /// where it has none: a structural mask. Not a function of the value, so lowering
+    /// computes it from presence and it never reaches a backend.
+    Pattern,
 }
 
 impl MathFn {
     /// Every function, for lookups by name.
-    pub const ALL: [MathFn; 19] = [
+    pub const ALL: [MathFn; 20] = [
         MathFn::Sqrt,
         MathFn::Abs,
         MathFn::Exp,
@@ -54,6 +58,7 @@ impl MathFn {
         MathFn::Eq,
         MathFn::Ne,
         MathFn::Where,
+        MathFn::Pattern,
     ];
 
     /// The C name of a math function (`fabs` for the absolute value); an operator's
@@ -79,6 +84,7 @@ impl MathFn {
             MathFn::Eq => "==",
             MathFn::Ne => "!=",
             MathFn::Where => "where",
+            MathFn::Pattern => "pattern",
         }
     }
 
@@ -94,6 +100,7 @@ impl MathFn {
                 | MathFn::Eq
                 | MathFn::Ne
                 | MathFn::Where
+                | MathFn::Pattern
         )
     }
 
@@ -108,6 +115,7 @@ impl MathFn {
     pub fn c_expr(self, args: &[String]) -> String {
         match self {
             MathFn::Where => format!("({} != 0.0 ? {} : {})", args[0], args[1], args[2]),
+            MathFn::Pattern => "1.0".to_string(),
             op if op.is_operator() => {
                 format!("({} {} {} ? 1.0 : 0.0)", args[0], op.c_name(), args[1])
             }
@@ -118,6 +126,7 @@ impl MathFn {
     /// Whether `f(0, ..., 0) = 0`: applied to sparse operands, its result is zero where
     /// they all are, so it keeps the union of their patterns (`exp(0) = 1`,
     /// `cos(0) = 1`, `pow(0, 0) = 1` and `0 <= 0` do not, and `log(0)` is `-inf`).
+    /// `pattern` keeps absent entries absent by definition.
     pub fn keeps_zero(self) -> bool {
         matches!(
             self,
@@ -133,6 +142,7 @@ impl MathFn {
                 | MathFn::Gt
                 | MathFn::Ne
                 | MathFn::Where
+                | MathFn::Pattern
         )
     }
 
@@ -140,8 +150,15 @@ impl MathFn {
     pub fn arity(self) -> usize {
         match self {
             MathFn::Where => 3,
-            MathFn::Pow | MathFn::Max | MathFn::Min => 2,
-            f if f.is_operator() => 2,
+            MathFn::Pow
+            | MathFn::Max
+            | MathFn::Min
+            | MathFn::Lt
+            | MathFn::Le
+            | MathFn::Gt
+            | MathFn::Ge
+            | MathFn::Eq
+            | MathFn::Ne => 2,
             _ => 1,
         }
     }
@@ -176,6 +193,8 @@ impl MathFn {
                     args[2]
                 }
             }
+            // Of an entry that is there: absent ones are kept absent (`keeps_zero`).
+            MathFn::Pattern => 1.0,
         }
     }
 }

@@ -7,7 +7,7 @@ use std::ops::Add;
 use super::iterate::conjunction;
 use super::{parallel, Dest, LExpr, LowerError, Lowerer, Scope};
 use crate::format::LevelCoord;
-use crate::ir::{ArrayRef, BinOp, Expr, LocalType, OperandId, Stmt, Store, Type};
+use crate::ir::{ArrayRef, BinOp, Expr, LocalType, MathFn, OperandId, Stmt, Store, Type};
 use crate::notation::ast::Op;
 use crate::notation::cin::VarId;
 
@@ -414,6 +414,11 @@ impl Lowerer<'_> {
                         Some(Expr::bin(BinOp::Or, x, y)),
                     ),
                 }
+            }
+            // 1 where the argument has an entry; its absence is the result's.
+            LExpr::Math(MathFn::Pattern, args) => {
+                let (_, holds) = self.guarded_value(&args[0], scope, prelude)?;
+                (Expr::Float(1.0), holds)
             }
             LExpr::Math(f, args) => {
                 // An absent argument is a zero the function is applied to. With

@@ -11,6 +11,7 @@ pub fn math_function(name: &str) -> Option<MathFn> {
         "max" => Some(MathFn::Max),
         "min" => Some(MathFn::Min),
         "where" => Some(MathFn::Where),
+        "pattern" => Some(MathFn::Pattern),
         _ => MathFn::from_c_name(name),
     }
 }
@@ -100,10 +101,25 @@ impl Expr {
     }
 }
 
-/// `lhs = rhs` or `lhs += rhs`.
+/// The mask of `C<M>(i,j) = ...`, as GraphBLAS masks: the output is computed only where
+/// the mask holds (a value that is not zero; with `pattern(M)`, any entry; with `!`,
+/// where it does not).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Mask {
+    pub tensor: String,
+    pub structural: bool,
+    pub complement: bool,
+    pub span: Span,
+}
+
+/// `lhs = rhs` or `lhs += rhs`, optionally masked (`C<M>(i,j) = rhs`).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Assignment {
     pub lhs: Access,
+    /// The mask, already applied to `rhs`: the right-hand side is multiplied by
+    /// `M(lhs) != 0` (or `pattern(M(lhs))`, or one minus either), so that the mask joins
+    /// the iteration as a factor and no product is computed outside it.
+    pub mask: Option<Mask>,
     /// True for `+=` (add into the existing output).
     pub accumulate: bool,
     pub rhs: Expr,

@@ -9,7 +9,7 @@
 //! access     := IDENT '(' [IDENT (',' IDENT)*] ')' | IDENT
 //! ```
 
-use super::ast::{math_function, Access, Assignment, Expr, ExprKind, MathFn, Op, Span};
+use super::ast::{math_function, Access, Assignment, Expr, ExprKind, Mask, MathFn, Op, Span};
 use super::error::{NotationError, NotationErrorKind, END};
 
 #[derive(Clone, Debug, PartialEq)]
@@ -27,6 +27,8 @@ enum Tok {
     PlusAssign,
     /// `<`, `<=`, `>`, `>=`, `==`, `!=`.
     Compare(MathFn),
+    /// `!` or `~`: a mask's complement.
+    Not,
     Eof,
 }
 
@@ -97,21 +99,23 @@ fn lex(text: &str) -> Result<Vec<Token>, NotationError> {
                     (b'>', true) => Some(MathFn::Ge),
                     (b'=', true) => Some(MathFn::Eq),
                     (b'!', true) => Some(MathFn::Ne),
-                    (b'=', false) => None,
-                    _ => {
-                        return Err(NotationError::new(
-                            NotationErrorKind::UnexpectedCharacter { ch: '!' },
-                            text,
-                            span(i, i + 1),
-                        ))
-                    }
+                    _ => None,
                 };
                 let len = 1 + usize::from(equals);
+                let tok = match (op, b) {
+                    (Some(op), _) => Tok::Compare(op),
+                    (None, b'!') => Tok::Not,
+                    (None, _) => Tok::Assign,
+                };
                 tokens.push(Token {
-                    tok: op.map_or(Tok::Assign, Tok::Compare),
+                    tok,
                     span: span(i, i + len),
                 });
                 i += len;
+            }
+            b'~' => {
+                tokens.push(single(Tok::Not));
+                i += 1;
             }
             b'+' => {
                 if bytes.get(i + 1) == Some(&b'=') {
@@ -268,8 +272,8 @@ impl<'a> Parser<'a> {
                 span(0, self.text.len()),
             ));
         }
-        let lhs = match &self.peek().tok {
-            Tok::Ident(_) => self.access()?,
+        let (lhs, mask) = match &self.peek().tok {
+            Tok::Ident(_) => self.output()?,
             _ => return Err(self.unexpected("the output tensor (such as `y(i)`)")),
         };
         let accumulate = match self.peek().tok {
@@ -286,7 +290,10 @@ impl<'a> Parser<'a> {
                 assign.span,
             ));
         }
-        let rhs = self.comparison()?;
+        let mut rhs = self.comparison()?;
+        if let Some(mask) = &mask {
+            rhs = masked(mask, &lhs, rhs);
+        }
         if self.peek().tok != Tok::Eof {
             let expected = if self.peek().tok == Tok::RParen {
                 "an operator or the end of the expression (this `)` has no matching `(`)"
@@ -297,6 +304,7 @@ impl<'a> Parser<'a> {
         }
         Ok(Assignment {
             lhs,
+            mask,
             accumulate,
             rhs,
             source: self.text.to_string(),
@@ -445,8 +453,56 @@ impl<'a> Parser<'a> {
         })
     }
 
+    /// The output, with its mask if it has one: `C(i,j)`, `C<M>(i,j)`, `C<!M>(i,j)`,
+    /// `C<pattern(M)>(i,j)`.
+    fn output(&mut self) -> Result<(Access, Option<Mask>), NotationError> {
+        let masked =
+            self.tokens.get(self.pos + 1).map(|t| &t.tok) == Some(&Tok::Compare(MathFn::Lt));
+        if !masked {
+            return Ok((self.access()?, None));
+        }
+        let name_tok = self.bump();
+        let open = self.bump();
+        let complement = self.peek().tok == Tok::Not;
+        if complement {
+            self.bump();
+        }
+        let structural = matches!(&self.peek().tok, Tok::Ident(n) if n == "pattern")
+            && self.tokens.get(self.pos + 1).map(|t| &t.tok) == Some(&Tok::LParen);
+        if structural {
+            self.bump();
+            self.bump();
+        }
+        let Tok::Ident(tensor) = self.peek().tok.clone() else {
+            return Err(self.unexpected("the mask's tensor (`C<M>(i,j)`)"));
+        };
+        self.bump();
+        if structural {
+            if self.peek().tok != Tok::RParen {
+                return Err(self.unexpected("`)` after the mask's tensor"));
+            }
+            self.bump();
+        }
+        if self.peek().tok != Tok::Compare(MathFn::Gt) {
+            return Err(self.unexpected("`>` closing the mask"));
+        }
+        let close = self.bump();
+        let mask = Mask {
+            tensor,
+            structural,
+            complement,
+            span: span(open.span.start, close.span.end),
+        };
+        Ok((self.access_named(name_tok)?, Some(mask)))
+    }
+
     fn access(&mut self) -> Result<Access, NotationError> {
         let name_tok = self.bump();
+        self.access_named(name_tok)
+    }
+
+    /// The access whose name `name_tok` was just read.
+    fn access_named(&mut self, name_tok: Token) -> Result<Access, NotationError> {
         let Tok::Ident(tensor) = name_tok.tok else {
             unreachable!("access starts at an identifier")
         };
@@ -490,6 +546,36 @@ impl<'a> Parser<'a> {
             }
         }
     }
+}
+
+/// `rhs` under `mask`: multiplied by `M(lhs) != 0`, or `pattern(M(lhs))`, or one minus
+/// either for a complement, every node spanning the mask's text.
+fn masked(mask: &Mask, lhs: &Access, rhs: Expr) -> Expr {
+    let at = |kind: ExprKind| Expr {
+        kind,
+        span: mask.span,
+    };
+    let access = at(ExprKind::Access(Access {
+        tensor: mask.tensor.clone(),
+        tensor_span: mask.span,
+        indices: lhs.indices.clone(),
+        index_spans: vec![mask.span; lhs.indices.len()],
+        span: mask.span,
+    }));
+    let holds = if mask.structural {
+        at(ExprKind::Math(MathFn::Pattern, vec![access]))
+    } else {
+        at(ExprKind::Math(
+            MathFn::Ne,
+            vec![access, at(ExprKind::Literal(0.0))],
+        ))
+    };
+    let factor = if mask.complement {
+        binary(Op::Sub, at(ExprKind::Literal(1.0)), holds)
+    } else {
+        holds
+    };
+    binary(Op::Mul, factor, rhs)
 }
 
 fn binary(op: Op, left: Expr, right: Expr) -> Expr {

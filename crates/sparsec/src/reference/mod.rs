@@ -391,10 +391,11 @@ fn math(f: MathFn, args: Vec<Func>, stmt: &Statement) -> Func {
             .collect();
         let value = f.eval(&values);
         // Rounding in the arguments carries through the function: scale their
-        // magnitudes by the result's.
+        // magnitudes by the result's (`pattern` reads no value: its 1 is exact).
         let spread: f64 = xs
             .iter()
             .zip(&fills)
+            .filter(|_| f != MathFn::Pattern)
             .map(|(x, fill)| x.unwrap_or(*fill).magnitude)
             .sum();
         Pair {

@@ -218,6 +218,7 @@ impl<'a> Translator<'a, '_> {
                         let zero = self.b.ins().f64const(0.0);
                         self.b.ins().select(holds, one, zero)
                     }
+                    MathFn::Pattern => self.b.ins().f64const(1.0),
                     MathFn::Where => {
                         let zero = self.b.ins().f64const(0.0);
                         let holds = self.b.ins().fcmp(FloatCC::NotEqual, x, zero);

@@ -61,7 +61,8 @@ pub(super) fn math_symbol(f: MathFn) -> Option<Symbol> {
         | MathFn::Ge
         | MathFn::Eq
         | MathFn::Ne
-        | MathFn::Where => return None,
+        | MathFn::Where
+        | MathFn::Pattern => return None,
         MathFn::Exp => ("sparsec_jit_exp", exp as *const u8, &[F64]),
         MathFn::Log => ("sparsec_jit_log", log as *const u8, &[F64]),
         MathFn::Sin => ("sparsec_jit_sin", sin as *const u8, &[F64]),
