@@ -1497,6 +1497,14 @@ fn masks_restrict_the_output() {
             &[("A", "csr"), ("B", "dense"), ("M", "coo"), ("C", "dense")][..],
         ] {
             let got = check(text, formats, &inputs).to_coo();
+            // A structural complement stores nothing where the mask has an entry (with a
+            // sparse output: a dense one holds every coordinate).
+            if complement && formats.iter().any(|&(t, f)| t == "C" && f == "csr") {
+                for e in 0..got.values.len() {
+                    let at = got.coords[2 * e] as usize * n + got.coords[2 * e + 1] as usize;
+                    assert!(!stored[at], "{text}: an entry at {at}, inside the mask");
+                }
+            }
             let mut want = vec![0.0; n * n];
             for i in 0..n {
                 for j in 0..n {

@@ -583,7 +583,14 @@ impl Lowerer<'_> {
                 .copied()
                 .filter(|&u| !self.derives_from_any(u, &before) || self.derives_from_any(u, &after))
                 .collect();
-            let body = if case_expr == LExpr::Zero {
+            // A mask's entry is known here when its iterator is in the case at its last
+            // level.
+            let mask_holds = |o: usize| {
+                case.iterators.contains(&o)
+                    && self.indexes(o, v, outer)
+                    && outer.resolved(o) + 1 == self.occurrences[o].level_vars.len()
+            };
+            let body = if case_expr == LExpr::Zero || case_expr.masked_out(&mask_holds) {
                 vec![]
             } else {
                 self.resolve_all(then, &live, &case_expr, dest, inner)?

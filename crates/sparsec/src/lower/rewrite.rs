@@ -2,7 +2,7 @@
 //! lattice case lacks, finding the sums and precomputed products a loop must compute first,
 //! and replacing them by the temporary or workspace that then holds them.
 
-use crate::ir::{Scratch, Var};
+use crate::ir::{MathFn, Scratch, Var};
 use crate::notation::ast::Op;
 use crate::notation::cin::VarId;
 use crate::schedule::lexpr::{LExpr, Precompute};
@@ -53,6 +53,24 @@ impl LExpr {
             other => other.clone(),
         }
     }
+    /// Zero where a complemented structural mask excludes the coordinate: the right-hand
+    /// side `(1 - pattern(M)) * rhs` (as `C<!pattern(M)>` is parsed) when `present` says
+    /// the mask `M` has an entry here. The case then computes nothing and stores nothing,
+    /// as GraphBLAS leaves the entries a mask excludes absent.
+    pub(super) fn masked_out(&self, present: &dyn Fn(usize) -> bool) -> bool {
+        let LExpr::Binary(Op::Mul, factor, _) = self else {
+            return false;
+        };
+        let LExpr::Binary(Op::Sub, one, pattern) = &**factor else {
+            return false;
+        };
+        matches!(
+            (&**one, &**pattern),
+            (LExpr::Literal(x), LExpr::Math(MathFn::Pattern, args))
+                if *x == 1.0 && matches!(args[0], LExpr::Access(o) if present(o))
+        )
+    }
+
     /// The outermost precomputed subexpression that reduces over `var`.
     pub(super) fn find_precompute(&self, var: VarId) -> Option<&Precompute> {
         match self {
