@@ -3,7 +3,8 @@
 //! evaluation (Dehame, Alias and Sadler, "Partial Evaluation of Dense Code on Sparse
 //! Structures", the digest `spec/partial-evaluation.md`).
 //!
-//! Stages, one file each: [`parse`] reads the program (`docs/affine.md`), [`model`]
+//! Stages, one file each: [`parse`] reads the program (`docs/affine.md`) from the tokens
+//! of `lex`, [`model`]
 //! gives every statement its iteration domain, schedule and accesses as isl texts,
 //! [`dataflow`] finds the exact source of every value a statement reads (array dataflow
 //! analysis by parametric maxima, Feautrier's method), [`sparsity`] builds and solves the
@@ -21,6 +22,7 @@ pub mod dense;
 pub mod expr;
 pub mod inputs;
 pub mod kernel;
+mod lex;
 pub mod model;
 pub mod parse;
 pub mod solution_map;

@@ -18,7 +18,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::sparsity::Specialisation;
+use super::sparsity::{Specialisation, COALESCE_LIMIT};
 use super::{isl_error, specialise, AffineError, Program, Specialised};
 use crate::polyhedral::isl::{NamedBasicSet, UnionSet};
 
@@ -312,7 +312,7 @@ impl SolutionMap {
             let set = sets
                 .pop()
                 .expect("at least one piece")
-                .coalesce_below(500)
+                .coalesce_below(COALESCE_LIMIT)
                 .map_err(&err)?;
             read.push((key, set.clone()));
             Ok(set)

@@ -20,7 +20,7 @@ use super::{isl_error, AffineError};
 use crate::polyhedral::isl::{Isl, UnionMap, UnionSet};
 
 /// The most pieces a set is coalesced at (see [`UnionSet::coalesce_below`]).
-const COALESCE_LIMIT: usize = 500;
+pub(super) const COALESCE_LIMIT: usize = 500;
 
 /// The most steps a component is iterated to its fixed point.
 const MAX_STEPS: usize = 100_000;
