@@ -253,6 +253,7 @@ impl SolutionMap {
         let mut budget = MAX_COMBINATIONS;
         let mut read: Vec<(BTreeSet<String>, UnionSet)> = Vec::new();
         let prefix = self.parametric.model.params_prefix();
+        let params = &self.parametric.model.program.params;
         let isl = &self.parametric.isl;
         isl.reset_operations();
         // isl quotes the text it could not read: thousands of pieces, cut short here.
@@ -279,7 +280,7 @@ impl SolutionMap {
                     &mut residual,
                     &mut budget,
                     &mut texts,
-                    self,
+                    params,
                 )?;
             }
             if texts.is_empty() {
@@ -424,7 +425,7 @@ fn enumerate(
     residual: &mut [i64],
     budget: &mut u64,
     out: &mut BTreeSet<String>,
-    map: &SolutionMap,
+    params: &[String],
 ) -> Result<(), AffineError> {
     let holds = |c: &MapConstraint, value: i64| {
         if c.equality {
@@ -443,7 +444,7 @@ fn enumerate(
             return Ok(());
         }
         if let Some(range) = ranges(piece, residual) {
-            out.insert(piece_text(piece, residual, &range, map));
+            out.insert(piece_text(piece, residual, &range, params));
         }
         return Ok(());
     }
@@ -470,7 +471,7 @@ fn enumerate(
             }
         }
         if alive {
-            enumerate(piece, level + 1, boxes, residual, budget, out, map)?;
+            enumerate(piece, level + 1, boxes, residual, budget, out, params)?;
         }
     }
     residual.copy_from_slice(&saved);
@@ -531,11 +532,10 @@ fn piece_text(
     piece: &MapPiece,
     residual: &[i64],
     range: &[(i64, i64)],
-    map: &SolutionMap,
+    params: &[String],
 ) -> String {
     let vars: Vec<String> = (0..piece.dims).map(|d| format!("x{d}")).collect();
     let divs: Vec<String> = (0..piece.divs).map(|d| format!("e{d}")).collect();
-    let params = &map.parametric.model.program.params;
     let mut conditions = Vec::new();
     for (v, &(lo, hi)) in vars.iter().zip(range) {
         match (lo > i64::MIN, hi < i64::MAX) {

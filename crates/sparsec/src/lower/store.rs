@@ -440,7 +440,7 @@ impl Lowerer<'_> {
                     });
                     found.push(holds);
                 }
-                let absent_where = if f.keeps_zero() {
+                let present_where = if f.keeps_zero() {
                     found
                         .into_iter()
                         .collect::<Option<Vec<Expr>>>()
@@ -448,7 +448,7 @@ impl Lowerer<'_> {
                 } else {
                     None
                 };
-                (Expr::Math(*f, values), absent_where)
+                (Expr::Math(*f, values), present_where)
             }
             LExpr::Literal(v) => (Expr::Float(*v), None),
             LExpr::Temp(t) => (
