@@ -104,6 +104,11 @@ impl MathFn {
         )
     }
 
+    /// Whether its value is 1 or 0: a comparison, or `pattern`.
+    pub fn is_condition(self) -> bool {
+        self != MathFn::Where && self.is_operator()
+    }
+
     /// The C library function called `name`.
     pub fn from_c_name(name: &str) -> Option<MathFn> {
         MathFn::ALL

@@ -95,6 +95,11 @@ impl Kernel {
             (true, _, _) => Tensor::zeros(&[], self.value_type),
         };
         cast_values(&mut output, self.value_type);
+        // Over a semiring, a dense output holds ⊕'s identity where nothing is reduced.
+        let semiring = self.statement.semiring;
+        if !semiring.is_arithmetic() && !self.statement.accumulate && !self.assembles_output() {
+            output.values_mut().fill(semiring.add.identity());
+        }
         Ok(output)
     }
 

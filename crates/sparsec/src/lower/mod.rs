@@ -23,6 +23,7 @@ mod levels;
 mod parallel;
 mod plan;
 mod rewrite;
+mod semiring;
 mod store;
 mod workspace;
 
@@ -319,8 +320,11 @@ pub fn lower(plan: &Concrete) -> Result<Lowered, LowerError> {
     let body = lowerer.lower(&plan.order, &plan.rhs, &Dest::Output, &scope)?;
     lowerer.check_gallop_requests()?;
     let locals = lowerer.locals_at(0);
-    // A `+=` statement's output starts from its initial value, which must stay.
-    let dense_rows = (!stmt.accumulate).then(|| lowerer.dense_rows()).flatten();
+    // A `+=` statement's output starts from its initial value, which must stay; over a
+    // semiring, rows start from ⊕'s identity, which the caller fills in.
+    let dense_rows = (!stmt.accumulate && stmt.semiring.is_arithmetic())
+        .then(|| lowerer.dense_rows())
+        .flatten();
     let mut function = lowerer.tables.into_inner().function;
     function.body = crate::ir::simplify_stmts(body);
     function.assumptions = lowerer.assumptions;

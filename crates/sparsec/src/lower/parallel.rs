@@ -166,17 +166,29 @@ impl Lowerer<'_> {
                     self.plan.vars[v].name, self.stmt.tensors[0].name
                 ),
             };
-            let sparse = matches!(target, Target::Workspace { .. } | Target::Emit);
             // A schedule that ignores a loop's races but asks for atomics on another loop
             // around the update (the scheduling paper's GPU schedules: blocks and warps
             // `IgnoreRaces`, threads `Atomics`) means the update to be atomic, as TACO
             // makes every output update under an `Atomics` loop.
-            let atomics_asked = matches!(target, Target::DenseOutput | Target::Local { .. })
-                && self.parallel.iter().any(|(_, q, _)| {
-                    q.races == RaceStrategy::Atomics && q.unit != ParallelUnit::CpuVector
-                });
+            let atomics_asked = || {
+                matches!(target, Target::DenseOutput | Target::Local { .. })
+                    && self.parallel.iter().any(|(_, q, _)| {
+                        q.races == RaceStrategy::Atomics && q.unit != ParallelUnit::CpuVector
+                    })
+            };
+            let sparse = matches!(target, Target::Workspace { .. } | Target::Emit);
+            // Atomics and per-thread copies are generated for sums; over another semiring
+            // only a loop whose iterations cannot race, or that ignores its races, runs.
+            if self.over_semiring() && (p.races != RaceStrategy::IgnoreRaces || atomics_asked()) {
+                return Err(LowerError(format!(
+                    "{text}: precondition failed: the update is race-free: {what}, and sparsec \
+                     protects racing updates of sums only, while this statement reduces over \
+                     the semiring {}; parallelize a loop over the output's variables instead",
+                    self.stmt.semiring
+                )));
+            }
             match p.races {
-                RaceStrategy::IgnoreRaces if atomics_asked => atomic = true,
+                RaceStrategy::IgnoreRaces if atomics_asked() => atomic = true,
                 RaceStrategy::IgnoreRaces => {}
                 RaceStrategy::NoRaces => {
                     return Err(LowerError(format!(

@@ -54,7 +54,7 @@ impl Lowerer<'_> {
             let temp = self.temp();
             let mut stmts = vec![Stmt::Decl(
                 self.named(temp.clone(), Type::Value(ValueType::F64)),
-                Expr::Float(0.0),
+                self.reduction_identity(),
             )];
             // A reduction that annihilates where it summed nothing counts what it summed.
             let counted = expr.sum_annihilates(root).then(|| self.temp());
@@ -85,7 +85,7 @@ impl Lowerer<'_> {
             let touched = (!self.dense_output).then(|| format!("{temp}\u{1}_touched"));
             let mut stmts = vec![Stmt::Decl(
                 self.named(temp.clone(), Type::Value(ValueType::F64)),
-                Expr::Float(0.0),
+                self.reduction_identity(),
             )];
             if let Some(flag) = &touched {
                 stmts.push(Stmt::Decl(

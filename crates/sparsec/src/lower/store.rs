@@ -41,7 +41,7 @@ impl Lowerer<'_> {
             } => {
                 let mut s = vec![update(Stmt::Assign(
                     self.named_any(name.clone()),
-                    Add::add(self.iv(name.clone()), value),
+                    self.reduce(self.iv(name.clone()), value),
                 ))];
                 if let Some(flag) = touched {
                     s.push(Stmt::Assign(self.named_any(flag.clone()), Expr::Bool(true)));
@@ -60,6 +60,9 @@ impl Lowerer<'_> {
                 }
                 s
             }
+            Dest::Local { .. } if self.over_semiring() => {
+                unreachable!("precompute is refused over a semiring")
+            }
             Dest::Local { name, vars, .. } => vec![update(Stmt::Store(Store {
                 array: ArrayRef::Scratch(self.scratch(name, LocalType::Value)),
                 index: self.linear_index(vars),
@@ -71,10 +74,28 @@ impl Lowerer<'_> {
                 let count = format!("{name}\u{1}_count");
                 let seen =
                     ArrayRef::Scratch(self.scratch(&format!("{name}\u{1}_seen"), LocalType::Flag));
+                let vals =
+                    ArrayRef::Scratch(self.scratch(&format!("{name}\u{1}_vals"), LocalType::Value));
+                // Over a semiring the first value of a coordinate is stored as it is (the
+                // workspace's zeros are no identity of ⊕), later ones combined with it:
+                // stored before `seen` is set.
+                let semiring_update = self.over_semiring().then(|| {
+                    let combined = self.reduce(Expr::load(vals, at.clone()), value.clone());
+                    Stmt::Store(Store {
+                        array: vals,
+                        index: at.clone(),
+                        value: Expr::Select(
+                            Box::new(Expr::load(seen, at.clone())),
+                            Box::new(combined),
+                            Box::new(value.clone()),
+                        ),
+                        accumulate: false,
+                    })
+                });
                 // Without a branch: whether a coordinate is new is as good as random in
                 // SpGEMM, so write it into the list's next slot always and count it only
                 // when it was not seen (the list has a spare slot for the last write).
-                vec![
+                let mut stmts = vec![
                     Stmt::Store(Store {
                         array: ArrayRef::Scratch(
                             self.scratch(&format!("{name}\u{1}_list"), LocalType::Index),
@@ -92,23 +113,33 @@ impl Lowerer<'_> {
                                 Box::new(Expr::Int(1)),
                             ),
                     ),
-                    Stmt::Store(Store {
-                        array: seen,
-                        index: at.clone(),
-                        value: Expr::Int(1),
-                        accumulate: false,
-                    }),
-                    Stmt::Store(Store {
-                        array: ArrayRef::Scratch(
-                            self.scratch(&format!("{name}\u{1}_vals"), LocalType::Value),
-                        ),
-                        index: at,
-                        value,
-                        accumulate: true,
-                    }),
-                ]
+                ];
+                let set_seen = Stmt::Store(Store {
+                    array: seen,
+                    index: at.clone(),
+                    value: Expr::Int(1),
+                    accumulate: false,
+                });
+                match semiring_update {
+                    Some(update) => stmts.extend([update, set_seen]),
+                    None => stmts.extend([
+                        set_seen,
+                        Stmt::Store(Store {
+                            array: vals,
+                            index: at,
+                            value,
+                            accumulate: true,
+                        }),
+                    ]),
+                }
+                stmts
             }
             Dest::Output if self.dense_output && scope.coalesce.is_some() => {
+                if self.over_semiring() {
+                    return Err(self.not_over_semiring(
+                        "an accumulator over a fused position space (`fuse` then `pos`)",
+                    ));
+                }
                 let coalesce = scope.coalesce.clone().expect("checked");
                 if coalesce.depth != self.parallel.len() {
                     return Err(LowerError(
@@ -132,6 +163,16 @@ impl Lowerer<'_> {
                     ),
                     Stmt::Assign(self.named_any(acc.clone()), self.iv(acc) + value),
                 ]
+            }
+            Dest::Output if self.dense_output && self.store_accumulates && self.over_semiring() => {
+                let pos = self.output_position();
+                let array = ArrayRef::Values(OperandId(0));
+                vec![update(Stmt::Store(Store {
+                    value: self.reduce(Expr::load(array, pos.clone()), value),
+                    array,
+                    index: pos,
+                    accumulate: false,
+                }))]
             }
             Dest::Output if self.dense_output => {
                 let pos = self.output_position();
@@ -345,12 +386,18 @@ impl Lowerer<'_> {
         scope: &Scope,
         prelude: &mut Vec<Stmt>,
     ) -> Result<Expr, LowerError> {
-        let (value, holds) = self.guarded_value(expr, scope, prelude)?;
+        let (value, holds) = if self.over_semiring() {
+            self.semiring_value(expr, scope, prelude)?
+        } else {
+            self.guarded_value(expr, scope, prelude)?
+        };
         Ok(match holds {
             None => value,
-            Some(holds) => {
-                Expr::Select(Box::new(holds), Box::new(value), Box::new(Expr::Float(0.0)))
-            }
+            Some(holds) => Expr::Select(
+                Box::new(holds),
+                Box::new(value),
+                Box::new(self.reduction_identity()),
+            ),
         })
     }
 
@@ -358,7 +405,7 @@ impl Lowerer<'_> {
     /// they were found: elsewhere the value is an unstored entry's structural zero, which
     /// annihilates the products and numerators around it (an unsigned `+0`, whatever
     /// the other factors hold, as where lowering drops an absent operand from a case).
-    fn guarded_value(
+    pub(super) fn guarded_value(
         &self,
         expr: &LExpr,
         scope: &Scope,
@@ -377,6 +424,9 @@ impl Lowerer<'_> {
             LExpr::Neg(a) => {
                 let (a, holds) = self.guarded_value(a, scope, prelude)?;
                 (Expr::Neg(Box::new(a)), holds)
+            }
+            LExpr::Binary(Op::Mul | Op::Add, ..) if self.over_semiring() => {
+                self.semiring_value(expr, scope, prelude)?
             }
             LExpr::Binary(Op::Mul, a, b) => {
                 let (a, a_holds) = self.guarded_value(a, scope, prelude)?;

@@ -39,6 +39,9 @@ impl Lowerer<'_> {
         dest: &Dest,
         scope: &Scope,
     ) -> Result<Vec<Stmt>, LowerError> {
+        if self.over_semiring() {
+            return Err(self.not_over_semiring(&format!("`precompute` (of `{}`)", p.workspace)));
+        }
         let producer: Vec<VarId> = remaining
             .iter()
             .copied()

@@ -1,6 +1,7 @@
 //! Syntax tree of index notation, with byte spans into the source text.
 
 pub use crate::ir::MathFn;
+pub use crate::notation::semiring::Semiring;
 
 /// The function index notation calls `name` (`abs`, `max` and `min` beside C's `fabs`,
 /// `fmax` and `fmin`, `where(c, x, y)`, the C names otherwise), if any: such a name
@@ -112,7 +113,15 @@ pub struct Mask {
     pub span: Span,
 }
 
-/// `lhs = rhs` or `lhs += rhs`, optionally masked (`C<M>(i,j) = rhs`).
+/// The `over (⊕, ⊗)` clause of a statement.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Over {
+    pub semiring: Semiring,
+    pub span: Span,
+}
+
+/// `lhs = rhs` or `lhs += rhs`, optionally masked (`C<M>(i,j) = rhs`) and over a semiring
+/// (`... over (min, +)`).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Assignment {
     pub lhs: Access,
@@ -123,6 +132,8 @@ pub struct Assignment {
     /// True for `+=` (add into the existing output).
     pub accumulate: bool,
     pub rhs: Expr,
+    /// The semiring the right-hand side is computed in, when not `(+, *)`.
+    pub over: Option<Over>,
     /// The source text the spans point into.
     pub source: String,
 }

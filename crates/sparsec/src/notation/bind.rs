@@ -1,9 +1,10 @@
 //! Binding: check a parsed assignment against tensor declarations and produce concrete
 //! index notation with explicit, placed reductions.
 
-use super::ast::{self, Assignment, ExprKind, Span};
+use super::ast::{self, Assignment, Expr, ExprKind, MathFn, Op, Span};
 use super::cin::{self, CExpr, IndexVar, Statement, TensorId, TensorVar, VarId};
 use super::error::{NotationError, NotationErrorKind};
+use super::semiring::Semiring;
 use crate::format::Format;
 
 /// What the caller knows about a tensor named in the expression.
@@ -345,6 +346,11 @@ pub fn bind(
     }
     b.sizes_from(lhs, &lhs_vars)?;
     b.accesses.push((lhs, lhs_id, lhs_vars.clone()));
+    if let Some(over) = &assignment.over {
+        if !over.semiring.is_arithmetic() {
+            check_semiring_operations(&assignment.rhs, &over.semiring, &assignment.source)?;
+        }
+    }
     let rhs = b.resolve(&assignment.rhs)?;
 
     for (name, size) in var_sizes {
@@ -416,7 +422,72 @@ pub fn bind(
         lhs: lhs_vars,
         accumulate: assignment.accumulate,
         rhs,
+        semiring: assignment
+            .over
+            .as_ref()
+            .map(|o| o.semiring)
+            .unwrap_or_default(),
     })
+}
+
+/// Over a semiring other than `(+, *)`, the right-hand side may use its `+` and `*`,
+/// accesses, and conditions (comparisons, `pattern`, `1 - condition`) as
+/// factors, which mask the other factor (how masks `C<M>` are written): no `-`, `/` or
+/// other function, whose value where an operand is absent the semiring does not define.
+fn check_semiring_operations(
+    e: &Expr,
+    semiring: &Semiring,
+    source: &str,
+) -> Result<(), NotationError> {
+    let refuse = |what: String, span| {
+        Err(NotationError::new(
+            NotationErrorKind::NotInSemiring {
+                what,
+                semiring: semiring.to_string(),
+            },
+            source,
+            span,
+        ))
+    };
+    match &e.kind {
+        ExprKind::Access(_) => Ok(()),
+        // A literal factor would be indistinguishable from what lowering leaves of a
+        // mask's condition where its operand is absent (`1 - pattern(M)` is 1 there).
+        ExprKind::Literal(_) => refuse("a constant".into(), e.span),
+        ExprKind::Binary(Op::Mul, a, b) if is_condition(a) => {
+            check_semiring_operations(b, semiring, source)
+        }
+        ExprKind::Binary(Op::Mul, a, b) if is_condition(b) => {
+            check_semiring_operations(a, semiring, source)
+        }
+        ExprKind::Binary(Op::Add | Op::Mul, a, b) => {
+            check_semiring_operations(a, semiring, source)?;
+            check_semiring_operations(b, semiring, source)
+        }
+        ExprKind::Binary(op, ..) => refuse(format!("`{}`", op.symbol()), e.span),
+        ExprKind::Neg(_) => refuse("negation".into(), e.span),
+        ExprKind::Math(f, _) => {
+            let name = match f {
+                MathFn::Abs => "abs",
+                MathFn::Max => "max",
+                MathFn::Min => "min",
+                f => f.c_name(),
+            };
+            refuse(format!("`{name}`"), e.span)
+        }
+    }
+}
+
+/// True for an expression whose value is 1 or 0 by construction: a comparison, a
+/// `pattern(..)`, or one minus either (a mask's complement).
+pub fn is_condition(e: &Expr) -> bool {
+    match &e.kind {
+        ExprKind::Math(f, _) => f.is_condition(),
+        ExprKind::Binary(Op::Sub, one, c) => {
+            matches!(one.kind, ExprKind::Literal(x) if x == 1.0) && is_condition(c)
+        }
+        _ => false,
+    }
 }
 
 /// Every access indexes each mode of its tensor with a variable of the mode's size: the

@@ -10,6 +10,7 @@
 
 use crate::format::Format;
 use crate::notation::ast::{MathFn, Op};
+use crate::notation::semiring::Semiring;
 
 /// Id of a tensor: index into [`Statement::tensors`].
 pub type TensorId = usize;
@@ -59,4 +60,7 @@ pub struct Statement {
     pub lhs: Vec<VarId>,
     pub accumulate: bool,
     pub rhs: CExpr,
+    /// What `+`, `*` and the reductions of `rhs` mean (`(+, *)` unless an `over` clause
+    /// says otherwise): see [`crate::notation::semiring`].
+    pub semiring: Semiring,
 }

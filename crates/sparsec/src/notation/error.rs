@@ -70,6 +70,8 @@ pub enum NotationErrorKind {
         format_order: usize,
         arity: usize,
     },
+    /// An operation that a statement's semiring gives no meaning to (`-` over `(min, +)`).
+    NotInSemiring { what: String, semiring: String },
 }
 
 /// An error in an index-notation expression, with the span it points at.
@@ -262,6 +264,15 @@ impl NotationError {
                     "give `{tensor}` a format of order {arity}, or access it with {}",
                     plural(*format_order, "index", "indices")
                 )),
+            ),
+            K::NotInSemiring { what, semiring } => (
+                format!("{what} has no meaning over the semiring {semiring}"),
+                "not an operation of the semiring".into(),
+                Some(
+                    "over a semiring, write its `+` and `*` (and a comparison or `pattern(..)` \
+                     as a factor, which masks); compute anything else in a statement of its own"
+                        .into(),
+                ),
             ),
         };
         NotationError {

@@ -5,6 +5,7 @@
 //! *concrete index notation* ([`cin`]): tensors and index variables resolved to ids, sizes
 //! known, and every reduction made explicit as a `Sum` placed around the smallest
 //! subexpression that holds all uses of its variable (TACO's reduction placement).
+//! An `over (⊕, ⊗)` clause ([`semiring`]) changes what `+`, `*` and reductions mean.
 //! Errors carry the offending span for `miette` diagnostics.
 
 pub mod ast;
@@ -12,6 +13,7 @@ pub mod bind;
 pub mod cin;
 pub mod error;
 pub mod parse;
+pub mod semiring;
 
 pub use bind::{bind, TensorDecl};
 pub use error::{NotationError, NotationErrorKind};

@@ -1,7 +1,7 @@
 //! Lexer and recursive-descent parser for index notation.
 //!
 //! ```text
-//! assignment := access ('=' | '+=') expr
+//! assignment := output ('=' | '+=') comparison ['over' '(' OP ',' OP ')']
 //! expr       := term   (('+' | '-') term)*
 //! term       := unary  (('*' | '/') unary)*
 //! unary      := '-' unary | primary
@@ -9,8 +9,9 @@
 //! access     := IDENT '(' [IDENT (',' IDENT)*] ')' | IDENT
 //! ```
 
-use super::ast::{math_function, Access, Assignment, Expr, ExprKind, Mask, MathFn, Op, Span};
+use super::ast::{math_function, Access, Assignment, Expr, ExprKind, Mask, MathFn, Op, Over, Span};
 use super::error::{NotationError, NotationErrorKind, END};
+use super::semiring::{Combine, Monoid, Semiring};
 
 #[derive(Clone, Debug, PartialEq)]
 enum Tok {
@@ -294,6 +295,10 @@ impl<'a> Parser<'a> {
         if let Some(mask) = &mask {
             rhs = masked(mask, &lhs, rhs);
         }
+        let over = match &self.peek().tok {
+            Tok::Ident(word) if word == "over" => Some(self.over()?),
+            _ => None,
+        };
         if self.peek().tok != Tok::Eof {
             let expected = if self.peek().tok == Tok::RParen {
                 "an operator or the end of the expression (this `)` has no matching `(`)"
@@ -307,8 +312,62 @@ impl<'a> Parser<'a> {
             mask,
             accumulate,
             rhs,
+            over,
             source: self.text.to_string(),
         })
+    }
+
+    /// `over (⊕, ⊗)`, after the right-hand side.
+    fn over(&mut self) -> Result<Over, NotationError> {
+        let start = self.bump().span.start;
+        if self.peek().tok != Tok::LParen {
+            return Err(self.unexpected("`(` opening the semiring, as in `over (min, +)`"));
+        }
+        self.bump();
+        let add = self.operator("a reduction operator (+, *, min, max, or, and, any)")?;
+        let add = Monoid::from_name(&add.0).ok_or_else(|| {
+            self.error(
+                NotationErrorKind::UnexpectedToken {
+                    found: format!("`{}`", add.0),
+                    expected: "a reduction operator (+, *, min, max, or, and, any)".into(),
+                },
+                add.1,
+            )
+        })?;
+        if self.peek().tok != Tok::Comma {
+            return Err(self.unexpected("`,` between the semiring's two operators"));
+        }
+        self.bump();
+        let expected = "a combining operator (*, +, min, max, and, or, first, second, pair)";
+        let mul = self.operator(expected)?;
+        let mul = Combine::from_name(&mul.0).ok_or_else(|| {
+            self.error(
+                NotationErrorKind::UnexpectedToken {
+                    found: format!("`{}`", mul.0),
+                    expected: expected.into(),
+                },
+                mul.1,
+            )
+        })?;
+        if self.peek().tok != Tok::RParen {
+            return Err(self.unexpected("`)` closing the semiring"));
+        }
+        let end = self.bump().span.end;
+        Ok(Over {
+            semiring: Semiring { add, mul },
+            span: span(start, end),
+        })
+    }
+
+    /// An operator of an `over` clause: `+`, `*` or a name, with its span.
+    fn operator(&mut self, expected: &str) -> Result<(String, Span), NotationError> {
+        let name = match &self.peek().tok {
+            Tok::Plus => "+".to_string(),
+            Tok::Star => "*".to_string(),
+            Tok::Ident(name) => name.clone(),
+            _ => return Err(self.unexpected(expected)),
+        };
+        Ok((name, self.bump().span))
     }
 
     /// `a < b` and the other comparisons, below `+` and `-` and not chained: 1 where it

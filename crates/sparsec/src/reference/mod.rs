@@ -14,6 +14,7 @@
 
 mod join;
 mod pointwise;
+mod semiring;
 
 use indexmap::IndexMap;
 use smallvec::SmallVec;
@@ -448,6 +449,9 @@ pub fn distribute_reductions(rhs: &CExpr) -> CExpr {
 /// # Panics
 /// If the number of inputs or any tensor's dimensions disagree with the statement.
 pub fn evaluate(stmt: &Statement, inputs: &[&Tensor], output_init: Option<&Tensor>) -> Tensor {
+    if !stmt.semiring.is_arithmetic() {
+        return semiring::evaluate(stmt, inputs, output_init);
+    }
     let f = evaluate_pairs(stmt, inputs, output_init);
     output(stmt, &f, output_init, Lane::Value)
 }
@@ -455,6 +459,9 @@ pub fn evaluate(stmt: &Statement, inputs: &[&Tensor], output_init: Option<&Tenso
 /// Per output component, the sum of the absolute values of the terms that
 /// [`evaluate`] adds up: the scale of the rounding error of any evaluation order.
 pub fn magnitude(stmt: &Statement, inputs: &[&Tensor], output_init: Option<&Tensor>) -> Tensor {
+    if !stmt.semiring.is_arithmetic() {
+        return evaluate_with_magnitude(stmt, inputs, output_init).1;
+    }
     let f = evaluate_pairs(stmt, inputs, output_init);
     output(stmt, &f, output_init, Lane::Magnitude)
 }
@@ -469,6 +476,17 @@ pub fn evaluate_with_magnitude(
     inputs: &[&Tensor],
     output_init: Option<&Tensor>,
 ) -> (Tensor, Tensor) {
+    if !stmt.semiring.is_arithmetic() {
+        // Over a semiring the result's own size is the scale of its rounding error
+        // (only `+` and `*` round, and a `min` or `max` picks one of its terms).
+        let value = semiring::evaluate(stmt, inputs, output_init);
+        let mut magnitude = value.clone();
+        let abs: Vec<f64> = (0..value.values().len())
+            .map(|p| value.values().get(p).abs())
+            .collect();
+        *magnitude.values_mut() = Values::F64(abs);
+        return (value, magnitude);
+    }
     let f = evaluate_pairs(stmt, inputs, output_init);
     (
         output(stmt, &f, output_init, Lane::Value),

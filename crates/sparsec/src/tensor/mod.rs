@@ -52,6 +52,13 @@ impl Values {
             ValueType::F32 => Values::F32(crate::memory::filled(len, 0.0, &what)?),
         })
     }
+    /// Set every value to `x` (narrowed to the value type).
+    pub fn fill(&mut self, x: f64) {
+        match self {
+            Values::F64(v) => v.fill(x),
+            Values::F32(v) => v.fill(x as f32),
+        }
+    }
     /// Number of stored values.
     pub fn len(&self) -> usize {
         match self {

@@ -1,0 +1,151 @@
+//! Lowering over a semiring other than `(+, *)` ([`crate::notation::semiring`]): the
+//! lattices are the same (`*` intersects, `+` unions, as the semiring's absent entries
+//! require), only the values differ. Reductions start from ⊕'s identity and combine with
+//! ⊕, products combine with ⊗, a present term of a sum whose other term is absent is
+//! taken alone, and a mask's condition selects rather than multiplies.
+
+use super::{LExpr, LowerError, Lowerer, Scope};
+use crate::ir::{BinOp, Expr, MathFn, Stmt};
+use crate::notation::ast::Op;
+use crate::notation::semiring::{Combine, Monoid};
+
+impl Lowerer<'_> {
+    /// True when the statement computes over a semiring other than `(+, *)`.
+    pub(super) fn over_semiring(&self) -> bool {
+        !self.stmt.semiring.is_arithmetic()
+    }
+
+    /// The value a reduction starts from: ⊕'s identity (0 for sums).
+    pub(super) fn reduction_identity(&self) -> Expr {
+        Expr::Float(self.stmt.semiring.add.identity())
+    }
+
+    /// `acc ⊕ x`.
+    pub(super) fn reduce(&self, acc: Expr, x: Expr) -> Expr {
+        monoid(self.stmt.semiring.add, acc, x)
+    }
+
+    /// An error naming what a construct would need under the statement's semiring.
+    pub(super) fn not_over_semiring(&self, what: &str) -> LowerError {
+        LowerError(format!(
+            "{what} is generated for sums only, and this statement reduces over the \
+             semiring {}; choose another schedule",
+            self.stmt.semiring
+        ))
+    }
+
+    /// [`Self::guarded_value`] over the statement's semiring: the value and where it is
+    /// present.
+    pub(super) fn semiring_value(
+        &self,
+        expr: &LExpr,
+        scope: &Scope,
+        prelude: &mut Vec<Stmt>,
+    ) -> Result<(Expr, Option<Expr>), LowerError> {
+        let semiring = self.stmt.semiring;
+        Ok(match expr {
+            LExpr::Binary(Op::Mul, a, b) => {
+                if let Some((condition, x)) = gate(a, b) {
+                    let (holds_value, condition_holds) =
+                        self.guarded_value(condition, scope, prelude)?;
+                    let (x, x_holds) = self.semiring_value(x, scope, prelude)?;
+                    let value = Expr::Select(
+                        Box::new(Expr::bin(BinOp::Ne, holds_value, Expr::Float(0.0))),
+                        Box::new(x),
+                        Box::new(self.reduction_identity()),
+                    );
+                    (value, both(condition_holds, x_holds))
+                } else {
+                    let (a, a_holds) = self.semiring_value(a, scope, prelude)?;
+                    let (b, b_holds) = self.semiring_value(b, scope, prelude)?;
+                    (combine(semiring.mul, a, b), both(a_holds, b_holds))
+                }
+            }
+            LExpr::Binary(Op::Add, a, b) => {
+                let (a, a_holds) = self.semiring_value(a, scope, prelude)?;
+                let (b, b_holds) = self.semiring_value(b, scope, prelude)?;
+                let sum = monoid(semiring.add, a.clone(), b.clone());
+                let select = |holds: Expr, then: Expr, otherwise: Expr| {
+                    Expr::Select(Box::new(holds), Box::new(then), Box::new(otherwise))
+                };
+                match (a_holds, b_holds) {
+                    (None, None) => (sum, None),
+                    (Some(x), None) => (select(x, sum, b), None),
+                    (None, Some(y)) => (select(y, sum, a), None),
+                    (Some(x), Some(y)) => (
+                        select(x.clone(), select(y.clone(), sum, a), b),
+                        Some(Expr::bin(BinOp::Or, x, y)),
+                    ),
+                }
+            }
+            LExpr::Zero => (self.reduction_identity(), None),
+            // Binding refuses the rest (`-`, `/`, functions) over a semiring, except inside
+            // a mask's condition, which `gate` evaluates arithmetically.
+            other => self.guarded_value(other, scope, prelude)?,
+        })
+    }
+}
+
+fn both(x: Option<Expr>, y: Option<Expr>) -> Option<Expr> {
+    match (x, y) {
+        (Some(x), Some(y)) => Some(Expr::and(x, y)),
+        (x, y) => x.or(y),
+    }
+}
+
+/// A product one of whose factors is a mask's condition: the condition and the other
+/// factor. Binding admits no literal over a semiring but inside a condition, so a literal
+/// factor is what is left of one where its operand is absent (`1 - pattern(M)`).
+fn gate<'e>(a: &'e LExpr, b: &'e LExpr) -> Option<(&'e LExpr, &'e LExpr)> {
+    if is_condition(a) {
+        Some((a, b))
+    } else if is_condition(b) {
+        Some((b, a))
+    } else {
+        None
+    }
+}
+
+fn is_condition(e: &LExpr) -> bool {
+    match e {
+        LExpr::Literal(_) => true,
+        LExpr::Math(f, _) => f.is_condition(),
+        LExpr::Binary(Op::Sub, one, c) => {
+            matches!(**one, LExpr::Literal(x) if x == 1.0) && is_condition(c)
+        }
+        _ => false,
+    }
+}
+
+/// 1 or 0 for a truth value `x`: 1 where it is not zero.
+fn truth(x: Expr) -> Expr {
+    Expr::Math(MathFn::Ne, vec![x, Expr::Float(0.0)])
+}
+
+/// `a ⊕ b` in the IR.
+pub(super) fn monoid(m: Monoid, a: Expr, b: Expr) -> Expr {
+    match m {
+        Monoid::Plus => Expr::bin(BinOp::Add, a, b),
+        Monoid::Times => Expr::bin(BinOp::Mul, a, b),
+        Monoid::Min => Expr::Math(MathFn::Min, vec![a, b]),
+        Monoid::Max => Expr::Math(MathFn::Max, vec![a, b]),
+        Monoid::Or => Expr::Math(MathFn::Where, vec![a, Expr::Float(1.0), truth(b)]),
+        Monoid::And => Expr::Math(MathFn::Where, vec![a, truth(b), Expr::Float(0.0)]),
+        Monoid::Any => b,
+    }
+}
+
+/// `a ⊗ b` in the IR.
+fn combine(c: Combine, a: Expr, b: Expr) -> Expr {
+    match c {
+        Combine::Times => Expr::bin(BinOp::Mul, a, b),
+        Combine::Plus => Expr::bin(BinOp::Add, a, b),
+        Combine::Min => Expr::Math(MathFn::Min, vec![a, b]),
+        Combine::Max => Expr::Math(MathFn::Max, vec![a, b]),
+        Combine::And => Expr::Math(MathFn::Where, vec![a, truth(b), Expr::Float(0.0)]),
+        Combine::Or => Expr::Math(MathFn::Where, vec![a, Expr::Float(1.0), truth(b)]),
+        Combine::First => a,
+        Combine::Second => b,
+        Combine::Pair => Expr::Float(1.0),
+    }
+}

@@ -1,0 +1,319 @@
+//! Statements over semirings other than `(+, *)` (`... over (min, +)`): every kernel
+//! against the semiring reference on random inputs (empty, 1x1, explicit zeros,
+//! duplicates, unsorted, a dense row among sparse ones), the reference itself against
+//! loops written here, and the refusals.
+
+mod common;
+
+use common::{compare_with_reference, random_coo, rng, statement};
+use sparsec::jit::Toolchain;
+use sparsec::kernel::Kernel;
+use sparsec::notation;
+use sparsec::reference;
+use sparsec::schedule::Schedule;
+use sparsec::tensor::{Coo, Tensor, ValueType};
+
+/// Inputs of each shape worth trying: empty, 1x1, small random, and one with a dense row.
+fn matrices(seed: u64, rows: usize, cols: usize) -> Vec<Coo> {
+    let mut r = rng(seed);
+    let mut skewed = random_coo(&mut r, &[rows, cols], 0.05);
+    let (mut coords, mut values) = (skewed.coords.clone(), skewed.values.clone());
+    for j in 0..cols {
+        coords.extend([1, j as i64]);
+        values.push(j as f64 - 3.5);
+    }
+    skewed = Coo::new(vec![rows, cols], coords, values).unwrap();
+    vec![
+        Coo::new(vec![rows, cols], vec![], vec![]).unwrap(),
+        random_coo(&mut r, &[1, 1], 1.0),
+        random_coo(&mut r, &[rows, cols], 0.3),
+        skewed,
+    ]
+}
+
+fn vector(seed: u64, n: usize, density: f64) -> Coo {
+    random_coo(&mut rng(seed), &[n], density)
+}
+
+/// Compile and compare with the reference for each set of inputs; the matrices' shapes
+/// follow the first (an empty, a 1x1 and random ones).
+fn check_all(expr: &str, formats: &[(&str, &str)], sets: &[Vec<(&str, Coo)>]) -> Vec<Tensor> {
+    sets.iter()
+        .map(|inputs| {
+            let (stmt, tensors) = statement(expr, formats, inputs, &[]);
+            let kernel =
+                Kernel::from_statement(stmt.clone(), ValueType::F64, &Toolchain::default())
+                    .unwrap_or_else(|e| panic!("{expr} with {formats:?}: {e}"));
+            compare_with_reference(&kernel, &stmt, &tensors, &format!("{expr} {formats:?}"))
+        })
+        .collect()
+}
+
+/// Matrix-vector input sets: `A` of each kind in `matrices`, `x` of matching length.
+fn spmv_sets(seed: u64, x_density: f64) -> Vec<Vec<(&'static str, Coo)>> {
+    matrices(seed, 9, 7)
+        .into_iter()
+        .enumerate()
+        .map(|(k, a)| {
+            let x = vector(seed + k as u64, a.dims[1], x_density);
+            vec![("A", a), ("x", x)]
+        })
+        .collect()
+}
+
+#[test]
+fn min_plus_matrix_vector_products_in_every_layout() {
+    let expr = "y(i) = A(i,j) * x(j) over (min, +)";
+    for a in ["csr", "dcsr", "csc", "coo", "dense"] {
+        for y in ["dense", "s"] {
+            check_all(expr, &[("A", a), ("y", y)], &spmv_sets(1, 1.0));
+            // A sparse `x`: where it has no entry, no path goes through it.
+            check_all(expr, &[("A", a), ("x", "s"), ("y", y)], &spmv_sets(2, 0.4));
+        }
+    }
+}
+
+/// The reference against Bellman-Ford's step written out: the tensor's stored entries
+/// (duplicates combined as packing combines them), `+inf` where a row has none.
+#[test]
+fn the_reference_is_the_relaxation_step() {
+    for inputs in spmv_sets(3, 1.0) {
+        let (stmt, tensors) = statement(
+            "y(i) = A(i,j) * x(j) over (min, +)",
+            &[("A", "csr")],
+            &inputs,
+            &[],
+        );
+        let x: Vec<f64> = (0..tensors[1].dims()[0])
+            .map(|j| tensors[1].values().get(j))
+            .collect();
+        let mut want = vec![f64::INFINITY; tensors[0].dims()[0]];
+        tensors[0].for_each_stored(|c, a| {
+            let (i, j) = (c[0] as usize, c[1] as usize);
+            want[i] = want[i].min(a + x[j]);
+        });
+        let refs: Vec<&Tensor> = tensors.iter().collect();
+        let got = reference::evaluate(&stmt, &refs, None);
+        let got: Vec<f64> = (0..want.len()).map(|i| got.values().get(i)).collect();
+        assert_eq!(got, want);
+    }
+}
+
+#[test]
+fn every_reduction_and_combination() {
+    for over in [
+        "(max, *)",
+        "(min, max)",
+        "(max, min)",
+        "(+, min)",
+        "(*, +)",
+        "(or, and)",
+        "(and, or)",
+        "(any, pair)",
+        "(min, first)",
+        "(max, second)",
+        "(+, *)",
+    ] {
+        let expr = format!("y(i) = A(i,j) * x(j) over {over}");
+        for a in ["csr", "csc"] {
+            check_all(&expr, &[("A", a)], &spmv_sets(4, 0.6));
+        }
+    }
+}
+
+#[test]
+fn matrix_products_and_element_wise_unions() {
+    let sets = |seed: u64| -> Vec<Vec<(&'static str, Coo)>> {
+        let mut r = rng(seed);
+        vec![
+            vec![
+                ("A", random_coo(&mut r, &[0, 3], 0.5)),
+                ("B", random_coo(&mut r, &[3, 4], 0.5)),
+            ],
+            vec![
+                ("A", random_coo(&mut r, &[6, 5], 0.3)),
+                ("B", random_coo(&mut r, &[5, 8], 0.3)),
+            ],
+            vec![
+                ("A", random_coo(&mut r, &[7, 7], 0.5)),
+                ("B", random_coo(&mut r, &[7, 7], 1.0)),
+            ],
+        ]
+    };
+    let product = "C(i,j) = A(i,k) * B(k,j) over (min, +)";
+    for (a, b, c) in [
+        ("csr", "csr", "csr"),
+        ("csr", "csr", "dense"),
+        ("dense", "dense", "dense"),
+        ("csr", "csc", "csr"),
+        ("dcsr", "dcsr", "dcsr"),
+    ] {
+        check_all(product, &[("A", a), ("B", b), ("C", c)], &sets(5));
+    }
+    let square = |seed: u64| -> Vec<Vec<(&'static str, Coo)>> {
+        let mut r = rng(seed);
+        vec![
+            vec![
+                ("A", random_coo(&mut r, &[6, 6], 0.3)),
+                ("B", random_coo(&mut r, &[6, 6], 0.3)),
+            ],
+            vec![
+                ("A", random_coo(&mut r, &[1, 1], 1.0)),
+                ("B", random_coo(&mut r, &[1, 1], 0.0)),
+            ],
+        ]
+    };
+    for over in ["(min, +)", "(max, *)", "(or, and)"] {
+        let union = format!("C(i,j) = A(i,j) + B(i,j) over {over}");
+        for c in ["csr", "dense"] {
+            check_all(&union, &[("A", "csr"), ("B", "csr"), ("C", c)], &square(6));
+        }
+    }
+}
+
+/// Breadth-first search's push step, `frontier' = frontier * A` masked by the unvisited
+/// vertices, and the masked product of triangle counting over `(+, pair)`.
+#[test]
+fn masked_steps_of_graph_algorithms() {
+    let push = "y<!pattern(v)>(j) = x(i) * A(i,j) over (any, pair)";
+    let sets: Vec<Vec<(&str, Coo)>> = matrices(7, 8, 8)
+        .into_iter()
+        .map(|a| {
+            let n = a.dims[0];
+            let mut x = vector(8, n, 0.3);
+            x.values.iter_mut().for_each(|x| *x = 1.0);
+            vec![("x", x), ("A", a), ("v", vector(9, n, 0.4))]
+        })
+        .collect();
+    for (y, v) in [("dense", "s"), ("s", "s"), ("dense", "dense")] {
+        check_all(push, &[("x", "s"), ("A", "csr"), ("v", v), ("y", y)], &sets);
+    }
+    let valued = "y<v>(j) = x(i) * A(i,j) over (min, +)";
+    check_all(valued, &[("x", "s"), ("A", "csr"), ("v", "s")], &sets);
+    let triangles = "C<L>(i,j) = L(i,k) * L(j,k) over (+, pair)";
+    let graphs: Vec<Vec<(&str, Coo)>> = matrices(10, 9, 9)
+        .into_iter()
+        .map(|l| vec![("L", l)])
+        .collect();
+    check_all(triangles, &[("L", "csr"), ("C", "csr")], &graphs);
+}
+
+#[test]
+fn accumulating_combines_with_the_previous_output_by_the_reduction() {
+    let expr = "y(i) += A(i,j) * x(j) over (min, +)";
+    for a in ["csr", "csc"] {
+        for inputs in spmv_sets(11, 1.0) {
+            let (stmt, tensors) = statement(expr, &[("A", a)], &inputs, &[]);
+            let kernel =
+                Kernel::from_statement(stmt.clone(), ValueType::F64, &Toolchain::default())
+                    .unwrap();
+            let n = stmt.tensors[0].dims[0];
+            let initial = Tensor::from_coo(
+                &random_coo(&mut rng(12), &[n], 1.0),
+                &stmt.tensors[0].format,
+                ValueType::F64,
+            )
+            .unwrap();
+            let refs: Vec<&Tensor> = tensors.iter().collect();
+            let (got, _) = kernel.run_timed(&refs, Some(&initial)).unwrap();
+            let want = reference::evaluate(&stmt, &refs, Some(&initial));
+            assert_eq!(got.max_difference(&want), Some(0.0), "{a}");
+        }
+    }
+}
+
+#[test]
+fn row_parallel_schedules_run_and_racing_ones_are_refused() {
+    let expr = "y(i) = A(i,j) * x(j) over (min, +)";
+    let inputs = &spmv_sets(13, 1.0)[2];
+    let (stmt, tensors) = statement(expr, &[("A", "csr")], inputs, &[]);
+    let schedule = Schedule::parse("parallelize(i,CPUThread,NoRaces)").unwrap();
+    let kernel = Kernel::scheduled(
+        stmt.clone(),
+        &schedule,
+        ValueType::F64,
+        &common::split_toolchain(),
+    )
+    .unwrap();
+    compare_with_reference(&kernel, &stmt, &tensors, "row-parallel min-plus");
+    let (stmt, _) = statement(expr, &[("A", "csc")], inputs, &[]);
+    for races in ["Atomics", "Temporary", "NoRaces"] {
+        let schedule = Schedule::parse(&format!("parallelize(j,CPUThread,{races})")).unwrap();
+        let err = Kernel::scheduled(
+            stmt.clone(),
+            &schedule,
+            ValueType::F64,
+            &Toolchain::default(),
+        )
+        .err()
+        .unwrap_or_else(|| panic!("{races}: racing min-plus updates compiled"))
+        .to_string();
+        assert!(err.contains("precondition failed"), "{races}: {err}");
+        if races != "NoRaces" {
+            assert!(err.contains("(min, +)"), "{races}: {err}");
+        }
+    }
+}
+
+#[test]
+fn what_a_semiring_does_not_define_is_refused_with_its_place() {
+    for (text, what, at) in [
+        (
+            "y(i) = A(i,j) * x(j) - x(i) over (min, +)",
+            "`-`",
+            "A(i,j) * x(j) - x(i)",
+        ),
+        ("y(i) = 2 * A(i,j) * x(j) over (min, +)", "a constant", "2"),
+        (
+            "y(i) = sqrt(A(i,j)) * x(j) over (max, *)",
+            "`sqrt`",
+            "sqrt(A(i,j))",
+        ),
+        (
+            "y(i) = -A(i,j) * x(j) over (or, and)",
+            "negation",
+            "-A(i,j)",
+        ),
+    ] {
+        let assignment = notation::parse(text).unwrap();
+        let decls = [
+            notation::TensorDecl {
+                name: "y".into(),
+                dims: Some(vec![3]),
+                format: None,
+            },
+            notation::TensorDecl {
+                name: "A".into(),
+                dims: Some(vec![3, 3]),
+                format: None,
+            },
+            notation::TensorDecl {
+                name: "x".into(),
+                dims: Some(vec![3]),
+                format: None,
+            },
+        ];
+        let err = notation::bind(&assignment, &decls, &[]).unwrap_err();
+        let message = err.to_string();
+        assert!(message.contains(what), "{text}: {message}");
+        assert!(
+            message.contains("has no meaning over the semiring"),
+            "{text}: {message}"
+        );
+        let span = err.span();
+        assert_eq!(&text[span.start..span.end], at, "{text}");
+    }
+    for (text, expected) in [
+        (
+            "y(i) = A(i,j) * x(j) over (minus, +)",
+            "a reduction operator",
+        ),
+        ("y(i) = A(i,j) * x(j) over (min, -)", "a combining operator"),
+        ("y(i) = A(i,j) * x(j) over (min +)", "`,`"),
+        ("y(i) = A(i,j) * x(j) over min", "`(`"),
+        ("y(i) = A(i,j) * x(j) over (min, +", "`)`"),
+    ] {
+        let message = notation::parse(text).unwrap_err().to_string();
+        assert!(message.contains(expected), "{text}: {message}");
+    }
+}
