@@ -1093,3 +1093,37 @@ fn run_on_cuda_says_what_is_missing() {
     let err = stderr(&refused);
     assert!(err.contains("no CUDA runtime"), "{err}");
 }
+
+/// A statement over a semiring runs from the command line and checks against the
+/// semiring's reference; what the semiring does not define is underlined.
+#[test]
+fn min_plus_products_run_and_check_from_the_command_line() {
+    let path = shared_matrix("ca-HepTh.mtx");
+    let input = format!("A:{}", path.display());
+    for format in ["csr", "csc"] {
+        let out = ok(&[
+            "run",
+            "y(i) = A(i,j) * x(j) over (min, +)",
+            "-f",
+            &format!("A:{format}"),
+            "-i",
+            &input,
+            "-g",
+            "x:dense",
+            "--check",
+        ]);
+        assert!(out.contains("check: ok"), "{format}: {out}");
+    }
+    let err = fails(
+        &[
+            "run",
+            "y(i) = A(i,j) * x(j) - x(i) over (min, +)",
+            "-i",
+            &input,
+            "-g",
+            "x:dense",
+        ],
+        "has no meaning over the semiring (min, +)",
+    );
+    assert!(err.contains("not an operation of the semiring"), "{err}");
+}

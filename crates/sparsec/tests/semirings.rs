@@ -7,7 +7,7 @@ mod common;
 
 use common::{compare_with_reference, random_coo, rng, statement};
 use sparsec::jit::Toolchain;
-use sparsec::kernel::Kernel;
+use sparsec::kernel::{Backend, Kernel};
 use sparsec::notation;
 use sparsec::reference;
 use sparsec::schedule::Schedule;
@@ -315,5 +315,24 @@ fn what_a_semiring_does_not_define_is_refused_with_its_place() {
     ] {
         let message = notation::parse(text).unwrap_err().to_string();
         assert!(message.contains(expected), "{text}: {message}");
+    }
+}
+
+/// The Cranelift JIT computes the same as the C backend over every semiring.
+#[test]
+fn the_jit_backend_computes_semirings() {
+    for over in ["(min, +)", "(max, *)", "(or, and)", "(any, pair)", "(+, min)"] {
+        let expr = format!("y(i) = A(i,j) * x(j) over {over}");
+        for a in ["csr", "csc"] {
+            for inputs in spmv_sets(14, 0.6) {
+                let (stmt, tensors) = statement(&expr, &[("A", a)], &inputs, &[]);
+                let kernel =
+                    Kernel::from_statement(stmt.clone(), ValueType::F64, &Toolchain::default())
+                        .and_then(|k| k.with_backend(Backend::Jit))
+                        .unwrap_or_else(|e| panic!("{expr} {a}: {e}"));
+                assert_eq!(kernel.targets().main().name(), "JIT");
+                compare_with_reference(&kernel, &stmt, &tensors, &format!("JIT {expr} {a}"));
+            }
+        }
     }
 }

@@ -1,0 +1,123 @@
+"""Graph algorithms written as statements over semirings (``... over (min, +)``), each
+checked against ``scipy.sparse.csgraph`` on shared graphs and generated ones."""
+
+import numpy as np
+import pytest
+import scipy.io
+import scipy.sparse as sp
+from scipy.sparse import csgraph
+
+import sparsec
+from conftest import shared_data
+
+
+def shared_graph(name, rng):
+    """A shared matrix as a directed graph with weights in [1, 10)."""
+    a = sp.csr_array(scipy.io.mmread(shared_data(f"matrices/{name}")))
+    a = sp.csr_array((a != 0).astype(np.float64))
+    a.data = rng.uniform(1.0, 10.0, a.nnz)
+    return a
+
+
+def generated_graph(rng, n, degree):
+    """A directed power-law-ish graph: out-degrees drawn from a Zipf law, capped."""
+    out = np.minimum(rng.zipf(2.0, n) * degree // 2, n - 1)
+    rows = np.repeat(np.arange(n), out)
+    cols = rng.integers(0, n, rows.size)
+    a = sp.csr_array((rng.uniform(1.0, 10.0, rows.size), (rows, cols)), shape=(n, n))
+    a.sum_duplicates()
+    return a
+
+
+def graphs(rng):
+    return [
+        ("karate", shared_graph("karate.mtx", rng)),
+        ("ca-HepTh", shared_graph("ca-HepTh.mtx", rng)),
+        ("generated", generated_graph(rng, 3000, 4)),
+        ("one vertex", sp.csr_array((1, 1))),
+    ]
+
+
+def sssp(a, source):
+    """Bellman-Ford: relax every edge into the distances until none changes."""
+    d = np.full(a.shape[0], np.inf)
+    d[source] = 0.0
+    for _ in range(a.shape[0]):
+        relaxed = sparsec.evaluate("e(j) = d(j) + d(i) * A(i,j) over (min, +)", d=d, A=a,
+                                   formats={"A": "csc"})
+        if np.array_equal(relaxed, d):
+            return d
+        d = relaxed
+    return d
+
+
+def test_shortest_paths_by_min_plus_products(rng):
+    for name, a in graphs(rng):
+        for source in {0, a.shape[0] // 2}:
+            want = csgraph.shortest_path(a, method="BF", directed=True, indices=source)
+            np.testing.assert_allclose(sssp(a, source), want, rtol=1e-12, err_msg=name)
+
+
+def bfs_levels(a, source):
+    """Breadth-first search, a frontier at a time: the next frontier is the vertices the
+    frontier reaches, masked by the complement of the visited ones, over (any, pair)."""
+    n = a.shape[0]
+    levels = np.full(n, -1.0)
+    levels[source] = 0
+    frontier = [source]
+    level = 0
+    while frontier:
+        f = sparsec.Tensor.from_coo((n,), np.array([frontier]), np.ones(len(frontier)),
+                                    format="s")
+        visited = (levels >= 0).astype(np.float64)
+        reached = sparsec.evaluate("g<!v>(j) = f(i) * A(i,j) over (any, pair)", f=f, A=a,
+                                   v=visited, formats={"A": "csr"})
+        level += 1
+        frontier = list(np.flatnonzero(reached))
+        levels[frontier] = level
+    return levels
+
+
+def test_breadth_first_levels_by_masked_any_pair_products(rng):
+    for name, a in graphs(rng):
+        source = int(np.argmax(np.diff(a.indptr))) if a.nnz else 0
+        hops = csgraph.shortest_path(a, unweighted=True, directed=True, indices=source)
+        want = np.where(np.isinf(hops), -1, hops)
+        np.testing.assert_array_equal(bfs_levels(a, source), want, err_msg=name)
+
+
+def test_connected_components_by_min_label_propagation(rng):
+    for name, a in graphs(rng):
+        sym = sp.csr_array(((a + a.T) != 0).astype(np.float64))
+        labels = np.arange(a.shape[0], dtype=np.float64)
+        while True:
+            # Each vertex takes the least label among itself and its neighbours.
+            spread = sparsec.evaluate("m(i) = l(i) + A(i,j) * l(j) over (min, second)",
+                                      l=labels, A=sym, formats={"A": "csr"})
+            if np.array_equal(spread, labels):
+                break
+            labels = spread
+        count, want = csgraph.connected_components(sym, directed=False)
+        assert len(np.unique(labels)) == count, name
+        # The same partition: each component's vertices share one label, distinct ones.
+        pairs = set(zip(want.tolist(), labels.tolist()))
+        assert len(pairs) == count, name
+
+
+def test_the_fill_of_a_min_plus_product_is_infinity_and_a_sparse_output_stores_none(rng):
+    a = sp.csr_array(([2.0, 3.0], ([0, 2], [1, 1])), shape=(4, 3))
+    x = np.array([1.0, 5.0, -1.0])
+    y = sparsec.evaluate("y(i) = A(i,j) * x(j) over (min, +)", A=a, x=x)
+    np.testing.assert_array_equal(y, [7.0, np.inf, 8.0, np.inf])
+    c = sparsec.evaluate("C(i,j) = A(i,k) * B(k,j) over (max, *)", A=a, B=a.T.tocsr(),
+                         formats={"A": "csr", "B": "csr", "C": "csr"})
+    assert sp.issparse(c)
+    np.testing.assert_array_equal(c.toarray(), [
+        [4.0, 0.0, 6.0, 0.0],
+        [0.0, 0.0, 0.0, 0.0],
+        [6.0, 0.0, 9.0, 0.0],
+        [0.0, 0.0, 0.0, 0.0],
+    ])
+    assert c.nnz == 4
+    with pytest.raises(Exception, match="has no meaning over the semiring"):
+        sparsec.evaluate("y(i) = A(i,j) * x(j) - x(i) over (min, +)", A=a, x=x)
