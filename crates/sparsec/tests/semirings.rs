@@ -64,7 +64,7 @@ fn spmv_sets(seed: u64, x_density: f64) -> Vec<Vec<(&'static str, Coo)>> {
 #[test]
 fn min_plus_matrix_vector_products_in_every_layout() {
     let expr = "y(i) = A(i,j) * x(j) over (min, +)";
-    for a in ["csr", "dcsr", "csc", "coo", "dense"] {
+    for a in ["csr", "dcsr", "csc", "coo", "dense", "hash"] {
         for y in ["dense", "s"] {
             check_all(expr, &[("A", a), ("y", y)], &spmv_sets(1, 1.0));
             // A sparse `x`: where it has no entry, no path goes through it.
@@ -255,6 +255,29 @@ fn row_parallel_schedules_run_and_racing_ones_are_refused() {
     }
 }
 
+/// Formats whose storage holds zeros the tensor does not have would give them as entries.
+#[test]
+fn formats_that_pad_with_zeros_are_refused() {
+    let expr = "y(i) = A(i,j) * x(j) over (min, +)";
+    let inputs = &spmv_sets(15, 1.0)[2];
+    for a in ["ell", "sell:4", "dia", "bcsr:2x2", "sd"] {
+        let (stmt, _) = statement(expr, &[("A", a)], inputs, &[]);
+        let err = Kernel::from_statement(stmt, ValueType::F64, &Toolchain::default())
+            .err()
+            .unwrap_or_else(|| panic!("{a}: compiled"))
+            .to_string();
+        assert!(err.contains("pads its storage with zeros"), "{a}: {err}");
+    }
+    // The same formats add nothing to sums.
+    for a in ["ell", "sd"] {
+        let plain = "y(i) = A(i,j) * x(j)";
+        let (stmt, tensors) = statement(plain, &[("A", a)], inputs, &[]);
+        let kernel =
+            Kernel::from_statement(stmt.clone(), ValueType::F64, &Toolchain::default()).unwrap();
+        compare_with_reference(&kernel, &stmt, &tensors, a);
+    }
+}
+
 #[test]
 fn what_a_semiring_does_not_define_is_refused_with_its_place() {
     for (text, what, at) in [
@@ -321,7 +344,13 @@ fn what_a_semiring_does_not_define_is_refused_with_its_place() {
 /// The Cranelift JIT computes the same as the C backend over every semiring.
 #[test]
 fn the_jit_backend_computes_semirings() {
-    for over in ["(min, +)", "(max, *)", "(or, and)", "(any, pair)", "(+, min)"] {
+    for over in [
+        "(min, +)",
+        "(max, *)",
+        "(or, and)",
+        "(any, pair)",
+        "(+, min)",
+    ] {
         let expr = format!("y(i) = A(i,j) * x(j) over {over}");
         for a in ["csr", "csc"] {
             for inputs in spmv_sets(14, 0.6) {

@@ -519,6 +519,25 @@ impl Format {
             .collect()
     }
 
+    /// Whether storing a tensor in this format adds values the tensor does not have: the
+    /// zeros of padding (ELL and sliced ELL slots, DIA diagonals, BCSR blocks) or of a full
+    /// level below a sparse one (the dense columns of a compressed row). Under `(+, *)`
+    /// they add nothing; over another semiring they would be entries.
+    pub fn pads_with_zeros(&self) -> bool {
+        let mut sparse_above = false;
+        for level in &self.levels {
+            if !matches!(level.coord, LevelCoord::Mode(_)) {
+                return true;
+            }
+            let full = level.format.properties().full;
+            if full && sparse_above {
+                return true;
+            }
+            sparse_above |= !full;
+        }
+        false
+    }
+
     /// True when all levels are dense (values are a plain row-major array in storage
     /// order): every level is full, ordered, unique and compact, so each parent position
     /// owns `N_k` consecutive positions holding the coordinates `0..N_k` in order, at

@@ -192,6 +192,18 @@ struct Lowerer<'a> {
 /// Lower a scheduled concrete statement.
 pub fn lower(plan: &Concrete) -> Result<Lowered, LowerError> {
     let stmt = &plan.statement;
+    if !stmt.semiring.is_arithmetic() {
+        if let Some(t) = stmt.tensors.iter().find(|t| t.format.pads_with_zeros()) {
+            return Err(LowerError(format!(
+                "`{}` is stored as {}, which pads its storage with zeros, and over the \
+                 semiring {} they would be read as entries; store it in a format without \
+                 padding (csr, csc, coo, dcsr, csf, hash, or all dense)",
+                t.name,
+                t.format.spelling(),
+                stmt.semiring
+            )));
+        }
+    }
     let output = &stmt.tensors[0];
     let mut operands = vec![Operand {
         name: output.name.clone(),
