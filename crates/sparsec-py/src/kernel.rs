@@ -265,8 +265,8 @@ fn ready<'a>(
 }
 
 /// A kernel's output for Python, moved without copying: a NumPy array for a dense
-/// (row-major) output, `(kind, shape, indptr, indices, data)` for a CSR or CSC one, a
-/// tensor for any other format.
+/// (row-major) output, `(kind, shape, indptr, indices, data)` for a CSR or CSC one whose
+/// missing entries are 0 (SciPy's), a tensor for any other format or fill value.
 fn output_to_py(py: Python<'_>, tensor: Tensor) -> PyResult<Bound<'_, PyAny>> {
     let row_major = |modes: Vec<usize>| modes.iter().enumerate().all(|(k, &m)| k == m);
     if tensor.format().is_all_dense() && tensor.format().mode_order().is_some_and(row_major) {
@@ -278,14 +278,14 @@ fn output_to_py(py: Python<'_>, tensor: Tensor) -> PyResult<Bound<'_, PyAny>> {
         .find(|&(_, column_major)| is_scipy_compressed(tensor.format(), column_major))
         .map(|(name, _)| name);
     match kind {
-        Some(kind) => {
+        Some(kind) if tensor.fill() == 0.0 => {
             let shape = PyTuple::new(py, tensor.dims())?;
             let (indptr, indices, data) = compressed_parts(tensor, py)?;
             Ok((kind, shape, indptr, indices, data)
                 .into_pyobject(py)?
                 .into_any())
         }
-        None => Ok(Bound::new(py, PyTensor { tensor })?.into_any()),
+        _ => Ok(Bound::new(py, PyTensor { tensor })?.into_any()),
     }
 }
 

@@ -223,6 +223,17 @@ impl PyTensor {
         dtype_name(self.tensor.value_type())
     }
 
+    /// The value of every component the tensor does not store (0 unless set).
+    #[getter]
+    fn fill(&self) -> f64 {
+        self.tensor.fill()
+    }
+
+    /// The same entries with `fill` as the value of every other component.
+    fn with_fill(&self, fill: f64) -> PyResult<PyTensor> {
+        built(self.tensor.clone().with_fill(fill))
+    }
+
     /// `"int32"` when every index array is 32-bit, else `"int64"` (tensors are built with
     /// the narrowest width; CSR/CSC arrays keep the width they came with).
     #[getter]
@@ -360,13 +371,23 @@ fn densified(tensor: &Tensor) -> PyResult<Values> {
             Values::F32(v)
         }
     };
+    // Duplicates add up; components stored nowhere are the fill value.
+    let mut stored = (tensor.fill() != 0.0).then(|| vec![false; total]);
     tensor.for_each_stored(|coord, v| {
         let at = coord
             .iter()
             .zip(dims)
             .fold(0usize, |at, (&c, &d)| at * d + c as usize);
         values.set(at, values.get(at) + v);
+        if let Some(stored) = &mut stored {
+            stored[at] = true;
+        }
     });
+    if let Some(stored) = stored {
+        for (at, _) in stored.iter().enumerate().filter(|(_, s)| !**s) {
+            values.set(at, tensor.fill());
+        }
+    }
     Ok(values)
 }
 

@@ -109,15 +109,27 @@ def test_the_fill_of_a_min_plus_product_is_infinity_and_a_sparse_output_stores_n
     x = np.array([1.0, 5.0, -1.0])
     y = sparsec.evaluate("y(i) = A(i,j) * x(j) over (min, +)", A=a, x=x)
     np.testing.assert_array_equal(y, [7.0, np.inf, 8.0, np.inf])
+    # A sparse result keeps its fill value: a Tensor, since SciPy's missing entries are 0.
     c = sparsec.evaluate("C(i,j) = A(i,k) * B(k,j) over (max, *)", A=a, B=a.T.tocsr(),
                          formats={"A": "csr", "B": "csr", "C": "csr"})
-    assert sp.issparse(c)
-    np.testing.assert_array_equal(c.toarray(), [
-        [4.0, 0.0, 6.0, 0.0],
-        [0.0, 0.0, 0.0, 0.0],
-        [6.0, 0.0, 9.0, 0.0],
-        [0.0, 0.0, 0.0, 0.0],
+    assert isinstance(c, sparsec.Tensor) and c.fill == -np.inf
+    n = -np.inf
+    np.testing.assert_array_equal(c.to_numpy(), [
+        [4.0, n, 6.0, n],
+        [n, n, n, n],
+        [6.0, n, 9.0, n],
+        [n, n, n, n],
     ])
-    assert c.nnz == 4
+    coords, values = c.to_coo()
+    assert values.size == 4
+    with pytest.raises(sparsec.InputError, match="missing entries are -inf"):
+        c.to_scipy()
+    # A fill value given with the input: the reduction's identity is what absence means.
+    t = sparsec.Tensor.from_coo((4, 3), [[0, 2], [1, 1]], [2.0, 3.0], format="csr",
+                                fill=np.inf)
+    np.testing.assert_array_equal(
+        sparsec.evaluate("y(i) = A(i,j) * x(j) over (min, +)", A=t, x=x), y)
+    with pytest.raises(Exception, match="has the fill value inf"):
+        sparsec.evaluate("y(i) = A(i,j) * x(j)", A=t, x=x)
     with pytest.raises(Exception, match="has no meaning over the semiring"):
         sparsec.evaluate("y(i) = A(i,j) * x(j) - x(i) over (min, +)", A=a, x=x)

@@ -56,6 +56,31 @@ fn every_describable_format_round_trips() {
     }
 }
 
+/// binsparse's `fill_value` is the tensor's fill value, written and read back; a tensor
+/// whose fill value is 0 writes none.
+#[test]
+fn fill_values_round_trip() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut rng = StdRng::seed_from_u64(8);
+    let coo = common::random_coo(&mut rng, &[7, 5], 0.3);
+    for (spelling, fill) in [("csr", f64::INFINITY), ("sd", -2.5), ("dcsr", 0.0)] {
+        let format = Format::parse(spelling, 2).unwrap();
+        for value_type in [ValueType::F64, ValueType::F32] {
+            let tensor = Tensor::from_coo(&coo, &format, value_type)
+                .unwrap()
+                .with_fill(fill)
+                .unwrap();
+            let path = dir.path().join(format!("{spelling}.bsp.h5"));
+            io::write_binsparse(&path, &tensor).unwrap();
+            let desc = descriptor(&path);
+            assert_eq!(desc["binsparse"]["fill"] == true, fill != 0.0, "{spelling}");
+            let back = io::read_binsparse(&path).unwrap();
+            assert_eq!(back.fill(), fill, "{spelling}");
+            assert_eq!(back, tensor, "{spelling} {value_type:?}");
+        }
+    }
+}
+
 #[test]
 fn formats_without_a_descriptor_are_refused() {
     let dir = tempfile::tempdir().unwrap();

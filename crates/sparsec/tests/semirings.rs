@@ -6,6 +6,8 @@
 mod common;
 
 use common::{compare_with_reference, random_coo, rng, statement};
+use sparsec::format::Format;
+use sparsec::io;
 use sparsec::jit::Toolchain;
 use sparsec::kernel::{Backend, Kernel};
 use sparsec::notation;
@@ -364,4 +366,72 @@ fn the_jit_backend_computes_semirings() {
             }
         }
     }
+}
+
+/// A fill value is the value of every component a tensor does not store: conversions keep
+/// it (storage that holds no entry holds it), `.spt` files record it, text files refuse it.
+#[test]
+fn fill_values_survive_conversion_and_spt_files_and_text_files_refuse_them() {
+    let coo = Coo::new(vec![3, 4], vec![0, 1, 2, 3, 2, 0], vec![5.0, 0.0, -1.0]).unwrap();
+    let csr = Tensor::from_coo(&coo, &Format::parse("csr", 2).unwrap(), ValueType::F64)
+        .unwrap()
+        .with_fill(f64::INFINITY)
+        .unwrap();
+    assert_eq!(csr.fill(), f64::INFINITY);
+    let dense = csr.convert(&Format::dense(2)).unwrap();
+    let mut want = vec![f64::INFINITY; 12];
+    (want[1], want[11], want[8]) = (5.0, 0.0, -1.0);
+    let got: Vec<f64> = (0..12).map(|p| dense.values().get(p)).collect();
+    assert_eq!(got, want);
+    for format in ["csc", "coo", "ell", "dcsr"] {
+        let t = csr.convert(&Format::parse(format, 2).unwrap()).unwrap();
+        assert_eq!(t.fill(), f64::INFINITY, "{format}");
+        let back = t.convert(&Format::dense(2)).unwrap();
+        assert_eq!(back.values(), dense.values(), "{format}");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let spt = dir.path().join("a.spt");
+    io::write_any(&spt, &csr).unwrap();
+    let read = io::read_spt(&spt).unwrap();
+    assert_eq!(read, csr);
+    // A tensor without a fill value writes the same bytes as before fill values existed.
+    let plain = Tensor::from_coo(&coo, &Format::parse("csr", 2).unwrap(), ValueType::F64).unwrap();
+    io::write_any(&spt, &plain).unwrap();
+    let bytes = std::fs::read(&spt).unwrap();
+    assert_eq!(&bytes[12..16], &[0, 0, 0, 0]);
+    assert_eq!(io::read_spt(&spt).unwrap().fill(), 0.0);
+    for text in ["a.mtx", "a.tns"] {
+        let err = io::write_any(dir.path().join(text), &csr)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("missing entries are inf"), "{text}: {err}");
+    }
+}
+
+/// A kernel over a semiring gives its output the reduction's identity as fill value, takes
+/// inputs whose fill value is 0 or that identity, and refuses any other.
+#[test]
+fn kernels_compute_their_outputs_fill_value_and_check_their_inputs() {
+    let inputs = &spmv_sets(16, 1.0)[2];
+    let (stmt, tensors) = statement(
+        "y(i) = A(i,j) * x(j) over (max, *)",
+        &[("A", "csr"), ("y", "s")],
+        inputs,
+        &[],
+    );
+    let kernel = Kernel::from_statement(stmt, ValueType::F64, &Toolchain::default()).unwrap();
+    let y = kernel.run(&[&tensors[0], &tensors[1]]).unwrap();
+    assert_eq!(y.fill(), f64::NEG_INFINITY);
+    let a_max = tensors[0].clone().with_fill(f64::NEG_INFINITY).unwrap();
+    let with_identity = kernel.run(&[&a_max, &tensors[1]]).unwrap();
+    assert_eq!(with_identity, y);
+    let a_one = tensors[0].clone().with_fill(1.0).unwrap();
+    let err = kernel.run(&[&a_one, &tensors[1]]).unwrap_err().to_string();
+    assert!(err.contains("`A` has the fill value 1"), "{err}");
+    // Over (+, *) a missing entry is 0.
+    let (stmt, _) = statement("y(i) = A(i,j) * x(j)", &[("A", "csr")], inputs, &[]);
+    let plain = Kernel::from_statement(stmt, ValueType::F64, &Toolchain::default()).unwrap();
+    let err = plain.run(&[&a_max, &tensors[1]]).unwrap_err().to_string();
+    assert!(err.contains("a missing entry is 0"), "{err}");
+    assert_eq!(plain.run(&[&tensors[0], &tensors[1]]).unwrap().fill(), 0.0);
 }

@@ -215,7 +215,8 @@ def _to_python(result: Any) -> Any:
         cls = _sp.csr_array if kind == "csr" else _sp.csc_array
         return cls((data, indices, indptr), shape=shape, copy=False)
     if isinstance(result, _native.Tensor):
-        if result.order in (1, 2) and _is_format(result.format, "coo", result.order):
+        scipy_fill = result.fill == 0.0
+        if scipy_fill and result.order in (1, 2) and _is_format(result.format, "coo", result.order):
             coords, values = result.to_coo()
             return _sp.coo_array((values, tuple(coords)), shape=result.shape)
         return Tensor(result)
@@ -268,14 +269,27 @@ class Tensor:
 
     @classmethod
     def from_coo(
-        cls, shape: tuple[int, ...], coords: Any, values: Any, format: str = "coo"
+        cls, shape: tuple[int, ...], coords: Any, values: Any, format: str = "coo",
+        fill: float = 0.0,
     ) -> Tensor:
         """A tensor from coordinates (one row per mode) and values; unsorted entries are
-        sorted and duplicates summed."""
+        sorted and duplicates summed. ``fill`` is the value of every other component."""
         coords = _index_array(coords)
         if coords.ndim == 1 and coords.size == 0:
             coords = coords.reshape(len(shape), 0)
-        return cls(_native.Tensor.from_coo(list(shape), coords, _float_values(values, "values"), format))
+        native = _native.Tensor.from_coo(list(shape), coords, _float_values(values, "values"), format)
+        return cls(native.with_fill(float(fill)) if fill != 0.0 else native)
+
+    @property
+    def fill(self) -> float:
+        """The value of every component the tensor does not store: 0 unless set, and a
+        semiring's reduction identity for the result of a kernel over it (``inf`` for
+        ``(min, +)``)."""
+        return self._native.fill
+
+    def with_fill(self, fill: float) -> Tensor:
+        """The same stored entries with ``fill`` as the value of every other component."""
+        return Tensor(self._native.with_fill(float(fill)))
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -325,6 +339,11 @@ class Tensor:
         CSR or CSC when stored so, else COO)."""
         if self.ndim != 2:
             raise InputError(f"scipy.sparse holds matrices; this tensor has {self.ndim} modes")
+        if self.fill != 0.0:
+            raise InputError(
+                f"this tensor's missing entries are {self.fill}, and scipy.sparse's are 0; "
+                "use to_numpy(), or to_sparse(), which keeps the fill value"
+            )
         if format is None:
             format = next((f for f in ("csr", "csc") if _is_format(self.format, f, 2)), "coo")
         if format in ("csr", "csc"):
@@ -342,7 +361,8 @@ class Tensor:
         import sparse
 
         coords, values = self.to_coo()
-        coo = sparse.COO(coords, values, shape=self.shape, has_duplicates=False, sorted=True)
+        coo = sparse.COO(coords, values, shape=self.shape, has_duplicates=False, sorted=True,
+                         fill_value=self.fill)
         if format == "coo":
             return coo
         if format == "gcxs":

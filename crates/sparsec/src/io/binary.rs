@@ -5,10 +5,11 @@
 //! ```text
 //! magic        8 bytes   SPT_MAGIC
 //! version      u32       SPT_VERSION
-//! flags        u32       0 (reserved)
+//! flags        u32       bit 0: a fill value follows the value type; other bits 0
 //! format       u32 length + UTF-8 bytes: the Format::spelling() string
 //! order        u32, then one u64 per dimension
 //! value type   u8        1 = f64, 2 = f32
+//! fill value   f64       with flag bit 0 only: the value of the components not stored
 //! levels       u32 count, then per level:
 //!                u32 array count, per array: u8 kind (1 pos, 2 idx, 3 offset, 5 present), u64 length, i64 x length
 //!                u32 param count, per param: u8 kind (1 size, 2 width), i64 value
@@ -34,6 +35,8 @@ pub const SPT_MAGIC: [u8; 8] = *b"\x89SPT\r\n\x1a\n";
 pub const SPT_VERSION: u32 = 1;
 
 const CHECKSUM: usize = 32;
+/// The flag of a file that records a fill value.
+const FILL_FLAG: u32 = 1;
 
 fn array_tag(kind: ArrayKind) -> u8 {
     match kind {
@@ -80,7 +83,9 @@ pub fn encode_spt(tensor: &Tensor) -> Vec<u8> {
     let mut out = Vec::with_capacity(256 + array_bytes + tensor.values().len() * 8);
     out.extend_from_slice(&SPT_MAGIC);
     out.extend_from_slice(&SPT_VERSION.to_le_bytes());
-    out.extend_from_slice(&0u32.to_le_bytes());
+    // A fill value of 0 is written as none, so that such files stay what they were.
+    let fill = Some(tensor.fill()).filter(|f| f.to_bits() != 0f64.to_bits());
+    out.extend_from_slice(&u32::from(fill.is_some()).to_le_bytes());
     let spelling = tensor.format().spelling();
     out.extend_from_slice(&(spelling.len() as u32).to_le_bytes());
     out.extend_from_slice(spelling.as_bytes());
@@ -92,6 +97,9 @@ pub fn encode_spt(tensor: &Tensor) -> Vec<u8> {
         ValueType::F64 => 1,
         ValueType::F32 => 2,
     });
+    if let Some(fill) = fill {
+        out.extend_from_slice(&fill.to_le_bytes());
+    }
     out.extend_from_slice(&(tensor.levels().len() as u32).to_le_bytes());
     for level in tensor.levels() {
         out.extend_from_slice(&(level.arrays.len() as u32).to_le_bytes());
@@ -212,7 +220,12 @@ fn decode(bytes: &[u8]) -> Result<Tensor, String> {
         bytes: content,
         pos: 12,
     };
-    let _flags = r.u32("flags")?;
+    let flags = r.u32("flags")?;
+    if flags & !FILL_FLAG != 0 {
+        return Err(format!(
+            "unknown flags {flags:#x}: the file was written by a newer sparsec"
+        ));
+    }
     let len = r.count(false, 1, "format string length")?;
     let spelling = std::str::from_utf8(r.take(len, "format string")?)
         .map_err(|_| "corrupt: the format string is not UTF-8".to_string())?
@@ -232,6 +245,11 @@ fn decode(bytes: &[u8]) -> Result<Tensor, String> {
         1 => ValueType::F64,
         2 => ValueType::F32,
         t => return Err(format!("corrupt: unknown value type tag {t}")),
+    };
+    let fill = if flags & FILL_FLAG != 0 {
+        f64::from_bits(r.u64("fill value")?)
+    } else {
+        0.0
     };
     let format = Format::parse(&spelling, order)
         .map_err(|e| format!("corrupt: stored format does not parse: {e}"))?;
@@ -298,7 +316,10 @@ fn decode(bytes: &[u8]) -> Result<Tensor, String> {
         ));
     }
     check_structure(&format, &dims, &levels, values.len())?;
-    Ok(Tensor::from_parts(dims, format, levels, values).with_narrowest_indices())
+    let mut tensor = Tensor::from_parts(dims, format, levels, values).with_narrowest_indices();
+    // The storage was written with the fill value where it holds no entry.
+    tensor.set_fill(fill);
+    Ok(tensor)
 }
 
 /// Check that the level storage is what the format's levels need and that every array

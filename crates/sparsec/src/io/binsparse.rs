@@ -263,6 +263,17 @@ pub fn write_binsparse(path: impl AsRef<Path>, tensor: &Tensor) -> Result<(), Io
     values.map_err(h5)?;
     let mut desc = Map::new();
     desc.insert("version".into(), json!(BINSPARSE_VERSION));
+    // binsparse's fill value: one value of the values' type, flagged by `"fill": true`.
+    if tensor.fill().to_bits() != 0f64.to_bits() {
+        let fill = file.new_dataset_builder();
+        match tensor.values() {
+            Values::F64(_) => fill.with_data(&[tensor.fill()]).create("fill_value"),
+            Values::F32(_) => fill.with_data(&[tensor.fill() as f32]).create("fill_value"),
+        }
+        .map_err(h5)?;
+        desc.insert("fill".into(), json!(true));
+        data_types.insert("fill_value".into(), data_types["values"].clone());
+    }
     match named_layouts().iter().find(|(_, l)| *l == layout) {
         Some((name, _)) => {
             desc.insert("format".into(), json!(name));
@@ -458,14 +469,24 @@ impl Reader<'_> {
             .get("data_types")
             .and_then(Value::as_object)
             .ok_or("the descriptor needs a `data_types` object")?;
-        if desc.get("fill") == Some(&Value::Bool(true)) {
-            match self.dataset("fill_value")? {
-                Data::Int(v) if v.iter().all(|&x| x == 0) => {}
-                Data::F64(v) if v.iter().all(|&x| x == 0.0) => {}
-                Data::F32(v) if v.iter().all(|&x| x == 0.0) => {}
-                _ => return Err("a fill value other than 0 is not supported".into()),
+        let fill = if desc.get("fill") == Some(&Value::Bool(true)) {
+            let fill: Vec<f64> = match self.dataset("fill_value")? {
+                Data::Int(v) => v.into_iter().map(|x| x as f64).collect(),
+                Data::F64(v) => v,
+                Data::F32(v) => v.into_iter().map(f64::from).collect(),
+            };
+            match fill[..] {
+                [x] => x,
+                _ => {
+                    return Err(format!(
+                        "`fill_value` must hold exactly one value, not {}",
+                        fill.len()
+                    ))
+                }
             }
-        }
+        } else {
+            0.0
+        };
         let format = format_of(&layout, dims.len())?;
         let value_type = match types.get("values").and_then(Value::as_str) {
             Some(t) if t.starts_with("complex") => {
@@ -499,7 +520,7 @@ impl Reader<'_> {
             ));
         }
         let coo = self.entries(&layout, &dims, values)?;
-        Tensor::from_coo_owned(coo, &format, value_type).map_err(|e| e.to_string())
+        Tensor::from_coo_filled(coo, &format, value_type, fill).map_err(|e| e.to_string())
     }
 
     /// The entries the levels store, in storage order, as a coordinate list.

@@ -217,7 +217,19 @@ pub fn read_any(path: impl AsRef<Path>) -> Result<TensorFile, IoError> {
 /// padding of ELL, DIA, BCSR and dense formats is written as explicit zeros.
 pub fn write_any(path: impl AsRef<Path>, tensor: &Tensor) -> Result<(), IoError> {
     let path = path.as_ref();
-    match FileKind::from_path(path)? {
+    let kind = FileKind::from_path(path)?;
+    if matches!(kind, FileKind::MatrixMarket | FileKind::Frostt) && tensor.fill() != 0.0 {
+        // Their missing entries are zeros: the file would say something else.
+        return Err(IoError::invalid(
+            path,
+            format!(
+                "the tensor's missing entries are {}, and a text file's are 0; write a .spt \
+                 or binsparse (.h5) file, which records the fill value",
+                tensor.fill()
+            ),
+        ));
+    }
+    match kind {
         FileKind::MatrixMarket => {
             write_matrix_market_tensor(path, tensor, &MtxWriteOptions::default())
         }

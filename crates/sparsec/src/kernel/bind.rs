@@ -42,6 +42,30 @@ impl Kernel {
                 inputs.len()
             )));
         }
+        // A missing entry is 0 to a sum and absent over another semiring: a tensor's fill
+        // value may be the default 0 or the reduction's identity (what absence stands for),
+        // nothing else.
+        let identity = stmt.semiring.add.identity();
+        let given = stmt.tensors[1..]
+            .iter()
+            .zip(inputs.iter().map(|t| (t.fill(), t.format().is_all_dense())))
+            .chain(initial.map(|t| (&stmt.tensors[0], (t.fill(), t.format().is_all_dense()))));
+        for (decl, (fill, dense)) in given {
+            if !dense && fill != 0.0 && fill != identity {
+                return Err(Error::Input(format!(
+                    "`{}` has the fill value {fill} (the value of its missing entries), but \
+                     over the semiring {} a missing entry is {}: give it fill value 0 or \
+                     that one, or store it dense",
+                    decl.name,
+                    stmt.semiring,
+                    if stmt.semiring.is_arithmetic() {
+                        "0".to_string()
+                    } else {
+                        format!("absent, as {identity} is to its reduction")
+                    }
+                )));
+            }
+        }
         for (decl, t) in stmt.tensors[1..].iter().zip(inputs) {
             if decl.dims != t.dims() {
                 return Err(Error::Input(format!(

@@ -30,7 +30,7 @@ impl Kernel {
     ) -> Result<(Tensor, Timings), Error> {
         let (produced, mut timings) = self.execute(inputs, initial)?;
         let assembling = Instant::now();
-        let result = match produced {
+        let mut result = match produced {
             Produced::Dense(t) => t,
             Produced::Entries(coo) => {
                 Tensor::from_coo_owned(coo, &self.statement.tensors[0].format, self.value_type)?
@@ -40,6 +40,9 @@ impl Kernel {
                 Tensor::from_rows(rows, out.dims.clone(), &out.format)?
             }
         };
+        // Where nothing was reduced, the output holds (or, sparse, stands for) the
+        // reduction's identity; formats that pad are refused over other semirings.
+        result.set_fill(self.statement.semiring.add.identity());
         timings.assemble += assembling.elapsed();
         Ok((result, timings))
     }
@@ -60,6 +63,19 @@ impl Kernel {
     /// # Ok(()) }
     /// ```
     pub fn assemble<I: KernelInput>(
+        &self,
+        inputs: &[I],
+        initial: Option<&Tensor>,
+    ) -> Result<Assembled, Error> {
+        let mut assembled = self.assemble_unfilled(inputs, initial)?;
+        assembled
+            .tensor
+            .set_fill(self.statement.semiring.add.identity());
+        Ok(assembled)
+    }
+
+    /// [`Kernel::assemble`], the output's fill value left at 0.
+    fn assemble_unfilled<I: KernelInput>(
         &self,
         inputs: &[I],
         initial: Option<&Tensor>,

@@ -147,6 +147,9 @@ pub struct Tensor {
     format: Format,
     levels: Vec<LevelStorage>,
     values: Values,
+    /// The value of every component the storage does not hold (0 unless set; `+inf` for
+    /// the result of a `(min, +)` product).
+    fill: f64,
     /// Names these contents: a copy shares it, a change gives a fresh one.
     generation: Generation,
 }
@@ -157,6 +160,7 @@ impl PartialEq for Tensor {
             && self.format == other.format
             && self.levels == other.levels
             && self.values == other.values
+            && self.fill.to_bits() == other.fill.to_bits()
     }
 }
 
@@ -320,6 +324,7 @@ impl Tensor {
             format: format.clone(),
             levels,
             values,
+            fill: 0.0,
             generation: Generation::fresh(),
         })
     }
@@ -346,6 +351,7 @@ impl Tensor {
             format,
             levels,
             values,
+            fill: 0.0,
             generation: Generation::fresh(),
         }
     }
@@ -523,6 +529,50 @@ impl Tensor {
         self.convert_on(format, &CallingThread)
     }
 
+    /// Record `fill` as the value of the components the storage does not hold, changing no
+    /// value: for a result whose storage holds `fill` wherever no entry was written.
+    pub(crate) fn set_fill(&mut self, fill: f64) {
+        self.fill = fill;
+    }
+
+    /// The value of the components the storage does not hold: 0 unless set by
+    /// [`Tensor::with_fill`], a file that records one, or a kernel over a semiring (its
+    /// reduction's identity).
+    pub fn fill(&self) -> f64 {
+        self.fill
+    }
+
+    /// The same stored entries with `fill` as the value of every other component. Storage
+    /// the format holds beyond the entries (dense levels, padding) holds `fill` too:
+    /// positions of value 0 that no entry wrote are set to it.
+    pub fn with_fill(self, fill: f64) -> Result<Tensor, TensorError> {
+        if fill.to_bits() == self.fill.to_bits() {
+            return Ok(self);
+        }
+        let (coo, format, value_type) = (self.to_coo(), self.format.clone(), self.value_type());
+        Tensor::from_coo_filled(coo, &format, value_type, fill)
+    }
+
+    /// [`Tensor::from_coo_owned`] with `fill` as the value of every component that no
+    /// entry gives, in the storage (dense levels, padding) and beyond it.
+    pub fn from_coo_filled(
+        coo: Coo,
+        format: &Format,
+        value_type: ValueType,
+        fill: f64,
+    ) -> Result<Tensor, TensorError> {
+        let (mut tensor, slots) = Tensor::from_coo_tracked(coo, format, value_type)?;
+        if fill != 0.0 {
+            let mut written = vec![false; tensor.values.len()];
+            slots.iter().for_each(|&s| written[s] = true);
+            for (p, _) in written.iter().enumerate().filter(|(_, w)| !**w) {
+                tensor.values.set(p, fill);
+            }
+        }
+        tensor.fill = fill;
+        Ok(tensor)
+    }
+
     /// [`Tensor::convert`], with the copy between dense mode orders shared among `team`
     /// when it is long enough to gain from threads.
     pub(crate) fn convert_on(
@@ -536,6 +586,9 @@ impl Tensor {
         }
         if let Some(transposed) = self.transpose_compressed(format, team) {
             return Ok(transposed);
+        }
+        if self.fill != 0.0 {
+            return Tensor::from_coo_filled(self.to_coo(), format, self.value_type(), self.fill);
         }
         if let Some(streamed) = stream::stream_converted(self, format)? {
             return Ok(streamed.with_narrowest_indices());

@@ -184,6 +184,7 @@ pub(super) fn pack_general(
         format: format.clone(),
         levels,
         values,
+        fill: 0.0,
         generation: Generation::fresh(),
     };
     Ok((tensor, slot_of_summed))

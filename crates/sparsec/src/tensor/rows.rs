@@ -113,6 +113,7 @@ impl Tensor {
             format: format.clone(),
             levels,
             values: rows.values,
+            fill: 0.0,
             generation: Generation::fresh(),
         };
         // A leaf written as `int32_t` widens with the rest when an offset does not fit.

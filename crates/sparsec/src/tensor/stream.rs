@@ -546,6 +546,7 @@ impl Sink {
             format: format.clone(),
             levels,
             values,
+            fill: 0.0,
             generation: Generation::fresh(),
         };
         Ok((tensor, self.slots.unwrap_or_default()))

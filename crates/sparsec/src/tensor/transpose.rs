@@ -51,12 +51,9 @@ impl Tensor {
             .iter()
             .map(|&m| self.levels[level_of(m)].clone())
             .collect();
-        Ok(Tensor::from_parts(
-            self.dims.clone(),
-            format.clone(),
-            levels,
-            values,
-        ))
+        let mut transposed = Tensor::from_parts(self.dims.clone(), format.clone(), levels, values);
+        transposed.fill = self.fill;
+        Ok(transposed)
     }
 
     /// `self` in `format` when both are compressed matrices of opposite mode orders:
@@ -103,6 +100,7 @@ impl Tensor {
                 },
             ],
             values,
+            fill: self.fill,
             generation: Generation::fresh(),
         })
     }

@@ -280,6 +280,12 @@ impl<'a> TensorView<'a> {
         self.values.value_type()
     }
 
+    /// The value of the components the storage does not hold: the viewed tensor's
+    /// ([`Tensor::fill`]), else 0.
+    pub fn fill(&self) -> f64 {
+        self.owner.map_or(0.0, Tensor::fill)
+    }
+
     /// The values, borrowed.
     pub fn values(&self) -> ValueSlice<'a> {
         self.values
