@@ -435,3 +435,17 @@ fn kernels_compute_their_outputs_fill_value_and_check_their_inputs() {
     assert!(err.contains("a missing entry is 0"), "{err}");
     assert_eq!(plain.run(&[&tensors[0], &tensors[1]]).unwrap().fill(), 0.0);
 }
+
+/// A dense tensor stores every component, so its fill value needs no place in a text file.
+#[test]
+fn dense_tensors_with_a_fill_value_write_to_text_files() {
+    let coo = Coo::new(vec![2], vec![1], vec![3.0]).unwrap();
+    let dense =
+        Tensor::from_coo_filled(coo, &Format::dense(1), ValueType::F64, f64::INFINITY).unwrap();
+    assert_eq!(dense.values().get(0), f64::INFINITY);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("y.mtx");
+    io::write_any(&path, &dense).unwrap();
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(text.contains("inf"), "{text}");
+}

@@ -218,8 +218,11 @@ pub fn read_any(path: impl AsRef<Path>) -> Result<TensorFile, IoError> {
 pub fn write_any(path: impl AsRef<Path>, tensor: &Tensor) -> Result<(), IoError> {
     let path = path.as_ref();
     let kind = FileKind::from_path(path)?;
-    if matches!(kind, FileKind::MatrixMarket | FileKind::Frostt) && tensor.fill() != 0.0 {
-        // Their missing entries are zeros: the file would say something else.
+    let unstored = !tensor.format().is_all_dense();
+    if matches!(kind, FileKind::MatrixMarket | FileKind::Frostt) && unstored && tensor.fill() != 0.0
+    {
+        // Their missing entries are zeros: the file would say something else (a dense
+        // tensor stores every component, so its fill value is nothing the file must say).
         return Err(IoError::invalid(
             path,
             format!(
