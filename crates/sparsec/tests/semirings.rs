@@ -400,6 +400,13 @@ fn fill_values_survive_conversion_and_spt_files_and_text_files_refuse_them() {
     let bytes = std::fs::read(&spt).unwrap();
     assert_eq!(&bytes[12..16], &[0, 0, 0, 0]);
     assert_eq!(io::read_spt(&spt).unwrap().fill(), 0.0);
+    let single = plain.convert(plain.format()).unwrap();
+    let narrow = Tensor::from_coo(&single.to_coo(), single.format(), ValueType::F32).unwrap();
+    let err = narrow.with_fill(1e300).unwrap_err().to_string();
+    assert!(
+        err.contains("does not fit the tensor's values (float32)"),
+        "{err}"
+    );
     for text in ["a.mtx", "a.tns"] {
         let err = io::write_any(dir.path().join(text), &csr)
             .unwrap_err()

@@ -561,6 +561,11 @@ impl Tensor {
         value_type: ValueType,
         fill: f64,
     ) -> Result<Tensor, TensorError> {
+        if value_type == ValueType::F32 && fill.is_finite() && !(fill as f32).is_finite() {
+            return Err(TensorError::Malformed(format!(
+                "the fill value {fill} does not fit the tensor's values (float32)"
+            )));
+        }
         let (mut tensor, slots) = Tensor::from_coo_tracked(coo, format, value_type)?;
         if fill != 0.0 {
             let mut written = vec![false; tensor.values.len()];
