@@ -96,23 +96,31 @@ fn universe() -> Point {
     }
 }
 
+/// Where both operands have entries: every pair of points merged, over the whole
+/// dimension only where both are (the whole dimension is no restriction on the other).
 fn conjunction(a: &[Point], b: &[Point]) -> Vec<Point> {
+    pairs(a, b, |x, y| x && y)
+}
+
+/// Where either operand has entries: both operands' points, below the pairs of them merged
+/// (over the whole dimension where either point is).
+fn disjunction(a: &[Point], b: &[Point]) -> Vec<Point> {
+    let mut points = pairs(a, b, |x, y| x || y);
+    points.extend_from_slice(a);
+    points.extend_from_slice(b);
+    points
+}
+
+fn pairs(a: &[Point], b: &[Point], universe: impl Fn(bool, bool) -> bool) -> Vec<Point> {
     let mut points = Vec::new();
     for x in a {
         for y in b {
             points.push(Point {
                 iterators: x.iterators.union(&y.iterators).copied().collect(),
-                universe: x.universe || y.universe,
+                universe: universe(x.universe, y.universe),
             });
         }
     }
-    points
-}
-
-fn disjunction(a: &[Point], b: &[Point]) -> Vec<Point> {
-    let mut points = conjunction(a, b);
-    points.extend_from_slice(a);
-    points.extend_from_slice(b);
     points
 }
 
@@ -134,6 +142,7 @@ mod tests {
     //! whose iterators it contains. Occurrences are numbered left to right.
 
     use super::*;
+    use crate::ir::MathFn;
 
     fn acc(o: usize) -> LExpr {
         LExpr::Access(o)
@@ -251,6 +260,19 @@ mod tests {
     }
 
     #[test]
+    fn a_product_with_an_everywhere_factor_iterates_the_other_factor() {
+        // A(i,j) * (1 - pattern(M(i,j))), a complemented mask: A's entries, M merged to
+        // see where it is, never the whole dimension.
+        let complement = bin(
+            Op::Sub,
+            LExpr::Literal(1.0),
+            LExpr::Math(MathFn::Pattern, vec![acc(1)]),
+        );
+        let lattice = all(&mul(acc(0), complement));
+        assert_eq!(lattice, [p(&[0, 1], false), p(&[0], false)]);
+    }
+
+    #[test]
     fn operands_without_the_variable_in_a_product_are_ignored() {
         // B(i,j) * c(i) for `j`: only B's entries matter.
         let only_b = |o: usize| o == 0;
@@ -264,12 +286,10 @@ mod tests {
 
     #[test]
     fn a_denominator_is_needed_at_every_coordinate_of_the_numerator() {
-        // a / b: where a has an entry, b is read whether present or not (x/0 is inf).
+        // a / b: where a has an entry, b is read whether present or not (x/0 is inf),
+        // and nowhere else (0/b is 0).
         let lattice = all(&bin(Op::Div, acc(0), acc(1)));
-        assert_eq!(
-            lattice,
-            [p(&[0, 1], true), p(&[0], true), p(&[0, 1], false)]
-        );
+        assert_eq!(lattice, [p(&[0, 1], false), p(&[0], false)]);
         assert!(lattice.iter().all(|q| q.iterators.contains(&0)));
         // 1 / b: every coordinate.
         let only_b = |o: usize| o == 1;
