@@ -4,6 +4,7 @@
 //! ⊕, products combine with ⊗, a present term of a sum whose other term is absent is
 //! taken alone, and a mask's condition selects rather than multiplies.
 
+use super::store::either_present;
 use super::{LExpr, LowerError, Lowerer, Scope};
 use crate::ir::{BinOp, Expr, MathFn, Stmt};
 use crate::notation::ast::Op;
@@ -65,18 +66,7 @@ impl Lowerer<'_> {
                 let (a, a_holds) = self.semiring_value(a, scope, prelude)?;
                 let (b, b_holds) = self.semiring_value(b, scope, prelude)?;
                 let sum = monoid(semiring.add, a.clone(), b.clone());
-                let select = |holds: Expr, then: Expr, otherwise: Expr| {
-                    Expr::Select(Box::new(holds), Box::new(then), Box::new(otherwise))
-                };
-                match (a_holds, b_holds) {
-                    (None, None) => (sum, None),
-                    (Some(x), None) => (select(x, sum, b), None),
-                    (None, Some(y)) => (select(y, sum, a), None),
-                    (Some(x), Some(y)) => (
-                        select(x.clone(), select(y.clone(), sum, a), b),
-                        Some(Expr::bin(BinOp::Or, x, y)),
-                    ),
-                }
+                either_present(sum, (a, a_holds), (b, b_holds))
             }
             LExpr::Zero => (self.reduction_identity(), None),
             // Binding refuses the rest (`-`, `/`, functions) over a semiring, except inside

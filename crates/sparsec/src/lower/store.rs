@@ -452,18 +452,7 @@ impl Lowerer<'_> {
                     _ => (BinOp::Sub, Expr::Neg(Box::new(b.clone()))),
                 };
                 let both = Expr::bin(op, a.clone(), b);
-                let select = |holds: Expr, then: Expr, otherwise: Expr| {
-                    Expr::Select(Box::new(holds), Box::new(then), Box::new(otherwise))
-                };
-                match (a_holds, b_holds) {
-                    (None, None) => (both, None),
-                    (Some(x), None) => (select(x, both, b_alone), None),
-                    (None, Some(y)) => (select(y, both, a), None),
-                    (Some(x), Some(y)) => (
-                        select(x.clone(), select(y.clone(), both, a), b_alone),
-                        Some(Expr::bin(BinOp::Or, x, y)),
-                    ),
-                }
+                either_present(both, (a, a_holds), (b_alone, b_holds))
             }
             // 1 where the argument has an entry; its absence is the result's.
             LExpr::Math(MathFn::Pattern, args) => {
@@ -517,6 +506,28 @@ impl Lowerer<'_> {
             LExpr::Zero => (Expr::Float(0.0), None),
             LExpr::Sum(..) => unreachable!("every sum is lowered before its variable's loop ends"),
         })
+    }
+}
+
+/// The value of a sum of two terms, each with where it is present (`None`: everywhere):
+/// `both` where both are, the present one alone (`a`, or `b_alone`, which is `-b` for a
+/// difference) where only one is; present where either is.
+pub(super) fn either_present(
+    both: Expr,
+    (a, a_holds): (Expr, Option<Expr>),
+    (b_alone, b_holds): (Expr, Option<Expr>),
+) -> (Expr, Option<Expr>) {
+    let select = |holds: Expr, then: Expr, otherwise: Expr| {
+        Expr::Select(Box::new(holds), Box::new(then), Box::new(otherwise))
+    };
+    match (a_holds, b_holds) {
+        (None, None) => (both, None),
+        (Some(x), None) => (select(x, both, b_alone), None),
+        (None, Some(y)) => (select(y, both, a), None),
+        (Some(x), Some(y)) => (
+            select(x.clone(), select(y.clone(), both, a), b_alone),
+            Some(Expr::bin(BinOp::Or, x, y)),
+        ),
     }
 }
 

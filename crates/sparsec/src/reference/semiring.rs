@@ -9,6 +9,7 @@
 
 use std::collections::HashMap;
 
+use super::for_each_point;
 use crate::format::Format;
 use crate::notation::ast::Op;
 use crate::notation::cin::{CExpr, Statement, VarId};
@@ -56,7 +57,7 @@ pub(super) fn evaluate(
     let mut out: HashMap<Vec<usize>, f64> = HashMap::new();
     for (key, &x) in &rhs.map {
         let mut c: Vec<usize> = from_rhs.iter().map(|j| j.map_or(0, |j| key[j])).collect();
-        for_each_point(&missing_sizes, &mut |p| {
+        for_each_point(&missing_sizes, |p| {
             missing.iter().zip(p).for_each(|(&m, &x)| c[m] = x);
             out.insert(c.clone(), x);
         });
@@ -267,7 +268,7 @@ fn broadcast_keys(e: &Entries, vars: &[VarId], cx: &Cx) -> Vec<Vec<usize>> {
 fn all_keys(vars: &[VarId], cx: &Cx) -> Vec<Vec<usize>> {
     let sizes: Vec<usize> = vars.iter().map(|&v| cx.stmt.vars[v].size).collect();
     let mut keys = Vec::new();
-    for_each_point(&sizes, &mut |p| keys.push(p.to_vec()));
+    for_each_point(&sizes, |p| keys.push(p.to_vec()));
     keys
 }
 
@@ -340,26 +341,4 @@ fn union(a: Entries, b: Entries, cx: &Cx) -> Entries {
             .or_insert(y);
     }
     Entries { vars, map }
-}
-
-fn for_each_point(sizes: &[usize], visit: &mut dyn FnMut(&[usize])) {
-    if sizes.contains(&0) {
-        return;
-    }
-    let mut p = vec![0; sizes.len()];
-    loop {
-        visit(&p);
-        let mut m = sizes.len();
-        loop {
-            if m == 0 {
-                return;
-            }
-            m -= 1;
-            p[m] += 1;
-            if p[m] < sizes[m] {
-                break;
-            }
-            p[m] = 0;
-        }
-    }
 }
