@@ -674,15 +674,23 @@ fn output(stmt: &Statement, f: &Func, output_init: Option<&Tensor>, lane: Lane) 
             components.insert(c, combine(o, x));
         }
     }
-    let mut sorted: Vec<(Key, f64)> = components.into_iter().collect();
+    csf_tensor(out_dims, components)
+}
+
+/// The components, in any order, as a `csf` tensor of dimensions `dims`.
+fn csf_tensor<K: AsRef<[usize]> + Ord>(
+    dims: &[usize],
+    components: impl IntoIterator<Item = (K, f64)>,
+) -> Tensor {
+    let mut sorted: Vec<(K, f64)> = components.into_iter().collect();
     sorted.sort_unstable_by(|a, b| a.0.cmp(&b.0));
     let coords = sorted
         .iter()
-        .flat_map(|(c, _)| c.iter().map(|&c| c as i64))
+        .flat_map(|(c, _)| c.as_ref().iter().map(|&c| c as i64))
         .collect();
     let values = sorted.into_iter().map(|(_, x)| x).collect();
-    let coo = Coo::new(out_dims.clone(), coords, values).expect("coordinates are in range");
-    let format = Format::parse("csf", order).expect("csf is a format of every order");
+    let coo = Coo::new(dims.to_vec(), coords, values).expect("coordinates are in range");
+    let format = Format::parse("csf", dims.len()).expect("csf is a format of every order");
     Tensor::from_coo_owned(coo, &format, ValueType::F64).expect("a csf tensor can be built")
 }
 

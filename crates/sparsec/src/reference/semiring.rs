@@ -9,12 +9,11 @@
 
 use std::collections::HashMap;
 
-use super::for_each_point;
-use crate::format::Format;
+use super::{csf_tensor, for_each_point};
 use crate::notation::ast::Op;
 use crate::notation::cin::{CExpr, Statement, VarId};
 use crate::notation::semiring::Semiring;
-use crate::tensor::{Coo, Tensor, ValueType, Values};
+use crate::tensor::{Tensor, ValueType, Values};
 
 /// Present entries over `vars`, keyed by their values in order.
 struct Entries {
@@ -82,16 +81,7 @@ pub(super) fn evaluate(
         *result.values_mut() = Values::F64(values);
         return result;
     }
-    let mut sorted: Vec<(Vec<usize>, f64)> = out.into_iter().collect();
-    sorted.sort_by(|a, b| a.0.cmp(&b.0));
-    let coords = sorted
-        .iter()
-        .flat_map(|(c, _)| c.iter().map(|&c| c as i64))
-        .collect();
-    let values = sorted.into_iter().map(|(_, x)| x).collect();
-    let coo = Coo::new(dims.clone(), coords, values).expect("coordinates are in range");
-    let format = Format::parse("csf", order).expect("csf is a format of every order");
-    Tensor::from_coo_owned(coo, &format, ValueType::F64).expect("a csf tensor can be built")
+    csf_tensor(dims, out)
 }
 
 fn eval(e: &CExpr, cx: &Cx) -> Entries {
