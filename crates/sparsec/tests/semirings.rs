@@ -190,6 +190,20 @@ fn masked_steps_of_graph_algorithms() {
     for (y, v) in [("dense", "s"), ("s", "s"), ("dense", "dense")] {
         check_all(push, &[("x", "s"), ("A", "csr"), ("v", v), ("y", y)], &sets);
     }
+    // A dense mask is located where the frontier's rows have entries: the step's work is
+    // the frontier's edges, not the frontier times the vertices.
+    let (stmt, _) = statement(
+        push,
+        &[("x", "s"), ("A", "csr"), ("v", "dense")],
+        &sets[2],
+        &[],
+    );
+    let kernel = Kernel::from_statement(stmt, ValueType::F64, &Toolchain::default()).unwrap();
+    assert!(
+        !kernel.kernel_source().contains("j < j_size"),
+        "{}",
+        kernel.kernel_source()
+    );
     let valued = "y<v>(j) = x(i) * A(i,j) over (min, +)";
     check_all(valued, &[("x", "s"), ("A", "csr"), ("v", "s")], &sets);
     let triangles = "C<L>(i,j) = L(i,k) * L(j,k) over (+, pair)";

@@ -81,6 +81,25 @@ fn choose(points: &[Point], level: &dyn Fn(usize) -> (Capabilities, Properties))
     }
 }
 
+/// The points a loop can reach: a point below another that adds only full levels (which
+/// hold every coordinate, so they are never absent where the loop is) is dropped. A
+/// complemented mask over a dense tensor (`1 - (M(j) != 0)`, everywhere) then leaves the
+/// other factor's entries to iterate, with the mask located, instead of the dimension.
+fn reachable_points(points: &[Point], full: &dyn Fn(usize) -> bool) -> Vec<Point> {
+    points
+        .iter()
+        .filter(|p| {
+            !points.iter().any(|q| {
+                q != *p
+                    && q.universe == p.universe
+                    && p.iterators.is_subset(&q.iterators)
+                    && q.iterators.difference(&p.iterators).all(|&o| full(o))
+            })
+        })
+        .cloned()
+        .collect()
+}
+
 impl Lowerer<'_> {
     /// [`choose`] for the iterators' levels in `scope`, checked: merged levels are ordered
     /// and located ones can be located.
@@ -115,6 +134,7 @@ impl Lowerer<'_> {
 
     pub(super) fn merge(&mut self, step: Step, points: &[Point]) -> Result<Vec<Stmt>, LowerError> {
         let scope = step.scope;
+        let points = &reachable_points(points, &|o: usize| self.level(o, scope).properties().full);
         match self.strategy(points, scope)? {
             Strategy::Coiterate { iterated, located } if iterated.len() == 1 => {
                 self.single_loop(step, iterated[0], &located)
@@ -689,6 +709,26 @@ mod tests {
             cursors: cursors.to_vec(),
             located: located.to_vec(),
         }
+    }
+
+    #[test]
+    fn points_that_only_lack_full_levels_are_unreachable() {
+        // A row times a complemented dense mask: {A, M} and {A}; M is never absent.
+        let points = [point(&[0, 1], false), point(&[0], false)];
+        let letters: Vec<char> = "sd".chars().collect();
+        let full = |o: usize| level(letters[o]).1.full;
+        let reachable = reachable_points(&points, &full);
+        assert_eq!(reachable, [point(&[0, 1], false)]);
+        assert_eq!(strategy("sd", &reachable), coiterate(&[0], &[1]));
+        // A hashed mask may lack a coordinate: both cases stay.
+        let letters: Vec<char> = "sh".chars().collect();
+        let full = |o: usize| level(letters[o]).1.full;
+        assert_eq!(reachable_points(&points, &full), points);
+        // Over the whole dimension, a dense M is everywhere too: {universe} alone is not.
+        let points = [point(&[1], true), point(&[], true)];
+        let letters: Vec<char> = "sd".chars().collect();
+        let full = |o: usize| level(letters[o]).1.full;
+        assert_eq!(reachable_points(&points, &full), [point(&[1], true)]);
     }
 
     #[test]
