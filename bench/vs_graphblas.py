@@ -134,16 +134,17 @@ def operations(a, threads):
 
     def sparsec_bfs():
         levels = np.full(n, -1.0)
-        levels[source] = 0
+        visited = np.zeros(n)
+        levels[source], visited[source] = 0, 1
         frontier = np.array([source])
         level = 0
         while frontier.size:
             f = sparsec.Tensor.from_coo((n,), frontier[None, :], np.ones(frontier.size),
                                         format="s")
-            reached = step(f=f, A=a, v=(levels >= 0).astype(np.float64))
+            reached = step(f=f, A=a, v=visited)
             level += 1
             frontier = np.flatnonzero(reached)
-            levels[frontier] = level
+            levels[frontier], visited[frontier] = level, 1
         return levels
 
     def graphblas_bfs():
