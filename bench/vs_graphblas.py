@@ -12,6 +12,8 @@ Needs numpy, scipy, python-graphblas and the sparsec package (built in release:
   dense `x` (GraphBLAS: `x.vxm(A, min_plus)`);
 - `triangles`: the masked product `C<pattern(L)>(i,j) = L(i,k) * L(j,k) over (+, pair)`,
   summed (GraphBLAS: `L.mxm(L.T, plus_pair)` under `L`'s structure, reduced);
+- `tri-scalar`: the same count as one statement, `t = L(i,j) * L(i,k) * L(j,k) over
+  (+, pair)`, against the same GraphBLAS computation;
 - `bfs`: breadth-first levels from the vertex of largest degree, a masked `(any, pair)`
   product per level (GraphBLAS: the same push step with a complemented structural mask);
 - `pagerank`: 20 power iterations `r = (1-d)/n + d * P r` with `P` the column-normalised
@@ -121,6 +123,16 @@ def operations(a, threads):
     ops.append((
         "triangles",
         lambda: count(L=lower).sum(),
+        lambda: gl.mxm(gl.T, gb.semiring.plus_pair).new(mask=gl.S).reduce_scalar().value,
+        lambda s, g: np.testing.assert_equal(s, g),
+    ))
+    # The same count as one statement with a scalar result: no product matrix is built.
+    total = compiled(sparsec.compile("t = L(i,j) * L(i,k) * L(j,k) over (+, pair)",
+                                     formats={"L": "csr"}, threads=threads,
+                                     schedule="parallelize(i,CPUThread,Temporary)"), L=lower)
+    ops.append((
+        "tri-scalar",
+        lambda: float(total(L=lower)),
         lambda: gl.mxm(gl.T, gb.semiring.plus_pair).new(mask=gl.S).reduce_scalar().value,
         lambda s, g: np.testing.assert_equal(s, g),
     ))

@@ -269,6 +269,20 @@ fn row_parallel_schedules_run_and_racing_ones_are_refused() {
             assert!(err.contains("(min, +)"), "{races}: {err}");
         }
     }
+    // Sums of other products race like plain sums: atomics and per-thread copies serve.
+    let expr = "y(i) = A(i,j) * x(j) over (+, min)";
+    let (stmt, tensors) = statement(expr, &[("A", "csc")], inputs, &[]);
+    for races in ["Atomics", "Temporary"] {
+        let schedule = Schedule::parse(&format!("parallelize(j,CPUThread,{races})")).unwrap();
+        let kernel = Kernel::scheduled(
+            stmt.clone(),
+            &schedule,
+            ValueType::F64,
+            &common::split_toolchain(),
+        )
+        .unwrap_or_else(|e| panic!("{races}: {e}"));
+        compare_with_reference(&kernel, &stmt, &tensors, &format!("(+, min) {races}"));
+    }
 }
 
 /// Formats whose storage holds zeros the tensor does not have would give them as entries.

@@ -334,7 +334,7 @@ pub fn lower(plan: &Concrete) -> Result<Lowered, LowerError> {
     let locals = lowerer.locals_at(0);
     // A `+=` statement's output starts from its initial value, which must stay; over a
     // semiring, rows start from ⊕'s identity, which the caller fills in.
-    let dense_rows = (!stmt.accumulate && stmt.semiring.is_arithmetic())
+    let dense_rows = (!stmt.accumulate && stmt.semiring.add.identity() == 0.0)
         .then(|| lowerer.dense_rows())
         .flatten();
     let mut function = lowerer.tables.into_inner().function;

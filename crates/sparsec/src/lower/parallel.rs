@@ -177,9 +177,9 @@ impl Lowerer<'_> {
                     })
             };
             let sparse = matches!(target, Target::Workspace { .. } | Target::Emit);
-            // Atomics and per-thread copies are generated for sums; over another semiring
+            // Atomics and per-thread copies are generated for sums; with another reduction
             // only a loop whose iterations cannot race, or that ignores its races, runs.
-            if self.over_semiring() && (p.races != RaceStrategy::IgnoreRaces || atomics_asked()) {
+            if !self.reduces_by_sum() && (p.races != RaceStrategy::IgnoreRaces || atomics_asked()) {
                 return Err(LowerError(format!(
                     "{text}: precondition failed: the update is race-free: {what}, and sparsec \
                      protects racing updates of sums only, while this statement reduces over \

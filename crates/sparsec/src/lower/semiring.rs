@@ -16,6 +16,13 @@ impl Lowerer<'_> {
         !self.stmt.semiring.is_arithmetic()
     }
 
+    /// True when the statement's reductions are sums (`(+, *)`, `(+, pair)`, ...): they
+    /// start from 0 and add up, so workspaces, accumulators, atomics and per-thread copies
+    /// work as for plain sums.
+    pub(super) fn reduces_by_sum(&self) -> bool {
+        self.stmt.semiring.add == Monoid::Plus
+    }
+
     /// The value a reduction starts from: ⊕'s identity (0 for sums).
     pub(super) fn reduction_identity(&self) -> Expr {
         Expr::Float(self.stmt.semiring.add.identity())
@@ -29,8 +36,9 @@ impl Lowerer<'_> {
     /// An error naming what a construct would need under the statement's semiring.
     pub(super) fn not_over_semiring(&self, what: &str) -> LowerError {
         LowerError(format!(
-            "{what} is generated for sums only, and this statement reduces over the \
-             semiring {}; choose another schedule",
+            "{what} is generated for sums only, and this statement reduces with `{}` \
+             (over the semiring {}); choose another schedule",
+            self.stmt.semiring.add.spelling(),
             self.stmt.semiring
         ))
     }

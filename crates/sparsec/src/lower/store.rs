@@ -60,8 +60,8 @@ impl Lowerer<'_> {
                 }
                 s
             }
-            Dest::Local { .. } if self.over_semiring() => {
-                unreachable!("precompute is refused over a semiring")
+            Dest::Local { .. } if !self.reduces_by_sum() => {
+                unreachable!("precompute is refused where reductions are not sums")
             }
             Dest::Local { name, vars, .. } => vec![update(Stmt::Store(Store {
                 array: ArrayRef::Scratch(self.scratch(name, LocalType::Value)),
@@ -79,7 +79,7 @@ impl Lowerer<'_> {
                 // Over a semiring the first value of a coordinate is stored as it is (the
                 // workspace's zeros are no identity of ⊕), later ones combined with it:
                 // stored before `seen` is set.
-                let semiring_update = self.over_semiring().then(|| {
+                let semiring_update = (!self.reduces_by_sum()).then(|| {
                     let combined = self.reduce(Expr::load(vals, at.clone()), value.clone());
                     Stmt::Store(Store {
                         array: vals,
@@ -135,7 +135,7 @@ impl Lowerer<'_> {
                 stmts
             }
             Dest::Output if self.dense_output && scope.coalesce.is_some() => {
-                if self.over_semiring() {
+                if !self.reduces_by_sum() {
                     return Err(self.not_over_semiring(
                         "an accumulator over a fused position space (`fuse` then `pos`)",
                     ));
@@ -164,7 +164,9 @@ impl Lowerer<'_> {
                     Stmt::Assign(self.named_any(acc.clone()), self.iv(acc) + value),
                 ]
             }
-            Dest::Output if self.dense_output && self.store_accumulates && self.over_semiring() => {
+            Dest::Output
+                if self.dense_output && self.store_accumulates && !self.reduces_by_sum() =>
+            {
                 let pos = self.output_position();
                 let array = ArrayRef::Values(OperandId(0));
                 vec![update(Stmt::Store(Store {

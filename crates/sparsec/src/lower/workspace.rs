@@ -39,7 +39,7 @@ impl Lowerer<'_> {
         dest: &Dest,
         scope: &Scope,
     ) -> Result<Vec<Stmt>, LowerError> {
-        if self.over_semiring() {
+        if !self.reduces_by_sum() {
             return Err(self.not_over_semiring(&format!("`precompute` (of `{}`)", p.workspace)));
         }
         let producer: Vec<VarId> = remaining
