@@ -484,3 +484,50 @@ fn dense_tensors_with_a_fill_value_write_to_text_files() {
     let text = std::fs::read_to_string(&path).unwrap();
     assert!(text.contains("inf"), "{text}");
 }
+
+/// A scalar result: every ordered triangle of a symmetric graph counted over `(+, pair)`,
+/// on one thread and with per-thread partial counts.
+#[test]
+fn a_scalar_count_over_plus_pair() {
+    let mut r = rng(17);
+    let half = random_coo(&mut r, &[12, 12], 0.4);
+    let (mut coords, mut values) = (Vec::new(), Vec::new());
+    for e in 0..half.len() {
+        let (i, j) = (half.coords[2 * e], half.coords[2 * e + 1]);
+        if i != j {
+            coords.extend([i, j, j, i]);
+            values.extend([half.values[e], half.values[e]]);
+        }
+    }
+    let graph = Coo::new(vec![12, 12], coords, values).unwrap();
+    let expr = "t = L(i,j) * L(i,k) * L(j,k) over (+, pair)";
+    let inputs = vec![("L", graph.clone())];
+    let got = check_all(expr, &[("L", "csr")], &[inputs.clone()]);
+    // Ordered triples of distinct vertices joined pairwise, counted here.
+    let mut adjacent = [[false; 12]; 12];
+    for e in 0..graph.len() {
+        adjacent[graph.coords[2 * e] as usize][graph.coords[2 * e + 1] as usize] = true;
+    }
+    let mut want = 0.0;
+    for i in 0..12 {
+        for j in 0..12 {
+            for k in 0..12 {
+                if adjacent[i][j] && adjacent[i][k] && adjacent[j][k] {
+                    want += 1.0;
+                }
+            }
+        }
+    }
+    assert!(want > 0.0);
+    assert_eq!(got[0].values().get(0), want);
+    let (stmt, tensors) = statement(expr, &[("L", "csr")], &inputs, &[]);
+    let schedule = Schedule::parse("parallelize(i,CPUThread,Temporary)").unwrap();
+    let kernel = Kernel::scheduled(
+        stmt.clone(),
+        &schedule,
+        ValueType::F64,
+        &common::split_toolchain(),
+    )
+    .unwrap();
+    compare_with_reference(&kernel, &stmt, &tensors, "parallel count");
+}

@@ -40,7 +40,10 @@ pub(super) fn evaluate(
         inputs,
         semiring: stmt.semiring,
     };
-    let rhs = eval(&stmt.rhs, &cx);
+    // A reduction ranges over the whole product around it, as the kernels' loops do: with
+    // an ⊗ that does not distribute over ⊕ (`pair`), `sum_i (L(i,j) * L(i,k)) * L(j,k)`
+    // is another number.
+    let rhs = eval(&super::distribute_reductions(&stmt.rhs), &cx);
     let add = stmt.semiring.add;
     let dims = &stmt.tensors[0].dims;
     let order = dims.len();
