@@ -502,7 +502,7 @@ fn a_scalar_count_over_plus_pair() {
     let graph = Coo::new(vec![12, 12], coords, values).unwrap();
     let expr = "t = L(i,j) * L(i,k) * L(j,k) over (+, pair)";
     let inputs = vec![("L", graph.clone())];
-    let got = check_all(expr, &[("L", "csr")], &[inputs.clone()]);
+    let got = check_all(expr, &[("L", "csr")], std::slice::from_ref(&inputs));
     // Ordered triples of distinct vertices joined pairwise, counted here.
     let mut adjacent = [[false; 12]; 12];
     for e in 0..graph.len() {
