@@ -204,38 +204,65 @@ fn for_each_point(sizes: &[usize], mut visit: impl FnMut(&[usize])) {
     }
 }
 
+/// How an access's stored components become keys over its distinct variables.
+struct AccessKeys {
+    /// The access's variables, each once, in order of first use.
+    vars: Vec<VarId>,
+    /// The mode that supplies each variable's coordinate.
+    first: Vec<usize>,
+    /// Modes of a repeated variable (`A(i,i)`) and the mode it first appears at: only
+    /// components whose coordinates agree there are the access's.
+    repeated: Vec<(usize, usize)>,
+}
+
+impl AccessKeys {
+    fn new(indices: &[VarId]) -> AccessKeys {
+        let mut vars: Vec<VarId> = Vec::new();
+        for &v in indices {
+            if !vars.contains(&v) {
+                vars.push(v);
+            }
+        }
+        let first: Vec<usize> = vars
+            .iter()
+            .map(|v| indices.iter().position(|w| w == v).expect("listed"))
+            .collect();
+        let repeated = indices
+            .iter()
+            .enumerate()
+            .map(|(m, v)| (m, first[vars.iter().position(|w| w == v).expect("listed")]))
+            .filter(|&(m, source)| m != source)
+            .collect();
+        AccessKeys {
+            vars,
+            first,
+            repeated,
+        }
+    }
+
+    /// The key of the component at coordinates `c`, or `None` where a repeated variable's
+    /// coordinates disagree.
+    fn key(&self, c: &[i64]) -> Option<Key> {
+        if self.repeated.iter().any(|&(m, source)| c[m] != c[source]) {
+            return None;
+        }
+        Some(self.first.iter().map(|&m| c[m] as usize).collect())
+    }
+}
+
 fn eval(expr: &CExpr, cx: &Cx) -> Func {
     match expr {
         CExpr::Access(a) => {
             let tensor = cx.inputs[a.tensor - 1];
-            let mut vars: Vec<VarId> = Vec::new();
-            for &v in &a.indices {
-                if !vars.contains(&v) {
-                    vars.push(v);
-                }
-            }
-            // The mode that supplies each variable's coordinate; a repeated variable
-            // (`A(i,i)`) keeps only the components whose coordinates agree with it.
-            let first: Vec<usize> = vars
-                .iter()
-                .map(|v| a.indices.iter().position(|w| w == v).expect("listed"))
-                .collect();
-            let repeated: Vec<(usize, usize)> = a
-                .indices
-                .iter()
-                .enumerate()
-                .map(|(m, v)| (m, first[vars.iter().position(|w| w == v).expect("listed")]))
-                .filter(|&(m, source)| m != source)
-                .collect();
+            let keys = AccessKeys::new(&a.indices);
             // Sized for every stored entry at once: growing a map of millions of entries
             // by doubling rehashes it and touches fresh pages each time.
             let mut entries: Map<Key, Pair> =
                 Map::with_capacity_and_hasher(tensor.stored_values(), Default::default());
             tensor.for_each_stored(|c, x| {
-                if repeated.iter().any(|&(m, source)| c[m] != c[source]) {
+                let Some(key) = keys.key(c) else {
                     return;
-                }
-                let key = first.iter().map(|&m| c[m] as usize).collect();
+                };
                 // Duplicates add up, as they do in the tensor's value; a single entry keeps
                 // its value exactly (-0 included, which `0.0 + x` would make +0).
                 entries
@@ -247,7 +274,7 @@ fn eval(expr: &CExpr, cx: &Cx) -> Func {
             entries
                 .values_mut()
                 .for_each(|x| x.magnitude = x.value.abs());
-            listed(vars, entries)
+            listed(keys.vars, entries)
         }
         CExpr::Literal(x) => Func::constant(Pair::exact(*x)),
         CExpr::Neg(e) => {

@@ -9,7 +9,7 @@
 
 use std::collections::HashMap;
 
-use super::{csf_tensor, for_each_point};
+use super::{csf_tensor, for_each_point, AccessKeys};
 use crate::notation::ast::Op;
 use crate::notation::cin::{CExpr, Statement, VarId};
 use crate::notation::semiring::Semiring;
@@ -91,28 +91,21 @@ fn eval(e: &CExpr, cx: &Cx) -> Entries {
     match e {
         CExpr::Access(a) => {
             let tensor = cx.inputs[a.tensor - 1];
-            let mut vars: Vec<VarId> = Vec::new();
-            for &v in &a.indices {
-                if !vars.contains(&v) {
-                    vars.push(v);
-                }
-            }
+            let keys = AccessKeys::new(&a.indices);
             let mut map = HashMap::new();
             tensor.for_each_stored(|c, x| {
-                let mut key = vec![usize::MAX; vars.len()];
-                for (&v, &c) in a.indices.iter().zip(c) {
-                    let slot = vars.iter().position(|&w| w == v).expect("listed");
-                    if key[slot] != usize::MAX && key[slot] != c as usize {
-                        return;
-                    }
-                    key[slot] = c as usize;
-                }
+                let Some(key) = keys.key(c) else {
+                    return;
+                };
                 // A duplicated coordinate's values combine with ⊕.
-                map.entry(key)
+                map.entry(key.to_vec())
                     .and_modify(|old| *old = cx.semiring.add.apply(*old, x))
                     .or_insert(x);
             });
-            Entries { vars, map }
+            Entries {
+                vars: keys.vars,
+                map,
+            }
         }
         CExpr::Binary(Op::Mul, a, b) if is_condition(a) || is_condition(b) => {
             let (condition, x) = if is_condition(a) { (a, b) } else { (b, a) };
