@@ -123,24 +123,33 @@ fn every_reduction_and_combination() {
     }
 }
 
+/// A random matrix's shape and density.
+type Drawn = ([usize; 2], f64);
+
+/// Input sets of two matrices `A` and `B`, each drawn at its shape and density, from one
+/// generator seeded with `seed`.
+fn operand_pairs(seed: u64, shapes: &[(Drawn, Drawn)]) -> Vec<Vec<(&'static str, Coo)>> {
+    let mut r = rng(seed);
+    shapes
+        .iter()
+        .map(|&((a, da), (b, db))| {
+            let a = random_coo(&mut r, &a, da);
+            vec![("A", a), ("B", random_coo(&mut r, &b, db))]
+        })
+        .collect()
+}
+
 #[test]
 fn matrix_products_and_element_wise_unions() {
-    let sets = |seed: u64| -> Vec<Vec<(&'static str, Coo)>> {
-        let mut r = rng(seed);
-        vec![
-            vec![
-                ("A", random_coo(&mut r, &[0, 3], 0.5)),
-                ("B", random_coo(&mut r, &[3, 4], 0.5)),
+    let sets = |seed: u64| {
+        operand_pairs(
+            seed,
+            &[
+                (([0, 3], 0.5), ([3, 4], 0.5)),
+                (([6, 5], 0.3), ([5, 8], 0.3)),
+                (([7, 7], 0.5), ([7, 7], 1.0)),
             ],
-            vec![
-                ("A", random_coo(&mut r, &[6, 5], 0.3)),
-                ("B", random_coo(&mut r, &[5, 8], 0.3)),
-            ],
-            vec![
-                ("A", random_coo(&mut r, &[7, 7], 0.5)),
-                ("B", random_coo(&mut r, &[7, 7], 1.0)),
-            ],
-        ]
+        )
     };
     let product = "C(i,j) = A(i,k) * B(k,j) over (min, +)";
     for (a, b, c) in [
@@ -152,18 +161,14 @@ fn matrix_products_and_element_wise_unions() {
     ] {
         check_all(product, &[("A", a), ("B", b), ("C", c)], &sets(5));
     }
-    let square = |seed: u64| -> Vec<Vec<(&'static str, Coo)>> {
-        let mut r = rng(seed);
-        vec![
-            vec![
-                ("A", random_coo(&mut r, &[6, 6], 0.3)),
-                ("B", random_coo(&mut r, &[6, 6], 0.3)),
+    let square = |seed: u64| {
+        operand_pairs(
+            seed,
+            &[
+                (([6, 6], 0.3), ([6, 6], 0.3)),
+                (([1, 1], 1.0), ([1, 1], 0.0)),
             ],
-            vec![
-                ("A", random_coo(&mut r, &[1, 1], 1.0)),
-                ("B", random_coo(&mut r, &[1, 1], 0.0)),
-            ],
-        ]
+        )
     };
     for over in ["(min, +)", "(max, *)", "(or, and)"] {
         let union = format!("C(i,j) = A(i,j) + B(i,j) over {over}");
