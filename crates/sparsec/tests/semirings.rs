@@ -11,6 +11,7 @@ use sparsec::io;
 use sparsec::jit::Toolchain;
 use sparsec::kernel::{Backend, Kernel};
 use sparsec::notation;
+use sparsec::notation::cin::Statement;
 use sparsec::reference;
 use sparsec::schedule::Schedule;
 use sparsec::tensor::{Coo, Tensor, ValueType};
@@ -243,20 +244,30 @@ fn accumulating_combines_with_the_previous_output_by_the_reduction() {
     }
 }
 
+/// Compile `stmt` under `schedule` with balanced loops split however little work they have,
+/// and compare with the reference.
+fn check_scheduled(stmt: &Statement, tensors: &[Tensor], schedule: &str, what: &str) {
+    let kernel = Kernel::scheduled(
+        stmt.clone(),
+        &Schedule::parse(schedule).unwrap(),
+        ValueType::F64,
+        &common::split_toolchain(),
+    )
+    .unwrap_or_else(|e| panic!("{what}: {e}"));
+    compare_with_reference(&kernel, stmt, tensors, what);
+}
+
 #[test]
 fn row_parallel_schedules_run_and_racing_ones_are_refused() {
     let expr = "y(i) = A(i,j) * x(j) over (min, +)";
     let inputs = &spmv_sets(13, 1.0)[2];
     let (stmt, tensors) = statement(expr, &[("A", "csr")], inputs, &[]);
-    let schedule = Schedule::parse("parallelize(i,CPUThread,NoRaces)").unwrap();
-    let kernel = Kernel::scheduled(
-        stmt.clone(),
-        &schedule,
-        ValueType::F64,
-        &common::split_toolchain(),
-    )
-    .unwrap();
-    compare_with_reference(&kernel, &stmt, &tensors, "row-parallel min-plus");
+    check_scheduled(
+        &stmt,
+        &tensors,
+        "parallelize(i,CPUThread,NoRaces)",
+        "row-parallel min-plus",
+    );
     let (stmt, _) = statement(expr, &[("A", "csc")], inputs, &[]);
     for races in ["Atomics", "Temporary", "NoRaces"] {
         let schedule = Schedule::parse(&format!("parallelize(j,CPUThread,{races})")).unwrap();
@@ -278,15 +289,8 @@ fn row_parallel_schedules_run_and_racing_ones_are_refused() {
     let expr = "y(i) = A(i,j) * x(j) over (+, min)";
     let (stmt, tensors) = statement(expr, &[("A", "csc")], inputs, &[]);
     for races in ["Atomics", "Temporary"] {
-        let schedule = Schedule::parse(&format!("parallelize(j,CPUThread,{races})")).unwrap();
-        let kernel = Kernel::scheduled(
-            stmt.clone(),
-            &schedule,
-            ValueType::F64,
-            &common::split_toolchain(),
-        )
-        .unwrap_or_else(|e| panic!("{races}: {e}"));
-        compare_with_reference(&kernel, &stmt, &tensors, &format!("(+, min) {races}"));
+        let schedule = format!("parallelize(j,CPUThread,{races})");
+        check_scheduled(&stmt, &tensors, &schedule, &format!("(+, min) {races}"));
     }
 }
 
@@ -526,13 +530,10 @@ fn a_scalar_count_over_plus_pair() {
     assert!(want > 0.0);
     assert_eq!(got[0].values().get(0), want);
     let (stmt, tensors) = statement(expr, &[("L", "csr")], &inputs, &[]);
-    let schedule = Schedule::parse("parallelize(i,CPUThread,Temporary)").unwrap();
-    let kernel = Kernel::scheduled(
-        stmt.clone(),
-        &schedule,
-        ValueType::F64,
-        &common::split_toolchain(),
-    )
-    .unwrap();
-    compare_with_reference(&kernel, &stmt, &tensors, "parallel count");
+    check_scheduled(
+        &stmt,
+        &tensors,
+        "parallelize(i,CPUThread,Temporary)",
+        "parallel count",
+    );
 }

@@ -119,10 +119,11 @@ impl Kernel {
             (true, _, _) => Tensor::zeros(&[], self.value_type),
         };
         cast_values(&mut output, self.value_type);
-        // Over a semiring, a dense output holds ⊕'s identity where nothing is reduced.
-        let semiring = self.statement.semiring;
-        if !semiring.is_arithmetic() && !self.statement.accumulate && !self.assembles_output() {
-            output.values_mut().fill(semiring.add.identity());
+        // Over a semiring, a dense output holds ⊕'s identity where nothing is reduced (the
+        // zeros it was made with already are, for `+`, `or` and `any`).
+        let identity = self.statement.semiring.add.identity();
+        if identity != 0.0 && !self.statement.accumulate && !self.assembles_output() {
+            output.values_mut().fill(identity);
         }
         Ok(output)
     }
