@@ -125,10 +125,12 @@ fn eval(e: &CExpr, cx: &Cx) -> Entries {
         CExpr::Binary(Op::Add, a, b) => union(eval(a, cx), eval(b, cx), cx),
         CExpr::Sum(v, body) => {
             let body = eval(body, cx);
-            let Some(at) = body.vars.iter().position(|w| w == v) else {
-                // A term that does not depend on `v` is reduced once per value of `v`.
-                return reduce_invariant(body, cx.stmt.vars[*v].size, cx);
-            };
+            // Binding places every sum around the uses of its variable.
+            let at = body
+                .vars
+                .iter()
+                .position(|w| w == v)
+                .expect("a sum's body uses its variable");
             let mut vars = body.vars.clone();
             vars.remove(at);
             let mut map: HashMap<Vec<usize>, f64> = HashMap::new();
@@ -144,23 +146,6 @@ fn eval(e: &CExpr, cx: &Cx) -> Entries {
             "binding admits no {other:?} over the semiring {}",
             cx.semiring
         ),
-    }
-}
-
-/// `x ⊕ x ⊕ ... ⊕ x`, `n` times, per entry.
-fn reduce_invariant(body: Entries, n: usize, cx: &Cx) -> Entries {
-    let add = cx.semiring.add;
-    let map = if n == 0 {
-        HashMap::new()
-    } else {
-        body.map
-            .into_iter()
-            .map(|(k, x)| (k, (1..n).fold(x, |acc, _| add.apply(acc, x))))
-            .collect()
-    };
-    Entries {
-        vars: body.vars,
-        map,
     }
 }
 
