@@ -430,6 +430,9 @@ impl Problem {
                 .map_err(|e| miette!("cannot read input `{name}` (-i {text}): {e}"))?;
             let data = fit_order(data, problem.tensors[k].1);
             problem.decls[k].dims = Some(data.dims().to_vec());
+            if problem.decls[k].format.is_none() && data.dims().len() == problem.tensors[k].1 {
+                problem.decls[k].format = Some(data.natural_format());
+            }
             problem.sources[k] = Some(Source::File(path, data));
         }
         for text in generators {

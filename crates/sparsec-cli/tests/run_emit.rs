@@ -1127,3 +1127,34 @@ fn min_plus_products_run_and_check_from_the_command_line() {
     );
     assert!(err.contains("not an operation of the semiring"), "{err}");
 }
+
+/// A user operator defined before the statement, as a semiring's reduction, on a shared
+/// graph; a non-associative one refused with its counterexample.
+#[test]
+fn run_with_a_user_operator() {
+    let path = shared_matrix("ca-HepTh.mtx");
+    let input = format!("A:{}", path.display());
+    let out = ok(&[
+        "run",
+        "let smaller(a, b) = where(a < b, a, b) identity inf; \
+         y(i) = A(i,j) * x(j) over (smaller, +)",
+        "-i",
+        &input,
+        "-g",
+        "x:dense",
+        "--check",
+    ]);
+    assert!(out.contains("check: ok"), "{out}");
+    let err = fails(
+        &[
+            "run",
+            "let avg(a, b) = (a + b) / 2 identity 0; y(i) = A(i,j) * x(j) over (avg, +)",
+            "-i",
+            &input,
+            "-g",
+            "x:dense",
+        ],
+        "`avg` cannot reduce",
+    );
+    assert!(err.contains("avg(0, -3) = -1.5"), "{err}");
+}

@@ -59,6 +59,33 @@ def test_shortest_paths_by_min_plus_products(rng):
             np.testing.assert_allclose(sssp(a, source), want, rtol=1e-12, err_msg=name)
 
 
+def test_shortest_paths_with_a_user_defined_reduction(rng):
+    """Bellman-Ford again, its `min` written by the user: the same distances."""
+    relax = ("let smaller(a, b) = where(a < b, a, b) identity inf; "
+             "e(j) = d(j) + d(i) * A(i,j) over (smaller, +)")
+    a = graphs(rng)[0][1]
+    d = np.full(a.shape[0], np.inf)
+    d[0] = 0.0
+    for _ in range(a.shape[0]):
+        relaxed = sparsec.evaluate(relax, d=d, A=a, formats={"A": "csc"})
+        if np.array_equal(relaxed, d):
+            break
+        d = relaxed
+    want = csgraph.shortest_path(a, method="BF", directed=True, indices=0)
+    np.testing.assert_allclose(d, want, rtol=1e-12)
+
+
+def test_user_operators_element_wise_and_refused(rng):
+    a = sp.random_array((30, 20), density=0.2, format="csr", rng=rng) - 0.5
+    a = sp.csr_array(a)
+    got = sparsec.evaluate("let relu(x) = max(x, 0); B(i,j) = relu(A(i,j))", A=a,
+                           formats={"A": "csr", "B": "dense"})
+    np.testing.assert_array_equal(got, np.maximum(a.toarray(), 0))
+    with pytest.raises(sparsec.NotationError, match="not associative"):
+        sparsec.evaluate("let g(a, b) = a + b + a * a * b * b identity 0; "
+                         "y(i) = A(i,j) * x(j) over (g, *)", A=a, x=np.ones(20))
+
+
 def bfs_levels(a, source):
     """Breadth-first search, a frontier at a time: the next frontier is the vertices the
     frontier reaches, masked by the complement of the visited ones, over (any, pair)."""

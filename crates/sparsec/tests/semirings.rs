@@ -269,7 +269,7 @@ fn row_parallel_schedules_run_and_racing_ones_are_refused() {
         "row-parallel min-plus",
     );
     let (stmt, _) = statement(expr, &[("A", "csc")], inputs, &[]);
-    for races in ["Atomics", "Temporary", "NoRaces"] {
+    for races in ["Atomics", "NoRaces"] {
         let schedule = Schedule::parse(&format!("parallelize(j,CPUThread,{races})")).unwrap();
         let err = Kernel::scheduled(
             stmt.clone(),
@@ -292,6 +292,68 @@ fn row_parallel_schedules_run_and_racing_ones_are_refused() {
         let schedule = format!("parallelize(j,CPUThread,{races})");
         check_scheduled(&stmt, &tensors, &schedule, &format!("(+, min) {races}"));
     }
+}
+
+/// Racing updates of any other reduction run on per-thread copies that start from its
+/// identity and combine by it: a dense output's rows updated from CSC columns, a scalar
+/// reduced by threads, and rows reduced across SIMD lanes; on inputs big enough to split.
+#[test]
+fn racing_reductions_of_every_kind_run_on_per_thread_copies() {
+    let mut r = rng(21);
+    let big = vec![
+        ("A", random_coo(&mut r, &[300, 200], 0.05)),
+        ("x", random_coo(&mut r, &[200], 0.8)),
+    ];
+    let empty_columns = vec![
+        ("A", random_coo(&mut r, &[40, 30], 0.0)),
+        ("x", random_coo(&mut r, &[30], 1.0)),
+    ];
+    let definition = "let absmax(a, b) = where(abs(a) > abs(b), a, where(abs(b) > abs(a), b, \
+                      max(a, b))) identity 0; ";
+    for over in [
+        "(min, +)",
+        "(max, *)",
+        "(any, pair)",
+        "(or, and)",
+        "(*, max)",
+        "(absmax, *)",
+    ] {
+        let expr = format!("{definition}y(i) = A(i,j) * x(j) over {over}");
+        for inputs in [&big, &empty_columns] {
+            for (a, schedule) in [
+                ("csc", "parallelize(j,CPUThread,Temporary)"),
+                ("csc", "parallelize(j,CPUThread,ParallelReduction)"),
+                ("csr", "parallelize(j,CPUVector,ParallelReduction)"),
+            ] {
+                let (stmt, tensors) = statement(&expr, &[("A", a)], inputs, &[]);
+                check_scheduled(&stmt, &tensors, schedule, &format!("{over} {a} {schedule}"));
+            }
+            let dot = format!("{definition}s = A(i,j) * x(j) over {over}");
+            let (stmt, tensors) = statement(&dot, &[("A", "csr")], inputs, &[]);
+            for schedule in [
+                "parallelize(i,CPUThread,Temporary)",
+                "parallelize(j,CPUVector,ParallelReduction)",
+            ] {
+                check_scheduled(&stmt, &tensors, schedule, &format!("{over} s {schedule}"));
+            }
+        }
+    }
+    // On a GPU, copies are summed by warps' shuffles: another reduction is refused there.
+    let (stmt, _) = statement(
+        "y(i) = A(i,j) * x(j) over (min, +)",
+        &[("A", "csr")],
+        &big,
+        &[],
+    );
+    let schedule = Schedule::parse(
+        "parallelize(i,GPUBlock,NoRaces),parallelize(j,GPUThread,ParallelReduction)",
+    )
+    .unwrap();
+    let err = Kernel::scheduled(stmt, &schedule, ValueType::F64, &Toolchain::default())
+        .err()
+        .expect("refused")
+        .to_string();
+    assert!(err.contains("not by atomics or on a GPU"), "{err}");
 }
 
 /// Formats whose storage holds zeros the tensor does not have would give them as entries.

@@ -178,6 +178,20 @@ impl TensorFile {
         }
     }
 
+    /// The format that stores what the file holds the way the file does: a binary
+    /// tensor's own, dense for a MatrixMarket `array`, and for coordinates a dense outer
+    /// level over compressed ones (a compressed vector, CSR, CSF under a dense root), so
+    /// that a sparse file is never made dense unless asked to be.
+    pub fn natural_format(&self) -> Format {
+        match self {
+            TensorFile::Binary(t) => t.format().clone(),
+            TensorFile::MatrixMarket(m) if m.header.layout == MtxLayout::Array => {
+                Format::dense(m.coo.dims.len())
+            }
+            other => Format::dense(other.dims().len()).general_equivalent(),
+        }
+    }
+
     /// The entries as an owned coordinate list.
     pub fn into_coo(self) -> Coo {
         match self {

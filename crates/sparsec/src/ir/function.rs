@@ -110,6 +110,8 @@ pub struct Function {
     /// output and loop over nothing (a fixed layout's blocks of rows): a CPU target runs
     /// those of a constant trip count in SIMD lanes ([`super::lanes`]).
     pub lane_loops: Vec<Var>,
+    /// How parallel reductions' copies combine; `None`: they are summed.
+    pub reduction_operator: Option<super::ReductionOperator>,
 }
 
 impl Function {
@@ -128,6 +130,7 @@ impl Function {
             narrow_arrays: BTreeSet::new(),
             dense_rows: None,
             lane_loops: Vec::new(),
+            reduction_operator: None,
         }
     }
 

@@ -668,8 +668,19 @@ pub enum LocalType {
     Flag,
 }
 
+/// How the copies of parallel loops' [`Reduction`]s combine when they are not summed (a
+/// semiring's ⊕ such as `min`): each copy starts at `identity`, and two combine as
+/// `combined`, an expression of the function's variables `acc` and `term` (`acc ⊕ term`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ReductionOperator {
+    pub identity: f64,
+    pub acc: Var,
+    pub term: Var,
+    pub combined: Expr,
+}
+
 /// A variable or array that each parallel iteration adds into a private copy of, combined
-/// (summed) when the loop ends.
+/// when the loop ends: summed, or by the function's [`ReductionOperator`].
 #[derive(Clone, Debug, PartialEq)]
 pub enum Reduction {
     Scalar(Var),

@@ -337,7 +337,9 @@ pub fn lower(plan: &Concrete) -> Result<Lowered, LowerError> {
     let dense_rows = (!stmt.accumulate && stmt.semiring.add.identity() == 0.0)
         .then(|| lowerer.dense_rows())
         .flatten();
+    let reduction_operator = lowerer.reduction_operator();
     let mut function = lowerer.tables.into_inner().function;
+    function.reduction_operator = reduction_operator;
     function.body = crate::ir::simplify_stmts(body);
     function.assumptions = lowerer.assumptions;
     function.locals = locals;

@@ -177,13 +177,21 @@ impl Lowerer<'_> {
                     })
             };
             let sparse = matches!(target, Target::Workspace { .. } | Target::Emit);
-            // Atomics and per-thread copies are generated for sums; with another reduction
-            // only a loop whose iterations cannot race, or that ignores its races, runs.
-            if !self.reduces_by_sum() && (p.races != RaceStrategy::IgnoreRaces || atomics_asked()) {
+            // Atomics and GPU reductions are generated for sums; another reduction (`min`)
+            // races safely on CPU threads and lanes through copies that start from its
+            // identity and combine by it (`Function::reduction_operator`).
+            let copies = matches!(
+                p.races,
+                RaceStrategy::Temporary | RaceStrategy::ParallelReduction
+            ) && !p.unit.is_gpu();
+            let protected = copies || (p.races == RaceStrategy::IgnoreRaces && !atomics_asked());
+            if !self.reduces_by_sum() && !protected {
                 return Err(LowerError(format!(
                     "{text}: precondition failed: the update is race-free: {what}, and sparsec \
-                     protects racing updates of sums only, while this statement reduces over \
-                     the semiring {}; parallelize a loop over the output's variables instead",
+                     protects the racing updates of this statement's reduction (over the \
+                     semiring {}) by per-thread copies on the CPU only (Temporary or \
+                     ParallelReduction), not by atomics or on a GPU; use one of those, or \
+                     parallelize a loop over the output's variables",
                     self.stmt.semiring
                 )));
             }

@@ -6,7 +6,7 @@
 
 use super::store::either_present;
 use super::{LExpr, LowerError, Lowerer, Scope};
-use crate::ir::{BinOp, Expr, MathFn, Stmt};
+use crate::ir::{BinOp, Expr, MathFn, ReductionOperator, Stmt, Type, ValueType};
 use crate::notation::ast::Op;
 use crate::notation::semiring::{Combine, Monoid};
 
@@ -30,7 +30,40 @@ impl Lowerer<'_> {
 
     /// `acc ⊕ x`.
     pub(super) fn reduce(&self, acc: Expr, x: Expr) -> Expr {
-        monoid(self.stmt.semiring.add, acc, x)
+        monoid(&self.stmt.semiring.add, acc, x)
+    }
+
+    /// How parallel copies of the statement's reductions combine, unless they are summed.
+    pub(super) fn reduction_operator(&self) -> Option<ReductionOperator> {
+        if self.reduces_by_sum() {
+            return None;
+        }
+        let mut tables = self.tables.borrow_mut();
+        let acc = tables
+            .function
+            .fresh_var("acc", Type::Value(ValueType::F64));
+        let term = tables
+            .function
+            .fresh_var("term", Type::Value(ValueType::F64));
+        let (identity, acc_value, term_value) =
+            (self.reduction_identity(), Expr::Var(acc), Expr::Var(term));
+        // `any` keeps a copy's term unless it is the identity: a copy that reduced nothing
+        // must not replace one that reduced something.
+        let combined = if self.stmt.semiring.add == Monoid::Any {
+            Expr::Select(
+                Box::new(Expr::bin(BinOp::Ne, term_value.clone(), identity.clone())),
+                Box::new(term_value),
+                Box::new(acc_value),
+            )
+        } else {
+            self.reduce(acc_value, term_value)
+        };
+        Some(ReductionOperator {
+            identity: self.stmt.semiring.add.identity(),
+            acc,
+            term,
+            combined,
+        })
     }
 
     /// An error naming what a construct would need under the statement's semiring.
@@ -51,7 +84,7 @@ impl Lowerer<'_> {
         scope: &Scope,
         prelude: &mut Vec<Stmt>,
     ) -> Result<(Expr, Option<Expr>), LowerError> {
-        let semiring = self.stmt.semiring;
+        let semiring = &self.stmt.semiring;
         Ok(match expr {
             LExpr::Binary(Op::Mul, a, b) => {
                 if let Some((condition, x)) = gate(a, b) {
@@ -67,13 +100,13 @@ impl Lowerer<'_> {
                 } else {
                     let (a, a_holds) = self.semiring_value(a, scope, prelude)?;
                     let (b, b_holds) = self.semiring_value(b, scope, prelude)?;
-                    (combine(semiring.mul, a, b), both(a_holds, b_holds))
+                    (combine(&semiring.mul, a, b), both(a_holds, b_holds))
                 }
             }
             LExpr::Binary(Op::Add, a, b) => {
                 let (a, a_holds) = self.semiring_value(a, scope, prelude)?;
                 let (b, b_holds) = self.semiring_value(b, scope, prelude)?;
-                let sum = monoid(semiring.add, a.clone(), b.clone());
+                let sum = monoid(&semiring.add, a.clone(), b.clone());
                 either_present(sum, (a, a_holds), (b, b_holds))
             }
             LExpr::Zero => (self.reduction_identity(), None),
@@ -121,8 +154,9 @@ fn truth(x: Expr) -> Expr {
 }
 
 /// `a ⊕ b` in the IR.
-pub(super) fn monoid(m: Monoid, a: Expr, b: Expr) -> Expr {
+pub(super) fn monoid(m: &Monoid, a: Expr, b: Expr) -> Expr {
     match m {
+        Monoid::User(op) => op.instantiate(&[a, b]),
         Monoid::Plus => Expr::bin(BinOp::Add, a, b),
         Monoid::Times => Expr::bin(BinOp::Mul, a, b),
         Monoid::Min => Expr::Math(MathFn::Min, vec![a, b]),
@@ -134,8 +168,9 @@ pub(super) fn monoid(m: Monoid, a: Expr, b: Expr) -> Expr {
 }
 
 /// `a ⊗ b` in the IR.
-fn combine(c: Combine, a: Expr, b: Expr) -> Expr {
+fn combine(c: &Combine, a: Expr, b: Expr) -> Expr {
     match c {
+        Combine::User(op) => op.instantiate(&[a, b]),
         Combine::Times => Expr::bin(BinOp::Mul, a, b),
         Combine::Plus => Expr::bin(BinOp::Add, a, b),
         Combine::Min => Expr::Math(MathFn::Min, vec![a, b]),

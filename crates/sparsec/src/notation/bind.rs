@@ -425,7 +425,7 @@ pub fn bind(
         semiring: assignment
             .over
             .as_ref()
-            .map(|o| o.semiring)
+            .map(|o| o.semiring.clone())
             .unwrap_or_default(),
     })
 }

@@ -72,6 +72,12 @@ pub enum NotationErrorKind {
     },
     /// An operation that a statement's semiring gives no meaning to (`-` over `(min, +)`).
     NotInSemiring { what: String, semiring: String },
+    /// A `let` definition that does not define an operator (a built-in name, a repeated
+    /// name or parameter, a body reading a tensor).
+    BadOperator { name: String, problem: String },
+    /// A user operator named as a semiring's ⊕ that cannot reduce: no declared identity,
+    /// or a law it breaks.
+    NotAReduction { operator: String, problem: String },
 }
 
 /// An error in an index-notation expression, with the span it points at.
@@ -271,6 +277,24 @@ impl NotationError {
                 Some(
                     "over a semiring, write its `+` and `*` (and a comparison or `pattern(..)` \
                      as a factor, which masks); compute anything else in a statement of its own"
+                        .into(),
+                ),
+            ),
+            K::BadOperator { name, problem } => (
+                format!("operator `{name}` cannot be defined: {problem}"),
+                problem.clone(),
+                Some(
+                    "an operator is `let name(a, b) = body [identity value];` before the \
+                     statement, its body a function of its parameters alone"
+                        .into(),
+                ),
+            ),
+            K::NotAReduction { operator, problem } => (
+                format!("`{operator}` cannot reduce: {problem}"),
+                "named here as the semiring's reduction".into(),
+                Some(
+                    "a reduction must be associative and commutative with an identity, \
+                     declared as `let name(a, b) = body identity value;`"
                         .into(),
                 ),
             ),

@@ -12,6 +12,8 @@ pub mod ast;
 pub mod bind;
 pub mod cin;
 pub mod error;
+mod lex;
+pub mod operator;
 pub mod parse;
 pub mod semiring;
 

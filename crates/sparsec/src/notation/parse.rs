@@ -1,233 +1,32 @@
 //! Lexer and recursive-descent parser for index notation.
 //!
 //! ```text
+//! statement  := definition* assignment
+//! definition := 'let' IDENT '(' IDENT (',' IDENT)* ')' '=' comparison
+//!               ['identity' ['-'] (NUMBER | 'inf')] ';'
 //! assignment := output ('=' | '+=') comparison ['over' '(' OP ',' OP ')']
 //! expr       := term   (('+' | '-') term)*
 //! term       := unary  (('*' | '/') unary)*
 //! unary      := '-' unary | primary
-//! primary    := NUMBER | access | '(' expr ')'
+//! primary    := NUMBER | access | call | '(' expr ')'
+//! call       := IDENT '(' comparison (',' comparison)* ')'
 //! access     := IDENT '(' [IDENT (',' IDENT)*] ')' | IDENT
 //! ```
 
 use super::ast::{math_function, Access, Assignment, Expr, ExprKind, Mask, MathFn, Op, Over, Span};
-use super::error::{NotationError, NotationErrorKind, END};
+use std::sync::Arc;
+
+use super::error::{NotationError, NotationErrorKind};
+use super::lex::{lex, span, Tok, Token};
+use super::operator::{foreign_part, Operator};
 use super::semiring::{Combine, Monoid, Semiring};
-
-#[derive(Clone, Debug, PartialEq)]
-enum Tok {
-    Ident(String),
-    Number(f64),
-    LParen,
-    RParen,
-    Comma,
-    Plus,
-    Minus,
-    Star,
-    Slash,
-    Assign,
-    PlusAssign,
-    /// `<`, `<=`, `>`, `>=`, `==`, `!=`.
-    Compare(MathFn),
-    /// `!` or `~`: a mask's complement.
-    Not,
-    Eof,
-}
-
-impl Tok {
-    fn describe(&self, text: &str) -> String {
-        match self {
-            Tok::Ident(name) => format!("name `{name}`"),
-            Tok::Number(_) => format!("number `{text}`"),
-            Tok::Eof => END.into(),
-            _ => format!("`{text}`"),
-        }
-    }
-}
-
-#[derive(Clone, Debug)]
-struct Token {
-    tok: Tok,
-    span: Span,
-}
-
-fn span(start: usize, end: usize) -> Span {
-    Span { start, end }
-}
-
-fn lex(text: &str) -> Result<Vec<Token>, NotationError> {
-    let bytes = text.as_bytes();
-    let mut tokens = Vec::new();
-    let mut i = 0;
-    while i < bytes.len() {
-        let b = bytes[i];
-        let start = i;
-        let single = |tok: Tok| Token {
-            tok,
-            span: span(start, start + 1),
-        };
-        match b {
-            b' ' | b'\t' | b'\n' | b'\r' => i += 1,
-            b'(' => {
-                tokens.push(single(Tok::LParen));
-                i += 1;
-            }
-            b')' => {
-                tokens.push(single(Tok::RParen));
-                i += 1;
-            }
-            b',' => {
-                tokens.push(single(Tok::Comma));
-                i += 1;
-            }
-            b'-' => {
-                tokens.push(single(Tok::Minus));
-                i += 1;
-            }
-            b'*' => {
-                tokens.push(single(Tok::Star));
-                i += 1;
-            }
-            b'/' => {
-                tokens.push(single(Tok::Slash));
-                i += 1;
-            }
-            b'<' | b'>' | b'=' | b'!' => {
-                let equals = bytes.get(i + 1) == Some(&b'=');
-                let op = match (b, equals) {
-                    (b'<', false) => Some(MathFn::Lt),
-                    (b'<', true) => Some(MathFn::Le),
-                    (b'>', false) => Some(MathFn::Gt),
-                    (b'>', true) => Some(MathFn::Ge),
-                    (b'=', true) => Some(MathFn::Eq),
-                    (b'!', true) => Some(MathFn::Ne),
-                    _ => None,
-                };
-                let len = 1 + usize::from(equals);
-                let tok = match (op, b) {
-                    (Some(op), _) => Tok::Compare(op),
-                    (None, b'!') => Tok::Not,
-                    (None, _) => Tok::Assign,
-                };
-                tokens.push(Token {
-                    tok,
-                    span: span(i, i + len),
-                });
-                i += len;
-            }
-            b'~' => {
-                tokens.push(single(Tok::Not));
-                i += 1;
-            }
-            b'+' => {
-                if bytes.get(i + 1) == Some(&b'=') {
-                    tokens.push(Token {
-                        tok: Tok::PlusAssign,
-                        span: span(i, i + 2),
-                    });
-                    i += 2;
-                } else {
-                    tokens.push(single(Tok::Plus));
-                    i += 1;
-                }
-            }
-            b'A'..=b'Z' | b'a'..=b'z' | b'_' => {
-                while i < bytes.len() && (bytes[i].is_ascii_alphanumeric() || bytes[i] == b'_') {
-                    i += 1;
-                }
-                tokens.push(Token {
-                    tok: Tok::Ident(text[start..i].to_string()),
-                    span: span(start, i),
-                });
-            }
-            b'0'..=b'9' | b'.' => {
-                i = lex_number(text, start)?;
-                let value = text[start..i].parse::<f64>().map_err(|_| {
-                    NotationError::new(
-                        NotationErrorKind::InvalidNumber {
-                            text: text[start..i].to_string(),
-                        },
-                        text,
-                        span(start, i),
-                    )
-                })?;
-                tokens.push(Token {
-                    tok: Tok::Number(value),
-                    span: span(start, i),
-                });
-            }
-            _ => {
-                let ch = text[i..].chars().next().expect("in bounds");
-                return Err(NotationError::new(
-                    NotationErrorKind::UnexpectedCharacter { ch },
-                    text,
-                    span(i, i + ch.len_utf8()),
-                ));
-            }
-        }
-    }
-    tokens.push(Token {
-        tok: Tok::Eof,
-        span: span(text.len(), text.len()),
-    });
-    Ok(tokens)
-}
-
-/// The end of the number starting at `start`: digits, an optional fraction and an
-/// optional exponent. A lone `.` is an unexpected character; an exponent without digits
-/// is a malformed number.
-fn lex_number(text: &str, start: usize) -> Result<usize, NotationError> {
-    let bytes = text.as_bytes();
-    let digits = |mut i: usize| {
-        while i < bytes.len() && bytes[i].is_ascii_digit() {
-            i += 1;
-        }
-        i
-    };
-    let mut i = digits(start);
-    let mut mantissa_digits = i - start;
-    if i < bytes.len() && bytes[i] == b'.' {
-        let after = digits(i + 1);
-        mantissa_digits += after - (i + 1);
-        i = after;
-    }
-    if mantissa_digits == 0 {
-        return Err(NotationError::new(
-            NotationErrorKind::UnexpectedCharacter { ch: '.' },
-            text,
-            span(start, start + 1),
-        ));
-    }
-    if i < bytes.len() && matches!(bytes[i], b'e' | b'E') {
-        let mut j = i + 1;
-        if j < bytes.len() && matches!(bytes[j], b'+' | b'-') {
-            j += 1;
-        }
-        let end = digits(j);
-        if end == j {
-            // Include a trailing identifier part in the reported text (`2ex`).
-            let mut bad_end = j;
-            while bad_end < bytes.len()
-                && (bytes[bad_end].is_ascii_alphanumeric() || bytes[bad_end] == b'_')
-            {
-                bad_end += 1;
-            }
-            return Err(NotationError::new(
-                NotationErrorKind::InvalidNumber {
-                    text: text[start..bad_end].to_string(),
-                },
-                text,
-                span(start, bad_end),
-            ));
-        }
-        i = end;
-    }
-    Ok(i)
-}
 
 struct Parser<'a> {
     text: &'a str,
     tokens: Vec<Token>,
     pos: usize,
+    /// The operators the statement's `let` definitions have defined so far.
+    operators: Vec<Arc<Operator>>,
 }
 
 impl<'a> Parser<'a> {
@@ -262,6 +61,114 @@ impl<'a> Parser<'a> {
             },
             at,
         )
+    }
+
+    /// The operators' definitions, then the assignment.
+    fn statement(&mut self) -> Result<Assignment, NotationError> {
+        while matches!(&self.peek().tok, Tok::Ident(word) if word == "let") {
+            self.definition()?;
+        }
+        self.assignment()
+    }
+
+    /// `let name(a, b) = body [identity value];`
+    fn definition(&mut self) -> Result<(), NotationError> {
+        let start = self.bump().span.start;
+        let Tok::Ident(name) = self.peek().tok.clone() else {
+            return Err(self.unexpected("the operator's name, as in `let name(a, b) = ...`"));
+        };
+        let name_span = self.bump().span;
+        let bad = |p: &Self, problem: String, at: Span| {
+            p.error(
+                NotationErrorKind::BadOperator {
+                    name: name.clone(),
+                    problem,
+                },
+                at,
+            )
+        };
+        let reserved = ["let", "over", "identity", "inf"].contains(&name.as_str());
+        if reserved
+            || math_function(&name).is_some()
+            || Monoid::from_name(&name).is_some()
+            || Combine::from_name(&name).is_some()
+        {
+            return Err(bad(self, format!("`{name}` is a built-in name"), name_span));
+        }
+        if self.user_operator(&name).is_some() {
+            return Err(bad(self, "it is defined twice".into(), name_span));
+        }
+        if self.peek().tok != Tok::LParen {
+            return Err(self.unexpected("`(` opening the operator's parameters"));
+        }
+        self.bump();
+        let mut params: Vec<String> = Vec::new();
+        loop {
+            let Tok::Ident(param) = self.peek().tok.clone() else {
+                return Err(self.unexpected("a parameter's name"));
+            };
+            let at = self.bump().span;
+            if params.contains(&param) {
+                return Err(bad(self, format!("parameter `{param}` is named twice"), at));
+            }
+            params.push(param);
+            match self.peek().tok {
+                Tok::Comma => {
+                    self.bump();
+                }
+                Tok::RParen => break,
+                _ => return Err(self.unexpected("`,` or `)`")),
+            }
+        }
+        self.bump();
+        if self.peek().tok != Tok::Assign {
+            return Err(self.unexpected("`=` before the operator's body"));
+        }
+        self.bump();
+        let body = self.comparison()?;
+        if let Some((at, what)) = foreign_part(&body, &params) {
+            return Err(bad(self, format!("its body reads {what}"), at));
+        }
+        let identity = match &self.peek().tok {
+            Tok::Ident(word) if word == "identity" => {
+                self.bump();
+                Some(self.constant()?)
+            }
+            _ => None,
+        };
+        let end = self.tokens[self.pos - 1].span.end;
+        if self.peek().tok != Tok::Semicolon {
+            return Err(self.unexpected("`;` ending the definition (or `identity` and a value)"));
+        }
+        self.bump();
+        self.operators.push(Arc::new(Operator {
+            name,
+            params,
+            body,
+            identity,
+            text: self.text[start..end].to_string(),
+            span: span(start, end),
+        }));
+        Ok(())
+    }
+
+    /// A signed number or `inf`, as an identity is written.
+    fn constant(&mut self) -> Result<f64, NotationError> {
+        let negative = self.peek().tok == Tok::Minus;
+        if negative {
+            self.bump();
+        }
+        let value = match &self.peek().tok {
+            Tok::Number(x) => *x,
+            Tok::Ident(word) if word == "inf" => f64::INFINITY,
+            _ => return Err(self.unexpected("a number or `inf`")),
+        };
+        self.bump();
+        Ok(if negative { -value } else { value })
+    }
+
+    fn user_operator(&self, name: &str) -> Option<Arc<Operator>> {
+        self.operators.iter().find(|o| o.name == name).cloned()
     }
 
     fn assignment(&mut self) -> Result<Assignment, NotationError> {
@@ -324,31 +231,24 @@ impl<'a> Parser<'a> {
             return Err(self.unexpected("`(` opening the semiring, as in `over (min, +)`"));
         }
         self.bump();
-        let add = self.operator("a reduction operator (+, *, min, max, or, and, any)")?;
-        let add = Monoid::from_name(&add.0).ok_or_else(|| {
-            self.error(
-                NotationErrorKind::UnexpectedToken {
-                    found: format!("`{}`", add.0),
-                    expected: "a reduction operator (+, *, min, max, or, and, any)".into(),
-                },
-                add.1,
-            )
-        })?;
+        let expected =
+            "a reduction operator (+, *, min, max, or, and, any, or one defined by `let`)";
+        let add = self.operator(expected)?;
+        let add = match Monoid::from_name(&add.0) {
+            Some(m) => m,
+            None => Monoid::User(self.reducing(self.binary_operator(&add, expected)?, add.1)?),
+        };
         if self.peek().tok != Tok::Comma {
             return Err(self.unexpected("`,` between the semiring's two operators"));
         }
         self.bump();
-        let expected = "a combining operator (*, +, min, max, and, or, first, second, pair)";
+        let expected = "a combining operator (*, +, min, max, and, or, first, second, pair, \
+                        or one defined by `let`)";
         let mul = self.operator(expected)?;
-        let mul = Combine::from_name(&mul.0).ok_or_else(|| {
-            self.error(
-                NotationErrorKind::UnexpectedToken {
-                    found: format!("`{}`", mul.0),
-                    expected: expected.into(),
-                },
-                mul.1,
-            )
-        })?;
+        let mul = match Combine::from_name(&mul.0) {
+            Some(c) => c,
+            None => Combine::User(self.binary_operator(&mul, expected)?),
+        };
         if self.peek().tok != Tok::RParen {
             return Err(self.unexpected("`)` closing the semiring"));
         }
@@ -357,6 +257,56 @@ impl<'a> Parser<'a> {
             semiring: Semiring { add, mul },
             span: span(start, end),
         })
+    }
+
+    /// The user operator an `over` clause names, which must take two operands; an error
+    /// saying what was `expected` when no operator has that name.
+    fn binary_operator(
+        &self,
+        (name, at): &(String, Span),
+        expected: &str,
+    ) -> Result<Arc<Operator>, NotationError> {
+        let Some(op) = self.user_operator(name) else {
+            return Err(self.error(
+                NotationErrorKind::UnexpectedToken {
+                    found: format!("`{name}`"),
+                    expected: expected.into(),
+                },
+                *at,
+            ));
+        };
+        if op.params.len() != 2 {
+            return Err(self.error(
+                NotationErrorKind::WrongArgumentCount {
+                    function: name.clone(),
+                    expected: 2,
+                    got: op.params.len(),
+                },
+                *at,
+            ));
+        }
+        Ok(op)
+    }
+
+    /// `op` as a reduction: its identity declared and its laws holding.
+    fn reducing(&self, op: Arc<Operator>, at: Span) -> Result<Arc<Operator>, NotationError> {
+        let not_a_reduction = |problem: String| {
+            self.error(
+                NotationErrorKind::NotAReduction {
+                    operator: op.name.clone(),
+                    problem,
+                },
+                at,
+            )
+        };
+        let Some(identity) = op.identity else {
+            return Err(not_a_reduction(
+                "it declares no identity to start from".into(),
+            ));
+        };
+        op.check_monoid(identity)
+            .map_err(|broken| not_a_reduction(broken.to_string()))?;
+        Ok(op)
     }
 
     /// An operator of an `over` clause: `+`, `*` or a name, with its span.
@@ -440,6 +390,12 @@ impl<'a> Parser<'a> {
                 })
             }
             Tok::Ident(ref name)
+                if self.user_operator(name).is_some()
+                    && self.tokens.get(self.pos + 1).map(|t| &t.tok) == Some(&Tok::LParen) =>
+            {
+                self.user_call()
+            }
+            Tok::Ident(ref name)
                 if math_function(name).is_some()
                     && self.tokens.get(self.pos + 1).map(|t| &t.tok) == Some(&Tok::LParen) =>
             {
@@ -472,13 +428,8 @@ impl<'a> Parser<'a> {
         }
     }
 
-    /// `f(a, b)`: a math function's arguments, as many as it takes.
-    fn call(&mut self) -> Result<Expr, NotationError> {
-        let name_tok = self.bump();
-        let Tok::Ident(name) = name_tok.tok else {
-            unreachable!("a call starts at an identifier")
-        };
-        let f = math_function(&name).expect("checked by the caller");
+    /// `(x, y, ...)` after a function's name: the arguments and the `)`'s span.
+    fn arguments(&mut self) -> Result<(Vec<Expr>, Span), NotationError> {
         let open = self.bump();
         let mut args = vec![self.comparison()?];
         loop {
@@ -494,8 +445,18 @@ impl<'a> Parser<'a> {
                 _ => return Err(self.unexpected("`,`, `)` or an operator")),
             }
         }
-        let close = self.bump();
-        let s = span(name_tok.span.start, close.span.end);
+        Ok((args, self.bump().span))
+    }
+
+    /// `f(a, b)`: a math function's arguments, as many as it takes.
+    fn call(&mut self) -> Result<Expr, NotationError> {
+        let name_tok = self.bump();
+        let Tok::Ident(name) = name_tok.tok else {
+            unreachable!("a call starts at an identifier")
+        };
+        let f = math_function(&name).expect("checked by the caller");
+        let (args, close) = self.arguments()?;
+        let s = span(name_tok.span.start, close.end);
         if args.len() != f.arity() {
             return Err(self.error(
                 NotationErrorKind::WrongArgumentCount {
@@ -510,6 +471,28 @@ impl<'a> Parser<'a> {
             kind: ExprKind::Math(f, args),
             span: s,
         })
+    }
+
+    /// `f(x, y)` of a user operator `f`: its body, with the arguments for the parameters.
+    fn user_call(&mut self) -> Result<Expr, NotationError> {
+        let name_tok = self.bump();
+        let Tok::Ident(name) = name_tok.tok else {
+            unreachable!("a call starts at an identifier")
+        };
+        let op = self.user_operator(&name).expect("checked by the caller");
+        let (args, close) = self.arguments()?;
+        let s = span(name_tok.span.start, close.end);
+        if args.len() != op.params.len() {
+            return Err(self.error(
+                NotationErrorKind::WrongArgumentCount {
+                    function: name,
+                    expected: op.params.len(),
+                    got: args.len(),
+                },
+                s,
+            ));
+        }
+        Ok(op.inline(&args, s))
     }
 
     /// The output, with its mask if it has one: `C(i,j)`, `C<M>(i,j)`, `C<!M>(i,j)`,
@@ -659,6 +642,7 @@ pub fn parse(text: &str) -> Result<Assignment, NotationError> {
         text,
         tokens,
         pos: 0,
+        operators: Vec::new(),
     }
-    .assignment()
+    .statement()
 }

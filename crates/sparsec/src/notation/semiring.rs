@@ -9,9 +9,12 @@
 //! entry there. Under `(+, *)` this is exactly ordinary index notation.
 
 use std::fmt;
+use std::sync::Arc;
+
+use super::operator::Operator;
 
 /// The reduction operator ⊕ of a semiring: associative and commutative, with an identity.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Monoid {
     Plus,
     Times,
@@ -24,10 +27,13 @@ pub enum Monoid {
     /// Any one of the values reduced (GraphBLAS's `any`): the cheapest reduction where
     /// only whether something was reduced matters, as in breadth-first search.
     Any,
+    /// A user-defined operator (`let name(a, b) = ... identity v;`) whose laws were checked
+    /// and whose identity was declared.
+    User(Arc<Operator>),
 }
 
 /// The combining operator ⊗ of a semiring.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Combine {
     Times,
     Plus,
@@ -41,10 +47,12 @@ pub enum Combine {
     Second,
     /// 1 wherever both operands are present (GraphBLAS's `pair`, `oneb`).
     Pair,
+    /// A user-defined binary operator.
+    User(Arc<Operator>),
 }
 
 /// A semiring (⊕, ⊗) for index notation's reductions and products.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Semiring {
     pub add: Monoid,
     pub mul: Combine,
@@ -65,8 +73,8 @@ impl Semiring {
     };
 
     /// True for `(+, *)`, under which a statement means what it does without a clause.
-    pub fn is_arithmetic(self) -> bool {
-        self == Semiring::PLUS_TIMES
+    pub fn is_arithmetic(&self) -> bool {
+        *self == Semiring::PLUS_TIMES
     }
 }
 
@@ -117,8 +125,9 @@ impl Monoid {
     }
 
     /// How an `over` clause writes it.
-    pub fn spelling(self) -> &'static str {
+    pub fn spelling(&self) -> &str {
         match self {
+            Monoid::User(op) => &op.name,
             Monoid::Plus => "+",
             Monoid::Times => "*",
             Monoid::Min => "min",
@@ -131,8 +140,11 @@ impl Monoid {
 
     /// The value that reducing nothing gives: `x ⊕ identity = x` (for `any`, which has
     /// none, 0, which its first operand replaces).
-    pub fn identity(self) -> f64 {
+    pub fn identity(&self) -> f64 {
         match self {
+            Monoid::User(op) => op
+                .identity
+                .expect("a reducing operator declares its identity"),
             Monoid::Plus | Monoid::Or | Monoid::Any => 0.0,
             Monoid::Times | Monoid::And => 1.0,
             Monoid::Min => f64::INFINITY,
@@ -142,8 +154,9 @@ impl Monoid {
 
     /// `acc ⊕ x`, where `acc` holds what was reduced before `x`. `min` and `max` ignore a
     /// NaN operand, as C's `fmin` and `fmax` do.
-    pub fn apply(self, acc: f64, x: f64) -> f64 {
+    pub fn apply(&self, acc: f64, x: f64) -> f64 {
         match self {
+            Monoid::User(op) => op.eval(&[acc, x]),
             Monoid::Plus => acc + x,
             Monoid::Times => acc * x,
             Monoid::Min => acc.min(x),
@@ -187,8 +200,9 @@ impl Combine {
     }
 
     /// How an `over` clause writes it.
-    pub fn spelling(self) -> &'static str {
+    pub fn spelling(&self) -> &str {
         match self {
+            Combine::User(op) => &op.name,
             Combine::Times => "*",
             Combine::Plus => "+",
             Combine::Min => "min",
@@ -202,8 +216,9 @@ impl Combine {
     }
 
     /// `a ⊗ b`.
-    pub fn apply(self, a: f64, b: f64) -> f64 {
+    pub fn apply(&self, a: f64, b: f64) -> f64 {
         match self {
+            Combine::User(op) => op.eval(&[a, b]),
             Combine::Times => a * b,
             Combine::Plus => a + b,
             Combine::Min => a.min(b),
@@ -224,7 +239,7 @@ mod tests {
     #[test]
     fn identities_are_neutral_and_names_round_trip() {
         for m in Monoid::ALL {
-            assert_eq!(Monoid::from_name(m.spelling()), Some(m));
+            assert_eq!(Monoid::from_name(m.spelling()), Some(m.clone()));
             for x in [-2.5, 0.0, 1.0, 7.0] {
                 let x = if matches!(m, Monoid::Or | Monoid::And) {
                     from_truth(truth(x))

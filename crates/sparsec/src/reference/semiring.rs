@@ -38,13 +38,13 @@ pub(super) fn evaluate(
     let cx = Cx {
         stmt,
         inputs,
-        semiring: stmt.semiring,
+        semiring: stmt.semiring.clone(),
     };
     // A reduction ranges over the whole product around it, as the kernels' loops do: with
     // an ⊗ that does not distribute over ⊕ (`pair`), `sum_i (L(i,j) * L(i,k)) * L(j,k)`
     // is another number.
     let rhs = eval(&super::distribute_reductions(&stmt.rhs), &cx);
-    let add = stmt.semiring.add;
+    let add = &stmt.semiring.add;
     let dims = &stmt.tensors[0].dims;
     let order = dims.len();
     // Every present entry at each output coordinate it covers (variables of the output
@@ -119,7 +119,7 @@ fn eval(e: &CExpr, cx: &Cx) -> Entries {
             })
         }
         CExpr::Binary(Op::Mul, a, b) => {
-            let mul = cx.semiring.mul;
+            let mul = &cx.semiring.mul;
             join(&eval(a, cx), &eval(b, cx), |x, y| mul.apply(x, y))
         }
         CExpr::Binary(Op::Add, a, b) => union(eval(a, cx), eval(b, cx), cx),

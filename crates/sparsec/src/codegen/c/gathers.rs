@@ -134,7 +134,7 @@ impl Printer<'_> {
         };
         self.line(&format!(
             "#pragma omp simd{}",
-            reduction_clauses(self.names, reductions)
+            reduction_clauses(self.names, self.function, reductions)
         ));
         self.plain_loop(l);
         self.line("#endif");

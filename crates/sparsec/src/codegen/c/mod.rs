@@ -31,7 +31,7 @@ use crate::ir::{
 };
 use expr::expr;
 pub use target::{listing, CTarget, CAPABILITIES, GATHERED_SUMS, NAME, PASSES, RESERVED_WORDS};
-use threads::{balanced_work, reduction_clauses};
+use threads::{balanced_work, reduction_clauses, reduction_declaration};
 
 /// Generated C source and its argument layout.
 #[derive(Clone, Debug, PartialEq)]
@@ -90,6 +90,7 @@ pub fn emit(function: &Function) -> Result<CKernel, BackendError> {
     }
     parameters.extend(["const int64_t *params".into(), "sparsec_buffer *out".into()]);
     unpacked.extend(["params".into(), "out".into()]);
+    out.push_str(&reduction_declaration(&names, function));
     let _ = writeln!(out, "static int {BODY}({}) {{", parameters.join(", "));
     let _ = writeln!(out, "  (void)params; (void)out;");
     for (n, p) in signature.scalars.iter().enumerate() {
@@ -256,7 +257,7 @@ impl Printer<'_> {
                     self.allocate(locals, "", "1");
                     self.line(&format!(
                         "#pragma omp simd{}",
-                        reduction_clauses(self.names, reductions)
+                        reduction_clauses(self.names, self.function, reductions)
                     ));
                     self.plain_loop(l);
                     self.release(locals, "");

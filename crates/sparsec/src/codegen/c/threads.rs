@@ -6,7 +6,8 @@ use super::expr::{atom, expr};
 use super::{local_type, Printer};
 use crate::ir::analysis;
 use crate::ir::{
-    Expr, Local, Loop, LoopKind, Mapping, Names, OmpSchedule, ParallelUnit, Reduction, Stmt,
+    Expr, Function, Local, Loop, LoopKind, Mapping, Names, OmpSchedule, ParallelUnit, Reduction,
+    Stmt,
 };
 
 impl Printer<'_> {
@@ -38,7 +39,7 @@ impl Printer<'_> {
             omp_schedule(*schedule, *chunk)
         };
         let team = team_clauses(names, start, end, *chunk);
-        let reductions = reduction_clauses(names, reductions);
+        let reductions = reduction_clauses(names, self.function, reductions);
         self.parallel_depth += 1;
         if locals.is_empty() && !emits {
             self.line(&format!(
@@ -141,7 +142,7 @@ impl Printer<'_> {
         self.parallel_depth += 1;
         self.line(&format!(
             "#pragma omp parallel num_threads(sparsec_nt) if(sparsec_nt > 1){}",
-            reduction_clauses(names, reductions)
+            reduction_clauses(names, self.function, reductions)
         ));
         self.line("{");
         self.indent += 1;
@@ -281,16 +282,50 @@ fn contains_emit(s: &Stmt) -> bool {
     }
 }
 
-pub(super) fn reduction_clauses(names: &Names, reductions: &[Reduction]) -> String {
+pub(super) fn reduction_clauses(
+    names: &Names,
+    function: &Function,
+    reductions: &[Reduction],
+) -> String {
+    let op = match function.reduction_operator {
+        Some(_) => REDUCE,
+        None => "+",
+    };
     reductions
         .iter()
         .map(|r| match r {
-            Reduction::Scalar(v) => format!(" reduction(+:{})", names.var(*v)),
+            Reduction::Scalar(v) => format!(" reduction({op}:{})", names.var(*v)),
             Reduction::Array(a, len) => {
-                format!(" reduction(+:{}[0:{}])", names.array(a), expr(names, len))
+                format!(
+                    " reduction({op}:{}[0:{}])",
+                    names.array(a),
+                    expr(names, len)
+                )
             }
         })
         .collect()
+}
+
+/// The OpenMP reduction a kernel declares for its [`crate::ir::ReductionOperator`].
+const REDUCE: &str = "sparsec_reduce";
+
+/// The declaration of the kernel's OpenMP reduction, if it has a
+/// [`crate::ir::ReductionOperator`]:
+/// a function computing `acc ⊕ term`, and the reduction whose private copies start at the
+/// identity and combine through it, for both value types.
+pub(super) fn reduction_declaration(names: &Names, function: &Function) -> String {
+    let Some(op) = &function.reduction_operator else {
+        return String::new();
+    };
+    format!(
+        "static inline double {REDUCE}_op(double {acc}, double {term}) {{\n  return {combined};\n}}\n\
+         #pragma omp declare reduction({REDUCE} : double, float : \
+         omp_out = {REDUCE}_op(omp_out, omp_in)) initializer(omp_priv = {identity})\n\n",
+        acc = names.var(op.acc),
+        term = names.var(op.term),
+        combined = expr(names, &op.combined),
+        identity = expr(names, &Expr::Float(op.identity)),
+    )
 }
 
 fn omp_schedule(schedule: OmpSchedule, chunk: usize) -> String {
