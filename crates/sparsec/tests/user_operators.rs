@@ -284,3 +284,40 @@ fn bad_operators_are_refused_with_their_place() {
         assert!(message.contains(expected), "{text}: {message}");
     }
 }
+
+/// Conversions between value types, element-wise on both backends: toward zero and
+/// saturating for integers, rounded to the nearest `float` for `f32`, 1 or 0 for `bool`;
+/// each keeps the input's pattern. Values against Rust's own `as` conversions.
+#[test]
+fn conversions_between_value_types() {
+    let mut r = rng(5);
+    let a = random_coo(&mut r, &[7, 6], 0.5);
+    let inputs = [("A", a)];
+    let scale = 3.0e9;
+    let cases: [(&str, fn(f64) -> f64); 6] = [
+        ("i32", |x| (x * 3.0e9) as i32 as f64),
+        ("i64", |x| (x * 3.0e9 * 1e10) as i64 as f64),
+        ("f32", |x| (x * 3.0e9) as f32 as f64),
+        ("bool", |x| f64::from(u8::from(x * 3.0e9 != 0.0))),
+        ("f64", |x| x * 3.0e9),
+        ("i32", |x| (-x * 3.0e9) as i32 as f64),
+    ];
+    for (k, (conversion, want_of)) in cases.into_iter().enumerate() {
+        let argument = match k {
+            1 => format!("A(i,j) * {scale} * 1e10"),
+            5 => format!("-A(i,j) * {scale}"),
+            _ => format!("A(i,j) * {scale}"),
+        };
+        let expr = format!("B(i,j) = {conversion}({argument})");
+        for backend in [Backend::C, Backend::Jit] {
+            let got = run(&expr, &[("A", "csr"), ("B", "csr")], &inputs, backend);
+            let (_, tensors) = statement(&expr, &[("A", "csr")], &inputs, &[]);
+            let want: Vec<f64> = dense_values(&tensors[0])
+                .iter()
+                .map(|&x| if x == 0.0 { 0.0 } else { want_of(x) })
+                .collect();
+            assert_eq!(dense_values(&got), want, "{expr} {backend:?}");
+            assert!(got.stored_values() <= tensors[0].stored_values(), "{expr}");
+        }
+    }
+}

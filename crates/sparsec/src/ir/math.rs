@@ -34,11 +34,37 @@ pub enum MathFn {
     /// where it has none: a structural mask. Not a function of the value, so lowering
     /// computes it from presence and it never reaches a backend.
     Pattern,
+    /// `bool(x)`: 1 where `x` is not zero, else 0.
+    ToBool,
+    /// `i32(x)`: `x` converted to a 32-bit integer, as Rust's `as` converts: toward zero,
+    /// saturating at the type's bounds, NaN to 0. Values stay `double`; the conversion is
+    /// of the value.
+    ToI32,
+    /// `i64(x)`: as `i32`, at 64 bits: the largest value, `i64::MAX`, is 2^63 as a
+    /// `double`.
+    ToI64,
+    /// `f32(x)`: `x` rounded to the nearest `float`.
+    ToF32,
+    /// `f64(x)`: `x`.
+    ToF64,
+}
+
+/// Bounds of `i32(x)` and `i64(x)`: each type's least and greatest value as a `double`.
+const I32_BOUNDS: (f64, f64) = (-2147483648.0, 2147483647.0);
+const I64_BOUNDS: (f64, f64) = (-9223372036854775808.0, 9223372036854775808.0);
+
+/// `x` converted to an integer within `bounds`: toward zero, saturating, NaN to 0.
+fn to_integer(x: f64, (low, high): (f64, f64)) -> f64 {
+    if x.is_nan() {
+        0.0
+    } else {
+        x.clamp(low, high).trunc()
+    }
 }
 
 impl MathFn {
     /// Every function, for lookups by name.
-    pub const ALL: [MathFn; 20] = [
+    pub const ALL: [MathFn; 25] = [
         MathFn::Sqrt,
         MathFn::Abs,
         MathFn::Exp,
@@ -59,6 +85,11 @@ impl MathFn {
         MathFn::Ne,
         MathFn::Where,
         MathFn::Pattern,
+        MathFn::ToBool,
+        MathFn::ToI32,
+        MathFn::ToI64,
+        MathFn::ToF32,
+        MathFn::ToF64,
     ];
 
     /// The C name of a math function (`fabs` for the absolute value); an operator's
@@ -85,23 +116,46 @@ impl MathFn {
             MathFn::Ne => "!=",
             MathFn::Where => "where",
             MathFn::Pattern => "pattern",
+            MathFn::ToBool => "bool",
+            MathFn::ToI32 => "i32",
+            MathFn::ToI64 => "i64",
+            MathFn::ToF32 => "f32",
+            MathFn::ToF64 => "f64",
         }
     }
 
-    /// Whether C spells it other than as a call of a library function: a comparison, or
-    /// `where`.
+    /// Whether C spells it other than as a call of a library function: a comparison,
+    /// `where`, or a conversion.
     pub fn is_operator(self) -> bool {
+        self.is_conversion()
+            || matches!(
+                self,
+                MathFn::Lt
+                    | MathFn::Le
+                    | MathFn::Gt
+                    | MathFn::Ge
+                    | MathFn::Eq
+                    | MathFn::Ne
+                    | MathFn::Where
+                    | MathFn::Pattern
+            )
+    }
+
+    /// Whether it converts a value to another value type (`i32(x)`).
+    pub fn is_conversion(self) -> bool {
         matches!(
             self,
-            MathFn::Lt
-                | MathFn::Le
-                | MathFn::Gt
-                | MathFn::Ge
-                | MathFn::Eq
-                | MathFn::Ne
-                | MathFn::Where
-                | MathFn::Pattern
+            MathFn::ToBool | MathFn::ToI32 | MathFn::ToI64 | MathFn::ToF32 | MathFn::ToF64
         )
+    }
+
+    /// The bounds an integer conversion saturates at.
+    pub fn integer_bounds(self) -> Option<(f64, f64)> {
+        match self {
+            MathFn::ToI32 => Some(I32_BOUNDS),
+            MathFn::ToI64 => Some(I64_BOUNDS),
+            _ => None,
+        }
     }
 
     /// Whether its value is 1 or 0: a comparison, or `pattern`.
@@ -121,6 +175,14 @@ impl MathFn {
         match self {
             MathFn::Where => format!("({} != 0.0 ? {} : {})", args[0], args[1], args[2]),
             MathFn::Pattern => "1.0".to_string(),
+            MathFn::ToBool => format!("({} != 0.0 ? 1.0 : 0.0)", args[0]),
+            MathFn::ToI32 | MathFn::ToI64 => {
+                let (low, high) = self.integer_bounds().expect("an integer conversion");
+                let x = &args[0];
+                format!("(isnan({x}) ? 0.0 : trunc(fmin(fmax({x}, {low:.1}), {high:.1})))")
+            }
+            MathFn::ToF32 => format!("((double)(float)({}))", args[0]),
+            MathFn::ToF64 => format!("({})", args[0]),
             op if op.is_operator() => {
                 format!("({} {} {} ? 1.0 : 0.0)", args[0], op.c_name(), args[1])
             }
@@ -148,6 +210,11 @@ impl MathFn {
                 | MathFn::Ne
                 | MathFn::Where
                 | MathFn::Pattern
+                | MathFn::ToBool
+                | MathFn::ToI32
+                | MathFn::ToI64
+                | MathFn::ToF32
+                | MathFn::ToF64
         )
     }
 
@@ -200,6 +267,11 @@ impl MathFn {
             }
             // Of an entry that is there: absent ones are kept absent (`keeps_zero`).
             MathFn::Pattern => 1.0,
+            MathFn::ToBool => truth(x != 0.0),
+            MathFn::ToI32 => to_integer(x, I32_BOUNDS),
+            MathFn::ToI64 => to_integer(x, I64_BOUNDS),
+            MathFn::ToF32 => x as f32 as f64,
+            MathFn::ToF64 => x,
         }
     }
 }

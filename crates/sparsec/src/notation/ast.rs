@@ -13,6 +13,11 @@ pub fn math_function(name: &str) -> Option<MathFn> {
         "min" => Some(MathFn::Min),
         "where" => Some(MathFn::Where),
         "pattern" => Some(MathFn::Pattern),
+        "bool" => Some(MathFn::ToBool),
+        "i32" => Some(MathFn::ToI32),
+        "i64" => Some(MathFn::ToI64),
+        "f32" => Some(MathFn::ToF32),
+        "f64" => Some(MathFn::ToF64),
         _ => MathFn::from_c_name(name),
     }
 }

@@ -46,6 +46,22 @@ extern "C" fn fmax(x: f64, y: f64) -> f64 {
 extern "C" fn fmin(x: f64, y: f64) -> f64 {
     x.min(y)
 }
+// Conversions as the C backend computes them (`MathFn::c_expr`).
+extern "C" fn to_bool(x: f64) -> f64 {
+    MathFn::ToBool.eval(&[x])
+}
+extern "C" fn to_i32(x: f64) -> f64 {
+    MathFn::ToI32.eval(&[x])
+}
+extern "C" fn to_i64(x: f64) -> f64 {
+    MathFn::ToI64.eval(&[x])
+}
+extern "C" fn to_f32(x: f64) -> f64 {
+    MathFn::ToF32.eval(&[x])
+}
+extern "C" fn to_f64(x: f64) -> f64 {
+    x
+}
 
 /// The function a kernel calls for `f`, or None where `f` is an instruction.
 pub(super) fn math_symbol(f: MathFn) -> Option<Symbol> {
@@ -72,6 +88,11 @@ pub(super) fn math_symbol(f: MathFn) -> Option<Symbol> {
         // C's NaN rule (the other argument), which Cranelift's instructions do not follow.
         MathFn::Max => ("sparsec_jit_fmax", fmax as *const u8, &[F64, F64]),
         MathFn::Min => ("sparsec_jit_fmin", fmin as *const u8, &[F64, F64]),
+        MathFn::ToBool => ("sparsec_jit_to_bool", to_bool as *const u8, &[F64]),
+        MathFn::ToI32 => ("sparsec_jit_to_i32", to_i32 as *const u8, &[F64]),
+        MathFn::ToI64 => ("sparsec_jit_to_i64", to_i64 as *const u8, &[F64]),
+        MathFn::ToF32 => ("sparsec_jit_to_f32", to_f32 as *const u8, &[F64]),
+        MathFn::ToF64 => ("sparsec_jit_to_f64", to_f64 as *const u8, &[F64]),
     };
     Some(Symbol {
         name,
