@@ -294,7 +294,8 @@ fn conversions_between_value_types() {
     let a = random_coo(&mut r, &[7, 6], 0.5);
     let inputs = [("A", a)];
     let scale = 3.0e9;
-    let cases: [(&str, fn(f64) -> f64); 6] = [
+    type Conversion = fn(f64) -> f64;
+    let cases: [(&str, Conversion); 6] = [
         ("i32", |x| (x * 3.0e9) as i32 as f64),
         ("i64", |x| (x * 3.0e9 * 1e10) as i64 as f64),
         ("f32", |x| (x * 3.0e9) as f32 as f64),
