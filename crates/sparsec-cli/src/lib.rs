@@ -5,6 +5,8 @@
 
 pub mod collect;
 pub mod convert;
+#[cfg(feature = "mpi")]
+pub mod distributed;
 pub mod emit;
 #[cfg(feature = "plot")]
 pub mod figure;

@@ -108,6 +108,25 @@ pub struct RunArgs {
     /// one fixed version.
     #[arg(long, value_enum, default_value_t = SumsArg::Measured)]
     pub sums: SumsArg,
+    /// Run under `mpirun`, the matrix read from a file split among the ranks by rows
+    /// (balanced by nonzeros), each rank's rows computed by its own kernel, the result
+    /// gathered on rank 0 (needs a build with the `mpi` feature).
+    #[arg(long)]
+    pub distributed: bool,
+}
+
+#[cfg(feature = "mpi")]
+fn distributed(args: &RunArgs) -> Result<()> {
+    crate::distributed::run(args)
+}
+
+#[cfg(not(feature = "mpi"))]
+fn distributed(_: &RunArgs) -> Result<()> {
+    Err(miette!(
+        help = "build it with `cargo build -p sparsec-cli --features mpi` (needs an MPI \
+                library: Debian's openmpi-bin and libopenmpi-dev, and libclang-dev)",
+        "--distributed needs a sparsec built with MPI, and this one was built without"
+    ))
 }
 
 /// Largest accepted scaled difference between kernel and reference.
@@ -115,6 +134,9 @@ const TOLERANCE: f64 = 1e-9;
 
 /// Run the `run` subcommand.
 pub fn run(args: &RunArgs) -> Result<()> {
+    if args.distributed {
+        return distributed(args);
+    }
     let problem = Problem::new(&args.statement.expr, &args.statement.spec, &args.generate)?;
     let out_name = problem.tensors[0].0.clone();
     let output_file = match &args.output {

@@ -168,6 +168,7 @@ pub fn taco(args: &TacoArgs) -> Result<()> {
             seed: 42,
             tuned: false,
             sums: SumsArg::Measured,
+            distributed: false,
         })?;
     }
     Ok(())

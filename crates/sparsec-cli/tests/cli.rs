@@ -97,6 +97,25 @@ fn info_repeat_reports_a_median_read_time() {
     assert!(secs > 0.0 && secs < 1.0);
 }
 
+/// Without the `mpi` feature, `--distributed` says how to get it.
+#[cfg(not(feature = "mpi"))]
+#[test]
+fn distributed_runs_need_the_mpi_feature() {
+    let matrix = shared_data("matrices/494_bus.mtx");
+    let input = format!("A:{}", s(&matrix));
+    let err = fails(&[
+        "run",
+        "y(i) = A(i,j) * x(j)",
+        "-i",
+        &input,
+        "-g",
+        "x:dense",
+        "--distributed",
+    ]);
+    assert!(err.contains("needs a sparsec built with MPI"), "{err}");
+    assert!(err.contains("--features mpi"), "{err}");
+}
+
 #[test]
 fn info_on_shared_data() {
     let dir = shared_data("");

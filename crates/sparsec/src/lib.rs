@@ -49,6 +49,7 @@
 
 pub mod affine;
 pub mod codegen;
+pub mod distributed;
 mod error;
 pub mod format;
 pub mod generate;

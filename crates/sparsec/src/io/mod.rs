@@ -28,8 +28,9 @@ pub use binary::{decode_spt, encode_spt, read_spt, write_spt, SPT_MAGIC, SPT_VER
 #[cfg(feature = "binsparse")]
 pub use binsparse::{read_binsparse, write_binsparse, BINSPARSE_VERSION};
 pub use mtx::{
-    parse_matrix_market, read_matrix_market, write_matrix_market, write_matrix_market_tensor,
-    MatrixMarket, MtxField, MtxHeader, MtxLayout, MtxSymmetry, MtxWriteOptions,
+    parse_matrix_market, read_matrix_market, read_matrix_market_share, write_matrix_market,
+    write_matrix_market_tensor, MatrixMarket, MatrixMarketShare, MtxField, MtxHeader, MtxLayout,
+    MtxSymmetry, MtxWriteOptions,
 };
 pub use tns::{parse_tns, read_tns, write_tns};
 

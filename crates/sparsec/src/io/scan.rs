@@ -217,15 +217,45 @@ pub(crate) fn run_pieces<P: Sync, T: Send>(pieces: &[P], f: impl Fn(&P) -> T + S
 /// The first [`HEAD`] bytes of a file of at least [`STREAM_FROM`] bytes, and its length;
 /// `None` for a smaller file.
 pub(crate) fn read_head(path: &Path) -> Result<Option<(Vec<u8>, u64)>, IoError> {
+    let (head, len) = read_prefix(path)?;
+    Ok((len >= STREAM_FROM).then_some((head, len)))
+}
+
+/// The first [`HEAD`] bytes of a file (all of a shorter one), and its length.
+pub(crate) fn read_prefix(path: &Path) -> Result<(Vec<u8>, u64), IoError> {
     let io = |e| IoError::io(path, e);
     let file = File::open(path).map_err(io)?;
     let len = file.metadata().map_err(io)?.len();
-    if len < STREAM_FROM {
-        return Ok(None);
-    }
     let mut head = Vec::with_capacity(HEAD);
     file.take(HEAD as u64).read_to_end(&mut head).map_err(io)?;
-    Ok(Some((head, len)))
+    Ok((head, len))
+}
+
+/// Parse share `part` of `parts` of the lines of the file at `path` from byte `start` to
+/// byte `len` (its length): the lines between the line starts nearest an even split by
+/// bytes, as [`stream_lines`] splits a file among threads, here for one of several
+/// processes that read the file together, each only its share.
+pub(crate) fn parse_one_share(
+    path: &Path,
+    (start, len): (u64, u64),
+    (part, parts): (usize, usize),
+    parse: &mut dyn FnMut(&[u8]) -> Result<(), Rejected>,
+) -> Result<Result<(), Rejected>, IoError> {
+    let io = |e| IoError::io(path, e);
+    let mut file = File::open(path).map_err(io)?;
+    let parts = parts.max(1) as u64;
+    let mut bound = |k: u64| -> Result<u64, IoError> {
+        match k {
+            0 => Ok(start),
+            k if k >= parts => Ok(len),
+            k => next_line_start(&mut file, start + (len - start) / parts * k, len)
+                .map(|b| b.max(start))
+                .map_err(io),
+        }
+    };
+    let from = bound(part as u64)?;
+    let to = bound(part as u64 + 1)?.max(from);
+    parse_share(path, from, to, BLOCK, parse)
 }
 
 /// Lines that a parser passed to [`stream_lines`] rejected; the caller reads the file whole

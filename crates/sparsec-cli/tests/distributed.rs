@@ -1,0 +1,253 @@
+//! `sparsec run --distributed` under `mpirun` at 1, 2 and 4 ranks (oversubscribed on a
+//! small machine), each result checked by rank 0 against the single-process reference:
+//! SpMV and SpMM on shared matrices (symmetric, unsymmetric, rectangular), a matrix with
+//! fewer rows than ranks, and the failures that must end every rank with one message.
+#![cfg(feature = "mpi")]
+
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+fn shared_matrix(name: &str) -> PathBuf {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/data/matrices")
+        .join(name);
+    assert!(path.exists(), "shared matrix {} is missing", path.display());
+    path
+}
+
+fn mpirun(ranks: usize, args: &[&str]) -> Command {
+    let mut command = Command::new("mpirun");
+    command
+        .args([
+            "--allow-run-as-root",
+            "--oversubscribe",
+            "-np",
+            &ranks.to_string(),
+        ])
+        .arg(env!("CARGO_BIN_EXE_sparsec"))
+        .args(args)
+        .env("OMPI_MCA_rmaps_base_oversubscribe", "1");
+    command
+}
+
+fn run(ranks: usize, args: &[&str]) -> Output {
+    mpirun(ranks, args)
+        .output()
+        .expect("mpirun runs (openmpi-bin)")
+}
+
+fn text(output: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}
+
+fn checked(ranks: usize, args: &[&str]) -> String {
+    let output = run(ranks, args);
+    let all = text(&output);
+    assert!(output.status.success(), "{ranks} ranks {args:?}: {all}");
+    assert!(all.contains("check: ok"), "{ranks} ranks {args:?}: {all}");
+    all
+}
+
+#[test]
+fn matrix_vector_products_at_every_rank_count_match_one_process() {
+    for name in ["bcsstk13.mtx", "west0479.mtx", "lp_e226.mtx"] {
+        let input = format!("A:{}", shared_matrix(name).display());
+        for ranks in [1, 2, 4] {
+            for format in ["csr", "dcsr"] {
+                let out = checked(
+                    ranks,
+                    &[
+                        "run",
+                        "y(i) = A(i,j) * x(j)",
+                        "-i",
+                        &input,
+                        "-f",
+                        &format!("A:{format}"),
+                        "-g",
+                        "x:dense",
+                        "--distributed",
+                        "--check",
+                    ],
+                );
+                assert!(
+                    out.contains(&format!("distributed: {ranks} ranks")),
+                    "{out}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn matrix_products_and_schedules_inside_each_rank() {
+    let input = format!("A:{}", shared_matrix("bcsstk13.mtx").display());
+    for ranks in [2, 4] {
+        checked(
+            ranks,
+            &[
+                "run",
+                "Y(i,k) = A(i,j) * X(j,k)",
+                "-i",
+                &input,
+                "-g",
+                "X:dense",
+                "-d",
+                "k:5",
+                "--distributed",
+                "--check",
+            ],
+        );
+        checked(
+            ranks,
+            &[
+                "run",
+                "y(i) = A(i,j) * x(j)",
+                "-i",
+                &input,
+                "-g",
+                "x:dense",
+                "-s",
+                "split(i,i0,i1,16),parallelize(i0,CPUThread,NoRaces)",
+                "--threads",
+                "2",
+                "--time",
+                "3",
+                "--distributed",
+                "--check",
+            ],
+        );
+    }
+}
+
+/// A 3x3 matrix over 4 ranks: one owns no rows (and reads no entries), yet takes part.
+#[test]
+fn ranks_that_own_no_rows_take_part() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("small.mtx");
+    std::fs::write(
+        &path,
+        "%%MatrixMarket matrix coordinate real general\n3 3 4\n1 1 2.0\n2 3 -1.5\n3 1 4.0\n3 3 1.0\n",
+    )
+    .unwrap();
+    let input = format!("A:{}", path.display());
+    let out = checked(
+        4,
+        &[
+            "run",
+            "y(i) = A(i,j) * x(j)",
+            "-i",
+            &input,
+            "-g",
+            "x:dense",
+            "--distributed",
+            "--check",
+        ],
+    );
+    assert!(out.contains("y: 3 d"), "{out}");
+}
+
+/// A malformed line read by one rank only: every rank ends, with that rank's message (the
+/// line), within seconds.
+#[test]
+fn a_failure_on_one_rank_ends_every_rank_with_its_message() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bad.mtx");
+    let mut body = String::from("%%MatrixMarket matrix coordinate real general\n400 400 400\n");
+    for i in 1..=400 {
+        if i == 350 {
+            body.push_str("350 oops 1.0\n");
+        } else {
+            body.push_str(&format!("{i} {i} 1.0\n"));
+        }
+    }
+    std::fs::write(&path, body).unwrap();
+    let input = format!("A:{}", path.display());
+    let started = Instant::now();
+    let output = run(
+        4,
+        &[
+            "run",
+            "y(i) = A(i,j) * x(j)",
+            "-i",
+            &input,
+            "-g",
+            "x:dense",
+            "--distributed",
+        ],
+    );
+    let all = text(&output);
+    assert!(!output.status.success(), "{all}");
+    assert!(all.contains("bad.mtx:352:"), "{all}");
+    assert!(started.elapsed() < Duration::from_secs(60), "{all}");
+    // A statement --distributed cannot split is refused on every rank alike.
+    let output = run(
+        2,
+        &[
+            "run",
+            "y(j) = A(i,j) * x(i)",
+            "-i",
+            &input,
+            "-g",
+            "x:dense",
+            "--distributed",
+        ],
+    );
+    assert!(!output.status.success());
+    assert!(
+        text(&output).contains("splits `A`'s rows"),
+        "{}",
+        text(&output)
+    );
+}
+
+/// One rank killed mid-run: `mpirun` ends the others and returns within seconds.
+#[test]
+fn a_killed_rank_ends_the_run() {
+    let input = format!("A:{}", shared_matrix("bcsstk13.mtx").display());
+    let mut child = mpirun(
+        2,
+        &[
+            "run",
+            "y(i) = A(i,j) * x(j)",
+            "-i",
+            &input,
+            "-g",
+            "x:dense",
+            "--time",
+            "1000000",
+            "--distributed",
+        ],
+    )
+    .stdout(Stdio::null())
+    .stderr(Stdio::null())
+    .spawn()
+    .unwrap();
+    std::thread::sleep(Duration::from_secs(3));
+    let ranks = Command::new("pgrep")
+        .args(["-P", &child.id().to_string()])
+        .output()
+        .unwrap();
+    let pids = String::from_utf8_lossy(&ranks.stdout).to_string();
+    let victim = pids
+        .split_whitespace()
+        .next()
+        .expect("mpirun started its ranks");
+    Command::new("kill").args(["-9", victim]).status().unwrap();
+    let killed = Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            assert!(!status.success());
+            break;
+        }
+        assert!(
+            killed.elapsed() < Duration::from_secs(20),
+            "mpirun still runs"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
