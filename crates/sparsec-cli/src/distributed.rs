@@ -8,6 +8,7 @@ use std::time::Instant;
 
 use miette::{miette, Result};
 use sparsec::distributed::comm::{self, Ranks};
+use sparsec::distributed::kernel::{local_statement, DenseOperand, DistributedKernel};
 use sparsec::distributed::product::RowDistributed;
 use sparsec::format::Format;
 use sparsec::io;
@@ -133,11 +134,9 @@ fn shape(args: &RunArgs, assignment: &Assignment) -> Result<Shape, String> {
     })
 }
 
-/// A dense operand: its name, global dimensions, values per row, and its rows here.
+/// A dense operand: its shape, its values, and its rows on this rank.
 struct Operand {
-    name: String,
-    dims: Vec<usize>,
-    width: usize,
+    shape: DenseOperand,
     own: Vec<f64>,
     whole: Vec<f64>,
 }
@@ -180,44 +179,28 @@ fn run_on(args: &RunArgs, ranks: &Ranks) -> Result<(), String> {
         let width: usize = dims[1..].iter().product();
         let whole = dense_values(&kind.generate(&dims, args.seed.wrapping_add(k as u64 + 2)));
         operands.push(Operand {
-            name: name.clone(),
             own: whole[own.start * width..own.end * width].to_vec(),
-            dims,
-            width,
             whole,
+            shape: DenseOperand {
+                name: name.clone(),
+                dims,
+            },
         });
     }
 
-    // The local statement: this rank's rows and the columns they read.
-    let local_rows = layout.rows.range(ranks.rank).len();
-    let local_columns = layout.plan.local_columns();
+    // This rank's kernel: the statement over its rows and the columns they read.
     let matrix_format =
         format_of(args, &shape.matrix, 2)?.unwrap_or_else(|| Format::dense(2).general_equivalent());
     let out = &assignment.lhs;
-    let mut decls = vec![
-        TensorDecl {
-            name: out.tensor.clone(),
-            dims: None,
-            format: format_of(args, &out.tensor, out.indices.len())?,
-        },
-        TensorDecl {
-            name: shape.matrix.clone(),
-            dims: Some(vec![local_rows, local_columns]),
-            format: Some(matrix_format.clone()),
-        },
-    ];
-    for o in &operands {
-        decls.push(TensorDecl {
-            name: o.name.clone(),
-            dims: Some(local_dims(&o.dims, local_columns)),
-            format: Some(Format::dense(o.dims.len())),
-        });
-    }
-    let statement =
-        ranks.agree(notation::bind(&assignment, &decls, &[]).map_err(|e| e.to_string()))?;
-    if !statement.tensors[0].format.is_all_dense() {
-        return Err("--distributed gathers a dense output; drop its -f".into());
-    }
+    let shapes: Vec<DenseOperand> = operands.iter().map(|o| o.shape.clone()).collect();
+    let output_format = format_of(args, &out.tensor, out.indices.len())?;
+    let statement = ranks.agree(local_statement(
+        &layout,
+        &assignment,
+        (&shape.matrix, &matrix_format),
+        &shapes,
+        output_format,
+    ))?;
     let compiled = args
         .statement
         .schedule
@@ -227,36 +210,24 @@ fn run_on(args: &RunArgs, ranks: &Ranks) -> Result<(), String> {
     if let Some(threads) = args.threads {
         kernel.set_threads(threads);
     }
-    let matrix =
-        Tensor::from_coo(&layout.local, &matrix_format, ValueType::F64).map_err(|e| e.to_string());
-    let matrix = ranks.agree(matrix)?;
-
-    // One product: the operands' ghosts exchanged, then the local kernel.
-    let product = || -> Result<Tensor, String> {
-        let extended = operands
-            .iter()
-            .map(|o| layout.with_ghosts(ranks, &o.own, o.width))
-            .collect::<Result<Vec<_>, _>>()?;
-        let mut views = vec![matrix.view()];
-        for (o, values) in operands.iter().zip(&extended) {
-            let dims = local_dims(&o.dims, local_columns);
-            views
-                .push(TensorView::dense(dims, ValueSlice::F64(values)).map_err(|e| e.to_string())?);
-        }
-        kernel.run(&views).map_err(|e| e.to_string())
-    };
-    let result = ranks.agree(product())?;
+    let distributed = ranks.agree(DistributedKernel::new(
+        layout,
+        kernel,
+        &matrix_format,
+        shapes,
+    ))?;
+    let own: Vec<&[f64]> = operands.iter().map(|o| &o.own[..]).collect();
+    let result = ranks.agree(distributed.apply(ranks, &own))?;
     let mut times = Vec::new();
     for _ in 0..args.time.unwrap_or(0) {
         ranks.barrier();
         let start = Instant::now();
-        ranks.agree(product())?;
+        ranks.agree(distributed.apply(ranks, &own))?;
         times.push(ranks.slowest(start.elapsed()));
     }
 
     let gathered = ranks.gather(&values_of(&result), 0)?;
-    let width: usize = operands.iter().map(|o| o.width).sum();
-    let (sent, bound) = layout.volume(width);
+    let (sent, bound) = distributed.volume();
     let volumes = ranks.gather(&[sent as f64, bound as f64], 0)?;
     if ranks.rank != 0 {
         return Ok(());
@@ -303,12 +274,6 @@ fn format_of(args: &RunArgs, name: &str, order: usize) -> Result<Option<Format>,
         .transpose()
 }
 
-fn local_dims(dims: &[usize], rows: usize) -> Vec<usize> {
-    let mut local = dims.to_vec();
-    local[0] = rows;
-    local
-}
-
 /// A tensor's components in row-major order.
 fn dense_values(coo: &Coo) -> Vec<f64> {
     let mut out = vec![0.0; coo.dims.iter().product()];
@@ -349,11 +314,11 @@ fn check(
         vec![Tensor::from_coo(&whole.coo, &csr, ValueType::F64).map_err(|e| e.to_string())?];
     for o in operands {
         decls.push(TensorDecl {
-            name: o.name.clone(),
-            dims: Some(o.dims.clone()),
-            format: Some(Format::dense(o.dims.len())),
+            name: o.shape.name.clone(),
+            dims: Some(o.shape.dims.clone()),
+            format: Some(Format::dense(o.shape.dims.len())),
         });
-        let view = TensorView::dense(o.dims.clone(), ValueSlice::F64(&o.whole))
+        let view = TensorView::dense(o.shape.dims.clone(), ValueSlice::F64(&o.whole))
             .map_err(|e| e.to_string())?;
         inputs.push(view.to_tensor());
     }

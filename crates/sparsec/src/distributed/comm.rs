@@ -85,6 +85,14 @@ impl Ranks {
         total
     }
 
+    /// The element-wise sum of `values` over all ranks.
+    pub fn sum_f64(&self, values: &[f64]) -> Vec<f64> {
+        let mut total = vec![0.0; values.len()];
+        self.comm
+            .all_reduce_into(values, &mut total[..], SystemOperation::sum());
+        total
+    }
+
     /// Sends `to[r]` to each rank `r`; returns what each rank sent this one, concatenated
     /// in rank order, with how many came from each.
     pub fn exchange<T: Equivalence + Default + Clone>(

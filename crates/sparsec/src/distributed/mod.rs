@@ -7,7 +7,8 @@
 //! - [`plan`]: a rank's ghost columns and the local numbering its kernel reads;
 //! - `comm` (feature `mpi`): agreeing on errors, so one rank's failure ends every rank
 //!   with its message, and all-to-all exchanges;
-//! - `product` (feature `mpi`): a row-distributed matrix and its ghost exchange.
+//! - `product` (feature `mpi`): a row-distributed matrix and its ghost exchange;
+//! - `kernel` (feature `mpi`): a statement over it, compiled for each rank's rows.
 //!
 //! Files are read in parallel: each rank reads its share of a MatrixMarket file's lines
 //! ([`crate::io::read_matrix_market_share`]) and the entries move to their rows' owners.
@@ -17,5 +18,7 @@ pub mod plan;
 
 #[cfg(feature = "mpi")]
 pub mod comm;
+#[cfg(feature = "mpi")]
+pub mod kernel;
 #[cfg(feature = "mpi")]
 pub mod product;
