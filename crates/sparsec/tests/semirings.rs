@@ -220,6 +220,73 @@ fn masked_steps_of_graph_algorithms() {
     check_all(triangles, &[("L", "csr"), ("C", "csr")], &graphs);
 }
 
+/// A valued mask selects the entries a sparse output stores: where it holds zero (or,
+/// complemented, a value), nothing is stored, not an entry holding ⊕'s identity; the
+/// kernel's and the reference's stored coordinates against those computed here.
+#[test]
+fn valued_masks_select_which_entries_a_sparse_output_stores() {
+    let mut r = rng(31);
+    let a = random_coo(&mut r, &[12, 10], 0.3);
+    let mut x = random_coo(&mut r, &[12], 0.5);
+    x.values.iter_mut().for_each(|x| *x = 1.0);
+    // Values 0 and 1 at every coordinate: a dense mask with zeros, and a sparse one
+    // whose stored entries include explicit zeros.
+    let mask_values: Vec<f64> = (0..10).map(|j| f64::from(j % 3 == 0)).collect();
+    let dense_mask = Coo::new(vec![10], (0..10).collect(), mask_values.clone()).unwrap();
+    let stored: Vec<i64> = (0..10).filter(|j| j % 2 == 0).collect();
+    let sparse_values = stored.iter().map(|&j| mask_values[j as usize]).collect();
+    let sparse_mask = Coo::new(vec![10], stored.clone(), sparse_values).unwrap();
+    let mut reached = [false; 10];
+    for (c, _) in a.coords.chunks(2).zip(&a.values) {
+        if x.coords.contains(&c[0]) {
+            reached[c[1] as usize] = true;
+        }
+    }
+    for (statement_text, mask, holds) in [
+        (
+            "y<!v>(j) = x(i) * A(i,j) over (any, pair)",
+            &dense_mask,
+            (0..10).map(|j| mask_values[j] == 0.0).collect::<Vec<_>>(),
+        ),
+        (
+            "y<v>(j) = x(i) * A(i,j) over (min, +)",
+            &sparse_mask,
+            (0..10)
+                .map(|j| stored.contains(&(j as i64)) && mask_values[j] != 0.0)
+                .collect(),
+        ),
+    ] {
+        let inputs = vec![("x", x.clone()), ("A", a.clone()), ("v", mask.clone())];
+        let v = if std::ptr::eq(mask, &dense_mask) {
+            "dense"
+        } else {
+            "s"
+        };
+        let got = check_all(
+            statement_text,
+            &[("x", "s"), ("A", "csr"), ("v", v), ("y", "s")],
+            std::slice::from_ref(&inputs),
+        );
+        let want: Vec<i64> = (0..10)
+            .filter(|&j| reached[j] && holds[j])
+            .map(|j| j as i64)
+            .collect();
+        let mut kernel_stored = Vec::new();
+        got[0].for_each_stored(|c, _| kernel_stored.push(c[0]));
+        assert_eq!(kernel_stored, want, "{statement_text}");
+        let (stmt, tensors) = statement(
+            statement_text,
+            &[("x", "s"), ("A", "csr"), ("v", v), ("y", "s")],
+            &inputs,
+            &[],
+        );
+        let refs: Vec<&Tensor> = tensors.iter().collect();
+        let mut reference_stored = Vec::new();
+        reference::evaluate(&stmt, &refs, None).for_each_stored(|c, _| reference_stored.push(c[0]));
+        assert_eq!(reference_stored, want, "reference: {statement_text}");
+    }
+}
+
 #[test]
 fn accumulating_combines_with_the_previous_output_by_the_reduction() {
     let expr = "y(i) += A(i,j) * x(j) over (min, +)";

@@ -91,12 +91,16 @@ impl Lowerer<'_> {
                     let (holds_value, condition_holds) =
                         self.guarded_value(condition, scope, prelude)?;
                     let (x, x_holds) = self.semiring_value(x, scope, prelude)?;
+                    let selected = Expr::bin(BinOp::Ne, holds_value, Expr::Float(0.0));
                     let value = Expr::Select(
-                        Box::new(Expr::bin(BinOp::Ne, holds_value, Expr::Float(0.0))),
+                        Box::new(selected.clone()),
                         Box::new(x),
                         Box::new(self.reduction_identity()),
                     );
-                    (value, both(condition_holds, x_holds))
+                    // Where the mask does not select, nothing is present: a sparse output
+                    // stores no entry there.
+                    let present = both(both(condition_holds, Some(selected)), x_holds);
+                    (value, present)
                 } else {
                     let (a, a_holds) = self.semiring_value(a, scope, prelude)?;
                     let (b, b_holds) = self.semiring_value(b, scope, prelude)?;

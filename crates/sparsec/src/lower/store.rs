@@ -20,7 +20,21 @@ impl Lowerer<'_> {
         scope: &Scope,
     ) -> Result<Vec<Stmt>, LowerError> {
         let mut prelude = Vec::new();
-        let value = self.value(expr, scope, &mut prelude)?;
+        // Over a semiring, an entry of a sparse destination (a sparse output, its
+        // workspace, or a reduction whose result it stores only where something was
+        // reduced) is stored only where the value is present; a dense one holds ⊕'s
+        // identity elsewhere.
+        let sparse_destination = match dest {
+            Dest::Output => !self.dense_output,
+            Dest::Workspace { .. } => true,
+            Dest::Temp { touched, .. } => touched.is_some(),
+            Dest::Local { .. } => false,
+        };
+        let (value, presence) = if self.over_semiring() && sparse_destination {
+            self.semiring_value(expr, scope, &mut prelude)?
+        } else {
+            (self.value(expr, scope, &mut prelude)?, None)
+        };
         let target = match dest {
             Dest::Temp { name, .. } => parallel::Target::Temp(name),
             Dest::Workspace { depth, .. } => parallel::Target::Workspace { depth: *depth },
@@ -193,7 +207,10 @@ impl Lowerer<'_> {
                 }]
             }
         };
-        prelude.extend(stores);
+        match presence {
+            Some(present) => prelude.push(Stmt::If(present, stores, vec![])),
+            None => prelude.extend(stores),
+        }
         Ok(prelude)
     }
 

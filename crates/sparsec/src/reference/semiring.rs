@@ -3,9 +3,9 @@
 //! its present entries. An access is present where its tensor stores an entry (explicit
 //! zeros included); `a * b` (⊗) where both are, `a + b` (⊕) where either is (the present
 //! one alone); a reduction combines its present terms with ⊕. A mask's condition is
-//! computed arithmetically and selects: the masked value where it holds, ⊕'s identity
-//! where its entry is present but zero. The output holds ⊕'s identity where nothing is
-//! present when it is dense, and stores nothing there when it is sparse.
+//! computed arithmetically and selects: the masked value is present where it holds, and
+//! nothing where it is zero. The output holds ⊕'s identity where nothing is present when
+//! it is dense, and stores nothing there when it is sparse.
 
 use std::collections::HashMap;
 
@@ -109,14 +109,9 @@ fn eval(e: &CExpr, cx: &Cx) -> Entries {
         }
         CExpr::Binary(Op::Mul, a, b) if is_condition(a) || is_condition(b) => {
             let (condition, x) = if is_condition(a) { (a, b) } else { (b, a) };
-            let identity = cx.semiring.add.identity();
-            join(&condition_entries(condition, cx), &eval(x, cx), |c, x| {
-                if c != 0.0 {
-                    x
-                } else {
-                    identity
-                }
-            })
+            let mut selected = condition_entries(condition, cx);
+            selected.map.retain(|_, holds| *holds != 0.0);
+            join(&selected, &eval(x, cx), |_, x| x)
         }
         CExpr::Binary(Op::Mul, a, b) => {
             let mul = &cx.semiring.mul;
