@@ -12,11 +12,11 @@ use std::fmt;
 use crate::tensor::Coo;
 
 mod read;
+mod share;
 mod write;
 
-pub use read::{
-    parse_matrix_market, read_matrix_market, read_matrix_market_share, MatrixMarketShare,
-};
+pub use read::{parse_matrix_market, read_matrix_market};
+pub use share::{read_matrix_market_share, MatrixMarketShare};
 pub use write::{write_matrix_market, write_matrix_market_tensor};
 
 /// How entries are laid out in the file.

@@ -7,8 +7,8 @@ use std::path::Path;
 use super::{MatrixMarket, MtxField, MtxHeader, MtxLayout, MtxSymmetry};
 use crate::io::scan::{
     concat_entries, count_fields, field_text, for_each_line, is_blank_line, parallelism, parse_f64,
-    parse_int_value, parse_one_share, parse_u64, read_head, read_prefix, run_pieces, skip_blanks,
-    split_lines, stream_lines, Rejected,
+    parse_int_value, parse_u64, read_head, run_pieces, skip_blanks, split_lines, stream_lines,
+    Rejected,
 };
 use crate::io::{read_bytes, IoError};
 use crate::tensor::Coo;
@@ -66,105 +66,10 @@ fn stream_matrix_market(path: &Path) -> Result<Option<MatrixMarket>, IoError> {
     }))
 }
 
-/// One share of a MatrixMarket file's entries ([`read_matrix_market_share`]).
-#[derive(Debug)]
-pub struct MatrixMarketShare {
-    /// The share's entries (symmetry expanded), with the whole matrix's dimensions, and
-    /// the file's header.
-    pub matrix: MatrixMarket,
-    /// How many entry lines the share held: the shares' counts add up to the size line's
-    /// when the file is whole.
-    pub entry_lines: usize,
-}
-
-/// Share `part` of `parts` of a coordinate MatrixMarket file: the entry lines of one of
-/// `parts` processes that read the file together, split at line boundaries nearest an even
-/// split by bytes, so that no process reads the whole file. Every share reads the header.
-/// An `array` file (dense) is read whole and its entries split evenly. A malformed share
-/// is read whole, to say where and why, which only the process holding it does.
-pub fn read_matrix_market_share(
-    path: impl AsRef<Path>,
-    part: usize,
-    parts: usize,
-) -> Result<MatrixMarketShare, IoError> {
-    let path = path.as_ref();
-    let (head, len) = read_prefix(path)?;
-    let preamble = match parse_preamble(path, &head) {
-        Ok(p)
-            if p.header.layout == MtxLayout::Coordinate
-                && head[..p.body_start].ends_with(b"\n") =>
-        {
-            p
-        }
-        // An array, a preamble longer than the head, or an error, which reading whole
-        // reports with its line.
-        _ => return whole_share(read_matrix_market(path)?, part, parts),
-    };
-    let body = preamble.body(path);
-    let body_len = len - preamble.body_start as u64;
-    let declared = preamble.header.stored_entries;
-    let expected = expected_entries(declared, body_len / parts.max(1) as u64, body_len);
-    let mut piece = body.empty_piece(expected, usize::try_from(body_len).unwrap_or(usize::MAX));
-    let parsed = parse_one_share(
-        path,
-        (preamble.body_start as u64, len),
-        (part, parts),
-        &mut |lines| {
-            body.coordinate_lines(lines, &mut piece)
-                .map_err(|_| Rejected)
-        },
-    )?;
-    if parsed.is_err() {
-        return Err(read_matrix_market(path).err().unwrap_or_else(|| {
-            IoError::parse(
-                path,
-                body.first_line,
-                "an entry line changed while it was read",
-            )
-        }));
-    }
-    let (rows, cols) = (preamble.header.rows, preamble.header.cols);
-    Ok(MatrixMarketShare {
-        entry_lines: piece.entries,
-        matrix: MatrixMarket {
-            coo: coo_of(rows, cols, piece.coords, piece.values),
-            header: preamble.header,
-        },
-    })
-}
-
-/// Share `part` of `parts` of a matrix read whole: an even split of its entries.
-fn whole_share(
-    whole: MatrixMarket,
-    part: usize,
-    parts: usize,
-) -> Result<MatrixMarketShare, IoError> {
-    let n = whole.coo.values.len();
-    let parts = parts.max(1);
-    let (from, to) = (n * part / parts, n * (part + 1) / parts);
-    let coo = coo_of(
-        whole.header.rows,
-        whole.header.cols,
-        whole.coo.coords[2 * from..2 * to].to_vec(),
-        whole.coo.values[from..to].to_vec(),
-    );
-    Ok(MatrixMarketShare {
-        entry_lines: if part == 0 {
-            whole.header.stored_entries
-        } else {
-            0
-        },
-        matrix: MatrixMarket {
-            coo,
-            header: whole.header,
-        },
-    })
-}
-
 /// How many entries `bytes` of a body of `body_len` bytes should hold when the size line
 /// declares `declared`, with a little room over. Saturates: a size line may declare up to
 /// `u64::MAX` entries, and the room is capped by the bytes anyway ([`Body::empty_piece`]).
-fn expected_entries(declared: usize, bytes: u64, body_len: u64) -> usize {
+pub(super) fn expected_entries(declared: usize, bytes: u64, body_len: u64) -> usize {
     let share = declared as u128 * bytes as u128 / body_len.max(1) as u128;
     usize::try_from(share)
         .unwrap_or(usize::MAX)
@@ -196,19 +101,19 @@ pub fn parse_matrix_market(path: impl AsRef<Path>, bytes: &[u8]) -> Result<Matri
 }
 
 /// What a file says before its entries, and where they start.
-struct Preamble {
+pub(super) struct Preamble {
     /// The header; its `stored_entries` are those the size line declares (coordinate
     /// layout), 0 in the array layout until the values are counted.
-    header: MtxHeader,
+    pub(super) header: MtxHeader,
     /// The offset of the line after the size line.
-    body_start: usize,
+    pub(super) body_start: usize,
     /// The size line's number.
     size_line: usize,
 }
 
 impl Preamble {
     /// What parsing the entry lines needs.
-    fn body<'a>(&self, path: &'a Path) -> Body<'a> {
+    pub(super) fn body<'a>(&self, path: &'a Path) -> Body<'a> {
         Body {
             path,
             first_line: self.size_line + 1,
@@ -222,7 +127,7 @@ impl Preamble {
 }
 
 /// Parse the banner, comments and size line at the start of `bytes`.
-fn parse_preamble(path: &Path, bytes: &[u8]) -> Result<Preamble, IoError> {
+pub(super) fn parse_preamble(path: &Path, bytes: &[u8]) -> Result<Preamble, IoError> {
     let mut lines = LineReader {
         bytes,
         pos: 0,
@@ -295,7 +200,7 @@ fn parse_preamble(path: &Path, bytes: &[u8]) -> Result<Preamble, IoError> {
     })
 }
 
-fn coo_of(rows: usize, cols: usize, coords: Vec<i64>, values: Vec<f64>) -> Coo {
+pub(super) fn coo_of(rows: usize, cols: usize, coords: Vec<i64>, values: Vec<f64>) -> Coo {
     Coo {
         dims: vec![rows, cols],
         coords,
@@ -427,9 +332,9 @@ fn parse_size_line(line: &[u8], layout: MtxLayout) -> Result<Vec<u64>, String> {
 }
 
 /// The entry lines of a file and what is needed to parse them.
-struct Body<'a> {
+pub(super) struct Body<'a> {
     path: &'a Path,
-    first_line: usize,
+    pub(super) first_line: usize,
     size_line: usize,
     rows: u64,
     cols: u64,
@@ -438,10 +343,10 @@ struct Body<'a> {
 }
 
 /// Result of parsing one piece of a coordinate body.
-struct Piece {
-    coords: Vec<i64>,
-    values: Vec<f64>,
-    entries: usize,
+pub(super) struct Piece {
+    pub(super) coords: Vec<i64>,
+    pub(super) values: Vec<f64>,
+    pub(super) entries: usize,
     lines: usize,
 }
 
@@ -541,7 +446,7 @@ impl Body<'_> {
     }
 
     /// A piece with room for about `expected` entries in `bytes` bytes of lines.
-    fn empty_piece(&self, expected: usize, bytes: usize) -> Piece {
+    pub(super) fn empty_piece(&self, expected: usize, bytes: usize) -> Piece {
         let mirrored = self.symmetry != MtxSymmetry::General;
         let cap = expected.min(bytes / 4 + 1) * if mirrored { 2 } else { 1 };
         Piece {
@@ -561,7 +466,11 @@ impl Body<'_> {
 
     /// Parse whole entry lines of a coordinate body into `piece`; an error's line is
     /// counted within `lines`.
-    fn coordinate_lines(&self, lines: &[u8], piece: &mut Piece) -> Result<(), (usize, String)> {
+    pub(super) fn coordinate_lines(
+        &self,
+        lines: &[u8],
+        piece: &mut Piece,
+    ) -> Result<(), (usize, String)> {
         let mirrored = self.symmetry != MtxSymmetry::General;
         let (coords, values) = (&mut piece.coords, &mut piece.values);
         let mut entries = 0usize;
