@@ -16,7 +16,7 @@ use sparsec::kernel::Backend;
 use sparsec::notation::ast::Assignment;
 use sparsec::notation::{self, TensorDecl};
 use sparsec::reference;
-use sparsec::tensor::{Coo, Tensor, TensorView, ValueSlice, ValueType, Values};
+use sparsec::tensor::{Tensor, ValueType, Values};
 
 use crate::run::{print_summary, report_phase, RunArgs};
 use crate::spec::{self, GenKind};
@@ -138,7 +138,7 @@ fn shape(args: &RunArgs, assignment: &Assignment) -> Result<Shape, String> {
 struct Operand {
     shape: DenseOperand,
     own: Vec<f64>,
-    whole: Vec<f64>,
+    whole: Tensor,
 }
 
 fn run_on(args: &RunArgs, ranks: &Ranks) -> Result<(), String> {
@@ -177,9 +177,12 @@ fn run_on(args: &RunArgs, ranks: &Ranks) -> Result<(), String> {
             .find(|a| a.tensor == *name);
         let dims = ranks.agree(shape.dims(&access.expect("an operand").indices))?;
         let width: usize = dims[1..].iter().product();
-        let whole = dense_values(&kind.generate(&dims, args.seed.wrapping_add(k as u64 + 2)));
+        let generated = kind.generate(&dims, args.seed.wrapping_add(k as u64 + 2));
+        let whole = Tensor::from_coo(&generated, &Format::dense(dims.len()), ValueType::F64)
+            .map_err(|e| format!("cannot store generated `{name}`: {e}"));
+        let whole = ranks.agree(whole)?;
         operands.push(Operand {
-            own: whole[own.start * width..own.end * width].to_vec(),
+            own: values_of(&whole)[own.start * width..own.end * width].to_vec(),
             whole,
             shape: DenseOperand {
                 name: name.clone(),
@@ -274,20 +277,6 @@ fn format_of(args: &RunArgs, name: &str, order: usize) -> Result<Option<Format>,
         .transpose()
 }
 
-/// A tensor's components in row-major order.
-fn dense_values(coo: &Coo) -> Vec<f64> {
-    let mut out = vec![0.0; coo.dims.iter().product()];
-    for (e, &v) in coo.values.iter().enumerate() {
-        let flat = coo
-            .coord(e)
-            .iter()
-            .zip(&coo.dims)
-            .fold(0, |acc, (&c, &d)| acc * d + c as usize);
-        out[flat] += v;
-    }
-    out
-}
-
 fn values_of(t: &Tensor) -> Vec<f64> {
     (0..t.values().len()).map(|p| t.values().get(p)).collect()
 }
@@ -310,20 +299,17 @@ fn check(
             format: Some(csr.clone()),
         },
     ];
-    let mut inputs =
-        vec![Tensor::from_coo(&whole.coo, &csr, ValueType::F64).map_err(|e| e.to_string())?];
+    let matrix = Tensor::from_coo(&whole.coo, &csr, ValueType::F64).map_err(|e| e.to_string())?;
+    let mut refs = vec![&matrix];
     for o in operands {
         decls.push(TensorDecl {
             name: o.shape.name.clone(),
             dims: Some(o.shape.dims.clone()),
             format: Some(Format::dense(o.shape.dims.len())),
         });
-        let view = TensorView::dense(o.shape.dims.clone(), ValueSlice::F64(&o.whole))
-            .map_err(|e| e.to_string())?;
-        inputs.push(view.to_tensor());
+        refs.push(&o.whole);
     }
     let statement = notation::bind(assignment, &decls, &[]).map_err(|e| e.to_string())?;
-    let refs: Vec<&Tensor> = inputs.iter().collect();
     let (expected, magnitude) = reference::evaluate_with_magnitude(&statement, &refs, None);
     let expected = expected.convert(got.format()).map_err(|e| e.to_string())?;
     let diff = reference::max_error(got, &expected, &magnitude);

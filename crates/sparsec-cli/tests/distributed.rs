@@ -4,7 +4,7 @@
 //! fewer rows than ranks, and the failures that must end every rank with one message.
 #![cfg(feature = "mpi")]
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
@@ -16,7 +16,8 @@ fn shared_matrix(name: &str) -> PathBuf {
     path
 }
 
-fn mpirun(ranks: usize, args: &[&str]) -> Command {
+/// `program` with `args` on `ranks` ranks.
+fn mpirun_program(ranks: usize, program: &Path, args: &[&str]) -> Command {
     let mut command = Command::new("mpirun");
     command
         .args([
@@ -25,10 +26,15 @@ fn mpirun(ranks: usize, args: &[&str]) -> Command {
             "-np",
             &ranks.to_string(),
         ])
-        .arg(env!("CARGO_BIN_EXE_sparsec"))
+        .arg(program)
         .args(args)
         .env("OMPI_MCA_rmaps_base_oversubscribe", "1");
     command
+}
+
+/// `sparsec` with `args` on `ranks` ranks.
+fn mpirun(ranks: usize, args: &[&str]) -> Command {
+    mpirun_program(ranks, Path::new(env!("CARGO_BIN_EXE_sparsec")), args)
 }
 
 fn run(ranks: usize, args: &[&str]) -> Output {
@@ -292,18 +298,14 @@ fn conjugate_gradients_follow_the_single_process_residuals() {
         ),
     )
     .unwrap();
-    let history = |ranks: usize, matrix: &std::path::Path| -> Vec<f64> {
-        let output = Command::new("mpirun")
-            .args([
-                "--allow-run-as-root",
-                "--oversubscribe",
-                "-np",
-                &ranks.to_string(),
-            ])
-            .arg(&example)
-            .args([matrix.to_str().unwrap(), "5000", "1e-10"])
-            .output()
-            .unwrap();
+    let history = |ranks: usize, matrix: &Path| -> Vec<f64> {
+        let output = mpirun_program(
+            ranks,
+            &example,
+            &[matrix.to_str().unwrap(), "5000", "1e-10"],
+        )
+        .output()
+        .unwrap();
         assert!(output.status.success(), "{}", text(&output));
         String::from_utf8_lossy(&output.stdout)
             .lines()

@@ -65,6 +65,27 @@ impl Op {
             Op::Div => '/',
         }
     }
+
+    /// `x op y` in IEEE arithmetic.
+    pub fn apply(self, x: f64, y: f64) -> f64 {
+        match self {
+            Op::Add => x + y,
+            Op::Sub => x - y,
+            Op::Mul => x * y,
+            Op::Div => x / y,
+        }
+    }
+
+    /// The IR's operator.
+    pub fn bin_op(self) -> crate::ir::BinOp {
+        use crate::ir::BinOp;
+        match self {
+            Op::Add => BinOp::Add,
+            Op::Sub => BinOp::Sub,
+            Op::Mul => BinOp::Mul,
+            Op::Div => BinOp::Div,
+        }
+    }
 }
 
 /// Right-hand-side expressions.

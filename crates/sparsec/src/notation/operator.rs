@@ -20,7 +20,7 @@
 use std::fmt;
 use std::hash::{Hash, Hasher};
 
-use super::ast::{Expr, ExprKind, MathFn, Op, Span};
+use super::ast::{Expr, ExprKind, MathFn, Span};
 use crate::ir;
 
 /// A user-defined operator.
@@ -170,15 +170,7 @@ fn eval(e: &Expr, params: &[String], args: &[f64]) -> f64 {
         ExprKind::Access(_) => args[param(e, params).expect("a body uses only its parameters")],
         ExprKind::Literal(x) => *x,
         ExprKind::Neg(x) => -eval(x, params, args),
-        ExprKind::Binary(op, l, r) => {
-            let (l, r) = (eval(l, params, args), eval(r, params, args));
-            match op {
-                Op::Add => l + r,
-                Op::Sub => l - r,
-                Op::Mul => l * r,
-                Op::Div => l / r,
-            }
-        }
+        ExprKind::Binary(op, l, r) => op.apply(eval(l, params, args), eval(r, params, args)),
         ExprKind::Math(f, xs) => {
             let xs: Vec<f64> = xs.iter().map(|x| eval(x, params, args)).collect();
             f.eval(&xs)
@@ -193,19 +185,11 @@ fn instantiate(e: &Expr, params: &[String], args: &[ir::Expr]) -> ir::Expr {
         }
         ExprKind::Literal(x) => ir::Expr::Float(*x),
         ExprKind::Neg(x) => ir::Expr::Neg(Box::new(instantiate(x, params, args))),
-        ExprKind::Binary(op, l, r) => {
-            let op = match op {
-                Op::Add => ir::BinOp::Add,
-                Op::Sub => ir::BinOp::Sub,
-                Op::Mul => ir::BinOp::Mul,
-                Op::Div => ir::BinOp::Div,
-            };
-            ir::Expr::bin(
-                op,
-                instantiate(l, params, args),
-                instantiate(r, params, args),
-            )
-        }
+        ExprKind::Binary(op, l, r) => ir::Expr::bin(
+            op.bin_op(),
+            instantiate(l, params, args),
+            instantiate(r, params, args),
+        ),
         ExprKind::Math(f, xs) => ir::Expr::Math(
             *f,
             xs.iter().map(|x| instantiate(x, params, args)).collect(),

@@ -99,8 +99,8 @@ impl Pair {
     fn apply(op: Op, x: Pair, y: Pair) -> Pair {
         let magnitude_op = if op == Op::Sub { Op::Add } else { op };
         Pair {
-            value: apply(op, x.value, y.value),
-            magnitude: apply(magnitude_op, x.magnitude, y.magnitude),
+            value: op.apply(x.value, y.value),
+            magnitude: magnitude_op.apply(x.magnitude, y.magnitude),
         }
     }
 
@@ -169,16 +169,6 @@ impl Func {
 struct Cx<'a> {
     stmt: &'a Statement,
     inputs: &'a [&'a Tensor],
-}
-
-/// `x op y` in IEEE arithmetic (stored values, explicit zeros included).
-fn apply(op: Op, x: f64, y: f64) -> f64 {
-    match op {
-        Op::Add => x + y,
-        Op::Sub => x - y,
-        Op::Mul => x * y,
-        Op::Div => x / y,
-    }
 }
 
 /// Calls `visit` with every assignment of coordinates below `sizes`, reusing one buffer.
