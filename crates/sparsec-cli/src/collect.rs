@@ -254,7 +254,9 @@ pub fn gather_inputs(args: &InputArgs, order: usize) -> Result<Vec<Input>> {
                 "--family {family}: {why}, but the tensor has order {order}"
             ));
         }
-        let coo = kind.generate(&vec![size; order], args.seed + 1000 + f as u64);
+        let coo = kind
+            .generate(&vec![size; order], args.seed + 1000 + f as u64)
+            .map_err(|e| miette!("--family {family}: {e}"))?;
         inputs.push(Input {
             name: family.clone(),
             coo,

@@ -177,9 +177,12 @@ fn run_on(args: &RunArgs, ranks: &Ranks) -> Result<(), String> {
             .find(|a| a.tensor == *name);
         let dims = ranks.agree(shape.dims(&access.expect("an operand").indices))?;
         let width: usize = dims[1..].iter().product();
-        let generated = kind.generate(&dims, args.seed.wrapping_add(k as u64 + 2));
-        let whole = Tensor::from_coo(&generated, &Format::dense(dims.len()), ValueType::F64)
-            .map_err(|e| format!("cannot store generated `{name}`: {e}"));
+        let whole = kind
+            .generate(&dims, args.seed.wrapping_add(k as u64 + 2))
+            .and_then(|generated| {
+                Tensor::from_coo(&generated, &Format::dense(dims.len()), ValueType::F64)
+            })
+            .map_err(|e| format!("cannot generate `{name}`: {e}"));
         let whole = ranks.agree(whole)?;
         operands.push(Operand {
             own: values_of(&whole)[own.start * width..own.end * width].to_vec(),

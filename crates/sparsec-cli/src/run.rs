@@ -346,7 +346,9 @@ pub fn load_tensors(
                     )
                 })?,
             Some(Source::Generated(kind)) => {
-                let coo = kind.generate(&decl.dims, seed.wrapping_add(k as u64));
+                let coo = kind
+                    .generate(&decl.dims, seed.wrapping_add(k as u64))
+                    .map_err(|e| miette!("cannot generate `{}`: {e}", decl.name))?;
                 Tensor::from_coo(&coo, &decl.format, ValueType::F64).map_err(|e| {
                     miette!(
                         "cannot store generated `{}` in format {}: {e}",

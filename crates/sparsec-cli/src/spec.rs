@@ -322,8 +322,8 @@ impl GenKind {
         }
     }
 
-    /// Generate a tensor of `dims`.
-    pub fn generate(&self, dims: &[usize], seed: u64) -> Coo {
+    /// Generate a tensor of `dims`, or say which of its arrays cannot be allocated.
+    pub fn generate(&self, dims: &[usize], seed: u64) -> Result<Coo, sparsec::tensor::TensorError> {
         use sparsec::generate;
         // `refuses` has ruled out the orders a kind cannot make.
         let matrix = || [dims[0], dims[1]];

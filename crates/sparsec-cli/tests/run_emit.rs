@@ -215,9 +215,9 @@ fn reference_result(expr: &str, inputs: &[(&str, Coo, &str)]) -> Tensor {
 #[test]
 fn output_files_read_back_match_the_reference() {
     let dir = tempfile::tempdir().unwrap();
-    let a = generate::uniform(&[40, 30], 0.1, 1);
-    let b = generate::uniform(&[30, 50], 0.1, 2);
-    let x = generate::dense(&[30], 3);
+    let a = generate::uniform(&[40, 30], 0.1, 1).unwrap();
+    let b = generate::uniform(&[30, 50], 0.1, 2).unwrap();
+    let x = generate::dense(&[30], 3).unwrap();
     let a_path = dir.path().join("a.mtx");
     let b_path = dir.path().join("b.tns");
     let x_path = dir.path().join("x.mtx");
@@ -567,8 +567,8 @@ fn scalar_results_read_as_scalars() {
 #[test]
 fn scalars_in_files() {
     let dir = tempfile::tempdir().unwrap();
-    let a = generate::uniform(&[20, 30], 0.2, 5);
-    let b = generate::uniform(&[20, 30], 0.2, 6);
+    let a = generate::uniform(&[20, 30], 0.2, 5).unwrap();
+    let b = generate::uniform(&[20, 30], 0.2, 6).unwrap();
     let a_path = dir.path().join("a.mtx");
     let b_path = dir.path().join("b.tns");
     io::write_matrix_market(&a_path, &a, &io::MtxWriteOptions::default()).unwrap();
@@ -611,7 +611,7 @@ fn scalars_in_files() {
         );
     }
 
-    let x = generate::dense(&[7], 8);
+    let x = generate::dense(&[7], 8).unwrap();
     let x_path = dir.path().join("x.tns");
     io::write_tns(&x_path, &x).unwrap();
     let x_arg = format!("x:{}", x_path.display());
@@ -742,8 +742,8 @@ fn taco_prints_the_kernels_emit_prints() {
 #[test]
 fn taco_files_mode_orderings_and_output() {
     let dir = tempfile::tempdir().unwrap();
-    let a = generate::uniform(&[30, 20], 0.2, 11);
-    let x = generate::dense(&[20], 12);
+    let a = generate::uniform(&[30, 20], 0.2, 11).unwrap();
+    let x = generate::dense(&[20], 12).unwrap();
     let a_path = dir.path().join("a.mtx");
     let x_path = dir.path().join("x.tns");
     io::write_matrix_market(&a_path, &a, &io::MtxWriteOptions::default()).unwrap();

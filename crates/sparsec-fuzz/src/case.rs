@@ -26,6 +26,12 @@ const OUTPUT: &str = "Y";
 const MAX_SPACE: usize = 4096;
 /// Most entries written to an input file.
 const MAX_ENTRIES: usize = 300;
+/// Sizes past 32-bit indices and past memory given to one variable of some cases, whose
+/// inputs hold a few entries: sparsec must run them or refuse them with an error, never
+/// abort (`HUGE_CASES` in a thousand cases).
+const HUGE_SIZES: [usize; 3] = [1 << 31, 1 << 32, 3_000_000_000];
+/// Cases in a thousand with one variable of a size from [`HUGE_SIZES`].
+const HUGE_CASES: u32 = 40;
 
 /// Which code generator runs the kernel.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -108,6 +114,9 @@ pub struct Case {
     /// Whether a denominator is not a constant: where it is zero, kernels and the
     /// reference must agree on `0 / 0` and `x / 0`.
     pub divides_by_tensor: bool,
+    /// Whether a variable has a size from [`HUGE_SIZES`]: the harness then runs the case
+    /// with its address space limited, so that large allocations fail for real.
+    pub huge: bool,
 }
 
 /// The seed of case `index` of a run with `seed`: cases do not depend on each other, so any
@@ -123,8 +132,18 @@ fn case_seed(seed: u64, index: u64) -> u64 {
 impl Case {
     /// Case `index` of the run with `seed`.
     pub fn generate(seed: u64, index: u64) -> Case {
-        let mut rng = StdRng::seed_from_u64(case_seed(seed, index));
-        Generator::new(&mut rng).case(index)
+        let case_seed = case_seed(seed, index);
+        let mut rng = StdRng::seed_from_u64(case_seed);
+        // A stream of its own picks the huge variable, so that the other cases stay as
+        // they were before huge sizes were drawn.
+        let mut huge = StdRng::seed_from_u64(case_seed ^ 0x4855_4745);
+        let huge = huge.gen_ratio(HUGE_CASES, 1000).then(|| {
+            (
+                huge.gen::<usize>(),
+                *HUGE_SIZES.choose(&mut huge).expect("non-empty"),
+            )
+        });
+        Generator::new(&mut rng).case(index, huge)
     }
 
     /// Write the input files into `dir`.
@@ -208,6 +227,9 @@ impl Case {
         if self.divides_by_tensor {
             text.push_str(" (divides by a tensor)");
         }
+        if self.huge {
+            text.push_str(" (a huge dimension)");
+        }
         text
     }
 }
@@ -270,7 +292,9 @@ impl<'r> Generator<'r> {
         }
     }
 
-    fn case(mut self, index: u64) -> Case {
+    /// Case `index`; `huge` picks a variable (modulo their number) and its size from
+    /// [`HUGE_SIZES`].
+    fn case(mut self, index: u64, huge: Option<(usize, usize)>) -> Case {
         let var_count = *[0, 1, 1, 2, 2, 2, 2, 3, 3, 3, 4, 5]
             .choose(self.rng)
             .expect("non-empty");
@@ -284,6 +308,9 @@ impl<'r> Generator<'r> {
             });
         }
         self.limit_space();
+        let huge = huge.filter(|_| var_count > 0).map(|(var, size)| {
+            self.vars[var % var_count].size = size;
+        });
 
         let output_order = self.rng.gen_range(0..=var_count);
         let mut output_vars: Vec<usize> = (0..var_count).collect();
@@ -331,6 +358,7 @@ impl<'r> Generator<'r> {
             threads,
             backend,
             divides_by_tensor: self.divides_by_tensor,
+            huge: huge.is_some(),
         }
     }
 
@@ -537,6 +565,9 @@ impl<'r> Generator<'r> {
     }
 
     fn entries(&mut self, dims: &[usize], fill: Fill) -> Vec<(Vec<usize>, f64)> {
+        if dims.iter().any(|&d| d > MAX_SPACE) {
+            return self.few_entries(dims, fill);
+        }
         let total: usize = dims.iter().product();
         let mut entries = Vec::new();
         let point = |mut p: usize| {
@@ -591,6 +622,29 @@ impl<'r> Generator<'r> {
         }
         entries.shuffle(self.rng);
         entries
+    }
+
+    /// A few entries of a tensor with a huge dimension, each coordinate the first, the
+    /// last or a random one of its mode (a full fill gives the most, 8).
+    fn few_entries(&mut self, dims: &[usize], fill: Fill) -> Vec<(Vec<usize>, f64)> {
+        let count = match fill {
+            Fill::Empty => 0,
+            Fill::Full => 8,
+            _ => self.rng.gen_range(1..=4),
+        };
+        (0..count)
+            .map(|_| {
+                let coords = dims
+                    .iter()
+                    .map(|&d| match self.rng.gen_range(0..3) {
+                        0 => 0,
+                        1 => d - 1,
+                        _ => self.rng.gen_range(0..d),
+                    })
+                    .collect();
+                (coords, self.value())
+            })
+            .collect()
     }
 
     /// A value: mostly small numbers with few digits, one in eight an explicit zero.

@@ -242,6 +242,28 @@ fn run(args: &Args) -> Result<ExitCode, String> {
     })
 }
 
+/// The address space a case with a huge dimension may map: allocations past it fail as on
+/// a machine with less memory, instead of filling this one; the C compiler it starts fits.
+const HUGE_CASE_ADDRESS_SPACE: u64 = 6 << 30;
+
+/// Run `command` with its address space limited to `bytes` (`RLIMIT_AS`).
+fn limit_address_space(command: &mut Command, bytes: u64) {
+    let limit = libc::rlimit {
+        rlim_cur: bytes,
+        rlim_max: bytes,
+    };
+    // SAFETY: between fork and exec the closure only calls setrlimit, which is
+    // async-signal-safe, on a value it owns.
+    unsafe {
+        std::os::unix::process::CommandExt::pre_exec(command, move || {
+            match libc::setrlimit(libc::RLIMIT_AS, &limit) {
+                0 => Ok(()),
+                _ => Err(std::io::Error::last_os_error()),
+            }
+        });
+    }
+}
+
 /// Read a `--known` file: `CASE  what bug` per line, `#` comments.
 fn read_known(path: &Path) -> Result<BTreeMap<u64, String>, String> {
     let text =
@@ -344,6 +366,9 @@ impl Runner {
             .stderr(stderr);
         // Its own process group, so that a timeout also ends the C compiler it started.
         std::os::unix::process::CommandExt::process_group(&mut command, 0);
+        if case.huge {
+            limit_address_space(&mut command, HUGE_CASE_ADDRESS_SPACE);
+        }
         let mut child = match command.spawn() {
             Ok(c) => c,
             Err(e) => return harness_error(format!("starting {}: {e}", self.sparsec.display())),

@@ -32,8 +32,8 @@ fn main() {
     println!("case                                   two-finger      gallop   ratio");
     let (rows, cols) = (2_000, 200_000);
     for short in [2, 20, 200] {
-        let a = generate::uniform(&[rows, cols], 0.05, 1);
-        let b = generate::uniform(&[rows, cols], short as f64 / cols as f64, 2);
+        let a = generate::uniform(&[rows, cols], 0.05, 1).unwrap();
+        let b = generate::uniform(&[rows, cols], short as f64 / cols as f64, 2).unwrap();
         let name = format!("C=A.*B 2000x200000, 10000 vs {short}/row");
         bench(
             &name,
@@ -46,8 +46,8 @@ fn main() {
     }
     let n = 20_000_000;
     for short in [100, 10_000, 1_000_000] {
-        let x = generate::uniform(&[n], 0.1, 3);
-        let y = generate::uniform(&[n], short as f64 / n as f64, 4);
+        let x = generate::uniform(&[n], 0.1, 3).unwrap();
+        let y = generate::uniform(&[n], short as f64 / n as f64, 4).unwrap();
         let name = format!("z=x.y 2e7, 2e6 vs {short}");
         bench(
             &name,

@@ -146,9 +146,9 @@ fn first_run(case: &Case, backend: Backend, dir: &Path) {
         .enumerate()
         .map(|(k, t)| {
             let coo = if t.format.is_all_dense() {
-                generate::dense(&t.dims, k as u64)
+                generate::dense(&t.dims, k as u64).unwrap()
             } else {
-                generate::uniform(&t.dims, 0.01, k as u64)
+                generate::uniform(&t.dims, 0.01, k as u64).unwrap()
             };
             Tensor::from_coo(&coo, &t.format, ValueType::F64).expect("input")
         })

@@ -35,7 +35,7 @@ const CASES: &[Case] = &[
         formats: &[("y", "d"), ("A", "csr"), ("x", "d")],
         inputs: || {
             vec![
-                generate::uniform(&[20_000, 20_000], 5e-4, 1),
+                generate::uniform(&[20_000, 20_000], 5e-4, 1).unwrap(),
                 vector(20_000),
             ]
         },
@@ -46,7 +46,7 @@ const CASES: &[Case] = &[
         formats: &[("y", "d"), ("A", "csr"), ("x", "d")],
         inputs: || {
             vec![
-                generate::power_law(&[20_000, 20_000], 200_000, 1.0, 2),
+                generate::power_law(&[20_000, 20_000], 200_000, 1.0, 2).unwrap(),
                 vector(20_000),
             ]
         },
@@ -56,7 +56,12 @@ const CASES: &[Case] = &[
         name: "spmv_long_rows",
         expr: "y(i) = A(i,j) * x(j)",
         formats: &[("y", "d"), ("A", "csr"), ("x", "d")],
-        inputs: || vec![generate::uniform(&[5_000, 5_000], 8e-3, 12), vector(5_000)],
+        inputs: || {
+            vec![
+                generate::uniform(&[5_000, 5_000], 8e-3, 12).unwrap(),
+                vector(5_000),
+            ]
+        },
     },
     Case {
         name: "spmm",
@@ -64,8 +69,8 @@ const CASES: &[Case] = &[
         formats: &[("C", "dd"), ("A", "csr"), ("B", "dd")],
         inputs: || {
             vec![
-                generate::uniform(&[5_000, 5_000], 2e-3, 3),
-                generate::dense(&[5_000, 32], 4),
+                generate::uniform(&[5_000, 5_000], 2e-3, 3).unwrap(),
+                generate::dense(&[5_000, 32], 4).unwrap(),
             ]
         },
     },
@@ -75,8 +80,8 @@ const CASES: &[Case] = &[
         formats: &[("C", "csr"), ("A", "csr"), ("B", "csr")],
         inputs: || {
             vec![
-                generate::uniform(&[5_000, 5_000], 1e-3, 5),
-                generate::uniform(&[5_000, 5_000], 1e-3, 6),
+                generate::uniform(&[5_000, 5_000], 1e-3, 5).unwrap(),
+                generate::uniform(&[5_000, 5_000], 1e-3, 6).unwrap(),
             ]
         },
     },
@@ -86,9 +91,9 @@ const CASES: &[Case] = &[
         formats: &[("A", "dd"), ("T", "sss"), ("B", "dd"), ("C", "dd")],
         inputs: || {
             vec![
-                generate::uniform(&[200, 200, 200], 1e-2, 7),
-                generate::dense(&[200, 16], 8),
-                generate::dense(&[200, 16], 9),
+                generate::uniform(&[200, 200, 200], 1e-2, 7).unwrap(),
+                generate::dense(&[200, 16], 8).unwrap(),
+                generate::dense(&[200, 16], 9).unwrap(),
             ]
         },
     },
@@ -96,12 +101,17 @@ const CASES: &[Case] = &[
         name: "ttv",
         expr: "Y(i,j) = T(i,j,k) * v(k)",
         formats: &[("Y", "dd"), ("T", "sss"), ("v", "d")],
-        inputs: || vec![generate::uniform(&[200, 200, 200], 1e-2, 10), vector(200)],
+        inputs: || {
+            vec![
+                generate::uniform(&[200, 200, 200], 1e-2, 10).unwrap(),
+                vector(200),
+            ]
+        },
     },
 ];
 
 fn vector(n: usize) -> Coo {
-    generate::dense(&[n], 11)
+    generate::dense(&[n], 11).unwrap()
 }
 
 fn main() {

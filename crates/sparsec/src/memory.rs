@@ -190,8 +190,46 @@ unsafe fn enclosing_start(line: *mut u8) -> *mut u8 {
 const CHECKED_ABOVE: usize = 1 << 30;
 
 /// Memory the system can give this process now: `MemAvailable` plus free swap, from
-/// `/proc/meminfo`. `None` where that cannot be read (then only the allocator decides).
+/// `/proc/meminfo`, and no more than its address-space limit (`ulimit -v`) leaves. `None`
+/// where neither can be read (then only the allocator decides).
 fn available_bytes() -> Option<usize> {
+    match (system_available_bytes(), address_space_left()) {
+        (Some(system), Some(left)) => Some(system.min(left)),
+        (system, left) => system.or(left),
+    }
+}
+
+/// The address space this process may still map under its limit (`RLIMIT_AS`): `None`
+/// where there is no limit or it cannot be read.
+fn address_space_left() -> Option<usize> {
+    #[cfg(target_os = "linux")]
+    {
+        let mut limit = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        // SAFETY: getrlimit writes the limit into the struct it is given.
+        if unsafe { libc::getrlimit(libc::RLIMIT_AS, &mut limit) } != 0
+            || limit.rlim_cur == libc::RLIM_INFINITY
+        {
+            return None;
+        }
+        // The first field of `statm` is the mapped size, in pages.
+        let statm = std::fs::read_to_string("/proc/self/statm").ok()?;
+        let pages: usize = statm.split_whitespace().next()?.parse().ok()?;
+        // SAFETY: sysconf has no preconditions.
+        let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).ok()?;
+        let limit = usize::try_from(limit.rlim_cur).unwrap_or(usize::MAX);
+        Some(limit.saturating_sub(pages.saturating_mul(page)))
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        None
+    }
+}
+
+/// `MemAvailable` plus free swap, from `/proc/meminfo`.
+fn system_available_bytes() -> Option<usize> {
     let info = std::fs::read_to_string("/proc/meminfo").ok()?;
     let kib = |key: &str| -> Option<usize> {
         let line = info.lines().find(|l| l.starts_with(key))?;

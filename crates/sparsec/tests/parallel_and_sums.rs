@@ -91,7 +91,7 @@ fn last_row_only(rows: usize, cols: usize) -> Coo {
 }
 
 fn vector(n: usize) -> Coo {
-    generate::dense(&[n], 99)
+    generate::dense(&[n], 99).unwrap()
 }
 
 #[test]
@@ -105,7 +105,7 @@ fn indirect_sums_split_into_partial_sums_for_every_row_length() {
     ];
     check_spmv_in_csr_and_dcsr(&sets, &Toolchain::default(), &["sparsec_acc3", "__asm__"]);
     // TTV: the sum over a tensor's last level.
-    let t = generate::uniform(&[12, 10, 30], 0.2, 5);
+    let t = generate::uniform(&[12, 10, 30], 0.2, 5).unwrap();
     check_threads(
         "Y(i,j) = T(i,j,k) * v(k)",
         &[("T", "sss")],
@@ -119,7 +119,7 @@ fn indirect_sums_split_into_partial_sums_for_every_row_length() {
 #[test]
 fn direct_sums_are_simd_reductions() {
     // A dense row times a vector: contiguous loads, no gathers.
-    let a = generate::dense(&[9, 37], 3);
+    let a = generate::dense(&[9, 37], 3).unwrap();
     check_threads(
         "y(i) = A(i,j) * x(j)",
         &[("A", "dd")],
@@ -143,8 +143,8 @@ fn the_jit_runs_split_sums_serially() {
 
 #[test]
 fn balanced_blocks_cover_every_row_once() {
-    let skewed = generate::skewed_rows(300, 200, 1.0, 1.015, 7);
-    let power = generate::power_law(&[400, 300], 3000, 1.0, 8);
+    let skewed = generate::skewed_rows(300, 200, 1.0, 1.015, 7).unwrap();
+    let power = generate::power_law(&[400, 300], 3000, 1.0, 8).unwrap();
     let sets = vec![
         vec![("A", skewed), ("x", vector(200))],
         vec![("A", last_row_only(200, 200)), ("x", vector(200))],
@@ -173,7 +173,7 @@ fn balanced_blocks_cover_every_row_once() {
         .chain([vec![("A", power), ("x", vector(300))]])
         .collect();
     // Dense B: the blocks follow A's rows, weighted by their entries.
-    let b = generate::dense(&[300, 5], 9);
+    let b = generate::dense(&[300, 5], 9).unwrap();
     let spmm: Vec<_> = sets
         .iter()
         .map(|set| vec![set[0].clone(), ("B", b.clone())])
@@ -199,15 +199,15 @@ fn balanced_blocks_cover_every_row_once() {
 #[test]
 fn balanced_blocks_weigh_the_entries_of_deeper_levels() {
     // MTTKRP over a CSF tensor: each `i` weighs its entries at the last level.
-    let t = generate::uniform(&[40, 30, 20], 0.05, 11);
+    let t = generate::uniform(&[40, 30, 20], 0.05, 11).unwrap();
     let empty = Coo::empty(vec![40, 30, 20]);
     let sets: Vec<_> = [t, empty]
         .into_iter()
         .map(|t| {
             vec![
                 ("T", t),
-                ("B", generate::dense(&[30, 4], 12)),
-                ("C", generate::dense(&[20, 4], 13)),
+                ("B", generate::dense(&[30, 4], 12).unwrap()),
+                ("C", generate::dense(&[20, 4], 13).unwrap()),
             ]
         })
         .collect();
@@ -230,8 +230,8 @@ fn balanced_blocks_weigh_the_entries_of_deeper_levels() {
 fn balanced_blocks_keep_emitted_outputs_in_order() {
     // A COO output is emitted into one entry buffer per thread, concatenated in thread
     // order: the blocks must follow it. (CSR outputs are placed row by row instead.)
-    let a = generate::power_law(&[120, 80], 900, 1.0, 14);
-    let b = generate::uniform(&[80, 90], 0.05, 15);
+    let a = generate::power_law(&[120, 80], 900, 1.0, 14).unwrap();
+    let b = generate::uniform(&[80, 90], 0.05, 15).unwrap();
     check_threads(
         "C(i,j) = A(i,k) * B(k,j)",
         &[("A", "csr"), ("B", "csr"), ("C", "coo")],
@@ -274,7 +274,7 @@ fn balanced_blocks_keep_emitted_outputs_in_order() {
 #[test]
 fn parallelize_without_a_schedule_is_balanced_and_with_one_is_kept() {
     let inputs = vec![vec![
-        ("A", generate::skewed_rows(200, 100, 1.0, 1.02, 16)),
+        ("A", generate::skewed_rows(200, 100, 1.0, 1.02, 16).unwrap()),
         ("x", vector(100)),
     ]];
     let spmv = "y(i) = A(i,j) * x(j)";
@@ -299,7 +299,7 @@ fn parallelize_without_a_schedule_is_balanced_and_with_one_is_kept() {
         "y(j) = A(i,j) * x(i)",
         &[("A", "csr")],
         &[vec![
-            ("A", generate::skewed_rows(200, 100, 1.0, 1.02, 17)),
+            ("A", generate::skewed_rows(200, 100, 1.0, 1.02, 17).unwrap()),
             ("x", vector(200)),
         ]],
         Some("parallelize(i,CPUThread,Atomics)"),
@@ -311,7 +311,7 @@ fn parallelize_without_a_schedule_is_balanced_and_with_one_is_kept() {
 #[test]
 fn schedules_without_parallelize_keep_the_default_parallel_loop() {
     let inputs = vec![vec![
-        ("A", generate::uniform(&[130, 60], 0.1, 18)),
+        ("A", generate::uniform(&[130, 60], 0.1, 18).unwrap()),
         ("x", vector(60)),
     ]];
     check_threads(
@@ -350,8 +350,8 @@ fn dense_inputs_are_converted_on_the_kernels_threads() {
     let mut r = rng(21);
     let inputs = vec![
         ("A", random_coo(&mut r, &[60, 7000], 0.01)),
-        ("B", generate::dense(&[60, 32], 4)),
-        ("D", generate::dense(&[32, 7000], 5)),
+        ("B", generate::dense(&[60, 32], 4).unwrap()),
+        ("D", generate::dense(&[32, 7000], 5).unwrap()),
     ];
     let formats = [("A", "csr"), ("B", "dd"), ("D", "dd"), ("C", "csr")];
     let (stmt, tensors) = statement("C(i,j) = A(i,j) * B(i,k) * D(k,j)", &formats, &inputs, &[]);

@@ -36,7 +36,7 @@ fn matrices(seed: u64, m: usize, n: usize) -> Vec<Coo> {
     holes.values = keep.iter().map(|&e| holes.values[e]).collect();
     out.push(holes);
     // Very skewed rows: row i holds about 1.25^i nonzeros (capped by n).
-    out.push(generate::skewed_rows(m, n, 1.0, 1.25, seed));
+    out.push(generate::skewed_rows(m, n, 1.0, 1.25, seed).unwrap());
     out
 }
 
@@ -1178,7 +1178,7 @@ fn taco_directives_not_parallel_mergeby_and_assemble() {
 #[test]
 fn galloping_intersections() {
     let mut r = rng(36);
-    let skewed = generate::skewed_rows(40, 60, 1.0, 1.2, 5);
+    let skewed = generate::skewed_rows(40, 60, 1.0, 1.2, 5).unwrap();
     let sets: Vec<Vec<(&str, Coo)>> = vec![
         vec![
             ("A", random_coo(&mut r, &[40, 60], 0.5)),

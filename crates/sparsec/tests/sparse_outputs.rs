@@ -83,7 +83,7 @@ fn matrices(seed: u64, dims: [usize; 2]) -> Vec<Coo> {
     }
     let mut sets = vec![random_coo(&mut r, &dims, 0.15), Coo::empty(dims.to_vec())];
     if m > 0 && n > 0 {
-        sets.push(generate::power_law(&dims, (m * n / 8).max(1), 1.2, seed));
+        sets.push(generate::power_law(&dims, (m * n / 8).max(1), 1.2, seed).unwrap());
         sets.push(Coo::new(dims.to_vec(), dense_row, vec![1.5; n]).unwrap());
     }
     sets
@@ -506,8 +506,8 @@ fn accumulating_statements_and_other_formats_emit() {
 
 #[test]
 fn single_precision_outputs_are_placed_too() {
-    let a = generate::uniform(&[40, 30], 0.1, 13);
-    let b = generate::uniform(&[30, 20], 0.1, 14);
+    let a = generate::uniform(&[40, 30], 0.1, 13).unwrap();
+    let b = generate::uniform(&[30, 20], 0.1, 14).unwrap();
     let (stmt, tensors) = statement(
         "C(i,j) = A(i,k) * B(k,j)",
         &[("A", "csr"), ("B", "csr"), ("C", "csr")],

@@ -577,7 +577,7 @@ fn the_budget_keeps_room_for_the_confirmation_rounds() {
 fn the_budget_counts_the_checks_of_the_confirmation_rounds() {
     let rows = 200_000;
     let a = Coo::new(vec![rows, 50], vec![3, 7, 90_000, 20], vec![1.0, 2.0]).unwrap();
-    let b = sparsec::generate::dense(&[50, 8], 1);
+    let b = sparsec::generate::dense(&[50, 8], 1).unwrap();
     let (stmt, tensors) = statement(
         "C(i,j) = A(i,k) * B(k,j)",
         &[("A", "csr")],
@@ -657,7 +657,7 @@ fn drawn_formats_store_about_what_the_input_stores() {
         .flat_map(|e| [e * 7919 % n, e * 104_729 % n, e * 31 % n].map(|c| c as i64))
         .collect();
     let b = Coo::new(vec![n; 3], coords, vec![1.0; entries]).unwrap();
-    let dense = |seed| sparsec::generate::dense(&[n, 2], seed);
+    let dense = |seed| sparsec::generate::dense(&[n, 2], seed).unwrap();
     let inputs = [("B", b), ("C", dense(1)), ("D", dense(2))];
     let (stmt, tensors) = statement(
         "A(i,j) = B(i,k,l) * C(k,j) * D(l,j)",

@@ -29,6 +29,17 @@ typedef struct {
   int64_t cap;
 } sparsec_buffer;
 
+/* Zeroed room for `copies` scratch arrays of `len` elements of `size` bytes, and one spare
+   element; null when that many cannot be allocated, or when their count is negative or
+   overflows (sizes come from the inputs' dimensions). */
+SPARSEC_RT_INLINE void *sparsec_scratch(int64_t len, int64_t copies, size_t size) {
+  size_t count;
+  if (len < 0 || copies < 0 || __builtin_mul_overflow((size_t)len, (size_t)copies, &count) ||
+      count == SIZE_MAX)
+    return 0;
+  return calloc(count + 1, size);
+}
+
 /* @section grow */
 SPARSEC_RT_API int sparsec_grow(sparsec_buffer *b, int64_t order) {
   int64_t cap = b->cap < 1024 ? 1024 : 2 * b->cap;

@@ -65,11 +65,14 @@ impl IndexArray {
     /// The same indices at `width`; `None` when one does not fit (see [`IndexArray::fits`]).
     pub fn with_width(self, width: IndexWidth) -> Option<IndexArray> {
         match (self, width) {
-            (IndexArray::I64(a), IndexWidth::I32) => a
-                .into_iter()
-                .map(|x| i32::try_from(x).ok())
-                .collect::<Option<Vec<i32>>>()
-                .map(IndexArray::I32),
+            (IndexArray::I64(a), IndexWidth::I32) => {
+                // Collecting into an `Option` would not know the length and grow by doubling.
+                let mut narrow = Vec::with_capacity(a.len());
+                for x in a {
+                    narrow.push(i32::try_from(x).ok()?);
+                }
+                Some(IndexArray::I32(narrow))
+            }
             (IndexArray::I32(a), IndexWidth::I64) => {
                 Some(IndexArray::I64(a.into_iter().map(i64::from).collect()))
             }

@@ -22,10 +22,11 @@
 //! and that the level arrays are consistent with each other, so a damaged file gives an
 //! error, never a panic or a tensor that reads out of bounds.
 
+use std::io::Write;
 use std::path::Path;
 
-use super::{read_bytes, write_bytes, IoError};
-use crate::format::{Format, LevelCoord, LevelStorage, ValidateInput};
+use super::{read_bytes, IoError};
+use crate::format::{Format, IndexArray, LevelCoord, LevelStorage, ValidateInput};
 use crate::ir::{ArrayKind, ParamKind};
 use crate::tensor::{Tensor, ValueType, Values};
 
@@ -75,65 +76,92 @@ fn param_kind(tag: u8) -> Option<ParamKind> {
 
 /// The bytes of the `.spt` encoding of `tensor`.
 pub fn encode_spt(tensor: &Tensor) -> Vec<u8> {
-    let array_bytes: usize = tensor
-        .levels()
-        .iter()
-        .flat_map(|l| l.arrays.iter().map(|(_, a)| a.len() * 8 + 9))
-        .sum();
-    let mut out = Vec::with_capacity(256 + array_bytes + tensor.values().len() * 8);
-    out.extend_from_slice(&SPT_MAGIC);
-    out.extend_from_slice(&SPT_VERSION.to_le_bytes());
-    // A fill value of 0 is written as none, so that such files stay what they were.
-    let fill = Some(tensor.fill()).filter(|f| f.to_bits() != 0f64.to_bits());
-    out.extend_from_slice(&u32::from(fill.is_some()).to_le_bytes());
-    let spelling = tensor.format().spelling();
-    out.extend_from_slice(&(spelling.len() as u32).to_le_bytes());
-    out.extend_from_slice(spelling.as_bytes());
-    out.extend_from_slice(&(tensor.order() as u32).to_le_bytes());
-    for &d in tensor.dims() {
-        out.extend_from_slice(&(d as u64).to_le_bytes());
-    }
-    out.push(match tensor.value_type() {
-        ValueType::F64 => 1,
-        ValueType::F32 => 2,
-    });
-    if let Some(fill) = fill {
-        out.extend_from_slice(&fill.to_le_bytes());
-    }
-    out.extend_from_slice(&(tensor.levels().len() as u32).to_le_bytes());
-    for level in tensor.levels() {
-        out.extend_from_slice(&(level.arrays.len() as u32).to_le_bytes());
-        for (kind, array) in &level.arrays {
-            out.push(array_tag(*kind));
-            out.extend_from_slice(&(array.len() as u64).to_le_bytes());
-            for &x in array.to_i64().iter() {
-                out.extend_from_slice(&x.to_le_bytes());
-            }
-        }
-        out.extend_from_slice(&(level.params.len() as u32).to_le_bytes());
-        for (kind, v) in &level.params {
-            out.push(param_tag(*kind));
-            out.extend_from_slice(&v.to_le_bytes());
-        }
-    }
-    out.extend_from_slice(&(tensor.values().len() as u64).to_le_bytes());
-    match tensor.values() {
-        Values::F64(v) => v
-            .iter()
-            .for_each(|x| out.extend_from_slice(&x.to_le_bytes())),
-        Values::F32(v) => v
-            .iter()
-            .for_each(|x| out.extend_from_slice(&x.to_le_bytes())),
-    }
-    let hash = blake3::hash(&out);
-    out.extend_from_slice(hash.as_bytes());
+    let mut out = Vec::new();
+    encode_into(&mut out, tensor).expect("writing to a vector cannot fail");
     out
 }
 
-/// Write `tensor` to a `.spt` file.
+/// Write `tensor` to a `.spt` file. The encoding streams to the file through a small
+/// buffer: a tensor as large as memory allows is written without a copy of its bytes.
 pub fn write_spt(path: impl AsRef<Path>, tensor: &Tensor) -> Result<(), IoError> {
     let path = path.as_ref();
-    write_bytes(path, &encode_spt(tensor))
+    let file = std::fs::File::create(path).map_err(|e| IoError::io(path, e))?;
+    let mut file = std::io::BufWriter::with_capacity(1 << 20, file);
+    encode_into(&mut file, tensor)
+        .and_then(|()| file.flush())
+        .map_err(|e| IoError::io(path, e))
+}
+
+/// A writer that hashes what passes through it, for the checksum at the end.
+struct Hashed<W> {
+    inner: W,
+    hasher: blake3::Hasher,
+}
+
+impl<W: Write> Write for Hashed<W> {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        let written = self.inner.write(bytes)?;
+        self.hasher.update(&bytes[..written]);
+        Ok(written)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+/// Write the `.spt` encoding of `tensor` (the layout in this module's documentation).
+fn encode_into(out: &mut impl Write, tensor: &Tensor) -> std::io::Result<()> {
+    let mut out = Hashed {
+        inner: out,
+        hasher: blake3::Hasher::new(),
+    };
+    out.write_all(&SPT_MAGIC)?;
+    out.write_all(&SPT_VERSION.to_le_bytes())?;
+    // A fill value of 0 is written as none, so that such files stay what they were.
+    let fill = Some(tensor.fill()).filter(|f| f.to_bits() != 0f64.to_bits());
+    out.write_all(&u32::from(fill.is_some()).to_le_bytes())?;
+    let spelling = tensor.format().spelling();
+    out.write_all(&(spelling.len() as u32).to_le_bytes())?;
+    out.write_all(spelling.as_bytes())?;
+    out.write_all(&(tensor.order() as u32).to_le_bytes())?;
+    for &d in tensor.dims() {
+        out.write_all(&(d as u64).to_le_bytes())?;
+    }
+    out.write_all(&[match tensor.value_type() {
+        ValueType::F64 => 1,
+        ValueType::F32 => 2,
+    }])?;
+    if let Some(fill) = fill {
+        out.write_all(&fill.to_le_bytes())?;
+    }
+    out.write_all(&(tensor.levels().len() as u32).to_le_bytes())?;
+    for level in tensor.levels() {
+        out.write_all(&(level.arrays.len() as u32).to_le_bytes())?;
+        for (kind, array) in &level.arrays {
+            out.write_all(&[array_tag(*kind)])?;
+            out.write_all(&(array.len() as u64).to_le_bytes())?;
+            // Narrow indices are widened one at a time, not as a copy of the array.
+            match array {
+                IndexArray::I32(a) => a
+                    .iter()
+                    .try_for_each(|&x| out.write_all(&i64::from(x).to_le_bytes()))?,
+                IndexArray::I64(a) => a.iter().try_for_each(|x| out.write_all(&x.to_le_bytes()))?,
+            }
+        }
+        out.write_all(&(level.params.len() as u32).to_le_bytes())?;
+        for (kind, v) in &level.params {
+            out.write_all(&[param_tag(*kind)])?;
+            out.write_all(&v.to_le_bytes())?;
+        }
+    }
+    out.write_all(&(tensor.values().len() as u64).to_le_bytes())?;
+    match tensor.values() {
+        Values::F64(v) => v.iter().try_for_each(|x| out.write_all(&x.to_le_bytes()))?,
+        Values::F32(v) => v.iter().try_for_each(|x| out.write_all(&x.to_le_bytes()))?,
+    }
+    let hash = out.hasher.finalize();
+    out.inner.write_all(hash.as_bytes())
 }
 
 /// Read a `.spt` file.

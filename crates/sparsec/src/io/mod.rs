@@ -293,7 +293,3 @@ fn binsparse_unavailable(path: &Path) -> IoError {
 pub(crate) fn read_bytes(path: &Path) -> Result<Vec<u8>, IoError> {
     std::fs::read(path).map_err(|e| IoError::io(path, e))
 }
-
-pub(crate) fn write_bytes(path: &Path, bytes: &[u8]) -> Result<(), IoError> {
-    std::fs::write(path, bytes).map_err(|e| IoError::io(path, e))
-}

@@ -138,6 +138,9 @@ pub enum TensorError {
     /// Coordinate and value arrays disagree in length.
     #[error("{0}")]
     Malformed(String),
+    /// An array the tensor needs cannot be allocated: what it is and how many bytes.
+    #[error("{0}")]
+    TooLarge(String),
 }
 
 /// A tensor stored in some format.
@@ -411,9 +414,17 @@ impl Tensor {
 
     /// The same tensor with `int32_t` index arrays when every index of its narrowable
     /// levels fits, else as it is: what packing, reading and converting choose.
+    /// Narrowing copies one array at a time; where memory for the largest copy is short,
+    /// the tensor stays as it is, since narrowing only saves memory and bandwidth.
     pub fn with_narrowest_indices(self) -> Tensor {
         let fits = self.narrowable_arrays().all(|a| a.fits(IndexWidth::I32));
-        if fits {
+        let largest = self.narrowable_arrays().map(IndexArray::len).max();
+        let room = || {
+            Vec::<i32>::new()
+                .try_reserve_exact(largest.unwrap_or(0))
+                .is_ok()
+        };
+        if fits && room() {
             self.with_fitting_width(IndexWidth::I32)
         } else {
             self

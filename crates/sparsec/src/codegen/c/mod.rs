@@ -125,11 +125,11 @@ pub fn emit(function: &Function) -> Result<CKernel, BackendError> {
         sparse_loops: 0,
         overwritten: None,
     };
-    printer.allocate(&function.locals, "", "1");
-    for s in &function.body {
-        printer.stmt(s);
-    }
-    printer.release(&function.locals, "");
+    printer.with_scratch(&function.locals, "", "1", |p| {
+        for s in &function.body {
+            p.stmt(s);
+        }
+    });
     out.push_str("  return sparsec_oom ? -1 : 0;\n}\n\n");
     let _ = writeln!(
         out,
@@ -208,27 +208,42 @@ struct Printer<'a> {
 }
 
 impl Printer<'_> {
-    /// Allocate zeroed scratch arrays, `copies` times each.
-    fn allocate(&mut self, locals: &[Local], suffix: &str, copies: &str) {
+    /// Print `body` with zeroed scratch arrays, `copies` times each, allocated before it
+    /// and freed after it. Where memory runs out the kernel returns -1; inside a thread
+    /// team, which it cannot leave, the thread skips `body` and the kernel reports
+    /// running out of memory when the team is done.
+    fn with_scratch(
+        &mut self,
+        locals: &[Local],
+        suffix: &str,
+        copies: &str,
+        body: impl FnOnce(&mut Self),
+    ) {
+        let mut allocated = Vec::new();
         for Local { array, len, .. } in locals {
-            let name = self.names.scratch(*array);
+            let name = format!("{}{suffix}", self.names.scratch(*array));
             let ty = local_type(self.function.scratch_info(*array).ty);
             self.line(&format!(
-                "{ty} *{name}{suffix} = ({ty} *)calloc((size_t)({}) * (size_t)({copies}) + 1, \
-                 sizeof({ty}));",
+                "{ty} *{name} = ({ty} *)sparsec_scratch({}, {copies}, sizeof({ty}));",
                 expr(self.names, len)
             ));
-            // No early return from inside a parallel region.
-            let fail = if self.parallel_depth > 0 {
-                "abort();"
-            } else {
-                "return -1;"
-            };
-            self.line(&format!("if (!{name}{suffix}) {fail}"));
+            allocated.push(format!("!{name}"));
         }
-    }
-
-    fn release(&mut self, locals: &[Local], suffix: &str) {
+        if self.parallel_depth == 0 || allocated.is_empty() {
+            for missing in &allocated {
+                self.line(&format!("if ({missing}) return -1;"));
+            }
+            body(self);
+        } else {
+            self.line(&format!("if ({}) {{", allocated.join(" || ")));
+            self.line("#pragma omp atomic write");
+            self.line("  sparsec_oom = 1;");
+            self.line("} else {");
+            self.indent += 1;
+            body(self);
+            self.indent -= 1;
+            self.line("}");
+        }
         for Local { array, .. } in locals {
             let name = self.names.scratch(*array);
             self.line(&format!("free({name}{suffix});"));
@@ -253,15 +268,13 @@ impl Printer<'_> {
                 ..
             } => match gather::gathered_dot(self.function, l) {
                 Some(dot) => self.gathered_dot_loop(l, &dot),
-                None => {
-                    self.allocate(locals, "", "1");
-                    self.line(&format!(
+                None => self.with_scratch(locals, "", "1", |p| {
+                    p.line(&format!(
                         "#pragma omp simd{}",
-                        reduction_clauses(self.names, self.function, reductions)
+                        reduction_clauses(p.names, p.function, reductions)
                     ));
-                    self.plain_loop(l);
-                    self.release(locals, "");
-                }
+                    p.plain_loop(l);
+                }),
             },
             LoopKind::Parallel { .. } => unreachable!("GPU loops are refused before printing"),
         }

@@ -49,18 +49,18 @@ impl Printer<'_> {
         } else {
             // Each thread gets its own copy of the scratch arrays.
             self.parallel_depth -= 1;
-            self.allocate(locals, "_all", "sparsec_threads");
-            self.parallel_depth += 1;
-            self.line(&format!("#pragma omp parallel {team}"));
-            self.line("{");
-            self.indent += 1;
-            self.thread_shares(locals, emits, "(int64_t)omp_get_thread_num()");
-            self.line(&format!("#pragma omp for {schedule}{reductions}"));
-            self.plain_loop(l);
-            self.indent -= 1;
-            self.line("}");
-            self.parallel_depth -= 1;
-            self.release(locals, "_all");
+            self.with_scratch(locals, "_all", "sparsec_threads", |p| {
+                p.parallel_depth += 1;
+                p.line(&format!("#pragma omp parallel {team}"));
+                p.line("{");
+                p.indent += 1;
+                p.thread_shares(locals, emits, "(int64_t)omp_get_thread_num()");
+                p.line(&format!("#pragma omp for {schedule}{reductions}"));
+                p.plain_loop(l);
+                p.indent -= 1;
+                p.line("}");
+                p.parallel_depth -= 1;
+            });
             self.parallel_depth += 1;
         }
         self.parallel_depth -= 1;
@@ -138,39 +138,39 @@ impl Printer<'_> {
             self.line("int64_t sparsec_next = 0;");
         }
         self.parallel_depth -= 1;
-        self.allocate(locals, "_all", "sparsec_nt");
-        self.parallel_depth += 1;
-        self.line(&format!(
-            "#pragma omp parallel num_threads(sparsec_nt) if(sparsec_nt > 1){}",
-            reduction_clauses(names, self.function, reductions)
-        ));
-        self.line("{");
-        self.indent += 1;
-        self.line("const int64_t sparsec_t = omp_get_thread_num();");
-        self.thread_shares(locals, emits, "sparsec_t");
-        if dynamic {
-            self.line("#pragma omp for schedule(dynamic, sparsec_chunk) nowait");
-            self.block(
-                &format!("for (int64_t {var} = {start}; {var} < {end}; {var}++)"),
-                &l.body,
-            );
-        } else {
-            self.balanced_blocks(l, var, &work, (&start, &end), claimed);
-        }
-        self.line("}");
-        if pace.is_some() {
-            self.line("if (sparsec_t == 0) sparsec_done = sparsec_pace_clock(sparsec_start);");
-        }
-        self.indent -= 1;
-        self.line("}");
-        if let Some(pace) = &pace {
-            self.line(&format!(
-                "sparsec_pace_record(&{pace}, sparsec_nt, sparsec_work, sparsec_start, \
-                 sparsec_done, sparsec_pace_clock(sparsec_start));"
+        self.with_scratch(locals, "_all", "sparsec_nt", |p| {
+            p.parallel_depth += 1;
+            p.line(&format!(
+                "#pragma omp parallel num_threads(sparsec_nt) if(sparsec_nt > 1){}",
+                reduction_clauses(names, p.function, reductions)
             ));
-        }
-        self.parallel_depth -= 1;
-        self.release(locals, "_all");
+            p.line("{");
+            p.indent += 1;
+            p.line("const int64_t sparsec_t = omp_get_thread_num();");
+            p.thread_shares(locals, emits, "sparsec_t");
+            if dynamic {
+                p.line("#pragma omp for schedule(dynamic, sparsec_chunk) nowait");
+                p.block(
+                    &format!("for (int64_t {var} = {start}; {var} < {end}; {var}++)"),
+                    &l.body,
+                );
+            } else {
+                p.balanced_blocks(l, var, &work, (&start, &end), claimed);
+            }
+            p.line("}");
+            if pace.is_some() {
+                p.line("if (sparsec_t == 0) sparsec_done = sparsec_pace_clock(sparsec_start);");
+            }
+            p.indent -= 1;
+            p.line("}");
+            if let Some(pace) = &pace {
+                p.line(&format!(
+                    "sparsec_pace_record(&{pace}, sparsec_nt, sparsec_work, sparsec_start, \
+                     sparsec_done, sparsec_pace_clock(sparsec_start));"
+                ));
+            }
+            p.parallel_depth -= 1;
+        });
         self.parallel_depth += 1;
         self.indent -= 1;
         self.line("}");
