@@ -12,7 +12,10 @@ use super::variants::WidthVariants;
 use crate::codegen::abi;
 use crate::codegen::c;
 use crate::codegen::runtime::RawBuffer;
-use crate::ir::{interp, ArrayRef, Function, ParamRef, ScalarArg, Signature};
+use crate::ir::{
+    interp, visit, ArrayRef, Function, Local, LocalType, Loop, LoopKind, ParamRef, ScalarArg,
+    Signature, Stmt,
+};
 use crate::target::{self, Artifact, Listing, Targets};
 use crate::Error;
 
@@ -129,8 +132,51 @@ pub(crate) unsafe fn call(
     };
     match status {
         0 => Ok(()),
-        _ => Err(Error::Input(abi::failure(function, status, what))),
+        _ => {
+            let mut message = abi::failure(function, status, what);
+            if status == -1 {
+                if let Some(bytes) = largest_scratch(function, signature, &arguments.params) {
+                    message.push_str(&format!(
+                        " or its workspaces (the largest needs {bytes} bytes)"
+                    ));
+                }
+            }
+            Err(Error::Input(message))
+        }
     }
+}
+
+/// The bytes of the largest scratch array `function` allocates (one thread's copy), where
+/// the scalar arguments `params` (laid out as `signature`) give the lengths.
+fn largest_scratch(function: &Function, signature: &Signature, params: &[i64]) -> Option<u128> {
+    let value = |p: ParamRef| {
+        let slot = signature
+            .scalars
+            .iter()
+            .position(|s| *s == ScalarArg::Param(p))?;
+        params.get(slot).copied()
+    };
+    let mut locals: Vec<&Local> = function.locals.iter().collect();
+    visit::walk_stmts(&function.body, &mut |s| {
+        if let Stmt::For(Loop {
+            kind: LoopKind::Parallel { locals: more, .. },
+            ..
+        }) = s
+        {
+            locals.extend(more);
+        }
+    });
+    locals
+        .iter()
+        .filter_map(|local| {
+            let len = u128::try_from(interp::scalar(&local.len, &value)?).ok()?;
+            let element = match function.scratch_info(local.array).ty {
+                LocalType::Value | LocalType::Index => 8,
+                LocalType::Flag => 1,
+            };
+            Some((len + 1) * element)
+        })
+        .max()
 }
 
 /// The message of the first of `function`'s assumptions that the scalar arguments

@@ -131,7 +131,19 @@ impl StreamedLevels {
         for (k, &c) in coords.iter().enumerate().skip(first_new) {
             let parent = if k == 0 { 0 } else { self.current[k - 1] };
             self.current[k] = match self.kinds[k] {
-                Built::Inserted => parent * self.sizes[k] + c as usize,
+                Built::Inserted => {
+                    // Dense levels under dense levels of billions of points have more
+                    // positions than an address: storing them fails at the end.
+                    let position = parent
+                        .checked_mul(self.sizes[k])
+                        .and_then(|p| p.checked_add(c as usize));
+                    position.unwrap_or_else(|| {
+                        self.conflict.get_or_insert_with(|| {
+                            format!("level {} has too many positions", k + 1)
+                        });
+                        0
+                    })
+                }
                 Built::Appended { .. } => {
                     while self.pos[k].len() <= parent {
                         self.pos[k].push(self.idx[k].len() as i64);

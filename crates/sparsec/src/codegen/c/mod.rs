@@ -219,7 +219,8 @@ impl Printer<'_> {
         copies: &str,
         body: impl FnOnce(&mut Self),
     ) {
-        let mut allocated = Vec::new();
+        let mut missing = Vec::new();
+        let mut frees = Vec::new();
         for Local { array, len, .. } in locals {
             let name = format!("{}{suffix}", self.names.scratch(*array));
             let ty = local_type(self.function.scratch_info(*array).ty);
@@ -227,26 +228,33 @@ impl Printer<'_> {
                 "{ty} *{name} = ({ty} *)sparsec_scratch({}, {copies}, sizeof({ty}));",
                 expr(self.names, len)
             ));
-            allocated.push(format!("!{name}"));
+            missing.push(format!("!{name}"));
+            frees.push(format!("free({name});"));
         }
-        if self.parallel_depth == 0 || allocated.is_empty() {
-            for missing in &allocated {
-                self.line(&format!("if ({missing}) return -1;"));
-            }
+        if missing.is_empty() {
+            body(self);
+            return;
+        }
+        self.line(&format!("if ({}) {{", missing.join(" || ")));
+        self.indent += 1;
+        if self.parallel_depth == 0 {
+            self.line(&frees.join(" "));
+            self.line("return -1;");
+            self.indent -= 1;
+            self.line("}");
             body(self);
         } else {
-            self.line(&format!("if ({}) {{", allocated.join(" || ")));
             self.line("#pragma omp atomic write");
-            self.line("  sparsec_oom = 1;");
+            self.line("sparsec_oom = 1;");
+            self.indent -= 1;
             self.line("} else {");
             self.indent += 1;
             body(self);
             self.indent -= 1;
             self.line("}");
         }
-        for Local { array, .. } in locals {
-            let name = self.names.scratch(*array);
-            self.line(&format!("free({name}{suffix});"));
+        for free in frees {
+            self.line(&free);
         }
     }
 
