@@ -209,6 +209,31 @@ fn huge_dimensions_run_or_fail_cleanly_in_every_command() {
         for args in &commands {
             run(args);
         }
+        // An output of 6n entries, more than memory holds: the kernel stops when its
+        // entries no longer fit, on every backend and in a thread team.
+        for backend in ["c", "jit"] {
+            let args = [
+                "run",
+                "Y(i,j) = a * 2",
+                "-f",
+                "Y:db",
+                "-g",
+                "a:dense",
+                "-d",
+                &d,
+                "-d",
+                "j:6",
+                "--threads",
+                "2",
+                "--backend",
+                backend,
+            ];
+            let (ran, stderr) = run(&args);
+            assert!(
+                !ran && flat(&stderr).contains("ran out of memory"),
+                "{args:?}: {stderr}"
+            );
+        }
         // What needs a dense array of `n` values says how many bytes it needs.
         for args in [
             vec!["convert", matrix, spt, "--format", "csr"],

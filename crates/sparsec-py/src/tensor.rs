@@ -351,10 +351,19 @@ fn densified(tensor: &Tensor) -> PyResult<Values> {
     let total = dims
         .iter()
         .try_fold(1usize, |n, &d| n.checked_mul(d))
-        .ok_or_else(|| errors::input(format!("a dense array of shape {dims:?} is too large")))?;
+        .ok_or_else(|| {
+            errors::input(format!(
+                "a dense array of shape {dims:?} has more components than the address space"
+            ))
+        })?;
+    let element = match tensor.value_type() {
+        ValueType::F64 => 8,
+        ValueType::F32 => 4,
+    };
     let too_large = |_| {
         errors::input(format!(
-            "a dense array of shape {dims:?} does not fit in memory"
+            "a dense array of shape {dims:?} needs {} bytes, which cannot be allocated",
+            total as u128 * element
         ))
     };
     let mut values = match tensor.value_type() {
@@ -372,7 +381,15 @@ fn densified(tensor: &Tensor) -> PyResult<Values> {
         }
     };
     // Duplicates add up; components stored nowhere are the fill value.
-    let mut stored = (tensor.fill() != 0.0).then(|| vec![false; total]);
+    let mut stored = match tensor.fill() != 0.0 {
+        true => {
+            let mut flags = Vec::new();
+            flags.try_reserve_exact(total).map_err(too_large)?;
+            flags.resize(total, false);
+            Some(flags)
+        }
+        false => None,
+    };
     tensor.for_each_stored(|coord, v| {
         let at = coord
             .iter()

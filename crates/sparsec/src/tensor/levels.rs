@@ -54,6 +54,16 @@ pub(super) struct StreamedLevels {
     conflict: Option<String>,
 }
 
+/// Why the last of levels of `sizes`, each inserting under the one above, cannot be
+/// stored: its positions are more than an address can count.
+fn positions_beyond_addresses(sizes: &[usize]) -> String {
+    let positions = sizes.iter().map(|&size| size as f64).product::<f64>();
+    format!(
+        "level {} would have {positions:.3e} positions, beyond the address space",
+        sizes.len()
+    )
+}
+
 impl StreamedLevels {
     pub(super) fn new(kinds: Vec<Built>, sizes: Vec<usize>) -> StreamedLevels {
         let levels = kinds.len();
@@ -138,9 +148,8 @@ impl StreamedLevels {
                         .checked_mul(self.sizes[k])
                         .and_then(|p| p.checked_add(c as usize));
                     position.unwrap_or_else(|| {
-                        self.conflict.get_or_insert_with(|| {
-                            format!("level {} has too many positions", k + 1)
-                        });
+                        let why = positions_beyond_addresses(&self.sizes[..=k]);
+                        self.conflict.get_or_insert(why);
                         0
                     })
                 }
@@ -219,7 +228,7 @@ impl StreamedLevels {
                 Built::Inserted => {
                     positions = positions
                         .checked_mul(self.sizes[k])
-                        .ok_or_else(|| format!("level {} has too many positions", k + 1))?;
+                        .ok_or_else(|| positions_beyond_addresses(&self.sizes[..=k]))?;
                     levels.push(LevelStorage {
                         arrays: vec![],
                         params,

@@ -124,6 +124,7 @@ pub fn emit(function: &Function) -> Result<CKernel, BackendError> {
         paces: 0,
         sparse_loops: 0,
         overwritten: None,
+        scratch: Vec::new(),
     };
     printer.with_scratch(&function.locals, "", "1", |p| {
         for s in &function.body {
@@ -205,6 +206,9 @@ struct Printer<'a> {
     /// A row's zeroing loop left out, and the row sum that writes the whole row after it
     /// ([`zero_rows::overwritten_row`]), until that loop is printed.
     overwritten: Option<(Stmt, *const Loop)>,
+    /// The `free` statements of the scratch arrays in scope, innermost last: serial code
+    /// that runs out of memory frees them and returns at once.
+    scratch: Vec<String>,
 }
 
 impl Printer<'_> {
@@ -235,6 +239,8 @@ impl Printer<'_> {
             body(self);
             return;
         }
+        let scope = self.scratch.len();
+        self.scratch.extend(frees.iter().cloned());
         self.line(&format!("if ({}) {{", missing.join(" || ")));
         self.indent += 1;
         if self.parallel_depth == 0 {
@@ -244,8 +250,7 @@ impl Printer<'_> {
             self.line("}");
             body(self);
         } else {
-            self.line("#pragma omp atomic write");
-            self.line("sparsec_oom = 1;");
+            self.line("__atomic_store_n(&sparsec_oom, 1, __ATOMIC_RELAXED);");
             self.indent -= 1;
             self.line("} else {");
             self.indent += 1;
@@ -253,6 +258,7 @@ impl Printer<'_> {
             self.indent -= 1;
             self.line("}");
         }
+        self.scratch.truncate(scope);
         for free in frees {
             self.line(&free);
         }
@@ -469,10 +475,28 @@ impl Printer<'_> {
             }
             Stmt::Emit { coords, value } => {
                 let n = self.emit_order;
-                self.line(&format!(
-                    "if (sparsec_out->len == sparsec_out->cap && !sparsec_grow(sparsec_out, {n})) {{"
-                ));
-                self.line("  sparsec_oom = 1;");
+                let full = format!(
+                    "sparsec_out->len == sparsec_out->cap && !sparsec_grow(sparsec_out, {n})"
+                );
+                if self.parallel_depth == 0 {
+                    self.line(&format!("if ({full}) {{"));
+                } else {
+                    // Once a thread has run out of memory, no thread tries to grow its
+                    // buffer again (each try is a system call).
+                    self.line(&format!(
+                        "if (__atomic_load_n(&sparsec_oom, __ATOMIC_RELAXED) || ({full})) {{"
+                    ));
+                }
+                if self.parallel_depth == 0 {
+                    // Serial code stops at once: the rest of its loops may be billions of
+                    // iterations.
+                    let mut stop: Vec<&str> =
+                        self.scratch.iter().rev().map(String::as_str).collect();
+                    stop.push("return -1;");
+                    self.line(&format!("  {}", stop.join(" ")));
+                } else {
+                    self.line("  __atomic_store_n(&sparsec_oom, 1, __ATOMIC_RELAXED);");
+                }
                 self.line("} else {");
                 self.indent += 1;
                 for (k, c) in coords.iter().enumerate() {

@@ -56,7 +56,11 @@ impl Printer<'_> {
                 p.indent += 1;
                 p.thread_shares(locals, emits, "(int64_t)omp_get_thread_num()");
                 p.line(&format!("#pragma omp for {schedule}{reductions}"));
-                p.plain_loop(l);
+                if emits {
+                    p.stopping_loop(l);
+                } else {
+                    p.plain_loop(l);
+                }
                 p.indent -= 1;
                 p.line("}");
                 p.parallel_depth -= 1;
@@ -172,6 +176,22 @@ impl Printer<'_> {
             p.parallel_depth -= 1;
         });
         self.parallel_depth += 1;
+        self.indent -= 1;
+        self.line("}");
+    }
+
+    /// A team's loop whose iterations emit entries: once a thread has run out of memory
+    /// for them, every thread skips its remaining iterations (the team cannot stop early).
+    fn stopping_loop(&mut self, l: &Loop) {
+        let var = self.names.var(l.var);
+        self.line(&format!(
+            "for (int64_t {var} = {}; {var} < {}; {var}++) {{",
+            expr(self.names, &l.start),
+            expr(self.names, &l.end)
+        ));
+        self.indent += 1;
+        self.line("if (__atomic_load_n(&sparsec_oom, __ATOMIC_RELAXED)) continue;");
+        self.stmts(&l.body);
         self.indent -= 1;
         self.line("}");
     }

@@ -36,8 +36,6 @@ pub(super) struct Translator<'a, 'f> {
     helpers: HashMap<&'static str, FuncRef>,
     /// The first entry buffer of `out`: serial code appends everything there.
     out: Value,
-    /// Set (to 1) when appending an entry ran out of memory: the kernel then returns -1.
-    oom: Variable,
     /// Stack room for one emitted entry's coordinates (kernels with sparse outputs).
     coords: Option<Value>,
 }
@@ -74,9 +72,6 @@ pub(super) fn kernel(
         let room = b.create_sized_stack_slot(room);
         b.ins().stack_addr(ptr, room, 0)
     });
-    let oom = b.declare_var(types::I8);
-    let zero = b.ins().iconst(types::I8, 0);
-    b.def_var(oom, zero);
     let mut t = Translator {
         b,
         function,
@@ -87,7 +82,6 @@ pub(super) fn kernel(
         funcs,
         helpers,
         out,
-        oom,
         coords,
     };
     let slot = |n: usize| (n * 8) as i32;
@@ -113,11 +107,8 @@ pub(super) fn kernel(
     let scope = t.allocate(&function.locals)?;
     t.stmts(&function.body)?;
     t.release(scope);
-    let oom = t.b.use_var(t.oom);
-    let failed = t.b.ins().iconst(types::I32, -1);
     let ok = t.b.ins().iconst(types::I32, 0);
-    let status = t.b.ins().select(oom, failed, ok);
-    t.b.ins().return_(&[status]);
+    t.b.ins().return_(&[ok]);
     Ok(())
 }
 
@@ -202,12 +193,16 @@ impl<'a> Translator<'a, '_> {
         self.b.ins().iadd(base, offset)
     }
 
-    /// Continue only when `holds` (a truth value); else return `status`.
+    /// Continue only when `holds` (a truth value); else free the scratch arrays in scope
+    /// and return `status`.
     fn return_unless(&mut self, holds: Value, status: i32) {
         let fail = self.b.create_block();
         let next = self.b.create_block();
         self.b.ins().brif(holds, next, &[], fail, &[]);
         self.b.switch_to_block(fail);
+        for &(_, base) in &self.locals {
+            self.b.ins().call(self.funcs[runtime::FREE], &[base]);
+        }
         let status = self.b.ins().iconst(types::I32, i64::from(status));
         self.b.ins().return_(&[status]);
         self.b.switch_to_block(next);
@@ -405,14 +400,10 @@ impl<'a> Translator<'a, '_> {
             .b
             .ins()
             .call(self.funcs[runtime::EMIT], &[self.out, order, room, value]);
+        // Out of memory, the kernel stops at once: the rest of the loops may be billions
+        // of iterations.
         let appended = self.b.inst_results(call)[0];
-        let failed =
-            self.b
-                .ins()
-                .icmp_imm_s(cranelift_codegen::ir::condcodes::IntCC::Equal, appended, 0);
-        let oom = self.b.use_var(self.oom);
-        let oom = self.b.ins().bor(oom, failed);
-        self.b.def_var(self.oom, oom);
+        self.return_unless(appended, -1);
         Ok(())
     }
 }
