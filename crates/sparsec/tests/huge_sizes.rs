@@ -58,3 +58,32 @@ fn large_possible_storage_is_made() {
     let t = Tensor::from_coo(&coo, &Format::parse("hash", 2).unwrap(), ValueType::F64).unwrap();
     assert!(t.stored_values() < 16);
 }
+
+/// Generated inputs of more components than memory holds are errors naming the bytes,
+/// and sparse ones of few entries over huge dimensions are made.
+#[test]
+fn generators_refuse_what_cannot_be_allocated() {
+    use sparsec::generate;
+    let too_large = |result: Result<Coo, TensorError>| match result {
+        Err(TensorError::TooLarge(why)) => why,
+        other => panic!(
+            "expected an allocation error, got {:?}",
+            other.map(|c| c.len())
+        ),
+    };
+    for dims in [vec![HUGER], vec![HUGE, HUGE], vec![usize::MAX, 2]] {
+        let why = too_large(generate::dense(&dims, 1));
+        assert!(
+            why.contains("bytes") || why.contains("address space"),
+            "{why}"
+        );
+    }
+    let why = too_large(generate::banded([HUGER, HUGER], 1, 1));
+    assert!(why.contains("bytes"), "{why}");
+    let why = too_large(generate::power_law(&[HUGER, 4], 8, 1.0, 1));
+    assert!(why.contains("bytes"), "{why}");
+    let why = too_large(generate::skewed_rows(HUGER, 4, 1.0, 1.0, 1));
+    assert!(why.contains("bytes"), "{why}");
+    let sparse = generate::uniform(&[HUGE, HUGE], 1e-18, 1).unwrap();
+    assert!(sparse.len() <= 10, "{}", sparse.len());
+}
