@@ -278,6 +278,21 @@ fn bad_format_strings_are_explained() {
     let err = |s: &str, order| Format::parse(s, order).unwrap_err().to_string();
     assert!(err("dx", 2).contains("unknown level letter `x`"));
     assert!(err("dss", 2).contains("3 level letters for a tensor of order 2"));
+    // A misspelled named format is named, with what its letters would have meant.
+    for (typo, meant) in [
+        ("csrr", "csr"),
+        ("crs", "csr"),
+        ("dcrs", "dcsr"),
+        ("hsah", "hash"),
+    ] {
+        let text = err(typo, 2);
+        assert!(
+            text.contains(&format!("did you mean `{meant}`?")),
+            "{typo}: {text}"
+        );
+        assert!(text.contains("level letter"), "{typo}: {text}");
+    }
+    assert!(!err("xyz", 2).contains("did you mean"));
     assert!(err("ds:0,0", 2).contains("permutation"));
     assert!(err("csr", 3).contains("order-2"));
     assert!(err("bcsr", 2).contains("block sizes"));

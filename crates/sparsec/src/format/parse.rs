@@ -182,14 +182,59 @@ fn parse_inner(text: &str, order: usize) -> Result<Format, FormatError> {
             )
         }
         _ => {
-            let levels = parse_letters(head)?;
+            let levels = parse_letters(head).map_err(|e| e.suggesting(&lower))?;
             if levels.len() != order {
-                return Err(FormatError::new(format!(
+                let error = FormatError::new(format!(
                     "{} level letters for a tensor of order {order}; give one letter per mode",
                     levels.len()
-                )));
+                ));
+                return Err(error.suggesting(&lower));
             }
             Format::with_mode_order(levels, &mode_order(&identity)?)
+        }
+    }
+}
+
+/// The named formats, as [`parse`] spells them.
+const NAMED: [&str; 15] = [
+    "dense",
+    "csr",
+    "csc",
+    "dcsr",
+    "dcsc",
+    "csf",
+    "coo",
+    "sv",
+    "sparsevec",
+    "hash",
+    "hashmap",
+    "ell",
+    "sell",
+    "dia",
+    "bcsr",
+];
+
+/// The named format `text` most likely misspells: one at most two edits away (a letter
+/// added, dropped, changed or two swapped), where one is.
+fn misspelled_name(text: &str) -> Option<&'static str> {
+    NAMED
+        .iter()
+        .map(|name| (strsim::damerau_levenshtein(text, name), *name))
+        .filter(|&(distance, _)| distance <= 2 && distance < text.len())
+        .min()
+        .map(|(_, name)| name)
+}
+
+impl FormatError {
+    /// This error with, where `text` looks like a misspelled named format, the question
+    /// whether that format was meant.
+    fn suggesting(self, text: &str) -> FormatError {
+        match misspelled_name(text) {
+            Some(name) => FormatError::new(format!(
+                "not a named format; did you mean `{name}`? (read as level letters: {})",
+                self.message
+            )),
+            None => self,
         }
     }
 }
