@@ -62,6 +62,9 @@ pub struct ConvertArgs {
 pub fn run(args: &ConvertArgs) -> miette::Result<()> {
     let in_kind = FileKind::from_path(&args.input)?;
     let out_kind = FileKind::from_path(&args.output)?;
+    if let Some(why) = crate::run::unwritable(&args.output) {
+        return Err(miette!("the output {}: {why}", args.output.display()));
+    }
     if args.array && out_kind != FileKind::MatrixMarket {
         return Err(miette!("--array applies to .mtx output only"));
     }

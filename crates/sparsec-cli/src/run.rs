@@ -469,17 +469,11 @@ fn padding_meets_non_finite(statement: &Statement, inputs: &[Tensor]) -> Option<
 }
 
 /// Refuse an output file that cannot be written, before anything is computed: a kind that
-/// cannot hold a tensor of `order`, or a directory that does not exist.
+/// cannot hold a tensor of `order`, or a path [`unwritable`] refuses.
 pub(crate) fn check_output_kind(path: &Path, order: usize) -> Result<()> {
     let kind = io::FileKind::from_path(path).map_err(Report::new)?;
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        if !dir.is_dir() {
-            return Err(miette!(
-                "-o {}: the directory `{}` does not exist",
-                path.display(),
-                dir.display()
-            ));
-        }
+    if let Some(why) = unwritable(path) {
+        return Err(miette!("-o {}: {why}", path.display()));
     }
     if kind == io::FileKind::MatrixMarket && order > 2 {
         return Err(miette!(
@@ -489,6 +483,46 @@ pub(crate) fn check_output_kind(path: &Path, order: usize) -> Result<()> {
         ));
     }
     Ok(())
+}
+
+/// Why this process cannot write the file `path`, if it cannot: its directory does not
+/// exist, it is a directory, or writing is refused. Permission bits do not say (root
+/// ignores them; `/proc` refuses new files whatever they say): an existing file is opened
+/// for appending, which changes nothing, and otherwise a probe file is created and removed
+/// beside it.
+pub(crate) fn unwritable(path: &Path) -> Option<String> {
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    if !dir.is_dir() {
+        return Some(format!("the directory `{}` does not exist", dir.display()));
+    }
+    let refused = |e: std::io::Error| Some(format!("cannot write there: {e}"));
+    if path.is_dir() {
+        return Some("it is a directory, not a file".into());
+    }
+    if path.exists() {
+        return std::fs::OpenOptions::new()
+            .append(true)
+            .open(path)
+            .err()
+            .and_then(refused);
+    }
+    let probe = dir.join(format!(".sparsec-output-probe-{}", std::process::id()));
+    match std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&probe)
+    {
+        Ok(_) => {
+            // The probe is empty and named for this process; failing to remove it harms
+            // nothing.
+            let _ = std::fs::remove_file(&probe);
+            None
+        }
+        Err(e) => refused(e),
+    }
 }
 
 /// Write a result to `path` (dense vectors and matrices as MatrixMarket arrays).

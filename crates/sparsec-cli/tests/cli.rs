@@ -352,3 +352,58 @@ fn run_warns_where_padding_zeros_meet_infinite_values() {
         assert!(stdout.contains("y(1) = 3"), "{format}: {stdout}");
     }
 }
+
+/// An output that cannot be written is refused before anything is read or computed, and
+/// the message says that it is the output: a directory that refuses new files (`/proc`,
+/// whatever the permission bits say, even to root), or a directory given as the file.
+#[test]
+fn unwritable_outputs_are_refused_before_the_kernel_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = write(
+        dir.path(),
+        "a.mtx",
+        "%%MatrixMarket matrix coordinate real general\n2 2 1\n1 1 1.0\n",
+    );
+    let spmv = |output: &str| {
+        fails(&[
+            "run",
+            "y(i) = A(i,j) * x(j)",
+            "-i",
+            &format!("A:{}", s(&a)),
+            "-g",
+            "x:dense",
+            "-o",
+            &format!("y:{output}"),
+        ])
+    };
+    let stderr = spmv("/proc/y.mtx");
+    assert!(
+        stderr.contains("cannot write there") && !stderr.contains("kernel:"),
+        "{stderr}"
+    );
+    let looks_like_a_file = dir.path().join("d.mtx");
+    std::fs::create_dir(&looks_like_a_file).unwrap();
+    let stderr = spmv(s(&looks_like_a_file));
+    assert!(stderr.contains("is a directory"), "{stderr}");
+    std::fs::remove_dir(&looks_like_a_file).unwrap();
+    let stderr = fails(&["convert", s(&a), "/proc/a.spt"]);
+    assert!(stderr.contains("the output /proc/a.spt"), "{stderr}");
+    // A writable output is written, and nothing is left beside it.
+    let out = dir.path().join("y.mtx");
+    ok(&[
+        "run",
+        "y(i) = A(i,j) * x(j)",
+        "-i",
+        &format!("A:{}", s(&a)),
+        "-g",
+        "x:dense",
+        "-o",
+        &format!("y:{}", s(&out)),
+    ]);
+    let mut names: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["a.mtx", "y.mtx"]);
+}
