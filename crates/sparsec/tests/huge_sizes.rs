@@ -87,3 +87,20 @@ fn generators_refuse_what_cannot_be_allocated() {
     let sparse = generate::uniform(&[HUGE, HUGE], 1e-18, 1).unwrap();
     assert!(sparse.len() <= 10, "{}", sparse.len());
 }
+
+/// A compressed level under a dense level of 2^40 under a compressed one: its segment
+/// starts are counted only as tuples arrive, and the second tuple needs terabytes of them
+/// (the statement fuzzer found this aborting with `sds` and 2^31).
+#[test]
+fn segment_starts_counted_as_tuples_arrive_are_allocated_fallibly() {
+    let huge = 1usize << 40;
+    let coords = vec![0, 0, 0, 5, huge as i64 - 1, 5];
+    let coo = Coo::new(vec![6, huge, 6], coords, vec![1.0, 2.0]).unwrap();
+    let format = Format::parse("sds", 3).unwrap();
+    let e = Tensor::from_coo(&coo, &format, ValueType::F64).expect_err("terabytes of starts");
+    assert!(
+        e.to_string()
+            .contains("segment starts of storage level 3 needs"),
+        "{e}"
+    );
+}

@@ -154,8 +154,24 @@ impl StreamedLevels {
                     })
                 }
                 Built::Appended { .. } => {
-                    while self.pos[k].len() <= parent {
-                        self.pos[k].push(self.idx[k].len() as i64);
+                    // A segment start for every parent position so far: under a dense level
+                    // of billions, one tuple can ask for gigabytes of them.
+                    let starts = parent + 1;
+                    if self.pos[k].len() < starts {
+                        let missing = starts - self.pos[k].len();
+                        if self.pos[k].try_reserve(missing).is_err() {
+                            self.conflict.get_or_insert_with(|| {
+                                format!(
+                                    "the array of segment starts of storage level {} needs {} \
+                                     bytes, which cannot be allocated",
+                                    k + 1,
+                                    starts as u128 * 8
+                                )
+                            });
+                            return 0;
+                        }
+                        let start = self.idx[k].len() as i64;
+                        self.pos[k].resize(starts, start);
                     }
                     self.idx[k].push(c);
                     self.idx[k].len() - 1
@@ -173,6 +189,17 @@ impl StreamedLevels {
                     }
                     let idx = &mut self.idx[k];
                     if idx.len() <= parent {
+                        if idx.try_reserve(parent + 1 - idx.len()).is_err() {
+                            self.conflict.get_or_insert_with(|| {
+                                format!(
+                                    "the coordinates of level {} need {} bytes, which cannot \
+                                     be allocated",
+                                    k + 1,
+                                    (parent as u128 + 1) * 8
+                                )
+                            });
+                            return 0;
+                        }
                         idx.resize(parent + 1, 0);
                     }
                     idx[parent] = c;
