@@ -313,7 +313,7 @@ fn check(
         refs.push(&o.whole);
     }
     let statement = notation::bind(assignment, &decls, &[]).map_err(|e| e.to_string())?;
-    let (expected, magnitude) = reference::evaluate_with_magnitude(&statement, &refs, None);
+    let (expected, magnitude) = reference::try_evaluate_with_magnitude(&statement, &refs, None)?;
     let expected = expected.convert(got.format()).map_err(|e| e.to_string())?;
     let diff = reference::max_error(got, &expected, &magnitude);
     if diff > TOLERANCE {

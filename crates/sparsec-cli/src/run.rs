@@ -292,7 +292,8 @@ pub fn run(args: &RunArgs) -> Result<()> {
         // The magnitude of the summed terms comes with the result, so that cancellation in
         // a long sum does not read as an error.
         let (expected, magnitude) =
-            reference::evaluate_with_magnitude(&statement, &refs, initial.as_ref());
+            reference::try_evaluate_with_magnitude(&statement, &refs, initial.as_ref())
+                .map_err(|e| miette!("--check: {e}"))?;
         if result.dims() != expected.dims() {
             return Err(miette!(
                 "the result's dimensions differ from the reference's"

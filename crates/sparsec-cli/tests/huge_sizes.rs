@@ -209,6 +209,25 @@ fn huge_dimensions_run_or_fail_cleanly_in_every_command() {
         for args in &commands {
             run(args);
         }
+        // The kernel visits x's two entries; the reference would list `x(i) + c` at every
+        // i, and says so instead of filling memory.
+        let (ran, stderr) = run(&[
+            "run",
+            "Y(i) = x(i) * (x(i) + c)",
+            "-f",
+            "x:sv",
+            "-f",
+            "Y:sv",
+            "-i",
+            &x,
+            "-g",
+            "c:dense",
+            "--check",
+        ]);
+        assert!(
+            !ran && flat(&stderr).contains("reference evaluator would list"),
+            "{stderr}"
+        );
         // An output of 6n entries, more than memory holds: the kernel stops when its
         // entries no longer fit, on every backend and in a thread team.
         for backend in ["c", "jit"] {

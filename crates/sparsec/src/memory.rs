@@ -192,7 +192,7 @@ const CHECKED_ABOVE: usize = 1 << 30;
 /// Memory the system can give this process now: `MemAvailable` plus free swap, from
 /// `/proc/meminfo`, and no more than its address-space limit (`ulimit -v`) leaves. `None`
 /// where neither can be read (then only the allocator decides).
-fn available_bytes() -> Option<usize> {
+pub(crate) fn available_bytes() -> Option<usize> {
     match (system_available_bytes(), address_space_left()) {
         (Some(system), Some(left)) => Some(system.min(left)),
         (system, left) => system.or(left),

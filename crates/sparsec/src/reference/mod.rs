@@ -12,6 +12,7 @@
 //! of a product of three or more such factors adds each product up as the factors are
 //! joined, never listing the product over all variables (SDDMM, MTTKRP).
 
+mod budget;
 mod join;
 mod pointwise;
 mod semiring;
@@ -172,8 +173,17 @@ struct Cx<'a> {
 }
 
 /// Calls `visit` with every assignment of coordinates below `sizes`, reusing one buffer.
+/// The points count against the evaluation's budget ([`budget`]): none is visited when
+/// they would exceed it.
 fn for_each_point(sizes: &[usize], mut visit: impl FnMut(&[usize])) {
     if sizes.contains(&0) {
+        return;
+    }
+    let points = sizes
+        .iter()
+        .try_fold(1u64, |n, &s| n.checked_mul(s as u64))
+        .unwrap_or(u64::MAX);
+    if !budget::take(points) {
         return;
     }
     let mut point = vec![0usize; sizes.len()];
@@ -481,6 +491,20 @@ pub fn magnitude(stmt: &Statement, inputs: &[&Tensor], output_init: Option<&Tens
     }
     let f = evaluate_pairs(stmt, inputs, output_init);
     output(stmt, &f, output_init, Lane::Magnitude)
+}
+
+/// [`evaluate_with_magnitude`], or an error when the evaluation would list more points
+/// than memory holds (a scalar added over a dimension of billions), instead of filling
+/// memory until the process aborts.
+///
+/// # Panics
+/// As [`evaluate`].
+pub fn try_evaluate_with_magnitude(
+    stmt: &Statement,
+    inputs: &[&Tensor],
+    output_init: Option<&Tensor>,
+) -> Result<(Tensor, Tensor), String> {
+    budget::evaluate_within(|| evaluate_with_magnitude(stmt, inputs, output_init))
 }
 
 /// [`evaluate`] and [`magnitude`] together, for the price of one evaluation: the result,

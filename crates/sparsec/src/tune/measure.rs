@@ -106,7 +106,8 @@ impl Measurer {
         let refs: Vec<&Tensor> = inputs.iter().collect();
         let statement = space.statement();
         let evaluating = Instant::now();
-        let (expected, magnitude) = reference::evaluate_with_magnitude(statement, &refs, None);
+        let (expected, magnitude) =
+            reference::try_evaluate_with_magnitude(statement, &refs, None).map_err(Error::Input)?;
         Ok(Measurer {
             inputs,
             expected,
