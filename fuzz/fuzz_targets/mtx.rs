@@ -28,7 +28,11 @@ fuzz_target!(|data: &[u8]| {
             continue;
         };
         if let Ok(tensor) = Tensor::from_coo(coo, &format, ValueType::F64) {
-            assert_eq!(tensor.dims(), &coo.dims[..], "storing changed the dimensions");
+            assert_eq!(
+                tensor.dims(),
+                &coo.dims[..],
+                "storing changed the dimensions"
+            );
         }
     }
 });

@@ -37,7 +37,7 @@ enum Command {
     /// Print the C code generated for a tensor index notation statement.
     Emit(emit::EmitArgs),
     /// Sparse polyhedral computations (`.spf` files): print their code or run them.
-    #[command(subcommand)]
+    #[command(subcommand, after_help = spf::SPF_HELP)]
     Spf(spf::SpfCommand),
     /// Specialise a dense affine program (C loop nests) to the sparse structure of its
     /// inputs: print the regions of interest, the generated code, or run it.

@@ -26,11 +26,16 @@ pub enum SpfCommand {
     Run(SpfRunArgs),
 }
 
+/// Where `spf --help` and `spf run --help` send a reader for the language.
+pub const SPF_HELP: &str = "The language of .spf files, with examples: docs/spf.md; \
+                            programs to start from: examples/spf/";
+
 /// `sparsec spf run PROG -i NAME:FILE ... [-o NAME:FILE] [--threads N] [--time N]`.
 #[derive(clap::Args, Debug, Clone)]
 #[command(
     after_help = "EXAMPLE:\n  sparsec spf run examples/spf/lower_solve_wavefront.spf \
-                        -i L:l.mtx -i b:b.mtx -o x:x.mtx --threads 2 --time 10"
+                        -i L:l.mtx -i b:b.mtx -o x:x.mtx --threads 2 --time 10\n\n\
+                  The language of .spf files, with examples: docs/spf.md"
 )]
 pub struct SpfRunArgs {
     /// The computation (`.spf`).
@@ -101,6 +106,22 @@ fn run(args: &SpfRunArgs) -> Result<()> {
         }
         None => None,
     };
+    // Every input is named before any file is read.
+    let given: Vec<&str> = args
+        .inputs
+        .iter()
+        .filter_map(|text| text.split_once(':').map(|(name, _)| name))
+        .collect();
+    if let Some(missing) = kernel
+        .input_names()
+        .into_iter()
+        .find(|n| !given.contains(n))
+    {
+        return Err(miette!(
+            help = format!("read it with -i {missing}:FILE (.mtx, .tns, .spt)"),
+            "input `{missing}` is missing"
+        ));
+    }
     let mut tensors: Vec<(String, Tensor)> = Vec::new();
     for text in &args.inputs {
         let (name, file) = split_pair("-i", text, "FILE")?;

@@ -213,3 +213,26 @@ fn spf_run_refuses_an_order_3_output_in_matrix_market_before_running() {
         y
     );
 }
+
+/// A missing input is named, with the flag that gives it, before any file is read; the
+/// help of `spf` and `spf run` points to the language's guide.
+#[test]
+fn spf_run_names_a_missing_input_and_how_to_give_it() {
+    let out = sparsec(&[
+        "spf",
+        "run",
+        &example("lower_solve.spf"),
+        "-i",
+        "L:/no/such/file.mtx",
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        stderr.contains("input `b` is missing") && stderr.contains("-i b:FILE"),
+        "{stderr}"
+    );
+    for args in [&["spf", "--help"][..], &["spf", "run", "--help"]] {
+        let help = String::from_utf8_lossy(&sparsec(args).stdout).into_owned();
+        assert!(help.contains("docs/spf.md"), "{args:?}: {help}");
+    }
+}
