@@ -146,16 +146,25 @@ pub(crate) unsafe fn call(
     }
 }
 
-/// The bytes of the largest scratch array `function` allocates (one thread's copy), where
-/// the scalar arguments `params` (laid out as `signature`) give the lengths.
-fn largest_scratch(function: &Function, signature: &Signature, params: &[i64]) -> Option<u128> {
-    let value = |p: ParamRef| {
+/// The value of each parameter among the scalar arguments `params`, laid out as
+/// `signature`: `None` for one not passed.
+fn param_values<'p>(
+    signature: &'p Signature,
+    params: &'p [i64],
+) -> impl Fn(ParamRef) -> Option<i64> + 'p {
+    move |p| {
         let slot = signature
             .scalars
             .iter()
             .position(|s| *s == ScalarArg::Param(p))?;
         params.get(slot).copied()
-    };
+    }
+}
+
+/// The bytes of the largest scratch array `function` allocates (one thread's copy), where
+/// the scalar arguments `params` (laid out as `signature`) give the lengths.
+fn largest_scratch(function: &Function, signature: &Signature, params: &[i64]) -> Option<u128> {
+    let value = param_values(signature, params);
     let mut locals: Vec<&Local> = function.locals.iter().collect();
     visit::walk_stmts(&function.body, &mut |s| {
         if let Stmt::For(Loop {
@@ -187,13 +196,7 @@ fn failed_assumption<'f>(
     signature: &Signature,
     params: &[i64],
 ) -> Option<&'f str> {
-    let value = |p: ParamRef| {
-        let slot = signature
-            .scalars
-            .iter()
-            .position(|s| *s == ScalarArg::Param(p))?;
-        params.get(slot).copied()
-    };
+    let value = param_values(signature, params);
     function
         .assumptions
         .iter()
