@@ -407,3 +407,34 @@ fn unwritable_outputs_are_refused_before_the_kernel_runs() {
     names.sort();
     assert_eq!(names, ["a.mtx", "y.mtx"]);
 }
+
+/// Schedule errors echo the transformation as the scheduling language spells it
+/// (`CPUThread`, `GPUWarp`, `balanced`), not as Rust names its variants.
+#[test]
+fn schedule_errors_spell_units_as_the_schedule_does() {
+    let stderr = fails(&[
+        "emit",
+        "y(i) = A(i,j) * x(j)",
+        "-f",
+        "A:csr",
+        "-s",
+        "parallelize(i,GPUWarp,NoRaces),parallelize(i,CPUThread,NoRaces)",
+    ]);
+    assert!(
+        stderr.contains("parallelize(i,CPUThread,NoRaces,balanced,1)")
+            && stderr.contains("already parallel on GPUWarp"),
+        "{stderr}"
+    );
+    let stderr = fails(&[
+        "emit",
+        "y(i) = A(i,j) * x(j)",
+        "-f",
+        "A:csr",
+        "-s",
+        "parallelize(j,CPUThread,NoRaces)",
+    ]);
+    assert!(
+        stderr.contains("parallelize(j,CPUThread,NoRaces)") && !stderr.contains("CpuThread"),
+        "{stderr}"
+    );
+}

@@ -1062,7 +1062,7 @@ fn emit_prints_gpu_kernels() {
         let refused = emit(&["-s", "parallelize(i,CPUThread,NoRaces)"]);
         assert!(!refused.status.success());
         assert!(
-            stderr(&refused).contains("CpuThread"),
+            stderr(&refused).contains("CPUThread"),
             "{}",
             stderr(&refused)
         );

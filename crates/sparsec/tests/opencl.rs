@@ -134,7 +134,7 @@ fn what_the_target_cannot_run_is_refused_naming_it() {
         .err()
         .expect("refused")
         .to_string();
-    assert!(err.contains("OpenCL") && err.contains("CpuThread"), "{err}");
+    assert!(err.contains("OpenCL") && err.contains("CPUThread"), "{err}");
 }
 
 /// Indices named like words of the targets' languages (OpenCL C's `kernel`, `local`,

@@ -207,10 +207,10 @@ fn targets_refuse_what_they_cannot_do_naming_it() {
         .expect("a loop on threads is refused")
         .to_string();
     assert!(
-        refused.contains("toy backend") && refused.contains("CpuThread"),
+        refused.contains("toy backend") && refused.contains("CPUThread"),
         "{refused}"
     );
-    assert!(refused.contains("runs CpuVector"), "{refused}");
+    assert!(refused.contains("runs CPUVector"), "{refused}");
 
     let silent: Arc<dyn Target> = Arc::new(Toy {
         capabilities: Capabilities {

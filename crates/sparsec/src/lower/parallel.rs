@@ -34,7 +34,7 @@ pub(super) enum Target<'a> {
 }
 
 fn tag_text(name: &str, p: &Parallel) -> String {
-    format!("parallelize({name},{:?},{:?})", p.unit, p.races)
+    format!("parallelize({name},{},{:?})", p.unit.spelling(), p.races)
 }
 
 impl Lowerer<'_> {

@@ -421,18 +421,18 @@ impl Call<'_, '_> {
                     5,
                     "(var, unit, races[, static|dynamic|guided|balanced[, chunk]])",
                 )?;
-                let unit = self.keyword(
-                    1,
-                    "parallel unit",
-                    &[
-                        ("CPUThread", Some(ParallelUnit::CpuThread)),
-                        ("CPUVector", Some(ParallelUnit::CpuVector)),
-                        ("GPUBlock", Some(ParallelUnit::GpuBlock)),
-                        ("GPUWarp", Some(ParallelUnit::GpuWarp)),
-                        ("GPUThread", Some(ParallelUnit::GpuThread)),
-                        ("NotParallel", None),
-                    ],
-                )?;
+                let units: Vec<(&str, Option<ParallelUnit>)> = [
+                    ParallelUnit::CpuThread,
+                    ParallelUnit::CpuVector,
+                    ParallelUnit::GpuBlock,
+                    ParallelUnit::GpuWarp,
+                    ParallelUnit::GpuThread,
+                ]
+                .into_iter()
+                .map(|u| (u.spelling(), Some(u)))
+                .chain([("NotParallel", None)])
+                .collect();
+                let unit = self.keyword(1, "parallel unit", &units)?;
                 let Some(unit) = unit else {
                     // TACO's unit for a serial loop: the race strategy is moot, but it is
                     // still checked so that a misspelt one is reported.

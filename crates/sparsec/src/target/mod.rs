@@ -404,7 +404,7 @@ pub fn check_capabilities(
 const SCRATCH: &str = "the kernel needs scratch arrays, which this target cannot allocate";
 
 fn unit_refusal(unit: ParallelUnit, runs: &[ParallelUnit]) -> String {
-    let runs: Vec<String> = runs.iter().map(|u| format!("{u:?}")).collect();
+    let runs: Vec<&str> = runs.iter().map(|u| u.spelling()).collect();
     let gpu = !matches!(unit, ParallelUnit::CpuThread | ParallelUnit::CpuVector);
     let why = if gpu {
         "which needs a GPU target (--backend opencl)"
@@ -412,7 +412,8 @@ fn unit_refusal(unit: ParallelUnit, runs: &[ParallelUnit]) -> String {
         "which this target does not run"
     };
     format!(
-        "a loop is parallelized on {unit:?}, {why}; this target runs {}",
+        "a loop is parallelized on {}, {why}; this target runs {}",
+        unit.spelling(),
         if runs.is_empty() {
             "no parallel loops (use a serial schedule)".to_string()
         } else {

@@ -189,7 +189,10 @@ impl fmt::Display for Transform {
                 chunk,
             } => write!(
                 f,
-                "parallelize({var},{unit:?},{races:?},{schedule:?},{chunk})"
+                "parallelize({var},{},{races:?},{},{chunk})",
+                unit.spelling(),
+                // The language's keywords are the lower-case names of the variants.
+                format!("{schedule:?}").to_ascii_lowercase()
             ),
             Transform::Precompute {
                 expr,
@@ -276,7 +279,7 @@ impl Concrete {
                     return Err(ScheduleError::new(
                         &text,
                         "the loop is not parallel",
-                        format!("`{var}` is already parallel on {:?}", p.unit),
+                        format!("`{var}` is already parallel on {}", p.unit.spelling()),
                     ));
                 }
                 Ok(self.clone())
@@ -318,7 +321,7 @@ impl Concrete {
                     return Err(ScheduleError::new(
                         &text,
                         "a loop is parallelized once",
-                        format!("`{var}` is already parallel on {:?}", p.unit),
+                        format!("`{var}` is already parallel on {}", p.unit.spelling()),
                     ));
                 }
                 let mut next = self.clone();
