@@ -186,7 +186,7 @@ fn gpu_nesting_rules_are_preconditions_named_when_they_fail() {
         SPMV,
         "parallelize(i,GPUBlock,NoRaces)",
         &[
-            "parallelize(i,GpuBlock,NoRaces)",
+            "parallelize(i,GPUBlock,NoRaces)",
             "a GPUBlock loop holds GPUThread loops",
         ],
     );
