@@ -212,6 +212,15 @@ struct Printer<'a> {
 }
 
 impl Printer<'_> {
+    /// Serial code out of memory: free every scratch array in scope, innermost first, and
+    /// return -1.
+    fn out_of_memory(&mut self) {
+        let mut stop: Vec<&str> = self.scratch.iter().rev().map(String::as_str).collect();
+        stop.push("return -1;");
+        let stop = stop.join(" ");
+        self.line(&stop);
+    }
+
     /// Print `body` with zeroed scratch arrays, `copies` times each, allocated before it
     /// and freed after it. Where memory runs out the kernel returns -1; inside a thread
     /// team, which it cannot leave, the thread skips `body` and the kernel reports
@@ -244,8 +253,7 @@ impl Printer<'_> {
         self.line(&format!("if ({}) {{", missing.join(" || ")));
         self.indent += 1;
         if self.parallel_depth == 0 {
-            self.line(&frees.join(" "));
-            self.line("return -1;");
+            self.out_of_memory();
             self.indent -= 1;
             self.line("}");
             body(self);
@@ -479,22 +487,18 @@ impl Printer<'_> {
                     "sparsec_out->len == sparsec_out->cap && !sparsec_grow(sparsec_out, {n})"
                 );
                 if self.parallel_depth == 0 {
+                    // Serial code stops at once: the rest of its loops may be billions of
+                    // iterations.
                     self.line(&format!("if ({full}) {{"));
+                    self.indent += 1;
+                    self.out_of_memory();
+                    self.indent -= 1;
                 } else {
                     // Once a thread has run out of memory, no thread tries to grow its
                     // buffer again (each try is a system call).
                     self.line(&format!(
                         "if (__atomic_load_n(&sparsec_oom, __ATOMIC_RELAXED) || ({full})) {{"
                     ));
-                }
-                if self.parallel_depth == 0 {
-                    // Serial code stops at once: the rest of its loops may be billions of
-                    // iterations.
-                    let mut stop: Vec<&str> =
-                        self.scratch.iter().rev().map(String::as_str).collect();
-                    stop.push("return -1;");
-                    self.line(&format!("  {}", stop.join(" ")));
-                } else {
                     self.line("  __atomic_store_n(&sparsec_oom, 1, __ATOMIC_RELAXED);");
                 }
                 self.line("} else {");
