@@ -72,9 +72,7 @@ impl ScheduleArgs {
             return Ok(None);
         };
         let schedule = Schedule::parse(text).map_err(|e| Report::new(sparsec::Error::from(e)))?;
-        let concrete = Concrete::new(statement)
-            .map_err(|e| Report::new(sparsec::Error::from(e)))
-            .wrap_err("cannot compile the statement")?;
+        let concrete = Concrete::new(statement).map_err(cannot_compile)?;
         let scheduled = schedule
             .apply(&concrete)
             .map_err(|e| Report::new(sparsec::Error::from(e)))
@@ -89,9 +87,7 @@ impl ScheduleArgs {
             None => Concrete::new(statement),
         }
         .and_then(|c| sparsec::kernel::lower_with_default_parallelism(&c));
-        lowered
-            .map_err(|e| Report::new(sparsec::Error::from(e)))
-            .wrap_err("cannot compile the statement")
+        lowered.map_err(cannot_compile)
     }
 
     /// Lower the statement with this schedule for `target`: without one, with the
@@ -105,13 +101,9 @@ impl ScheduleArgs {
     ) -> Result<Lowered> {
         let concrete = match self.concrete(statement)? {
             Some(c) => c,
-            None => Concrete::new(statement)
-                .map_err(|e| Report::new(sparsec::Error::from(e)))
-                .wrap_err("cannot compile the statement")?,
+            None => Concrete::new(statement).map_err(cannot_compile)?,
         };
-        sparsec::kernel::lower_for_target(&concrete, target, average_fiber)
-            .map_err(Report::new)
-            .wrap_err("cannot compile the statement")
+        sparsec::kernel::lower_for_target(&concrete, target, average_fiber).map_err(cannot_compile)
     }
 
     /// Compile the statement with this schedule and backend (see [`Self::lower_for`]).
@@ -130,8 +122,16 @@ impl ScheduleArgs {
             &Toolchain::default(),
             backend,
         )
-        .map_err(Report::new)
-        .wrap_err("cannot compile the statement")
+        .map_err(cannot_compile)
+    }
+}
+
+/// The error, under "cannot compile the statement" unless it already says so (a
+/// lowering error reads "cannot compile this statement: ...").
+fn cannot_compile(e: impl Into<sparsec::Error>) -> Report {
+    match e.into() {
+        e @ sparsec::Error::Lower(_) => Report::new(e),
+        e => Report::new(e).wrap_err("cannot compile the statement"),
     }
 }
 

@@ -438,3 +438,30 @@ fn schedule_errors_spell_units_as_the_schedule_does() {
         "{stderr}"
     );
 }
+
+/// A statement lowering refuses says so once: the library's "cannot compile this
+/// statement" is not wrapped in the command's own "cannot compile the statement".
+#[test]
+fn a_refused_statement_says_it_cannot_compile_once() {
+    let stderr = fails(&[
+        "emit",
+        "A(i,j) = B(i,j) + C(i,j) + D(i,j)",
+        "-f",
+        "A:csr",
+        "-f",
+        "B:csr",
+        "-f",
+        "C:csr",
+        "-f",
+        "D:csr",
+        "-s",
+        "precompute(B(i,j)+C(i,j),j,j,ws)",
+    ]);
+    assert_eq!(stderr.matches("cannot compile").count(), 1, "{stderr}");
+    let flat = stderr.replace('│', " ");
+    let flat = flat.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        flat.contains("a sparse output reads the workspace `ws` as a factor"),
+        "{stderr}"
+    );
+}

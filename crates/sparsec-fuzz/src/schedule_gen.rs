@@ -21,8 +21,9 @@ struct Chain<'a> {
     positions: Vec<String>,
     /// `(access text, its variables)` of every access with variables.
     accesses: Vec<(String, Vec<String>)>,
-    /// `(subexpression text, its variables)` of every product, for `precompute`.
-    products: Vec<(String, Vec<String>)>,
+    /// `(subexpression text, its variables)` of every operation and access, and of every
+    /// workspace a `precompute` named, for `precompute`.
+    subexpressions: Vec<(String, Vec<String>)>,
     fresh: usize,
     /// Whether `IgnoreRaces` may be chosen: only where a race cannot change the result.
     racy_ok: bool,
@@ -52,7 +53,7 @@ pub fn schedule(
         live,
         positions: Vec::new(),
         accesses: Vec::new(),
-        products: Vec::new(),
+        subexpressions: Vec::new(),
         fresh: 0,
         racy_ok,
     };
@@ -81,26 +82,35 @@ impl Chain<'_> {
                         tensor_name(*tensor),
                         access_text(self.vars, vars, false)
                     );
-                    self.accesses.push((text, names.clone()));
+                    self.accesses.push((text.clone(), names.clone()));
+                    self.subexpressions.push((text, names.clone()));
                 }
                 names
             }
             Expr::Literal(_) => Vec::new(),
-            Expr::Neg(x) => self.collect(x),
-            Expr::Binary(op, l, r) => {
+            Expr::Neg(x) => {
+                let names = self.collect(x);
+                self.push_subexpression(e, &names);
+                names
+            }
+            Expr::Binary(_, l, r) => {
                 let mut names = self.collect(l);
                 for n in self.collect(r) {
                     if !names.contains(&n) {
                         names.push(n);
                     }
                 }
-                if *op == '*' && !names.is_empty() {
-                    let mut text = String::new();
-                    print_expr(e, self.vars, &mut text, 0);
-                    self.products.push((text, names.clone()));
-                }
+                self.push_subexpression(e, &names);
                 names
             }
+        }
+    }
+
+    fn push_subexpression(&mut self, e: &Expr, names: &[String]) {
+        if !names.is_empty() {
+            let mut text = String::new();
+            print_expr(e, self.vars, &mut text, 0);
+            self.subexpressions.push((text, names.to_vec()));
         }
     }
 
@@ -223,9 +233,15 @@ impl Chain<'_> {
                 Some(format!("unroll({v},{factor})"))
             }
             8 => {
-                let (text, names) = self.products.choose(self.rng)?.clone();
+                let (text, names) = self.subexpressions.choose(self.rng)?.clone();
                 let take = self.rng.gen_range(1..=names.len().min(2));
-                let chosen: Vec<String> = names.choose_multiple(self.rng, take).cloned().collect();
+                // Now and then over loops the chain made (a split's inner loop: a tile).
+                let from = if self.rng.gen_bool(0.25) {
+                    &self.live
+                } else {
+                    &names
+                };
+                let chosen: Vec<String> = from.choose_multiple(self.rng, take).cloned().collect();
                 let workspace: Vec<String> = chosen
                     .iter()
                     .map(|v| self.fresh(&format!("{v}w")))
@@ -238,8 +254,12 @@ impl Chain<'_> {
                     }
                 };
                 let mut step = format!("precompute({text},{},{}", list(&chosen), list(&workspace));
-                if self.rng.gen_bool(0.3) {
-                    step.push_str(",w");
+                if self.rng.gen_bool(0.4) {
+                    // A named workspace, which a later precompute may read.
+                    let name = self.fresh("w");
+                    let _ = write!(step, ",{name}");
+                    self.subexpressions
+                        .push((format!("{name}({})", chosen.join(",")), chosen.clone()));
                 }
                 step.push(')');
                 // The consumer keeps its loops; the producer's loops are new ones.

@@ -386,7 +386,7 @@ mod on_a_device {
         }
     }
 
-    /// The paper's GPU schedules (A.4, A.8 to A.11) run and match the reference: on
+    /// The paper's GPU schedules (A.2, A.4, A.8 to A.11) run and match the reference: on
     /// random operands with nothing stored, one row, rows longer than a warp's share of
     /// positions and more positions than a block takes; and on shared matrices and a
     /// FROSTT tensor.

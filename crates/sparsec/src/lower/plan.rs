@@ -22,11 +22,9 @@ impl Lowerer<'_> {
         if scope.recovered.contains(&v) {
             return self.lower(rest, expr, dest, scope);
         }
-        let precomputed = self
-            .plan
-            .roots(v)
-            .into_iter()
-            .find_map(|r| expr.find_precompute(r).cloned());
+        let precomputed = expr
+            .find_precompute(&|p| self.starts_workspace(p, v))
+            .cloned();
         if let Some(p) = precomputed {
             return self.precompute(&p, remaining, expr, dest, scope);
         }

@@ -71,16 +71,49 @@ impl LExpr {
         )
     }
 
-    /// The outermost precomputed subexpression that reduces over `var`.
-    pub(super) fn find_precompute(&self, var: VarId) -> Option<&Precompute> {
+    /// The outermost precomputed subexpression for which `starts` holds.
+    pub(super) fn find_precompute(
+        &self,
+        starts: &dyn Fn(&Precompute) -> bool,
+    ) -> Option<&Precompute> {
         match self {
-            LExpr::Precomputed(p) if p.private.contains(&var) => Some(p),
-            LExpr::Precomputed(p) => p.body.find_precompute(var),
-            LExpr::Sum(_, _, a) | LExpr::Neg(a) => a.find_precompute(var),
-            LExpr::Binary(_, a, b) => a.find_precompute(var).or_else(|| b.find_precompute(var)),
-            LExpr::Math(_, args) => args.iter().find_map(|a| a.find_precompute(var)),
+            LExpr::Precomputed(p) if starts(p) => Some(p),
+            LExpr::Precomputed(p) => p.body.find_precompute(starts),
+            LExpr::Sum(_, _, a) | LExpr::Neg(a) => a.find_precompute(starts),
+            LExpr::Binary(_, a, b) => a
+                .find_precompute(starts)
+                .or_else(|| b.find_precompute(starts)),
+            LExpr::Math(_, args) => args.iter().find_map(|a| a.find_precompute(starts)),
             _ => None,
         }
+    }
+
+    /// True when the workspace read is a factor of the expression (under `*`, unary minus,
+    /// numerators and functions that keep zero), so the expression is zero wherever the
+    /// workspace is.
+    pub(super) fn annihilated_by(&self, workspace: &str) -> bool {
+        fn walk(e: &LExpr, workspace: &str, factor: bool) -> Option<bool> {
+            match e {
+                LExpr::Precomputed(p) if p.workspace == workspace => Some(factor),
+                LExpr::Precomputed(p) => walk(&p.body, workspace, factor),
+                LExpr::Sum(_, _, a) | LExpr::Neg(a) => walk(a, workspace, factor),
+                LExpr::Binary(Op::Mul, a, b) => {
+                    walk(a, workspace, factor).or_else(|| walk(b, workspace, factor))
+                }
+                LExpr::Binary(Op::Div, a, b) => {
+                    walk(a, workspace, factor).or_else(|| walk(b, workspace, false))
+                }
+                LExpr::Binary(_, a, b) => {
+                    walk(a, workspace, false).or_else(|| walk(b, workspace, false))
+                }
+                LExpr::Math(f, args) => {
+                    let through = factor && f.keeps_zero() && args.len() == 1;
+                    args.iter().find_map(|a| walk(a, workspace, through))
+                }
+                _ => None,
+            }
+        }
+        walk(self, workspace, true).unwrap_or(false)
     }
     /// Replace the precomputed subexpression of `workspace` by a read of the array
     /// `array` at its variables.

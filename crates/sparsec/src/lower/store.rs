@@ -520,7 +520,7 @@ impl Lowerer<'_> {
                 None,
             ),
             LExpr::Precomputed(_) => {
-                unreachable!("a workspace is computed before its first private loop")
+                unreachable!("a workspace is computed before its first loop starts")
             }
             LExpr::Zero => (Expr::Float(0.0), None),
             LExpr::Sum(..) => unreachable!("every sum is lowered before its variable's loop ends"),

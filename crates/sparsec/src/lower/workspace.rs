@@ -42,22 +42,57 @@ impl Lowerer<'_> {
         if !self.reduces_by_sum() {
             return Err(self.not_over_semiring(&format!("`precompute` (of `{}`)", p.workspace)));
         }
-        let producer: Vec<VarId> = remaining
-            .iter()
-            .copied()
-            .filter(|&u| self.derives_from_any(u, &p.private) || self.derives_from_any(u, &p.vars))
-            .collect();
+        // The producer runs the workspace's loops and its private ones, and recovers the
+        // variables those loops compute (a split variable, once its inner loop is bound).
+        let mut producer: Vec<VarId> = Vec::new();
+        for (n, &u) in remaining.iter().enumerate() {
+            let recovered_here = !self.plan.is_loop(u)
+                && self
+                    .plan
+                    .descendants(u)
+                    .iter()
+                    .all(|d| *d == u || producer.contains(d) || !remaining[..n].contains(d));
+            if self.derives_from_any(u, &p.private)
+                || self.descends_from_any(u, &p.vars)
+                || recovered_here
+            {
+                producer.push(u);
+            }
+        }
         let consumer: Vec<VarId> = remaining
             .iter()
             .copied()
             .filter(|&u| !self.derives_from_any(u, &p.private))
             .collect();
+        // Visiting only the touched entries is right when the rest of the expression is
+        // zero where the workspace is. The touched coordinates replace the consumer's first
+        // loops: those derived from the workspace's variables, which they must cover, in
+        // the workspace's order.
+        let lead = consumer
+            .iter()
+            .take_while(|&&u| self.descends_from_any(u, &p.vars))
+            .count();
+        let in_lead: Vec<VarId> = consumer[..lead]
+            .iter()
+            .copied()
+            .filter(|u| p.vars.contains(u))
+            .collect();
         let sparse_consumer = matches!(dest, Dest::Output)
             && !self.dense_output
             && !p.vars.is_empty()
-            && consumer.starts_with(&p.vars);
+            && in_lead == p.vars
+            && expr.annihilated_by(&p.workspace);
         if sparse_consumer {
-            return self.precompute_touched(p, &producer, &consumer, expr, dest, scope);
+            let rest = &consumer[lead..];
+            return self.precompute_touched(p, &producer, rest, expr, dest, scope);
+        }
+        if !self.dense_output && !expr.annihilated_by(&p.workspace) {
+            return Err(LowerError(format!(
+                "precompute: precondition failed: a sparse output reads the workspace `{}` \
+                 as a factor: the rest of its expression is added to it, so the output would \
+                 be dense; store the output densely, or precompute a factor",
+                p.workspace
+            )));
         }
         if !self.dense_output {
             let names: Vec<&str> = p
@@ -109,12 +144,13 @@ impl Lowerer<'_> {
 
     /// A precomputed workspace read by a sparse output along its variables: the producer
     /// records the coordinates it touches, and the consumer visits only those, in order,
-    /// clearing each after use (the Gustavson pattern, so nothing is zeroed per row).
+    /// clearing each after use (the Gustavson pattern, so nothing is zeroed per row), then
+    /// runs the `rest` of its loops.
     pub(super) fn precompute_touched(
         &mut self,
         p: &lexpr::Precompute,
         producer: &[VarId],
-        consumer: &[VarId],
+        rest: &[VarId],
         expr: &LExpr,
         dest: &Dest,
         scope: &Scope,
@@ -122,13 +158,22 @@ impl Lowerer<'_> {
         let name = format!("%\u{1}{}", p.workspace);
         let vals = self.scratch(&format!("{name}\u{1}_vals"), LocalType::Value);
         let read = expr.read_workspace(&p.workspace, vals);
-        let rest = &consumer[p.vars.len()..];
         self.touched_workspace(
             &name,
             &p.vars,
             |lowerer, into| lowerer.lower(producer, &p.body, into, scope),
             |lowerer| lowerer.resolve_all(&p.vars, rest, &read, dest, scope),
         )
+    }
+
+    /// True when the loop of `v` starts the precomputed workspace `p`.
+    pub(super) fn starts_workspace(&self, p: &lexpr::Precompute, v: VarId) -> bool {
+        self.descends_from_any(v, &[p.at])
+    }
+
+    /// True when `u` is one of `vars` or was derived from one (by split, fuse, pos, ...).
+    pub(super) fn descends_from_any(&self, u: VarId, vars: &[VarId]) -> bool {
+        vars.iter().any(|&w| self.plan.descendants(w).contains(&u))
     }
 
     /// True when `u` is, or is derived from, one of `vars`.

@@ -33,15 +33,17 @@ pub enum LExpr {
     Zero,
 }
 
-/// `workspace(vars) = sum over private of body`, computed where the loop of the first
-/// private variable starts and read by the rest of the expression.
+/// `workspace(vars) = sum over private of body`, computed where the first loop derived
+/// from `at` starts and read by the rest of the expression.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Precompute {
     pub workspace: String,
-    /// The workspace's dimensions, outermost first.
+    /// The workspace's dimensions, outermost first (statement variables or derived ones).
     pub vars: Vec<VarId>,
     /// Variables only the subexpression uses: its producer's reductions.
     pub private: Vec<VarId>,
+    /// The loop where the producer starts: one of the workspace's or a private one.
+    pub at: VarId,
     pub body: LExpr,
 }
 

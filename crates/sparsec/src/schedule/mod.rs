@@ -189,6 +189,10 @@ pub struct Concrete {
     pub(crate) reordered: Vec<usize>,
     /// True once a `parallelize` was applied (only more `parallelize` may follow).
     pub(crate) parallelized: bool,
+    /// Fresh names a `precompute` gave its producer's loops (TACO's `i_pre`): each names
+    /// the loop the producer shares with the consumer, so later transformations (an
+    /// `unroll` of the producer) may use it.
+    pub(crate) aliases: Vec<(String, VarId)>,
 }
 
 impl Concrete {
@@ -450,6 +454,7 @@ impl Concrete {
             order: chosen.order,
             reordered,
             parallelized: false,
+            aliases: Vec::new(),
         }))
     }
 
@@ -535,7 +540,12 @@ impl Concrete {
 
     /// Look up a variable by name.
     pub(crate) fn var_named(&self, name: &str) -> Option<VarId> {
-        self.vars.iter().position(|v| v.name == name)
+        self.vars.iter().position(|v| v.name == name).or_else(|| {
+            self.aliases
+                .iter()
+                .find(|(alias, _)| alias == name)
+                .map(|&(_, v)| v)
+        })
     }
 }
 

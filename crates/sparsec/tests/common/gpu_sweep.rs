@@ -284,10 +284,8 @@ impl SweptSchedule {
 
 /// The GPU schedules of the scheduling paper's appendix that sparsec runs, as the paper
 /// gives them (`reorder` for TACO's `order`): a name, the statement, the sparse operand's
-/// format, the output's format and the schedule. A.2 is A.11 with its products first
-/// gathered in registers (a `precompute` over a position variable), which sparsec does not
-/// schedule yet.
-pub const PAPER_GPU_SCHEDULES: [PaperSchedule; 5] = [
+/// format, the output's format and the schedule.
+pub const PAPER_GPU_SCHEDULES: [PaperSchedule; 6] = [
     (
         "A.9 SpMV, a thread per row",
         "y(i) = A(i,j) * x(j)",
@@ -314,6 +312,18 @@ pub const PAPER_GPU_SCHEDULES: [PaperSchedule; 5] = [
         "fuse(i,j,f),pos(f,fpos,A(i,j)),split(fpos,block,fpos1,3584),\
          split(fpos1,warp,fpos2,224),split(fpos2,thread,thread_nz,7),\
          reorder(block,warp,thread,thread_nz),parallelize(block,GPUBlock,IgnoreRaces),\
+         parallelize(warp,GPUWarp,IgnoreRaces),parallelize(thread,GPUThread,Atomics)",
+    ),
+    (
+        "A.2 SpMV, A.11 with each thread's 7 products gathered in registers first",
+        "y(i) = A(i,j) * x(j)",
+        ("A", "csr"),
+        ("y", "d"),
+        "fuse(i,j,f),pos(f,fpos,A(i,j)),split(fpos,block,fpos1,3584),\
+         split(fpos1,warp,fpos2,224),split(fpos2,thread,thread_nz,7),\
+         reorder(block,warp,thread,thread_nz),\
+         precompute(A(i,j)*x(j),thread_nz,thread_nz_pre,precomputed),\
+         unroll(thread_nz_pre,7),parallelize(block,GPUBlock,IgnoreRaces),\
          parallelize(warp,GPUWarp,IgnoreRaces),parallelize(thread,GPUThread,Atomics)",
     ),
     (

@@ -20,6 +20,7 @@ use sparsec::kernel::{Kernel, MAX_TRIAL_RUNS};
 use sparsec::notation::cin::Statement;
 use sparsec::notation::{self, TensorDecl};
 use sparsec::reference;
+use sparsec::schedule::Schedule;
 use sparsec::tensor::{Coo, Tensor, ValueType};
 
 /// A random tensor: each point present with probability `density` (values in [-2, 2],
@@ -153,6 +154,47 @@ pub fn compare_with_reference(
     );
     assert_eq!(got.format(), &stmt.tensors[0].format);
     got
+}
+
+/// Compile `expr` with `schedule`, run it with 1 and 2 threads on every input set and
+/// compare each result with the reference.
+pub fn check_schedule(
+    expr: &str,
+    formats: &[(&str, &str)],
+    input_sets: &[Vec<(&str, Coo)>],
+    sizes: &[(&str, usize)],
+    schedule: &str,
+) {
+    let (stmt, _) = statement(expr, formats, &input_sets[0], sizes);
+    let parsed = Schedule::parse(schedule).unwrap_or_else(|e| panic!("{schedule}: {e}"));
+    let mut kernel = Kernel::scheduled(stmt, &parsed, ValueType::F64, &split_toolchain())
+        .unwrap_or_else(|e| panic!("{expr} with {schedule}: {e}"));
+    for inputs in input_sets {
+        let (stmt, tensors) = statement(expr, formats, inputs, sizes);
+        for threads in [1, 2] {
+            kernel.set_threads(threads);
+            let what = format!("{expr} with {formats:?}, `{schedule}`, {threads} threads");
+            compare_with_reference(&kernel, &stmt, &tensors, &what);
+        }
+    }
+}
+
+/// The error text of compiling `expr` with `schedule` (which must fail).
+pub fn schedule_error(
+    expr: &str,
+    formats: &[(&str, &str)],
+    inputs: &[(&str, Coo)],
+    schedule: &str,
+) -> String {
+    let (stmt, _) = statement(expr, formats, inputs, &[]);
+    let parsed = match Schedule::parse(schedule) {
+        Ok(p) => p,
+        Err(e) => return e.to_string(),
+    };
+    match Kernel::scheduled(stmt, &parsed, ValueType::F64, &Toolchain::default()) {
+        Ok(k) => panic!("`{schedule}` was accepted:\n{}", k.kernel_source()),
+        Err(e) => e.to_string(),
+    }
 }
 
 /// Run `kernel` on `tensors` again and again, each run against the reference, until it has

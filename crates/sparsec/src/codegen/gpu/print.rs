@@ -251,17 +251,47 @@ impl Printer<'_> {
 
     /// The statements of one block. A declaration whose variable nothing after it in the
     /// block reads is left out with the assignments to it (the phases of a two-phase
-    /// kernel share variables, which each phase reads in only some of their scopes), as
-    /// device compilers warn of it.
+    /// kernel share variables, which each phase reads in only some of their scopes, and a
+    /// workspace's producer and consumer recover the same variables), as device compilers
+    /// warn of it. A read by a statement left out does not count, so chains of such
+    /// declarations go together.
     fn stmts(&mut self, body: &[Stmt]) {
+        let mut left_out = vec![false; body.len()];
+        loop {
+            let mut changed = false;
+            for k in (0..body.len()).rev() {
+                let Stmt::Decl(v, _) = &body[k] else {
+                    continue;
+                };
+                if left_out[k] {
+                    continue;
+                }
+                let mut read_after = false;
+                for (m, s) in body.iter().enumerate().skip(k + 1) {
+                    let skipped = left_out[m]
+                        || matches!(s, Stmt::Assign(u, _) if u == v
+                        || body[..m].iter().zip(&left_out).any(|(d, &out)| {
+                            out && matches!(d, Stmt::Decl(w, _) if w == u)
+                        }));
+                    if !skipped {
+                        visit::walk_stmt_exprs(std::slice::from_ref(s), &mut |e| {
+                            read_after |= matches!(e, Expr::Var(u) if u == v);
+                        });
+                    }
+                }
+                if !read_after {
+                    left_out[k] = true;
+                    changed = true;
+                }
+            }
+            if !changed {
+                break;
+            }
+        }
         let scopes = self.declared.len();
         for (k, s) in body.iter().enumerate() {
             if let Stmt::Decl(v, _) = s {
-                let mut read_after = false;
-                visit::walk_stmt_exprs(&body[k + 1..], &mut |e| {
-                    read_after |= matches!(e, Expr::Var(u) if u == v);
-                });
-                self.declared.push((*v, read_after));
+                self.declared.push((*v, !left_out[k]));
             }
             self.stmt(s);
         }

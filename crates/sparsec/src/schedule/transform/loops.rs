@@ -144,13 +144,32 @@ impl Concrete {
         self.position_of(a) < first_of_b
     }
 
-    /// `Some(true)` when `a` and `b` are fused with `a` outer.
+    /// `Some(true)` when `a` and `b` are fused with `a` outer, directly or through a chain
+    /// of fuses (`fuse(i,j,f), fuse(f,k,g)` fuses `j` outside `k`).
     fn created_by_fuse_of(&self, a: VarId, b: VarId) -> Option<bool> {
         self.relations.iter().find_map(|r| match *r {
-            Relation::Fuse { outer, inner, .. } if outer == a && inner == b => Some(true),
-            Relation::Fuse { outer, inner, .. } if outer == b && inner == a => Some(false),
+            Relation::Fuse { outer, inner, .. } => {
+                let (outer, inner) = (self.fused_parts(outer), self.fused_parts(inner));
+                if outer.contains(&a) && inner.contains(&b) {
+                    Some(true)
+                } else if outer.contains(&b) && inner.contains(&a) {
+                    Some(false)
+                } else {
+                    None
+                }
+            }
             _ => None,
         })
+    }
+
+    /// `v` and, when a fuse created it, the variables fused into it, transitively.
+    fn fused_parts(&self, v: VarId) -> Vec<VarId> {
+        let mut parts = vec![v];
+        if let Some(Relation::Fuse { outer, inner, .. }) = self.created_by(v) {
+            parts.extend(self.fused_parts(*outer));
+            parts.extend(self.fused_parts(*inner));
+        }
+        parts
     }
 
     /// Operands that store a variable the schedule computes (by `split`, `divide`, `fuse`
@@ -203,8 +222,39 @@ impl Concrete {
         self.read_computed_through_copies();
         // A reduction computed into a temporary per value of `u` cannot share a loop with
         // `u` (a fused loop would sum across values of `u`).
+        let mut workspaces = Vec::new();
+        super::super::lexpr::precomputes(&self.rhs, &mut workspaces);
         for &(u, v) in &self.sum_edges {
             if !self.recovered_before_loops_of(u, v) {
+                let placed = workspaces
+                    .iter()
+                    .find(|w| w.vars.contains(&v) || w.private.contains(&v));
+                // A fuse of the two is refused below, with the reason.
+                if placed.is_some() && self.created_by_fuse_of(u, v).is_some() {
+                    continue;
+                }
+                if let Some(w) = placed {
+                    let (outer, inner) = (&self.vars[u].name, &self.vars[v].name);
+                    let why = if u == w.at {
+                        format!(
+                            "workspace `{}`'s producer starts at `{outer}` and reduces \
+                             `{inner}` inside it: `{inner}` must stay inside `{outer}`",
+                            w.workspace
+                        )
+                    } else {
+                        format!(
+                            "workspace `{}` is computed where its loops start, with the \
+                             other variables its expression reads bound outside: `{outer}` \
+                             must stay outside `{inner}`",
+                            w.workspace
+                        )
+                    };
+                    return Err(ScheduleError::new(
+                        text,
+                        "a precomputed workspace's other variables stay outside it",
+                        why,
+                    ));
+                }
                 return Err(ScheduleError::new(
                     text,
                     "no computation moves out of a reduction it does not distribute over",
@@ -219,8 +269,6 @@ impl Concrete {
         // One loop cannot run over variables that different temporaries sum (or one that a
         // temporary sums and one outside it): each temporary's loops are its own. A
         // precomputed workspace's producer reduces its private variables the same way.
-        let mut workspaces = Vec::new();
-        super::super::lexpr::precomputes(&self.rhs, &mut workspaces);
         for rel in &self.relations {
             if let Relation::Fuse { outer, inner, .. } = *rel {
                 let contexts = |v: VarId| -> Vec<(Option<usize>, Option<usize>)> {

@@ -24,6 +24,16 @@ impl Concrete {
                 format!("`{var}` already iterates a position space"),
             ));
         }
+        if let Some(made) = self.made_by_other_than_fuse(v) {
+            return Err(ScheduleError::new(
+                text,
+                "the variable is an access's variable or a fuse of them",
+                format!(
+                    "`{var}` was made by {made}; apply pos to the variable it came from and \
+                     split the position variable instead"
+                ),
+            ));
+        }
         let (o, access) = self.access_named(text, tensor, indices)?;
         let roots = self.roots(v);
         let levels: Vec<usize> = self.level_vars[o]
@@ -85,6 +95,20 @@ impl Concrete {
         });
         let loops = replace_loop(&self.loop_sequence(), v, &[p]);
         next.with_loops(text, loops)
+    }
+
+    /// The transformation that made `v` or one of the variables fused into it, when one
+    /// other than `fuse` (or `bound`, which renames) did.
+    fn made_by_other_than_fuse(&self, v: VarId) -> Option<&'static str> {
+        match self.created_by(v)? {
+            Relation::Fuse { outer, inner, .. } => self
+                .made_by_other_than_fuse(*outer)
+                .or_else(|| self.made_by_other_than_fuse(*inner)),
+            Relation::Bound { parent, .. } => self.made_by_other_than_fuse(*parent),
+            Relation::Split { .. } => Some("split or divide"),
+            Relation::Pos { .. } => Some("pos"),
+            Relation::Coord { .. } => Some("coord"),
+        }
     }
 
     /// `coord(pos, coord)`: iterate the coordinates of a position loop's segment instead.

@@ -1,9 +1,81 @@
-//! `precompute`: computing a product of accesses into a dense workspace.
+//! `precompute`: computing a subexpression into a dense workspace (TACO's `where`).
+//!
+//! The rules, each checked here or by the loop order it leaves:
+//! - The expression is part of the right-hand side: a whole subexpression, or some of the
+//!   factors of one product, or some of the terms of one sum (in any order), outside
+//!   reductions that sit under `+`, `-` or a denominator. An access to a workspace an
+//!   earlier `precompute` made (`ws(i,j)`) stands for that workspace's expression, so
+//!   workspaces chain.
+//! - The workspace's variables are variables of the schedule (statement variables, or
+//!   variables a transformation made, such as a split's inner loop) that index the
+//!   expression; the producer variables are those or fresh names for them.
+//! - The workspace is computed where the first loop of its variables or of its *private*
+//!   variables starts: the variables only the expression uses, whose loops all come at or
+//!   after that point, are reduced into it there. Every other variable of the expression
+//!   must be bound outside that loop; the first loop where that holds is chosen, and the
+//!   order is kept that way for the transformations that follow.
+//! - With no private variable the workspace stages the expression's values (a sum, a
+//!   product, a tile of a split loop); with some it holds their reduction.
+
+use std::collections::BTreeSet;
 
 use super::super::lexpr::{self, LExpr};
 use super::super::Concrete;
 use super::ScheduleError;
+use crate::ir::MathFn;
+use crate::notation::ast::{Expr, ExprKind, Op};
 use crate::notation::cin::VarId;
+
+/// The expression `precompute` names, with accesses by tensor (or workspace) and
+/// variable names, to be found in the scheduled right-hand side.
+#[derive(Clone, Debug, PartialEq)]
+enum Wanted {
+    Access(String, Vec<String>),
+    Literal(f64),
+    Neg(Box<Wanted>),
+    Binary(Op, Box<Wanted>, Box<Wanted>),
+    Math(MathFn, Vec<Wanted>),
+}
+
+impl Wanted {
+    fn from_ast(e: &Expr) -> Wanted {
+        match &e.kind {
+            ExprKind::Access(a) => Wanted::Access(a.tensor.clone(), a.indices.clone()),
+            ExprKind::Literal(v) => Wanted::Literal(*v),
+            ExprKind::Neg(a) => Wanted::Neg(Box::new(Wanted::from_ast(a))),
+            ExprKind::Binary(op, a, b) => Wanted::Binary(
+                *op,
+                Box::new(Wanted::from_ast(a)),
+                Box::new(Wanted::from_ast(b)),
+            ),
+            ExprKind::Math(f, args) => {
+                Wanted::Math(*f, args.iter().map(Wanted::from_ast).collect())
+            }
+        }
+    }
+
+    /// The operands of a chain of `op` (`*` or `+`), which may be matched in any order.
+    fn chain(&self, op: Op) -> Vec<&Wanted> {
+        match self {
+            Wanted::Binary(o, a, b) if *o == op => {
+                let mut out = a.chain(op);
+                out.extend(b.chain(op));
+                out
+            }
+            other => vec![other],
+        }
+    }
+}
+
+/// Where the workspace is computed: the loops of the schedule and the private variables.
+struct Placement {
+    private: Vec<VarId>,
+    /// The loop where the producer starts.
+    at: VarId,
+    /// Loops bound outside the producer: those of the expression's other variables and
+    /// of the workspace's variables bound before it starts.
+    outside: Vec<VarId>,
+}
 
 impl Concrete {
     pub(super) fn precompute_into(
@@ -47,15 +119,12 @@ impl Concrete {
             Ok(a) => a,
             Err(e) => return fail("the expression is index notation", e.to_string()),
         };
-        let mut wanted = Vec::new();
-        if !product_factors(&assignment.rhs, &mut wanted) {
-            return fail(
-                "the expression is a product of accesses",
-                format!("`{expr}` contains other operations"),
-            );
-        }
+        let wanted = Wanted::from_ast(&assignment.rhs);
         let stmt = &self.statement;
+        let mut existing = Vec::new();
+        lexpr::precomputes(&self.rhs, &mut existing);
         let clash = stmt.tensors.iter().any(|t| t.name == workspace)
+            || existing.iter().any(|w| w.workspace == workspace)
             || self.var_named(workspace).is_some()
             || !workspace
                 .chars()
@@ -63,32 +132,45 @@ impl Concrete {
         if clash {
             return fail(
                 "the workspace has a fresh name",
-                format!("`{workspace}` names a tensor or variable, or is not an identifier"),
+                format!(
+                    "`{workspace}` names a tensor, workspace or variable, or is not an identifier"
+                ),
             );
         }
         let mut w_vars = Vec::new();
         for n in vars {
-            match stmt.vars.iter().position(|v| v.name == *n) {
-                Some(v) => w_vars.push(v),
+            match self.var_named(n) {
+                Some(v) if !w_vars.contains(&v) => w_vars.push(v),
+                Some(_) => {
+                    return fail(
+                        "the workspace's variables are distinct",
+                        format!("`{n}` is listed twice"),
+                    )
+                }
                 None => {
                     return fail(
-                        "the workspace's variables are the statement's",
-                        format!("`{n}` is not an index variable of the statement"),
+                        "the workspace's variables are the schedule's",
+                        format!(
+                            "`{n}` is not an index variable of this statement; its loops are {}",
+                            self.loops().join(", ")
+                        ),
                     )
                 }
             }
         }
-        let mut matched = Vec::new();
-        let Some(body_rhs) = self.extract_product(&self.rhs, &wanted, &mut matched, false) else {
+        let Some((body, with_node)) = self.extract(&self.rhs, &wanted, false) else {
             return fail(
-                "the expression is a product in the statement",
+                "the expression is part of the statement",
                 format!(
-                    "`{expr}` is not a set of factors of one product of the right-hand side \
-                     (outside reductions under `+`, `-` or a denominator)"
+                    "`{expr}` is not a subexpression of the right-hand side (a whole \
+                     subexpression, factors of one product or terms of one sum, outside \
+                     reductions under `+`, `-` or a denominator)"
                 ),
             );
         };
-        let vars_of = |occs: &[usize]| -> std::collections::BTreeSet<VarId> {
+        let mut matched = Vec::new();
+        body.occurrences(&mut matched);
+        let vars_of = |occs: &[usize]| -> BTreeSet<VarId> {
             occs.iter()
                 .flat_map(|&o| self.accesses[o].1.iter().copied())
                 .collect()
@@ -101,48 +183,125 @@ impl Concrete {
         outside.extend(stmt.lhs.iter().copied());
         // A workspace precomputed around the expression is indexed by its own variables:
         // they are bound where the expression is evaluated, as the left-hand side's are.
-        let mut workspaces = Vec::new();
-        lexpr::precomputes(&self.rhs, &mut workspaces);
-        for w in workspaces {
+        for w in &existing {
             let mut occurrences = Vec::new();
             w.body.occurrences(&mut occurrences);
-            if occurrences.iter().any(|o| matched.contains(o)) {
-                outside.extend(w.vars.iter().copied());
+            if occurrences.iter().any(|o| matched.contains(o)) && !body_contains(&body, w) {
+                outside.extend(w.vars.iter().flat_map(|&v| self.roots(v)));
             }
         }
-        if let Some(&v) = w_vars.iter().find(|v| !inside.contains(v)) {
-            return fail(
-                "the workspace's variables index the expression",
-                format!("`{}` does not occur in `{expr}`", stmt.vars[v].name),
-            );
+        let mut w_roots = BTreeSet::new();
+        for &w in &w_vars {
+            let roots = self.roots(w);
+            if let Some(&r) = roots.iter().find(|r| !inside.contains(r)) {
+                return fail(
+                    "the workspace's variables index the expression",
+                    format!(
+                        "`{}` does not occur in `{expr}`",
+                        self.vars[if r == w { w } else { r }].name
+                    ),
+                );
+            }
+            w_roots.extend(roots);
         }
-        let private: Vec<VarId> = inside
+        let candidates: Vec<VarId> = inside
             .iter()
             .copied()
-            .filter(|v| !outside.contains(v) && !w_vars.contains(v))
+            .filter(|v| !outside.contains(v) && !w_roots.contains(v))
             .collect();
-        if private.is_empty() {
+        let Some(place) = self.placement(&w_vars, &candidates, &inside) else {
+            let shared: Vec<String> = inside
+                .iter()
+                .filter(|v| !candidates.contains(v) && !w_roots.contains(v))
+                .map(|&v| format!("`{}`", self.vars[v].name))
+                .collect();
             return fail(
-                "the expression reduces over a variable only it uses",
-                format!("every variable of `{expr}` is also used outside it, so nothing is saved"),
+                "the expression's other variables are bound outside the workspace",
+                format!(
+                    "in the loop order {}, no loop of the workspace's variables or of those \
+                     only `{expr}` uses has every other loop of `{expr}` ({}) outside it; \
+                     reorder the loops first",
+                    self.loops().join(", "),
+                    if shared.is_empty() {
+                        "those its variables were split from".to_string()
+                    } else {
+                        shared.join(", ")
+                    }
+                ),
             );
-        }
+        };
         let mut next = self.clone();
-        next.rhs = body_rhs(&lexpr::Precompute {
+        for (name, &v) in producer_vars.iter().zip(&w_vars) {
+            if self.var_named(name).is_none() {
+                next.aliases.push((name.clone(), v));
+            }
+        }
+        next.rhs = with_node(lexpr::Precompute {
             workspace: workspace.to_string(),
             vars: w_vars.clone(),
-            private: private.clone(),
-            body: LExpr::Zero,
+            private: place.private.clone(),
+            at: place.at,
+            body,
         });
-        // The producer runs where the first private loop starts: every other variable of
-        // the expression must be bound outside it.
-        for &u in inside
-            .iter()
-            .filter(|u| !private.contains(u) && !w_vars.contains(u))
-        {
-            next.sum_edges.extend(private.iter().map(|&p| (u, p)));
+        // Keep the order that placed the workspace: the loops bound outside its producer
+        // stay outside the loop that starts it and the reductions inside it. (A loop of
+        // the workspace's own variables may move out: it then fills one slice at a time.)
+        let inner: Vec<VarId> = place.private.iter().copied().chain([place.at]).collect();
+        for &u in &place.outside {
+            next.sum_edges.extend(inner.iter().map(|&p| (u, p)));
+        }
+        for &p in &place.private {
+            if !self.descendants(p).contains(&place.at) {
+                next.sum_edges.push((place.at, p));
+            }
         }
         next.with_loops(text, next.loop_sequence())
+    }
+
+    /// The first loop where the workspace can be computed: one of its variables' loops or
+    /// of `candidates` (the variables only the expression uses), with every other loop
+    /// that the expression reads before it.
+    fn placement(
+        &self,
+        w_vars: &[VarId],
+        candidates: &[VarId],
+        inside: &BTreeSet<VarId>,
+    ) -> Option<Placement> {
+        let loops = self.loop_sequence();
+        let of_workspace: BTreeSet<VarId> =
+            w_vars.iter().flat_map(|&w| self.descendants(w)).collect();
+        let roots: Vec<Vec<VarId>> = loops.iter().map(|&l| self.roots(l)).collect();
+        (0..loops.len()).find_map(|t| {
+            let starts =
+                of_workspace.contains(&loops[t]) || roots[t].iter().any(|r| candidates.contains(r));
+            if !starts {
+                return None;
+            }
+            let private: Vec<VarId> = candidates
+                .iter()
+                .copied()
+                .filter(|c| (0..t).all(|s| !roots[s].contains(c)))
+                .collect();
+            let mut outside = Vec::new();
+            for (s, &l) in loops.iter().enumerate() {
+                let reads = roots[s].iter().any(|r| inside.contains(r));
+                let produced = of_workspace.contains(&l)
+                    || roots[s]
+                        .iter()
+                        .filter(|r| inside.contains(r))
+                        .all(|r| private.contains(r));
+                if s < t && (reads || of_workspace.contains(&l)) {
+                    outside.push(l);
+                } else if s >= t && reads && !produced {
+                    return None;
+                }
+            }
+            Some(Placement {
+                private,
+                at: loops[t],
+                outside,
+            })
+        })
     }
 
     /// TACO's default workspace name, numbered past every tensor, variable and workspace
@@ -164,160 +323,174 @@ impl Concrete {
             .expect("an unbounded sequence of names has one not taken")
     }
 
-    /// Find the factors `wanted` in one product of `expr`; return a function that builds
-    /// the expression with them replaced by a precomputed node (whose body it fills in).
-    #[allow(clippy::type_complexity)]
-    fn extract_product(
-        &self,
-        expr: &LExpr,
-        wanted: &[(String, Vec<String>)],
-        matched: &mut Vec<usize>,
-        under_sum: bool,
-    ) -> Option<Box<dyn Fn(&lexpr::Precompute) -> LExpr>> {
-        let names = |o: usize| {
-            let (t, idx) = &self.accesses[o];
-            (
-                self.statement.tensors[*t].name.clone(),
-                idx.iter()
-                    .map(|&v| self.statement.vars[v].name.clone())
-                    .collect::<Vec<_>>(),
-            )
-        };
-        match expr {
-            LExpr::Binary(crate::notation::ast::Op::Mul, ..) | LExpr::Access(_) if !under_sum => {
-                let mut factors = Vec::new();
-                flatten_product(expr, &mut factors);
-                let mut used = vec![false; factors.len()];
-                let mut picked = Vec::new();
-                for w in wanted {
-                    let hit = factors.iter().enumerate().position(|(n, f)| {
-                        !used[n] && matches!(f, LExpr::Access(o) if names(*o) == *w)
-                    });
-                    if let Some(hit) = hit {
-                        used[hit] = true;
-                        picked.push(hit);
-                    }
+    /// Find `wanted` in `expr`: the matched subexpression, and a function that builds
+    /// `expr` with it replaced by a precomputed node. Nothing under a reduction computed
+    /// into a temporary (`under_sum`) is taken: its loops are that temporary's.
+    fn extract(&self, expr: &LExpr, wanted: &Wanted, under_sum: bool) -> Option<(LExpr, Rebuild)> {
+        if !under_sum {
+            for op in [Op::Mul, Op::Add] {
+                let parts = wanted.chain(op);
+                if parts.len() < 2 || !matches!(expr, LExpr::Binary(o, ..) if *o == op) {
+                    continue;
                 }
-                if picked.len() == wanted.len() {
-                    picked.sort_unstable();
-                    let body = product(picked.iter().map(|&n| factors[n].clone()));
-                    let rest: Vec<LExpr> = factors
-                        .iter()
-                        .enumerate()
-                        .filter(|(n, _)| !used[*n])
-                        .map(|(_, f)| f.clone())
-                        .collect();
-                    matched.extend(picked.iter().filter_map(|&n| match factors[n] {
-                        LExpr::Access(o) => Some(o),
-                        _ => None,
-                    }));
-                    return Some(Box::new(move |p: &lexpr::Precompute| {
-                        let node = LExpr::Precomputed(Box::new(lexpr::Precompute {
-                            body: body.clone(),
-                            ..p.clone()
-                        }));
-                        product(rest.iter().cloned().chain([node]))
-                    }));
+                let operands = chain(expr, op);
+                if let Some(picked) = self.pick(&parts, &operands) {
+                    let body = join(op, picked.iter().map(|&n| operands[n].clone()));
+                    return Some((
+                        body,
+                        Box::new(move |p| {
+                            let node = LExpr::Precomputed(Box::new(p));
+                            join(
+                                op,
+                                operands.iter().enumerate().filter_map(|(n, e)| {
+                                    if n == picked[0] {
+                                        Some(node.clone())
+                                    } else {
+                                        (!picked.contains(&n)).then(|| e.clone())
+                                    }
+                                }),
+                            )
+                        }),
+                    ));
                 }
-                // Not all in this product: look inside its other factors.
-                for (n, f) in factors.iter().enumerate() {
-                    if matches!(f, LExpr::Access(_)) {
-                        continue;
-                    }
-                    if let Some(inner) = self.extract_product(f, wanted, matched, under_sum) {
-                        return Some(Box::new(move |p| {
-                            product(factors.iter().enumerate().map(|(k, g)| {
-                                if k == n {
-                                    inner(p)
-                                } else {
-                                    g.clone()
-                                }
-                            }))
-                        }));
-                    }
-                }
-                None
             }
+            if self.same(wanted, expr) {
+                return Some((expr.clone(), Box::new(|p| LExpr::Precomputed(Box::new(p)))));
+            }
+        }
+        match expr {
             LExpr::Neg(a) => {
-                let inner = self.extract_product(a, wanted, matched, under_sum)?;
-                Some(Box::new(move |p| LExpr::Neg(Box::new(inner(p)))))
+                let (body, inner) = self.extract(a, wanted, under_sum)?;
+                Some((body, Box::new(move |p| LExpr::Neg(Box::new(inner(p))))))
             }
             LExpr::Sum(v, hoisted, a) => {
-                let inner = self.extract_product(a, wanted, matched, true)?;
+                let (body, inner) = self.extract(a, wanted, true)?;
                 let (v, hoisted) = (*v, hoisted.clone());
-                Some(Box::new(move |p| {
-                    LExpr::Sum(v, hoisted.clone(), Box::new(inner(p)))
-                }))
+                Some((
+                    body,
+                    Box::new(move |p| LExpr::Sum(v, hoisted.clone(), Box::new(inner(p)))),
+                ))
             }
             LExpr::Precomputed(outer) => {
-                let inner = self.extract_product(&outer.body, wanted, matched, under_sum)?;
+                let (body, inner) = self.extract(&outer.body, wanted, under_sum)?;
                 let outer = (**outer).clone();
-                Some(Box::new(move |p| {
-                    LExpr::Precomputed(Box::new(lexpr::Precompute {
-                        body: inner(p),
-                        ..outer.clone()
-                    }))
-                }))
+                Some((
+                    body,
+                    Box::new(move |p| {
+                        LExpr::Precomputed(Box::new(lexpr::Precompute {
+                            body: inner(p),
+                            ..outer.clone()
+                        }))
+                    }),
+                ))
             }
             LExpr::Binary(op, a, b) => {
                 let op = *op;
-                if let Some(left) = self.extract_product(a, wanted, matched, under_sum) {
+                if let Some((body, left)) = self.extract(a, wanted, under_sum) {
                     let b = (**b).clone();
-                    return Some(Box::new(move |p| {
-                        LExpr::Binary(op, Box::new(left(p)), Box::new(b.clone()))
-                    }));
+                    return Some((
+                        body,
+                        Box::new(move |p| {
+                            LExpr::Binary(op, Box::new(left(p)), Box::new(b.clone()))
+                        }),
+                    ));
                 }
-                let right = self.extract_product(b, wanted, matched, under_sum)?;
+                let (body, right) = self.extract(b, wanted, under_sum)?;
                 let a = (**a).clone();
-                Some(Box::new(move |p| {
-                    LExpr::Binary(op, Box::new(a.clone()), Box::new(right(p)))
-                }))
+                Some((
+                    body,
+                    Box::new(move |p| LExpr::Binary(op, Box::new(a.clone()), Box::new(right(p)))),
+                ))
             }
             LExpr::Math(f, args) => {
-                let (f, args) = (*f, args.clone());
-                for (k, a) in args.iter().enumerate() {
-                    if let Some(inner) = self.extract_product(a, wanted, matched, under_sum) {
-                        let args = args.clone();
-                        return Some(Box::new(move |p| {
-                            let mut args = args.clone();
-                            args[k] = inner(p);
-                            LExpr::Math(f, args)
-                        }));
-                    }
-                }
-                None
+                let f = *f;
+                args.iter().enumerate().find_map(|(k, a)| {
+                    let (body, inner) = self.extract(a, wanted, under_sum)?;
+                    let args = args.clone();
+                    let rebuild: Rebuild = Box::new(move |p| {
+                        let mut args = args.clone();
+                        args[k] = inner(p);
+                        LExpr::Math(f, args)
+                    });
+                    Some((body, rebuild))
+                })
             }
             _ => None,
         }
     }
-}
 
-/// The accesses of a product of accesses; false when it has other operations.
-fn product_factors(e: &crate::notation::ast::Expr, out: &mut Vec<(String, Vec<String>)>) -> bool {
-    use crate::notation::ast::{ExprKind, Op};
-    match &e.kind {
-        ExprKind::Access(a) => {
-            out.push((a.tensor.clone(), a.indices.clone()));
-            true
+    /// Operands of `operands` matching each of `parts`, one each, in increasing order.
+    fn pick(&self, parts: &[&Wanted], operands: &[LExpr]) -> Option<Vec<usize>> {
+        let mut picked: Vec<usize> = Vec::new();
+        for part in parts {
+            let hit = (0..operands.len())
+                .find(|n| !picked.contains(n) && self.same(part, &operands[*n]))?;
+            picked.push(hit);
         }
-        ExprKind::Binary(Op::Mul, a, b) => product_factors(a, out) && product_factors(b, out),
-        _ => false,
+        picked.sort_unstable();
+        Some(picked)
+    }
+
+    /// `wanted` is `expr`, up to the order of the operands of `*` and `+`.
+    fn same(&self, wanted: &Wanted, expr: &LExpr) -> bool {
+        let names = |vars: &mut dyn Iterator<Item = &VarId>| -> Vec<String> {
+            vars.map(|&v| self.vars[v].name.clone()).collect()
+        };
+        match (wanted, expr) {
+            (Wanted::Access(t, idx), LExpr::Access(o)) => {
+                let (tensor, vars) = &self.accesses[*o];
+                self.statement.tensors[*tensor].name == *t && names(&mut vars.iter()) == *idx
+            }
+            (Wanted::Access(t, idx), LExpr::Precomputed(p)) => {
+                p.workspace == *t && names(&mut p.vars.iter()) == *idx
+            }
+            (Wanted::Literal(a), LExpr::Literal(b)) => a == b,
+            (Wanted::Neg(a), LExpr::Neg(b)) => self.same(a, b),
+            (Wanted::Binary(op, ..), LExpr::Binary(o, ..))
+                if op == o && matches!(op, Op::Mul | Op::Add) =>
+            {
+                let parts = wanted.chain(*op);
+                let operands = chain(expr, *op);
+                parts.len() == operands.len() && self.pick(&parts, &operands).is_some()
+            }
+            (Wanted::Binary(op, a, b), LExpr::Binary(o, x, y)) => {
+                op == o && self.same(a, x) && self.same(b, y)
+            }
+            (Wanted::Math(f, args), LExpr::Math(g, xs)) => {
+                f == g
+                    && args.len() == xs.len()
+                    && args.iter().zip(xs).all(|(a, x)| self.same(a, x))
+            }
+            _ => false,
+        }
     }
 }
 
-fn flatten_product(e: &LExpr, out: &mut Vec<LExpr>) {
+/// Builds the right-hand side with the precomputed node in place of the matched part.
+type Rebuild = Box<dyn Fn(lexpr::Precompute) -> LExpr>;
+
+/// True when `body` holds the workspace `w` (an earlier precompute the new one contains).
+fn body_contains(body: &LExpr, w: &lexpr::Precompute) -> bool {
+    let mut inner = Vec::new();
+    lexpr::precomputes(body, &mut inner);
+    inner.iter().any(|p| p.workspace == w.workspace)
+}
+
+/// The operands of a chain of `op` in `e`, left to right.
+fn chain(e: &LExpr, op: Op) -> Vec<LExpr> {
     match e {
-        LExpr::Binary(crate::notation::ast::Op::Mul, a, b) => {
-            flatten_product(a, out);
-            flatten_product(b, out);
+        LExpr::Binary(o, a, b) if *o == op => {
+            let mut out = chain(a, op);
+            out.extend(chain(b, op));
+            out
         }
-        other => out.push(other.clone()),
+        other => vec![other.clone()],
     }
 }
 
-fn product(factors: impl IntoIterator<Item = LExpr>) -> LExpr {
-    factors
+fn join(op: Op, operands: impl IntoIterator<Item = LExpr>) -> LExpr {
+    operands
         .into_iter()
-        .reduce(|a, b| LExpr::Binary(crate::notation::ast::Op::Mul, Box::new(a), Box::new(b)))
-        .unwrap_or(LExpr::Literal(1.0))
+        .reduce(|a, b| LExpr::Binary(op, Box::new(a), Box::new(b)))
+        .expect("a chain has an operand")
 }
