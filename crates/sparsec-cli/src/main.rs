@@ -1,6 +1,6 @@
 //! The `sparsec` command line: a thin dispatcher over the library's module per subcommand.
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 use sparsec_cli::{convert, emit, formats, info, run, specialise, spf, taco, tune};
 
 /// Large blocks on cache lines, so that kernels load rows of dense operands in whole
@@ -8,18 +8,33 @@ use sparsec_cli::{convert, emit, formats, info, run, specialise, spf, taco, tune
 #[global_allocator]
 static ALLOCATOR: sparsec::memory::LineAligned = sparsec::memory::LineAligned;
 
+/// The version and the commit it was built from (`unknown` outside a git checkout).
+const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (commit ",
+    env!("SPARSEC_COMMIT"),
+    ")"
+);
+
+/// What scripts may rely on.
+const EXIT_STATUS: &str = "Exit status: 0 on success; 1 when the inputs, the statement, the \
+schedule or the environment (a compiler, a device, memory) do not allow the command, with a \
+message that says which and why; 2 for a command line that does not parse; 101 for an \
+internal error, which is a bug in sparsec. Color follows the terminal and NO_COLOR.";
+
 /// sparsec: a sparse tensor algebra compiler.
 #[derive(Parser)]
 #[command(
     name = "sparsec",
-    version,
+    version = VERSION,
     about = "sparsec: a sparse tensor algebra compiler",
     long_about = "sparsec: a sparse tensor algebra compiler.\n\n\
                   Reads MatrixMarket (.mtx), FROSTT (.tns) and sparsec binary (.spt) tensor \
                   files, stores tensors in any per-level format, and compiles index-notation \
                   kernels over them. Run `sparsec help SUBCOMMAND` for the options of each \
                   subcommand.",
-    after_long_help = formats::FORMAT_HELP
+    after_long_help = format!("{}\n\n{EXIT_STATUS}", formats::FORMAT_HELP),
+    after_help = EXIT_STATUS
 )]
 struct Cli {
     #[command(subcommand)]
@@ -46,6 +61,14 @@ enum Command {
     Taco(taco::TacoArgs),
     /// Choose the sparse operands' formats and the schedule together for given inputs.
     Tune(tune::TuneArgs),
+    /// Print a shell completion script: `sparsec completions bash > ~/.local/share/\
+    /// bash-completion/completions/sparsec`.
+    Completions {
+        /// The shell: bash, zsh, fish, elvish or powershell.
+        shell: clap_complete::Shell,
+    },
+    /// Print the manual page (roff): `sparsec man > sparsec.1; man ./sparsec.1`.
+    Man,
 }
 
 fn main() -> miette::Result<()> {
@@ -60,5 +83,28 @@ fn main() -> miette::Result<()> {
         Command::Tune(args) => tune::tune(&args),
         Command::Spf(cmd) => spf::spf(&cmd),
         Command::Specialise(args) => specialise::specialise(&args),
+        Command::Completions { shell } => {
+            let mut script = Vec::new();
+            clap_complete::generate(shell, &mut Cli::command(), "sparsec", &mut script);
+            print_all(&script)
+        }
+        Command::Man => {
+            let mut page = Vec::new();
+            clap_mangen::Man::new(Cli::command())
+                .render(&mut page)
+                .map_err(|e| miette::miette!("cannot render the manual page: {e}"))?;
+            print_all(&page)
+        }
+    }
+}
+
+/// Write `bytes` to standard output; a reader that stops early (`| head`) is no error.
+fn print_all(bytes: &[u8]) -> miette::Result<()> {
+    use std::io::Write;
+    match std::io::stdout().lock().write_all(bytes) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            Err(miette::miette!("cannot write to standard output: {e}"))
+        }
+        _ => Ok(()),
     }
 }

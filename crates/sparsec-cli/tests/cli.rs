@@ -465,3 +465,47 @@ fn a_refused_statement_says_it_cannot_compile_once() {
         "{stderr}"
     );
 }
+
+/// Shell completions and the manual page come from the command's own definitions, and the
+/// version names the commit.
+#[test]
+fn completions_manual_page_and_version() {
+    for shell in ["bash", "zsh", "fish", "elvish", "powershell"] {
+        let script = ok(&["completions", shell]);
+        for word in ["sparsec", "convert", "tune", "schedule"] {
+            assert!(script.contains(word), "{shell} completions lack `{word}`");
+        }
+    }
+    let message = fails(&["completions", "tcsh"]);
+    assert!(message.contains("invalid value 'tcsh'"), "{message}");
+    let page = ok(&["man"]);
+    assert!(page.contains(".TH sparsec 1"), "{page}");
+    for word in ["completions", "specialise", "Exit status"] {
+        assert!(page.contains(word), "the manual page lacks `{word}`");
+    }
+    let version = ok(&["--version"]);
+    let version = version.trim();
+    let commit = version
+        .strip_prefix(&format!("sparsec {} (commit ", env!("CARGO_PKG_VERSION")))
+        .and_then(|rest| rest.strip_suffix(')'))
+        .unwrap_or_else(|| panic!("{version}"));
+    assert!(
+        commit == "unknown"
+            || (commit.len() == 12 && commit.chars().all(|c| c.is_ascii_hexdigit())),
+        "{version}"
+    );
+}
+
+/// The documented exit statuses: 1 for what the command cannot do, 2 for a command line
+/// that does not parse.
+#[test]
+fn exit_statuses_tell_usage_from_other_errors() {
+    let status = |args: &[&str]| sparsec(args).status.code();
+    assert_eq!(status(&["info", "/nonexistent/a.mtx"]), Some(1));
+    assert_eq!(status(&["run", "y(i) = A(i,j) *"]), Some(1));
+    assert_eq!(status(&["info", "--no-such-flag", "a.mtx"]), Some(2));
+    assert_eq!(status(&["frobnicate"]), Some(2));
+    assert_eq!(status(&["--help"]), Some(0));
+    let help = ok(&["--help"]);
+    assert!(help.contains("Exit status: 0 on success; 1"), "{help}");
+}
