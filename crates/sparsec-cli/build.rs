@@ -20,7 +20,10 @@ fn main() {
     if let Some(dir) = git(&["rev-parse", "--absolute-git-dir"]) {
         let dir = Path::new(&dir);
         println!("cargo:rerun-if-changed={}", dir.join("HEAD").display());
-        println!("cargo:rerun-if-changed={}", dir.join("packed-refs").display());
+        println!(
+            "cargo:rerun-if-changed={}",
+            dir.join("packed-refs").display()
+        );
         if let Some(branch) = git(&["symbolic-ref", "-q", "HEAD"]) {
             println!("cargo:rerun-if-changed={}", dir.join(branch).display());
         }

@@ -229,9 +229,15 @@ pub fn run(args: &RunArgs) -> Result<()> {
         let (quick, waiting) = (kernel.running_target(), Instant::now());
         finish_compiling(&kernel);
         if kernel.running_target() == main_target {
+            let waited = waiting.elapsed();
+            let when = if waited < Duration::from_millis(1) {
+                "it was ready when the first run ended".to_string()
+            } else {
+                format!("waited for {} after the first run", spec::ms(waited))
+            };
             crate::outln!(
-                "kernel: the {main_target} target's code replaces the {quick}'s after {} more",
-                spec::ms(waiting.elapsed())
+                "kernel: the {main_target} target's code replaces the {quick}'s for the \
+                 timed runs ({when})"
             );
         }
         run_once()?;
@@ -552,18 +558,20 @@ pub(crate) fn write_output(path: &Path, result: &Tensor) -> Result<()> {
 /// How the kernel was obtained and which code runs.
 fn report_kernel(kernel: &Kernel, compile_time: Duration) {
     let (running, main) = (kernel.running_target(), kernel.targets().main().name());
+    let took = spec::ms(compile_time);
+    // The time is the running target's: the other one's compilation is still going on.
     let how = match (running == main, kernel.was_compiled()) {
         (false, _) => format!(
-            "compiled by the {running} target while the {main} target compiles in the background"
+            "compiled by the {running} target in {took}, which runs until the {main} \
+             target's code, compiling in the background, is ready"
         ),
-        (true, true) => format!("compiled by the {running} target"),
-        (true, false) => format!("loaded from cache ({running} target)"),
+        (true, true) => format!("compiled by the {running} target in {took}"),
+        (true, false) => format!("loaded from cache ({running} target) in {took}"),
     };
     let threads = kernel.threads_used();
     let plural = if threads == 1 { "thread" } else { "threads" };
     crate::outln!(
-        "kernel: {how} in {} (loops {}; {threads} {plural})",
-        spec::ms(compile_time),
+        "kernel: {how} (loops {}; {threads} {plural})",
         kernel.loop_order().join(", "),
     );
 }

@@ -1158,3 +1158,37 @@ fn run_with_a_user_operator() {
     );
     assert!(err.contains("avg(0, -3) = -1.5"), "{err}");
 }
+
+/// With nothing cached, the JIT's code runs at once while gcc compiles: the time printed
+/// is the JIT's, said so, and the switch to gcc's code says how long it was waited for.
+#[test]
+fn the_tiered_backend_says_whose_time_it_reports() {
+    let cache = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_sparsec"))
+        .args([
+            "run",
+            "y(i) = A(i,j) * x(j) * 3",
+            "-g",
+            "A:uniform:0.1",
+            "-g",
+            "x:dense",
+        ])
+        .args(["-d", "i:50", "-d", "j:40", "--time", "2"])
+        .env("SPARSEC_CACHE_DIR", cache.path())
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    let text = stdout(&out);
+    assert!(out.status.success(), "{text}{}", stderr(&out));
+    assert!(
+        text.contains("kernel: compiled by the JIT target in ")
+            && text.contains(
+                "ms, which runs until the C target's code, compiling in the background, is ready"
+            ),
+        "{text}"
+    );
+    assert!(
+        text.contains("kernel: the C target's code replaces the JIT's for the timed runs ("),
+        "{text}"
+    );
+}
