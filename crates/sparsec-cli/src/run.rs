@@ -137,6 +137,7 @@ pub fn run(args: &RunArgs) -> Result<()> {
     if args.distributed {
         return distributed(args);
     }
+    args.statement.schedule.parse()?;
     let problem = Problem::new(&args.statement.expr, &args.statement.spec, &args.generate)?;
     let out_name = problem.tensors[0].0.clone();
     let output_file = match &args.output {
@@ -171,6 +172,10 @@ pub fn run(args: &RunArgs) -> Result<()> {
         ));
     }
 
+    // A schedule that does not apply is refused before any input is read in full.
+    if !args.tuned {
+        args.statement.schedule.concrete(&statement)?;
+    }
     let (initial, inputs) = load_tensors(&problem, &statement, args.seed)?;
     let backend = match args.device {
         Some(device) => device.backend(args.backend),

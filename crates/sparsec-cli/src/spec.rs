@@ -66,12 +66,20 @@ pub struct ScheduleArgs {
 }
 
 impl ScheduleArgs {
+    /// The schedule's syntax, checked before any input is read (its preconditions need
+    /// the statement's tensors).
+    pub fn parse(&self) -> Result<Option<Schedule>> {
+        self.schedule
+            .as_deref()
+            .map(|text| Schedule::parse(text).map_err(|e| Report::new(sparsec::Error::from(e))))
+            .transpose()
+    }
+
     /// The statement made concrete with this schedule (`None`: the default schedule).
     pub fn concrete(&self, statement: &Statement) -> Result<Option<Concrete>> {
-        let Some(text) = &self.schedule else {
+        let Some(schedule) = self.parse()? else {
             return Ok(None);
         };
-        let schedule = Schedule::parse(text).map_err(|e| Report::new(sparsec::Error::from(e)))?;
         let concrete = Concrete::new(statement).map_err(cannot_compile)?;
         let scheduled = schedule
             .apply(&concrete)

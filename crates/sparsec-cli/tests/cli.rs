@@ -509,3 +509,40 @@ fn exit_statuses_tell_usage_from_other_errors() {
     let help = ok(&["--help"]);
     assert!(help.contains("Exit status: 0 on success; 1"), "{help}");
 }
+
+/// A schedule is checked before the inputs are read or generated: its syntax before any
+/// file is opened, its preconditions before a generator fills memory.
+#[test]
+fn schedules_are_checked_before_the_inputs_are_read() {
+    let message = fails(&[
+        "run",
+        "y(i) = A(i,j) * x(j)",
+        "-i",
+        "A:/nonexistent/a.mtx",
+        "-g",
+        "x:dense",
+        "-s",
+        "split(i,i0",
+    ]);
+    assert!(!message.contains("nonexistent"), "{message}");
+    assert!(message.contains("split(i,i0"), "{message}");
+    // Generating these inputs would need terabytes.
+    let message = fails(&[
+        "run",
+        "y(i) = A(i,j) * x(j)",
+        "-d",
+        "i:3000000000",
+        "-d",
+        "j:3000000000",
+        "-g",
+        "A:uniform:0.5",
+        "-g",
+        "x:dense",
+        "-s",
+        "split(q,q0,q1,4)",
+    ]);
+    assert!(
+        message.contains("the variable exists") && !message.contains("bytes"),
+        "{message}"
+    );
+}
