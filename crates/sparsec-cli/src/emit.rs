@@ -15,6 +15,9 @@ EXAMPLES:
   # The whole C translation unit of CSR SpMV:
   sparsec emit \"y(i) = A(i,j) * x(j)\" -f A:ds
 
+  # The loops of CSR SpMV as the schedule makes them, without the SIMD versions:
+  sparsec emit \"y(i) = A(i,j) * x(j)\" -f A:ds --plain --compute
+
   # Only the kernel function of SpGEMM with a CSR output:
   sparsec emit \"C(i,j) = A(i,k) * B(k,j)\" -f A:csr -f B:csr -f C:csr --compute
 
@@ -41,6 +44,11 @@ pub struct EmitArgs {
     /// Print only the kernel function (which computes and emits the output).
     #[arg(long)]
     pub compute: bool,
+    /// Print the loops as the schedule makes them, without the C target's vectorising and
+    /// prefetching passes (the kernel `run` compiles has them: versions of gathered sums
+    /// for SIMD units, chosen at run time, and prefetches).
+    #[arg(long)]
+    pub plain: bool,
     /// The language to print: C (the C target's), or a GPU schedule's device kernels as
     /// OpenCL C or CUDA C.
     #[arg(long, value_enum, default_value_t = EmitTarget::C)]
@@ -64,18 +72,24 @@ const PLACEHOLDER_SIZE: usize = 1000;
 
 /// The whole C translation unit generated for a statement (what `emit` prints by default).
 pub fn source(args: &StatementArgs) -> Result<String> {
-    Ok(generate(args)?.2.source)
+    Ok(generate(args, false)?.2.source)
 }
 
-/// The bound statement, its lowering and the C code generated for it.
-fn generate(args: &StatementArgs) -> Result<(Statement, Lowered, c::CKernel)> {
+/// The bound statement, its lowering and the C code generated for it: what a kernel
+/// compiled with the C target runs (the function after the target's passes), or with
+/// `plain` after only the pass every CPU target runs (each thread zeroes its rows).
+fn generate(args: &StatementArgs, plain: bool) -> Result<(Statement, Lowered, c::CKernel)> {
     let problem = Problem::new(&args.expr, &args.spec, &[])?;
     let statement = problem.bind_with_default_size(PLACEHOLDER_SIZE)?;
     let mut lowered = args.schedule.lower(&statement)?;
-    // What a kernel compiled with the C target runs: the function after its passes.
-    let c_target = sparsec::kernel::Backend::C.targets(&Default::default());
-    let generated = c_target
-        .prepare(&mut lowered.function)
+    let prepared = if plain {
+        (sparsec::target::ZERO_ROWS.run)(&mut lowered.function);
+        Ok(())
+    } else {
+        let c_target = sparsec::kernel::Backend::C.targets(&Default::default());
+        c_target.prepare(&mut lowered.function)
+    };
+    let generated = prepared
         .and_then(|()| c::emit(&lowered.function))
         .map_err(|e| Report::new(sparsec::Error::from(e)))?;
     Ok((statement, lowered, generated))
@@ -114,7 +128,7 @@ pub fn emit(args: &EmitArgs) -> Result<()> {
         EmitTarget::Opencl => return emit_gpu(args, &sparsec::codegen::opencl::OpenClTarget),
         EmitTarget::Cuda => return emit_gpu(args, &sparsec::codegen::cuda::CudaTarget),
     }
-    let (statement, lowered, generated) = generate(&args.statement)?;
+    let (statement, lowered, generated) = generate(&args.statement, args.plain)?;
     let (prelude, kernel) = generated.source.split_at(generated.body_offset);
     if args.compute {
         crate::out!("{kernel}");

@@ -179,6 +179,7 @@ fn emit_with(statement: &StatementArgs, assembly: bool, compute: bool) -> Result
         statement: statement.clone(),
         assembly,
         compute,
+        plain: false,
         target: emit::EmitTarget::C,
     })
 }

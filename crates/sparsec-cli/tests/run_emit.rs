@@ -1192,3 +1192,29 @@ fn the_tiered_backend_says_whose_time_it_reports() {
         "{text}"
     );
 }
+
+/// `emit --plain` prints the loops without the C target's SIMD versions and prefetches:
+/// far shorter, and still a translation unit gcc compiles.
+#[test]
+fn emit_plain_prints_the_loops_without_the_targets_passes() {
+    let args = ["emit", "y(i) = A(i,j) * x(j)", "-f", "A:csr"];
+    let full = ok(&args);
+    let plain = ok(&[&args[..], &["--plain"]].concat());
+    assert!(full.contains("sum_version"), "{full}");
+    assert!(!plain.contains("sum_version") && !plain.contains("__builtin_prefetch"));
+    let kernel = ok(&[&args[..], &["--plain", "--compute"]].concat());
+    assert!(kernel.lines().count() < 120, "{kernel}");
+    let dir = tempfile::tempdir().unwrap();
+    let source = dir.path().join("plain.c");
+    std::fs::write(&source, &plain).unwrap();
+    let gcc = Command::new("gcc")
+        .args(["-fopenmp", "-fsyntax-only"])
+        .arg(&source)
+        .output()
+        .expect("gcc runs");
+    assert!(
+        gcc.status.success(),
+        "{}",
+        String::from_utf8_lossy(&gcc.stderr)
+    );
+}
