@@ -25,6 +25,7 @@ FORMAT STRINGS (--format)
   Level letters, one per mode, outermost first:
     d dense   s compressed   u compressed, non-unique   q singleton
     c singleton, non-unique   h hashed   b bytemap (dense positions, presence flags)
+    r range   o offset (the row range and column offset of a diagonal: `dia`'s levels)
     `(!o)` / `(!u)` after a letter marks the level unordered / non-unique.
     `:M,M,...` after the letters is the mode ordering (level k stores mode M_k).
   Examples:

@@ -546,3 +546,41 @@ fn schedules_are_checked_before_the_inputs_are_read() {
         "{message}"
     );
 }
+
+/// Every level letter an unknown letter's message offers is explained in `--help`.
+#[test]
+fn the_level_letters_errors_offer_are_in_the_help() {
+    let message = fails(&[
+        "run",
+        "y(i) = A(i,j) * x(j)",
+        "-f",
+        "A:zz",
+        "-g",
+        "A:dense",
+        "-g",
+        "x:dense",
+    ]);
+    let flat = message.replace('│', " ");
+    let flat = flat.split_whitespace().collect::<Vec<_>>().join(" ");
+    let offered = flat
+        .split_once("expected ")
+        .and_then(|(_, rest)| rest.split_once(", or a named format"))
+        .map(|(letters, _)| letters.to_string())
+        .unwrap_or_else(|| panic!("{message}"));
+    let help = ok(&["--help"]);
+    let section = help
+        .split_once("Level letters")
+        .and_then(|(_, rest)| rest.split_once("Examples"))
+        .map(|(section, _)| section.to_string())
+        .expect("the help has a level letter section");
+    let mut letters = 0;
+    for item in offered.split("), ") {
+        let letter = item.chars().next().expect("a letter");
+        assert!(
+            section.contains(&format!(" {letter} ")),
+            "`{letter}` is offered but not explained:\n{section}"
+        );
+        letters += 1;
+    }
+    assert!(letters >= 9, "{offered}");
+}
