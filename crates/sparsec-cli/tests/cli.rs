@@ -584,3 +584,45 @@ fn the_level_letters_errors_offer_are_in_the_help() {
     }
     assert!(letters >= 9, "{offered}");
 }
+
+/// Each error class prints its code and points to its troubleshooting section.
+#[test]
+fn errors_carry_their_class_code_and_point_to_the_troubleshooting_page() {
+    let spmv = [
+        "run",
+        "y(i) = A(i,j) * x(j)",
+        "-g",
+        "A:dense",
+        "-g",
+        "x:dense",
+        "-d",
+        "i:3",
+        "-d",
+        "j:3",
+    ];
+    for (args, class) in [
+        (vec!["run", "y(i) = A(i,j) *"], "sparsec::notation"),
+        (
+            [&spmv[..], &["-s", "split(i"]].concat(),
+            "sparsec::schedule::syntax",
+        ),
+        (
+            [&spmv[..], &["-s", "split(q,a,b,2)"]].concat(),
+            "sparsec::schedule",
+        ),
+        (
+            [&spmv[..], &["-s", "parallelize(j,CPUThread,NoRaces)"]].concat(),
+            "sparsec::lower",
+        ),
+        (vec!["info", "/nonexistent/a.mtx"], "sparsec::io"),
+    ] {
+        let message = fails(&args);
+        let flat = message.replace('│', " ");
+        let flat = flat.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(
+            flat.contains(&format!("Error: {class} "))
+                && flat.contains(&format!("docs/troubleshooting.md, section `{class}`")),
+            "{args:?}: {message}"
+        );
+    }
+}

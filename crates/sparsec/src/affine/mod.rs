@@ -38,6 +38,10 @@ pub type Span = (usize, usize);
 /// An error in an affine program, pointing at the offending span of its text where
 /// there is one.
 #[derive(Debug, thiserror::Error, Diagnostic)]
+#[diagnostic(
+    code(sparsec::affine),
+    help("what it means and what to do: docs/troubleshooting.md, section `sparsec::affine`")
+)]
 #[error("{message}")]
 pub struct AffineError {
     pub message: String,

@@ -42,6 +42,10 @@ use crate::tensor::{Coo, Tensor, TensorError, ValueType};
 #[derive(Debug, thiserror::Error, miette::Diagnostic)]
 pub enum IoError {
     /// The operating system refused to read or write the file.
+    #[diagnostic(
+        code(sparsec::io),
+        help("what it means and what to do: docs/troubleshooting.md, section `sparsec::io`")
+    )]
     #[error("{}: {error}", path.display())]
     Io {
         /// The file.
@@ -50,6 +54,10 @@ pub enum IoError {
         error: std::io::Error,
     },
     /// The content of a text file is malformed at `line`.
+    #[diagnostic(
+        code(sparsec::io),
+        help("what it means and what to do: docs/troubleshooting.md, section `sparsec::io`")
+    )]
     #[error("{}:{line}: {message}", path.display())]
     Parse {
         /// The file.
@@ -61,6 +69,10 @@ pub enum IoError {
     },
     /// The file as a whole is unusable (binary corruption, unknown extension, a tensor the
     /// format cannot hold, ...).
+    #[diagnostic(
+        code(sparsec::io),
+        help("what it means and what to do: docs/troubleshooting.md, section `sparsec::io`")
+    )]
     #[error("{}: {message}", path.display())]
     Invalid {
         /// The file.

@@ -346,10 +346,11 @@ impl Diagnostic for NotationError {
         Some(Box::new("sparsec::notation"))
     }
     fn help<'a>(&'a self) -> Option<Box<dyn fmt::Display + 'a>> {
-        self.inner
-            .help
-            .as_ref()
-            .map(|h| Box::new(h) as Box<dyn fmt::Display>)
+        let pointer = crate::error::troubleshooting("sparsec::notation");
+        Some(Box::new(match &self.inner.help {
+            Some(own) => format!("{own}\n{pointer}"),
+            None => pointer,
+        }))
     }
     fn source_code(&self) -> Option<&dyn SourceCode> {
         Some(&self.inner.source_code)

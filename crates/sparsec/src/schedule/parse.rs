@@ -25,6 +25,10 @@ pub struct Schedule {
 
 /// A schedule string that does not parse.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error, miette::Diagnostic)]
+#[diagnostic(
+    code(sparsec::schedule::syntax),
+    help("what it means and what to do: docs/troubleshooting.md, section `sparsec::schedule::syntax`")
+)]
 #[error("invalid schedule: {message}")]
 pub struct ScheduleSyntaxError {
     pub message: String,

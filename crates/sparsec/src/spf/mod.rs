@@ -21,6 +21,10 @@ pub use parse::{parse_map, parse_program, parse_set, Program};
 
 /// An error in a computation, pointing at the offending span of its text.
 #[derive(Debug, thiserror::Error, Diagnostic)]
+#[diagnostic(
+    code(sparsec::spf),
+    help("what it means and what to do: docs/troubleshooting.md, section `sparsec::spf`")
+)]
 #[error("{message}")]
 pub struct SpfError {
     pub message: String,
