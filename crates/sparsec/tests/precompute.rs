@@ -291,6 +291,41 @@ fn each_rule_of_precompute_names_its_boundary() {
             && message.contains("`i` must stay outside `k`"),
         "{message}"
     );
+    // A loop fused from a workspace variable and another variable of the expression
+    // cannot run in the producer, in either order of the transformations (found by the
+    // statement fuzzer: a wrong sum, when the fused loop was taken for the workspace's).
+    let diff = "A = B(i,j) - (-B(i,j) + C(i,j))";
+    let message = refused(diff, "fuse(i,j,f),precompute(-B(i,j),i,iw)");
+    assert!(
+        message.contains("the expression's other variables are bound outside the workspace"),
+        "{message}"
+    );
+    let message = refused(diff, "reorder(i,j),precompute(-B(i,j),i,iw),fuse(j,i,f)");
+    assert!(
+        message.contains("fused variables belong to the same reduction")
+            && message.contains("such as `j`"),
+        "{message}"
+    );
+    check_schedule(
+        diff,
+        &[("B", "ds")],
+        &inputs,
+        &[],
+        "reorder(i,j),precompute(-B(i,j),i,iw)",
+    );
+    // Two workspaces that start at one loop of a sparse output: the first one's touched
+    // coordinates replace that loop (found by the fuzzer: a panic in lowering).
+    let two = "Y(i,j) = B(i,j) * (C(i,j) * B(i,j) + D(i,j))";
+    let message = schedule_error(
+        two,
+        &[("Y", "csr")],
+        &inputs[0],
+        "precompute(C(i,j)*B(i,j),j,jw),precompute(B(i,j),j,jv,w2)",
+    );
+    assert!(
+        message.contains("each workspace has the loop where its producer starts"),
+        "{message}"
+    );
     // A reduction computed into a temporary keeps its loops.
     let message = refused(
         "A(i,j) = B(i,k) * C(k,j) + D(i,j)",

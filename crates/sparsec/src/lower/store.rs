@@ -519,8 +519,15 @@ impl Lowerer<'_> {
                 Expr::load(ArrayRef::Scratch(*name), self.linear_index(vars)),
                 None,
             ),
-            LExpr::Precomputed(_) => {
-                unreachable!("a workspace is computed before its first loop starts")
+            // Its loop was replaced: another workspace's touched coordinates stand for it.
+            LExpr::Precomputed(p) => {
+                return Err(LowerError(format!(
+                    "precompute: precondition failed: each workspace has the loop where its \
+                     producer starts: workspace `{}` starts at the loop of `{}`, which a sparse \
+                     output visits through another workspace's touched coordinates instead; \
+                     precompute one of them over other variables",
+                    p.workspace, self.plan.vars[p.at].name
+                )))
             }
             LExpr::Zero => (Expr::Float(0.0), None),
             LExpr::Sum(..) => unreachable!("every sum is lowered before its variable's loop ends"),

@@ -229,12 +229,25 @@ impl Concrete {
                 let placed = workspaces
                     .iter()
                     .find(|w| w.vars.contains(&v) || w.private.contains(&v));
-                // A fuse of the two is refused below, with the reason.
-                if placed.is_some() && self.created_by_fuse_of(u, v).is_some() {
-                    continue;
-                }
                 if let Some(w) = placed {
                     let (outer, inner) = (&self.vars[u].name, &self.vars[v].name);
+                    if self.created_by_fuse_of(u, v).is_some() {
+                        // A private variable fused with another is refused below, with
+                        // the reduction it belongs to.
+                        if w.private.contains(&v) {
+                            continue;
+                        }
+                        return Err(ScheduleError::new(
+                            text,
+                            "fused variables belong to the same reduction",
+                            format!(
+                                "`{outer}` and `{inner}` cannot share a loop: workspace `{}` \
+                                 is computed inside the loops of the other variables its \
+                                 expression reads, such as `{outer}`",
+                                w.workspace
+                            ),
+                        ));
+                    }
                     let why = if u == w.at {
                         format!(
                             "workspace `{}`'s producer starts at `{outer}` and reduces \

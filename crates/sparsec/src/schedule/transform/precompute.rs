@@ -209,7 +209,7 @@ impl Concrete {
             .copied()
             .filter(|v| !outside.contains(v) && !w_roots.contains(v))
             .collect();
-        let Some(place) = self.placement(&w_vars, &candidates, &inside) else {
+        let Some(place) = self.placement(&w_vars, &w_roots, &candidates, &inside) else {
             let shared: Vec<String> = inside
                 .iter()
                 .filter(|v| !candidates.contains(v) && !w_roots.contains(v))
@@ -264,6 +264,7 @@ impl Concrete {
     fn placement(
         &self,
         w_vars: &[VarId],
+        w_roots: &BTreeSet<VarId>,
         candidates: &[VarId],
         inside: &BTreeSet<VarId>,
     ) -> Option<Placement> {
@@ -285,11 +286,14 @@ impl Concrete {
             let mut outside = Vec::new();
             for (s, &l) in loops.iter().enumerate() {
                 let reads = roots[s].iter().any(|r| inside.contains(r));
-                let produced = of_workspace.contains(&l)
-                    || roots[s]
-                        .iter()
-                        .filter(|r| inside.contains(r))
-                        .all(|r| private.contains(r));
+                // A loop of the producer iterates the workspace's or private variables
+                // only (a fuse with another variable of the expression would sum it too).
+                let mut read = roots[s].iter().filter(|r| inside.contains(r));
+                let produced = if of_workspace.contains(&l) {
+                    read.all(|r| private.contains(r) || w_roots.contains(r))
+                } else {
+                    read.all(|r| private.contains(r))
+                };
                 if s < t && (reads || of_workspace.contains(&l)) {
                     outside.push(l);
                 } else if s >= t && reads && !produced {
