@@ -10,7 +10,8 @@ use sparsec::kernel::{Backend, Kernel, Timings};
 use sparsec::reference;
 use sparsec::tensor::{Tensor, ValueType, Values};
 
-use sparsec::notation::cin::Statement;
+use sparsec::notation::ast::Op;
+use sparsec::notation::cin::{CExpr, Statement};
 
 use crate::spec::{
     self, BackendArg, DeviceArg, Problem, ScheduleArgs, Source, StatementArgs, SumsArg, FORMAT_HELP,
@@ -416,7 +417,7 @@ fn use_tuned_choice(
     let padded = tuned.tensors[1..]
         .iter()
         .zip(&statement.tensors[1..])
-        .any(|(chosen, given)| !chosen.format.is_plain() && given.format.is_plain());
+        .any(|(chosen, given)| chosen.format.pads_with_zeros() && !given.format.pads_with_zeros());
     if padded {
         if let Some(why) = padding_meets_non_finite(&tuned, &inputs) {
             crate::outln!("tuned: not used, the formats given run instead: {why}");
@@ -459,25 +460,56 @@ fn use_tuned_choice(
 }
 
 /// Where an input of `statement` is stored in a format that pads (ELL's and sliced ELL's
-/// slots, BCSR's blocks, DIA's diagonals hold zeros its entries did not have) and another
-/// input holds an infinite or NaN value, what that does: each padding zero multiplied by
-/// such a value is NaN, where the entries alone give a number.
+/// slots, BCSR's blocks, DIA's diagonals, a dense level below a sparse one hold zeros its
+/// entries did not have) and infinite or NaN values can meet those zeros, what that does:
+/// each padding zero multiplied by such a value is NaN, where the entries alone give a
+/// number. Such values are another input's, or a quotient by a tensor, which is infinite
+/// where the denominator stores nothing.
 fn padding_meets_non_finite(statement: &Statement, inputs: &[Tensor]) -> Option<String> {
     let decls = &statement.tensors[1..];
-    let padded = decls.iter().position(|d| !d.format.is_plain())?;
+    let padded = decls.iter().position(|d| d.format.pads_with_zeros())?;
     let non_finite = inputs.iter().enumerate().position(|(k, t)| {
         k != padded
             && match t.values() {
                 Values::F64(v) => v.iter().any(|x| !x.is_finite()),
                 Values::F32(v) => v.iter().any(|x| !x.is_finite()),
             }
-    })?;
+    });
+    let source = match (non_finite, denominator_tensor(&statement.rhs)) {
+        (Some(k), _) => format!("the infinite or NaN values of `{}`", decls[k].name),
+        (None, Some(t)) => format!(
+            "the infinite quotients by `{}` where it stores nothing",
+            statement.tensors[t].name
+        ),
+        (None, None) => return None,
+    };
     Some(format!(
-        "`{}` is stored as {}, whose padding zeros multiply the infinite or NaN values of \
-         `{}`: components of the result can be NaN where `{}`'s entries give numbers (a \
-         format without padding, such as csr or coo, keeps them)",
-        decls[padded].name, decls[padded].format, decls[non_finite].name, decls[padded].name
+        "`{}` is stored as {}, whose padding zeros multiply {source}: components of the \
+         result can be NaN where `{}`'s entries give numbers (a format without padding, \
+         such as csr, dcsr or coo, keeps them)",
+        decls[padded].name, decls[padded].format, decls[padded].name
     ))
+}
+
+/// A tensor read in a denominator of `expr`, if any.
+fn denominator_tensor(expr: &CExpr) -> Option<usize> {
+    match expr {
+        CExpr::Binary(Op::Div, a, b) => first_tensor(b).or_else(|| denominator_tensor(a)),
+        CExpr::Binary(_, a, b) => denominator_tensor(a).or_else(|| denominator_tensor(b)),
+        CExpr::Neg(a) | CExpr::Sum(_, a) => denominator_tensor(a),
+        CExpr::Math(_, args) => args.iter().find_map(denominator_tensor),
+        CExpr::Access(_) | CExpr::Literal(_) => None,
+    }
+}
+
+fn first_tensor(expr: &CExpr) -> Option<usize> {
+    match expr {
+        CExpr::Access(a) => Some(a.tensor),
+        CExpr::Binary(_, a, b) => first_tensor(a).or_else(|| first_tensor(b)),
+        CExpr::Neg(a) | CExpr::Sum(_, a) => first_tensor(a),
+        CExpr::Math(_, args) => args.iter().find_map(first_tensor),
+        CExpr::Literal(_) => None,
+    }
 }
 
 /// Refuse an output file that cannot be written, before anything is computed: a kind that

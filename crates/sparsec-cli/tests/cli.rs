@@ -351,6 +351,32 @@ fn run_warns_where_padding_zeros_meet_infinite_values() {
         assert!(!stderr.contains("padding"), "{format}: {stderr}");
         assert!(stdout.contains("y(1) = 3"), "{format}: {stdout}");
     }
+    // A quotient by a tensor is infinite where it stores nothing: dense columns below
+    // sparse rows pad, CSR's do not (found by the statement fuzzer: NaN in the kernel
+    // where the reference, which reads the entries alone, has a number).
+    let quotient = |format: &str| {
+        let a_format = format!("A:{format}");
+        let out = sparsec(&[
+            "run",
+            "y(i) = A(i,j) / x(j)",
+            "-f",
+            &a_format,
+            "-f",
+            "x:s",
+            "-i",
+            &input,
+            "-i",
+            &format!("x:{}", s(&finite)),
+        ]);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        text(&out.stderr)
+    };
+    let stderr = quotient("sd");
+    assert!(
+        stderr.contains("padding zeros multiply the infinite quotients by `x`"),
+        "{stderr}"
+    );
+    assert!(!quotient("csr").contains("padding"));
 }
 
 /// An output that cannot be written is refused before anything is read or computed, and
