@@ -326,6 +326,19 @@ fn each_rule_of_precompute_names_its_boundary() {
         message.contains("each workspace has the loop where its producer starts"),
         "{message}"
     );
+    // A workspace over coordinates read in a position space of an operand the consumer
+    // no longer reads: the space would skip the workspace's other coordinates (found by
+    // the fuzzer: a wrong result).
+    let message = schedule_error(
+        "y(i) = B(i,j) * (C(i,j) + D(i,j))",
+        &[("D", "csr")],
+        &inputs[0],
+        "precompute(D(i,j),j,jw),pos(j,jp,D)",
+    );
+    assert!(
+        message.contains("pos: precondition failed: the position space `jp` covers every point"),
+        "{message}"
+    );
     // A reduction computed into a temporary keeps its loops.
     let message = refused(
         "A(i,j) = B(i,k) * C(k,j) + D(i,j)",

@@ -1513,3 +1513,22 @@ fn sets_of_ttv(r: &mut rand::rngs::StdRng) -> Vec<(&'static str, Coo)> {
         ("c", random_coo(r, &[5], 1.0)),
     ]
 }
+
+/// A `CPUVector` loop whose iterations emit a sparse output's entries: lanes cannot return
+/// when the entry buffer cannot grow, so they skip the rest (found by the statement fuzzer:
+/// gcc refused a `return` inside the `omp simd` loop).
+#[test]
+fn vector_loops_that_emit_entries() {
+    let mut r = rng(43);
+    let sets: Vec<Vec<(&str, Coo)>> = [0.4, 0.0]
+        .iter()
+        .map(|&d| vec![("A", random_coo(&mut r, &[6, 5], d))])
+        .collect();
+    check_schedule(
+        "Y(k,j) = A(k,i)",
+        &[("A", "csr"), ("Y", "coo:1,0")],
+        &sets,
+        &[("j", 3)],
+        "parallelize(k,CPUVector,NoRaces)",
+    );
+}

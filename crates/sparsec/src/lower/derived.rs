@@ -556,6 +556,20 @@ impl Lowerer<'_> {
             .cloned()
             .expect("a position space is entered before its variable is recovered");
         let occ_operand = self.occurrences[o].operand;
+        // A workspace over coordinates the operand does not read in this part (the consumer
+        // of `precompute(e, i, iw)` after `pos(i, ...)`) holds values off its positions,
+        // which the position space would skip; one over the space's own positions (A.2's
+        // registers) is read where it was written.
+        let mut read = Vec::new();
+        expr.occurrences(&mut read);
+        if !read.contains(&o)
+            && expr
+                .workspace_vars()
+                .iter()
+                .any(|w| !self.plan.descendants(pos).contains(w))
+        {
+            return Err(self.position_error(pos, v));
+        }
         let last = seg.levels.len() - 1;
         let mut stmts = vec![Stmt::Decl(
             self.named(seg.position(last), Type::Index),

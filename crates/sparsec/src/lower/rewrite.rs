@@ -88,6 +88,22 @@ impl LExpr {
         }
     }
 
+    /// The variables of every workspace read in the expression.
+    pub(super) fn workspace_vars(&self) -> Vec<VarId> {
+        match self {
+            LExpr::WorkspaceRead(_, vars) => vars.clone(),
+            LExpr::Precomputed(p) => p.body.workspace_vars(),
+            LExpr::Sum(_, _, a) | LExpr::Neg(a) => a.workspace_vars(),
+            LExpr::Binary(_, a, b) => {
+                let mut vars = a.workspace_vars();
+                vars.extend(b.workspace_vars());
+                vars
+            }
+            LExpr::Math(_, args) => args.iter().flat_map(|a| a.workspace_vars()).collect(),
+            _ => Vec::new(),
+        }
+    }
+
     /// True when the workspace read is a factor of the expression (under `*`, unary minus,
     /// numerators and functions that keep zero), so the expression is zero wherever the
     /// workspace is.

@@ -136,9 +136,11 @@ impl Lowerer<'_> {
             vars: p.vars.clone(),
             depth,
         };
-        stmts.extend(self.lower(&producer, &p.body, &into, scope)?);
+        // Producer and consumer each in a block of its own: both may enter the same
+        // position space, whose bounds and trackers each declares.
+        stmts.push(Stmt::Block(self.lower(&producer, &p.body, &into, scope)?));
         let read = expr.read_workspace(&p.workspace, self.scratch(&name, LocalType::Value));
-        stmts.extend(self.lower(&consumer, &read, dest, scope)?);
+        stmts.push(Stmt::Block(self.lower(&consumer, &read, dest, scope)?));
         Ok(stmts)
     }
 
@@ -161,7 +163,11 @@ impl Lowerer<'_> {
         self.touched_workspace(
             &name,
             &p.vars,
-            |lowerer, into| lowerer.lower(producer, &p.body, into, scope),
+            |lowerer, into| {
+                Ok(vec![Stmt::Block(
+                    lowerer.lower(producer, &p.body, into, scope)?,
+                )])
+            },
             |lowerer| lowerer.resolve_all(&p.vars, rest, &read, dest, scope),
         )
     }

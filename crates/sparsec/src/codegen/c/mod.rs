@@ -121,6 +121,7 @@ pub fn emit(function: &Function) -> Result<CKernel, BackendError> {
         indent: 1,
         emit_order: order,
         parallel_depth: 0,
+        simd_depth: 0,
         paces: 0,
         sparse_loops: 0,
         overwritten: None,
@@ -199,6 +200,8 @@ struct Printer<'a> {
     emit_order: usize,
     /// Number of enclosing OpenMP thread teams.
     parallel_depth: usize,
+    /// Number of enclosing `omp simd` loops, which code cannot leave by `return` either.
+    simd_depth: usize,
     /// Balanced loops printed so far, each with its own `sparsec_pace`.
     paces: usize,
     /// Serial loops over stored positions (not from 0) around the statement printed.
@@ -212,6 +215,12 @@ struct Printer<'a> {
 }
 
 impl Printer<'_> {
+    /// True outside every thread team and `omp simd` loop, where code out of memory may
+    /// return at once.
+    fn may_return(&self) -> bool {
+        self.parallel_depth == 0 && self.simd_depth == 0
+    }
+
     /// Serial code out of memory: free every scratch array in scope, innermost first, and
     /// return -1.
     fn out_of_memory(&mut self) {
@@ -252,7 +261,7 @@ impl Printer<'_> {
         self.scratch.extend(frees.iter().cloned());
         self.line(&format!("if ({}) {{", missing.join(" || ")));
         self.indent += 1;
-        if self.parallel_depth == 0 {
+        if self.may_return() {
             self.out_of_memory();
             self.indent -= 1;
             self.line("}");
@@ -295,7 +304,15 @@ impl Printer<'_> {
                         "#pragma omp simd{}",
                         reduction_clauses(p.names, p.function, reductions)
                     ));
-                    p.plain_loop(l);
+                    // Lanes that emit cannot leave the loop when memory runs out: the
+                    // remaining iterations are skipped instead.
+                    p.simd_depth += 1;
+                    if l.body.iter().any(threads::contains_emit) {
+                        p.stopping_loop(l);
+                    } else {
+                        p.plain_loop(l);
+                    }
+                    p.simd_depth -= 1;
                 }),
             },
             LoopKind::Parallel { .. } => unreachable!("GPU loops are refused before printing"),
@@ -486,7 +503,7 @@ impl Printer<'_> {
                 let full = format!(
                     "sparsec_out->len == sparsec_out->cap && !sparsec_grow(sparsec_out, {n})"
                 );
-                if self.parallel_depth == 0 {
+                if self.may_return() {
                     // Serial code stops at once: the rest of its loops may be billions of
                     // iterations.
                     self.line(&format!("if ({full}) {{"));

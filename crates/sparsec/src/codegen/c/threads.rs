@@ -180,9 +180,10 @@ impl Printer<'_> {
         self.line("}");
     }
 
-    /// A team's loop whose iterations emit entries: once a thread has run out of memory
-    /// for them, every thread skips its remaining iterations (the team cannot stop early).
-    fn stopping_loop(&mut self, l: &Loop) {
+    /// A team's (or an `omp simd`) loop whose iterations emit entries: once a thread has
+    /// run out of memory for them, every thread skips its remaining iterations (the loop
+    /// cannot stop early).
+    pub(super) fn stopping_loop(&mut self, l: &Loop) {
         let var = self.names.var(l.var);
         self.line(&format!(
             "for (int64_t {var} = {}; {var} < {}; {var}++) {{",
@@ -291,7 +292,7 @@ pub(super) fn balanced_work(l: &Loop) -> Option<analysis::Work> {
     }
 }
 
-fn contains_emit(s: &Stmt) -> bool {
+pub(super) fn contains_emit(s: &Stmt) -> bool {
     match s {
         Stmt::Emit { .. } => true,
         Stmt::For(Loop { body, .. }) | Stmt::While(_, body) | Stmt::Block(body) => {
