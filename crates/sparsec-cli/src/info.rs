@@ -30,10 +30,34 @@ pub struct InfoArgs {
     /// Benchmarking: read the file N times and report the median read time.
     #[arg(long, value_name = "N", hide_short_help = true)]
     pub repeat: Option<usize>,
+
+    /// Print the statistics as one JSON object (keys in snake case), for scripts.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// What `info` reports: each field as people read it and under its key for `--json`.
+#[derive(Default)]
+struct Fields {
+    text: String,
+    json: serde_json::Map<String, serde_json::Value>,
+}
+
+impl Fields {
+    fn add(
+        &mut self,
+        key: &str,
+        label: &str,
+        value: impl Into<serde_json::Value>,
+        shown: impl std::fmt::Display,
+    ) {
+        let _ = writeln!(self.text, "{:<18}{shown}", format!("{label}:"));
+        self.json.insert(key.to_string(), value.into());
+    }
 }
 
 pub fn run(args: &InfoArgs) -> miette::Result<()> {
-    let mut out = String::new();
+    let mut out = Fields::default();
     let file = match args.repeat {
         Some(n) => {
             let mut times = Vec::with_capacity(n.max(1));
@@ -48,22 +72,35 @@ pub fn run(args: &InfoArgs) -> miette::Result<()> {
             let median = times[times.len() / 2];
             let bytes = std::fs::metadata(&args.file).map_or(0, |m| m.len());
             let mb_s = bytes as f64 / 1e6 / median.as_secs_f64().max(1e-12);
-            let _ = writeln!(
-                out,
-                "read time:        median {} (min {}, {} reads, {mb_s:.0} MB/s)",
-                show(median),
-                show(times[0]),
-                times.len()
+            out.add(
+                "read_median_seconds",
+                "read time",
+                median.as_secs_f64(),
+                format!(
+                    "median {} (min {}, {} reads, {mb_s:.0} MB/s)",
+                    show(median),
+                    show(times[0]),
+                    times.len()
+                ),
             );
-            let _ = writeln!(out, "read_median_seconds: {:.9}", median.as_secs_f64());
+            out.json
+                .insert("read_min_seconds".into(), times[0].as_secs_f64().into());
+            out.json.insert("reads".into(), times.len().into());
+            // Scripts before --json read this line.
+            let _ = writeln!(out.text, "read_median_seconds: {:.9}", median.as_secs_f64());
             file.expect("at least one read")
         }
         None => io::read_any(&args.file)?,
     };
     describe(&mut out, args, &file);
+    let text = if args.json {
+        format!("{}\n", serde_json::Value::Object(out.json))
+    } else {
+        out.text
+    };
     std::io::stdout()
         .lock()
-        .write_all(out.as_bytes())
+        .write_all(text.as_bytes())
         .into_diagnostic()
         .wrap_err("cannot write to standard output")
 }
@@ -79,56 +116,75 @@ fn show(d: Duration) -> String {
     }
 }
 
-fn describe(out: &mut String, args: &InfoArgs, file: &TensorFile) {
+fn describe(out: &mut Fields, args: &InfoArgs, file: &TensorFile) {
     let coo = file.coo();
     let dims: Vec<String> = coo.dims.iter().map(usize::to_string).collect();
-    let _ = writeln!(out, "file:             {}", args.file.display());
+    let shape = dims.join(" x ");
+    out.add(
+        "file",
+        "file",
+        args.file.display().to_string(),
+        args.file.display(),
+    );
+    let entries = coo.len();
     match file {
         TensorFile::MatrixMarket(m) => {
             let h = &m.header;
-            let _ = writeln!(out, "type:             MatrixMarket {}", h.layout);
-            let _ = writeln!(out, "field:            {}", h.field);
-            let _ = writeln!(out, "symmetry:         {}", h.symmetry);
-            let _ = writeln!(out, "shape:            {}", dims.join(" x "));
-            let _ = writeln!(out, "stored entries:   {}", h.stored_entries);
-            let _ = writeln!(
-                out,
-                "entries:          {} (after symmetric expansion)",
-                coo.len()
+            let kind = format!("MatrixMarket {}", h.layout);
+            out.add("type", "type", kind.clone(), kind);
+            out.add("field", "field", h.field.to_string(), &h.field);
+            out.add("symmetry", "symmetry", h.symmetry.to_string(), &h.symmetry);
+            out.add("shape", "shape", coo.dims.clone(), &shape);
+            out.add(
+                "stored_entries",
+                "stored entries",
+                h.stored_entries,
+                h.stored_entries,
+            );
+            out.add(
+                "entries",
+                "entries",
+                entries,
+                format!("{entries} (after symmetric expansion)"),
             );
         }
         TensorFile::Frostt(_) => {
-            let _ = writeln!(out, "type:             FROSTT text");
-            let _ = writeln!(out, "field:            real");
-            let _ = writeln!(out, "symmetry:         general");
-            let _ = writeln!(out, "shape:            {}", dims.join(" x "));
-            let _ = writeln!(out, "stored entries:   {}", coo.len());
-            let _ = writeln!(out, "entries:          {}", coo.len());
+            out.add("type", "type", "FROSTT text", "FROSTT text");
+            out.add("field", "field", "real", "real");
+            out.add("symmetry", "symmetry", "general", "general");
+            out.add("shape", "shape", coo.dims.clone(), &shape);
+            out.add("stored_entries", "stored entries", entries, entries);
+            out.add("entries", "entries", entries, entries);
         }
         TensorFile::Binary(t) => {
-            let _ = writeln!(out, "type:             sparsec binary");
-            let _ = writeln!(out, "format:           {}", t.format().spelling());
-            let _ = writeln!(out, "field:            {}", t.value_type().c_name());
-            let _ = writeln!(out, "shape:            {}", dims.join(" x "));
-            let _ = writeln!(
-                out,
-                "stored values:    {} (padding included)",
-                t.stored_values()
+            out.add("type", "type", "sparsec binary", "sparsec binary");
+            let format = t.format().spelling();
+            out.add("format", "format", format.clone(), format);
+            let field = t.value_type().c_name();
+            out.add("field", "field", field, field);
+            out.add("shape", "shape", coo.dims.clone(), &shape);
+            out.add(
+                "stored_values",
+                "stored values",
+                t.stored_values(),
+                format!("{} (padding included)", t.stored_values()),
             );
-            let _ = writeln!(
-                out,
-                "entries:          {} (stored components; padding counts as explicit zeros)",
-                coo.len()
+            out.add(
+                "entries",
+                "entries",
+                entries,
+                format!("{entries} (stored components; padding counts as explicit zeros)"),
             );
         }
     }
-    let _ = writeln!(out, "order:            {}", coo.order());
+    out.add("order", "order", coo.order(), coo.order());
     let total: f64 = coo.dims.iter().map(|&d| d as f64).product();
     if total > 0.0 {
-        let _ = writeln!(out, "density:          {:.3e}", coo.len() as f64 / total);
+        let density = entries as f64 / total;
+        out.add("density", "density", density, format!("{density:.3e}"));
     }
     let zeros = coo.values.iter().filter(|&&v| v == 0.0).count();
-    let _ = writeln!(out, "explicit zeros:   {zeros}");
+    out.add("explicit_zeros", "explicit zeros", zeros, zeros);
     match coo.order() {
         2 => matrix_stats(out, &coo),
         0 | 1 => {}
@@ -179,17 +235,24 @@ fn mean_per_slice(coo: &Coo, slices: usize) -> f64 {
     }
 }
 
-fn matrix_stats(out: &mut String, coo: &Coo) {
+fn matrix_stats(out: &mut Fields, coo: &Coo) {
     let (rows, cols) = (coo.dims[0], coo.dims[1]);
     let (min, max, used) = slice_counts(coo, 0);
     let mean = mean_per_slice(coo, rows);
-    let _ = writeln!(
-        out,
-        "entries per row:  min {min}, mean {mean:.2}, max {max}"
+    out.add(
+        "entries_per_row",
+        "entries per row",
+        serde_json::json!({"min": min, "mean": mean, "max": max}),
+        format!("min {min}, mean {mean:.2}, max {max}"),
     );
-    let _ = writeln!(out, "empty rows:       {}", rows - used);
+    out.add("empty_rows", "empty rows", rows - used, rows - used);
     let (_, _, used_cols) = slice_counts(coo, 1);
-    let _ = writeln!(out, "empty columns:    {}", cols - used_cols);
+    out.add(
+        "empty_columns",
+        "empty columns",
+        cols - used_cols,
+        cols - used_cols,
+    );
     let mut bandwidth = 0u64;
     let mut offsets: Vec<i64> = Vec::with_capacity(coo.len());
     for e in 0..coo.len() {
@@ -199,24 +262,34 @@ fn matrix_stats(out: &mut String, coo: &Coo) {
     }
     offsets.sort_unstable();
     offsets.dedup();
-    let _ = writeln!(out, "bandwidth:        {bandwidth} (max |i - j|)");
-    let _ = writeln!(out, "diagonals:        {}", offsets.len());
+    out.add(
+        "bandwidth",
+        "bandwidth",
+        bandwidth,
+        format!("{bandwidth} (max |i - j|)"),
+    );
+    out.add("diagonals", "diagonals", offsets.len(), offsets.len());
 }
 
-fn mode_stats(out: &mut String, coo: &Coo) {
-    let _ = writeln!(
-        out,
-        "per mode:         {:>5} {:>12} {:>12} {:>10} {:>12} {:>10}",
+fn mode_stats(out: &mut Fields, coo: &Coo) {
+    let mut table = format!(
+        "{:>5} {:>12} {:>12} {:>10} {:>12} {:>10}",
         "mode", "size", "empty", "min/slice", "mean/slice", "max/slice"
     );
+    let mut modes = Vec::new();
     for mode in 0..coo.order() {
         let size = coo.dims[mode];
         let (min, max, used) = slice_counts(coo, mode);
         let mean = mean_per_slice(coo, size);
-        let _ = writeln!(
-            out,
-            "                  {mode:>5} {size:>12} {:>12} {min:>10} {mean:>12.2} {max:>10}",
+        let _ = write!(
+            table,
+            "\n                  {mode:>5} {size:>12} {:>12} {min:>10} {mean:>12.2} {max:>10}",
             size - used
         );
+        modes.push(serde_json::json!({
+            "mode": mode, "size": size, "empty": size - used,
+            "min_per_slice": min, "mean_per_slice": mean, "max_per_slice": max,
+        }));
     }
+    out.add("per_mode", "per mode", modes, table);
 }

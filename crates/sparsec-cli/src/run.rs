@@ -88,6 +88,14 @@ pub struct RunArgs {
     /// Also evaluate with the sparse reference evaluator and compare (fails above 1e-9).
     #[arg(long)]
     pub check: bool,
+    /// Print nothing on standard output (errors and warnings still go to standard error).
+    #[arg(long, short = 'q', conflicts_with = "json")]
+    pub quiet: bool,
+    /// Print one JSON object instead of the report: the kernel (target, loops, threads,
+    /// compile seconds), the timings of `--time` per phase (median, min and max seconds),
+    /// the check's difference and the result's shape, for scripts.
+    #[arg(long)]
+    pub json: bool,
     /// Backend: `tiered` (the cached C kernel, else the JIT's at once while gcc compiles in
     /// the background), `c` (gcc, cached, OpenMP threads), `jit` (Cranelift, serial),
     /// `opencl` (GPU schedules on an OpenCL device) or `cuda`.
@@ -138,6 +146,11 @@ pub fn run(args: &RunArgs) -> Result<()> {
     if args.distributed {
         return distributed(args);
     }
+    if args.quiet || args.json {
+        spec::quiet();
+    }
+    // What `--json` prints, filled as the run goes.
+    let mut record = serde_json::Map::new();
     args.statement.schedule.parse()?;
     let problem = Problem::new(&args.statement.expr, &args.statement.spec, &args.generate)?;
     let out_name = problem.tensors[0].0.clone();
@@ -218,7 +231,7 @@ pub fn run(args: &RunArgs) -> Result<()> {
     }
     kernel.set_sum_versions(args.sums.into());
     let compile_time = started.elapsed();
-    report_kernel(&kernel, compile_time);
+    record.insert("kernel".into(), report_kernel(&kernel, compile_time));
     report_conversions(&kernel, &inputs);
 
     let refs: Vec<&Tensor> = inputs.iter().collect();
@@ -264,9 +277,15 @@ pub fn run(args: &RunArgs) -> Result<()> {
             _ => format!(" and {trials} trials of its sum versions"),
         };
         crate::outln!("timing: {n} {runs} after 1 warm-up{trial_runs}");
-        report_phase("prepare", timings.iter().map(|t| t.prepare).collect());
-        report_phase("compute", timings.iter().map(|t| t.compute).collect());
-        report_phase("assembly", timings.iter().map(|t| t.assemble).collect());
+        let mut timing = serde_json::Map::new();
+        timing.insert("runs".into(), n.into());
+        for (phase, times) in [
+            ("prepare", timings.iter().map(|t| t.prepare).collect()),
+            ("compute", timings.iter().map(|t| t.compute).collect()),
+            ("assembly", timings.iter().map(|t| t.assemble).collect()),
+        ] {
+            timing.insert(phase.into(), report_phase(phase, times));
+        }
         if kernel.assembles_output() {
             // New values of the same structure: the assembled output is kept and only its
             // values are recomputed (`Kernel::assemble`, then `Kernel::compute`).
@@ -284,9 +303,13 @@ pub fn run(args: &RunArgs) -> Result<()> {
                 );
             }
             crate::outln!("values only, assembled structure kept:");
-            report_phase("compute", updates.iter().map(|t| t.compute).collect());
-            report_phase("update", updates.iter().map(|t| t.assemble).collect());
+            let kept = serde_json::json!({
+                "compute": report_phase("compute", updates.iter().map(|t| t.compute).collect()),
+                "update": report_phase("update", updates.iter().map(|t| t.assemble).collect()),
+            });
+            timing.insert("values_only".into(), kept);
         }
+        record.insert("timing".into(), timing.into());
         crate::outln!("  compile   {}", spec::ms(compile_time));
         if let Some(version) = kernel.sum_version() {
             let hints = kernel
@@ -321,14 +344,29 @@ pub fn run(args: &RunArgs) -> Result<()> {
         crate::outln!(
             "check: ok, max difference from the reference {diff:.3e} (relative to the terms' magnitude)"
         );
+        record.insert(
+            "check".into(),
+            serde_json::json!({ "max_difference": diff }),
+        );
     }
 
+    let mut output = serde_json::json!({
+        "name": out_name,
+        "dims": result.dims(),
+        "format": result.format().spelling(),
+        "stored": result.stored_values(),
+    });
     match output_file {
         Some(file) => {
             write_output(Path::new(&file), &result)?;
             crate::outln!("{out_name}: {}, written to {file}", shape_text(&result));
+            output["file"] = file.into();
         }
         None => print_summary(&out_name, &result),
+    }
+    record.insert("output".into(), output);
+    if args.json {
+        println!("{}", serde_json::Value::Object(record));
     }
     // The result is out; let the background compilation finish so that the next run of
     // this kernel finds the C compiler's code in the cache.
@@ -592,8 +630,8 @@ pub(crate) fn write_output(path: &Path, result: &Tensor) -> Result<()> {
         .wrap_err("cannot write the output")
 }
 
-/// How the kernel was obtained and which code runs.
-fn report_kernel(kernel: &Kernel, compile_time: Duration) {
+/// How the kernel was obtained and which code runs (also as `--json` records it).
+fn report_kernel(kernel: &Kernel, compile_time: Duration) -> serde_json::Value {
     let (running, main) = (kernel.running_target(), kernel.targets().main().name());
     let took = spec::ms(compile_time);
     // The time is the running target's: the other one's compilation is still going on.
@@ -611,6 +649,13 @@ fn report_kernel(kernel: &Kernel, compile_time: Duration) {
         "kernel: {how} (loops {}; {threads} {plural})",
         kernel.loop_order().join(", "),
     );
+    serde_json::json!({
+        "target": running,
+        "compiled": kernel.was_compiled(),
+        "compile_seconds": compile_time.as_secs_f64(),
+        "loops": kernel.loop_order(),
+        "threads": threads,
+    })
 }
 
 /// Say on stderr which operands the loop order forces to be converted at every run, and
@@ -662,7 +707,7 @@ fn finish_compiling(kernel: &Kernel) {
 }
 
 /// Print the median, min and max of one phase's times.
-pub(crate) fn report_phase(name: &str, mut times: Vec<Duration>) {
+pub(crate) fn report_phase(name: &str, mut times: Vec<Duration>) -> serde_json::Value {
     times.sort_unstable();
     let n = times.len();
     let median = if n % 2 == 1 {
@@ -676,6 +721,11 @@ pub(crate) fn report_phase(name: &str, mut times: Vec<Duration>) {
         spec::ms(times[0]),
         spec::ms(times[n - 1])
     );
+    serde_json::json!({
+        "median_seconds": median.as_secs_f64(),
+        "min_seconds": times[0].as_secs_f64(),
+        "max_seconds": times[n - 1].as_secs_f64(),
+    })
 }
 
 fn dims_text(dims: &[usize]) -> String {

@@ -577,8 +577,20 @@ pub fn ms(d: std::time::Duration) -> String {
 
 /// Write to standard output; a closed pipe (`sparsec emit ... | head`) ends the process
 /// quietly instead of panicking like `println!`.
+/// Set by `--quiet` and `--json`: the report on standard output is left out (errors and
+/// warnings still go to standard error).
+static QUIET: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Leave out the report [`outln!`] and [`out!`] print.
+pub fn quiet() {
+    QUIET.store(true, std::sync::atomic::Ordering::Relaxed);
+}
+
 pub fn write_out(text: std::fmt::Arguments<'_>, newline: bool) {
     use std::io::Write;
+    if QUIET.load(std::sync::atomic::Ordering::Relaxed) {
+        return;
+    }
     let mut stdout = std::io::stdout().lock();
     let written = stdout.write_fmt(text).and_then(|()| {
         if newline {

@@ -163,6 +163,8 @@ pub fn taco(args: &TacoArgs) -> Result<()> {
             output: t.output,
             time: t.time,
             check: false,
+            quiet: false,
+            json: false,
             backend: BackendArg::Tiered,
             device: None,
             seed: 42,

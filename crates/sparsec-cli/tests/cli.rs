@@ -652,3 +652,51 @@ fn errors_carry_their_class_code_and_point_to_the_troubleshooting_page() {
         );
     }
 }
+
+/// `--json` prints one object a script can read (`info`, `run --time --check`), and
+/// `--quiet` prints nothing; the text report is unchanged without them.
+#[test]
+fn json_and_quiet_reports_for_scripts() {
+    let karate = shared_data("matrices/karate.mtx");
+    let info: serde_json::Value =
+        serde_json::from_str(&ok(&["info", s(&karate), "--json"])).expect("one JSON object");
+    assert_eq!(info["shape"], serde_json::json!([34, 34]));
+    assert_eq!(info["entries"], 156);
+    assert_eq!(info["entries_per_row"]["max"], 17);
+    let text = ok(&["info", s(&karate)]);
+    assert!(
+        text.contains("entries per row:  min 1, mean 4.59, max 17"),
+        "{text}"
+    );
+    let tensor = shared_data("tensors/london_transport.tns");
+    let info: serde_json::Value =
+        serde_json::from_str(&ok(&["info", s(&tensor), "--json"])).unwrap();
+    assert_eq!(info["per_mode"][1]["empty"], 105);
+
+    let spmv = [
+        "run",
+        "y(i) = A(i,j) * x(j)",
+        "-g",
+        "A:uniform:0.1",
+        "-g",
+        "x:dense",
+        "-d",
+        "i:60",
+        "-d",
+        "j:50",
+    ];
+    let run: serde_json::Value =
+        serde_json::from_str(&ok(
+            &[&spmv[..], &["--time", "3", "--check", "--json"]].concat()
+        ))
+        .expect("one JSON object");
+    assert_eq!(run["timing"]["runs"], 3);
+    let compute = &run["timing"]["compute"];
+    assert!(
+        compute["min_seconds"].as_f64().unwrap() <= compute["median_seconds"].as_f64().unwrap()
+    );
+    assert!(run["check"]["max_difference"].as_f64().unwrap() <= 1e-9);
+    assert_eq!(run["output"]["dims"], serde_json::json!([60]));
+    assert_eq!(run["kernel"]["loops"], serde_json::json!(["i", "j"]));
+    assert_eq!(ok(&[&spmv[..], &["--quiet"]].concat()), "");
+}
