@@ -339,6 +339,24 @@ fn each_rule_of_precompute_names_its_boundary() {
         message.contains("pos: precondition failed: the position space `jp` covers every point"),
         "{message}"
     );
+    // A sparse output whose loops fuse a workspace variable with another: the touched
+    // coordinates cannot stand for the fused loops, from which the other is recovered
+    // (found by the fuzzer: invalid IR).
+    let mut r = rng(12);
+    let message = schedule_error(
+        "Y(i,j) = a(i) * B(i,j)",
+        &[("Y", "dq")],
+        &[
+            ("a", random_coo(&mut r, &[6], 0.5)),
+            ("B", random_coo(&mut r, &[6, 6], 0.5)),
+        ],
+        "fuse(i,j,f),split(f,f0,f1,4),precompute(a(i),i,iw)",
+    );
+    assert!(
+        message
+            .contains("a sparse output reads the workspace `workspace` only along its variables"),
+        "{message}"
+    );
     // A reduction computed into a temporary keeps its loops.
     let message = refused(
         "A(i,j) = B(i,k) * C(k,j) + D(i,j)",

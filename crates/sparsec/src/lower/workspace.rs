@@ -77,10 +77,21 @@ impl Lowerer<'_> {
             .copied()
             .filter(|u| p.vars.contains(u))
             .collect();
+        // The loops after them must not recover a variable from the replaced ones (a fuse
+        // of a workspace variable with another).
+        let apart = consumer[lead..].iter().all(|&u| {
+            self.plan.is_loop(u)
+                || !self
+                    .plan
+                    .descendants(u)
+                    .iter()
+                    .any(|d| consumer[..lead].contains(d))
+        });
         let sparse_consumer = matches!(dest, Dest::Output)
             && !self.dense_output
             && !p.vars.is_empty()
             && in_lead == p.vars
+            && apart
             && expr.annihilated_by(&p.workspace);
         if sparse_consumer {
             let rest = &consumer[lead..];
