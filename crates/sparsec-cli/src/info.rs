@@ -132,8 +132,8 @@ fn describe(out: &mut Fields, args: &InfoArgs, file: &TensorFile) {
             let h = &m.header;
             let kind = format!("MatrixMarket {}", h.layout);
             out.add("type", "type", kind.clone(), kind);
-            out.add("field", "field", h.field.to_string(), &h.field);
-            out.add("symmetry", "symmetry", h.symmetry.to_string(), &h.symmetry);
+            out.add("field", "field", h.field.to_string(), h.field);
+            out.add("symmetry", "symmetry", h.symmetry.to_string(), h.symmetry);
             out.add("shape", "shape", coo.dims.clone(), &shape);
             out.add(
                 "stored_entries",
