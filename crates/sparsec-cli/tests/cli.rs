@@ -1,7 +1,7 @@
 //! The built `sparsec` binary: info, convert, help texts and error reporting.
 
 mod common;
-use common::{fails, ok, shared_data, sparsec, text, write};
+use common::{fails, flat, ok, shared_data, sparsec, text, write};
 
 use std::path::Path;
 
@@ -264,11 +264,7 @@ fn formats_too_large_for_memory_are_clear_errors() {
         for format in ["csr", "bcsr:2x1"] {
             let err = fails(&["convert", s(&huge), &out, "--format", format]);
             // The report wraps its lines in a frame.
-            let flat = err
-                .replace('│', " ")
-                .split_whitespace()
-                .collect::<Vec<_>>()
-                .join(" ");
+            let flat = flat(&err);
             assert!(
                 flat.contains("cannot store") && flat.contains(what),
                 "{format}: {err}"
@@ -484,8 +480,7 @@ fn a_refused_statement_says_it_cannot_compile_once() {
         "precompute(B(i,j)+C(i,j),j,j,ws)",
     ]);
     assert_eq!(stderr.matches("cannot compile").count(), 1, "{stderr}");
-    let flat = stderr.replace('│', " ");
-    let flat = flat.split_whitespace().collect::<Vec<_>>().join(" ");
+    let flat = flat(&stderr);
     assert!(
         flat.contains("a sparse output reads the workspace `ws` as a factor"),
         "{stderr}"
@@ -586,8 +581,7 @@ fn the_level_letters_errors_offer_are_in_the_help() {
         "-g",
         "x:dense",
     ]);
-    let flat = message.replace('│', " ");
-    let flat = flat.split_whitespace().collect::<Vec<_>>().join(" ");
+    let flat = flat(&message);
     let offered = flat
         .split_once("expected ")
         .and_then(|(_, rest)| rest.split_once(", or a named format"))
@@ -643,8 +637,7 @@ fn errors_carry_their_class_code_and_point_to_the_troubleshooting_page() {
         (vec!["info", "/nonexistent/a.mtx"], "sparsec::io"),
     ] {
         let message = fails(&args);
-        let flat = message.replace('│', " ");
-        let flat = flat.split_whitespace().collect::<Vec<_>>().join(" ");
+        let flat = flat(&message);
         assert!(
             flat.contains(&format!("Error: {class} "))
                 && flat.contains(&format!("docs/troubleshooting.md, section `{class}`")),

@@ -10,7 +10,7 @@ use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::text;
+use common::{flat, text};
 
 const SIZES: [u64; 3] = [1 << 31, 1 << 32, 3_000_000_000];
 /// The address space each command may map: the C compiler fits, a dense array of any
@@ -59,15 +59,6 @@ fn write(dir: &Path, name: &str, contents: &str) -> PathBuf {
 
 fn s(p: &Path) -> &str {
     p.to_str().unwrap()
-}
-
-/// The error's words, without the frame the report wraps its lines in.
-fn flat(stderr: &str) -> String {
-    stderr
-        .replace('│', " ")
-        .split_whitespace()
-        .collect::<Vec<_>>()
-        .join(" ")
 }
 
 #[test]

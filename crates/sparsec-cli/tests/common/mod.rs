@@ -63,3 +63,12 @@ pub fn write(dir: &Path, name: &str, content: &str) -> PathBuf {
     std::fs::write(&path, content).unwrap();
     path
 }
+
+/// The error's words, without the frame the report wraps its lines in.
+pub fn flat(stderr: &str) -> String {
+    stderr
+        .replace('│', " ")
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+}
