@@ -87,17 +87,18 @@ impl Lowerer<'_> {
                     .iter()
                     .any(|d| consumer[..lead].contains(d))
         });
+        let factor = expr.annihilated_by(&p.workspace);
         let sparse_consumer = matches!(dest, Dest::Output)
             && !self.dense_output
             && !p.vars.is_empty()
             && in_lead == p.vars
             && apart
-            && expr.annihilated_by(&p.workspace);
+            && factor;
         if sparse_consumer {
             let rest = &consumer[lead..];
             return self.precompute_touched(p, &producer, rest, expr, dest, scope);
         }
-        if !self.dense_output && !expr.annihilated_by(&p.workspace) {
+        if !self.dense_output && !factor {
             return Err(LowerError(format!(
                 "precompute: precondition failed: a sparse output reads the workspace `{}` \
                  as a factor: the rest of its expression is added to it, so the output would \

@@ -257,6 +257,8 @@ impl Printer<'_> {
     /// declarations go together.
     fn stmts(&mut self, body: &[Stmt]) {
         let mut left_out = vec![false; body.len()];
+        // The variables of the declarations left out so far.
+        let mut dropped: Vec<Var> = Vec::new();
         loop {
             let mut changed = false;
             for k in (0..body.len()).rev() {
@@ -269,10 +271,7 @@ impl Printer<'_> {
                 let mut read_after = false;
                 for (m, s) in body.iter().enumerate().skip(k + 1) {
                     let skipped = left_out[m]
-                        || matches!(s, Stmt::Assign(u, _) if u == v
-                        || body[..m].iter().zip(&left_out).any(|(d, &out)| {
-                            out && matches!(d, Stmt::Decl(w, _) if w == u)
-                        }));
+                        || matches!(s, Stmt::Assign(u, _) if u == v || dropped.contains(u));
                     if !skipped {
                         visit::walk_stmt_exprs(std::slice::from_ref(s), &mut |e| {
                             read_after |= matches!(e, Expr::Var(u) if u == v);
@@ -281,6 +280,7 @@ impl Printer<'_> {
                 }
                 if !read_after {
                     left_out[k] = true;
+                    dropped.push(*v);
                     changed = true;
                 }
             }

@@ -437,16 +437,16 @@ impl Concrete {
 
     /// `wanted` is `expr`, up to the order of the operands of `*` and `+`.
     fn same(&self, wanted: &Wanted, expr: &LExpr) -> bool {
-        let names = |vars: &mut dyn Iterator<Item = &VarId>| -> Vec<String> {
-            vars.map(|&v| self.vars[v].name.clone()).collect()
+        let names = |vars: &[VarId]| -> Vec<String> {
+            vars.iter().map(|&v| self.vars[v].name.clone()).collect()
         };
         match (wanted, expr) {
             (Wanted::Access(t, idx), LExpr::Access(o)) => {
                 let (tensor, vars) = &self.accesses[*o];
-                self.statement.tensors[*tensor].name == *t && names(&mut vars.iter()) == *idx
+                self.statement.tensors[*tensor].name == *t && names(vars) == *idx
             }
             (Wanted::Access(t, idx), LExpr::Precomputed(p)) => {
-                p.workspace == *t && names(&mut p.vars.iter()) == *idx
+                p.workspace == *t && names(&p.vars) == *idx
             }
             (Wanted::Literal(a), LExpr::Literal(b)) => a == b,
             (Wanted::Neg(a), LExpr::Neg(b)) => self.same(a, b),
