@@ -300,6 +300,7 @@ fn check(
             name: shape.matrix.clone(),
             dims: Some(whole.coo.dims.clone()),
             format: Some(csr.clone()),
+            fill: 0.0,
         },
     ];
     let matrix = Tensor::from_coo(&whole.coo, &csr, ValueType::F64).map_err(|e| e.to_string())?;
@@ -309,6 +310,7 @@ fn check(
             name: o.shape.name.clone(),
             dims: Some(o.shape.dims.clone()),
             format: Some(Format::dense(o.shape.dims.len())),
+            fill: 0.0,
         });
         refs.push(&o.whole);
     }

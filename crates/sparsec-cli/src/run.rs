@@ -409,6 +409,16 @@ pub fn load_tensors(
                 })?
             }
         };
+        // An input's declared fill value (`--fill`) is what its missing entries hold.
+        if k > 0 && tensor.fill().to_bits() != decl.fill.to_bits() {
+            return Ok(Some(tensor.with_fill(decl.fill).map_err(|e| {
+                miette!(
+                    "cannot give `{}` the fill value {}: {e}",
+                    decl.name,
+                    decl.fill
+                )
+            })?));
+        }
         Ok(Some(tensor))
     };
     let initial = load(0)?;

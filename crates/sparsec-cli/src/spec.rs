@@ -53,6 +53,10 @@ pub struct SpecArgs {
     /// Size of an index variable, e.g. `-d i:1000`; dimensions follow from the variables.
     #[arg(short = 'd', long = "dim", value_name = "VAR:SIZE")]
     pub dims: Vec<String>,
+    /// The value of an input's missing entries, e.g. `--fill A:1` or `--fill D:inf` (0
+    /// unless given; a .spt or binsparse file records its own).
+    #[arg(long = "fill", value_name = "NAME:VALUE")]
+    pub fills: Vec<String>,
 }
 
 /// How to schedule the kernel (`run` and `emit`).
@@ -361,6 +365,7 @@ pub fn split_pair<'a>(flag: &str, text: &'a str, what: &str) -> Result<(&'a str,
                 "-i" => "A:matrix.mtx",
                 "-g" => "A:uniform:0.01",
                 "-o" => "y:out.mtx",
+                "--fill" => "A:1",
                 _ => "i:1000",
             }
         )),
@@ -438,10 +443,38 @@ impl Problem {
                 .map_err(|e| miette!("cannot read input `{name}` (-i {text}): {e}"))?;
             let data = fit_order(data, problem.tensors[k].1);
             problem.decls[k].dims = Some(data.dims().to_vec());
+            // An input's fill value shapes the kernel; the output's initial value (`+=`)
+            // is checked against the computed one when the kernel runs.
+            if k > 0 {
+                problem.decls[k].fill = data.fill();
+            }
             if problem.decls[k].format.is_none() && data.dims().len() == problem.tensors[k].1 {
                 problem.decls[k].format = Some(data.natural_format());
             }
             problem.sources[k] = Some(Source::File(path, data));
+        }
+        for text in &args.fills {
+            let (name, value) = split_pair("--fill", text, "VALUE")?;
+            let k = problem.tensor_index("--fill", text, name)?;
+            let fill: f64 = value
+                .parse()
+                .map_err(|_| miette!("--fill {text}: `{value}` is not a number (or inf, nan)"))?;
+            if k == 0 {
+                return Err(miette!(
+                    "--fill {text}: `{name}` is the output, whose fill value is computed from \
+                     the statement"
+                ));
+            }
+            if let Some(Source::File(path, data)) = &problem.sources[k] {
+                if data.fill() != 0.0 && data.fill().to_bits() != fill.to_bits() {
+                    return Err(miette!(
+                        "--fill {text}: {} records the fill value {} for `{name}`",
+                        path.display(),
+                        data.fill()
+                    ));
+                }
+            }
+            problem.decls[k].fill = fill;
         }
         for text in generators {
             let (name, kind) = split_pair("-g", text, "KIND")?;

@@ -1218,3 +1218,105 @@ fn emit_plain_prints_the_loops_without_the_targets_passes() {
         String::from_utf8_lossy(&gcc.stderr)
     );
 }
+
+/// `--fill A:v` gives an input's missing entries the value v (a .spt file brings its own):
+/// each row of `A x` adds v times the rest of `x`, and an element-wise sparse result keeps
+/// `A`'s entries with its computed fill value.
+#[test]
+fn run_reads_an_inputs_fill_value() {
+    let dir = tempfile::tempdir().unwrap();
+    let a_path = dir.path().join("a.mtx");
+    std::fs::write(
+        &a_path,
+        "%%MatrixMarket matrix coordinate real general\n3 3 2\n1 1 2\n2 3 4\n",
+    )
+    .unwrap();
+    let x_path = dir.path().join("x.mtx");
+    std::fs::write(
+        &x_path,
+        "%%MatrixMarket matrix array real general\n3 1\n1\n10\n100\n",
+    )
+    .unwrap();
+    let (a_arg, x_arg) = (
+        format!("A:{}", a_path.display()),
+        format!("x:{}", x_path.display()),
+    );
+    let y_path = dir.path().join("y.mtx");
+    let y_arg = format!("y:{}", y_path.display());
+    let spmv = [
+        "run",
+        "y(i) = A(i,j) * x(j)",
+        "-i",
+        &a_arg,
+        "-i",
+        &x_arg,
+        "--fill",
+        "A:0.5",
+        "--check",
+        "-o",
+        &y_arg,
+    ];
+    assert!(ok(&spmv).contains("check: ok"));
+    let y = io::read_any(&y_path).unwrap().into_coo();
+    // Rows: 2*1 + 0.5*(10 + 100), 0.5*(1 + 10) + 4*100, 0.5*111.
+    assert_eq!(y.values, vec![57.0, 405.5, 55.5]);
+
+    let c_path = dir.path().join("c.spt");
+    let c_arg = format!("C:{}", c_path.display());
+    ok(&[
+        "run",
+        "C(i,j) = A(i,j) * 2 + 1",
+        "-i",
+        &a_arg,
+        "--fill",
+        "A:0.5",
+        "-f",
+        "C:csr",
+        "-o",
+        &c_arg,
+    ]);
+    let c = io::read_spt(&c_path).unwrap();
+    assert_eq!(c.fill(), 2.0);
+    assert_eq!(c.to_coo().values, vec![5.0, 9.0]);
+    // The .spt file brings its fill value: reading it back needs no --fill, and a
+    // different one is refused.
+    let from_file = [
+        "run",
+        "y(i) = C(i,j) * x(j)",
+        "-i",
+        &c_arg,
+        "-i",
+        &x_arg,
+        "--check",
+    ];
+    assert!(ok(&from_file).contains("check: ok"));
+    let mut conflicting = from_file.to_vec();
+    conflicting.extend(["--fill", "C:3"]);
+    fails(&conflicting, "records the fill value 2");
+    fails(
+        &[
+            "run",
+            "y(i) = A(i,j) * x(j)",
+            "-i",
+            &a_arg,
+            "-i",
+            &x_arg,
+            "--fill",
+            "y:1",
+        ],
+        "whose fill value is computed",
+    );
+    fails(
+        &[
+            "run",
+            "y(i) = A(i,j) * x(j)",
+            "-i",
+            &a_arg,
+            "-i",
+            &x_arg,
+            "--fill",
+            "A:one",
+        ],
+        "is not a number",
+    );
+}

@@ -43,6 +43,8 @@ struct InputInfo {
     /// The tensor's own format, read when no format is given for it.
     format: Format,
     value_type: ValueType,
+    /// The value of its unstored components, which the kernel is compiled for.
+    fill: f64,
 }
 
 /// The inputs of a call, by name, and the kernel found for them.
@@ -92,7 +94,7 @@ impl PyKernel {
             if k == 0 {
                 let text = self.formats.get(name).map_or("dense", String::as_str);
                 let format = parse_format(text, *order)?;
-                tensors.push((name.clone(), format.spelling(), None));
+                tensors.push((name.clone(), format.spelling(), None, 0));
                 formats.push(format);
                 continue;
             }
@@ -110,7 +112,12 @@ impl PyKernel {
                 Some(text) => parse_format(text, *order)?,
                 None => tensor.format.clone(),
             };
-            tensors.push((name.clone(), format.spelling(), Some(tensor.dims.clone())));
+            tensors.push((
+                name.clone(),
+                format.spelling(),
+                Some(tensor.dims.clone()),
+                tensor.fill.to_bits(),
+            ));
             formats.push(format);
         }
         if let Some(extra) = inputs
@@ -190,6 +197,7 @@ impl PyKernel {
                             dims: view.dims().to_vec(),
                             format: view.format().clone(),
                             value_type: view.value_type(),
+                            fill: view.fill(),
                         };
                         (n.clone(), info)
                     })
@@ -404,6 +412,7 @@ impl PyKernel {
                     format: Format::dense(dims.len()),
                     dims,
                     value_type,
+                    fill: 0.0,
                 };
                 Ok((name, info))
             })

@@ -19,8 +19,9 @@ use sparsec::tensor::ValueType;
 pub(crate) struct KernelKey {
     pub(crate) expr: String,
     /// Output first, then the inputs in the order they appear: name, format spelling,
-    /// shape (inputs only; the output's follows from them).
-    pub(crate) tensors: Vec<(String, String, Option<Vec<usize>>)>,
+    /// shape (inputs only; the output's follows from them), and the bits of the fill value
+    /// (0 for the output, whose fill is computed).
+    pub(crate) tensors: Vec<(String, String, Option<Vec<usize>>, u64)>,
     pub(crate) schedule: Option<String>,
     pub(crate) threads: Option<usize>,
     pub(crate) sums: SumVersions,
@@ -69,8 +70,10 @@ pub(crate) fn compile_memoized(
         .tensors
         .iter()
         .zip(formats)
-        .map(|((name, _, dims), format)| {
-            let decl = TensorDecl::new(name).with_format(format.clone());
+        .map(|((name, _, dims, fill), format)| {
+            let decl = TensorDecl::new(name)
+                .with_format(format.clone())
+                .with_fill(f64::from_bits(*fill));
             match dims {
                 Some(d) => decl.with_dims(d),
                 None => decl,

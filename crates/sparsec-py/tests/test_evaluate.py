@@ -443,6 +443,23 @@ def test_unknown_sums_are_refused():
 
 
 @pytest.mark.parametrize("backend", ["c", "jit"])
+def test_an_inputs_fill_value_is_read_where_it_has_no_entry(backend):
+    t = sparsec.Tensor.from_coo((4, 3), [[0, 2, 2], [1, 1, 2]], [2.0, 3.0, 0.0],
+                                format="csr", fill=0.5)
+    dense = t.to_numpy()
+    assert dense[3, 0] == 0.5 and dense[2, 2] == 0.0
+    x = np.array([1.0, 5.0, -1.0])
+    y = sparsec.evaluate("y(i) = A(i,j) * x(j)", A=t, x=x, backend=backend)
+    np.testing.assert_allclose(y, dense @ x, rtol=1e-12)
+    # Element-wise, a sparse output keeps A's pattern, and its fill value is computed.
+    c = sparsec.evaluate("C(i,j) = A(i,j) * 2 + 1", A=t, formats={"C": "csr"},
+                         backend=backend)
+    assert isinstance(c, sparsec.Tensor) and c.fill == 2.0
+    np.testing.assert_allclose(c.to_numpy(), dense * 2 + 1, rtol=1e-12)
+    assert c.to_coo()[1].size == 3
+
+
+@pytest.mark.parametrize("backend", ["c", "jit"])
 def test_math_functions_match_numpy(rng, backend):
     a = random_csr(rng, 30, 20, 0.2)
     b = random_csr(rng, 30, 20, 0.5)

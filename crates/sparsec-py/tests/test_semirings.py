@@ -157,8 +157,8 @@ def test_the_fill_of_a_min_plus_product_is_infinity_and_a_sparse_output_stores_n
                                 fill=np.inf)
     np.testing.assert_array_equal(
         sparsec.evaluate("y(i) = A(i,j) * x(j) over (min, +)", A=t, x=x), y)
-    with pytest.raises(Exception, match="has the fill value inf"):
-        sparsec.evaluate("y(i) = A(i,j) * x(j)", A=t, x=x)
+    with pytest.raises(Exception, match="cannot have the fill value inf"):
+        sparsec.evaluate("y(i) = A(i,j) * x(j) over (max, *)", A=t, x=x)
     with pytest.raises(Exception, match="has no meaning over the semiring"):
         sparsec.evaluate("y(i) = A(i,j) * x(j) - x(i) over (min, +)", A=a, x=x)
 
@@ -202,3 +202,58 @@ def test_k_truss_by_masked_support_counts_matches_networkx(name, k):
     rows, cols = truss.nonzero()
     got = {(i, j) for i, j in zip(rows.tolist(), cols.tolist()) if i < j}
     assert got == want and len(want) > 0
+
+
+def test_operators_traced_from_python_functions(rng):
+    from sparsec import operators as ops
+
+    a = sp.csr_array(sp.random_array((30, 20), density=0.2, format="csr", random_state=3))
+    a.data = a.data * 2 - 1
+    b = sp.csr_array(sp.random_array((20, 25), density=0.2, format="csr", random_state=4))
+
+    @ops.operator(identity=0)
+    def absmax(x, y):
+        return ops.where(abs(x) > abs(y), x, ops.where(abs(y) > abs(x), y, ops.max(x, y)))
+
+    assert absmax.definition.startswith("let absmax(x, y) = where(")
+    traced = sparsec.evaluate("C(i,j) = A(i,k) * B(k,j) over (absmax, *)", A=a, B=b,
+                              operators=[absmax])
+    written = sparsec.evaluate(
+        "let absmax(a, b) = where(abs(a) > abs(b), a, where(abs(b) > abs(a), b, max(a, b))) "
+        "identity 0; C(i,j) = A(i,k) * B(k,j) over (absmax, *)", A=a, B=b)
+    np.testing.assert_array_equal(traced, written)
+    dense_a, dense_b = a.toarray(), b.toarray()
+    want = np.zeros((30, 25))
+    for i in range(30):
+        for j in range(25):
+            for k in range(20):
+                if dense_a[i, k] != 0 and dense_b[k, j] != 0:
+                    p = dense_a[i, k] * dense_b[k, j]
+                    if abs(p) > abs(want[i, j]) or (abs(p) == abs(want[i, j]) and p > want[i, j]):
+                        want[i, j] = p
+    np.testing.assert_array_equal(traced, want)
+
+    # Element-wise, with constants on either side and Python's operators.
+    relu = ops.operator(lambda x: ops.max(x, 0), name="relu")
+    shifted = ops.operator(lambda x: 1 - 2 * x ** 2 / 4, name="shifted")
+    got = sparsec.evaluate("R(i,j) = relu(A(i,j)) + shifted(A(i,j))", A=a,
+                           operators=[relu, shifted])
+    np.testing.assert_allclose(got, np.maximum(dense_a, 0) + 1 - 2 * dense_a ** 2 / 4,
+                               rtol=1e-12)
+
+    # Python cannot branch on a traced value, and a reduction must be one.
+    def branching(x, y):
+        return x if x < y else y
+
+    with pytest.raises(TypeError, match="use sparsec.operators.where"):
+        ops.operator(branching, identity=np.inf)
+    avg = ops.operator(lambda x, y: (x + y) / 2, name="avg", identity=0)
+    with pytest.raises(sparsec.NotationError, match="`avg` cannot reduce"):
+        sparsec.evaluate("y(i) = A(i,j) * x(j) over (avg, +)", A=a, x=np.ones(20),
+                         operators=[avg])
+    with pytest.raises(ValueError, match="give the operator a name"):
+        ops.operator(lambda x: x)
+    # A non-finite constant is written as the quotient that gives it.
+    capped = ops.operator(lambda x: ops.min(x, np.inf) + ops.max(x, -np.inf), name="capped")
+    np.testing.assert_array_equal(
+        sparsec.evaluate("R(i,j) = capped(A(i,j))", A=a, operators=[capped]), 2 * dense_a)

@@ -249,12 +249,14 @@ fn run_case(case: &Case, backend: Backend) -> Result<Outcome, String> {
         name: assignment.lhs.tensor.clone(),
         dims: None,
         format: format_of(&assignment.lhs.tensor, assignment.lhs.indices.len()),
+        fill: 0.0,
     }];
     for (name, coo) in &case.inputs {
         decls.push(TensorDecl {
             name: name.clone(),
             dims: Some(coo.dims.clone()),
             format: format_of(name, coo.order()),
+            fill: 0.0,
         });
     }
     let stmt =

@@ -101,6 +101,7 @@ fn decl(name: &str, dims: Option<&[usize]>) -> TensorDecl {
         name: name.into(),
         dims: dims.map(<[usize]>::to_vec),
         format: None,
+        fill: 0.0,
     }
 }
 

@@ -41,7 +41,8 @@ from typing import Any
 import numpy as np
 import scipy.sparse as _sp
 
-from . import _native
+from . import _native, operators
+from .operators import definitions as _definitions
 from ._native import (
     CompileError,
     Error,
@@ -68,6 +69,7 @@ __all__ = [
     "compile",
     "evaluate",
     "features",
+    "operators",
     "read",
     "specialise",
     "tune",
@@ -521,6 +523,7 @@ def compile(
     dtype: str | None = None,
     shapes: Mapping[str, tuple[int, ...]] | None = None,
     sums: str = "measured",
+    operators: Any = None,
 ) -> Kernel:
     """Compile ``expr`` (tensor index notation, e.g. ``"y(i) = A(i,j) * x(j)"``).
 
@@ -539,10 +542,12 @@ def compile(
     ``"measured"`` (the run-time tests choose the first call, the next calls measure each
     version, then the fastest runs; results may change in their last bits until then),
     ``"tested"`` (the run-time tests choose every call: results identical to the last
-    bit), or one version: ``"scalar"``, ``"lanes"``, ``"gathers"``.
+    bit), or one version: ``"scalar"``, ``"lanes"``, ``"gathers"``. ``operators`` lists
+    user operators traced from Python functions (:mod:`sparsec.operators`), which
+    ``expr`` may call by name.
     """
     native = _native.Kernel(
-        expr,
+        _definitions(operators) + expr,
         formats=dict(formats or {}),
         schedule=schedule,
         threads=threads,
@@ -565,6 +570,7 @@ def evaluate(
     backend: str = "tiered",
     dtype: str | None = None,
     sums: str = "measured",
+    operators: Any = None,
     initial: Any = None,
     **tensors: Any,
 ) -> Any:
@@ -582,6 +588,7 @@ def evaluate(
         backend=backend,
         dtype=dtype,
         sums=sums,
+        operators=operators,
     )
     return kernel(initial=initial, **tensors)
 

@@ -50,11 +50,13 @@ pub fn local_statement(
             name: assignment.lhs.tensor.clone(),
             dims: None,
             format: output_format,
+            fill: 0.0,
         },
         TensorDecl {
             name: matrix.to_string(),
             dims: Some(vec![layout.local.dims[0], columns]),
             format: Some(format.clone()),
+            fill: 0.0,
         },
     ];
     for o in operands {
@@ -62,6 +64,7 @@ pub fn local_statement(
             name: o.name.clone(),
             dims: Some(o.local_dims(columns)),
             format: Some(Format::dense(o.dims.len())),
+            fill: 0.0,
         });
     }
     let statement = notation::bind(assignment, &decls, &[]).map_err(|e| e.to_string())?;

@@ -519,6 +519,15 @@ impl Format {
             .collect()
     }
 
+    /// Whether this format's padding repeats a coordinate: an unused ELL or sliced ELL
+    /// slot names column 0 with a value of its own, so it reads as an entry (harmless
+    /// while that value is 0 and only sums read it).
+    pub fn pads_with_repeated_coordinates(&self) -> bool {
+        self.levels
+            .iter()
+            .any(|l| matches!(l.coord, LevelCoord::EllSlot))
+    }
+
     /// Whether storing a tensor in this format adds values the tensor does not have: the
     /// zeros of padding (ELL and sliced ELL slots, DIA diagonals, BCSR blocks) or of a full
     /// level below a sparse one (the dense columns of a compressed row). Under `(+, *)`

@@ -182,6 +182,15 @@ impl TensorFile {
         }
     }
 
+    /// The value of the components the file does not list: a binary tensor's recorded
+    /// fill value, else 0.
+    pub fn fill(&self) -> f64 {
+        match self {
+            TensorFile::Binary(t) => t.fill(),
+            _ => 0.0,
+        }
+    }
+
     /// The entries as a coordinate list (a binary tensor's stored components, sorted).
     pub fn coo(&self) -> Cow<'_, Coo> {
         match self {
@@ -222,7 +231,10 @@ impl TensorFile {
     ) -> Result<Tensor, TensorError> {
         match self {
             TensorFile::Binary(t) if t.format() == format && t.value_type() == value_type => Ok(t),
-            TensorFile::Binary(t) => Tensor::from_coo(&t.to_coo(), format, value_type),
+            TensorFile::Binary(t) => {
+                let fill = t.fill();
+                Tensor::from_coo_filled(t.to_coo(), format, value_type, fill)
+            }
             other => Tensor::from_coo(&other.into_coo(), format, value_type),
         }
     }

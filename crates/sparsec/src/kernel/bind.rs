@@ -42,29 +42,35 @@ impl Kernel {
                 inputs.len()
             )));
         }
-        // A missing entry is 0 to a sum and absent over another semiring: a tensor's fill
-        // value may be the default 0 or the reduction's identity (what absence stands for),
-        // nothing else.
+        // The kernel's iteration depends on each input's fill value, declared when it was
+        // compiled; over a semiring a missing entry is absent, whether its fill says 0 or
+        // the reduction's identity.
         let identity = stmt.semiring.add.identity();
         let given = stmt.tensors[1..]
             .iter()
             .zip(inputs.iter().map(|t| (t.fill(), t.format().is_all_dense())))
             .chain(initial.map(|t| (&stmt.tensors[0], (t.fill(), t.format().is_all_dense()))));
         for (decl, (fill, dense)) in given {
-            if !dense && fill != 0.0 && fill != identity {
-                return Err(Error::Input(format!(
-                    "`{}` has the fill value {fill} (the value of its missing entries), but \
-                     over the semiring {} a missing entry is {}: give it fill value 0 or \
-                     that one, or store it dense",
-                    decl.name,
-                    stmt.semiring,
-                    if stmt.semiring.is_arithmetic() {
-                        "0".to_string()
-                    } else {
-                        format!("absent, as {identity} is to its reduction")
-                    }
-                )));
+            let same = |x: f64| x.to_bits() == fill.to_bits() || (x.is_nan() && fill.is_nan());
+            let absent = !stmt.semiring.is_arithmetic() && (fill == 0.0 || same(identity));
+            if dense || same(decl.fill) || (decl.fill == 0.0 && absent) {
+                continue;
             }
+            return Err(Error::Input(if stmt.semiring.is_arithmetic() {
+                format!(
+                    "`{}` has the fill value {fill} (the value of its missing entries), but \
+                     the kernel was compiled for {}: declare that fill value when compiling \
+                     (`TensorDecl::with_fill`), or store `{}` dense",
+                    decl.name, decl.fill, decl.name
+                )
+            } else {
+                format!(
+                    "`{}` has the fill value {fill} (the value of its missing entries), but \
+                     over the semiring {} a missing entry is absent, as {identity} is to its \
+                     reduction: give it fill value 0 or {identity}, or store it dense",
+                    decl.name, stmt.semiring
+                )
+            }));
         }
         for (decl, t) in stmt.tensors[1..].iter().zip(inputs) {
             if decl.dims != t.dims() {

@@ -40,9 +40,10 @@ impl Kernel {
                 Tensor::from_rows(rows, out.dims.clone(), &out.format)?
             }
         };
-        // Where nothing was reduced, the output holds (or, sparse, stands for) the
-        // reduction's identity; formats that pad are refused over other semirings.
-        result.set_fill(self.statement.semiring.add.identity());
+        // What the components no entry reached hold: the reduction's identity over a
+        // semiring (formats that pad are refused there), the right-hand side at absent
+        // inputs over `(+, *)` (stored in full unless that is all they hold).
+        result.set_fill(self.statement.output_fill());
         timings.assemble += assembling.elapsed();
         Ok((result, timings))
     }
@@ -68,9 +69,7 @@ impl Kernel {
         initial: Option<&Tensor>,
     ) -> Result<Assembled, Error> {
         let mut assembled = self.assemble_unfilled(inputs, initial)?;
-        assembled
-            .tensor
-            .set_fill(self.statement.semiring.add.identity());
+        assembled.tensor.set_fill(self.statement.output_fill());
         Ok(assembled)
     }
 

@@ -175,8 +175,7 @@ impl Lowerer<'_> {
         let Some((&v, then)) = vars.split_first() else {
             return self.lower(rest, expr, dest, scope);
         };
-        let indexes = |o: usize| self.indexes(o, v, scope);
-        let Some(points) = lattice::build(expr, &indexes) else {
+        let Some(points) = self.lattice(expr, v, scope) else {
             return self.resolve_all(then, rest, expr, dest, scope);
         };
         if points.len() > 1 || points[0].universe {

@@ -89,6 +89,21 @@ pub fn build(expr: &LExpr, indexes: &dyn Fn(usize) -> bool) -> Option<Vec<Point>
     lattice.map(order_points)
 }
 
+/// `points` where only the coordinates some iterator has an entry at are visited: the
+/// universe dropped from every point and points left empty removed. For outputs whose
+/// other components all hold the fill value ([`crate::notation::cin::Statement::fills_unreached_components`]).
+pub fn without_universe(points: Vec<Point>) -> Option<Vec<Point>> {
+    let kept: Vec<Point> = points
+        .into_iter()
+        .filter(|p| !p.iterators.is_empty())
+        .map(|p| Point {
+            universe: false,
+            ..p
+        })
+        .collect();
+    (!kept.is_empty()).then(|| order_points(kept))
+}
+
 fn universe() -> Point {
     Point {
         iterators: BTreeSet::new(),

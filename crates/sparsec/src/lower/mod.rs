@@ -165,6 +165,9 @@ struct Lowerer<'a> {
     occurrences: Vec<Occurrence>,
     temps: usize,
     dense_output: bool,
+    /// The output's components no input entry reaches hold its fill value, which the
+    /// kernel does not write: loops visit only the coordinates some operand has.
+    fills_unreached: bool,
     store_accumulates: bool,
     /// Enclosing parallel loops, outermost first, with the reductions each must combine.
     parallel: Vec<(VarId, Parallel, Vec<crate::ir::Reduction>)>,
@@ -203,6 +206,19 @@ pub fn lower(plan: &Concrete) -> Result<Lowered, LowerError> {
                 stmt.semiring
             )));
         }
+    }
+    if let Some(t) = stmt.tensors[1..]
+        .iter()
+        .find(|t| t.fill != 0.0 && t.format.pads_with_repeated_coordinates())
+    {
+        return Err(LowerError(format!(
+            "`{}` is stored as {}, whose unused slots repeat column 0, and with the fill \
+             value {} they would be read as entries; store it in a format without such \
+             padding (csr, csc, coo, dcsr, csf, hash, dia, bcsr, or all dense)",
+            t.name,
+            t.format.spelling(),
+            t.fill
+        )));
     }
     let output = &stmt.tensors[0];
     let mut operands = vec![Operand {
@@ -305,6 +321,7 @@ pub fn lower(plan: &Concrete) -> Result<Lowered, LowerError> {
         occurrences,
         temps: 0,
         dense_output,
+        fills_unreached: stmt.fills_unreached_components(),
         store_accumulates,
         parallel: Vec::new(),
         temp_depth: BTreeMap::new(),
@@ -545,5 +562,26 @@ impl Lowerer<'_> {
     pub(super) fn indexes(&self, o: usize, v: VarId, scope: &Scope) -> bool {
         let occ = &self.occurrences[o];
         occ.level_vars.get(scope.resolved(o)) == Some(&v)
+    }
+
+    /// The merge lattice of `expr` for the loop over `v`: the coordinates it visits and
+    /// the cases inside (`None` when `expr` does not depend on `v`).
+    pub(super) fn lattice(
+        &self,
+        expr: &LExpr,
+        v: VarId,
+        scope: &Scope,
+    ) -> Option<Vec<lattice::Point>> {
+        let points = lattice::build(expr, &|o| self.indexes(o, v, scope))?;
+        // The universe may also stand for an operand this loop does not iterate (its
+        // levels in another order): only where every operand is merged here is it the
+        // constant fill alone.
+        let mut occurrences = Vec::new();
+        expr.occurrences(&mut occurrences);
+        if self.fills_unreached && occurrences.iter().all(|&o| self.indexes(o, v, scope)) {
+            lattice::without_universe(points)
+        } else {
+            Some(points)
+        }
     }
 }

@@ -2,7 +2,7 @@
 //! temporary, a precomputed workspace, a recovered variable, a position space) before the
 //! variable's loop is emitted by an iteration strategy.
 
-use super::{lattice, Dest, LExpr, LowerError, Lowerer, Scope, Step};
+use super::{Dest, LExpr, LowerError, Lowerer, Scope, Step};
 use crate::ir::ValueType;
 use crate::ir::{Expr, Loop, LoopKind, Stmt, Type};
 use crate::notation::cin::VarId;
@@ -133,8 +133,7 @@ impl Lowerer<'_> {
             self.check_nesting(v, p)?;
             self.parallel.push((v, p.clone(), Vec::new()));
         }
-        let indexes = |o: usize| self.indexes(o, v, scope);
-        let loops = match lattice::build(expr, &indexes) {
+        let loops = match self.lattice(expr, v, scope) {
             None => {
                 let (mut body, mut inner) = self.position_trackers(v, scope);
                 let end = match self.tail_of_split(v, rest) {

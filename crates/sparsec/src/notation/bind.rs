@@ -4,6 +4,7 @@
 use super::ast::{self, Assignment, Expr, ExprKind, MathFn, Op, Span};
 use super::cin::{self, CExpr, IndexVar, Statement, TensorId, TensorVar, VarId};
 use super::error::{NotationError, NotationErrorKind};
+use super::fill;
 use super::semiring::Semiring;
 use crate::format::Format;
 
@@ -15,6 +16,10 @@ pub struct TensorDecl {
     pub dims: Option<Vec<usize>>,
     /// Storage format; `None` is all-dense of the access's order.
     pub format: Option<Format>,
+    /// The value of the components the tensor does not store (0 unless declared): an
+    /// input read with another fill value is refused, since the kernel's iteration depends
+    /// on it (see [`Statement::output_fill`]).
+    pub fill: f64,
 }
 
 impl TensorDecl {
@@ -24,6 +29,7 @@ impl TensorDecl {
             name: name.into(),
             dims: None,
             format: None,
+            fill: 0.0,
         }
     }
     /// With dimension sizes.
@@ -34,6 +40,11 @@ impl TensorDecl {
     /// With a storage format.
     pub fn with_format(mut self, format: Format) -> TensorDecl {
         self.format = Some(format);
+        self
+    }
+    /// With the value of its unstored components.
+    pub fn with_fill(mut self, fill: f64) -> TensorDecl {
+        self.fill = fill;
         self
     }
 }
@@ -406,6 +417,7 @@ pub fn bind(
                 name: decl.name.clone(),
                 dims,
                 format: decl.format.clone().unwrap_or_else(|| Format::dense(*arity)),
+                fill: decl.fill,
             }
         })
         .collect();
@@ -416,18 +428,71 @@ pub fn bind(
         .collect();
     let (rhs, open) = place(rhs, &b.rhs_uses, &reduce);
     debug_assert!(open.iter().all(|&n| n == 0));
+    let semiring: Semiring = assignment
+        .over
+        .as_ref()
+        .map(|o| o.semiring.clone())
+        .unwrap_or_default();
+    check_fills(&b, &tensors, &semiring)?;
+    let rhs = fill::read_absent_as_fill(rhs, &tensors, &semiring);
     Ok(Statement {
         tensors,
         vars,
         lhs: lhs_vars,
         accumulate: assignment.accumulate,
         rhs,
-        semiring: assignment
-            .over
-            .as_ref()
-            .map(|o| o.semiring.clone())
-            .unwrap_or_default(),
+        semiring,
     })
+}
+
+/// The output's fill value is computed, never declared; over a semiring other than
+/// `(+, *)` an input's missing entries are absent (0 or ⊕'s identity), not a value.
+fn check_fills(
+    b: &Binder<'_>,
+    tensors: &[TensorVar],
+    semiring: &Semiring,
+) -> Result<(), NotationError> {
+    let access_of = |id: TensorId| {
+        b.accesses
+            .iter()
+            .find(|(_, t, _)| *t == id)
+            .expect("every tensor is accessed")
+            .0
+            .span
+    };
+    if tensors[0].fill != 0.0 {
+        return Err(b.error(
+            NotationErrorKind::BadFill {
+                tensor: tensors[0].name.clone(),
+                fill: tensors[0].fill.to_string(),
+                problem: "an output's fill value is computed from the statement, not declared"
+                    .into(),
+            },
+            access_of(0),
+        ));
+    }
+    if semiring.is_arithmetic() {
+        return Ok(());
+    }
+    let identity = semiring.add.identity();
+    for (id, t) in tensors.iter().enumerate().skip(1) {
+        if t.fill != 0.0 && t.fill.to_bits() != identity.to_bits() {
+            return Err(b.error(
+                NotationErrorKind::BadFill {
+                    tensor: t.name.clone(),
+                    fill: t.fill.to_string(),
+                    problem: format!(
+                        "over the semiring {semiring} a missing entry is absent, as {identity} \
+                         is to its reduction, not a value; give `{}` fill value 0 or \
+                         {identity}",
+                        t.name
+                    ),
+                },
+                access_of(id),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Over a semiring other than `(+, *)`, the right-hand side may use its `+` and `*`,

@@ -23,6 +23,9 @@ pub struct TensorVar {
     pub name: String,
     pub dims: Vec<usize>,
     pub format: Format,
+    /// The value of its unstored components: an input's as declared, the output's 0 (the
+    /// value it gets is [`Statement::output_fill`]).
+    pub fill: f64,
 }
 
 /// An index variable.

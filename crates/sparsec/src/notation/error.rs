@@ -78,6 +78,14 @@ pub enum NotationErrorKind {
     /// A user operator named as a semiring's ⊕ that cannot reduce: no declared identity,
     /// or a law it breaks.
     NotAReduction { operator: String, problem: String },
+    /// A declared fill value the statement cannot take: the output's, or an input's that
+    /// a semiring other than `(+, *)` cannot read as absence.
+    BadFill {
+        tensor: String,
+        /// The declared value, as written.
+        fill: String,
+        problem: String,
+    },
 }
 
 /// An error in an index-notation expression, with the span it points at.
@@ -288,6 +296,15 @@ impl NotationError {
                      statement, its body a function of its parameters alone"
                         .into(),
                 ),
+            ),
+            K::BadFill {
+                tensor,
+                fill,
+                problem,
+            } => (
+                format!("`{tensor}` cannot have the fill value {fill}: {problem}"),
+                "declared with that fill value".into(),
+                None,
             ),
             K::NotAReduction { operator, problem } => (
                 format!("`{operator}` cannot reduce: {problem}"),

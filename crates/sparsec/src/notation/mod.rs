@@ -12,10 +12,12 @@ pub mod ast;
 pub mod bind;
 pub mod cin;
 pub mod error;
+mod fill;
 mod lex;
 pub mod operator;
 pub mod parse;
 pub mod semiring;
+pub mod traced;
 
 pub use bind::{bind, TensorDecl};
 pub use error::{NotationError, NotationErrorKind};

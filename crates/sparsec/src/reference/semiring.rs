@@ -82,9 +82,13 @@ pub(super) fn evaluate(
         }
         let mut result = Tensor::zeros(dims, ValueType::F64);
         *result.values_mut() = Values::F64(values);
+        result.set_fill(add.identity());
         return result;
     }
-    csf_tensor(dims, out)
+    // A coordinate without an entry is absent: ⊕'s identity.
+    let mut result = csf_tensor(dims, out);
+    result.set_fill(add.identity());
+    result
 }
 
 fn eval(e: &CExpr, cx: &Cx) -> Entries {

@@ -160,6 +160,7 @@ mod tests {
                     dims: (n > 0).then(|| vec![8; *order]),
                     format: (!spelling.is_empty())
                         .then(|| Format::parse(spelling, *order).unwrap()),
+                    fill: 0.0,
                 }
             })
             .collect();
