@@ -77,6 +77,101 @@ fn warps_sum_with_shuffles_and_blocks_through_shared_memory() {
     assert!(text.contains("__global__"), "{text}");
 }
 
+/// The GPU schedules of a reduction other than a sum: a warp's shuffles, a group's tree
+/// and each copy's start combine and start by ⊕ (here `min`, identity `inf`).
+const SEMIRING_SCHEDULES: [(&str, &str); 3] = [
+    (
+        "y(i) = A(i,j) * x(j) over (min, +)",
+        "split(i,i0,i1,8),parallelize(i0,GPUBlock,NoRaces),parallelize(i1,GPUWarp,NoRaces),\
+         parallelize(j,GPUThread,ParallelReduction)",
+    ),
+    (
+        "y(i) = A(i,j) * x(j) over (min, +)",
+        "parallelize(i,GPUBlock,NoRaces),parallelize(j,GPUThread,ParallelReduction)",
+    ),
+    (
+        "a = x(i) * y(i) over (max, *)",
+        "split(i,i0,i1,32),parallelize(i0,GPUBlock,Temporary),\
+         parallelize(i1,GPUThread,ParallelReduction)",
+    ),
+];
+
+fn semiring_listing(expr: &str, schedule: &str) -> String {
+    if expr.starts_with('a') {
+        cuda_listing(expr, &[], &[("x", &[100]), ("y", &[100])], schedule)
+    } else {
+        cuda_listing(
+            expr,
+            &[("A", "csr")],
+            &[("A", &[40, 30]), ("x", &[30])],
+            schedule,
+        )
+    }
+}
+
+#[test]
+fn reductions_other_than_sums_combine_by_their_operator() {
+    let [warps, group, blocks] = SEMIRING_SCHEDULES.map(|(e, s)| semiring_listing(e, s));
+    for text in [&warps, &group, &blocks] {
+        assert!(
+            text.contains("static __device__ inline double sparsec_reduce_op("),
+            "{text}"
+        );
+    }
+    assert!(
+        warps.contains("= sparsec_reduce_op(") && warps.contains("__shfl_down_sync"),
+        "{warps}"
+    );
+    assert!(warps.contains("= INFINITY;"), "{warps}");
+    assert!(group.contains("] = sparsec_reduce_op("), "{group}");
+    assert!(blocks.contains("= (-INFINITY);"), "{blocks}");
+    // Atomics protect sums only.
+    let spmv = [("A", &[40usize, 30][..]), ("x", &[30][..])];
+    let mut r = rng(4);
+    let inputs: Vec<(&str, sparsec::tensor::Coo)> = spmv
+        .iter()
+        .map(|(name, d)| (*name, random_coo(&mut r, d, 0.3)))
+        .collect();
+    let (stmt, _) = statement(
+        "y(i) = A(i,j) * x(j) over (min, +)",
+        &[("A", "csc")],
+        &inputs,
+        &[],
+    );
+    let err = Schedule::parse("parallelize(j,GPUBlock,Atomics)")
+        .unwrap()
+        .apply(&Concrete::new(&stmt).unwrap())
+        .map_err(|e| e.to_string())
+        .and_then(|c| lower::lower(&c).map(|_| ()).map_err(|e| e.to_string()))
+        .unwrap_err();
+    assert!(err.contains("not by atomics"), "{err}");
+}
+
+/// The semiring schedules' CUDA C compiles with nvcc, each alone (each has its own
+/// `sparsec_reduce_op`), warnings as errors.
+#[test]
+#[ignore = "needs nvcc: CI runs it with SPARSEC_NVCC set (--include-ignored)"]
+fn reductions_other_than_sums_compile_with_nvcc() {
+    let nvcc = nvcc();
+    let dir = tempfile::tempdir().unwrap();
+    for (n, (expr, schedule)) in SEMIRING_SCHEDULES.into_iter().enumerate() {
+        let text = semiring_listing(expr, schedule);
+        let cu = dir.path().join(format!("s{n}.cu"));
+        std::fs::write(&cu, &text).unwrap();
+        let out = Command::new(&nvcc)
+            .args(["-arch=sm_90", "-cubin", "-Werror", "all-warnings", "-o"])
+            .arg(dir.path().join(format!("s{n}.cubin")))
+            .arg(&cu)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{expr} with {schedule}: {}\n{text}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
 /// The nvcc to run: `SPARSEC_NVCC`, else `nvcc` on the path.
 fn nvcc() -> PathBuf {
     let nvcc = std::env::var_os("SPARSEC_NVCC")

@@ -451,6 +451,74 @@ mod on_a_device {
         }
     }
 
+    /// Reductions other than a sum on GPU threads, warps and blocks: each copy starts
+    /// from ⊕'s identity, a warp or group combines its copies by ⊕ (a tree in local
+    /// memory), and the host combines the groups' partial results by ⊕. Over (min, +),
+    /// (max, *), (any, pair) and a user ⊕, on rows empty, longer than a group, and one row.
+    #[test]
+    fn reductions_by_any_semiring_run_on_gpu_threads_warps_and_blocks() {
+        let user = "let absmax(a, b) = where(abs(a) > abs(b), a, where(abs(b) > abs(a), b, \
+                    max(a, b))) identity 0; ";
+        let semirings = [
+            ("", "(min, +)"),
+            ("", "(max, *)"),
+            ("", "(any, pair)"),
+            (user, "(absmax, *)"),
+        ];
+        let mut r = rng(31);
+        for (definitions, semiring) in semirings {
+            let cases = [
+                (
+                    SPMV,
+                    "split(i,i0,i1,8),parallelize(i0,GPUBlock,NoRaces),\
+                        parallelize(i1,GPUWarp,NoRaces),parallelize(j,GPUThread,ParallelReduction)",
+                ),
+                (
+                    SPMV,
+                    "parallelize(i,GPUBlock,NoRaces),parallelize(j,GPUThread,ParallelReduction)",
+                ),
+                (DOT, DOT_SCHEDULE),
+            ];
+            for (expr, schedule) in cases {
+                for (rows, density) in [(50, 0.1), (1, 1.0), (30, 0.0), (300, 0.9)] {
+                    let inputs: Vec<(&str, Coo)> = if expr == DOT {
+                        vec![
+                            ("x", random_coo(&mut r, &[rows * 7], 0.6)),
+                            ("y", random_coo(&mut r, &[rows * 7], 0.6)),
+                        ]
+                    } else {
+                        vec![
+                            ("A", random_coo(&mut r, &[rows, 40], density)),
+                            ("x", random_coo(&mut r, &[40], 0.7)),
+                        ]
+                    };
+                    let text = format!("{definitions}{expr} over {semiring}");
+                    let formats = [("A", "csr"), ("x", "s"), ("y", "s")];
+                    let formats = if expr == DOT {
+                        &formats[1..]
+                    } else {
+                        &formats[..1]
+                    };
+                    let (stmt, tensors) = statement(&text, formats, &inputs, &[]);
+                    let concrete = Schedule::parse(schedule)
+                        .unwrap()
+                        .apply(&Concrete::new(&stmt).unwrap())
+                        .unwrap();
+                    let what = format!("{text} with {schedule} on {rows} rows");
+                    let lowered = lower::lower(&concrete).unwrap_or_else(|e| panic!("{what}: {e}"));
+                    let kernel =
+                        opencl_kernel(&stmt, lowered).unwrap_or_else(|e| panic!("{what}: {e}"));
+                    assert!(
+                        kernel.kernel_source().contains("sparsec_reduce_op("),
+                        "{what}\n{}",
+                        kernel.kernel_source()
+                    );
+                    compare_with_reference(&kernel, &stmt, &tensors, &what);
+                }
+            }
+        }
+    }
+
     /// `.spf` programs whose outer loop is `parallel;` or `wavefront;` run on the device
     /// (their parallel loops on blocks and threads, a wavefront's levels as successive
     /// launches) and give the C target's results.

@@ -177,21 +177,23 @@ impl Lowerer<'_> {
                     })
             };
             let sparse = matches!(target, Target::Workspace { .. } | Target::Emit);
-            // Atomics and GPU reductions are generated for sums; another reduction (`min`)
-            // races safely on CPU threads and lanes through copies that start from its
-            // identity and combine by it (`Function::reduction_operator`).
+            // Atomics are generated for sums; another reduction (`min`) races safely through
+            // copies that start from its identity and combine by it
+            // (`Function::reduction_operator`): of anything on CPU threads and lanes, of a
+            // scalar on GPU threads, warps and blocks (arrays there are summed atomically).
             let copies = matches!(
                 p.races,
                 RaceStrategy::Temporary | RaceStrategy::ParallelReduction
-            ) && !p.unit.is_gpu();
+            ) && (!p.unit.is_gpu() || matches!(target, Target::Temp(_)));
             let protected = copies || (p.races == RaceStrategy::IgnoreRaces && !atomics_asked());
             if !self.reduces_by_sum() && !protected {
                 return Err(LowerError(format!(
                     "{text}: precondition failed: the update is race-free: {what}, and sparsec \
                      protects the racing updates of this statement's reduction (over the \
-                     semiring {}) by per-thread copies on the CPU only (Temporary or \
-                     ParallelReduction), not by atomics or on a GPU; use one of those, or \
-                     parallelize a loop over the output's variables",
+                     semiring {}) by copies that combine by it (Temporary or \
+                     ParallelReduction): of the output on CPU threads and lanes, of a scalar \
+                     on the GPU; not by atomics; use one of those, or parallelize a loop over \
+                     the output's variables",
                     self.stmt.semiring
                 )));
             }

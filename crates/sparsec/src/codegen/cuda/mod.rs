@@ -170,12 +170,18 @@ impl Dialect for CudaC {
         format!("(int64_t)atomicAdd((unsigned long long *)({counter}), 1ULL)")
     }
 
-    fn warp_sum(&self, var: &str, lanes: i64) -> Option<Vec<String>> {
+    fn warp_reduce(
+        &self,
+        var: &str,
+        lanes: i64,
+        combine: &dyn Fn(&str, &str) -> String,
+    ) -> Option<Vec<String>> {
+        let shuffled = format!("__shfl_down_sync(0xffffffffu, {var}, sparsec_o)");
         Some(vec![
             format!(
-                "for (int sparsec_o = {}; sparsec_o > 0; sparsec_o /= 2) {var} += \
-                 __shfl_down_sync(0xffffffffu, {var}, sparsec_o);",
-                lanes / 2
+                "for (int sparsec_o = {}; sparsec_o > 0; sparsec_o /= 2) {var} = {};",
+                lanes / 2,
+                combine(var, &shuffled)
             ),
             format!("{var} = __shfl_sync(0xffffffffu, {var}, 0);"),
         ])

@@ -156,10 +156,15 @@ pub trait Dialect {
     /// The value of the `int64_t` that `counter` points to in global memory, incremented
     /// atomically (an expression).
     fn fetch_increment(&self, counter: &str) -> String;
-    /// Lines that leave in every lane of a warp (a group of `lanes` work-items) the sum
-    /// of `var` over its lanes, where the dialect has warp shuffles; `None` where the sum
-    /// goes through shared memory.
-    fn warp_sum(&self, var: &str, lanes: i64) -> Option<Vec<String>>;
+    /// Lines that leave in every lane of a warp (a group of `lanes` work-items) the
+    /// reduction of `var` over its lanes, `combine(a, b)` spelling `a ⊕ b`, where the
+    /// dialect has warp shuffles; `None` where the reduction goes through shared memory.
+    fn warp_reduce(
+        &self,
+        var: &str,
+        lanes: i64,
+        combine: &dyn Fn(&str, &str) -> String,
+    ) -> Option<Vec<String>>;
 }
 
 /// The element types the printer spells, the same in every dialect.
@@ -193,6 +198,16 @@ pub fn program(
                 .replace("SPARSEC_RT_GLOBAL ", &space),
         );
         source.push_str("\n\n");
+    }
+    // Thread, warp and block copies of a reduction other than a sum combine through it.
+    if let Some(op) = &function.reduction_operator {
+        source.push_str(&format!(
+            "{} double {REDUCE}(double {}, double {}) {{\n  return {};\n}}\n\n",
+            dialect.inline(),
+            names.var(op.acc),
+            names.var(op.term),
+            crate::codegen::c::expr::expr(names, &op.combined)
+        ));
     }
     let body_offset = source.len();
     let mut kernels = Vec::new();
@@ -258,6 +273,10 @@ pub fn dim_index(d: GpuDim) -> usize {
         .position(|x| *x == d)
         .expect("a dimension")
 }
+
+/// The device function computing `acc ⊕ term` for a function's
+/// [`crate::ir::ReductionOperator`].
+const REDUCE: &str = "sparsec_reduce_op";
 
 /// Lanes of a warp, as printed.
 const LANES: i64 = WARP_SIZE;

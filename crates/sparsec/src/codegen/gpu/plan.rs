@@ -164,7 +164,10 @@ pub fn plan(
         });
     }
     // A warp's sums go through shuffles where the dialect has them.
-    let shuffled = warp_dim.is_some() && dialect.warp_sum("v", 32).is_some();
+    let shuffled = warp_dim.is_some()
+        && dialect
+            .warp_reduce("v", 32, &|a, b| format!("{a} + {b}"))
+            .is_some();
     if combines && !shuffled {
         args.push(KernelArg::Combine);
     }

@@ -4,13 +4,23 @@
 use std::collections::BTreeSet;
 use std::fmt::Write;
 
-use super::{dim_index, var_type, Dialect, EmitRoom, KernelArg, KernelPlan, LaunchIndex, LANES};
+use super::{
+    dim_index, var_type, Dialect, EmitRoom, KernelArg, KernelPlan, LaunchIndex, LANES, REDUCE,
+};
 use crate::codegen::c::expr::expr;
 use crate::ir::outline::DeviceKernel;
 use crate::ir::{
     visit, ArrayRef, Element, Expr, Function, GpuDim, IndexWidth, LocalType, Loop, LoopKind,
     Mapping, Names, ParallelUnit, Reduction, Scratch, Signature, Stmt, Var,
 };
+
+/// The value a reduction's copies start from: 0 for a sum, else its operator's identity.
+fn reduction_identity(function: &Function, names: &Names) -> String {
+    match &function.reduction_operator {
+        Some(op) => expr(names, &Expr::Float(op.identity)),
+        None => "0".into(),
+    }
+}
 
 /// The C type of a scratch array's elements.
 fn scratch_type(ty: LocalType) -> &'static str {
@@ -146,9 +156,10 @@ pub(super) fn kernel(
     for v in &kernel.results {
         let _ = writeln!(
             out,
-            "  {} {} = 0;",
+            "  {} {} = {};",
             var_type(function.var(*v).ty),
-            names.var(*v)
+            names.var(*v),
+            reduction_identity(function, names)
         );
     }
     for arg in &plan.args {
@@ -351,8 +362,8 @@ impl Printer<'_> {
                 .collect(),
             _ => Vec::new(),
         };
-        // Each work-item sums its iterations from zero; the sums are combined after the
-        // loop and added to the value before it.
+        // Each work-item reduces its iterations from the identity (0 for a sum); the
+        // copies are combined after the loop, and with the value before it.
         let saved: Vec<String> = sums
             .iter()
             .map(|v| {
@@ -361,7 +372,10 @@ impl Printer<'_> {
                 let name = names.var(*v);
                 let ty = var_type(self.function.var(*v).ty);
                 self.line(&format!("const {ty} {saved} = {name};"));
-                self.line(&format!("{name} = 0;"));
+                self.line(&format!(
+                    "{name} = {};",
+                    reduction_identity(self.function, names)
+                ));
                 saved
             })
             .collect();
@@ -381,17 +395,28 @@ impl Printer<'_> {
         }
     }
 
-    /// Every work-item's `v` becomes `saved` plus the sum of all of theirs: a warp's
+    /// `a ⊕ b` for the function's reduction: a sum unless it has a
+    /// [`crate::ir::ReductionOperator`].
+    fn reduce(&self, a: &str, b: &str) -> String {
+        match self.function.reduction_operator {
+            Some(_) => format!("{REDUCE}({a}, {b})"),
+            None => format!("{a} + {b}"),
+        }
+    }
+
+    /// Every work-item's `v` becomes `saved` ⊕ the reduction of all of theirs: a warp's
     /// shuffles where the dialect has them and the group is one warp, else a tree in
     /// shared memory, barriers between its levels.
     fn combine(&mut self, v: Var, saved: &str) {
         let name = self.names.var(v).to_string();
         if self.warp_dim.is_some() {
-            if let Some(lines) = self.dialect.warp_sum(&name, LANES) {
+            let combine = |a: &str, b: &str| self.reduce(a, b);
+            if let Some(lines) = self.dialect.warp_reduce(&name, LANES, &combine) {
                 for line in lines {
                     self.line(&line);
                 }
-                self.line(&format!("{name} = {saved} + {name};"));
+                let total = self.reduce(saved, &name);
+                self.line(&format!("{name} = {total};"));
                 return;
             }
         }
@@ -400,12 +425,17 @@ impl Printer<'_> {
         let slots = format!("(({}){COMBINE})", self.dialect.shared_pointer(ty));
         self.line(&format!("{slots}[{LOCAL_ID}] = {name};"));
         self.line(barrier);
+        let pair = self.reduce(
+            &format!("{slots}[{LOCAL_ID}]"),
+            &format!("{slots}[{LOCAL_ID} + sparsec_s]"),
+        );
         self.line(&format!(
             "for (int64_t sparsec_s = 1; sparsec_s < {LOCAL_SIZE}; sparsec_s *= 2) {{ if \
              ({LOCAL_ID} % (2 * sparsec_s) == 0 && {LOCAL_ID} + sparsec_s < {LOCAL_SIZE}) \
-             {slots}[{LOCAL_ID}] += {slots}[{LOCAL_ID} + sparsec_s]; {barrier} }}"
+             {slots}[{LOCAL_ID}] = {pair}; {barrier} }}"
         ));
-        self.line(&format!("{name} = {saved} + {slots}[0];"));
+        let total = self.reduce(saved, &format!("{slots}[0]"));
+        self.line(&format!("{name} = {total};"));
         self.line(barrier);
     }
 

@@ -220,7 +220,12 @@ impl Dialect for OpenClC {
         format!("(int64_t)atom_inc((volatile __global long *)({counter}))")
     }
 
-    fn warp_sum(&self, _var: &str, _lanes: i64) -> Option<Vec<String>> {
+    fn warp_reduce(
+        &self,
+        _var: &str,
+        _lanes: i64,
+        _combine: &dyn Fn(&str, &str) -> String,
+    ) -> Option<Vec<String>> {
         None
     }
 }
