@@ -362,6 +362,60 @@ fn workspace_kernels_bound_their_rows() {
     );
 }
 
+/// A loop that emits at most one entry an iteration into one row, and does nothing else,
+/// bounds that row by its trips without running (`ir::rows`, phase 3): a masked product
+/// over the mask's row, each iteration an intersection, and SDDMM over the sampled row are
+/// placed in one numeric pass (on threads, each row in its bounded room), where counting
+/// would run every intersection twice. Each is checked on 1 to 3 threads, with work for
+/// threads, nothing stored, and products that leave masked coordinates without entries.
+#[test]
+fn loops_that_emit_once_an_iteration_bound_their_rows_by_their_trips() {
+    let mode = |expr: &str, formats: &[(&str, &str)], inputs: &[(&str, Coo)]| {
+        let (stmt, _) = statement(expr, formats, inputs, &[]);
+        Kernel::from_statement(stmt, ValueType::F64, &split_toolchain())
+            .unwrap()
+            .output_mode()
+    };
+    let mut r = rng(18);
+    let sets = |r: &mut rand::rngs::StdRng, n: usize, density: f64| {
+        vec![
+            ("M", random_coo(r, &[n, n], density)),
+            ("A", random_coo(r, &[n, n], density)),
+            ("B", random_coo(r, &[n, n], density)),
+        ]
+    };
+    let busy = sets(&mut r, 700, 0.05);
+    let empty = sets(&mut r, 700, 0.0);
+    let sparse = sets(&mut r, 700, 0.002);
+    let masked = "C<pattern(M)>(i,j) = A(i,k) * B(j,k)";
+    let sddmm = "C(i,j) = M(i,j) * A(i,k) * B(j,k)";
+    for expr in [masked, sddmm] {
+        let formats = [("M", "csr"), ("A", "csr"), ("B", "csr"), ("C", "csr")];
+        assert_eq!(
+            mode(expr, &formats, &busy),
+            OutputMode::Rows { bounds: true },
+            "{expr}"
+        );
+        check_mode(
+            expr,
+            &formats,
+            &[busy.clone(), empty.clone(), sparse.clone()],
+            None,
+            true,
+        );
+    }
+    // The triangle count's statement over a semiring, galloping.
+    let over = "C<pattern(M)>(i,j) = A(i,k) * B(j,k) over (+, pair)";
+    let formats = [("M", "csr"), ("A", "csr"), ("B", "csr"), ("C", "csr")];
+    check_mode(
+        over,
+        &formats,
+        &[busy, empty, sparse],
+        Some("mergeby(k,Gallop)"),
+        true,
+    );
+}
+
 /// SDDMM's inner sum runs over a dense `k`, and the flag that says whether it had terms is
 /// set once ahead of the vectorized loop: with no `k` at all the output has no entries.
 #[test]

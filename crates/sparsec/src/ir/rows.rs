@@ -45,8 +45,8 @@
 //! numeric pass instead of counting them with a symbolic pass first.
 
 use super::{
-    visit, ArrayKind, ArrayRef, Expr, Function, LocalType, LoopKind, OperandId, OutputMode,
-    ParamRef, Stmt, Store, Type,
+    visit, ArrayKind, ArrayRef, BinOp, Expr, Function, LocalType, LoopKind, OperandId,
+    OutputMode, ParamRef, Stmt, Store, Type,
 };
 
 /// Where an output's entries go: the storage level of its leaf and, outermost first, the
@@ -116,11 +116,18 @@ pub fn place_rows(function: &mut Function, layout: &RowLayout) {
         other => vec![other],
     });
     let workspaces = has_workspaces(&body);
-    // Dropping value stores is what keeps a bound's loops from reading values.
-    let bound = (workspaces && drop_values)
-        .then(|| bound_phase(&body, layout, &is_value_workspace))
-        .flatten();
     let on_gpu = runs_on_gpu(&body);
+    // Dropping value stores is what keeps a bound's loops from reading values. Without
+    // workspaces, a bound pays only where it skips loops that counting would run.
+    let bound = if workspaces {
+        drop_values
+            .then(|| bound_phase(&body, layout, &is_value_workspace))
+            .flatten()
+    } else if on_gpu {
+        None
+    } else {
+        bound_phase(&body, layout, &is_value_workspace).filter(|b| !same_loops(b, &count))
+    };
     let append_body = (!on_gpu && (!workspaces || bound.is_some())).then(|| body.clone());
     let place = rewrite(body, &mut |s| match s {
         Stmt::Emit { coords, value } => {
@@ -254,6 +261,22 @@ fn bound_stmts(
                 let coords = single_emit(&emitting, layout)?;
                 out.push(add_to_row(&coords, len));
             }
+            // A loop that emits at most one entry an iteration into one row, and has no
+            // other effect, bounds it by its trips without running (a masked product's
+            // loop over the mask's row, each iteration an intersection).
+            Stmt::For(l) if contains_emit(&l.body) && only_emits(&l.body) => {
+                match single_emit(&l, layout) {
+                    Some(coords) => {
+                        let trips = Expr::bin(BinOp::Max, l.end - l.start, Expr::Int(0));
+                        out.push(add_to_row(&coords, trips));
+                    }
+                    None => {
+                        let mut l = l;
+                        l.body = recurse(l.body)?;
+                        out.push(Stmt::For(l));
+                    }
+                }
+            }
             Stmt::For(mut l) => {
                 l.body = recurse(l.body)?;
                 out.push(Stmt::For(l));
@@ -297,6 +320,37 @@ fn single_emit(emitting: &super::Loop, layout: &RowLayout) -> Option<Vec<Expr>> 
     let [coords] = <[Vec<Expr>; 1]>::try_from(emits).ok()?;
     let reads_inner = super::analysis::depends_on(&layout.row(&coords), &inner);
     (!nested_loop_emits && !reads_inner).then_some(coords)
+}
+
+/// True when `stmts` do nothing but emit entries: they write only variables they declare
+/// (and their loops' variables), no array, and no workspace's touched list.
+fn only_emits(stmts: &[Stmt]) -> bool {
+    let mut own = Vec::new();
+    visit::walk_stmts(stmts, &mut |s| match s {
+        Stmt::Decl(v, _) => own.push(*v),
+        Stmt::For(l) => own.push(l.var),
+        _ => {}
+    });
+    !any_stmt(stmts, |s| match s {
+        Stmt::Assign(v, _) => !own.contains(v),
+        Stmt::Store(_)
+        | Stmt::Atomic(_)
+        | Stmt::OrderTouched { .. }
+        | Stmt::Barrier
+        | Stmt::Launch(_) => true,
+        _ => false,
+    })
+}
+
+/// True when the bounding body `bound` runs the same loops as the counting one (no loop
+/// was bounded by its trips): counting costs no more, and is exact.
+fn same_loops(bound: &[Stmt], count: &[Stmt]) -> bool {
+    let loops = |stmts: &[Stmt]| {
+        let mut n = 0usize;
+        visit::walk_stmts(stmts, &mut |s| n += usize::from(matches!(s, Stmt::For(_) | Stmt::While(..))));
+        n
+    };
+    loops(bound) == loops(count)
 }
 
 /// True when `stmts` emit an entry somewhere.
