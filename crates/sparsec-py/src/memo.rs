@@ -84,10 +84,13 @@ pub(crate) fn compile_memoized(
     let concrete = Concrete::new(&statement)?;
     // Without a schedule, the backend's default parallelism (a GPU mapping on OpenCL).
     let targets = key.backend.targets(&Toolchain::default());
-    let lowered = match schedule {
-        Some(s) => sparsec::lower::lower(&s.apply(&concrete)?)?,
-        None => lower_for_target(&concrete, targets.main().as_ref(), None)?,
+    // A schedule that parallelizes no loop gets the default parallel loop, as the CLI and
+    // `Kernel::scheduled` give it (a galloping triangle count ran on one thread).
+    let concrete = match schedule {
+        Some(s) => s.apply(&concrete)?,
+        None => concrete,
     };
+    let lowered = lower_for_target(&concrete, targets.main().as_ref(), None)?;
     let mut kernel = Kernel::from_lowered(
         statement,
         lowered,

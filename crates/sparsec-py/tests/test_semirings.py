@@ -257,3 +257,18 @@ def test_operators_traced_from_python_functions(rng):
     capped = ops.operator(lambda x: ops.min(x, np.inf) + ops.max(x, -np.inf), name="capped")
     np.testing.assert_array_equal(
         sparsec.evaluate("R(i,j) = capped(A(i,j))", A=a, operators=[capped]), 2 * dense_a)
+
+
+def test_a_schedule_that_parallelizes_no_loop_keeps_the_default_thread_loop():
+    # The benchmark's galloping triangle count: `mergeby` alone, on two threads.
+    lower = sp.csr_array(sp.tril(sp.random_array((300, 300), density=0.05, format="csr",
+                                                 random_state=9), k=-1))
+    lower.data[:] = 1.0
+    kernel = sparsec.compile("C<pattern(L)>(i,j) = L(i,k) * L(j,k) over (+, pair)",
+                             formats={"L": "csr", "C": "csr"}, threads=2,
+                             schedule="mergeby(k,Gallop)", backend="c")
+    counts = kernel(L=lower)
+    assert "#pragma omp parallel" in kernel.source
+    dense = lower.toarray()
+    want = (dense @ dense.T) * (dense != 0)
+    np.testing.assert_array_equal(counts.toarray(), want)

@@ -43,6 +43,12 @@
 //! (a backend closes a loop that only counts). With the bounds summed as the capacity,
 //! appending (phase 2) never runs out of room, and the runtime places the entries in one
 //! numeric pass instead of counting them with a symbolic pass first.
+//!
+//! Phase 3 also bounds a row by the trips of a loop that emits at most one entry an
+//! iteration into it and has no other effect, without running the loop's body. A kernel
+//! without workspaces gets it where that skips loops counting would run: a masked
+//! product's loop over the mask's row, each iteration an intersection, or SDDMM's over the
+//! sampled row.
 
 use super::{
     visit, ArrayKind, ArrayRef, BinOp, Expr, Function, LocalType, LoopKind, OperandId,
@@ -191,10 +197,10 @@ fn runs_on_gpu(body: &[Stmt]) -> bool {
     gpu
 }
 
-/// The body of phase 3 of a workspace kernel (see the module): `pos[row + 1]` gains an
-/// upper bound of the row's entries. `None` when the body's shape does not make the bound
-/// sure: a touched list ordered but not then emitted by the loop that follows, once per
-/// touched coordinate, into a row that the loop does not choose.
+/// The body of phase 3 (see the module): `pos[row + 1]` gains an upper bound of the row's
+/// entries. `None` when the body's shape does not make the bound sure: a touched list
+/// ordered but not then emitted by the loop that follows, once per touched coordinate,
+/// into a row that the loop does not choose.
 fn bound_phase(
     body: &[Stmt],
     layout: &RowLayout,

@@ -97,7 +97,7 @@ pub(crate) fn place_rows(
     };
     let phase = slots.phase;
     let threads = scalar(ScalarArg::Threads);
-    // A workspace kernel's rows bounded (phase 3), as the start of each row's room.
+    // The kernel's rows bounded (phase 3), as the start of each row's room.
     let bounded_starts = if bounds {
         arguments.point(slots.pos, &mut pos);
         arguments.params[phase] = 3;
