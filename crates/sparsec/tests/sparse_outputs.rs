@@ -300,6 +300,14 @@ fn appendable_outputs_match_the_reference_in_every_placement() {
     }
 }
 
+/// The output mode of `expr`'s default kernel.
+fn output_mode(expr: &str, formats: &[(&str, &str)], inputs: &[(&str, Coo)]) -> OutputMode {
+    let (stmt, _) = statement(expr, formats, inputs, &[]);
+    Kernel::from_statement(stmt, ValueType::F64, &split_toolchain())
+        .unwrap()
+        .output_mode()
+}
+
 /// Workspace kernels (Gustavson rows: SpGEMM, A^T A) also bound each row's entries
 /// (`ir::rows`, phase 3); with few products they append into the summed bounds on one
 /// thread, with work for threads they place each row in its bounded room on them. Products that cancel keep
@@ -307,12 +315,6 @@ fn appendable_outputs_match_the_reference_in_every_placement() {
 /// have no bounds.
 #[test]
 fn workspace_kernels_bound_their_rows() {
-    let mode = |expr: &str, formats: &[(&str, &str)], inputs: &[(&str, Coo)]| {
-        let (stmt, _) = statement(expr, formats, inputs, &[]);
-        Kernel::from_statement(stmt, ValueType::F64, &split_toolchain())
-            .unwrap()
-            .output_mode()
-    };
     let mut r = rng(16);
     // About 900,000 products: placed on the threads.
     let busy = vec![
@@ -334,7 +336,7 @@ fn workspace_kernels_bound_their_rows() {
     for out in ["csr", "dcsr"] {
         let formats = [("A", "csr"), ("B", "csr"), ("C", out)];
         assert_eq!(
-            mode(product, &formats, &busy),
+            output_mode(product, &formats, &busy),
             OutputMode::Rows { bounds: true }
         );
         check_mode(product, &formats, std::slice::from_ref(&busy), None, true);
@@ -349,11 +351,11 @@ fn workspace_kernels_bound_their_rows() {
     let square = vec![("A", random_coo(&mut r, &[40, 30], 0.2))];
     let gram = [("A", "csr"), ("C", "csr")];
     assert_eq!(
-        mode("C(i,j) = A(k,i) * A(k,j)", &gram, &square),
+        output_mode("C(i,j) = A(k,i) * A(k,j)", &gram, &square),
         OutputMode::Rows { bounds: true }
     );
     assert_eq!(
-        mode(
+        output_mode(
             "C(i,j) = A(i,j) + B(i,j)",
             &[("A", "csr"), ("B", "csr"), ("C", "csr")],
             &busy
@@ -370,12 +372,6 @@ fn workspace_kernels_bound_their_rows() {
 /// threads, nothing stored, and products that leave masked coordinates without entries.
 #[test]
 fn loops_that_emit_once_an_iteration_bound_their_rows_by_their_trips() {
-    let mode = |expr: &str, formats: &[(&str, &str)], inputs: &[(&str, Coo)]| {
-        let (stmt, _) = statement(expr, formats, inputs, &[]);
-        Kernel::from_statement(stmt, ValueType::F64, &split_toolchain())
-            .unwrap()
-            .output_mode()
-    };
     let mut r = rng(18);
     let sets = |r: &mut rand::rngs::StdRng, n: usize, density: f64| {
         vec![
@@ -392,7 +388,7 @@ fn loops_that_emit_once_an_iteration_bound_their_rows_by_their_trips() {
     for expr in [masked, sddmm] {
         let formats = [("M", "csr"), ("A", "csr"), ("B", "csr"), ("C", "csr")];
         assert_eq!(
-            mode(expr, &formats, &busy),
+            output_mode(expr, &formats, &busy),
             OutputMode::Rows { bounds: true },
             "{expr}"
         );

@@ -51,8 +51,8 @@
 //! sampled row.
 
 use super::{
-    visit, ArrayKind, ArrayRef, BinOp, Expr, Function, LocalType, LoopKind, OperandId,
-    OutputMode, ParamRef, Stmt, Store, Type,
+    visit, ArrayKind, ArrayRef, BinOp, Expr, Function, LocalType, LoopKind, OperandId, OutputMode,
+    ParamRef, Stmt, Store, Type,
 };
 
 /// Where an output's entries go: the storage level of its leaf and, outermost first, the
@@ -353,7 +353,9 @@ fn only_emits(stmts: &[Stmt]) -> bool {
 fn same_loops(bound: &[Stmt], count: &[Stmt]) -> bool {
     let loops = |stmts: &[Stmt]| {
         let mut n = 0usize;
-        visit::walk_stmts(stmts, &mut |s| n += usize::from(matches!(s, Stmt::For(_) | Stmt::While(..))));
+        visit::walk_stmts(stmts, &mut |s| {
+            n += usize::from(matches!(s, Stmt::For(_) | Stmt::While(..)))
+        });
         n
     };
     loops(bound) == loops(count)
