@@ -258,6 +258,21 @@ fn balanced_blocks_keep_emitted_outputs_in_order() {
             "#pragma omp for schedule(dynamic, sparsec_chunk) nowait",
         ],
     );
+    // A masked product intersects each masked pair's rows, as long as the rows it meets:
+    // its entries do not tell the work either, so the threads take chunks of rows, and a
+    // position counts for a typical row (a team forms for the intersections' work).
+    let symmetric = generate::power_law(&[120, 120], 1500, 1.0, 16).unwrap();
+    check_threads(
+        "C<pattern(L)>(i,j) = L(i,k) * L(j,k) over (+, pair)",
+        &[("L", "csr"), ("C", "csr")],
+        &[vec![("L", symmetric)]],
+        Some("mergeby(k,Gallop)"),
+        &split_toolchain(),
+        &[
+            "* 16) + i",
+            "#pragma omp for schedule(dynamic, sparsec_chunk) nowait",
+        ],
+    );
     // Element-wise into a sparse output, with rows that are empty in one operand: the
     // rows merge two operands, so they have no one measure of work and get equal blocks.
     let c = rows_of_lengths(120, 80, &[0, 3, 0, 7]);

@@ -253,8 +253,9 @@ pub fn depends_on(e: &Expr, vars: &[Var]) -> bool {
 /// count too. Positions count once per iteration of the dense loops nested unconditionally
 /// inside the innermost of those loops (SpMM's columns). `None` when no loop over a
 /// compressed level is nested unconditionally in the body. A position that loops over
-/// another operand's segment (SpGEMM) counts for `GATHERED_SEGMENT_WORK`, and the work is
-/// then only [`Work::estimated`].
+/// another operand's segment (SpGEMM) or merges segments (a masked product's
+/// intersections) counts for `GATHERED_SEGMENT_WORK`, and the work is then only
+/// [`Work::estimated`].
 pub fn work_before(l: &Loop) -> Option<Work> {
     let work = positions(l)?;
     let mut per_position = work.per_position;
@@ -330,19 +331,31 @@ fn positions(l: &Loop) -> Option<Positions> {
 /// matrix. It decides how many threads a loop is worth, not how its work is split.
 const GATHERED_SEGMENT_WORK: i64 = 16;
 
-/// True when `body` holds a loop over a segment of a compressed level (`pos[q]..pos[q+1]`).
+/// True when `body` holds a loop over a segment of a compressed level (`pos[q]..pos[q+1]`),
+/// or merges segments: a cursor that starts at a segment's start, advanced by a `while`
+/// loop (the intersections of a masked product or a triangle count, each as long as the
+/// rows it meets).
 fn gathers_segments(body: &[Stmt]) -> bool {
-    let mut found = false;
-    visit::walk_stmts(body, &mut |s| {
-        if let Stmt::For(Loop {
-            start: Expr::Load(ArrayRef::Level { kind, .. }, _),
-            ..
-        }) = s
-        {
-            found |= *kind == ArrayKind::Pos;
-        }
+    let (mut segment_loop, mut cursor, mut merge) = (false, false, false);
+    let segment_start = |e: &Expr| {
+        matches!(
+            e,
+            Expr::Load(
+                ArrayRef::Level {
+                    kind: ArrayKind::Pos,
+                    ..
+                },
+                _
+            )
+        )
+    };
+    visit::walk_stmts(body, &mut |s| match s {
+        Stmt::For(l) if segment_start(&l.start) => segment_loop = true,
+        Stmt::Decl(_, value) if segment_start(value) => cursor = true,
+        Stmt::While(..) => merge = true,
+        _ => {}
     });
-    found
+    segment_loop || (cursor && merge)
 }
 
 /// The first loop in `body` (unconditionally, at any depth of plain blocks, or as both
