@@ -243,6 +243,23 @@ impl<'a> Host<'a> {
         self.params.get(slot).copied()
     }
 
+    /// `acc ⊕ term` for the function's reduction: its [`crate::ir::ReductionOperator`]
+    /// evaluated with `acc` and `term` bound, else a sum. How the host combines the copies
+    /// of a reduction that the groups of a launch left.
+    pub fn reduce(
+        &mut self,
+        acc: Scalar,
+        term: Scalar,
+        memory: &mut dyn Memory,
+    ) -> Result<Scalar, String> {
+        let Some(op) = &self.function.reduction_operator else {
+            return arith(BinOp::Add, acc, term);
+        };
+        self.set(op.acc, acc);
+        self.set(op.term, term);
+        self.eval(&op.combined, memory)
+    }
+
     /// Evaluate `e`.
     pub fn eval(&self, e: &Expr, memory: &mut dyn Memory) -> Result<Scalar, String> {
         Ok(match e {
@@ -351,48 +368,6 @@ impl<'a> Host<'a> {
             &mut memory.host(array, true)?[at..at + stored.size()],
         )
     }
-}
-
-/// `acc ⊕ term` for `function`'s reduction: its [`crate::ir::ReductionOperator`], else a
-/// sum. How the host combines the copies of a reduction that the groups of a launch left.
-pub fn reduce(function: &Function, acc: Scalar, term: Scalar) -> Result<Scalar, String> {
-    let Some(op) = &function.reduction_operator else {
-        return arith(BinOp::Add, acc, term);
-    };
-    fn eval(
-        e: &Expr,
-        op: &crate::ir::ReductionOperator,
-        acc: Scalar,
-        term: Scalar,
-    ) -> Result<Scalar, String> {
-        let go = |e: &Expr| eval(e, op, acc, term);
-        Ok(match e {
-            Expr::Var(v) if *v == op.acc => acc,
-            Expr::Var(v) if *v == op.term => term,
-            Expr::Int(v) => Scalar::Int(*v),
-            Expr::Float(v) => Scalar::Float(*v),
-            Expr::Bool(b) => Scalar::Int(i64::from(*b)),
-            Expr::Neg(a) => Scalar::Float(-go(a)?.float()),
-            Expr::Not(a) => Scalar::Int(i64::from(go(a)?.float() == 0.0)),
-            Expr::Bin(o, a, b) => arith(*o, go(a)?, go(b)?)?,
-            Expr::Select(c, a, b) => {
-                if go(c)?.float() != 0.0 {
-                    go(a)?
-                } else {
-                    go(b)?
-                }
-            }
-            Expr::Math(f, args) => {
-                let args = args
-                    .iter()
-                    .map(|a| Ok(go(a)?.float()))
-                    .collect::<Result<Vec<f64>, String>>()?;
-                Scalar::Float(f.eval(&args))
-            }
-            other => return Err(format!("a reduction operator reads {other:?}")),
-        })
-    }
-    eval(&op.combined, op, acc, term)
 }
 
 /// `a op b` as C computes it: on `int64_t` where both are integers, else on `double`.

@@ -23,7 +23,7 @@ use opencl3::types::{cl_mem, CL_BLOCKING};
 
 use super::resident::{count_copy, Held, Residency};
 use super::NAME;
-use crate::codegen::gpu::host::{reduce, Host, Memory, Scalar, Stored};
+use crate::codegen::gpu::host::{Host, Memory, Scalar, Stored};
 use crate::codegen::gpu::{dim_index, EmitRoom, KernelArg, KernelPlan, Program};
 use crate::codegen::runtime::{sys, RawBuffer};
 use crate::ir::outline::{Outlined, WARP_SIZE};
@@ -582,7 +582,7 @@ impl Buffers<'_> {
             .map_err(|e| error("copy the partial sums", e))?;
             let mut total = vars[v.index()].unwrap_or(Scalar::Int(0));
             for chunk in bytes.chunks_exact(stored.size()) {
-                total = reduce(host, total, stored.read(chunk))?;
+                total = evaluator.reduce(total, stored.read(chunk), self)?;
             }
             vars[v.index()] = Some(total.to_type(ty));
         }
