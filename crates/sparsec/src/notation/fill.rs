@@ -7,7 +7,6 @@
 //! exactly as they do for any function with `f(0) != 0`. Over another semiring a missing
 //! entry is absent (GraphBLAS's structural semantics), which binding checks.
 
-use super::ast::Op;
 use super::cin::{Access, CExpr, Statement, TensorVar};
 use super::semiring::Semiring;
 use crate::ir::MathFn;
@@ -70,13 +69,7 @@ impl Statement {
             CExpr::Literal(x) => *x,
             CExpr::Neg(a) => -self.value_where_absent(a),
             CExpr::Binary(op, a, b) => {
-                let (a, b) = (self.value_where_absent(a), self.value_where_absent(b));
-                match op {
-                    Op::Add => a + b,
-                    Op::Sub => a - b,
-                    Op::Mul => a * b,
-                    Op::Div => a / b,
-                }
+                op.apply(self.value_where_absent(a), self.value_where_absent(b))
             }
             CExpr::Math(MathFn::Pattern, _) => 0.0,
             CExpr::Math(f, args) => {
