@@ -383,11 +383,19 @@ pub fn load_tensors(
 ) -> Result<(Option<Tensor>, Vec<Tensor>)> {
     let load = |k: usize| -> Result<Option<Tensor>> {
         let decl = &statement.tensors[k];
+        // An input's declared fill value (`--fill`, or its file's) is what its missing
+        // entries hold; the output's initial value keeps its own.
+        let declared_fill = (k > 0).then_some(decl.fill);
         let tensor = match problem.sources[k].as_ref() {
             None => return Ok(None),
-            Some(Source::File(path, data)) => data
-                .clone()
-                .into_tensor(&decl.format, ValueType::F64)
+            Some(Source::File(path, data)) => {
+                let data = data.clone();
+                match declared_fill.filter(|f| f.to_bits() != data.fill().to_bits()) {
+                    Some(fill) => {
+                        Tensor::from_coo_filled(data.into_coo(), &decl.format, ValueType::F64, fill)
+                    }
+                    None => data.into_tensor(&decl.format, ValueType::F64),
+                }
                 .map_err(|e| {
                     miette!(
                         "cannot store `{}` from {} in format {}: {e}",
@@ -395,12 +403,14 @@ pub fn load_tensors(
                         path.display(),
                         decl.format
                     )
-                })?,
+                })?
+            }
             Some(Source::Generated(kind)) => {
                 let coo = kind
                     .generate(&decl.dims, seed.wrapping_add(k as u64))
                     .map_err(|e| miette!("cannot generate `{}`: {e}", decl.name))?;
-                Tensor::from_coo(&coo, &decl.format, ValueType::F64).map_err(|e| {
+                let fill = declared_fill.unwrap_or(0.0);
+                Tensor::from_coo_filled(coo, &decl.format, ValueType::F64, fill).map_err(|e| {
                     miette!(
                         "cannot store generated `{}` in format {}: {e}",
                         decl.name,
@@ -409,16 +419,6 @@ pub fn load_tensors(
                 })?
             }
         };
-        // An input's declared fill value (`--fill`) is what its missing entries hold.
-        if k > 0 && tensor.fill().to_bits() != decl.fill.to_bits() {
-            return Ok(Some(tensor.with_fill(decl.fill).map_err(|e| {
-                miette!(
-                    "cannot give `{}` the fill value {}: {e}",
-                    decl.name,
-                    decl.fill
-                )
-            })?));
-        }
         Ok(Some(tensor))
     };
     let initial = load(0)?;
