@@ -289,16 +289,23 @@ pub enum Ready<'a> {
 }
 
 impl Ready<'_> {
-    /// What a kernel is compiled for: the input's dimensions, format and value type.
-    pub fn describes(&self, dims: &[usize], format: &Format, value_type: ValueType) -> bool {
-        match self {
-            Ready::InPlace(v) => {
-                v.dims() == dims && v.format() == format && v.value_type() == value_type
-            }
-            Ready::Copied(t) => {
-                t.dims() == dims && t.format() == format && t.value_type() == value_type
-            }
-        }
+    /// What a kernel is compiled for: the input's dimensions, format, value type and fill
+    /// value (the loops depend on it).
+    pub fn describes(
+        &self,
+        dims: &[usize],
+        format: &Format,
+        value_type: ValueType,
+        fill: f64,
+    ) -> bool {
+        let view = match self {
+            Ready::InPlace(v) => v.clone(),
+            Ready::Copied(t) => t.view(),
+        };
+        view.dims() == dims
+            && view.format() == format
+            && view.value_type() == value_type
+            && view.fill().to_bits() == fill.to_bits()
     }
 }
 

@@ -165,16 +165,17 @@ impl PyKernel {
         Ok(kernel)
     }
 
-    /// The kernel of the last call when `inputs` have the names, dimensions, formats and
-    /// value types of the last call's: what most calls find, without building a key.
+    /// The kernel of the last call when `inputs` have the names, dimensions, formats,
+    /// value types and fill values of the last call's: what most calls find, without
+    /// building a key.
     fn kernel_of_last_inputs(&self, inputs: &HashMap<String, Ready<'_>>) -> Option<Arc<Kernel>> {
         let last = self.last_inputs.lock().unwrap_or_else(|e| e.into_inner());
         let (infos, kernel) = last.as_ref()?;
         let same = infos.len() == inputs.len()
             && infos.iter().all(|(name, info)| {
-                inputs
-                    .get(name)
-                    .is_some_and(|r| r.describes(&info.dims, &info.format, info.value_type))
+                inputs.get(name).is_some_and(|r| {
+                    r.describes(&info.dims, &info.format, info.value_type, info.fill)
+                })
             });
         same.then(|| kernel.clone())
     }

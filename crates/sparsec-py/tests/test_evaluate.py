@@ -457,6 +457,12 @@ def test_an_inputs_fill_value_is_read_where_it_has_no_entry(backend):
     assert isinstance(c, sparsec.Tensor) and c.fill == 2.0
     np.testing.assert_allclose(c.to_numpy(), dense * 2 + 1, rtol=1e-12)
     assert c.to_coo()[1].size == 3
+    # One kernel object, inputs whose fill values differ: each call gets the kernel
+    # compiled for its input's fill value.
+    spmv = sparsec.compile("y(i) = A(i,j) * x(j)", formats={"A": "csr"}, backend=backend)
+    for fill in [0.5, 0.25, 0.0, 0.25]:
+        filled = t.with_fill(fill)
+        np.testing.assert_allclose(spmv(A=filled, x=x), filled.to_numpy() @ x, rtol=1e-12)
 
 
 @pytest.mark.parametrize("backend", ["c", "jit"])
