@@ -80,20 +80,9 @@ fn warps_sum_with_shuffles_and_blocks_through_shared_memory() {
 /// The GPU schedules of a reduction other than a sum: a warp's shuffles, a group's tree
 /// and each copy's start combine and start by ⊕ (here `min`, identity `inf`).
 const SEMIRING_SCHEDULES: [(&str, &str); 3] = [
-    (
-        "y(i) = A(i,j) * x(j) over (min, +)",
-        "split(i,i0,i1,8),parallelize(i0,GPUBlock,NoRaces),parallelize(i1,GPUWarp,NoRaces),\
-         parallelize(j,GPUThread,ParallelReduction)",
-    ),
-    (
-        "y(i) = A(i,j) * x(j) over (min, +)",
-        "parallelize(i,GPUBlock,NoRaces),parallelize(j,GPUThread,ParallelReduction)",
-    ),
-    (
-        "a = x(i) * y(i) over (max, *)",
-        "split(i,i0,i1,32),parallelize(i0,GPUBlock,Temporary),\
-         parallelize(i1,GPUThread,ParallelReduction)",
-    ),
+    ("y(i) = A(i,j) * x(j) over (min, +)", GPU_ROW_REDUCTIONS[0]),
+    ("y(i) = A(i,j) * x(j) over (min, +)", GPU_ROW_REDUCTIONS[1]),
+    ("a = x(i) * y(i) over (max, *)", DOT_SCHEDULE),
 ];
 
 fn semiring_listing(expr: &str, schedule: &str) -> String {

@@ -20,10 +20,6 @@ const SPMV: &str = "y(i) = A(i,j) * x(j)";
 const SPMM: &str = "C(i,k) = A(i,j) * B(j,k)";
 const DOT: &str = "a = x(i) * y(i)";
 
-/// A dot product summed by threads and then by blocks.
-const DOT_SCHEDULE: &str = "split(i,i0,i1,32),parallelize(i0,GPUBlock,Temporary),\
-                            parallelize(i1,GPUThread,ParallelReduction)";
-
 /// The GPU schedules the tests run: the shared SpMV and SpMM ones ([`GPU_SCHEDULES`]) and a
 /// dot product.
 fn schedules() -> impl Iterator<Item = (&'static str, &'static str)> {
@@ -467,18 +463,8 @@ mod on_a_device {
         ];
         let mut r = rng(31);
         for (definitions, semiring) in semirings {
-            let cases = [
-                (
-                    SPMV,
-                    "split(i,i0,i1,8),parallelize(i0,GPUBlock,NoRaces),\
-                        parallelize(i1,GPUWarp,NoRaces),parallelize(j,GPUThread,ParallelReduction)",
-                ),
-                (
-                    SPMV,
-                    "parallelize(i,GPUBlock,NoRaces),parallelize(j,GPUThread,ParallelReduction)",
-                ),
-                (DOT, DOT_SCHEDULE),
-            ];
+            let [warps, blocks] = GPU_ROW_REDUCTIONS;
+            let cases = [(SPMV, warps), (SPMV, blocks), (DOT, DOT_SCHEDULE)];
             for (expr, schedule) in cases {
                 for (rows, density) in [(50, 0.1), (1, 1.0), (30, 0.0), (300, 0.9)] {
                     let inputs: Vec<(&str, Coo)> = if expr == DOT {

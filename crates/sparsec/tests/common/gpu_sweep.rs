@@ -177,6 +177,15 @@ pub const GPU_SCHEDULES: [(&str, &str); 6] = [
     ),
 ];
 
+/// A dot product reduced by threads and then by blocks, whose partial results the host
+/// combines.
+pub const DOT_SCHEDULE: &str = "split(i,i0,i1,32),parallelize(i0,GPUBlock,Temporary),\
+                                parallelize(i1,GPUThread,ParallelReduction)";
+
+/// The SpMV schedules of [`GPU_SCHEDULES`] that reduce a row on GPU threads: a warp's
+/// lanes, and a block's threads.
+pub const GPU_ROW_REDUCTIONS: [&str; 2] = [GPU_SCHEDULES[1].1, GPU_SCHEDULES[2].1];
+
 /// Call `visit` on every schedule of the sparse-output sweep: element-wise products and
 /// sums, SDDMM, SpGEMM, a tensor-times-vector and a matrix-vector product into a sparse
 /// result, each output in every format of its order that sparsec assembles (rows placed

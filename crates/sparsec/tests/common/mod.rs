@@ -6,7 +6,8 @@ mod gpu_sweep;
 mod shared_data;
 #[allow(unused_imports)]
 pub use gpu_sweep::{
-    gpu_schedule_sweep, sparse_output_sweep, SweptSchedule, GPU_SCHEDULES, PAPER_GPU_SCHEDULES,
+    gpu_schedule_sweep, sparse_output_sweep, SweptSchedule, DOT_SCHEDULE, GPU_ROW_REDUCTIONS,
+    GPU_SCHEDULES, PAPER_GPU_SCHEDULES,
 };
 // Not every test binary reads the shared data.
 #[allow(unused_imports)]
