@@ -573,12 +573,15 @@ impl Lowerer<'_> {
         scope: &Scope,
     ) -> Option<Vec<lattice::Point>> {
         let points = lattice::build(expr, &|o| self.indexes(o, v, scope))?;
+        if !self.fills_unreached {
+            return Some(points);
+        }
         // The universe may also stand for an operand this loop does not iterate (its
         // levels in another order): only where every operand is merged here is it the
         // constant fill alone.
         let mut occurrences = Vec::new();
         expr.occurrences(&mut occurrences);
-        if self.fills_unreached && occurrences.iter().all(|&o| self.indexes(o, v, scope)) {
+        if occurrences.iter().all(|&o| self.indexes(o, v, scope)) {
             lattice::without_universe(points)
         } else {
             Some(points)
