@@ -8,7 +8,7 @@ use sparsec::io::{self, FileKind, MtxLayout, MtxWriteOptions, TensorFile};
 use sparsec::tensor::{Tensor, ValueType};
 
 const EXAMPLES: &str = "\
-EXAMPLES
+EXAMPLES:
   sparsec convert bcsstk13.mtx bcsstk13.spt --format csr
   sparsec convert bcsstk13.mtx bcsstk13-blocks.spt --format bcsr:4x4
   sparsec convert fao_trade.tns fao.spt --format sss:2,0,1
@@ -17,9 +17,10 @@ EXAMPLES
   sparsec convert bcsstk13.mtx bcsstk13.bsp.h5 --format csc   (built with --features binsparse)
   sparsec convert small.mtx small-dense.mtx --array
 
-Text outputs (.mtx, .tns) receive the stored components of the tensor: without --format
-the entries as read (symmetric files expanded); with a padded format (dense, ell, sell,
-dia, bcsr, hashed) its padding is written as explicit zeros.";
+TEXT OUTPUTS:
+  Text outputs (.mtx, .tns) receive the stored components of the tensor: without --format
+  the entries as read (symmetric files expanded); with a padded format (dense, ell, sell,
+  dia, bcsr, hashed) its padding is written as explicit zeros.";
 
 /// Scalar type of stored values.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -31,7 +32,11 @@ pub enum ValueTypeArg {
 }
 
 #[derive(clap::Args)]
-#[command(after_long_help = format!("{}\n\n{EXAMPLES}", crate::formats::FORMAT_HELP))]
+#[command(after_help = format!(
+    "{EXAMPLES}\n\n{}\n\n{}",
+    crate::formats::FILE_TYPES_HELP,
+    crate::formats::FORMAT_HELP
+))]
 pub struct ConvertArgs {
     /// Input file: .mtx, .tns, .spt or .h5 (binsparse; needs the `binsparse` feature).
     pub input: PathBuf,

@@ -8,7 +8,8 @@ use sparsec::lower::Lowered;
 use sparsec::notation::cin::Statement;
 use sparsec::target::Target;
 
-use crate::spec::{Problem, StatementArgs, FORMAT_HELP};
+use crate::formats::FORMAT_HELP;
+use crate::spec::{Problem, StatementArgs};
 
 const EMIT_HELP: &str = "\
 EXAMPLES:
@@ -24,12 +25,16 @@ EXAMPLES:
   # How a sparse output is assembled:
   sparsec emit \"C(i,j) = A(i,j) + B(i,j)\" -f A:csr -f B:csr -f C:csr --assembly
 
+  # The loops alone, as sparsec's IR, to see what a schedule does:
+  sparsec emit \"y(i) = A(i,j) * x(j)\" -f A:csr --target ir -s \"split(i,i0,i1,8)\"
+
   # The CUDA kernels of a GPU schedule (a row per warp, its entries on the lanes):
   sparsec emit \"y(i) = A(i,j) * x(j)\" -f A:csr --target cuda --compute \\
       -s \"split(i,i0,i1,8),parallelize(i0,GPUBlock,NoRaces),parallelize(i1,GPUWarp,NoRaces),parallelize(j,GPUThread,ParallelReduction)\"
 
-Index-variable sizes are read at run time, so the code does not depend on them: sizes
-come from -d VAR:SIZE or -i files when given, and any size otherwise.
+SIZES:
+  Index-variable sizes are read at run time, so the code does not depend on them: sizes
+  come from -d VAR:SIZE or -i files when given, and any size otherwise.
 ";
 
 /// Print the C code generated for a tensor index notation statement.
@@ -49,8 +54,8 @@ pub struct EmitArgs {
     /// for SIMD units, chosen at run time, and prefetches).
     #[arg(long)]
     pub plain: bool,
-    /// The language to print: C (the C target's), or a GPU schedule's device kernels as
-    /// OpenCL C or CUDA C.
+    /// The language to print: C (the C target's), a GPU schedule's device kernels as
+    /// OpenCL C or CUDA C, or sparsec's IR (the loops as the schedule makes them).
     #[arg(long, value_enum, default_value_t = EmitTarget::C)]
     pub target: EmitTarget,
 }
@@ -64,6 +69,9 @@ pub enum EmitTarget {
     Opencl,
     /// CUDA C kernels of a GPU schedule.
     Cuda,
+    /// sparsec's IR as the schedule lowers it, before any target's passes: the loops
+    /// alone, in C-like pseudocode, each with its parallel unit and reductions.
+    Ir,
 }
 
 /// Placeholder size of index variables that nothing sizes (the code reads sizes at run
@@ -121,12 +129,28 @@ fn emit_gpu(args: &EmitArgs, target: &dyn Target) -> Result<()> {
     Ok(())
 }
 
+/// Print the IR the schedule lowers to (`--target ir`).
+fn emit_ir(args: &EmitArgs) -> Result<()> {
+    if args.assembly || args.plain {
+        return Err(miette::miette!(
+            "--target ir prints the loops before any target's passes; --assembly and \
+             --plain describe the C target's code"
+        ));
+    }
+    let problem = Problem::new(&args.statement.expr, &args.statement.spec, &[])?;
+    let statement = problem.bind_with_default_size(PLACEHOLDER_SIZE)?;
+    let lowered = args.statement.schedule.lower(&statement)?;
+    crate::out!("{}", lowered.function);
+    Ok(())
+}
+
 /// Run the `emit` subcommand.
 pub fn emit(args: &EmitArgs) -> Result<()> {
     match args.target {
         EmitTarget::C => {}
         EmitTarget::Opencl => return emit_gpu(args, &sparsec::codegen::opencl::OpenClTarget),
         EmitTarget::Cuda => return emit_gpu(args, &sparsec::codegen::cuda::CudaTarget),
+        EmitTarget::Ir => return emit_ir(args),
     }
     let (statement, lowered, generated) = generate(&args.statement, args.plain)?;
     let (prelude, kernel) = generated.source.split_at(generated.body_offset);

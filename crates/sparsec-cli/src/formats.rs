@@ -1,14 +1,19 @@
-//! Help text shared by subcommands that take a storage format or a tensor file.
+//! Help text shared by subcommands that take a storage format or a tensor file: one
+//! source for every `--help` that lists them.
 
-/// What `--format` accepts, with examples.
-pub const FORMAT_HELP: &str = "\
-FILE TYPES (chosen by extension)
+/// The tensor files sparsec reads and writes.
+pub const FILE_TYPES_HELP: &str = "\
+FILE TYPES (chosen by extension):
   .mtx   MatrixMarket: coordinate or array; real, integer or pattern; general, symmetric,
          skew-symmetric or hermitian (symmetric files are expanded on reading). Order <= 2.
   .tns   FROSTT text: one `i1 ... iN value` line per entry, 1-based, any order; `#` comments.
-  .spt   sparsec binary: a tensor stored exactly in its format (checksummed).
+  .spt   sparsec binary: a tensor stored exactly in its format, with its fill value
+         (checksummed).
+  .h5    binsparse in HDF5 (a sparsec built with the `binsparse` feature).";
 
-FORMAT STRINGS (--format)
+/// What a format string (`-f NAME:FORMAT`, `convert --format`) may be, with examples.
+pub const FORMAT_HELP: &str = "\
+FORMATS (-f NAME:FORMAT, convert --format):
   Named formats:
     dense          every level dense (row-major)
     csr, csc       compressed sparse rows / columns (matrices)
@@ -31,4 +36,6 @@ FORMAT STRINGS (--format)
   Examples:
     ds = csr    ds:1,0 = csc    ss = dcsr    uq = coo (matrix)    dh = hashed columns
     sss:2,0,1   a CSF of an order-3 tensor storing mode 2, then 0, then 1
-    ucq         a COO of an order-3 tensor";
+    ucq         a COO of an order-3 tensor
+  Without a format, run and emit store a tensor dense; convert keeps an .spt input's
+  format, else writes csr (matrices) or csf (other orders).";

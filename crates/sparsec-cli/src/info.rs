@@ -9,20 +9,20 @@ use miette::{IntoDiagnostic, WrapErr};
 use sparsec::io::{self, TensorFile};
 use sparsec::tensor::Coo;
 
-const EXAMPLES: &str = "\
-OUTPUT
+const INFO_HELP: &str = "\
+EXAMPLES:
+  sparsec info bcsstk13.mtx
+  sparsec info fao_trade.tns
+  sparsec info A.spt --json
+
+OUTPUT:
   shape, stored entries (as in the file) and entries after symmetric expansion, value field,
   symmetry, explicit zeros; for matrices the entries per row (min / mean / max), empty rows,
   bandwidth (max |i - j|) and the number of diagonals touched; for higher orders the same
-  per mode (entries per slice, empty slices).
-
-EXAMPLES
-  sparsec info bcsstk13.mtx
-  sparsec info fao_trade.tns
-  sparsec info A.spt";
+  per mode (entries per slice, empty slices).";
 
 #[derive(clap::Args)]
-#[command(after_long_help = EXAMPLES)]
+#[command(after_help = format!("{INFO_HELP}\n\n{}", crate::formats::FILE_TYPES_HELP))]
 pub struct InfoArgs {
     /// Tensor file: .mtx (MatrixMarket), .tns (FROSTT) or .spt (sparsec binary).
     pub file: PathBuf,

@@ -17,10 +17,12 @@ const VERSION: &str = concat!(
 );
 
 /// What scripts may rely on.
-const EXIT_STATUS: &str = "Exit status: 0 on success; 1 when the inputs, the statement, the \
-schedule or the environment (a compiler, a device, memory) do not allow the command, with a \
-message that says which and why; 2 for a command line that does not parse; 101 for an \
-internal error, which is a bug in sparsec. Color follows the terminal and NO_COLOR.";
+const EXIT_STATUS: &str = "\
+EXIT STATUS:
+  0 on success; 1 when the inputs, the statement, the schedule or the environment (a
+  compiler, a device, memory) do not allow the command, with a message that says which and
+  why; 2 for a command line that does not parse; 101 for an internal error, which is a bug
+  in sparsec. Color follows the terminal and NO_COLOR.";
 
 /// sparsec: a sparse tensor algebra compiler.
 #[derive(Parser)]
@@ -33,7 +35,11 @@ internal error, which is a bug in sparsec. Color follows the terminal and NO_COL
                   files, stores tensors in any per-level format, and compiles index-notation \
                   kernels over them. Run `sparsec help SUBCOMMAND` for the options of each \
                   subcommand.",
-    after_long_help = format!("{}\n\n{EXIT_STATUS}", formats::FORMAT_HELP),
+    after_long_help = format!(
+        "{}\n\n{}\n\n{EXIT_STATUS}",
+        formats::FILE_TYPES_HELP,
+        formats::FORMAT_HELP
+    ),
     after_help = EXIT_STATUS
 )]
 struct Cli {
@@ -61,13 +67,17 @@ enum Command {
     Taco(taco::TacoArgs),
     /// Choose the sparse operands' formats and the schedule together for given inputs.
     Tune(tune::TuneArgs),
-    /// Print a shell completion script: `sparsec completions bash > ~/.local/share/\
-    /// bash-completion/completions/sparsec`.
+    /// Print a shell completion script.
+    #[command(after_help = "EXAMPLES:\n  \
+        sparsec completions bash > ~/.local/share/bash-completion/completions/sparsec\n  \
+        sparsec completions zsh > ~/.zfunc/_sparsec\n  \
+        sparsec completions fish > ~/.config/fish/completions/sparsec.fish")]
     Completions {
         /// The shell: bash, zsh, fish, elvish or powershell.
         shell: clap_complete::Shell,
     },
-    /// Print the manual page (roff): `sparsec man > sparsec.1; man ./sparsec.1`.
+    /// Print the manual page (roff).
+    #[command(after_help = "EXAMPLES:\n  sparsec man > sparsec.1 && man ./sparsec.1")]
     Man,
 }
 

@@ -14,7 +14,7 @@ use sparsec::notation::ast::Op;
 use sparsec::notation::cin::{CExpr, Statement};
 
 use crate::spec::{
-    self, BackendArg, DeviceArg, Problem, ScheduleArgs, Source, StatementArgs, SumsArg, FORMAT_HELP,
+    self, BackendArg, DeviceArg, Problem, ScheduleArgs, Source, StatementArgs, SumsArg,
 };
 
 const RUN_HELP: &str = "\
@@ -42,7 +42,8 @@ EXAMPLES:
   sparsec run \"A(i,j) = B(i,k,l) * C(k,j) * D(l,j)\" -f B:sss -i B:t.tns \\
       -g C:dense -g D:dense -d j:16
 
-GENERATORS (-g NAME:KIND); dimensions come from -d VAR:SIZE or from other inputs:
+GENERATORS (-g NAME:KIND):
+  Dimensions come from -d VAR:SIZE or from the other inputs.
   dense                 every component
   uniform[:DENSITY]     uniformly random, default density 0.01
   banded[:BW]           matrix with |i-j| <= BW, default 1
@@ -50,7 +51,8 @@ GENERATORS (-g NAME:KIND); dimensions come from -d VAR:SIZE or from other inputs
                         exponent 1), NNZ_ROW nonzeros per row on average (default 8)
   skewed[:K,C]          matrix, row i holds about K*C^i nonzeros (default 1,1.01)
 
-SCHEDULES (-s): transformations separated by `,` or `.`, applied left to right:
+SCHEDULES (-s):
+  Transformations separated by `,` or `.`, applied left to right:
   reorder(a,b)  order(a,b,...)  split(i,i0,i1,F)  divide(i,i0,i1,PARTS)  fuse(i,j,f)
   pos(j,jp,A(i,j))  coord(jp,jc)  bound(i,ib,MinExact|MinConstraint|MaxExact|MaxConstraint,N)
   unroll(i,F)  parallelize(i,CPUThread|CPUVector|GPU*|NotParallel,NoRaces|IgnoreRaces|
@@ -59,16 +61,20 @@ SCHEDULES (-s): transformations separated by `,` or `.`, applied left to right:
   assemble(T,Append|Insert)
   TACO's spellings work too: pos(j,jp,A), bound(i,ib,N,MaxExact), {i,j} lists.
 
-FILES: .mtx (MatrixMarket; pattern entries read as 1.0, symmetric files expanded),
-  .tns (FROSTT), .spt (sparsec binary, any format). -o writes .mtx for order <= 2
-  (scalars, dense vectors and matrices as MatrixMarket `array`), .tns and .spt any order.
-  A scalar's .tns file is one line holding its value; a 1x1 matrix or length-1 vector
-  read with -i for a tensor the statement uses without indices becomes that scalar.
+OUTPUTS (-o NAME:FILE):
+  .mtx for order <= 2 (scalars, dense vectors and matrices as MatrixMarket `array`), .tns
+  and .spt any order. A scalar's .tns file is one line holding its value; a 1x1 matrix or
+  length-1 vector read with -i for a tensor the statement uses without indices becomes
+  that scalar. Pattern entries of .mtx inputs read as 1.0.
 ";
 
 /// Compile and run a tensor index notation statement.
 #[derive(clap::Args, Debug, Clone)]
-#[command(after_help = format!("{RUN_HELP}\n{FORMAT_HELP}"))]
+#[command(after_help = format!(
+    "{RUN_HELP}\n{}\n\n{}",
+    crate::formats::FILE_TYPES_HELP,
+    crate::formats::FORMAT_HELP
+))]
 pub struct RunArgs {
     #[command(flatten)]
     pub statement: StatementArgs,

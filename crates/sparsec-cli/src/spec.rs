@@ -17,17 +17,6 @@ use sparsec::notation::{self, TensorDecl};
 use sparsec::schedule::{Concrete, Schedule};
 use sparsec::tensor::{Coo, ValueType};
 
-/// Help text on format strings, shared by both subcommands' `--help`.
-pub const FORMAT_HELP: &str = "\
-FORMATS (-f NAME:FORMAT), one letter per level, outermost first (TACO letters):
-  d  dense              s  compressed (sparse)      u  compressed, non-unique (COO top)
-  q  singleton          c  singleton, non-unique    h  hashed
-  b  bytemap (dense positions with a presence flag per coordinate)
-  A mode ordering may follow a colon: `ds:1,0` is CSC, `sss:2,0,1` a permuted CSF.
-  Named formats: dense, csr, csc, coo, dcsr, dcsc, csf, sv, hash, ell, sell:C, dia,
-  bcsr:RxC.
-  Tensors without -f are dense.";
-
 /// The statement and how to compile it: what `run` and `emit` share.
 #[derive(clap::Args, Debug, Clone)]
 pub struct StatementArgs {

@@ -43,9 +43,14 @@ pub enum AffineBackend {
 
 /// `sparsec specialise PROG -i NAME:FILE ... [--threshold D] [--emit regions|c] [--run]`.
 #[derive(clap::Args, Debug, Clone)]
-#[command(after_help = "EXAMPLE:\n  sparsec specialise examples/affine/gemm.c \
+#[command(
+    after_help = "EXAMPLES:\n  sparsec specialise examples/affine/mm.c -i A:a.mtx -i B:b.mtx\n  \
+                        sparsec specialise examples/affine/gemm.c \
                         -i A:a.mtx -i B:b.mtx --scalar alpha=1 --scalar beta=0 \
-                        --run --dense --time 5")]
+                        --run --dense --time 5\n\n\
+                        LANGUAGE:\n  Dense programs as PolyBench writes them: docs/affine.md; \
+                        programs to start from: examples/affine/"
+)]
 pub struct SpecialiseArgs {
     /// The affine program (C loop nests with declarations; see docs/affine.md).
     pub program: PathBuf,

@@ -18,6 +18,10 @@ use crate::spec::{self, fit_order, split_pair};
 #[derive(clap::Subcommand, Debug, Clone)]
 pub enum SpfCommand {
     /// Print the C code generated for a computation.
+    #[command(
+        after_help = "EXAMPLES:\n  sparsec spf emit examples/spf/lower_solve.spf\n\n\
+                            LANGUAGE:\n  The language of .spf files, with examples: docs/spf.md"
+    )]
     Emit {
         /// The computation (`.spf`).
         program: PathBuf,
@@ -27,15 +31,21 @@ pub enum SpfCommand {
 }
 
 /// Where `spf --help` and `spf run --help` send a reader for the language.
-pub const SPF_HELP: &str = "The language of .spf files, with examples: docs/spf.md; \
-                            programs to start from: examples/spf/";
+pub const SPF_HELP: &str = "\
+EXAMPLES:
+  sparsec spf emit examples/spf/lower_solve.spf
+  sparsec spf run examples/spf/lower_solve_wavefront.spf -i L:l.mtx -i b:b.mtx -o x:x.mtx
+
+LANGUAGE:
+  The language of .spf files, with examples: docs/spf.md; programs to start from:
+  examples/spf/";
 
 /// `sparsec spf run PROG -i NAME:FILE ... [-o NAME:FILE] [--threads N] [--time N]`.
 #[derive(clap::Args, Debug, Clone)]
 #[command(
-    after_help = "EXAMPLE:\n  sparsec spf run examples/spf/lower_solve_wavefront.spf \
+    after_help = "EXAMPLES:\n  sparsec spf run examples/spf/lower_solve_wavefront.spf \
                         -i L:l.mtx -i b:b.mtx -o x:x.mtx --threads 2 --time 10\n\n\
-                  The language of .spf files, with examples: docs/spf.md"
+                  LANGUAGE:\n  The language of .spf files, with examples: docs/spf.md"
 )]
 pub struct SpfRunArgs {
     /// The computation (`.spf`).

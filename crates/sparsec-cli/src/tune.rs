@@ -22,10 +22,11 @@ EXAMPLES:
   # Later runs on inputs of the same structure reuse the choice without searching:
   sparsec run \"y(i) = A(i,j) * x(j)\" -f A:csr -i A:bcsstk13.mtx -g x:dense --threads 2 --tuned
 
-The tensors declared sparse with -f (and a sparse output) are the ones whose formats are
-tuned; dense tensors keep their layout. Every candidate's result is checked against the
-reference evaluator. Choices are cached under SPARSEC_TUNE_DIR (default: tune/ in the
-kernel cache), keyed by the statement, the inputs' structure and --threads.";
+WHAT IS TUNED:
+  The tensors declared sparse with -f (and a sparse output) are the ones whose formats are
+  tuned; dense tensors keep their layout. Every candidate's result is checked against the
+  reference evaluator. Choices are cached under SPARSEC_TUNE_DIR (default: tune/ in the
+  kernel cache), keyed by the statement, the inputs' structure and --threads.";
 
 /// Choose formats and schedule together for these inputs.
 #[derive(clap::Args, Debug, Clone)]
@@ -93,12 +94,20 @@ pub struct TuneArgs {
 #[derive(clap::Subcommand, Debug, Clone)]
 pub enum TuneCommand {
     /// Measure (input, schedule, runtime) tuples into a JSON-lines dataset (resumable).
+    #[command(after_help = "EXAMPLES:\n  \
+        sparsec tune collect \"y(i) = A(i,j) * x(j)\" -f A:csr -g x:dense --data a.mtx \
+        --augment 3 --family powerlaw:8@20000 --per-input 50 --out spmv.jsonl --threads 2")]
     Collect(Box<crate::collect::CollectArgs>),
     /// Train a cost model on a collected dataset and report its ranking on held-out
     /// inputs (needs the `learned` feature).
+    #[command(after_help = "EXAMPLES:\n  \
+        sparsec tune train \"y(i) = A(i,j) * x(j)\" -f A:csr -g x:dense --data a.mtx \
+        --augment 3 --family powerlaw:8@20000 --dataset spmv.jsonl --out models/spmv")]
     Train(Box<crate::train::TrainArgs>),
     /// Draw the autotuning benchmark's sorted per-input speedups over each baseline, one
     /// panel per kernel and thread count (needs the `plot` feature).
+    #[command(after_help = "EXAMPLES:\n  \
+        sparsec tune figure --csv speedups.csv --out speedups.png")]
     Figure(FigureArgs),
 }
 

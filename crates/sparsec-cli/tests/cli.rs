@@ -24,7 +24,14 @@ const SYMMETRIC: &str = "%%MatrixMarket matrix coordinate real symmetric\n\
 #[test]
 fn help_explains_subcommands_options_and_formats() {
     let top = ok(&["--help"]);
-    for needle in ["info", "convert", "FORMAT STRINGS", "bcsr:RxC", ".spt"] {
+    for needle in [
+        "info",
+        "convert",
+        "FORMATS (",
+        "FILE TYPES",
+        "bcsr:RxC",
+        ".spt",
+    ] {
         assert!(top.contains(needle), "--help lacks {needle}:\n{top}");
     }
     let convert = ok(&["convert", "--help"]);
@@ -45,6 +52,56 @@ fn help_explains_subcommands_options_and_formats() {
     assert!(info.contains("--repeat"), "long help documents --repeat");
     let short = ok(&["info", "-h"]);
     assert!(!short.contains("--repeat"), "short help hides --repeat");
+}
+
+/// Every subcommand's help has one layout, short (`-h`) and long (`--help`): clap's usage,
+/// arguments and options, then the sections sparsec adds, `EXAMPLES` first, each an
+/// upper-case heading at the margin that ends in `:`, its text indented below it.
+#[test]
+fn every_subcommands_help_has_one_layout() {
+    let commands: [&[&str]; 15] = [
+        &["info"],
+        &["convert"],
+        &["run"],
+        &["emit"],
+        &["tune"],
+        &["tune", "collect"],
+        &["tune", "train"],
+        &["tune", "figure"],
+        &["taco"],
+        &["spf"],
+        &["spf", "run"],
+        &["spf", "emit"],
+        &["specialise"],
+        &["completions"],
+        &["man"],
+    ];
+    for command in commands {
+        for flag in ["-h", "--help"] {
+            let help = ok(&[command, &[flag]].concat());
+            let lines: Vec<&str> = help.lines().collect();
+            let options = lines
+                .iter()
+                .position(|line| *line == "Options:")
+                .unwrap_or_else(|| panic!("{command:?} {flag}: no options section:\n{help}"));
+            let headings: Vec<&str> = lines[options + 1..]
+                .iter()
+                .filter(|line| !line.is_empty() && !line.starts_with(' '))
+                .copied()
+                .collect();
+            assert!(
+                headings.first().is_some_and(|h| h.starts_with("EXAMPLES")),
+                "{command:?} {flag}: the first section is not EXAMPLES: {headings:?}"
+            );
+            for heading in headings {
+                let name = heading.split(['(', ':']).next().unwrap_or(heading);
+                assert!(
+                    heading.ends_with(':') && name == name.to_uppercase(),
+                    "{command:?} {flag}: `{heading}` is not a section heading"
+                );
+            }
+        }
+    }
 }
 
 #[test]
@@ -501,7 +558,7 @@ fn completions_manual_page_and_version() {
     assert!(message.contains("invalid value 'tcsh'"), "{message}");
     let page = ok(&["man"]);
     assert!(page.contains(".TH sparsec 1"), "{page}");
-    for word in ["completions", "specialise", "Exit status"] {
+    for word in ["completions", "specialise", "EXIT STATUS"] {
         assert!(page.contains(word), "the manual page lacks `{word}`");
     }
     let version = ok(&["--version"]);
@@ -528,7 +585,7 @@ fn exit_statuses_tell_usage_from_other_errors() {
     assert_eq!(status(&["frobnicate"]), Some(2));
     assert_eq!(status(&["--help"]), Some(0));
     let help = ok(&["--help"]);
-    assert!(help.contains("Exit status: 0 on success; 1"), "{help}");
+    assert!(help.contains("EXIT STATUS:\n  0 on success; 1"), "{help}");
 }
 
 /// A schedule is checked before the inputs are read or generated: its syntax before any
@@ -587,22 +644,27 @@ fn the_level_letters_errors_offer_are_in_the_help() {
         .and_then(|(_, rest)| rest.split_once(", or a named format"))
         .map(|(letters, _)| letters.to_string())
         .unwrap_or_else(|| panic!("{message}"));
-    let help = ok(&["--help"]);
-    let section = help
-        .split_once("Level letters")
-        .and_then(|(_, rest)| rest.split_once("Examples"))
-        .map(|(section, _)| section.to_string())
-        .expect("the help has a level letter section");
-    let mut letters = 0;
-    for item in offered.split("), ") {
-        let letter = item.chars().next().expect("a letter");
-        assert!(
-            section.contains(&format!(" {letter} ")),
-            "`{letter}` is offered but not explained:\n{section}"
-        );
-        letters += 1;
+    for help in [
+        ok(&["--help"]),
+        ok(&["run", "--help"]),
+        ok(&["emit", "--help"]),
+    ] {
+        let section = help
+            .split_once("Level letters")
+            .and_then(|(_, rest)| rest.split_once("Examples"))
+            .map(|(section, _)| section.to_string())
+            .expect("the help has a level letter section");
+        let mut letters = 0;
+        for item in offered.split("), ") {
+            let letter = item.chars().next().expect("a letter");
+            assert!(
+                section.contains(&format!(" {letter} ")),
+                "`{letter}` is offered but not explained:\n{section}"
+            );
+            letters += 1;
+        }
+        assert!(letters >= 9, "{offered}");
     }
-    assert!(letters >= 9, "{offered}");
 }
 
 /// Each error class prints its code and points to its troubleshooting section.
