@@ -340,3 +340,35 @@ fn conjugate_gradients_follow_the_single_process_residuals() {
         );
     }
 }
+
+/// The MPI chapter of the guide (`docs/distributed.md`): its `$ mpirun ... sparsec ...`
+/// commands run as printed, with this build's `sparsec` first on the `PATH`, and print what
+/// the page shows.
+#[test]
+fn the_guides_mpi_commands_print_what_the_guide_shows() {
+    let mpirun = std::env::var_os("PATH")
+        .and_then(|paths| {
+            std::env::split_paths(&paths)
+                .map(|dir| dir.join("mpirun"))
+                .find(|candidate| candidate.is_file())
+        })
+        .expect("mpirun is on the PATH (openmpi-bin)");
+    let sparsec_dir = Path::new(env!("CARGO_BIN_EXE_sparsec"))
+        .parent()
+        .expect("the binary's directory");
+    let path = std::env::join_paths(std::iter::once(sparsec_dir.to_path_buf()).chain(
+        std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()),
+    ))
+    .expect("a PATH");
+    let cache = std::env::temp_dir().join("sparsec-guide-mpi-test-cache");
+    trycmd::TestCases::new()
+        .register_bin("mpirun", mpirun)
+        .env("PATH", path.to_string_lossy().into_owned())
+        .env("NO_COLOR", "1")
+        .env("SPARSEC_CACHE_DIR", cache.display().to_string())
+        // As root in CI, and with more ranks than cores on a small machine.
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .env("OMPI_MCA_rmaps_base_oversubscribe", "1")
+        .case("../../docs/distributed.md");
+}

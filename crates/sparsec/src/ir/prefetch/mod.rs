@@ -9,7 +9,7 @@
 //! [`ROW_DISTANCE`] positions ahead and prefetches the start of the row it locates, and
 //! twice as far ahead the segment bound that locates it, so that both arrive before they
 //! are needed. (A*A on a uniform 1M x 1M matrix with 10M entries, one thread: half the
-//! time; see `bench/README.md`.)
+//! time; see `bench/HISTORY.md`.)
 //!
 //! An innermost segment loop that reads an element at each coordinate (SpMV's `x[j]`,
 //! TTV's `c[k]`) misses the same way once that array outgrows the cache, though the
