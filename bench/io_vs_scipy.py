@@ -10,10 +10,11 @@ when `pip install fast_matrix_market` has not been run) and the median of N
 Also writes one large synthetic matrix to /tmp (never the repository) to measure
 throughput in MB/s.
 
-Usage: python3 bench/io_vs_scipy.py [--repeat N] [--large-rows R] [--large-nnz NNZ] [--no-large]
+Usage: python3 bench/io_vs_scipy.py [--repeat N] [--large-rows R] [--large-nnz NNZ] [--no-large] [--csv FILE]
 """
 
 import argparse
+import csv
 import math
 import os
 import statistics
@@ -85,6 +86,7 @@ def main():
     ap.add_argument("--large-nnz", type=int, default=10_000_000)
     ap.add_argument("--large-repeat", type=int, default=3)
     ap.add_argument("--no-large", action="store_true", help="skip the large synthetic file")
+    ap.add_argument("--csv", default=None, help="also write one row per file here")
     args = ap.parse_args()
 
     try:
@@ -98,6 +100,7 @@ def main():
     print(f"sparsec {BIN}, scipy {scipy.__version__}, {os.cpu_count()} cpus, median of {args.repeat} reads")
     print(f"{'file':34} {'MB':>6} {'sparsec ms':>11} {'fmm ms':>9} {'scipy ms':>10} {'s/fmm':>7} {'s/scipy':>8}")
     vs_scipy, vs_fmm = [], []
+    records = []
     files = sorted(DATA.glob("*.mtx"), key=lambda p: p.stat().st_size)
     for path in files:
         mb = path.stat().st_size / 1e6
@@ -109,6 +112,8 @@ def main():
         ratio_fast = f"{ours/fast:7.3f}" if fast else f"{'-':>7}"
         if fast:
             vs_fmm.append(ours / fast)
+        records.append((path.name, mb, ours * 1e3, fast * 1e3 if fast else float("nan"),
+                        theirs * 1e3))
         print(f"{path.name:34} {mb:6.2f} {ours*1e3:11.3f} {fast_text} {theirs*1e3:10.3f} {ratio_fast} {ours/theirs:8.3f}")
     print(f"geometric mean of sparsec's time over scipy's, {len(vs_scipy)} files: {geomean(vs_scipy):.3f}")
     if vs_fmm:
@@ -131,6 +136,15 @@ def main():
             print(f"  fmm     {fast:.3f} s = {mb/fast:.0f} MB/s = {args.large_nnz/fast/1e6:.1f} M entries/s")
         print(f"  scipy   {theirs:.3f} s = {mb/theirs:.0f} MB/s = {args.large_nnz/theirs/1e6:.1f} M entries/s")
         print(f"  ratio sparsec/scipy {ours/theirs:.3f}" + (f", sparsec/fmm {ours/fast:.3f}" if fast else ""))
+        records.append((large.name, mb, ours * 1e3, fast * 1e3 if fast else float("nan"),
+                        theirs * 1e3))
+
+    if args.csv:
+        with open(args.csv, "w", newline="") as f:
+            table = csv.writer(f)
+            table.writerow(["file", "mb", "sparsec_ms", "fmm_ms", "scipy_ms"])
+            table.writerows(records)
+        print(f"wrote {args.csv}")
 
 if __name__ == "__main__":
     main()

@@ -1010,7 +1010,8 @@ def measure_input(args, inp: Input, kernels: List[Kernel], mkl,
             log(f"  {kernel.name}: the peers' inputs could not be built "
                 f"({type(e).__name__}: {first_line(str(e))}); peers skipped")
             state = None
-        kernel_variants = list(kernel.variants)
+        kernel_variants = [v for v in kernel.variants
+                           if v.schedule is None or not args.default_only]
         tunings: Dict[int, Tuning] = {}
         if args.tune > 0:
             declared = kernel.variants[0]
@@ -1391,6 +1392,8 @@ def parse_args():
     ap.add_argument("--timeout", type=int, default=900, help="seconds per sparsec run")
     ap.add_argument("--seed", type=int, default=42, help="seed of the generated inputs")
     ap.add_argument("--csv", default=None, help="CSV output (default DIR/schedules_vs_mkl.csv)")
+    ap.add_argument("--default-only", action="store_true",
+                    help="sparsec's default schedule only (no paper schedules)")
     ap.add_argument("--tune", type=float, default=0.0, metavar="SECONDS",
                     help="also time `sparsec run --tuned` after `sparsec tune --budget "
                          "SECONDS` per kernel, input and thread count (0: not run)")

@@ -11,11 +11,13 @@ is loaded as `schedules_vs_mkl.py` loads it, or its columns say why not). Prints
 and the ratios peer / sparsec (above 1: sparsec is faster); each result is checked against
 SciPy's.
 
-    python3 bench/spf_trisolve.py [MATRIX_DIR] [RUNS]
+    python3 bench/spf_trisolve.py [MATRIX_DIR] [RUNS] [--csv FILE]
 
 The kernels are C compiled by the C backend whatever the Cargo profile; PROFILE=test (say)
 reuses a test build instead of building the release one.
 """
+import argparse
+import csv
 import os
 import statistics
 import subprocess
@@ -66,8 +68,14 @@ def median_ms(f, runs: int) -> float:
         times.append((time.perf_counter() - t) * 1e3)
     return statistics.median(times)
 
-mdir = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "..", "shared", "data", "matrices")
-runs = int(sys.argv[2]) if len(sys.argv) > 2 else 20
+parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+parser.add_argument("matrix_dir", nargs="?",
+                    default=os.path.join(ROOT, "..", "shared", "data", "matrices"))
+parser.add_argument("runs", nargs="?", type=int, default=20)
+parser.add_argument("--csv", default=None, help="also write one row per matrix here")
+args = parser.parse_args()
+mdir, runs = args.matrix_dir, args.runs
+records = []
 
 out = subprocess.run(
     ["cargo", "run", "-q", "--profile", os.environ.get("PROFILE", "release"), "-p", "sparsec", "--example", "bench_spf", "--", mdir, str(runs)],
@@ -103,3 +111,12 @@ for line in out[1:]:
     print(f"{name:<28}{n:>8}{L.nnz:>9}{s:>10.3f}{w1:>10.3f}{w2:>10.3f}{sc:>10.3f}"
           f"{m1:>10.3f}{m2:>10.3f}{sc / s:>8.2f}{sc / w2:>8.2f}{w1 / s:>8.2f}{m1 / s:>9.2f}"
           f"{m2 / min(s, w2):>10.2f}")
+    records.append((name, n, L.nnz, s, w1, w2, sc, m1, m2))
+
+if args.csv:
+    with open(args.csv, "w", newline="") as f:
+        table = csv.writer(f)
+        table.writerow(["matrix", "n", "nnz", "serial_ms", "levelset_1t_ms", "levelset_2t_ms",
+                        "scipy_ms", "mkl_1t_ms", "mkl_2t_ms"])
+        table.writerows(records)
+    print(f"wrote {args.csv}")

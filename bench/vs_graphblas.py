@@ -2,7 +2,7 @@
 """Graph kernels over semirings: sparsec against SuiteSparse:GraphBLAS (python-graphblas)
 on the same graphs, in the same run, at 1 and 2 threads.
 
-    python3 bench/vs_graphblas.py [--runs N] [--quick] [--threads 1 2] [--graphs NAME ...]
+    python3 bench/vs_graphblas.py [--runs N] [--quick] [--threads 1 2] [--graphs NAME ...] [--csv FILE]
 
 Needs numpy, scipy, python-graphblas and the sparsec package (built in release:
 `pip install ./crates/sparsec-py`). Operations, each computing the same result both ways
@@ -24,6 +24,7 @@ is the median of `--runs` runs; the table gives both medians and sparsec/GraphBL
 1: sparsec is faster), and the geometric mean of the ratios per thread count.
 """
 import argparse
+import csv
 import math
 import os
 import statistics
@@ -216,6 +217,8 @@ def main():
     parser.add_argument("--quick", action="store_true", help="generated graph of 100k vertices")
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--graphs", nargs="+", default=None)
+    parser.add_argument("--csv", default=None,
+                        help="also write one row per graph, operation and thread count here")
     args = parser.parse_args()
     vertices = 100_000 if args.quick else 1_000_000
     names = args.graphs or SHARED + [f"power-law-{vertices}"]
@@ -227,6 +230,7 @@ def main():
     version = ".".join(map(str, gb.ss.about["library_version"]))
     print(f"SuiteSparse:GraphBLAS {version} (python-graphblas {gb.__version__})")
     ratios = {t: [] for t in args.threads}
+    records = []
     print(f"{'graph':<22} {'op':<10} {'thr':>3} {'sparsec ms':>11} {'GraphBLAS ms':>13} "
           f"{'ratio':>6}")
     for threads in args.threads:
@@ -236,12 +240,20 @@ def main():
                 check(ours(), theirs())
                 s, g = timed(ours, args.runs), timed(theirs, args.runs)
                 ratios[threads].append(s / g)
+                records.append((name, a.shape[0], a.nnz, op, threads, s * 1e3, g * 1e3))
                 print(f"{name:<22} {op:<10} {threads:>3} {s * 1e3:>11.3f} {g * 1e3:>13.3f} "
                       f"{s / g:>6.2f}", flush=True)
     for threads, rs in ratios.items():
         mean = math.exp(sum(map(math.log, rs)) / len(rs))
         print(f"geometric mean sparsec/GraphBLAS at {threads} thread(s): {mean:.2f} "
               f"over {len(rs)} cases")
+    if args.csv:
+        with open(args.csv, "w", newline="") as f:
+            out = csv.writer(f)
+            out.writerow(["graph", "vertices", "stored", "op", "threads", "sparsec_ms",
+                          "graphblas_ms"])
+            out.writerows(records)
+        print(f"wrote {args.csv}")
 
 
 if __name__ == "__main__":
