@@ -75,11 +75,10 @@ def matches(expected, actual):
         or re.fullmatch(pattern, "\n".join(actual) + "\n") is not None
 
 
-def run(command, cwd, env, stdin=None):
+def run(command, cwd, env, prelude="", stdin=None):
     print(f"$ {command}", flush=True)
-    done = subprocess.run(["bash", "-c", command], cwd=cwd, env=env, input=stdin,
+    return subprocess.run(["bash", "-c", prelude + command], cwd=cwd, env=env, input=stdin,
                           capture_output=True, text=True)
-    return done
 
 
 def main():
@@ -97,7 +96,7 @@ def main():
                    if os.geteuid() == 0 else "")
         with open(os.path.join(clone, "README.md")) as f:
             for command in install_block(f.read()):
-                done = run(prelude + command, clone, env, stdin="y\n" * 8)
+                done = run(command, clone, env, prelude, stdin="y\n" * 8)
                 if done.returncode != 0:
                     fail(f"`{command}` failed ({done.returncode}):\n{done.stdout}{done.stderr}")
         env["PATH"] = os.path.join(work, "install", "bin") + os.pathsep + env["PATH"]
