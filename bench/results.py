@@ -222,15 +222,19 @@ def provenance(name, meta):
             f"[`results/{name}.log`](results/{name}.log).")
 
 
+def section(title, name, meta, prose):
+    """A section's head: its title, where its figures come from, and how to read them."""
+    return [f"## {title}", "", provenance(name, meta), "", prose, ""]
+
+
 def kernels_section(rows, meta):
-    out = ["## Kernels against MKL, TACO and SciPy", "", provenance("kernels", meta), "",
-           "sparsec's default schedule (no schedule given; `sell:16` is SpMV with that "
+    out = section("Kernels against MKL, TACO and SciPy", "kernels", meta,
+                  "sparsec's default schedule (no schedule given; `sell:16` is SpMV with that "
            "format declared) against the fastest peer at the same thread count (MKL's "
            "inspector-executor or its one-call product, TACO's generated kernel with and "
            "without `-march=native`, and SciPy, which runs on one thread). Each figure is a "
            "geometric mean over the inputs of sparsec's median time over the peer's: **below "
-           "1, sparsec is faster**. Sparse outputs count compute and assembly on both sides.",
-           ""]
+           "1, sparsec is faster**. Sparse outputs count compute and assembly on both sides.")
     if rows is None:
         return out
     ours = [r for r in rows if r["tool"] == "sparsec" and r["status"] == "ok"]
@@ -284,13 +288,13 @@ KERNEL_ORDER = ["spmv", "spmm", "spgemm", "ata", "add", "emul", "sddmm", "mttkrp
 
 
 def graphs_section(rows, meta):
-    out = ["## Graph kernels against SuiteSparse:GraphBLAS", "", provenance("graphs", meta), "",
-           "Each operation computes the same result both ways (checked before timing): one "
+    out = section("Graph kernels against SuiteSparse:GraphBLAS", "graphs", meta,
+                  "Each operation computes the same result both ways (checked before timing): one "
            "min-plus relaxation (`minplus`), the masked triangle count (`triangles`) and the "
            "same count as one scalar statement (`tri-scalar`), BFS levels (`bfs`, a masked "
            "push step per level) and 20 PageRank iterations (`pagerank`). Figures are "
            "sparsec's median time over GraphBLAS's, geometric means over the graphs: **below "
-           "1, sparsec is faster**.", ""]
+           "1, sparsec is faster**.")
     if rows is None:
         return out
     ops = list(dict.fromkeys(r["op"] for r in rows))
@@ -325,14 +329,13 @@ def graphs_section(rows, meta):
 
 
 def trisolve_section(rows, meta):
-    out = ["## The SPF lower triangular solve against MKL and SciPy", "",
-           provenance("trisolve", meta), "",
-           "Forward substitution `L x = b` written as loops over index arrays (`.spf`), "
+    out = section("The SPF lower triangular solve against MKL and SciPy", "trisolve", meta,
+                  "Forward substitution `L x = b` written as loops over index arrays (`.spf`), "
            "compiled by the sparse polyhedral front end: serially, and as level sets on 1 "
            "and 2 threads (its inspector runs in every call). The peers are MKL's "
            "`mkl_sparse_d_trsv` (inspection once, untimed) and SciPy's "
            "`spsolve_triangular`. Figures are sparsec's best time over the peer's, geometric "
-           "means over the matrices: **below 1, sparsec is faster**.", ""]
+           "means over the matrices: **below 1, sparsec is faster**.")
     if rows is None:
         return out
     best = [min(number(r["serial_ms"]), number(r["levelset_2t_ms"])) for r in rows]
@@ -364,11 +367,11 @@ def trisolve_section(rows, meta):
 
 
 def io_section(rows, meta):
-    out = ["## Reading MatrixMarket files", "", provenance("io", meta), "",
-           "`sparsec info` reading each shared `.mtx` file (and one large generated file) "
+    out = section("Reading MatrixMarket files", "io", meta,
+                  "`sparsec info` reading each shared `.mtx` file (and one large generated file) "
            "against fast_matrix_market (the C++ reader behind SciPy's, with its threads) and "
            "`scipy.io.mmread`. Figures are sparsec's median read time over the peer's, "
-           "geometric means over the files: **below 1, sparsec is faster**.", ""]
+           "geometric means over the files: **below 1, sparsec is faster**.")
     if rows is None:
         return out
     out += [table(["peer", "geometric mean", "files"], [
