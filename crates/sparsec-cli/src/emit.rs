@@ -83,12 +83,16 @@ pub fn source(args: &StatementArgs) -> Result<String> {
     Ok(generate(args, false)?.2.source)
 }
 
+/// The statement bound to its tensors, with `PLACEHOLDER_SIZE` for unsized variables.
+fn bind(args: &StatementArgs) -> Result<Statement> {
+    Problem::new(&args.expr, &args.spec, &[])?.bind_with_default_size(PLACEHOLDER_SIZE)
+}
+
 /// The bound statement, its lowering and the C code generated for it: what a kernel
 /// compiled with the C target runs (the function after the target's passes), or with
 /// `plain` after only the pass every CPU target runs (each thread zeroes its rows).
 fn generate(args: &StatementArgs, plain: bool) -> Result<(Statement, Lowered, c::CKernel)> {
-    let problem = Problem::new(&args.expr, &args.spec, &[])?;
-    let statement = problem.bind_with_default_size(PLACEHOLDER_SIZE)?;
+    let statement = bind(args)?;
     let mut lowered = args.schedule.lower(&statement)?;
     let prepared = if plain {
         (sparsec::target::ZERO_ROWS.run)(&mut lowered.function);
@@ -111,8 +115,7 @@ fn emit_gpu(args: &EmitArgs, target: &dyn Target) -> Result<()> {
              outputs in place"
         ));
     }
-    let problem = Problem::new(&args.statement.expr, &args.statement.spec, &[])?;
-    let statement = problem.bind_with_default_size(PLACEHOLDER_SIZE)?;
+    let statement = bind(&args.statement)?;
     let lowered = args
         .statement
         .schedule
@@ -137,8 +140,7 @@ fn emit_ir(args: &EmitArgs) -> Result<()> {
              --plain describe the C target's code"
         ));
     }
-    let problem = Problem::new(&args.statement.expr, &args.statement.spec, &[])?;
-    let statement = problem.bind_with_default_size(PLACEHOLDER_SIZE)?;
+    let statement = bind(&args.statement)?;
     let lowered = args.statement.schedule.lower(&statement)?;
     crate::out!("{}", lowered.function);
     Ok(())
