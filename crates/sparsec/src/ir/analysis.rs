@@ -236,6 +236,17 @@ fn reads_load(e: &Expr) -> bool {
     found
 }
 
+/// The conjuncts of `e` (`a && b && c`), pushed onto `out`.
+pub fn conjuncts<'e>(e: &'e Expr, out: &mut Vec<&'e Expr>) {
+    match e {
+        Expr::Bin(BinOp::And, a, b) => {
+            conjuncts(a, out);
+            conjuncts(b, out);
+        }
+        other => out.push(other),
+    }
+}
+
 /// True when `e` reads one of `vars`.
 pub fn depends_on(e: &Expr, vars: &[Var]) -> bool {
     let mut found = false;

@@ -21,6 +21,7 @@ pub mod barriers;
 pub mod extents;
 mod function;
 pub mod gather;
+pub mod guards;
 pub mod interp;
 pub mod lanes;
 mod math;
@@ -28,7 +29,9 @@ mod names;
 pub mod outline;
 pub mod prefetch;
 mod print;
+pub mod promote;
 pub mod rows;
+pub mod segments;
 mod simplify;
 #[cfg(test)]
 mod testing;

@@ -5,7 +5,7 @@
 
 use std::borrow::Cow;
 use std::collections::BTreeSet;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use super::codegen::{self, Extra, Lowered};
 use super::parse::{Dim, Program, UfArray};
@@ -24,7 +24,7 @@ use crate::kernel::output::{produce, stored_sparse_entries, PlacedOutput, Produc
 use crate::kernel::placement::PlacementPace;
 use crate::kernel::Backend;
 use crate::target::{Artifact, Targets};
-use crate::tensor::{Coo, Tensor, TensorView, ValueType, Values};
+use crate::tensor::{Coo, Generation, Tensor, TensorView, ValueType, Values};
 use crate::Error;
 
 /// A compiled computation.
@@ -43,6 +43,8 @@ pub struct SpfKernel {
     placement: PlacementPace,
     /// The entry buffers of its calls, kept between them.
     buffers: EntryBuffers,
+    /// The ranges of the coordinate arrays UFs read, by the tensor contents scanned.
+    coordinate_ranges: RangeMemo,
 }
 
 impl SpfKernel {
@@ -74,6 +76,7 @@ impl SpfKernel {
             params: Vec::new(),
             placement: PlacementPace::default(),
             buffers: EntryBuffers::default(),
+            coordinate_ranges: RangeMemo::default(),
         })
     }
 
@@ -285,20 +288,25 @@ impl SpfKernel {
         };
         // The range of a UF's values: segment bounds increase (an invariant checked when a
         // tensor is built or read), so they lie between the first and the last; coordinate
-        // arrays are scanned (a hashed level marks empty slots with negative values).
+        // arrays are scanned (a hashed level marks empty slots with negative values), once
+        // per tensor contents.
         let uf_range = |n: usize| -> (i64, i64) {
             let array = uf_array(n);
             match (prog.ufs[n].array, array.len()) {
                 (_, 0) => (0, -1),
                 (UfArray::Pos, len) => (array.get(0), array.get(len - 1)),
-                (UfArray::Crd, _) => match array {
-                    IndexArray::I32(a) => a.iter().fold((i64::MAX, i64::MIN), |(lo, hi), &x| {
-                        (lo.min(i64::from(x)), hi.max(i64::from(x)))
-                    }),
-                    IndexArray::I64(a) => a
+                (UfArray::Crd, _) => {
+                    let input = prog
+                        .inputs
                         .iter()
-                        .fold((i64::MAX, i64::MIN), |(lo, hi), &x| (lo.min(x), hi.max(x))),
-                },
+                        .position(|t| t.name == prog.ufs[n].tensor);
+                    let contents = operands[input.expect("bound at parse time")].generation();
+                    self.coordinate_ranges
+                        .get_or_scan((contents, n), || match array {
+                            IndexArray::I32(a) => range_of(a),
+                            IndexArray::I64(a) => range_of(a),
+                        })
+                }
             }
         };
         let extents = (0..self.lowered.function.extents)
@@ -425,4 +433,48 @@ impl bind::Binder for Bound {
     fn threads(&self) -> usize {
         self.threads
     }
+}
+
+/// The smallest and largest of some values, scanned once per contents: a kernel called again
+/// on the same tensor (an iterative solver's triangular solves) reads its index arrays
+/// without first scanning them. The contents are named by the tensor's
+/// [`Generation`](crate::tensor::Generation), which a change replaces, so an entry is never
+/// stale; the few most recent are kept.
+#[derive(Default)]
+struct RangeMemo(Mutex<Vec<(RangeKey, (i64, i64))>>);
+
+/// The contents of a tensor and the UF whose array in it was scanned.
+type RangeKey = (Generation, usize);
+
+impl RangeMemo {
+    const KEPT: usize = 16;
+
+    fn get_or_scan(
+        &self,
+        key: (Generation, usize),
+        scan: impl FnOnce() -> (i64, i64),
+    ) -> (i64, i64) {
+        let mut kept = self
+            .0
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let Some(&(_, range)) = kept.iter().find(|(k, _)| *k == key) {
+            return range;
+        }
+        let range = scan();
+        if kept.len() == Self::KEPT {
+            kept.remove(0);
+        }
+        kept.push((key, range));
+        range
+    }
+}
+
+/// The smallest and largest of `values`, `(i64::MAX, i64::MIN)` when there are none.
+fn range_of<T: Copy + Ord + Into<i64>>(values: &[T]) -> (i64, i64) {
+    // Two passes, each of which the compiler vectorises, read faster than one that tracks
+    // both.
+    let low = values.iter().min().map_or(i64::MAX, |&x| x.into());
+    let high = values.iter().max().map_or(i64::MIN, |&x| x.into());
+    (low, high)
 }

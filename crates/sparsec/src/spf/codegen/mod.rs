@@ -27,6 +27,7 @@ use super::presburger::Abstraction;
 use super::set::{Affine, Constraint, Relation0, Term};
 use super::{deps, SpfError};
 use crate::format::{Format, Streaming};
+use crate::ir::segments::Order;
 use crate::ir::{
     self, ArrayKind, ArrayRef, BinOp, Expr, Function, Local, LocalType, Loop, LoopKind,
     MemorySpace, OperandId, OperandInfo, OutputMode, ParamRef, Scratch, Stmt, Store, Type,
@@ -176,6 +177,9 @@ pub fn lower(prog: &Program) -> Result<Lowered, SpfError> {
         cx.scan(&scheduled, &items, &[], &mut env, parallel, &Leaf::Body)?
     };
     cx.function.body = body;
+    ir::promote::promote_invariant_elements(cx.function);
+    ir::guards::merge_repeated_guards(cx.function);
+    ir::segments::bound_ordered_segments(cx.function, &|array| ordered(&formats, array));
     if let Some(layout) = placed_rows(prog, assembled.as_ref(), &cx) {
         ir::rows::place_rows(cx.function, &layout);
     }
@@ -199,6 +203,29 @@ pub fn lower(prog: &Program) -> Result<Lowered, SpfError> {
         formats,
         assembled,
     })
+}
+
+/// How the input level whose coordinate array is `array` orders each segment
+/// (`formats` in input order).
+fn ordered(formats: &[Format], array: ArrayRef) -> Order {
+    let ArrayRef::Level {
+        operand,
+        level,
+        kind: ArrayKind::Idx,
+    } = array
+    else {
+        return Order::Unordered;
+    };
+    let format = operand
+        .0
+        .checked_sub(1)
+        .and_then(|input| formats.get(input));
+    let level = format.and_then(|f| f.levels().get(level.wrapping_sub(1)));
+    match level.map(|l| l.format.properties()) {
+        Some(p) if p.ordered && p.unique => Order::StrictlyIncreasing,
+        Some(p) if p.ordered => Order::Increasing,
+        _ => Order::Unordered,
+    }
 }
 
 /// Where a sparse output's entries are placed in its storage by the kernel itself, in a

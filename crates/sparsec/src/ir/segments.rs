@@ -1,0 +1,468 @@
+//! Loops over one segment of an ordered level that run their body only where the
+//! coordinate compares with a value they do not change, bounded instead: the coordinates
+//! of a segment increase, so those below a value are a prefix of it and those above a
+//! suffix, found by a binary search before the loop.
+//!
+//! The sparse polyhedral front end scans `rowptr(i) <= k < rowptr(i+1) && j = col(k) &&
+//! j < i` as a loop over the row's entries with `if (col[k] < i)` inside (a lower solve
+//! that ignores the upper triangle), and `j = i` as a second pass over the row that finds
+//! the diagonal. Bounded, the first is a counted loop over the entries left of the
+//! diagonal, with no test, and the second visits the diagonal only.
+//!
+//! A loop is bounded where it is serial, runs from `pos[t]` to `pos[t + 1]` of a level
+//! the caller says is ordered (directly or through variables declared from those loads
+//! and never assigned), and its body is declarations followed by one `if` without `else`
+//! whose condition has conjuncts `crd[k] < x`, `<=`, `>`, `>=` or `==` (either way round;
+//! the coordinate directly or through a declared variable), `x` reading only variables
+//! declared outside the loop and never assigned, and no array. Those conjuncts become
+//! the loop's bounds; an `==` one stays in the condition too, as a level need not be
+//! unique (of a unique one, the loop visits the first coordinate not below the value).
+
+use super::analysis::conjuncts;
+use super::guards::bodies_mut;
+use super::visit;
+use super::{is_successor, simplify};
+use super::{ArrayKind, ArrayRef, BinOp, Expr, Function, Loop, LoopKind, Stmt, Type, Var};
+
+/// Bound every loop of `function` over a segment of an ordered level (`ordered` says
+/// which coordinate arrays are) that filters its coordinates (see the module's
+/// documentation).
+pub fn bound_ordered_segments(function: &mut Function, ordered: &dyn Fn(ArrayRef) -> Order) {
+    let mut assigned = Vec::new();
+    visit::walk_stmts(&function.body, &mut |s| {
+        if let Stmt::Assign(v, _) = s {
+            assigned.push(*v);
+        }
+    });
+    let mut body = std::mem::take(&mut function.body);
+    let mut pass = Pass {
+        function,
+        ordered,
+        assigned,
+        declared: Vec::new(),
+        searched: Vec::new(),
+    };
+    pass.stmts(&mut body);
+    function.body = body;
+}
+
+struct Pass<'p> {
+    function: &'p mut Function,
+    ordered: &'p dyn Fn(ArrayRef) -> Order,
+    /// Variables assigned anywhere in the function: their declarations say nothing of
+    /// their later values.
+    assigned: Vec<Var>,
+    /// The declarations in scope, innermost last.
+    declared: Vec<(Var, Expr)>,
+    /// The searches whose results are in scope: the array, the ends searched (as
+    /// declared) and the value, then the variable holding the result.
+    searched: Vec<([Expr; 3], ArrayRef, Var)>,
+}
+
+/// How a level orders the coordinates of each segment.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Order {
+    /// In no particular order.
+    Unordered,
+    /// Increasing, each coordinate perhaps more than once.
+    Increasing,
+    /// Strictly increasing: each coordinate once.
+    StrictlyIncreasing,
+}
+
+/// Which end of a segment a conjunct bounds, and the value it compares with.
+enum Bound {
+    /// The coordinates below the value (exclusive).
+    Below(Expr),
+    /// The coordinates from the value (inclusive).
+    From(Expr),
+    /// The first of those only (the value is in a segment at most once).
+    Once,
+}
+
+impl Pass<'_> {
+    fn stmts(&mut self, stmts: &mut Vec<Stmt>) {
+        let (declared, searched) = (self.declared.len(), self.searched.len());
+        let mut at = 0;
+        while at < stmts.len() {
+            if let Stmt::For(l) = &stmts[at] {
+                if let Some((searches, bounded)) = self.bounded(l) {
+                    stmts[at] = bounded;
+                    let found = searches.len();
+                    stmts.splice(at..at, searches);
+                    at += found;
+                }
+            }
+            for body in bodies_mut(&mut stmts[at]) {
+                self.stmts(body);
+            }
+            if let Stmt::Decl(v, e) = &stmts[at] {
+                if !self.assigned.contains(v) {
+                    self.declared.push((*v, e.clone()));
+                }
+            }
+            at += 1;
+        }
+        self.declared.truncate(declared);
+        self.searched.truncate(searched);
+    }
+
+    /// `e`, or what the variable `e` was declared as.
+    fn resolve<'e>(&'e self, e: &'e Expr) -> &'e Expr {
+        match e {
+            Expr::Var(v) => self
+                .declared
+                .iter()
+                .rev()
+                .find(|(d, _)| d == v)
+                .map_or(e, |(_, value)| value),
+            other => other,
+        }
+    }
+
+    /// The coordinate array whose segment `l` runs over, when it runs over exactly one
+    /// segment of an ordered level, and how the level orders it.
+    fn segment_of(&self, l: &Loop) -> Option<(ArrayRef, Order)> {
+        let (Expr::Load(start_array, start), Expr::Load(end_array, end)) =
+            (self.resolve(&l.start), self.resolve(&l.end))
+        else {
+            return None;
+        };
+        let ArrayRef::Level {
+            operand,
+            level,
+            kind: ArrayKind::Pos,
+        } = *start_array
+        else {
+            return None;
+        };
+        let coords = ArrayRef::Level {
+            operand,
+            level,
+            kind: ArrayKind::Idx,
+        };
+        let order = (self.ordered)(coords);
+        (start_array == end_array && is_successor(start, end) && order != Order::Unordered)
+            .then_some((coords, order))
+    }
+
+    /// `l` bounded by the conjuncts of its filter on the coordinate, and the searches
+    /// that find its bounds, or `None` where it does not apply.
+    fn bounded(&mut self, l: &Loop) -> Option<(Vec<Stmt>, Stmt)> {
+        if l.kind != LoopKind::Serial {
+            return None;
+        }
+        let (coords, order) = self.segment_of(l)?;
+        let (Stmt::If(condition, then, otherwise), declarations) = l.body.split_last()? else {
+            return None;
+        };
+        if !otherwise.is_empty() || !declarations.iter().all(|s| matches!(s, Stmt::Decl(..))) {
+            return None;
+        }
+        let coordinate = |e: &Expr| match e {
+            Expr::Load(a, i) => *a == coords && **i == Expr::Var(l.var),
+            Expr::Var(v) => declarations.iter().any(|d| {
+                matches!(d, Stmt::Decl(dv, Expr::Load(a, i))
+                    if dv == v && *a == coords && **i == Expr::Var(l.var))
+            }),
+            _ => false,
+        };
+        let mut declared_inside = Vec::new();
+        visit::walk_stmts(&l.body, &mut |s| {
+            if let Stmt::Decl(v, _) = s {
+                declared_inside.push(*v);
+            }
+        });
+        declared_inside.push(l.var);
+        let invariant = |e: &Expr| {
+            let mut ok = true;
+            visit::walk_expr(e, &mut |e| match e {
+                Expr::Var(v) => {
+                    ok &= !declared_inside.contains(v) && !self.assigned.contains(v);
+                }
+                Expr::Load(..) | Expr::Call(..) => ok = false,
+                _ => {}
+            });
+            ok
+        };
+        let mut parts = Vec::new();
+        conjuncts(condition, &mut parts);
+        let parts: Vec<Expr> = parts.into_iter().cloned().collect();
+        let mut bounds = Vec::new();
+        let mut kept = Vec::new();
+        for part in parts {
+            let Expr::Bin(op, a, b) = &part else {
+                kept.push(part);
+                continue;
+            };
+            let (op, value) = match (coordinate(a), coordinate(b)) {
+                (true, false) if invariant(b) => (*op, (**b).clone()),
+                (false, true) if invariant(a) => (flipped(*op), (**a).clone()),
+                _ => {
+                    kept.push(part);
+                    continue;
+                }
+            };
+            let successor = || simplify(&Expr::bin(BinOp::Add, value.clone(), Expr::Int(1)));
+            match op {
+                BinOp::Lt => bounds.push(Bound::Below(value)),
+                BinOp::Le => bounds.push(Bound::Below(successor())),
+                BinOp::Gt => bounds.push(Bound::From(successor())),
+                BinOp::Ge => bounds.push(Bound::From(value)),
+                BinOp::Eq => {
+                    bounds.push(Bound::From(value.clone()));
+                    bounds.push(match order {
+                        Order::StrictlyIncreasing => Bound::Once,
+                        _ => Bound::Below(successor()),
+                    });
+                    kept.push(part);
+                }
+                _ => kept.push(part),
+            }
+        }
+        if bounds.is_empty() {
+            return None;
+        }
+        let mut out = Vec::new();
+        let (mut start, mut end) = (l.start.clone(), l.end.clone());
+        // Searches from the bounds found so far: the segment's coordinates from `start`
+        // on are those at least the lower bound.
+        for bound in &bounds {
+            if let Bound::From(value) = bound {
+                start = self.search(coords, start, end.clone(), value, &mut out);
+            }
+        }
+        for bound in &bounds {
+            match bound {
+                Bound::Below(value) => {
+                    end = self.search(coords, start.clone(), end, value, &mut out);
+                }
+                Bound::Once => {
+                    end = Expr::min(start.clone() + Expr::Int(1), end);
+                }
+                Bound::From(_) => {}
+            }
+        }
+        let mut body = declarations.to_vec();
+        match kept.into_iter().reduce(|a, b| Expr::bin(BinOp::And, a, b)) {
+            Some(condition) => body.push(Stmt::If(condition, then.clone(), Vec::new())),
+            None => body.extend(then.iter().cloned()),
+        }
+        let bounded = Stmt::For(Loop {
+            var: l.var,
+            start,
+            end,
+            body,
+            kind: LoopKind::Serial,
+        });
+        Some((out, bounded))
+    }
+
+    /// Statements (pushed onto `out`) that find the first position in `start..end` whose
+    /// coordinate is at least `value` (`end` when none is); returns it.
+    ///
+    /// The search gallops from both ends at once (probes 1, 2, 4, ... positions in from
+    /// each), then searches the last gap by halves: it costs about `log d` probes, `d` the
+    /// distance from the answer to the nearer end. A triangular solve's rows split next
+    /// to an end (the diagonal), where a plain binary search of a short row, all of
+    /// whose steps the processor mispredicts, costs more than the row's arithmetic.
+    fn search(
+        &mut self,
+        coords: ArrayRef,
+        start: Expr,
+        end: Expr,
+        value: &Expr,
+        out: &mut Vec<Stmt>,
+    ) -> Expr {
+        // The variables a search assigns hold its result once it is done, and the
+        // variables of the key are never assigned: an equal search in scope has the same
+        // result.
+        let key = [self.resolve(&start), self.resolve(&end), value].map(Clone::clone);
+        let earlier = self
+            .searched
+            .iter()
+            .find(|(k, a, _)| *k == key && *a == coords);
+        if let Some(&(_, _, result)) = earlier {
+            return Expr::Var(result);
+        }
+        let f = &mut *self.function;
+        let [low, high, step, galloping, probe, middle] =
+            ["first", "last", "step", "galloping", "probe", "middle"]
+                .map(|hint| f.fresh_var(hint, Type::Index));
+        let var = Expr::Var;
+        let int = Expr::Int;
+        let add = |a, b| Expr::bin(BinOp::Add, a, b);
+        let sub = |a, b| Expr::bin(BinOp::Sub, a, b);
+        let below = |p: Var| Expr::lt(Expr::load(coords, var(p)), value.clone());
+        let assign = |v: Var, e: Expr| Stmt::Assign(v, e);
+        out.extend([
+            Stmt::Decl(low, start),
+            Stmt::Decl(high, end),
+            Stmt::Decl(step, int(1)),
+            Stmt::Decl(galloping, int(1)),
+        ]);
+        // Invariant: the coordinates before `first` are below the value, those from
+        // `last` on are not. A probe that lands past the answer ends the galloping: the
+        // answer is then within `step` of the probe.
+        let from_end = vec![
+            Stmt::Decl(probe, Expr::max(sub(var(high), var(step)), var(low))),
+            Stmt::If(
+                below(probe),
+                vec![
+                    assign(low, add(var(probe), int(1))),
+                    assign(galloping, int(0)),
+                ],
+                vec![assign(high, var(probe))],
+            ),
+        ];
+        let from_start = Stmt::If(
+            Expr::and(
+                Expr::bin(BinOp::Ne, var(galloping), int(0)),
+                Expr::lt(var(low), var(high)),
+            ),
+            vec![
+                assign(
+                    probe,
+                    Expr::min(
+                        sub(add(var(low), var(step)), int(1)),
+                        sub(var(high), int(1)),
+                    ),
+                ),
+                Stmt::If(
+                    below(probe),
+                    vec![assign(low, add(var(probe), int(1)))],
+                    vec![assign(high, var(probe)), assign(galloping, int(0))],
+                ),
+            ],
+            Vec::new(),
+        );
+        let mut gallop = from_end;
+        gallop.push(from_start);
+        gallop.push(assign(step, Expr::bin(BinOp::Mul, var(step), int(2))));
+        out.push(Stmt::While(
+            Expr::and(
+                Expr::bin(BinOp::Ne, var(galloping), int(0)),
+                Expr::lt(var(low), var(high)),
+            ),
+            gallop,
+        ));
+        let half = Expr::bin(BinOp::Div, sub(var(high), var(low)), int(2));
+        out.push(Stmt::While(
+            Expr::lt(var(low), var(high)),
+            vec![
+                Stmt::Decl(middle, add(var(low), half)),
+                Stmt::If(
+                    below(middle),
+                    vec![assign(low, add(var(middle), int(1)))],
+                    vec![assign(high, var(middle))],
+                ),
+            ],
+        ));
+        self.searched.push((key, coords, low));
+        var(low)
+    }
+}
+
+/// `b op a` for `a op b`.
+fn flipped(op: BinOp) -> BinOp {
+    match op {
+        BinOp::Lt => BinOp::Gt,
+        BinOp::Gt => BinOp::Lt,
+        BinOp::Le => BinOp::Ge,
+        BinOp::Ge => BinOp::Le,
+        other => other,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ir::{OperandId, OperandInfo, OutputMode, Store, ValueType};
+
+    fn level_array(kind: ArrayKind) -> ArrayRef {
+        ArrayRef::Level {
+            operand: OperandId(1),
+            level: 2,
+            kind,
+        }
+    }
+
+    /// `for k in pos[i]..pos[i + ends]: if (crd[k] < i) y[k] = 1`, in a loop over `i`.
+    fn filtered_loop(ends: i64) -> Function {
+        let operands = ["y", "A"].map(|hint| OperandInfo {
+            hint: hint.into(),
+            values: ValueType::F64,
+        });
+        let output = OutputMode::Dense {
+            accumulate: false,
+            zeroed_by_kernel: false,
+        };
+        let mut f = Function::new(operands.to_vec(), 1, output);
+        let [i, k] = ["i", "k"].map(|hint| f.fresh_var(hint, Type::Index));
+        let bound = |at: Expr| Expr::load(level_array(ArrayKind::Pos), at);
+        let filter = Expr::lt(
+            Expr::load(level_array(ArrayKind::Idx), Expr::Var(k)),
+            Expr::Var(i),
+        );
+        let segment = Stmt::For(Loop {
+            var: k,
+            start: bound(Expr::Var(i)),
+            end: bound(Expr::Var(i) + Expr::Int(ends)),
+            body: vec![Stmt::If(
+                filter,
+                vec![Stmt::Store(Store {
+                    array: ArrayRef::Values(OperandId(0)),
+                    index: Expr::Var(k),
+                    value: Expr::Float(1.0),
+                    accumulate: false,
+                })],
+                Vec::new(),
+            )],
+            kind: LoopKind::Serial,
+        });
+        f.body = vec![Stmt::For(Loop {
+            var: i,
+            start: Expr::Int(0),
+            end: Expr::Int(4),
+            body: vec![segment],
+            kind: LoopKind::Serial,
+        })];
+        f
+    }
+
+    fn searches(f: &Function) -> usize {
+        let mut n = 0;
+        visit::walk_stmts(&f.body, &mut |s| {
+            n += usize::from(matches!(s, Stmt::While(..)))
+        });
+        n
+    }
+
+    #[test]
+    fn only_a_loop_over_one_segment_of_an_ordered_level_is_bounded() {
+        for (order, ends, bounded) in [
+            (Order::StrictlyIncreasing, 1, true),
+            (Order::Increasing, 1, true),
+            (Order::Unordered, 1, false),
+            // Two segments: their coordinates need not increase across the seam.
+            (Order::StrictlyIncreasing, 2, false),
+        ] {
+            let mut f = filtered_loop(ends);
+            bound_ordered_segments(&mut f, &|_| order);
+            // A bounded loop has its search (a gallop, then halves) and no test left.
+            assert_eq!(
+                searches(&f) == 2,
+                bounded,
+                "{order:?}, {ends}: {:?}",
+                f.body
+            );
+            let mut tests = 0;
+            visit::walk_stmts(&f.body, &mut |s| {
+                tests += usize::from(matches!(s, Stmt::If(..)))
+            });
+            // The searches' own tests: two in the gallop (one nested), one in the halves.
+            let expected = if bounded { 4 } else { 1 };
+            assert_eq!(tests, expected, "{order:?}, {ends}: {:?}", f.body);
+        }
+    }
+}
