@@ -93,7 +93,15 @@ for line in out[1:]:
     low = sp.tril(a, k=-1).tocsr()
     low.sum_duplicates()
     diag = 1.0 + np.asarray(abs(low).sum(axis=1)).ravel()
-    L = (low + sp.diags(diag)).tocsr()
+    # Built from triplets, not as `low + diags`: a sum drops the explicit zeros a file
+    # stores (zenios has 11,502 in its lower triangle), which sparsec's solve reads.
+    low = low.tocoo()
+    rows = np.concatenate([low.row, np.arange(n)])
+    cols = np.concatenate([low.col, np.arange(n)])
+    L = sp.csr_matrix((np.concatenate([low.data, diag]), (rows, cols)), shape=(n, n))
+    L.sort_indices()
+    if L.nnz != int(nnz):
+        raise SystemExit(f"{name}: {L.nnz} entries here, {nnz} in sparsec's triangle")
     b = np.ones(n)
     expected = spsolve_triangular(L, b, lower=True)
     sc = median_ms(lambda: spsolve_triangular(L, b, lower=True), runs)

@@ -566,3 +566,84 @@ stmt sweep
         }
     }
 }
+
+/// The level sets a wavefront kernel keeps belong to the tensor contents they were
+/// inspected from: calls that alternate two structures, change the right-hand side, or
+/// change the matrix's values in place each solve their own system.
+#[test]
+fn kept_level_sets_are_never_another_structures() {
+    let mut rng = rng(13);
+    let mut kernels = kernels();
+    let n = 1500;
+    let (first, second) = (
+        triangle(&random_coo(&mut rng, &[n, n], 0.004), true),
+        triangle(&random_coo(&mut rng, &[n, n], 0.002), true),
+    );
+    let (a, b) = (
+        matrix(&first)
+            .convert(&Format::parse("csr", 2).unwrap())
+            .unwrap(),
+        matrix(&second)
+            .convert(&Format::parse("csr", 2).unwrap())
+            .unwrap(),
+    );
+    let (r1, r2) = (
+        rhs(n),
+        (0..n).map(|i| (i % 5) as f64 - 2.0).collect::<Vec<_>>(),
+    );
+    for threads in [1, 2] {
+        kernels.wavefront.set_threads(threads);
+        for (what, coo, m, r) in [
+            ("first", &first, &a, &r1),
+            ("second", &second, &b, &r1),
+            ("first again", &first, &a, &r1),
+            ("first, another right-hand side", &first, &a, &r2),
+            ("second again", &second, &b, &r2),
+        ] {
+            let x = kernels
+                .wavefront
+                .run(&[("L", m), ("b", &vector(r.clone()))])
+                .unwrap();
+            let what = format!("{threads} threads, {what}");
+            assert_close(&what, &dense_values(&x), &substitute(coo, r, true));
+        }
+    }
+    // Two structures with the same sizes, lengths and coordinate ranges, whose level
+    // orders differ: row 1 reads row 0 in one (order 0, 2, 1), row 2 reads row 1 in the
+    // other (order 0, 1, 2), which the first's order would solve before row 1.
+    let diagonal = [0, 0, 1, 1, 2, 2];
+    let reads = |i: i64, j: i64| {
+        let mut coords = diagonal.to_vec();
+        coords.extend([i, j]);
+        Coo::new(vec![3, 3], coords, vec![2.0, 2.0, 2.0, 0.5]).unwrap()
+    };
+    let (row_1_reads_0, row_2_reads_1) = (reads(1, 0), reads(2, 1));
+    let r = vec![1.0, 2.0, 3.0];
+    for coo in [&row_1_reads_0, &row_2_reads_1] {
+        let m = matrix(coo)
+            .convert(&Format::parse("csr", 2).unwrap())
+            .unwrap();
+        let x = kernels
+            .wavefront
+            .run(&[("L", &m), ("b", &vector(r.clone()))])
+            .unwrap();
+        assert_close("same sizes", &dense_values(&x), &substitute(coo, &r, true));
+    }
+    // New values in place: the same structure, another system.
+    let mut changed = a.clone();
+    let mut scaled = first.clone();
+    match changed.values_mut() {
+        sparsec::tensor::Values::F64(v) => v.iter_mut().for_each(|v| *v *= 2.0),
+        other => panic!("{other:?}"),
+    }
+    scaled.values.iter_mut().for_each(|v| *v *= 2.0);
+    let x = kernels
+        .wavefront
+        .run(&[("L", &changed), ("b", &vector(r1.clone()))])
+        .unwrap();
+    assert_close(
+        "values changed",
+        &dense_values(&x),
+        &substitute(&scaled, &r1, true),
+    );
+}

@@ -236,6 +236,41 @@ fn reads_load(e: &Expr) -> bool {
     found
 }
 
+/// `e` simplified, as an expression plus a constant: `(r - 1) + 1` is `(r, 0)`, `i + 2` is
+/// `(i, 2)`, so that two spellings of one value compare equal.
+pub fn plus_constant(e: &Expr) -> (Expr, i64) {
+    fn split(e: Expr) -> (Expr, i64) {
+        match e {
+            Expr::Bin(op @ (BinOp::Add | BinOp::Sub), x, c) if matches!(*c, Expr::Int(_)) => {
+                let Expr::Int(c) = *c else {
+                    unreachable!("matched")
+                };
+                let (base, offset) = split(*x);
+                let c = if op == BinOp::Add {
+                    c
+                } else {
+                    c.wrapping_neg()
+                };
+                (base, offset.wrapping_add(c))
+            }
+            Expr::Int(c) => (Expr::Int(0), c),
+            other => (other, 0),
+        }
+    }
+    split(super::simplify(e))
+}
+
+/// The comparison `b op a` means for `a op b`.
+pub fn mirrored(op: BinOp) -> BinOp {
+    match op {
+        BinOp::Lt => BinOp::Gt,
+        BinOp::Gt => BinOp::Lt,
+        BinOp::Le => BinOp::Ge,
+        BinOp::Ge => BinOp::Le,
+        other => other,
+    }
+}
+
 /// The conjuncts of `e` (`a && b && c`), pushed onto `out`.
 pub fn conjuncts<'e>(e: &'e Expr, out: &mut Vec<&'e Expr>) {
     match e {

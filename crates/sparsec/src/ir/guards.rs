@@ -6,9 +6,13 @@
 //! for the sum and once more for the diagonal. Under one guard, the two loops over the row
 //! share what they find in it (`ir::segments` searches the row once).
 //!
+//! The second test may also be all that a further condition `c0` holds; `Y` then runs
+//! under `if (c0)` inside the first (the wavefront executor tests that a row is in the
+//! range of the diagonal's statement first).
+//!
 //! The pair is merged where `e` calls nothing, `b` is declared and never assigned and the
 //! statements after the second `if` do not read it, both `if`s have no `else`, and `X`
-//! assigns no variable and stores to no array that `e` or `c` reads: `c` then has the same
+//! assigns no variable and stores to no array that `e`, `c` or `c0` reads: `c` then has the same
 //! value after `X` as before it, so `Y` runs exactly when it ran before.
 
 use super::visit;
@@ -22,7 +26,7 @@ pub fn merge_repeated_guards(function: &mut Function) {
 
 fn merge_in(stmts: &mut Vec<Stmt>) {
     let mut at = 0;
-    while at + 3 < stmts.len() {
+    while at + 2 < stmts.len() {
         if !merge_at(stmts, at) {
             at += 1;
         }
@@ -44,11 +48,23 @@ pub(super) fn bodies_mut(s: &mut Stmt) -> Vec<&mut Vec<Stmt>> {
     }
 }
 
-/// Merge the guard pair starting at `stmts[at]`, if it is one; says whether it was.
+/// Merge the guard pair starting at `stmts[at]`, if it is one; says whether it was. The
+/// repeated test may also be all that a further condition holds (`if (c0) { b = e; if
+/// (c(b)) { Y } }`): it then joins the first as `if (c0) { Y }`.
 fn merge_at(stmts: &mut Vec<Stmt>, at: usize) -> bool {
-    let [Stmt::Decl(a, first), Stmt::If(guard, then, no_else), Stmt::Decl(b, second), Stmt::If(repeated, _, no_else_2)] =
-        &stmts[at..at + 4]
+    let (Some(Stmt::Decl(a, first)), Some(Stmt::If(guard, then, no_else))) =
+        (stmts.get(at), stmts.get(at + 1))
     else {
+        return false;
+    };
+    let (outer, repeat, taken) = match stmts.get(at + 2) {
+        Some(Stmt::Decl(..)) => (None, stmts.get(at + 2..at + 4), 2),
+        Some(Stmt::If(outer, inner, no_else)) if no_else.is_empty() => {
+            (Some(outer), Some(&inner[..]), 1)
+        }
+        _ => return false,
+    };
+    let Some([Stmt::Decl(b, second), Stmt::If(repeated, later, no_else_2)]) = repeat else {
         return false;
     };
     let (a, b) = (*a, *b);
@@ -57,7 +73,7 @@ fn merge_at(stmts: &mut Vec<Stmt>, at: usize) -> bool {
     }
     let mut renamed = repeated.clone();
     rename(&mut renamed, b, a);
-    if renamed != *guard || calls(first) {
+    if renamed != *guard || calls(first) || outer.is_some_and(calls) {
         return false;
     }
     let (assigned, stored) = effects(then);
@@ -70,26 +86,30 @@ fn merge_at(stmts: &mut Vec<Stmt>, at: usize) -> bool {
         });
         ok
     };
-    if !unchanged(first) || !unchanged(guard) {
+    if !unchanged(first) || !unchanged(guard) || !outer.is_none_or(unchanged) {
         return false;
     }
     let mut b_assigned_or_read_after = false;
-    visit::walk_stmts(&stmts[at + 3..], &mut |s| {
+    visit::walk_stmts(later, &mut |s| {
         b_assigned_or_read_after |= matches!(s, Stmt::Assign(v, _) if *v == b);
     });
-    visit::walk_stmt_exprs(&stmts[at + 4..], &mut |e| {
+    visit::walk_stmts(&stmts[at + 2 + taken..], &mut |s| {
+        b_assigned_or_read_after |= matches!(s, Stmt::Assign(v, _) if *v == b);
+    });
+    visit::walk_stmt_exprs(&stmts[at + 2 + taken..], &mut |e| {
         b_assigned_or_read_after |= *e == Expr::Var(b);
     });
     if b_assigned_or_read_after {
         return false;
     }
-    let Stmt::If(_, mut later, _) = stmts.remove(at + 3) else {
-        unreachable!("matched above")
-    };
-    stmts.remove(at + 2);
+    let mut later = later.clone();
     for s in &mut later {
         rename_in_stmt(s, b, a);
     }
+    if let Some(outer) = outer {
+        later = vec![Stmt::If(outer.clone(), later, Vec::new())];
+    }
+    stmts.drain(at + 2..at + 2 + taken);
     let Stmt::If(_, then, _) = &mut stmts[at + 1] else {
         unreachable!("matched above")
     };
@@ -197,6 +217,41 @@ mod tests {
             then,
             &vec![Stmt::Assign(t, Expr::Int(1)), store(output, Expr::Var(a))]
         );
+    }
+
+    /// [`guarded_twice`] with the repeated test under `if (t > 0)`, the first branch
+    /// `first`.
+    fn under_further_condition(first: impl FnOnce(Var) -> Vec<Stmt>) -> (Function, Expr) {
+        let (mut f, [_, _, t]) = guarded_twice(first);
+        let repeated: Vec<Stmt> = f.body.drain(3..).collect();
+        let further = Expr::bin(BinOp::Gt, Expr::Var(t), Expr::Int(0));
+        f.body.push(Stmt::If(further.clone(), repeated, Vec::new()));
+        (f, further)
+    }
+
+    #[test]
+    fn a_repeated_guard_under_a_further_condition_joins_the_first_under_it() {
+        let (mut f, further) = under_further_condition(|_| Vec::new());
+        merge_repeated_guards(&mut f);
+        let Stmt::Decl(a, _) = f.body[1] else {
+            panic!("{:?}", f.body)
+        };
+        let output = ArrayRef::Values(OperandId(0));
+        let joined = vec![Stmt::If(
+            further,
+            vec![store(output, Expr::Var(a))],
+            Vec::new(),
+        )];
+        assert!(
+            matches!(&f.body[..], [_, _, Stmt::If(_, then, _)] if *then == joined),
+            "{:?}",
+            f.body
+        );
+        // Not where the first branch changes the further condition's variable.
+        let (mut f, _) = under_further_condition(|t| vec![Stmt::Assign(t, Expr::Int(1))]);
+        let before = f.body.clone();
+        merge_repeated_guards(&mut f);
+        assert_eq!(f.body, before);
     }
 
     #[test]

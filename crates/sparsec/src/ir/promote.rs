@@ -17,12 +17,13 @@
 //!   or outside the loop), and loads from no array the body writes, so it names one
 //!   element for the whole iteration;
 //! - every other load of `A` in the body, at an index `j`, is inside an `if` whose
-//!   condition has a conjunct `j < e`, `j > e` or `j != e` (either way round), `j` a
-//!   variable the body never assigns: it reads another element;
+//!   condition has a conjunct `j < e`, `j <= e - 1`, `j > e`, `j >= e + 1` or `j != e`
+//!   (either way round, the constants any that keep `j` off `e`), `j` a variable the body
+//!   never assigns: it reads another element;
 //! - nothing else in the body reads or writes `A` (helper calls, touched lists), and the
 //!   body has no barrier, launch or parallel loop.
 
-use super::analysis::conjuncts;
+use super::analysis::{conjuncts, mirrored, plus_constant};
 use super::visit;
 use super::{ArrayRef, BinOp, Expr, Function, Loop, LoopKind, Stmt, Store, Var};
 
@@ -232,14 +233,36 @@ impl<'c> Check<'c> {
         if self.assigned.contains(v) {
             return false;
         }
-        let index = self.index;
-        self.guards.iter().any(|g| match g {
-            Expr::Bin(BinOp::Lt | BinOp::Gt | BinOp::Ne, a, b) => {
-                (**a == *i && **b == *index) || (**a == *index && **b == *i)
+        self.guards.iter().any(|g| {
+            let Expr::Bin(op, a, b) = g else {
+                return false;
+            };
+            let (op, bound) = match (**a == *i, **b == *i) {
+                (true, false) => (*op, b),
+                (false, true) => (mirrored(*op), a),
+                _ => return false,
+            };
+            // `i op index + d`, where `d` is how far the bound is from the index.
+            let Some(d) = distance(self.index, bound) else {
+                return false;
+            };
+            match op {
+                BinOp::Lt => d <= 0,
+                BinOp::Le => d <= -1,
+                BinOp::Gt => d >= 0,
+                BinOp::Ge => d >= 1,
+                BinOp::Ne => d == 0,
+                _ => false,
             }
-            _ => false,
         })
     }
+}
+
+/// `b - a` where the two are one expression plus different constants (a guard reads
+/// `r - 1` or `(r - 1) + 1` where the store's index is `r`), else `None`.
+fn distance(a: &Expr, b: &Expr) -> Option<i64> {
+    let ((a, da), (b, db)) = (plus_constant(a), plus_constant(b));
+    (a == b).then(|| db.wrapping_sub(da))
 }
 
 /// Keep `A[index]` in a fresh variable over `body`: loaded before the first statement that

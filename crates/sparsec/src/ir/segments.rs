@@ -18,7 +18,7 @@
 //! the loop's bounds; an `==` one stays in the condition too, as a level need not be
 //! unique (of a unique one, the loop visits the first coordinate not below the value).
 
-use super::analysis::conjuncts;
+use super::analysis::{conjuncts, mirrored, plus_constant};
 use super::guards::bodies_mut;
 use super::visit;
 use super::{is_successor, simplify};
@@ -54,9 +54,16 @@ struct Pass<'p> {
     assigned: Vec<Var>,
     /// The declarations in scope, innermost last.
     declared: Vec<(Var, Expr)>,
-    /// The searches whose results are in scope: the array, the ends searched (as
-    /// declared) and the value, then the variable holding the result.
-    searched: Vec<([Expr; 3], ArrayRef, Var)>,
+    /// The searches whose results are in scope.
+    searched: Vec<Search>,
+}
+
+/// A search made: of `coords`, between two ends for a value (`key`: each as declared, as
+/// an expression plus a constant), its result in `result`.
+struct Search {
+    key: [(Expr, i64); 3],
+    coords: ArrayRef,
+    result: Var,
 }
 
 /// How a level orders the coordinates of each segment.
@@ -197,7 +204,7 @@ impl Pass<'_> {
             };
             let (op, value) = match (coordinate(a), coordinate(b)) {
                 (true, false) if invariant(b) => (*op, (**b).clone()),
-                (false, true) if invariant(a) => (flipped(*op), (**a).clone()),
+                (false, true) if invariant(a) => (mirrored(*op), (**a).clone()),
                 _ => {
                     kept.push(part);
                     continue;
@@ -277,13 +284,13 @@ impl Pass<'_> {
         // The variables a search assigns hold its result once it is done, and the
         // variables of the key are never assigned: an equal search in scope has the same
         // result.
-        let key = [self.resolve(&start), self.resolve(&end), value].map(Clone::clone);
+        let key = [self.resolve(&start), self.resolve(&end), value].map(plus_constant);
         let earlier = self
             .searched
             .iter()
-            .find(|(k, a, _)| *k == key && *a == coords);
-        if let Some(&(_, _, result)) = earlier {
-            return Expr::Var(result);
+            .find(|s| s.key == key && s.coords == coords);
+        if let Some(search) = earlier {
+            return Expr::Var(search.result);
         }
         let f = &mut *self.function;
         let [low, high, step, galloping, probe, middle] =
@@ -358,19 +365,12 @@ impl Pass<'_> {
                 ),
             ],
         ));
-        self.searched.push((key, coords, low));
+        self.searched.push(Search {
+            key,
+            coords,
+            result: low,
+        });
         var(low)
-    }
-}
-
-/// `b op a` for `a op b`.
-fn flipped(op: BinOp) -> BinOp {
-    match op {
-        BinOp::Lt => BinOp::Gt,
-        BinOp::Gt => BinOp::Lt,
-        BinOp::Le => BinOp::Ge,
-        BinOp::Ge => BinOp::Le,
-        other => other,
     }
 }
 

@@ -5,17 +5,19 @@
 
 use std::borrow::Cow;
 use std::collections::BTreeSet;
+use std::convert::Infallible;
 use std::sync::{Arc, Mutex};
 
 use super::codegen::{self, Extra, Lowered};
 use super::parse::{Dim, Program, UfArray};
 use super::{parse_program, SpfError};
 use crate::codegen::abi::BackendError;
+use crate::codegen::clif::CraneliftTarget;
 use crate::codegen::runtime::RawBuffer;
 use crate::format::Format;
 use crate::format::IndexArray;
 use crate::ir::threads_to_gpu::threads_to_gpu;
-use crate::ir::{ArrayKind, ArrayRef, ParallelUnit};
+use crate::ir::{ArrayKind, ArrayRef, Function, ParallelUnit};
 use crate::jit::Toolchain;
 use crate::kernel::bind::{self, cast_values, Arguments};
 use crate::kernel::default_threads;
@@ -44,7 +46,11 @@ pub struct SpfKernel {
     /// The entry buffers of its calls, kept between them.
     buffers: EntryBuffers,
     /// The ranges of the coordinate arrays UFs read, by the tensor contents scanned.
-    coordinate_ranges: RangeMemo,
+    coordinate_ranges: Memo<(Generation, usize), (i64, i64)>,
+    /// Under `wavefront;`, the level-set inspector compiled (`Lowered::level_sets`), and
+    /// the level sets it found, by the inputs' contents and the call's scalars.
+    inspector: Option<Compiled>,
+    level_sets: Memo<(Vec<Generation>, Vec<i64>), Arc<Tensor>>,
 }
 
 impl SpfKernel {
@@ -68,15 +74,30 @@ impl SpfKernel {
             })?;
         }
         targets.prepare(&mut lowered.function)?;
+        // The inspector runs on the host: a GPU target's kernel gets its level sets from
+        // the in-process JIT.
+        let inspector = match &mut lowered.level_sets {
+            Some(inspector) => {
+                let on_host = match units.contains(&ParallelUnit::CpuThread) {
+                    true => targets.clone(),
+                    false => Targets::one(Arc::new(CraneliftTarget)),
+                };
+                on_host.prepare(inspector)?;
+                Some(Compiled::new(inspector, on_host)?)
+            }
+            None => None,
+        };
         Ok(SpfKernel {
             program,
+            inspector,
+            level_sets: Memo::default(),
             compiled: Compiled::new(&lowered.function, targets)?,
             lowered,
             threads: default_threads(),
             params: Vec::new(),
             placement: PlacementPace::default(),
             buffers: EntryBuffers::default(),
-            coordinate_ranges: RangeMemo::default(),
+            coordinate_ranges: Memo::default(),
         })
     }
 
@@ -302,14 +323,14 @@ impl SpfKernel {
                         .position(|t| t.name == prog.ufs[n].tensor);
                     let contents = operands[input.expect("bound at parse time")].generation();
                     self.coordinate_ranges
-                        .get_or_scan((contents, n), || match array {
+                        .get_or_make((contents, n), || match array {
                             IndexArray::I32(a) => range_of(a),
                             IndexArray::I64(a) => range_of(a),
                         })
                 }
             }
         };
-        let extents = (0..self.lowered.function.extents)
+        let extents: Vec<i64> = (0..self.lowered.function.extents)
             .map(|n| match n.checked_sub(symbols.len()) {
                 None => symbols[n],
                 Some(extra) => match self.lowered.extras[extra] {
@@ -320,7 +341,18 @@ impl SpfKernel {
                 },
             })
             .collect();
-        let views: Vec<TensorView<'_>> = operands.iter().map(|t| t.view()).collect();
+        let mut views: Vec<TensorView<'_>> = operands.iter().map(|t| t.view()).collect();
+        let level_sets = match &self.inspector {
+            Some(inspector) => {
+                let contents = operands.iter().map(|t| t.generation()).collect();
+                let key = (contents, extents.clone());
+                Some(self.level_sets.get_or_try(key, || {
+                    self.inspect(inspector, &views, &extents).map(Arc::new)
+                })?)
+            }
+            None => None,
+        };
+        views.extend(level_sets.as_deref().map(Tensor::view));
         let mut arguments = bind::arguments(
             self.compiled.signature(),
             &self.lowered.function,
@@ -364,7 +396,15 @@ impl SpfKernel {
             &mut arguments,
             expected,
             &self.placement,
-            &mut |a| self.call(code.as_ref(), a, order),
+            &mut |a| {
+                self.call(
+                    &self.lowered.function,
+                    &self.compiled,
+                    code.as_ref(),
+                    a,
+                    order,
+                )
+            },
         )?;
         match produced {
             Produced::Dense(output) => Ok(output),
@@ -376,11 +416,47 @@ impl SpfKernel {
         }
     }
 
-    /// Call `code` once, with one entry buffer per thread; returns the entries of `order`
-    /// coordinates the kernel emitted (none for other outputs). A nonzero status is the
-    /// failed entry check's message.
+    /// The level sets of one call's inputs (`views`, with its scalars `extents`): the
+    /// inspector's entries `(level, row)` as a CSR matrix of levels by rows.
+    fn inspect(
+        &self,
+        inspector: &Compiled,
+        views: &[TensorView<'_>],
+        extents: &[i64],
+    ) -> Result<Tensor, Error> {
+        let function = self.lowered.level_sets.as_ref().expect("compiled from it");
+        // The inspector emits its entries: it writes no output storage.
+        let mut unwritten = Tensor::zeros(&[0], ValueType::F64);
+        let mut arguments = bind::arguments(
+            inspector.signature(),
+            function,
+            &mut unwritten,
+            views,
+            &Bound {
+                extents: extents.to_vec(),
+                threads: 1,
+            },
+        );
+        let code = inspector.code_for(function, &arguments.narrow)?;
+        let entries = self.call(function, inspector, code.as_ref(), &mut arguments, 2)?;
+        // A row's level is below its number of rows: every row has one entry.
+        let rows = entries.values.len();
+        let entries = Coo {
+            dims: vec![rows, rows],
+            ..entries
+        };
+        let csr = Format::parse("csr", 2).expect("a format");
+        Tensor::from_coo_owned(entries, &csr, ValueType::F64)
+            .map_err(|e| Error::Input(format!("cannot store the level sets: {e}")))
+    }
+
+    /// Call `code`, compiled from `function`, once, with one entry buffer per thread;
+    /// returns the entries of `order` coordinates the kernel emitted (none for other
+    /// outputs). A nonzero status is the failed entry check's message.
     fn call(
         &self,
+        function: &Function,
+        compiled: &Compiled,
         code: &dyn Artifact,
         arguments: &mut Arguments,
         order: usize,
@@ -393,8 +469,8 @@ impl SpfKernel {
         let called = unsafe {
             native::call(
                 code,
-                &self.lowered.function,
-                self.compiled.signature(),
+                function,
+                compiled.signature(),
                 arguments,
                 &mut buffers,
                 "for its scratch arrays",
@@ -435,38 +511,45 @@ impl bind::Binder for Bound {
     }
 }
 
-/// The smallest and largest of some values, scanned once per contents: a kernel called again
-/// on the same tensor (an iterative solver's triangular solves) reads its index arrays
-/// without first scanning them. The contents are named by the tensor's
+/// Values computed once per tensor contents, by a key that names them (through
 /// [`Generation`](crate::tensor::Generation), which a change replaces, so an entry is never
-/// stale; the few most recent are kept.
-#[derive(Default)]
-struct RangeMemo(Mutex<Vec<(RangeKey, (i64, i64))>>);
+/// stale); the few most recent are kept. A kernel called again on the same tensors (an
+/// iterative solver's triangular solves) then neither scans their index arrays nor
+/// inspects their structure again.
+struct Memo<K, V>(Mutex<Vec<(K, V)>>);
 
-/// The contents of a tensor and the UF whose array in it was scanned.
-type RangeKey = (Generation, usize);
+impl<K, V> Default for Memo<K, V> {
+    fn default() -> Self {
+        Memo(Mutex::new(Vec::new()))
+    }
+}
 
-impl RangeMemo {
+impl<K: PartialEq, V: Clone> Memo<K, V> {
     const KEPT: usize = 16;
 
-    fn get_or_scan(
-        &self,
-        key: (Generation, usize),
-        scan: impl FnOnce() -> (i64, i64),
-    ) -> (i64, i64) {
+    /// The value kept for `key`, else the one `make` makes (kept unless it fails).
+    fn get_or_try<E>(&self, key: K, make: impl FnOnce() -> Result<V, E>) -> Result<V, E> {
         let mut kept = self
             .0
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
-        if let Some(&(_, range)) = kept.iter().find(|(k, _)| *k == key) {
-            return range;
+        if let Some((_, value)) = kept.iter().find(|(k, _)| *k == key) {
+            return Ok(value.clone());
         }
-        let range = scan();
+        let value = make()?;
         if kept.len() == Self::KEPT {
             kept.remove(0);
         }
-        kept.push((key, range));
-        range
+        kept.push((key, value.clone()));
+        Ok(value)
+    }
+
+    /// The value kept for `key`, else the one `make` makes.
+    fn get_or_make(&self, key: K, make: impl FnOnce() -> V) -> V {
+        match self.get_or_try(key, || Ok::<V, Infallible>(make())) {
+            Ok(value) => value,
+            Err(never) => match never {},
+        }
     }
 }
 

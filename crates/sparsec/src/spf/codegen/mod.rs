@@ -12,6 +12,7 @@
 //! that does not fit the program is an error, never an out-of-bounds access).
 
 mod bounds;
+mod passes;
 mod scan;
 mod schedule;
 mod walk;
@@ -19,6 +20,7 @@ mod wavefront;
 
 use crate::polyhedral::read::{ceil_div, floor_div};
 pub(super) use bounds::classify;
+use passes::{index_array_passes, placed_rows};
 use scan::Leaf;
 use schedule::{schedule_statement, scheduled_views, transformed};
 
@@ -26,8 +28,7 @@ use super::parse::{Access, BodyExpr, Dim, Program, Span, Statement, UfArray};
 use super::presburger::Abstraction;
 use super::set::{Affine, Constraint, Relation0, Term};
 use super::{deps, SpfError};
-use crate::format::{Format, Streaming};
-use crate::ir::segments::Order;
+use crate::format::Format;
 use crate::ir::{
     self, ArrayKind, ArrayRef, BinOp, Expr, Function, Local, LocalType, Loop, LoopKind,
     MemorySpace, OperandId, OperandInfo, OutputMode, ParamRef, Scratch, Stmt, Store, Type,
@@ -52,6 +53,11 @@ pub enum Extra {
 #[derive(Clone, Debug)]
 pub struct Lowered {
     pub function: Function,
+    /// Under `wavefront;`, the level-set inspector: a function of the same operands and
+    /// parameters that emits each row's level as the entry `(level, row - first)`. Its
+    /// entries, as a CSR matrix of levels by rows, are `function`'s last operand, so that
+    /// it runs once per structure rather than on every call.
+    pub level_sets: Option<Function>,
     /// Parameters `Extent(0..symbols.len())` are these symbols' values.
     pub symbols: Vec<String>,
     /// Then `Extent(symbols.len() + n)` is `extras[n]`.
@@ -162,9 +168,17 @@ pub fn lower(prog: &Program) -> Result<Lowered, SpfError> {
     }
     let mut env = vec![None; depth];
     let items: Vec<usize> = (0..scheduled.len()).collect();
+    let mut level_sets = None;
     let body = if let Some(span) = prog.wavefront {
         deps::check_wavefront(&scheduled_views(&scheduled), span)?;
-        cx.wavefront(&scheduled, &items, &mut env)?
+        let schedule = OperandId(cx.function.operands.len());
+        cx.function.operands.push(OperandInfo {
+            hint: "level_sets".into(),
+            values: ValueType::F64,
+        });
+        let sets = cx.wavefront(&scheduled, &items, &mut env, schedule)?;
+        level_sets = Some((sets.inspector, sets.levels));
+        sets.executor
     } else {
         let parallel = match prog.parallel {
             Some(span) => {
@@ -177,9 +191,7 @@ pub fn lower(prog: &Program) -> Result<Lowered, SpfError> {
         cx.scan(&scheduled, &items, &[], &mut env, parallel, &Leaf::Body)?
     };
     cx.function.body = body;
-    ir::promote::promote_invariant_elements(cx.function);
-    ir::guards::merge_repeated_guards(cx.function);
-    ir::segments::bound_ordered_segments(cx.function, &|array| ordered(&formats, array));
+    index_array_passes(cx.function, &formats);
     if let Some(layout) = placed_rows(prog, assembled.as_ref(), &cx) {
         ir::rows::place_rows(cx.function, &layout);
     }
@@ -194,62 +206,30 @@ pub fn lower(prog: &Program) -> Result<Lowered, SpfError> {
             Extra::UfMax(_) => "uf_max".to_string(),
         }))
         .collect();
-    ir::verify(&function)
-        .map_err(|e| SpfError::general(format!("internal error: generated IR is invalid: {e}")))?;
+    // The inspector shares the executor's operands, parameters and entry checks.
+    let inspector = level_sets.map(|(body, levels)| {
+        let mut inspector = function.clone();
+        inspector.body = body;
+        inspector.locals = vec![levels];
+        inspector.output = OutputMode::Emit { order: 2 };
+        inspector
+    });
+    let mut inspector = inspector;
+    if let Some(inspector) = &mut inspector {
+        index_array_passes(inspector, &formats);
+    }
+    for f in std::iter::once(&function).chain(&inspector) {
+        ir::verify(f).map_err(|e| {
+            SpfError::general(format!("internal error: generated IR is invalid: {e}"))
+        })?;
+    }
     Ok(Lowered {
         function,
+        level_sets: inspector,
         symbols,
         extras,
         formats,
         assembled,
-    })
-}
-
-/// How the input level whose coordinate array is `array` orders each segment
-/// (`formats` in input order).
-fn ordered(formats: &[Format], array: ArrayRef) -> Order {
-    let ArrayRef::Level {
-        operand,
-        level,
-        kind: ArrayKind::Idx,
-    } = array
-    else {
-        return Order::Unordered;
-    };
-    let format = operand
-        .0
-        .checked_sub(1)
-        .and_then(|input| formats.get(input));
-    let level = format.and_then(|f| f.levels().get(level.wrapping_sub(1)));
-    match level.map(|l| l.format.properties()) {
-        Some(p) if p.ordered && p.unique => Order::StrictlyIncreasing,
-        Some(p) if p.ordered => Order::Increasing,
-        _ => Order::Unordered,
-    }
-}
-
-/// Where a sparse output's entries are placed in its storage by the kernel itself, in a
-/// counting pass and a placing pass over the same loops ([`ir::rows`]): the format
-/// conversion synthesised from the relations, with no sort where the loops produce each
-/// row in order. Chosen when the loops are serial (no two threads fill one row) and every
-/// level above the leaf is dense, so the rows are the output's own (a compressed upper
-/// level would need a row array as large as the product of its dimensions, which only
-/// run time knows); other sparse outputs are emitted and packed.
-fn placed_rows(
-    prog: &Program,
-    format: Option<&Format>,
-    cx: &Context,
-) -> Option<ir::rows::RowLayout> {
-    let (upper, leaf_mode) = format?.row_levels()?;
-    let serial = prog.parallel.is_none() && prog.wavefront.is_none();
-    if !serial || upper.iter().any(|&(_, kind)| kind != Streaming::Inserted) {
-        return None;
-    }
-    let sizes = cx.dims(&prog.output.as_ref()?.dims);
-    Some(ir::rows::RowLayout {
-        leaf_level: upper.len() + 1,
-        leaf_mode,
-        upper: upper.iter().map(|&(m, _)| (m, sizes[m].clone())).collect(),
     })
 }
 

@@ -1,6 +1,7 @@
-//! The level-set (wavefront) executor and its inspector, generated in the same kernel.
+//! The level-set (wavefront) executor and its inspector, generated as two functions.
 
 use super::*;
+use crate::ir::ParamKind;
 use crate::polyhedral::read::cpu_parallel;
 
 /// The fewest rows a level needs to run on the team. Starting the team's work and
@@ -8,16 +9,31 @@ use crate::polyhedral::read::cpu_parallel;
 /// a matrix whose lower triangle is nearly a chain has thousands of levels of one row.
 const MIN_PARALLEL_LEVEL: i64 = 1024;
 
+/// The two functions of a level-set computation, as statements of one context (they share
+/// its operands, parameters and entry checks).
+pub(super) struct LevelSets {
+    /// The inspector: each row's level, emitted as the entry `(level, row - first)`.
+    pub(super) inspector: Vec<Stmt>,
+    /// The scratch array the inspector computes the levels in.
+    pub(super) levels: Local,
+    /// The executor: the levels in order, each level's rows (read from the operand
+    /// `schedule`, the inspector's entries as CSR) in parallel.
+    pub(super) executor: Vec<Stmt>,
+}
+
 impl Context<'_> {
-    /// The level-set executor: an inspector computes each row's level (one more than the
-    /// highest level of the earlier rows it reads), sorts the rows by level, and each
-    /// level's rows run in parallel.
+    /// The level-set executor and its inspector, separate functions, so that the
+    /// inspector runs once per structure: it computes each row's level (one more than the
+    /// highest level of the earlier rows it reads) and emits it; the runtime keeps its
+    /// entries, sorted by level, as the CSR operand `schedule`, whose rows are the levels;
+    /// and the executor runs each level's rows in parallel.
     pub(super) fn wavefront(
         &mut self,
         all: &[Scheduled],
         items: &[usize],
         env: &mut [Option<Var>],
-    ) -> Result<Vec<Stmt>, SpfError> {
+        schedule: OperandId,
+    ) -> Result<LevelSets, SpfError> {
         let (first, end) = deps::outer_range(&scheduled_views(all)).ok_or_else(|| {
             SpfError::new(
                 "wavefront: every statement's outer loop must have the same bounds, made of \
@@ -31,49 +47,17 @@ impl Context<'_> {
         let rows = ir::simplify(&Expr::max(end.clone() - first.clone(), Expr::Int(0)));
         let f = &mut *self.function;
         let lev = f.fresh_scratch("level", LocalType::Index);
-        let level_start = f.fresh_scratch("level_start", LocalType::Index);
-        let cursor = f.fresh_scratch("cursor", LocalType::Index);
-        let order = f.fresh_scratch("order", LocalType::Index);
-        let levels = f.fresh_var("levels", Type::Index);
         let r = f.fresh_var("r", Type::Index);
-        let r2 = f.fresh_var("r", Type::Index);
         let r3 = f.fresh_var("r", Type::Index);
-        let l = f.fresh_var("l", Type::Index);
         let l2 = f.fresh_var("l", Type::Index);
         let p = f.fresh_var("p", Type::Index);
-        let row_len = rows.clone() + Expr::Int(1);
-        for (array, len) in [
-            (lev, rows.clone()),
-            (level_start, row_len.clone()),
-            (cursor, row_len),
-            (order, rows.clone()),
-        ] {
-            f.locals.push(Local {
-                array,
-                len,
-                space: MemorySpace::Global,
-            });
-        }
-        let at = |a: Scratch, i: Expr| Expr::load(ArrayRef::Scratch(a), i);
-        let store = |a: Scratch, i: Expr, v: Expr| {
-            Stmt::Store(Store {
-                array: ArrayRef::Scratch(a),
-                index: i,
-                value: v,
-                accumulate: false,
-            })
-        };
-        let counted = |var: Var, end: Expr, body: Vec<Stmt>| {
-            Stmt::For(Loop {
-                var,
-                start: Expr::Int(0),
-                end,
-                body,
-                kind: LoopKind::Serial,
-            })
+        let levels = Local {
+            array: lev,
+            len: rows.clone(),
+            space: MemorySpace::Global,
         };
         // Inspector: the loops of the statements that read earlier rows, in their
-        // sequential order, computing levels.
+        // sequential order, computing levels; then one entry per row.
         let writers = deps::row_functions(&scheduled_views(all))?;
         let readers: Vec<usize> = items
             .iter()
@@ -83,69 +67,41 @@ impl Context<'_> {
                 !deps::flow_sources(&writers, &s.value, &s.constraints).is_empty()
             })
             .collect();
-        let mut out = Vec::new();
+        let mut inspector = Vec::new();
         if !readers.is_empty() {
             let leaf = Leaf::Levels {
                 lev,
                 first: first.clone(),
                 rows: writers,
             };
-            out = self.scan(all, &readers, &[], env, false, &leaf)?;
+            inspector = self.scan(all, &readers, &[], env, false, &leaf)?;
         }
-        // Count the rows of each level, then place the rows in level order.
-        out.push(Stmt::Decl(levels, Expr::Int(0)));
-        out.push(counted(
-            r,
-            rows.clone(),
-            vec![
-                Stmt::Assign(
-                    levels,
-                    Expr::max(Expr::Var(levels), at(lev, Expr::Var(r)) + Expr::Int(1)),
-                ),
-                Stmt::Store(Store {
-                    array: ArrayRef::Scratch(level_start),
-                    index: at(lev, Expr::Var(r)) + Expr::Int(1),
-                    value: Expr::Int(1),
-                    accumulate: true,
-                }),
-            ],
-        ));
-        out.push(counted(
-            l,
-            Expr::Var(levels),
-            vec![
-                Stmt::Store(Store {
-                    array: ArrayRef::Scratch(level_start),
-                    index: Expr::Var(l) + Expr::Int(1),
-                    value: at(level_start, Expr::Var(l)),
-                    accumulate: true,
-                }),
-                store(cursor, Expr::Var(l), at(level_start, Expr::Var(l))),
-            ],
-        ));
-        let slot = at(cursor, at(lev, Expr::Var(r2)));
-        out.push(counted(
-            r2,
-            rows,
-            vec![
-                store(order, slot.clone(), Expr::Var(r2)),
-                Stmt::Store(Store {
-                    array: ArrayRef::Scratch(cursor),
-                    index: at(lev, Expr::Var(r2)),
-                    value: Expr::Int(1),
-                    accumulate: true,
-                }),
-            ],
-        ));
+        inspector.push(Stmt::For(Loop {
+            var: r,
+            start: Expr::Int(0),
+            end: rows,
+            body: vec![Stmt::Emit {
+                coords: vec![
+                    Expr::load(ArrayRef::Scratch(lev), Expr::Var(r)),
+                    Expr::Var(r),
+                ],
+                value: Expr::Float(1.0),
+            }],
+            kind: LoopKind::Serial,
+        }));
         // Executor: levels in order, the rows of one level in parallel.
+        let level_array = |level, kind| ArrayRef::Level {
+            operand: schedule,
+            level,
+            kind,
+        };
+        let order = Expr::load(level_array(2, ArrayKind::Idx), Expr::Var(p));
         env[0] = Some(r3);
-        let mut row_body = vec![Stmt::Decl(r3, at(order, Expr::Var(p)) + first)];
+        let mut row_body = vec![Stmt::Decl(r3, order + first)];
         row_body.extend(self.scan(all, items, &[range], env, false, &Leaf::Body)?);
         env[0] = None;
-        let (start, end) = (
-            at(level_start, Expr::Var(l2)),
-            at(level_start, Expr::Var(l2) + Expr::Int(1)),
-        );
+        let bound = |at: Expr| Expr::load(level_array(2, ArrayKind::Pos), at);
+        let (start, end) = (bound(Expr::Var(l2)), bound(Expr::Var(l2) + Expr::Int(1)));
         let level = |kind| {
             vec![Stmt::For(Loop {
                 var: p,
@@ -161,15 +117,25 @@ impl Context<'_> {
             end.clone() - start.clone(),
             Expr::Int(MIN_PARALLEL_LEVEL),
         );
-        out.push(counted(
-            l2,
-            Expr::Var(levels),
-            vec![Stmt::If(
+        let executor = vec![Stmt::For(Loop {
+            var: l2,
+            start: Expr::Int(0),
+            end: Expr::Param(ParamRef::Level {
+                operand: schedule,
+                level: 1,
+                kind: ParamKind::Size,
+            }),
+            body: vec![Stmt::If(
                 wide,
                 level(cpu_parallel()),
                 level(LoopKind::Serial),
             )],
-        ));
-        Ok(out)
+            kind: LoopKind::Serial,
+        })];
+        Ok(LevelSets {
+            inspector,
+            levels,
+            executor,
+        })
     }
 }
