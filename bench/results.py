@@ -332,7 +332,8 @@ def trisolve_section(rows, meta):
     out = section("The SPF lower triangular solve against MKL and SciPy", "trisolve", meta,
                   "Forward substitution `L x = b` written as loops over index arrays (`.spf`), "
            "compiled by the sparse polyhedral front end: serially, and as level sets on 1 "
-           "and 2 threads (its inspector runs in every call). The peers are MKL's "
+           "and 2 threads (its inspector runs on the first call; its level sets are kept for "
+           "the same tensors, as MKL keeps its analysis). The peers are MKL's "
            "`mkl_sparse_d_trsv` (inspection once, untimed) and SciPy's "
            "`spsolve_triangular`. Figures are sparsec's best time over the peer's, geometric "
            "means over the matrices: **below 1, sparsec is faster**.")

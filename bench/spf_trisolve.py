@@ -2,8 +2,8 @@
 """Benchmark (not a test): the SPF sparse lower triangular solve against SciPy and MKL.
 
 Runs `examples/bench_spf.rs` (serial forward substitution and the level-set kernel on 1 and
-2 threads, medians of N runs; the level-set times include its inspector, which runs on
-every call) and times, on the same lower triangles (strict lower triangle of each square
+2 threads, medians of N runs after a warm-up call; the level-set kernel's inspector runs
+on that first call, its level sets kept for the same tensors) and times, on the same lower triangles (strict lower triangle of each square
 shared matrix plus a diagonal 1 + sum |row|, CSR), `scipy.sparse.linalg.spsolve_triangular`
 and MKL's inspector-executor `mkl_sparse_d_trsv` at 1 and 2 threads (the handle, its
 `mkl_sparse_set_sv_hint` and `mkl_sparse_optimize` made once, untimed, as MKL intends; MKL
