@@ -4,7 +4,8 @@
 Wall-clock times on a shared machine vary by tens of percent from run to run; the number
 of instructions a kernel executes on fixed inputs does not. This script runs each kernel
 of `crates/sparsec/examples/callgrind_kernels.rs` (SpMV, SpMV on power-law rows, SpMM,
-SpGEMM, MTTKRP, TTV on fixed generated inputs, one thread) under
+SpGEMM, MTTKRP, TTV, and the SPF forward substitution serial and by level sets, on fixed
+generated inputs, one thread) under
 `valgrind --tool=callgrind --toggle-collect=sparsec_kernel`, so that only the generated
 kernel and what it calls are counted, and compares the counts with
 `bench/callgrind_baseline.json`:

@@ -10,7 +10,8 @@
 //! ```
 //!
 //! Inputs come from `sparsec::generate` with fixed seeds, so every run counts the same
-//! work. The kernel is compiled (or loaded from the kernel cache) and its inputs packed
+//! work. Besides index notation's kernels, two `.spf` programs run: the serial and the
+//! level-set forward substitution. The kernel is compiled (or loaded from the kernel cache) and its inputs packed
 //! before it runs, on one thread, with the default schedule; only `sparsec_kernel` (and
 //! what it calls) is counted, not the assembly of a sparse output in Rust.
 
@@ -18,6 +19,7 @@ use sparsec::format::Format;
 use sparsec::generate;
 use sparsec::kernel::Kernel;
 use sparsec::notation::TensorDecl;
+use sparsec::spf::SpfKernel;
 use sparsec::tensor::{Coo, Tensor, ValueType};
 
 /// Name, statement, formats by tensor (output first), and the inputs' coordinates.
@@ -114,11 +116,64 @@ fn vector(n: usize) -> Coo {
     generate::dense(&[n], 11).unwrap()
 }
 
+/// Programs of the sparse polyhedral front end (`examples/spf`), each a forward
+/// substitution on one generated lower triangle: name, file. The level-set kernel's run
+/// counts its inspector too (a first call inspects).
+const SPF_CASES: &[(&str, &str)] = &[
+    ("spf_lower_solve", "lower_solve.spf"),
+    ("spf_level_sets", "lower_solve_wavefront.spf"),
+];
+
+/// The strictly lower triangle of a 20,000 x 20,000 uniform matrix and a diagonal
+/// `1 + sum |row|` (as `bench_spf.rs` builds them from the shared matrices).
+fn lower_triangle() -> Coo {
+    let n = 20_000;
+    let coo = generate::uniform(&[n, n], 5e-4, 13).unwrap();
+    let mut diagonal = vec![1.0; n];
+    let (mut coords, mut values) = (Vec::new(), Vec::new());
+    for (e, v) in coo.values.iter().enumerate() {
+        let (i, j) = (coo.coords[2 * e], coo.coords[2 * e + 1]);
+        if j < i {
+            coords.extend([i, j]);
+            values.push(*v);
+            diagonal[i as usize] += v.abs();
+        }
+    }
+    for (i, d) in diagonal.into_iter().enumerate() {
+        coords.extend([i as i64, i as i64]);
+        values.push(d);
+    }
+    Coo::new(vec![n, n], coords, values).unwrap()
+}
+
+/// Run the SPF program `file` once on one thread; prints a checksum of the solution.
+fn run_spf(name: &str, file: &str) {
+    let root = env!("CARGO_MANIFEST_DIR");
+    let path = format!("{root}/../../examples/spf/{file}");
+    let text = std::fs::read_to_string(&path).expect("the example program");
+    let toolchain = sparsec::jit::Toolchain::default();
+    let mut kernel = SpfKernel::compile(file, &text, &toolchain).expect("compile");
+    kernel.set_threads(1);
+    let lower = lower_triangle();
+    let csr = Format::parse("csr", 2).expect("format");
+    let l = Tensor::from_coo(&lower, &csr, ValueType::F64).expect("pack");
+    let b =
+        Tensor::from_coo(&vector(lower.dims[0]), &Format::dense(1), ValueType::F64).expect("pack");
+    let x = kernel.run(&[("L", &l), ("b", &b)]).expect("run");
+    let mut checksum = 0.0;
+    x.for_each_stored(|_, v| checksum += v);
+    println!("{name} checksum {checksum:.9e}");
+}
+
 fn main() {
     let name = std::env::args().nth(1).unwrap_or_default();
     if name == "--list" {
         CASES.iter().for_each(|c| println!("{}", c.name));
+        SPF_CASES.iter().for_each(|(name, _)| println!("{name}"));
         return;
+    }
+    if let Some(&(name, file)) = SPF_CASES.iter().find(|(n, _)| *n == name) {
+        return run_spf(name, file);
     }
     let Some(case) = CASES.iter().find(|c| c.name == name) else {
         eprintln!("usage: callgrind_kernels NAME|--list");
