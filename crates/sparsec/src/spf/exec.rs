@@ -284,11 +284,7 @@ impl SpfKernel {
                     values,
                 ))
             }
-            None => Tensor::from_coo(
-                &Coo::empty(dense_dims),
-                &Format::dense(dims.len()),
-                ValueType::F64,
-            ),
+            None => Tensor::dense_zeros(&dense_dims, ValueType::F64),
         }
         .map_err(|e| {
             Error::Input(format!(

@@ -288,6 +288,24 @@ impl Tensor {
         format: &Format,
         value_type: ValueType,
     ) -> Result<Tensor, String> {
+        Tensor::dense_storage(dims, format, value_type, false)
+    }
+
+    /// A dense tensor of `dims` (every level dense, in mode order) of zeros, its storage
+    /// laid out directly: what a kernel's dense output starts from, without the packing a
+    /// coordinate list goes through (which costs microseconds, as much as a small
+    /// kernel). Fails, rather than aborting, when the values cannot be allocated.
+    pub(crate) fn dense_zeros(dims: &[usize], value_type: ValueType) -> Result<Tensor, String> {
+        Tensor::dense_storage(dims, &Format::dense(dims.len()), value_type, true)
+    }
+
+    /// [`Tensor::dense_unwritten`], or with its values zeroed.
+    fn dense_storage(
+        dims: &[usize],
+        format: &Format,
+        value_type: ValueType,
+        zeroed: bool,
+    ) -> Result<Tensor, String> {
         if !format.is_all_dense() {
             return Err(format!("`{}` is not dense", format.spelling()));
         }
@@ -303,11 +321,15 @@ impl Tensor {
             .collect();
         let len = dims.iter().try_fold(1usize, |n, &d| n.checked_mul(d));
         let what = || "the output's values".to_string();
-        fn unwritten<T: Copy>(
+        fn values<T: Copy>(
             len: usize,
-            poison: T,
+            [zero, poison]: [T; 2],
+            zeroed: bool,
             what: &dyn Fn() -> String,
         ) -> Result<Vec<T>, String> {
+            if zeroed {
+                return crate::memory::filled(Some(len), zero, what);
+            }
             if cfg!(debug_assertions) {
                 return crate::memory::filled(Some(len), poison, what);
             }
@@ -319,8 +341,8 @@ impl Tensor {
         }
         let len = len.ok_or_else(|| format!("{} overflows the address space", what()))?;
         let values = match value_type {
-            ValueType::F64 => Values::F64(unwritten(len, f64::NAN, &what)?),
-            ValueType::F32 => Values::F32(unwritten(len, f32::NAN, &what)?),
+            ValueType::F64 => Values::F64(values(len, [0.0, f64::NAN], zeroed, &what)?),
+            ValueType::F32 => Values::F32(values(len, [0.0, f32::NAN], zeroed, &what)?),
         };
         Ok(Tensor {
             dims: dims.to_vec(),
