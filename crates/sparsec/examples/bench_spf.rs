@@ -9,6 +9,7 @@
 use std::time::Instant;
 
 use sparsec::format::Format;
+use sparsec::generate;
 use sparsec::io;
 use sparsec::jit::Toolchain;
 use sparsec::spf::SpfKernel;
@@ -25,26 +26,6 @@ fn median_ms(kernel: &SpfKernel, inputs: &[(&str, &Tensor)], runs: usize) -> f64
         .collect();
     times.sort_by(f64::total_cmp);
     times[runs / 2]
-}
-
-/// The strictly lower triangle of `coo` and a diagonal `1 + sum |row|`, one entry per row.
-fn lower_triangle(coo: &Coo) -> Coo {
-    let n = coo.dims[0];
-    let mut diag = vec![1.0; n];
-    let (mut coords, mut values) = (Vec::new(), Vec::new());
-    for (e, v) in coo.values.iter().enumerate() {
-        let (i, j) = (coo.coords[2 * e], coo.coords[2 * e + 1]);
-        if j < i {
-            coords.extend([i, j]);
-            values.push(*v);
-            diag[i as usize] += v.abs();
-        }
-    }
-    for (i, d) in diag.into_iter().enumerate() {
-        coords.extend([i as i64, i as i64]);
-        values.push(d);
-    }
-    Coo::new(vec![n, n], coords, values).expect("valid")
 }
 
 fn main() {
@@ -78,7 +59,7 @@ fn main() {
         if coo.dims[0] != coo.dims[1] {
             continue;
         }
-        let lower = lower_triangle(&coo);
+        let lower = generate::dominant_lower_triangle(&coo).expect("a lower triangle");
         let l = Tensor::from_coo(&lower, &Format::parse("csr", 2).unwrap(), ValueType::F64)
             .expect("csr");
         let n = coo.dims[0];

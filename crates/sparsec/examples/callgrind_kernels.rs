@@ -124,28 +124,6 @@ const SPF_CASES: &[(&str, &str)] = &[
     ("spf_level_sets", "lower_solve_wavefront.spf"),
 ];
 
-/// The strictly lower triangle of a 20,000 x 20,000 uniform matrix and a diagonal
-/// `1 + sum |row|` (as `bench_spf.rs` builds them from the shared matrices).
-fn lower_triangle() -> Coo {
-    let n = 20_000;
-    let coo = generate::uniform(&[n, n], 5e-4, 13).unwrap();
-    let mut diagonal = vec![1.0; n];
-    let (mut coords, mut values) = (Vec::new(), Vec::new());
-    for (e, v) in coo.values.iter().enumerate() {
-        let (i, j) = (coo.coords[2 * e], coo.coords[2 * e + 1]);
-        if j < i {
-            coords.extend([i, j]);
-            values.push(*v);
-            diagonal[i as usize] += v.abs();
-        }
-    }
-    for (i, d) in diagonal.into_iter().enumerate() {
-        coords.extend([i as i64, i as i64]);
-        values.push(d);
-    }
-    Coo::new(vec![n, n], coords, values).unwrap()
-}
-
 /// Run the SPF program `file` once on one thread; prints a checksum of the solution.
 fn run_spf(name: &str, file: &str) {
     let root = env!("CARGO_MANIFEST_DIR");
@@ -154,7 +132,8 @@ fn run_spf(name: &str, file: &str) {
     let toolchain = sparsec::jit::Toolchain::default();
     let mut kernel = SpfKernel::compile(file, &text, &toolchain).expect("compile");
     kernel.set_threads(1);
-    let lower = lower_triangle();
+    let uniform = generate::uniform(&[20_000, 20_000], 5e-4, 13).expect("a matrix");
+    let lower = generate::dominant_lower_triangle(&uniform).expect("a lower triangle");
     let csr = Format::parse("csr", 2).expect("format");
     let l = Tensor::from_coo(&lower, &csr, ValueType::F64).expect("pack");
     let b =

@@ -158,7 +158,8 @@ fn rename_in_stmt(s: &mut Stmt, from: Var, to: Var) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ir::{ArrayKind, BinOp, OperandId, OperandInfo, OutputMode, Store, Type, ValueType};
+    use crate::ir::testing::function_of_y_and_a;
+    use crate::ir::{ArrayKind, BinOp, OperandId, Store, Type};
 
     const BOUNDS: ArrayRef = ArrayRef::Level {
         operand: OperandId(1),
@@ -178,15 +179,7 @@ mod tests {
     /// `a = bounds[0]; if (a < 5) { first } b = bounds[0]; if (b < 5) { y[0] = b }`, and
     /// its variables `a`, `b` and a spare `t`.
     fn guarded_twice(first: impl FnOnce(Var) -> Vec<Stmt>) -> (Function, [Var; 3]) {
-        let operands = ["y", "A"].map(|hint| OperandInfo {
-            hint: hint.into(),
-            values: ValueType::F64,
-        });
-        let output = OutputMode::Dense {
-            accumulate: false,
-            zeroed_by_kernel: false,
-        };
-        let mut f = Function::new(operands.to_vec(), 0, output);
+        let mut f = function_of_y_and_a(0);
         let [a, b, t] = ["a", "b", "t"].map(|hint| f.fresh_var(hint, Type::Index));
         let guard = |v| Expr::lt(Expr::Var(v), Expr::Int(5));
         let load = Expr::load(BOUNDS, Expr::Int(0));

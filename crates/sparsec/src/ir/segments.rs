@@ -377,7 +377,8 @@ impl Pass<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ir::{OperandId, OperandInfo, OutputMode, Store, ValueType};
+    use crate::ir::testing::function_of_y_and_a;
+    use crate::ir::{OperandId, Store};
 
     fn level_array(kind: ArrayKind) -> ArrayRef {
         ArrayRef::Level {
@@ -389,15 +390,7 @@ mod tests {
 
     /// `for k in pos[i]..pos[i + ends]: if (crd[k] < i) y[k] = 1`, in a loop over `i`.
     fn filtered_loop(ends: i64) -> Function {
-        let operands = ["y", "A"].map(|hint| OperandInfo {
-            hint: hint.into(),
-            values: ValueType::F64,
-        });
-        let output = OutputMode::Dense {
-            accumulate: false,
-            zeroed_by_kernel: false,
-        };
-        let mut f = Function::new(operands.to_vec(), 1, output);
+        let mut f = function_of_y_and_a(1);
         let [i, k] = ["i", "k"].map(|hint| f.fresh_var(hint, Type::Index));
         let bound = |at: Expr| Expr::load(level_array(ArrayKind::Pos), at);
         let filter = Expr::lt(

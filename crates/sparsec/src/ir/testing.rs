@@ -29,3 +29,18 @@ pub fn lowered(expr: &str, tensors: &[Decl]) -> Lowered {
         .unwrap();
     lowered
 }
+
+/// An empty function of a dense output `y` and one input `A` (values of `f64`), with
+/// `extents` parameters, for passes' tests that build their IR by hand.
+pub fn function_of_y_and_a(extents: usize) -> crate::ir::Function {
+    use crate::ir::{Function, OperandInfo, OutputMode, ValueType};
+    let operands = ["y", "A"].map(|hint| OperandInfo {
+        hint: hint.into(),
+        values: ValueType::F64,
+    });
+    let output = OutputMode::Dense {
+        accumulate: false,
+        zeroed_by_kernel: false,
+    };
+    Function::new(operands.to_vec(), extents, output)
+}
