@@ -435,10 +435,11 @@ impl SpfKernel {
         );
         let code = inspector.code_for(function, &arguments.narrow)?;
         let entries = self.call(function, inspector, code.as_ref(), &mut arguments, 2)?;
-        // A row's level is below its number of rows: every row has one entry.
+        // Every row has one entry; the executor runs the levels up to the last one found.
         let rows = entries.values.len();
+        let levels = entries.coords.iter().step_by(2).max().map_or(0, |&l| l + 1);
         let entries = Coo {
-            dims: vec![rows, rows],
+            dims: vec![levels as usize, rows],
             ..entries
         };
         let csr = Format::parse("csr", 2).expect("a format");
