@@ -90,14 +90,14 @@ impl SpfKernel {
         Ok(SpfKernel {
             program,
             inspector,
-            level_sets: Memo::default(),
+            level_sets: Memo::keeping(2),
             compiled: Compiled::new(&lowered.function, targets)?,
             lowered,
             threads: default_threads(),
             params: Vec::new(),
             placement: PlacementPace::default(),
             buffers: EntryBuffers::default(),
-            coordinate_ranges: Memo::default(),
+            coordinate_ranges: Memo::keeping(16),
         })
     }
 
@@ -510,31 +510,37 @@ impl bind::Binder for Bound {
 
 /// Values computed once per tensor contents, by a key that names them (through
 /// [`Generation`](crate::tensor::Generation), which a change replaces, so an entry is never
-/// stale); the few most recent are kept. A kernel called again on the same tensors (an
+/// stale); the `kept` most recent are kept. A kernel called again on the same tensors (an
 /// iterative solver's triangular solves) then neither scans their index arrays nor
 /// inspects their structure again.
-struct Memo<K, V>(Mutex<Vec<(K, V)>>);
+struct Memo<K, V> {
+    entries: Mutex<Vec<(K, V)>>,
+    kept: usize,
+}
 
-impl<K, V> Default for Memo<K, V> {
-    fn default() -> Self {
-        Memo(Mutex::new(Vec::new()))
+impl<K, V> Memo<K, V> {
+    /// Keeping the `kept` most recent values: few where each is as large as an input
+    /// (level sets hold an entry per row; inputs converted on every call never hit).
+    fn keeping(kept: usize) -> Memo<K, V> {
+        Memo {
+            entries: Mutex::new(Vec::new()),
+            kept,
+        }
     }
 }
 
 impl<K: PartialEq, V: Clone> Memo<K, V> {
-    const KEPT: usize = 16;
-
     /// The value kept for `key`, else the one `make` makes (kept unless it fails).
     fn get_or_try<E>(&self, key: K, make: impl FnOnce() -> Result<V, E>) -> Result<V, E> {
         let mut kept = self
-            .0
+            .entries
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
         if let Some((_, value)) = kept.iter().find(|(k, _)| *k == key) {
             return Ok(value.clone());
         }
         let value = make()?;
-        if kept.len() == Self::KEPT {
+        if kept.len() >= self.kept {
             kept.remove(0);
         }
         kept.push((key, value.clone()));
