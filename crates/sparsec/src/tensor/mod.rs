@@ -321,15 +321,11 @@ impl Tensor {
             .collect();
         let len = dims.iter().try_fold(1usize, |n, &d| n.checked_mul(d));
         let what = || "the output's values".to_string();
-        fn values<T: Copy>(
+        fn unwritten<T: Copy>(
             len: usize,
-            [zero, poison]: [T; 2],
-            zeroed: bool,
+            poison: T,
             what: &dyn Fn() -> String,
         ) -> Result<Vec<T>, String> {
-            if zeroed {
-                return crate::memory::filled(Some(len), zero, what);
-            }
             if cfg!(debug_assertions) {
                 return crate::memory::filled(Some(len), poison, what);
             }
@@ -339,10 +335,13 @@ impl Tensor {
             unsafe { v.set_len(len) };
             Ok(v)
         }
-        let len = len.ok_or_else(|| format!("{} overflows the address space", what()))?;
-        let values = match value_type {
-            ValueType::F64 => Values::F64(values(len, [0.0, f64::NAN], zeroed, &what)?),
-            ValueType::F32 => Values::F32(values(len, [0.0, f32::NAN], zeroed, &what)?),
+        let values = match (zeroed, len) {
+            (true, len) => Values::try_zeros(value_type, len)?,
+            (false, None) => return Err(format!("{} overflows the address space", what())),
+            (false, Some(len)) => match value_type {
+                ValueType::F64 => Values::F64(unwritten(len, f64::NAN, &what)?),
+                ValueType::F32 => Values::F32(unwritten(len, f32::NAN, &what)?),
+            },
         };
         Ok(Tensor {
             dims: dims.to_vec(),
