@@ -407,10 +407,11 @@ fn plain_level_views<'a>(
 /// `Ok` when `indptr`/`indices` describe an `outer x inner` matrix in compressed rows in
 /// SciPy's canonical form, which sparsec's compressed level requires; else what is wrong.
 ///
-/// This runs on every call that lends arrays, so the indices are checked in passes without
-/// branches that the compiler vectorizes: their minimum and maximum, and the number of
-/// places where an index does not increase, which must all be row boundaries. Only a
-/// failure looks at rows one by one, to say where.
+/// This runs on every call that lends arrays and on every sparse output a kernel places,
+/// so the indices are checked in one pass without branches that the compiler vectorizes,
+/// counting the places where an index does not increase (which must all be row
+/// boundaries), and one look at each row's ends. Only a failure looks at rows one by one,
+/// to say where.
 /// [`check_canonical`] of offsets and coordinates at whatever widths they are stored.
 pub(super) fn check_canonical_at_widths(
     indptr: IndexSlice,
@@ -456,17 +457,20 @@ where
         return Err(format!("indptr decreases after offset {row}"));
     }
     let inner = inner as u64;
-    let Some((lowest, highest, descents)) = scan(indices) else {
-        return Ok(());
-    };
-    let (lowest, highest): (i64, i64) = (lowest.into(), highest.into());
-    let at_row_starts: usize = indptr
-        .windows(2)
-        .map(|w| (w[0].into() as usize, w[1].into() as usize))
-        .filter(|&(begin, end)| begin > 0 && begin < end)
-        .map(|(begin, _)| usize::from(indices[begin - 1] >= indices[begin]))
-        .sum();
-    if lowest >= 0 && (highest as u64) < inner && descents == at_row_starts {
+    // With no descent inside a row every row strictly increases, and then its first and
+    // last index bound the rest: one access per row besides the pass over the indices.
+    let descents = descents(indices);
+    let (mut at_row_starts, mut in_range) = (0usize, true);
+    for w in indptr.windows(2) {
+        let (begin, end) = (w[0].into() as usize, w[1].into() as usize);
+        if begin < end {
+            in_range &= indices[begin].into() >= 0 && (indices[end - 1].into() as u64) < inner;
+            if begin > 0 {
+                at_row_starts += usize::from(indices[begin - 1] >= indices[begin]);
+            }
+        }
+    }
+    if in_range && descents == at_row_starts {
         return Ok(());
     }
     for (row, w) in indptr.windows(2).enumerate() {
@@ -482,26 +486,22 @@ where
     Err("the indices are out of range or not strictly increasing within a row".into())
 }
 
-/// The smallest and largest index, and the number of places where an index is not
-/// smaller than the next; `None` for no indices. Chunks keep the counters narrow and the
-/// loop free of branches, so that it vectorizes.
-fn scan<I: Copy + Ord>(indices: &[I]) -> Option<(I, I, usize)> {
-    let (&first, _) = indices.split_first()?;
-    let (mut lowest, mut highest, mut descents) = (first, first, 0usize);
+/// The number of places where an index is not smaller than the next. Chunks keep the
+/// counter narrow and the loop free of branches, so that it vectorizes.
+fn descents<I: Copy + Ord>(indices: &[I]) -> usize {
+    let mut descents = 0usize;
     // Pairs (indices[k], indices[k + 1]) for k in start..end.
     let mut start = 0;
     while start + 1 < indices.len() {
         let end = (start + 4096).min(indices.len() - 1);
         let mut in_chunk = 0u32;
         for (&a, &b) in indices[start..end].iter().zip(&indices[start + 1..=end]) {
-            lowest = lowest.min(b);
-            highest = highest.max(b);
             in_chunk += u32::from(a >= b);
         }
         descents += in_chunk as usize;
         start = end;
     }
-    Some((lowest, highest, descents))
+    descents
 }
 
 /// What is wrong with the indices of row (or column) `row`, which are not strictly
