@@ -4,6 +4,7 @@
 //! [`crate::kernel::Kernel`] does for index notation.
 
 use std::borrow::Cow;
+use std::cell::OnceCell;
 use std::collections::BTreeSet;
 use std::convert::Infallible;
 use std::sync::{Arc, Mutex};
@@ -284,7 +285,7 @@ impl SpfKernel {
                     values,
                 ))
             }
-            None => Tensor::dense_zeros(&dense_dims, ValueType::F64),
+            None => Tensor::try_zeros(&dense_dims, ValueType::F64).map_err(|e| e.to_string()),
         }
         .map_err(|e| {
             Error::Input(format!(
@@ -292,39 +293,44 @@ impl SpfKernel {
                 output_decl.name
             ))
         })?;
+        let uf_input = |n: usize| -> &Tensor {
+            let input = prog
+                .inputs
+                .iter()
+                .position(|t| t.name == prog.ufs[n].tensor);
+            &*operands[input.expect("bound at parse time")]
+        };
         let uf_array = |n: usize| -> &IndexArray {
             let uf = &prog.ufs[n];
-            let input = prog.inputs.iter().position(|t| t.name == uf.tensor);
             let kind = match uf.array {
                 UfArray::Pos => ArrayKind::Pos,
                 UfArray::Crd => ArrayKind::Idx,
             };
-            operands[input.expect("bound at parse time")].levels()[uf.level - 1]
+            uf_input(n).levels()[uf.level - 1]
                 .array(kind)
                 .expect("checked when lowering")
         };
         // The range of a UF's values: segment bounds increase (an invariant checked when a
         // tensor is built or read), so they lie between the first and the last; coordinate
         // arrays are scanned (a hashed level marks empty slots with negative values), once
-        // per tensor contents.
+        // per tensor contents. Each UF's range is looked up once per call, for its minimum
+        // and its maximum.
+        let ranges: Vec<OnceCell<(i64, i64)>> = prog.ufs.iter().map(|_| OnceCell::new()).collect();
         let uf_range = |n: usize| -> (i64, i64) {
-            let array = uf_array(n);
-            match (prog.ufs[n].array, array.len()) {
-                (_, 0) => (0, -1),
-                (UfArray::Pos, len) => (array.get(0), array.get(len - 1)),
-                (UfArray::Crd, _) => {
-                    let input = prog
-                        .inputs
-                        .iter()
-                        .position(|t| t.name == prog.ufs[n].tensor);
-                    let contents = operands[input.expect("bound at parse time")].generation();
-                    self.coordinate_ranges
-                        .get_or_make((contents, n), || match array {
-                            IndexArray::I32(a) => range_of(a),
-                            IndexArray::I64(a) => range_of(a),
-                        })
+            *ranges[n].get_or_init(|| {
+                let array = uf_array(n);
+                match (prog.ufs[n].array, array.len()) {
+                    (_, 0) => (0, -1),
+                    (UfArray::Pos, len) => (array.get(0), array.get(len - 1)),
+                    (UfArray::Crd, _) => {
+                        self.coordinate_ranges
+                            .get_or_make((uf_input(n).generation(), n), || match array {
+                                IndexArray::I32(a) => range_of(a),
+                                IndexArray::I64(a) => range_of(a),
+                            })
+                    }
                 }
-            }
+            })
         };
         let extents: Vec<i64> = (0..self.lowered.function.extents)
             .map(|n| match n.checked_sub(symbols.len()) {

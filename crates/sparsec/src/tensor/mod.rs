@@ -292,11 +292,12 @@ impl Tensor {
     }
 
     /// A dense tensor of `dims` (every level dense, in mode order) of zeros, its storage
-    /// laid out directly: what a kernel's dense output starts from, without the packing a
-    /// coordinate list goes through (which costs microseconds, as much as a small
-    /// kernel). Fails, rather than aborting, when the values cannot be allocated.
-    pub(crate) fn dense_zeros(dims: &[usize], value_type: ValueType) -> Result<Tensor, String> {
+    /// laid out directly, without the packing a coordinate list goes through (which costs
+    /// microseconds, as much as a small kernel); [`TensorError::TooLarge`] when the values
+    /// cannot be allocated.
+    pub fn try_zeros(dims: &[usize], value_type: ValueType) -> Result<Tensor, TensorError> {
         Tensor::dense_storage(dims, &Format::dense(dims.len()), value_type, true)
+            .map_err(TensorError::TooLarge)
     }
 
     /// [`Tensor::dense_unwritten`], or with its values zeroed.
@@ -353,14 +354,13 @@ impl Tensor {
         })
     }
 
-    /// A dense tensor of the given dimensions filled with zeros.
+    /// A dense tensor of the given dimensions filled with zeros ([`Tensor::try_zeros`]).
+    ///
+    /// # Panics
+    /// When its values cannot be allocated; sizes from input go through
+    /// [`Tensor::try_zeros`].
     pub fn zeros(dims: &[usize], value_type: ValueType) -> Tensor {
-        Tensor::from_coo_owned(
-            Coo::empty(dims.to_vec()),
-            &Format::dense(dims.len()),
-            value_type,
-        )
-        .expect("a dense format holds an empty tensor of its order")
+        Tensor::try_zeros(dims, value_type).unwrap_or_else(|e| panic!("Tensor::zeros: {e}"))
     }
 
     /// Assemble a tensor from parts (used by kernels that produce storage directly).
