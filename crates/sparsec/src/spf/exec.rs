@@ -298,7 +298,7 @@ impl SpfKernel {
                 .inputs
                 .iter()
                 .position(|t| t.name == prog.ufs[n].tensor);
-            &*operands[input.expect("bound at parse time")]
+            &operands[input.expect("bound at parse time")]
         };
         let uf_array = |n: usize| -> &IndexArray {
             let uf = &prog.ufs[n];
