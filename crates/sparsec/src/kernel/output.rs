@@ -29,9 +29,9 @@ impl PlacedOutput<'_> {
     }
 }
 
-/// Entries expected (the inputs' stored entries) from which a kernel that can append its
-/// output, run on threads, lets its [`PlacementPace`] choose between appending on one
-/// thread and placing on the threads; shorter outputs are appended on one thread. Whether the threads pay
+/// Entries of room from which a kernel that can append its output, run on threads, lets
+/// its [`PlacementPace`] choose between appending on one thread and counting and placing
+/// on the threads; shorter outputs are appended on one thread. Whether the threads pay
 /// depends on the work an entry costs, which the entries do not tell: an element-wise sum
 /// spends an addition on each, SDDMM an inner product (32 multiply-adds and a row of `D`
 /// fetched from memory at `k = 32`). A line at 524,288 entries kept SDDMM with 500,000
@@ -46,22 +46,17 @@ const CONTESTED_FROM: usize = 8192;
 /// so a loose bound costs address space, not memory; beyond it the rows are counted.
 const BOUNDED_ROOM_MAX: usize = 1 << 27;
 
-/// Place the output's entries in its rows, in one of three ways ([`Placement`]); on
-/// threads, with `expected_entries` enough to keep them busy, `pace` chooses among those
-/// the kernel has by how fast each was on its earlier calls.
-/// - A kernel with an appending phase ([`crate::ir::rows`]) appends them in one call on
-///   one thread, into room for `expected_entries` (a guess; 0 skips the attempt), or, for
-///   a kernel with `bounds`, for the sum of its rows' bounds (phase 3), which appending
-///   cannot exceed.
-/// - A kernel with `bounds` places each row in its bounded room (phase 1) on the
-///   threads, and the rows are then packed.
-/// - Otherwise, or when rows came out of order, the entries of each row are counted
-///   (phase 0), the leaf level and values allocated once, and the entries placed (phase
-///   1).
-///
-/// `call` runs the code once on `arguments`, whose output slots this function fills. The
-/// leaf's coordinates are `int32_t` when `arguments.narrow` holds them, so they need no
-/// narrowing afterwards.
+/// Place the output's entries in its rows. A kernel with an appending phase
+/// ([`crate::ir::rows`]) that runs on one thread, or on threads that so few entries
+/// would not keep busy, or on threads that `pace` found slower, appends them in one call
+/// on one thread, into room for `expected_entries` (a guess; 0 skips the attempt), or,
+/// for a kernel with `bounds`, for the sum of its rows' bounds (phase 3), which appending
+/// cannot exceed. On threads, such a kernel places each row in its bounded room (phase 1),
+/// and the rows are then packed. Otherwise, or when its rows came out of order, the
+/// entries of each row are counted (phase 0), the leaf level and values allocated once,
+/// and the entries placed (phase 1). `call` runs the code once on `arguments`, whose
+/// output slots this function fills. The leaf's coordinates are `int32_t` when
+/// `arguments.narrow` holds them, so they need no narrowing afterwards.
 pub(crate) fn place_rows(
     out: &PlacedOutput,
     signature: &Signature,
@@ -102,29 +97,8 @@ pub(crate) fn place_rows(
     };
     let phase = slots.phase;
     let threads = scalar(ScalarArg::Threads);
-    let capacity = scalar(ScalarArg::Param(ParamRef::Capacity));
-    let on_threads = threads.is_some_and(|t| arguments.params[t] > 1);
-    // Outputs of kernels that can append (those with a capacity; the placement of the
-    // others is not read), on threads, expected long enough, are placed as the kernel's
-    // calls found fastest; the time of that placement is recorded for the next choice.
-    let contested = capacity.is_some() && on_threads && expected_entries >= CONTESTED_FROM;
-    let placement = if contested {
-        pace.choose(if bounds {
-            &[Placement::Bounded, Placement::Counted, Placement::OneThread]
-        } else {
-            &[Placement::Counted, Placement::OneThread]
-        })
-    } else if capacity.is_some() {
-        Placement::OneThread
-    } else if bounds {
-        Placement::Bounded
-    } else {
-        Placement::Counted
-    };
-    let started = Instant::now();
-    // The kernel's rows bounded (phase 3), as the start of each row's room, unless they are
-    // to be counted.
-    let bounded_starts = if bounds && placement != Placement::Counted {
+    // The kernel's rows bounded (phase 3), as the start of each row's room.
+    let bounded_starts = if bounds {
         arguments.point(slots.pos, &mut pos);
         arguments.params[phase] = 3;
         call(arguments)?;
@@ -145,6 +119,19 @@ pub(crate) fn place_rows(
         None if bounds => 0,
         None => expected_entries,
     };
+    let capacity = scalar(ScalarArg::Param(ParamRef::Capacity));
+    // Outputs of kernels that can append (those with a capacity; the placement of the
+    // others is not read) are placed as the kernel's calls found faster, on threads and
+    // with room enough; the time of that placement is recorded for the next choice.
+    let contested = capacity.is_some()
+        && threads.is_some_and(|t| arguments.params[t] > 1)
+        && room >= CONTESTED_FROM;
+    let placement = if contested {
+        pace.choose()
+    } else {
+        Placement::OneThread
+    };
+    let started = Instant::now();
     let placed = place_rows_as(
         placement,
         out,
@@ -160,8 +147,8 @@ pub(crate) fn place_rows(
         arguments,
         call,
     );
-    if let (true, Ok(rows)) = (contested, &placed) {
-        pace.record(placement, started.elapsed(), rows.idx.len());
+    if contested && placed.is_ok() {
+        pace.record(placement, started.elapsed(), room);
     }
     placed
 }
@@ -743,16 +730,15 @@ mod tests {
             place(&in_order, 1, 4, Some(1 << 26)),
             (expected.clone(), vec![3, 0, 1])
         );
-        // On threads: an output expected short appends on one thread; a longer one is
-        // first placed row by row in the rooms on the threads (rows in any order), then
-        // the rows packed.
+        // On threads: a small bound appends on one thread; a large one places each row in
+        // its room on the threads (rows in any order), then packs the rows.
         assert_eq!(
             place(&in_order, 2, 0, Some(1)),
             (expected.clone(), vec![3, 2])
         );
         for entries in [&in_order, &out_of_order] {
             assert_eq!(
-                place(entries, 2, CONTESTED_FROM, Some(1)),
+                place(entries, 2, 0, Some(1 << 18)),
                 (expected.clone(), vec![3, 1])
             );
         }
@@ -770,14 +756,13 @@ mod tests {
     }
 
     #[test]
-    fn a_paced_kernel_tries_each_placement_in_turn() {
-        // The first call's placement, then each once (later samples depend on the times).
+    fn a_paced_kernel_places_its_first_outputs_on_threads_and_its_third_on_one() {
         let expected = four_entries();
         let on_threads = (expected.clone(), vec![0, 1]);
         let appended = (expected.clone(), vec![2]);
         for room in [CONTESTED_FROM, 1 << 20] {
             let pace = PlacementPace::default();
-            for phases in [&on_threads, &on_threads, &appended] {
+            for phases in [&on_threads, &on_threads, &appended, &on_threads, &appended] {
                 assert_eq!(&place_paced(&IN_ORDER, 2, room, None, &pace), phases);
             }
         }
@@ -790,17 +775,5 @@ mod tests {
             place_paced(&IN_ORDER, 2, CONTESTED_FROM, None, &unpaced),
             on_threads
         );
-        // A kernel with bounds takes its rows' rooms, counting (without the bounds), and
-        // appending in turn.
-        let pace = PlacementPace::default();
-        let bounded = (expected.clone(), vec![3, 1]);
-        let counted = (expected.clone(), vec![0, 1]);
-        let appended = (expected.clone(), vec![3, 2]);
-        for phases in [&bounded, &bounded, &counted, &appended] {
-            assert_eq!(
-                &place_paced(&IN_ORDER, 2, CONTESTED_FROM, Some(1), &pace),
-                phases
-            );
-        }
     }
 }
