@@ -3,8 +3,9 @@
 
 Wall-clock times on a shared machine vary by tens of percent from run to run; the number
 of instructions a kernel executes on fixed inputs does not. This script runs each kernel
-of `crates/sparsec/examples/callgrind_kernels.rs` (SpMV, SpMV on power-law rows, SpMM,
-SpGEMM, MTTKRP, TTV, and the SPF forward substitution serial and by level sets, on fixed
+of `crates/sparsec/examples/callgrind_kernels.rs` (SpMV on uniform, power-law and long
+rows, SpMM, SpGEMM on a medium and a small input, MTTKRP on a cube and on a tensor with a
+short outer mode, TTV, and the SPF forward substitution serial and by level sets, on fixed
 generated inputs, one thread) under
 `valgrind --tool=callgrind --toggle-collect=sparsec_kernel`, so that only the generated
 kernel and what it calls are counted, and compares the counts with
