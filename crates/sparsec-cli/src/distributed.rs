@@ -253,8 +253,8 @@ fn run_on(args: &RunArgs, ranks: &Ranks) -> Result<(), String> {
         "ghost values per product, sent/received by rank: {}",
         per_rank.join(" ")
     );
-    let mut whole = Tensor::zeros(&shape.dims(&out.indices)?, ValueType::F64);
-    *whole.values_mut() = Values::F64(gathered);
+    let whole = Tensor::from_dense_values(&shape.dims(&out.indices)?, Values::F64(gathered))
+        .map_err(|e| format!("the gathered output: {e}"))?;
     if !times.is_empty() {
         crate::outln!(
             "timing: {} runs after 1 warm-up, of the slowest rank",

@@ -681,9 +681,8 @@ fn output(stmt: &Statement, f: &Func, output_init: Option<&Tensor>, lane: Lane) 
                 *slot = combine(o, *slot);
             }
         }
-        let mut result = Tensor::zeros(out_dims, ValueType::F64);
-        *result.values_mut() = Values::F64(out);
-        return result;
+        return Tensor::from_dense_values(out_dims, Values::F64(out))
+            .expect("as many values as components");
     }
     // A sparse output with zeros where nothing is listed: store only the listed components,
     // so that the result is as large as the kernel's rather than as the index space.

@@ -13,7 +13,7 @@ use super::{csf_tensor, for_each_point, AccessKeys};
 use crate::notation::ast::Op;
 use crate::notation::cin::{CExpr, Statement, VarId};
 use crate::notation::semiring::Semiring;
-use crate::tensor::{Tensor, ValueType, Values};
+use crate::tensor::{Tensor, Values};
 
 /// Present entries over `vars`, keyed by their values in order.
 struct Entries {
@@ -80,8 +80,8 @@ pub(super) fn evaluate(
             let flat = c.iter().zip(dims).fold(0, |acc, (&c, &d)| acc * d + c);
             values[flat] = x;
         }
-        let mut result = Tensor::zeros(dims, ValueType::F64);
-        *result.values_mut() = Values::F64(values);
+        let mut result = Tensor::from_dense_values(dims, Values::F64(values))
+            .expect("as many values as components");
         result.set_fill(add.identity());
         return result;
     }

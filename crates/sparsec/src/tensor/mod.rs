@@ -143,6 +143,23 @@ pub enum TensorError {
     TooLarge(String),
 }
 
+/// The levels of a dense `format` over `dims`: each stores only its size, as the format
+/// lays it out.
+fn dense_levels(dims: &[usize], format: &Format) -> Result<Vec<LevelStorage>, String> {
+    if !format.is_all_dense() {
+        return Err(format!("`{}` is not dense", format.spelling()));
+    }
+    Ok(format
+        .plain_levels(dims, |_, _| None::<std::convert::Infallible>)
+        .ok_or_else(|| format!("`{}` is not dense over modes", format.spelling()))?
+        .into_iter()
+        .map(|(_, params)| LevelStorage {
+            arrays: vec![],
+            params,
+        })
+        .collect())
+}
+
 /// A tensor stored in some format.
 #[derive(Clone)]
 pub struct Tensor {
@@ -307,19 +324,7 @@ impl Tensor {
         value_type: ValueType,
         zeroed: bool,
     ) -> Result<Tensor, String> {
-        if !format.is_all_dense() {
-            return Err(format!("`{}` is not dense", format.spelling()));
-        }
-        // Dense levels store only their size, as the format lays it out.
-        let levels = format
-            .plain_levels(dims, |_, _| None::<std::convert::Infallible>)
-            .ok_or_else(|| format!("`{}` is not dense over modes", format.spelling()))?
-            .into_iter()
-            .map(|(_, params)| LevelStorage {
-                arrays: vec![],
-                params,
-            })
-            .collect();
+        let levels = dense_levels(dims, format)?;
         let len = dims.iter().try_fold(1usize, |n, &d| n.checked_mul(d));
         let what = || "the output's values".to_string();
         fn unwritten<T: Copy>(
@@ -347,6 +352,28 @@ impl Tensor {
         Ok(Tensor {
             dims: dims.to_vec(),
             format: format.clone(),
+            levels,
+            values,
+            fill: 0.0,
+            generation: Generation::fresh(),
+        })
+    }
+
+    /// A dense tensor of `dims` (every level dense, in mode order) holding `values` in
+    /// row-major order, which must be as many as the dimensions' product.
+    pub fn from_dense_values(dims: &[usize], values: Values) -> Result<Tensor, TensorError> {
+        let format = Format::dense(dims.len());
+        let len = dims.iter().try_fold(1usize, |n, &d| n.checked_mul(d));
+        if len != Some(values.len()) {
+            return Err(TensorError::Malformed(format!(
+                "{} values for a dense tensor of dimensions {dims:?}",
+                values.len()
+            )));
+        }
+        let levels = dense_levels(dims, &format).map_err(TensorError::Malformed)?;
+        Ok(Tensor {
+            dims: dims.to_vec(),
+            format,
             levels,
             values,
             fill: 0.0,

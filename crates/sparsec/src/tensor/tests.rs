@@ -33,6 +33,39 @@ fn unwritten_dense_tensors_are_laid_out_as_packed_ones() {
     .is_err());
 }
 
+#[test]
+fn zeros_and_dense_values_are_laid_out_as_packed_ones() {
+    for dims in [vec![3, 4], vec![2, 3, 5], vec![0, 7], vec![6], vec![]] {
+        let packed = |coo: &Coo| Tensor::from_coo(coo, &Format::dense(dims.len()), ValueType::F64);
+        let zeros = Tensor::zeros(&dims, ValueType::F64);
+        let empty = packed(&Coo::empty(dims.clone())).unwrap();
+        assert_eq!(zeros.levels(), empty.levels(), "{dims:?}");
+        assert_eq!(zeros.values(), empty.values());
+        // Row-major values read back at their coordinates.
+        let len: usize = dims.iter().product();
+        let values: Vec<f64> = (0..len).map(|v| v as f64 + 1.0).collect();
+        let dense = Tensor::from_dense_values(&dims, Values::F64(values.clone())).unwrap();
+        assert_eq!(dense.levels(), empty.levels());
+        let mut read = Vec::new();
+        dense.for_each_stored(|c, x| read.push((c.to_vec(), x)));
+        let mut expected = Vec::new();
+        for (flat, &x) in values.iter().enumerate() {
+            let mut c = vec![0i64; dims.len()];
+            let mut rest = flat;
+            for m in (0..dims.len()).rev() {
+                c[m] = (rest % dims[m]) as i64;
+                rest /= dims[m];
+            }
+            expected.push((c, x));
+        }
+        assert_eq!(read, expected, "{dims:?}");
+        // As many values as components, no more, no fewer.
+        assert!(Tensor::from_dense_values(&dims, Values::F64(vec![0.0; len + 1])).is_err());
+    }
+    assert!(Tensor::try_zeros(&[usize::MAX, 4], ValueType::F64).is_err());
+    assert!(Tensor::try_zeros(&[1 << 40, 1 << 20], ValueType::F32).is_err());
+}
+
 /// Every component a reading visits, in order.
 fn read(tensor: &Tensor, reading: Reading) -> Vec<(Vec<i64>, f64)> {
     let mut seen = Vec::new();
