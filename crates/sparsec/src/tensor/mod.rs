@@ -349,14 +349,12 @@ impl Tensor {
                 ValueType::F32 => Values::F32(unwritten(len, f32::NAN, &what)?),
             },
         };
-        Ok(Tensor {
-            dims: dims.to_vec(),
-            format: format.clone(),
+        Ok(Tensor::from_parts(
+            dims.to_vec(),
+            format.clone(),
             levels,
             values,
-            fill: 0.0,
-            generation: Generation::fresh(),
-        })
+        ))
     }
 
     /// A dense tensor of `dims` (every level dense, in mode order) holding `values` in
@@ -371,14 +369,7 @@ impl Tensor {
             )));
         }
         let levels = dense_levels(dims, &format).map_err(TensorError::Malformed)?;
-        Ok(Tensor {
-            dims: dims.to_vec(),
-            format,
-            levels,
-            values,
-            fill: 0.0,
-            generation: Generation::fresh(),
-        })
+        Ok(Tensor::from_parts(dims.to_vec(), format, levels, values))
     }
 
     /// A dense tensor of the given dimensions filled with zeros ([`Tensor::try_zeros`]).
