@@ -6,8 +6,8 @@
 
 mod common;
 use common::{
-    assert_close, assert_close_to_terms, compile_spf, compile_spf_with, random_coo, rng,
-    shared_data, spf_error, spmv, spmv_magnitudes,
+    assert_close, assert_close_to_terms, compile_spf, compile_spf_on, compile_spf_with, random_coo,
+    rng, shared_data, spf_error, split_toolchain, spmv, spmv_magnitudes,
 };
 
 use std::collections::BTreeMap;
@@ -198,11 +198,14 @@ fn kernels() -> Kernels {
 
 fn kernels_with(backend: Backend) -> Kernels {
     let compile = |name, text| compile_spf_with(name, text, backend);
+    // The level sets' team forms for any work, not only after runs alone have shown it
+    // pays, so that small inputs run on both threads.
+    let split = |name, text| compile_spf_on(name, text, backend, &split_toolchain());
     Kernels {
         lower: compile("lower_solve.spf", LOWER),
-        wavefront: compile("lower_solve_wavefront.spf", LOWER_WAVEFRONT),
+        wavefront: split("lower_solve_wavefront.spf", LOWER_WAVEFRONT),
         upper: compile("upper_solve.spf", UPPER),
-        upper_wavefront: compile("upper_solve_wavefront.spf", UPPER_WAVEFRONT),
+        upper_wavefront: split("upper_solve_wavefront.spf", UPPER_WAVEFRONT),
         gauss_seidel: compile("gauss_seidel.spf", GAUSS_SEIDEL),
         spmv: compile("spmv.spf", SPMV),
     }
@@ -264,6 +267,10 @@ fn check_random_matrices(backend: Backend) {
     // on the team, beside the narrow ones above, which run serially.
     let wide = kernels.wavefront.source();
     assert!(wide.contains(">= 1024"), "{wide}");
+    // One team for the sweep: wide levels shared by `omp for`, narrow runs `omp single`.
+    for part in ["sparsec_team(", "#pragma omp for", "#pragma omp single"] {
+        assert!(wide.contains(part), "{part}: {wide}");
+    }
     let n = 3000;
     let mut coords = Vec::new();
     for i in 1500..n as i64 {
@@ -271,6 +278,24 @@ fn check_random_matrices(backend: Backend) {
     }
     let coo = Coo::new(vec![n, n], coords, vec![0.5; n - 1500]).unwrap();
     check_solvers("two wide levels", &coo, &mut kernels);
+    // A wide level, a chain of 50 narrow ones (one stretch on one thread), a wide one
+    // again, then a chain to the end: rows 0..1500 read nothing; row 1500 + k reads the
+    // row before it (row 1500 reads row 0); rows 1550..3050 read row 1549; the last 20
+    // rows each read the one before.
+    let n = 3070i64;
+    let mut coords = Vec::new();
+    for i in 1500..1550 {
+        coords.extend([i, if i == 1500 { 0 } else { i - 1 }]);
+    }
+    for i in 1550..3050 {
+        coords.extend([i, 1549]);
+    }
+    for i in 3050..n {
+        coords.extend([i, i - 1]);
+    }
+    let entries = coords.len() / 2;
+    let coo = Coo::new(vec![n as usize; 2], coords, vec![0.25; entries]).unwrap();
+    check_solvers("wide and narrow levels", &coo, &mut kernels);
 }
 
 #[test]

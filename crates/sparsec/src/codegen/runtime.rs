@@ -362,10 +362,12 @@ mod tests {
         earlier_lags_ns: [i64; 2],
         solo_runs: i64,
         first_team_ns: i64,
+        learnt_on: [i64; 2],
     }
 
     extern "C" {
         fn sparsec_team(pace: *const Pace, threads: i64, work: i64, start: i64) -> i64;
+        fn sparsec_pace_renew(pace: *mut Pace, work: i64, all: i64);
         fn sparsec_pace_record(
             pace: *mut Pace,
             team: i64,
@@ -455,6 +457,28 @@ mod tests {
         assert_eq!(pace.team(2, 2_000_000, later), 2);
         pace.record(2, 2_000_000, later, 500_000, 10 * MS);
         assert_eq!(pace.team(2, 2_000_000, later + 11 * MS), 1);
+    }
+
+    #[test]
+    fn a_team_loops_pace_starts_afresh_on_other_inputs() {
+        let now = 1000 * MS;
+        let mut pace = Pace::settled();
+        let renew = |pace: &mut Pace, work, all| unsafe { sparsec_pace_renew(pace, work, all) };
+        renew(&mut pace, 100_000, 120_000);
+        pace.learn(100_000, now, 50_000);
+        for run in 0..3 {
+            pace.record(2, 100_000, now + run * 20 * MS, 25_000, 10 * MS);
+        }
+        assert_eq!(pace.team(2, 100_000, now + 60 * MS), 1);
+        // The same inputs keep what was learnt.
+        renew(&mut pace, 100_000, 120_000);
+        assert_eq!(pace.team(2, 100_000, now + 60 * MS), 1);
+        // Others learn alone again (two runs), then try a team; the threads stay settled.
+        renew(&mut pace, 100_000, 130_000);
+        assert_eq!((pace.solo_runs, pace.lag_ns, pace.first_team_ns), (0, 0, 1));
+        assert_eq!(pace.team(2, 100_000, now + 60 * MS), 1);
+        pace.learn(100_000, now, 50_000);
+        assert_eq!(pace.team(2, 100_000, now + 60 * MS), 2);
     }
 
     #[test]

@@ -24,8 +24,8 @@ pub struct SumReduction {
 }
 
 /// The sum `l` computes, when it is a serial loop whose body only declares variables,
-/// adds into one value variable declared outside it (`acc += e`, with `acc` read nowhere
-/// else) and sets at most one flag declared outside it: no stores, branches, nested loops
+/// adds into one value variable declared outside it (`acc += e` or `acc -= e`, with `acc`
+/// read nowhere else) and sets at most one flag declared outside it: no stores, branches, nested loops
 /// or calls, though prefetch hints may come first. Its iterations then differ only in the
 /// order of the additions into `acc`, so a backend may split `acc` into partial sums.
 pub fn sum_reduction(function: &Function, l: &Loop) -> Option<SumReduction> {
@@ -56,7 +56,9 @@ pub fn summed_body(function: &Function, l: &Loop) -> Option<SumReduction> {
                 loaded.push(*v);
             }
         }
-        Stmt::Assign(v, Expr::Bin(BinOp::Add, a, _))
+        // Subtracting is adding the negated term: partial sums reassociate it the same way
+        // (a triangular solve's `x = x - l * x[j]`).
+        Stmt::Assign(v, Expr::Bin(BinOp::Add | BinOp::Sub, a, _))
             if **a == Expr::Var(*v) && accumulator.is_none_or(|acc| acc == *v) =>
         {
             accumulator = Some(*v)

@@ -617,6 +617,21 @@ pub enum LoopKind {
         reduce_by: ReductionStrategy,
         locals: Vec<Local>,
     },
+    /// A serial loop that one team of CPU threads runs together, the team started once
+    /// for the whole loop rather than once per parallel loop inside it (a level-set solve
+    /// runs thousands of levels, each a parallel loop). Every thread runs each iteration:
+    /// the `CpuThread` loops in the body share their iterations among the team and end at
+    /// a barrier; declarations and the conditions of `if`s run on every thread (so they
+    /// must agree); each run of other statements runs on one thread of the team and ends
+    /// at a barrier (a variable declared in the body is each thread's own, so only the
+    /// same run sees what that thread assigns to it). On one thread, or on a backend
+    /// without teams, it is a serial loop with the same meaning. The team's size follows
+    /// how the loop ran before: `work` units of the loop's `all` are shared among the team,
+    /// the rest run on one thread.
+    Team {
+        work: Expr,
+        all: Expr,
+    },
 }
 
 /// A zeroed scratch array the kernel allocates (workspaces): `len` elements of

@@ -129,6 +129,14 @@ impl Printer<'_> {
             LoopKind::Unrolled(n) => {
                 let _ = write!(head, " unrolled {n}");
             }
+            LoopKind::Team { work, all } => {
+                let _ = write!(
+                    head,
+                    " on a team sharing {} of {}",
+                    self.expr(work),
+                    self.expr(all)
+                );
+            }
             LoopKind::Parallel {
                 unit,
                 mapping,

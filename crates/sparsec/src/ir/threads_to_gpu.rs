@@ -6,7 +6,8 @@
 //! [`THREADS_PER_BLOCK`] iterations with a `GpuThread` loop over each chunk's iterations,
 //! along `x`; the loop's sums go to both (blocks' partial sums, then the threads'), its
 //! per-thread scratch becomes per-GPU-thread scratch, and SIMD loops inside run serially.
-//! A serial loop around it (a wavefront's levels) then launches a kernel per iteration.
+//! A serial loop around it (a wavefront's levels, a team loop on the CPU) then launches a
+//! kernel per iteration.
 
 use super::{
     simplify, visit, BinOp, Expr, Function, GpuDim, Local, Loop, LoopKind, Mapping, MemorySpace,
@@ -41,6 +42,17 @@ fn map(function: &mut Function, stmts: &mut [Stmt]) -> Result<(), String> {
             let nest = gpu_nest(function, l)?;
             *s = nest;
             continue;
+        }
+        // A team of CPU threads has no meaning on the device: its loop runs on the host,
+        // launching its thread loops.
+        if let Stmt::For(
+            l @ Loop {
+                kind: LoopKind::Team { .. },
+                ..
+            },
+        ) = s
+        {
+            l.kind = LoopKind::Serial;
         }
         for body in visit::children_mut(s) {
             map(function, body)?;

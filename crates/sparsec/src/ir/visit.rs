@@ -85,15 +85,18 @@ macro_rules! own_expressions {
                 start, end, kind, ..
             }) => {
                 let mut out = vec![start, end];
-                if let LoopKind::Parallel {
-                    reductions, locals, ..
-                } = kind
-                {
-                    out.extend(locals.into_iter().map(|l| &$($mutable)? l.len));
-                    out.extend(reductions.into_iter().filter_map(|r| match r {
-                        Reduction::Array(_, len) => Some(len),
-                        Reduction::Scalar(_) => None,
-                    }));
+                match kind {
+                    LoopKind::Parallel {
+                        reductions, locals, ..
+                    } => {
+                        out.extend(locals.into_iter().map(|l| &$($mutable)? l.len));
+                        out.extend(reductions.into_iter().filter_map(|r| match r {
+                            Reduction::Array(_, len) => Some(len),
+                            Reduction::Scalar(_) => None,
+                        }));
+                    }
+                    LoopKind::Team { work, all } => out.extend([work, all]),
+                    LoopKind::Serial | LoopKind::Unrolled(_) => {}
                 }
                 out
             }

@@ -284,7 +284,17 @@ pub fn compile_spf_with(
     text: &str,
     backend: sparsec::kernel::Backend,
 ) -> sparsec::spf::SpfKernel {
-    let targets = backend.targets(&Toolchain::default());
+    compile_spf_on(name, text, backend, &Toolchain::default())
+}
+
+/// [`compile_spf_with`] with C compiled by `toolchain`.
+pub fn compile_spf_on(
+    name: &str,
+    text: &str,
+    backend: sparsec::kernel::Backend,
+    toolchain: &Toolchain,
+) -> sparsec::spf::SpfKernel {
+    let targets = backend.targets(toolchain);
     sparsec::spf::SpfKernel::compile_on(name, text, targets)
         .unwrap_or_else(|e| panic!("{name}: {:?}", miette::Report::new(e)))
 }

@@ -17,6 +17,7 @@ mod gathers;
 mod row_sums;
 mod sums;
 mod target;
+mod teams;
 mod threads;
 
 use std::collections::BTreeSet;
@@ -166,7 +167,7 @@ fn runtime_used(function: &Function) -> (BTreeSet<Section>, Vec<&'static Helper>
         Stmt::OrderTouched { .. } => {
             sections.insert(Section::Order);
         }
-        Stmt::For(l) if balanced_work(l).is_some() => {
+        Stmt::For(l) if balanced_work(l).is_some() || matches!(l.kind, LoopKind::Team { .. }) => {
             sections.insert(Section::Team);
         }
         Stmt::For(l)
@@ -284,6 +285,7 @@ impl Printer<'_> {
     fn for_loop(&mut self, l: &Loop) {
         match &l.kind {
             LoopKind::Serial => self.serial_for(l),
+            LoopKind::Team { .. } => self.team_loop(l),
             LoopKind::Unrolled(n) => {
                 self.line(&format!("#pragma GCC unroll {n}"));
                 self.plain_loop(l);

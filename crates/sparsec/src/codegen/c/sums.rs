@@ -81,14 +81,18 @@ impl Printer<'_> {
         }
         self.indent -= 1;
         self.line("}");
+        // The partial sums join before the last iterations, not after them: a triangular
+        // solve's last terms read the rows just solved (x[i - 1]), and its next row waits
+        // on this one's sum, so joining after them would put two more additions on the
+        // chain from one row to the next.
+        self.line(&format!(
+            "{acc} += (sparsec_acc1 + sparsec_acc2) + sparsec_acc3;"
+        ));
         self.line("for (; sparsec_q < sparsec_end; sparsec_q++) {");
         self.indent += 1;
         self.iteration(var, "sparsec_q", &l.body);
         self.indent -= 1;
         self.line("}");
-        self.line(&format!(
-            "{acc} += (sparsec_acc1 + sparsec_acc2) + sparsec_acc3;"
-        ));
     }
 
     /// Print the setting of `flag`, which every iteration of `l` sets, once, when `l`

@@ -294,7 +294,7 @@ impl<'a> Translator<'a, '_> {
                 // per-thread scratch arrays are needed once.
                 let locals = match kind {
                     LoopKind::Parallel { locals, .. } => locals.as_slice(),
-                    LoopKind::Serial | LoopKind::Unrolled(_) => &[],
+                    LoopKind::Serial | LoopKind::Unrolled(_) | LoopKind::Team { .. } => &[],
                 };
                 let scope = self.allocate(locals)?;
                 let start = self.int(start)?;

@@ -4,9 +4,11 @@ use super::*;
 use crate::ir::ParamKind;
 use crate::polyhedral::read::cpu_parallel;
 
-/// The fewest rows a level needs to run on the team. Starting the team's work and
-/// joining it costs microseconds, as much as some hundreds of rows of a sparse solve, and
-/// a matrix whose lower triangle is nearly a chain has thousands of levels of one row.
+/// The fewest rows a level needs to run on the team. Sharing a level's rows out and
+/// waiting for them at its barrier costs about a microsecond, as much as some hundreds of
+/// rows of a sparse solve, and a matrix whose lower triangle is nearly a chain has
+/// thousands of levels of one row: a run of narrower levels runs on one thread, with one
+/// barrier at its end.
 const MIN_PARALLEL_LEVEL: i64 = 1024;
 
 /// The two functions of a level-set computation, as statements of one context (they share
@@ -16,8 +18,9 @@ pub(super) struct LevelSets {
     pub(super) inspector: Vec<Stmt>,
     /// The scratch array the inspector computes the levels in.
     pub(super) levels: Local,
-    /// The executor: the levels in order, each level's rows (read from the operand
-    /// `schedule`, the inspector's entries as CSR) in parallel.
+    /// The executor: the levels in order, on one team of threads for the whole sweep,
+    /// each wide level's rows (read from the operand `schedule`, the inspector's entries
+    /// as CSR) shared among the team, each run of narrow levels on one thread.
     pub(super) executor: Vec<Stmt>,
 }
 
@@ -101,37 +104,94 @@ impl Context<'_> {
         row_body.extend(self.scan(all, items, &[range], env, false, &Leaf::Body)?);
         env[0] = None;
         let bound = |at: Expr| Expr::load(level_array(2, ArrayKind::Pos), at);
-        let (start, end) = (bound(Expr::Var(l2)), bound(Expr::Var(l2) + Expr::Int(1)));
-        let level = |kind| {
-            vec![Stmt::For(Loop {
+        let levels_count = Expr::Param(ParamRef::Level {
+            operand: schedule,
+            level: 1,
+            kind: ParamKind::Size,
+        });
+        let size = |level: Expr| bound(level.clone() + Expr::Int(1)) - bound(level);
+        let is_wide =
+            |level: Expr| Expr::bin(BinOp::Ge, size(level), Expr::Int(MIN_PARALLEL_LEVEL));
+        let rows_of = |start: Expr, end: Expr, kind| {
+            Stmt::For(Loop {
                 var: p,
-                start: start.clone(),
-                end: end.clone(),
+                start,
+                end,
                 body: row_body.clone(),
                 kind,
-            })]
+            })
         };
-        // Waking the team costs more than a level of few rows: those run serially.
-        let wide = Expr::bin(
-            BinOp::Ge,
-            end.clone() - start.clone(),
-            Expr::Int(MIN_PARALLEL_LEVEL),
+        let f = &mut *self.function;
+        let (l1, wide_rows, next) = (
+            f.fresh_var("l", Type::Index),
+            f.fresh_var("wide_rows", Type::Index),
+            f.fresh_var("next", Type::Index),
         );
-        let executor = vec![Stmt::For(Loop {
+        let level = Expr::Var(l2);
+        // The rows the team shares: those of the wide levels.
+        let count_wide = [
+            Stmt::Decl(wide_rows, Expr::Int(0)),
+            Stmt::For(Loop {
+                var: l1,
+                start: Expr::Int(0),
+                end: levels_count.clone(),
+                body: vec![Stmt::If(
+                    is_wide(Expr::Var(l1)),
+                    vec![Stmt::Assign(
+                        wide_rows,
+                        Expr::Var(wide_rows) + size(Expr::Var(l1)),
+                    )],
+                    Vec::new(),
+                )],
+                kind: LoopKind::Serial,
+            }),
+        ];
+        // A run of narrow levels is one stretch of the schedule, which its first level
+        // runs in order on one thread; the later levels of the run then do nothing.
+        let first_of_run = Expr::bin(
+            BinOp::Or,
+            Expr::eq(level.clone(), Expr::Int(0)),
+            is_wide(Expr::max(level.clone() - Expr::Int(1), Expr::Int(0))),
+        );
+        let clamped = |at: Expr| Expr::min(at, levels_count.clone());
+        let run_goes_on = Expr::and(
+            Expr::lt(Expr::Var(next), levels_count.clone()),
+            Expr::lt(
+                bound(clamped(Expr::Var(next) + Expr::Int(1))) - bound(clamped(Expr::Var(next))),
+                Expr::Int(MIN_PARALLEL_LEVEL),
+            ),
+        );
+        let narrow_run = vec![
+            Stmt::Decl(next, level.clone() + Expr::Int(1)),
+            Stmt::While(
+                run_goes_on,
+                vec![Stmt::Assign(next, Expr::Var(next) + Expr::Int(1))],
+            ),
+            rows_of(
+                bound(level.clone()),
+                bound(Expr::Var(next)),
+                LoopKind::Serial,
+            ),
+        ];
+        let mut executor = count_wide.to_vec();
+        executor.push(Stmt::For(Loop {
             var: l2,
             start: Expr::Int(0),
-            end: Expr::Param(ParamRef::Level {
-                operand: schedule,
-                level: 1,
-                kind: ParamKind::Size,
-            }),
+            end: levels_count.clone(),
             body: vec![Stmt::If(
-                wide,
-                level(cpu_parallel()),
-                level(LoopKind::Serial),
+                is_wide(level.clone()),
+                vec![rows_of(
+                    bound(level.clone()),
+                    bound(level + Expr::Int(1)),
+                    cpu_parallel(),
+                )],
+                vec![Stmt::If(first_of_run, narrow_run, Vec::new())],
             )],
-            kind: LoopKind::Serial,
-        })];
+            kind: LoopKind::Team {
+                work: Expr::Var(wide_rows),
+                all: bound(levels_count),
+            },
+        }));
         Ok(LevelSets {
             inspector,
             levels,
