@@ -68,63 +68,68 @@ def median_ms(f, runs: int) -> float:
         times.append((time.perf_counter() - t) * 1e3)
     return statistics.median(times)
 
-parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-parser.add_argument("matrix_dir", nargs="?",
-                    default=os.path.join(ROOT, "..", "shared", "data", "matrices"))
-parser.add_argument("runs", nargs="?", type=int, default=20)
-parser.add_argument("--csv", default=None, help="also write one row per matrix here")
-args = parser.parse_args()
-mdir, runs = args.matrix_dir, args.runs
-records = []
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("matrix_dir", nargs="?",
+                        default=os.path.join(ROOT, "..", "shared", "data", "matrices"))
+    parser.add_argument("runs", nargs="?", type=int, default=20)
+    parser.add_argument("--csv", default=None, help="also write one row per matrix here")
+    args = parser.parse_args()
+    mdir, runs = args.matrix_dir, args.runs
+    records = []
 
-out = subprocess.run(
-    ["cargo", "run", "-q", "--profile", os.environ.get("PROFILE", "release"), "-p", "sparsec", "--example", "bench_spf", "--", mdir, str(runs)],
-    cwd=ROOT, check=True, capture_output=True, text=True).stdout.splitlines()
+    out = subprocess.run(
+        ["cargo", "run", "-q", "--profile", os.environ.get("PROFILE", "release"), "-p", "sparsec", "--example", "bench_spf", "--", mdir, str(runs)],
+        cwd=ROOT, check=True, capture_output=True, text=True).stdout.splitlines()
 
-mkl, mkl_note = load_mkl()
-print(f"MKL: {mkl_note}")
-print(f"{'matrix':<28}{'n':>8}{'nnz':>9}{'serial':>10}{'wf 1t':>10}{'wf 2t':>10}{'scipy':>10}"
-      f"{'mkl 1t':>10}{'mkl 2t':>10}{'sc/ser':>8}{'sc/wf2':>8}{'wf1/ser':>8}{'mkl1/ser':>9}"
-      f"{'mkl2/best':>10}")
-for line in out[1:]:
-    name, n, nnz, s, w1, w2 = line.split()
-    n, s, w1, w2 = int(n), float(s), float(w1), float(w2)
-    a = sp.coo_matrix(scipy.io.mmread(os.path.join(mdir, name + ".mtx")))
-    low = sp.tril(a, k=-1).tocsr()
-    low.sum_duplicates()
-    diag = 1.0 + np.asarray(abs(low).sum(axis=1)).ravel()
-    # Built from triplets, not as `low + diags`: a sum drops the explicit zeros a file
-    # stores (zenios has 11,502 in its lower triangle), which sparsec's solve reads.
-    low = low.tocoo()
-    rows = np.concatenate([low.row, np.arange(n)])
-    cols = np.concatenate([low.col, np.arange(n)])
-    L = sp.csr_matrix((np.concatenate([low.data, diag]), (rows, cols)), shape=(n, n))
-    L.sort_indices()
-    if L.nnz != int(nnz):
-        raise SystemExit(f"{name}: {L.nnz} entries here, {nnz} in sparsec's triangle")
-    b = np.ones(n)
-    expected = spsolve_triangular(L, b, lower=True)
-    sc = median_ms(lambda: spsolve_triangular(L, b, lower=True), runs)
-    mkl_ms = []
-    for threads in (1, 2):
-        if mkl is None or set_mkl_threads(mkl, threads) is not None:
-            mkl_ms.append(float("nan"))
-            continue
-        solve = MklTrsv(mkl, L, b, runs + 1)
-        if not np.allclose(solve(), expected, rtol=1e-8, atol=1e-10):
-            raise SystemExit(f"{name}: MKL's solution differs from SciPy's")
-        mkl_ms.append(median_ms(solve, runs))
-        solve.close()
-    m1, m2 = mkl_ms
-    print(f"{name:<28}{n:>8}{L.nnz:>9}{s:>10.3f}{w1:>10.3f}{w2:>10.3f}{sc:>10.3f}"
-          f"{m1:>10.3f}{m2:>10.3f}{sc / s:>8.2f}{sc / w2:>8.2f}{w1 / s:>8.2f}{m1 / s:>9.2f}"
-          f"{m2 / min(s, w2):>10.2f}")
-    records.append((name, n, L.nnz, s, w1, w2, sc, m1, m2))
+    mkl, mkl_note = load_mkl()
+    print(f"MKL: {mkl_note}")
+    print(f"{'matrix':<28}{'n':>8}{'nnz':>9}{'serial':>10}{'wf 1t':>10}{'wf 2t':>10}{'scipy':>10}"
+          f"{'mkl 1t':>10}{'mkl 2t':>10}{'sc/ser':>8}{'sc/wf2':>8}{'wf1/ser':>8}{'mkl1/ser':>9}"
+          f"{'mkl2/best':>10}")
+    for line in out[1:]:
+        name, n, nnz, s, w1, w2 = line.split()
+        n, s, w1, w2 = int(n), float(s), float(w1), float(w2)
+        a = sp.coo_matrix(scipy.io.mmread(os.path.join(mdir, name + ".mtx")))
+        low = sp.tril(a, k=-1).tocsr()
+        low.sum_duplicates()
+        diag = 1.0 + np.asarray(abs(low).sum(axis=1)).ravel()
+        # Built from triplets, not as `low + diags`: a sum drops the explicit zeros a file
+        # stores (zenios has 11,502 in its lower triangle), which sparsec's solve reads.
+        low = low.tocoo()
+        rows = np.concatenate([low.row, np.arange(n)])
+        cols = np.concatenate([low.col, np.arange(n)])
+        L = sp.csr_matrix((np.concatenate([low.data, diag]), (rows, cols)), shape=(n, n))
+        L.sort_indices()
+        if L.nnz != int(nnz):
+            raise SystemExit(f"{name}: {L.nnz} entries here, {nnz} in sparsec's triangle")
+        b = np.ones(n)
+        expected = spsolve_triangular(L, b, lower=True)
+        sc = median_ms(lambda: spsolve_triangular(L, b, lower=True), runs)
+        mkl_ms = []
+        for threads in (1, 2):
+            if mkl is None or set_mkl_threads(mkl, threads) is not None:
+                mkl_ms.append(float("nan"))
+                continue
+            solve = MklTrsv(mkl, L, b, runs + 1)
+            if not np.allclose(solve(), expected, rtol=1e-8, atol=1e-10):
+                raise SystemExit(f"{name}: MKL's solution differs from SciPy's")
+            mkl_ms.append(median_ms(solve, runs))
+            solve.close()
+        m1, m2 = mkl_ms
+        print(f"{name:<28}{n:>8}{L.nnz:>9}{s:>10.3f}{w1:>10.3f}{w2:>10.3f}{sc:>10.3f}"
+              f"{m1:>10.3f}{m2:>10.3f}{sc / s:>8.2f}{sc / w2:>8.2f}{w1 / s:>8.2f}{m1 / s:>9.2f}"
+              f"{m2 / min(s, w2):>10.2f}")
+        records.append((name, n, L.nnz, s, w1, w2, sc, m1, m2))
 
-if args.csv:
-    with open(args.csv, "w", newline="") as f:
-        table = csv.writer(f)
-        table.writerow(["matrix", "n", "nnz", "serial_ms", "levelset_1t_ms", "levelset_2t_ms",
-                        "scipy_ms", "mkl_1t_ms", "mkl_2t_ms"])
-        table.writerows(records)
-    print(f"wrote {args.csv}")
+    if args.csv:
+        with open(args.csv, "w", newline="") as f:
+            table = csv.writer(f)
+            table.writerow(["matrix", "n", "nnz", "serial_ms", "levelset_1t_ms", "levelset_2t_ms",
+                            "scipy_ms", "mkl_1t_ms", "mkl_2t_ms"])
+            table.writerows(records)
+        print(f"wrote {args.csv}")
+
+
+if __name__ == "__main__":
+    main()

@@ -485,26 +485,6 @@ fn check_ilu0(what: &str, coo: &Coo, kernel: &SpfKernel) {
     }
 }
 
-/// `coo` with every diagonal entry set to one more than its row's absolute sum.
-fn dominant(coo: &Coo) -> Coo {
-    let n = coo.dims[0];
-    let mut sums = vec![1.0; n];
-    let (mut coords, mut vals) = (Vec::new(), Vec::new());
-    for (p, v) in coo.values.iter().enumerate() {
-        let (i, j) = (coo.coords[2 * p], coo.coords[2 * p + 1]);
-        if i != j {
-            sums[i as usize] += v.abs();
-            coords.extend([i, j]);
-            vals.push(*v);
-        }
-    }
-    for (i, s) in sums.iter().enumerate() {
-        coords.extend([i as i64, i as i64]);
-        vals.push(*s);
-    }
-    Coo::new(coo.dims.clone(), coords, vals).unwrap()
-}
-
 #[test]
 fn ilu0_matches_the_textbook_factorization() {
     let kernel = compile_spf("ilu0.spf", ILU0);
@@ -517,7 +497,8 @@ fn ilu0_matches_the_textbook_factorization() {
         (60, 0.08),
         (200, 0.02),
     ] {
-        let coo = dominant(&common::random_coo(&mut rng, &[n, n], density));
+        let coo =
+            sparsec::generate::dominant(&common::random_coo(&mut rng, &[n, n], density)).unwrap();
         check_ilu0(&format!("random {n}x{n}"), &coo, &kernel);
     }
     // Real matrices, made diagonally dominant so that no pivot is zero.
@@ -527,7 +508,7 @@ fn ilu0_matches_the_textbook_factorization() {
         let coo = sparsec::io::read_matrix_market(&path)
             .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
             .coo;
-        check_ilu0(name, &dominant(&coo), &kernel);
+        check_ilu0(name, &sparsec::generate::dominant(&coo).unwrap(), &kernel);
     }
     let (message, _) = spf_error(&ILU0.replace("pattern(A)", "pattern(B)"));
     assert!(message.contains("`B` is not an input"), "{message}");
