@@ -17,6 +17,12 @@
 //! declared outside the loop and never assigned, and no array. Those conjuncts become
 //! the loop's bounds; an `==` one stays in the condition too, as a level need not be
 //! unique (of a unique one, the loop visits the first coordinate not below the value).
+//!
+//! Searches share what they found: an equal search in scope is reused, one for a larger
+//! value of the same segment starts at the smaller one's result, and one made in each
+//! iteration of a loop that walks a segment of the same level in order, for the coordinate
+//! that loop reads, starts at a cursor the last iteration's search left (a merge of two
+//! rows, as ILU(0)'s update does).
 
 use super::analysis::{conjuncts, mirrored, plus_constant};
 use super::guards::bodies_mut;
@@ -41,6 +47,7 @@ pub fn bound_ordered_segments(function: &mut Function, ordered: &dyn Fn(ArrayRef
         assigned,
         declared: Vec::new(),
         searched: Vec::new(),
+        loops: Vec::new(),
     };
     pass.stmts(&mut body);
     function.body = body;
@@ -56,6 +63,20 @@ struct Pass<'p> {
     declared: Vec<(Var, Expr)>,
     /// The searches whose results are in scope.
     searched: Vec<Search>,
+    /// The loops around the statement being looked at, innermost last.
+    loops: Vec<Enclosing>,
+}
+
+/// A loop around the statement being looked at: whether it walks one segment of an
+/// ordered level in order (so the coordinates it reads never decrease), what its body
+/// declares and stores (what may change from one iteration to the next), and the cursors
+/// of the searches inside it, declared before it.
+struct Enclosing {
+    var: Var,
+    segment: Option<(ArrayRef, Order)>,
+    declared_inside: Vec<Var>,
+    stored: Vec<ArrayRef>,
+    cursors: Vec<Var>,
 }
 
 /// A search made: of `coords`, between two ends for a value (`key`: each as declared, as
@@ -77,6 +98,16 @@ pub enum Order {
     StrictlyIncreasing,
 }
 
+/// Where a search expects its answer, which says how it gallops.
+#[derive(Clone, Copy)]
+enum Expect {
+    /// Anywhere in the segment: it gallops from both ends.
+    Anywhere,
+    /// Near its start, which a cursor (then set to the result) or an earlier search of
+    /// the segment for a smaller value gave.
+    NearStart(Option<Var>),
+}
+
 /// Which end of a segment a conjunct bounds, and the value it compares with.
 enum Bound {
     /// The coordinates below the value (exclusive).
@@ -92,7 +123,10 @@ impl Pass<'_> {
         let (declared, searched) = (self.declared.len(), self.searched.len());
         let mut at = 0;
         while at < stmts.len() {
+            let mut segment = None;
             if let Stmt::For(l) = &stmts[at] {
+                // The segment it walks, known before bounding moves its start.
+                segment = self.segment_of(l);
                 if let Some((searches, bounded)) = self.bounded(l) {
                     stmts[at] = bounded;
                     let found = searches.len();
@@ -100,8 +134,20 @@ impl Pass<'_> {
                     at += found;
                 }
             }
+            if let Stmt::For(l) = &stmts[at] {
+                self.loops.push(enclosing(l, segment));
+            }
             for body in bodies_mut(&mut stmts[at]) {
                 self.stmts(body);
+            }
+            if let Stmt::For(_) = &stmts[at] {
+                let cursors = self.loops.pop().expect("entered").cursors;
+                let count = cursors.len();
+                stmts.splice(
+                    at..at,
+                    cursors.into_iter().map(|c| Stmt::Decl(c, Expr::Int(0))),
+                );
+                at += count;
             }
             if let Stmt::Decl(v, e) = &stmts[at] {
                 if !self.assigned.contains(v) {
@@ -292,6 +338,58 @@ impl Pass<'_> {
         if let Some(search) = earlier {
             return Expr::Var(search.result);
         }
+        // A search in scope of the same segment for a smaller value (the diagonal's `j <
+        // i + 1` after the lower part's `j < i`) ended where this one may start: the
+        // coordinates before its result are below its value, so below this one.
+        let narrower = self.searched.iter().rev().find(|s| {
+            s.coords == coords
+                && s.key[..2] == key[..2]
+                && s.key[2].0 == key[2].0
+                && s.key[2].1 <= key[2].1
+        });
+        if let Some(earlier) = narrower {
+            let from = Expr::Var(earlier.result);
+            let result = self.gallop_search(coords, from, end, value, Expect::NearStart(None), out);
+            return self.found(key, coords, result);
+        }
+        let cursor = self.follows_the_loop(coords, &start, &end, value).then(|| {
+            let cursor = self.function.fresh_var("cursor", Type::Index);
+            self.loops.last_mut().expect("a loop").cursors.push(cursor);
+            cursor
+        });
+        let start = match cursor {
+            Some(cursor) => Expr::max(start, Expr::Var(cursor)),
+            None => start,
+        };
+        let expect = match cursor {
+            Some(cursor) => Expect::NearStart(Some(cursor)),
+            None => Expect::Anywhere,
+        };
+        let result = self.gallop_search(coords, start, end, value, expect, out);
+        self.found(key, coords, result)
+    }
+
+    /// Record a search made, for later ones to reuse or start from; its result.
+    fn found(&mut self, key: [(Expr, i64); 3], coords: ArrayRef, result: Var) -> Expr {
+        self.searched.push(Search {
+            key,
+            coords,
+            result,
+        });
+        Expr::Var(result)
+    }
+
+    /// The statements of [`Pass::search`] from `start`, galloping as `expect` says; the
+    /// variable that holds the result.
+    fn gallop_search(
+        &mut self,
+        coords: ArrayRef,
+        start: Expr,
+        end: Expr,
+        value: &Expr,
+        expect: Expect,
+        out: &mut Vec<Stmt>,
+    ) -> Var {
         let f = &mut *self.function;
         let [low, high, step, galloping, probe, middle] =
             ["first", "last", "step", "galloping", "probe", "middle"]
@@ -343,8 +441,26 @@ impl Pass<'_> {
             ],
             Vec::new(),
         );
-        let mut gallop = from_end;
-        gallop.push(from_start);
+        // Searched from a cursor or an earlier search's end, the answer is most often a
+        // position or two on: the gallop goes from the start only (probing the far end
+        // first cost ILU(0) a mispredicted branch and a cache line per search).
+        let mut gallop = match expect {
+            Expect::NearStart(_) => {
+                let Stmt::If(_, mut probe_from_start, _) = from_start else {
+                    unreachable!("built above")
+                };
+                let Stmt::Assign(_, at) = probe_from_start.remove(0) else {
+                    unreachable!("built above")
+                };
+                probe_from_start.insert(0, Stmt::Decl(probe, at));
+                probe_from_start
+            }
+            Expect::Anywhere => {
+                let mut both = from_end;
+                both.push(from_start);
+                both
+            }
+        };
         gallop.push(assign(step, Expr::bin(BinOp::Mul, var(step), int(2))));
         out.push(Stmt::While(
             Expr::and(
@@ -365,12 +481,71 @@ impl Pass<'_> {
                 ),
             ],
         ));
-        self.searched.push(Search {
-            key,
-            coords,
-            result: low,
+        if let Expect::NearStart(Some(cursor)) = expect {
+            out.push(assign(cursor, var(low)));
+        }
+        low
+    }
+
+    /// True where a search of `coords` between `start` and `end` for `value`, made in
+    /// each iteration of the innermost loop around it, may start where the last one
+    /// ended (ILU(0)'s search of row k for each column j of row i after k): the loop
+    /// walks an ordered segment of `coords` in order and `value` is the coordinate it
+    /// reads (plus a constant), so the values never decrease; and the ends are the same
+    /// in every iteration. The positions before the last result then hold coordinates
+    /// below the last value, so below this one. The cursor starts at 0, below every
+    /// position, each time the loop starts.
+    fn follows_the_loop(&self, coords: ArrayRef, start: &Expr, end: &Expr, value: &Expr) -> bool {
+        let Some(around) = self.loops.last() else {
+            return false;
+        };
+        let Some((walked, order)) = around.segment else {
+            return false;
+        };
+        if walked != coords || order == Order::Unordered {
+            return false;
+        }
+        let (base, _) = plus_constant(self.resolve(value));
+        let read = |e: &Expr| matches!(e, Expr::Load(a, i) if *a == coords && **i == Expr::Var(around.var));
+        let reads_coordinate = read(&base) || read(self.resolve(&base));
+        reads_coordinate
+            && self.same_in_every_iteration(start, around)
+            && self.same_in_every_iteration(end, around)
+    }
+
+    /// True where `e` has one value in every iteration of `around`: the variables it reads
+    /// (through their declarations) are declared outside it and never assigned, and the
+    /// arrays it loads are not stored in it.
+    fn same_in_every_iteration(&self, e: &Expr, around: &Enclosing) -> bool {
+        let mut same = true;
+        visit::walk_expr(e, &mut |e| match e {
+            Expr::Var(v) if *v == around.var || self.assigned.contains(v) => same = false,
+            Expr::Var(v) if around.declared_inside.contains(v) => {
+                let resolved = self.resolve(e);
+                same &= resolved != e && self.same_in_every_iteration(resolved, around);
+            }
+            Expr::Load(a, _) => same &= !around.stored.contains(a),
+            Expr::Call(..) => same = false,
+            _ => {}
         });
-        var(low)
+        same
+    }
+}
+
+/// What [`Pass::follows_the_loop`] needs to know of a loop around a search.
+fn enclosing(l: &Loop, segment: Option<(ArrayRef, Order)>) -> Enclosing {
+    let (mut declared_inside, mut stored) = (Vec::new(), Vec::new());
+    visit::walk_stmts(&l.body, &mut |s| match s {
+        Stmt::Decl(v, _) => declared_inside.push(*v),
+        Stmt::Store(store) => stored.push(store.array),
+        _ => {}
+    });
+    Enclosing {
+        var: l.var,
+        segment: (l.kind == LoopKind::Serial).then_some(segment).flatten(),
+        declared_inside,
+        stored,
+        cursors: Vec::new(),
     }
 }
 
@@ -457,5 +632,74 @@ mod tests {
             let expected = if bounded { 4 } else { 1 };
             assert_eq!(tests, expected, "{order:?}, {ends}: {:?}", f.body);
         }
+    }
+
+    /// `for e in pos[0]..pos[1]: c = crd[e]; for m in pos[inner]..pos[inner + 1]: if
+    /// (crd[m] == c) y[m] = 1`: a search of row `inner` for each coordinate of row 0.
+    fn merge_loops(inner: impl Fn(Var) -> Expr) -> Function {
+        let mut f = function_of_y_and_a(1);
+        let [e, m, c] = ["e", "m", "c"].map(|hint| f.fresh_var(hint, Type::Index));
+        let bound = |at: Expr| Expr::load(level_array(ArrayKind::Pos), at);
+        let crd = |at: Var| Expr::load(level_array(ArrayKind::Idx), Expr::Var(at));
+        let row = inner(e);
+        let search = Stmt::For(Loop {
+            var: m,
+            start: bound(row.clone()),
+            end: bound(row + Expr::Int(1)),
+            body: vec![Stmt::If(
+                Expr::eq(crd(m), Expr::Var(c)),
+                vec![Stmt::Store(Store {
+                    array: ArrayRef::Values(OperandId(0)),
+                    index: Expr::Var(m),
+                    value: Expr::Float(1.0),
+                    accumulate: false,
+                })],
+                Vec::new(),
+            )],
+            kind: LoopKind::Serial,
+        });
+        f.body = vec![Stmt::For(Loop {
+            var: e,
+            start: bound(Expr::Int(0)),
+            end: bound(Expr::Int(1)),
+            body: vec![Stmt::Decl(c, crd(e)), search],
+            kind: LoopKind::Serial,
+        })];
+        f
+    }
+
+    #[test]
+    fn a_search_for_the_coordinates_an_ordered_loop_reads_starts_where_the_last_ended() {
+        let cursors = |f: &Function| {
+            let mut found = 0;
+            visit::walk_stmts(&f.body, &mut |s| {
+                found += usize::from(matches!(s, Stmt::Assign(v, _)
+                    if f.var(*v).hint.starts_with("cursor")));
+            });
+            found
+        };
+        // Row 1, the same in every iteration: one cursor, declared before the loop.
+        let mut f = merge_loops(|_| Expr::Int(1));
+        bound_ordered_segments(&mut f, &|_| Order::StrictlyIncreasing);
+        assert_eq!(cursors(&f), 1, "{:?}", f.body);
+        assert!(
+            matches!(&f.body[0], Stmt::Decl(v, Expr::Int(0)) if f.var(*v).hint.starts_with("cursor"))
+        );
+        // A row that changes with the loop's position: each search starts afresh.
+        let mut f = merge_loops(Expr::Var);
+        bound_ordered_segments(&mut f, &|_| Order::StrictlyIncreasing);
+        assert_eq!((searches(&f), cursors(&f)), (2, 0), "{:?}", f.body);
+        // Coordinates bounded but not walked in order: the outer loop's values may
+        // decrease.
+        let mut f = merge_loops(|_| Expr::Int(1));
+        f.body = vec![Stmt::For(Loop {
+            kind: LoopKind::Unrolled(2),
+            ..match &f.body[0] {
+                Stmt::For(l) => l.clone(),
+                _ => unreachable!(),
+            }
+        })];
+        bound_ordered_segments(&mut f, &|_| Order::StrictlyIncreasing);
+        assert_eq!((searches(&f), cursors(&f)), (2, 0), "{:?}", f.body);
     }
 }
