@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Benchmark (not a test): the SPF Gauss-Seidel sweep and ILU(0) against SciPy and MKL.
 
-Runs `examples/bench_spf_smoothers.rs` (one thread, medians of N runs after a warm-up) on
+Runs `examples/bench_spf.rs --smoothers` (one thread, medians of N runs after a warm-up) on
 each square shared matrix made strictly diagonally dominant (its entries off the diagonal,
 and a diagonal of 1 + the row's absolute sum), and times on the same matrices, one thread:
 
@@ -21,7 +21,6 @@ geometric means.
 
 PROFILE=test (say) reuses a test build instead of building the release one.
 """
-import argparse
 import csv
 import math
 import os
@@ -39,7 +38,7 @@ from scipy.sparse.linalg import spsolve_triangular
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "bench"))
 from schedules_vs_mkl import MklSparseApi, load_mkl, set_mkl_threads  # noqa: E402
-from spf_trisolve import MklTrsv, median_ms  # noqa: E402
+from spf_trisolve import MklTrsv, matrix_args, median_ms  # noqa: E402
 
 
 def dominant(path: str) -> sp.csr_matrix:
@@ -127,17 +126,12 @@ def geomean(xs) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("matrix_dir", nargs="?",
-                        default=os.path.join(ROOT, "..", "shared", "data", "matrices"))
-    parser.add_argument("runs", nargs="?", type=int, default=20)
-    parser.add_argument("--csv", default=None, help="also write one row per matrix here")
-    args = parser.parse_args()
+    args = matrix_args(__doc__)
     mdir, runs = args.matrix_dir, args.runs
     results = tempfile.mkdtemp(prefix="sparsec-smoothers-")
     out = subprocess.run(
         ["cargo", "run", "-q", "--profile", os.environ.get("PROFILE", "release"), "-p",
-         "sparsec", "--example", "bench_spf_smoothers", "--", mdir, str(runs), results],
+         "sparsec", "--example", "bench_spf", "--", mdir, str(runs), "--smoothers", results],
         cwd=ROOT, check=True, capture_output=True, text=True).stdout.splitlines()
     mkl, mkl_note = load_mkl()
     print(f"MKL: {mkl_note}")

@@ -68,13 +68,18 @@ def median_ms(f, runs: int) -> float:
         times.append((time.perf_counter() - t) * 1e3)
     return statistics.median(times)
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def matrix_args(doc: str) -> argparse.Namespace:
+    """The arguments of the SPF benchmarks: the matrix folder, the run count, --csv."""
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
     parser.add_argument("matrix_dir", nargs="?",
                         default=os.path.join(ROOT, "..", "shared", "data", "matrices"))
     parser.add_argument("runs", nargs="?", type=int, default=20)
     parser.add_argument("--csv", default=None, help="also write one row per matrix here")
-    args = parser.parse_args()
+    return parser.parse_args()
+
+
+def main() -> None:
+    args = matrix_args(__doc__)
     mdir, runs = args.matrix_dir, args.runs
     records = []
 
