@@ -5,7 +5,8 @@ Wall-clock times on a shared machine vary by tens of percent from run to run; th
 of instructions a kernel executes on fixed inputs does not. This script runs each kernel
 of `crates/sparsec/examples/callgrind_kernels.rs` (SpMV on uniform, power-law and long
 rows, SpMM, SpGEMM on a medium and a small input, MTTKRP on a cube and on a tensor with a
-short outer mode, TTV, and the SPF forward substitution serial and by level sets, on fixed
+short outer mode, TTV, and the SPF forward substitution serial and by level sets, a
+Gauss-Seidel sweep and ILU(0), on fixed
 generated inputs, one thread) under
 `valgrind --tool=callgrind --toggle-collect=sparsec_kernel`, so that only the generated
 kernel and what it calls are counted, and compares the counts with

@@ -10,8 +10,8 @@
 //! ```
 //!
 //! Inputs come from `sparsec::generate` with fixed seeds, so every run counts the same
-//! work. Besides index notation's kernels, two `.spf` programs run: the serial and the
-//! level-set forward substitution. The kernel is compiled (or loaded from the kernel cache) and its inputs packed
+//! work. Besides index notation's kernels, four `.spf` programs run: the serial and the
+//! level-set forward substitution, a Gauss-Seidel sweep and ILU(0). The kernel is compiled (or loaded from the kernel cache) and its inputs packed
 //! before it runs, on one thread, with the default schedule; only `sparsec_kernel` (and
 //! what it calls) is counted, not the assembly of a sparse output in Rust.
 
@@ -144,16 +144,21 @@ fn vector(n: usize) -> Coo {
     generate::dense(&[n], 11).unwrap()
 }
 
-/// Programs of the sparse polyhedral front end (`examples/spf`), each a forward
-/// substitution on one generated lower triangle: name, file. The level-set kernel's run
-/// counts its inspector too (a first call inspects).
-const SPF_CASES: &[(&str, &str)] = &[
-    ("spf_lower_solve", "lower_solve.spf"),
-    ("spf_level_sets", "lower_solve_wavefront.spf"),
+/// Programs of the sparse polyhedral front end (`examples/spf`), on one generated matrix
+/// (20k x 20k, 10 entries a row): name, file, and the inputs it reads, of `L` (the
+/// matrix's lower triangle with a dominant diagonal), `A` (the matrix with a dominant
+/// diagonal), `b` and `x0`. The level-set kernel's run counts its inspector too (a first
+/// call inspects).
+const SPF_CASES: &[(&str, &str, &[&str])] = &[
+    ("spf_lower_solve", "lower_solve.spf", &["L", "b"]),
+    ("spf_level_sets", "lower_solve_wavefront.spf", &["L", "b"]),
+    ("spf_gauss_seidel", "gauss_seidel.spf", &["A", "b", "x0"]),
+    ("spf_ilu0", "ilu0.spf", &["A"]),
 ];
 
-/// Run the SPF program `file` once on one thread; prints a checksum of the solution.
-fn run_spf(name: &str, file: &str) {
+/// Run the SPF program `file` once on one thread on the inputs named `reads`; prints a
+/// checksum of its result.
+fn run_spf(name: &str, file: &str, reads: &[&str]) {
     let root = env!("CARGO_MANIFEST_DIR");
     let path = format!("{root}/../../examples/spf/{file}");
     let text = std::fs::read_to_string(&path).expect("the example program");
@@ -161,12 +166,24 @@ fn run_spf(name: &str, file: &str) {
     let mut kernel = SpfKernel::compile(file, &text, &toolchain).expect("compile");
     kernel.set_threads(1);
     let uniform = generate::uniform(&[20_000, 20_000], 5e-4, 13).expect("a matrix");
-    let lower = generate::dominant_lower_triangle(&uniform).expect("a lower triangle");
     let csr = Format::parse("csr", 2).expect("format");
-    let l = Tensor::from_coo(&lower, &csr, ValueType::F64).expect("pack");
-    let b =
-        Tensor::from_coo(&vector(lower.dims[0]), &Format::dense(1), ValueType::F64).expect("pack");
-    let x = kernel.run(&[("L", &l), ("b", &b)]).expect("run");
+    let pack =
+        |coo: &Coo, format: &Format| Tensor::from_coo(coo, format, ValueType::F64).expect("pack");
+    let lower = generate::dominant_lower_triangle(&uniform).expect("a lower triangle");
+    let whole = generate::dominant(&uniform).expect("a dominant matrix");
+    let vector = pack(&vector(uniform.dims[0]), &Format::dense(1));
+    let tensors = [
+        ("L", pack(&lower, &csr)),
+        ("A", pack(&whole, &csr)),
+        ("b", vector.clone()),
+        ("x0", vector),
+    ];
+    let inputs: Vec<(&str, &Tensor)> = tensors
+        .iter()
+        .filter(|(n, _)| reads.contains(n))
+        .map(|(n, t)| (*n, t))
+        .collect();
+    let x = kernel.run(&inputs).expect("run");
     let mut checksum = 0.0;
     x.for_each_stored(|_, v| checksum += v);
     println!("{name} checksum {checksum:.9e}");
@@ -176,11 +193,11 @@ fn main() {
     let name = std::env::args().nth(1).unwrap_or_default();
     if name == "--list" {
         CASES.iter().for_each(|c| println!("{}", c.name));
-        SPF_CASES.iter().for_each(|(name, _)| println!("{name}"));
+        SPF_CASES.iter().for_each(|(name, ..)| println!("{name}"));
         return;
     }
-    if let Some(&(name, file)) = SPF_CASES.iter().find(|(n, _)| *n == name) {
-        return run_spf(name, file);
+    if let Some(&(name, file, reads)) = SPF_CASES.iter().find(|(n, ..)| *n == name) {
+        return run_spf(name, file, reads);
     }
     let Some(case) = CASES.iter().find(|c| c.name == name) else {
         eprintln!("usage: callgrind_kernels NAME|--list");
