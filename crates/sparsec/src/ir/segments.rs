@@ -420,55 +420,36 @@ impl Pass<'_> {
                 vec![assign(high, var(probe))],
             ),
         ];
-        let from_start = Stmt::If(
-            Expr::and(
-                Expr::bin(BinOp::Ne, var(galloping), int(0)),
-                Expr::lt(var(low), var(high)),
-            ),
-            vec![
-                assign(
-                    probe,
-                    Expr::min(
-                        sub(add(var(low), var(step)), int(1)),
-                        sub(var(high), int(1)),
-                    ),
-                ),
-                Stmt::If(
-                    below(probe),
-                    vec![assign(low, add(var(probe), int(1)))],
-                    vec![assign(high, var(probe)), assign(galloping, int(0))],
-                ),
-            ],
-            Vec::new(),
+        let probe_from_start = Expr::min(
+            sub(add(var(low), var(step)), int(1)),
+            sub(var(high), int(1)),
+        );
+        let step_from_start = Stmt::If(
+            below(probe),
+            vec![assign(low, add(var(probe), int(1)))],
+            vec![assign(high, var(probe)), assign(galloping, int(0))],
+        );
+        let still_galloping = Expr::and(
+            Expr::bin(BinOp::Ne, var(galloping), int(0)),
+            Expr::lt(var(low), var(high)),
         );
         // Searched from a cursor or an earlier search's end, the answer is most often a
         // position or two on: the gallop goes from the start only (probing the far end
         // first cost ILU(0) a mispredicted branch and a cache line per search).
         let mut gallop = match expect {
-            Expect::NearStart(_) => {
-                let Stmt::If(_, mut probe_from_start, _) = from_start else {
-                    unreachable!("built above")
-                };
-                let Stmt::Assign(_, at) = probe_from_start.remove(0) else {
-                    unreachable!("built above")
-                };
-                probe_from_start.insert(0, Stmt::Decl(probe, at));
-                probe_from_start
-            }
+            Expect::NearStart(_) => vec![Stmt::Decl(probe, probe_from_start), step_from_start],
             Expect::Anywhere => {
                 let mut both = from_end;
-                both.push(from_start);
+                both.push(Stmt::If(
+                    still_galloping.clone(),
+                    vec![assign(probe, probe_from_start), step_from_start],
+                    Vec::new(),
+                ));
                 both
             }
         };
         gallop.push(assign(step, Expr::bin(BinOp::Mul, var(step), int(2))));
-        out.push(Stmt::While(
-            Expr::and(
-                Expr::bin(BinOp::Ne, var(galloping), int(0)),
-                Expr::lt(var(low), var(high)),
-            ),
-            gallop,
-        ));
+        out.push(Stmt::While(still_galloping, gallop));
         let half = Expr::bin(BinOp::Div, sub(var(high), var(low)), int(2));
         out.push(Stmt::While(
             Expr::lt(var(low), var(high)),
